@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install everything tether's build, demo and tests need.  Idempotent: each
+# step checks first and does nothing when its result is already there.
+#   - Debian packages (compiler, CMake/Ninja, the C libraries, git, clang for fuzzing)
+#   - .venv: a Python virtualenv with the test oracles (pytest, tether-vcs, ...)
+#   - .cache/bin: go-built tools (toml-test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+# --- Debian packages -------------------------------------------------------
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libjansson-dev libb2-dev libssl-dev libzstd-dev libcurl4-openssl-dev
+  python3 python3-venv
+  clang libclang-rt-14-dev
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --- Python virtualenv with the test oracles ---------------------------------
+PY=${PYTHON:-python3}
+req=tests/requirements.txt
+stamp=.venv/.requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing Python test dependencies ($req)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"
+  echo "$want" > "$stamp"
+fi
+
+# --- Go tools ----------------------------------------------------------------
+mkdir -p .cache/bin
+if [ ! -x .cache/bin/toml-test ]; then
+  command -v go >/dev/null || { say "go is required to build toml-test"; exit 1; }
+  say "building toml-test"
+  (cd tools/go && GOFLAGS=-mod=mod go build -o "$top/.cache/bin/toml-test" github.com/toml-lang/toml-test/cmd/toml-test)
+fi

@@ -1,0 +1,185 @@
+/* util/error.c - the library's error type (see tether/error.h). */
+#include "util/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/mem.h"
+
+/* The text tt_error_text() composes lives after the message, in one block. */
+static char oom_message[] = "out of memory";
+
+static void free_message(tt_error *err)
+{
+	if (err->message != oom_message)
+		free(err->message);
+	err->message = NULL;
+}
+
+void tt_error_clear(tt_error *err)
+{
+	if (!err)
+		return;
+	free_message(err);
+	free(err->hint);
+	free(err->key);
+	free(err->kind);
+	err->code = 0;
+	err->hint = err->key = err->kind = NULL;
+}
+
+const char *tt_code_name(int code)
+{
+	switch (code) {
+	case TT_OK: return "ok";
+	case TT_ERROR: return "error";
+	case TT_ECONFIG: return "config";
+	case TT_EBACKEND: return "backend";
+	case TT_ECAPABILITY: return "capability";
+	case TT_ENOTFOUND: return "not-found";
+	case TT_EEXISTS: return "exists";
+	case TT_ELOCKED: return "locked";
+	case TT_EREFMOVED: return "ref-moved";
+	case TT_ECONFLICT: return "merge-conflict";
+	case TT_ESTALEPLAN: return "stale-plan";
+	case TT_EIO: return "io";
+	case TT_ENOMEM: return "no-memory";
+	case TT_ELIMIT: return "limit";
+	case TT_EPARSE: return "parse";
+	case TT_EVCS: return "vcs";
+	case TT_EIMMUTABLE: return "immutable-modified";
+	case TT_EPINDRIFT: return "pin-drift";
+	case TT_EUNPINNED: return "unpinned";
+	case TT_EUSAGE: return "usage";
+	default: return "unknown";
+	}
+}
+
+int tt_error_oom(tt_error *err)
+{
+	if (!err)
+		return TT_ENOMEM;
+	free_message(err);
+	err->code = TT_ENOMEM;
+	err->message = oom_message;
+	return TT_ENOMEM;
+}
+
+int tt_error_vset(tt_error *err, int code, const char *fmt, va_list ap)
+{
+	if (!err)
+		return code;
+	char *msg = tt_vasprintf(fmt, ap);
+	if (!msg)
+		return tt_error_oom(err);
+	free_message(err);
+	free(err->hint);
+	err->hint = NULL;
+	err->code = code;
+	err->message = msg;
+	return code;
+}
+
+int tt_error_set(tt_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = tt_error_vset(err, code, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int tt_error_hint(tt_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return TT_ERROR;
+	va_list ap;
+	va_start(ap, fmt);
+	char *hint = tt_vasprintf(fmt, ap);
+	va_end(ap);
+	if (hint) {
+		free(err->hint);
+		err->hint = hint;
+	}
+	return err->code;
+}
+
+int tt_error_object(tt_error *err, const char *key, const char *kind)
+{
+	if (!err)
+		return TT_ERROR;
+	if (!err->key && !err->kind) {
+		if (key)
+			err->key = tt_strdup(key);
+		if (kind)
+			err->kind = tt_strdup(kind);
+	}
+	return err->code;
+}
+
+int tt_error_prefix(tt_error *err, const char *fmt, ...)
+{
+	if (!err || !err->message)
+		return err ? err->code : TT_ERROR;
+	va_list ap;
+	va_start(ap, fmt);
+	char *ctx = tt_vasprintf(fmt, ap);
+	va_end(ap);
+	if (!ctx)
+		return err->code;
+	char *msg = tt_asprintf("%s: %s", ctx, err->message);
+	free(ctx);
+	if (msg) {
+		free_message(err);
+		err->message = msg;
+	}
+	return err->code;
+}
+
+void tt_error_move(tt_error *dst, tt_error *src)
+{
+	if (!dst || !src || dst == src)
+		return;
+	tt_error_clear(dst);
+	*dst = *src;
+	src->code = 0;
+	src->message = src->hint = src->key = src->kind = NULL;
+}
+
+int tt_error_errno(tt_error *err, int errnum, const char *fmt, ...)
+{
+	if (!err)
+		return TT_EIO;
+	va_list ap;
+	va_start(ap, fmt);
+	char *what = tt_vasprintf(fmt, ap);
+	va_end(ap);
+	if (!what)
+		return tt_error_oom(err);
+	int code = errnum == ENOMEM ? TT_ENOMEM : errnum == ENOENT ? TT_ENOTFOUND : TT_EIO;
+	tt_error_set(err, code, "%s: %s", what, strerror(errnum));
+	free(what);
+	return code;
+}
+
+const char *tt_error_text(tt_error *err)
+{
+	if (!err || !err->message)
+		return "";
+	const char *who = err->key ? err->key : err->kind;
+	if (!who)
+		return err->message;
+	/* Already prefixed (a backend wrote "[key] ..." itself). */
+	size_t wl = strlen(who);
+	if (err->message[0] == '[' && strncmp(err->message + 1, who, wl) == 0 &&
+	    err->message[wl + 1] == ']')
+		return err->message;
+	char *msg = tt_asprintf("[%s] %s", who, err->message);
+	if (!msg)
+		return err->message;
+	free_message(err);
+	err->message = msg;
+	return err->message;
+}

@@ -1,0 +1,17 @@
+/* util/num.h - number formatting shared by the JSON and TOML writers. */
+#ifndef TT_UTIL_NUM_H
+#define TT_UTIL_NUM_H
+
+#include <stddef.h>
+
+/*
+ * Format a finite double exactly as Python's repr() does: the shortest
+ * digits that round-trip, fixed notation when the decimal exponent is in
+ * (-4, 16], otherwise "1e+16" / "1e-05" style; always a ".0" on integral
+ * values.  out must hold TT_DOUBLE_REPR_MAX bytes.  Returns the length, or
+ * 0 for inf/nan (the caller spells those per format).
+ */
+#define TT_DOUBLE_REPR_MAX 40
+size_t tt_double_repr(char *out, double v);
+
+#endif
