@@ -90,19 +90,17 @@ toml_suite() { # toml_suite BUILD_DIR
   local p=0 f=0
   for mode in decoder encoder; do
     local flag=; [ $mode = encoder ] && flag=-encoder
-    toml-test $flag -toml 1.0 -- "$1/toml_$mode" >"$logdir/toml-test-$mode.log" 2>&1
-    local v i
-    v=$(grep -E '^ *valid tests:' "$logdir/toml-test-$mode.log" | head -1)
-    i=$(grep -E '^ *invalid tests:' "$logdir/toml-test-$mode.log" | head -1)
-    for l in "$v" "$i"; do
-      [ -n "$l" ] || continue
+    toml-test $flag -toml 1.0.0 -- "$1/toml_$mode" >"$logdir/toml-test-$mode.log" 2>&1
+    local lines
+    lines=$(grep -E 'tests: +[0-9]+ passed, +[0-9]+ failed' "$logdir/toml-test-$mode.log")
+    if [ -z "$lines" ]; then f=$((f + 1)); tail -20 "$logdir/toml-test-$mode.log"; continue; fi
+    while read -r l; do
       local a b
-      a=$(sed -E 's/.*: *([0-9]+) passed.*/\1/' <<<"$l")
+      a=$(sed -E 's/.*tests: *([0-9]+) passed.*/\1/' <<<"$l")
       b=$(sed -E 's/.*passed, *([0-9]+) failed.*/\1/' <<<"$l")
       p=$((p + a)); f=$((f + b))
-    done
-    if [ -z "$v" ]; then f=$((f + 1)); tail -20 "$logdir/toml-test-$mode.log"; fi
-    echo "   toml-test $mode: ${v# } ${i:+/ ${i# }}"
+      echo "   toml-test $mode: ${l#"${l%%[![:space:]]*}"}"
+    done <<<"$lines"
     grep -E '^FAIL' "$logdir/toml-test-$mode.log" | head -20
   done
   add $p $f "toml-test (valid + invalid)"
@@ -130,11 +128,26 @@ fuzz() {
   add $p $f "fuzz (${FUZZ_SECONDS}s per target)"
 }
 
+install_check() { # the installed library and its pkg-config file build a program
+  local prefix=$top/.tmp/install
+  rm -rf "$prefix"
+  if cmake --install build --prefix "$prefix" >"$logdir/install.log" 2>&1 &&
+     PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig \
+       cc -std=c11 -Wall -Werror examples/backends.c $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig pkg-config --cflags --libs libtether) \
+       -Wl,-rpath,"$prefix/lib" -o "$logdir/backends" >>"$logdir/install.log" 2>&1 &&
+     "$logdir/backends" | grep -q '^memory' ; then
+    add 1 0 "install + pkg-config example"
+  else
+    tail -20 "$logdir/install.log"; add 0 1 "install + pkg-config example"
+  fi
+}
+
 echo "== release build (-Werror)"
 if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_WERROR=ON; then
   unit build release
   toml_suite build
   e2e "$top/build/tether" release
+  install_check
 else
   tail -40 "$logdir/ninja-build.log"; add 0 1 "release build"
 fi
