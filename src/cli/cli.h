@@ -1,0 +1,69 @@
+/*
+ * cli/cli.h - the command-line front end: a table of commands, each with
+ * its options declared once so parsing and `--help` come from the same
+ * place.  Only the CLI prints and chooses exit statuses:
+ *   0 ok, 1 error, 2 usage error, 3 partial success.
+ */
+#ifndef TT_CLI_CLI_H
+#define TT_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <tether/tether.h>
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
+
+typedef enum cli_opt_type { OPT_FLAG, OPT_VALUE, OPT_LIST, OPT_INT } cli_opt_type;
+
+typedef struct cli_opt {
+	const char *name;      /* long name without "--" */
+	char shortc;           /* 0: none */
+	cli_opt_type type;
+	const char *metavar;   /* for values */
+	const char *help;
+} cli_opt;
+
+#define CLI_MAX_OPTS 32
+
+typedef struct cli_args {
+	int seen[CLI_MAX_OPTS];
+	const char *value[CLI_MAX_OPTS];
+	long long ivalue[CLI_MAX_OPTS];
+	const char **list[CLI_MAX_OPTS];
+	size_t nlist[CLI_MAX_OPTS];
+	const char **pos;
+	size_t npos;
+} cli_args;
+
+typedef struct cli_cmd cli_cmd;
+struct cli_cmd {
+	const char *name;
+	const char *synopsis;     /* after "tether <name> " */
+	const char *summary;      /* one line */
+	const char *description;  /* paragraphs for --help */
+	const cli_opt *opts;      /* terminated by { NULL } */
+	size_t min_pos, max_pos;
+	int (*run)(const cli_cmd *cmd, cli_args *args);
+};
+
+/* Index of an option by long name (the command's own table). */
+int cli_opt_index(const cli_cmd *cmd, const char *name);
+bool cli_flag(const cli_cmd *cmd, const cli_args *a, const char *name);
+const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name);
+
+/* Output helpers. */
+int cli_fail(tt_error *err);                 /* prints "error: ..." (+ hint); returns 1 */
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /* stderr "note: " */
+void cli_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* stderr "warning: " */
+int cli_print_json(json_t *v);               /* json.dumps(v, indent=2) + newline */
+void cli_print_help(const cli_cmd *cmd);
+/* Open the dataset around the current directory, printing its warnings. */
+int cli_open_repo(tt_repo **out);
+
+/* The commands. */
+extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends;
+
+#endif

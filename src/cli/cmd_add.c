@@ -1,0 +1,172 @@
+/* cli/cmd_add.c - `tether add [KEY] [LOCATOR] --kind KIND ...`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/kinds.h"
+
+/* Named locator options, in the order they enter the locator. */
+static const char *const field_opts[] = {
+	"project-id", "database", "role", "branch", "remote", "region", "host", "port", "table",
+};
+
+static bool names_path(const cli_cmd *cmd, const cli_args *a, const tt_kind *k)
+{
+	int i = cli_opt_index(cmd, "set");
+	for (size_t j = 0; j < a->nlist[i]; j++) {
+		const char *item = a->list[i][j];
+		const char *eq = strchr(item, '=');
+		size_t len = eq ? (size_t)(eq - item) : strlen(item);
+		if ((len == 3 && strncmp(item, "uri", 3) == 0) || (len == 4 && strncmp(item, "path", 4) == 0))
+			return true;
+		for (const char *const *p = k->local_path_keys; p && *p; p++)
+			if (strlen(*p) == len && strncmp(item, *p, len) == 0)
+				return true;
+	}
+	return false;
+}
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *loc = NULL, *out = NULL;
+	const char *key = a->npos > 0 ? a->pos[0] : NULL;
+	const char *locator = a->npos > 1 ? a->pos[1] : NULL;
+	const char *kind_name = cli_value(cmd, a, "kind");
+	const tt_kind *kind = NULL;
+	int rc;
+
+	if (!kind_name)
+		return cli_usage_error(cmd, "missing option '--kind'");
+	if (!key)
+		return cli_usage_error(cmd, "add needs a KEY, a LOCATOR, or both");
+	if (cli_flag(cmd, a, "at") && cli_flag(cmd, a, "pick"))
+		return cli_usage_error(cmd, "--at and --pick both choose the initial state; give one");
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	if (tt_kind_lookup(&kind, kind_name, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "create") || cli_flag(cmd, a, "pick")) {
+		fprintf(stderr, "error: [%s] --%s needs the %s backend, which is not built into this "
+				"tether yet\n", kind->name, cli_flag(cmd, a, "create") ? "create" : "pick",
+			kind->name);
+		rc = EXIT_ERROR;
+		goto done;
+	}
+	/* For a kind whose locator is a path, a lone positional is the LOCATOR
+	 * and the key comes from it, unless --set already names the path. */
+	if (!locator && kind->key_suffixes && !names_path(cmd, a, kind)) {
+		locator = key;
+		key = NULL;
+	}
+	loc = json_object();
+	if (locator)
+		json_object_set_new(loc, "uri", json_string(locator));
+	for (size_t i = 0; i < sizeof field_opts / sizeof field_opts[0]; i++) {
+		int idx = cli_opt_index(cmd, field_opts[i]);
+		if (!a->seen[idx])
+			continue;
+		char field[32];
+		snprintf(field, sizeof field, "%s", field_opts[i]);
+		for (char *p = field; *p; p++)
+			if (*p == '-')
+				*p = '_';
+		if (cmd->opts[idx].type == OPT_INT)
+			json_object_set_new(loc, field, json_integer(a->ivalue[idx]));
+		else
+			json_object_set_new(loc, field, json_string(a->value[idx]));
+	}
+	int si = cli_opt_index(cmd, "set");
+	for (size_t j = 0; j < a->nlist[si]; j++) {
+		const char *item = a->list[si][j];
+		const char *eq = strchr(item, '=');
+		if (!eq) {
+			fprintf(stderr, "error: --set expects key=value, got '%s'\n", item);
+			rc = EXIT_ERROR;
+			goto done;
+		}
+		char *k = strndup(item, (size_t)(eq - item));
+		if (!k || !*k) {
+			free(k);
+			fprintf(stderr, "error: --set expects key=value, got '%s'\n", item);
+			rc = EXIT_ERROR;
+			goto done;
+		}
+		json_object_set_new(loc, k, json_string(eq + 1));
+		free(k);
+	}
+	if (cli_flag(cmd, a, "at"))
+		json_object_set_new(loc, "at", json_string(cli_value(cmd, a, "at")));
+
+	tt_add_opts opts = {
+		.key = key,
+		.kind = kind->name,
+		.locator = loc,
+		.file_policy = cli_value(cmd, a, "file"),
+		.pin_policy = cli_value(cmd, a, "pin"),
+	};
+	if (tt_repo_add(repo, &opts, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	json_t *at = json_object_get(out, "at");
+	printf("added %s (%s%s)", json_string_value(json_object_get(out, "key")), kind->name,
+	       json_is_true(json_object_get(out, "derived_key")) ? ", key from the locator" : "");
+	if (json_is_string(at))
+		printf(" at %s", json_string_value(at));
+	printf("\n");
+	if (json_is_true(json_object_get(out, "experimental")))
+		cli_note("the %s backend is %s: tested against a fake of the service, not the service "
+			 "itself (`tether backends`)", kind->name, kind->maturity);
+done:
+	json_decref(loc);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "kind", 0, OPT_VALUE, "KIND",
+	  "Backend kind (required): file, git, icechunk, lance, delta; experimental: neon, "
+	  "iceberg, ducklake, dolt. `tether backends` lists each with its maturity." },
+	{ "branch", 0, OPT_VALUE, "BRANCH",
+	  "Upstream branch (default main) for branching backends: what the trunk bookmark "
+	  "stands for." },
+	{ "at", 0, OPT_VALUE, "STATE",
+	  "Start at this native state (snapshot id, version, commit or tag) instead of the "
+	  "branch head." },
+	{ "pick", 0, OPT_FLAG, NULL, "List the system's history and choose the base state." },
+	{ "project-id", 0, OPT_VALUE, "ID", "Neon project." },
+	{ "database", 0, OPT_VALUE, "NAME", "Neon/Dolt database." },
+	{ "role", 0, OPT_VALUE, "ROLE", "Neon role for connections." },
+	{ "remote", 0, OPT_VALUE, "NAME", "git: a configured remote to push pins to." },
+	{ "region", 0, OPT_VALUE, "REGION", "Object-store region." },
+	{ "host", 0, OPT_VALUE, "HOST", "Dolt server host." },
+	{ "port", 0, OPT_INT, "PORT", "Dolt server port." },
+	{ "table", 0, OPT_VALUE, "TABLE", "DuckLake table scope (iceberg: the identifier)." },
+	{ "set", 0, OPT_LIST, "K=V", "Extra locator field (repeatable): path=, identifier=, ..." },
+	{ "file", 0, OPT_VALUE, "immutable|versioned",
+	  "file backend: immutable (any byte change is an error) or versioned (addressable "
+	  "via object-store version ids).  Default: tether.toml [defaults] file." },
+	{ "pin", 0, OPT_VALUE, "native|record",
+	  "native: a tag/branch per commit; record: the state only.  Default: [defaults] pin." },
+	{ "create", 0, OPT_FLAG, NULL,
+	  "Make an empty store at the locator first, marked as this dataset's (experimental)." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_add = {
+	"add", "[KEY] [LOCATOR] --kind KIND [options]",
+	"Register an object in the working copy.",
+	"Writes the object's manifest, .tether/objects/KEY.toml, and contacts nothing: the\n"
+	"first commit records (and pins) its state.  The positional LOCATOR becomes the\n"
+	"locator's `uri`; named options set other fields.  For a kind whose locator is a path\n"
+	"(file, git, icechunk, lance, delta) a lone positional is the LOCATOR and the key is\n"
+	"its last segment less the store suffix.  Relative local paths and a leading ~ are\n"
+	"resolved against the current directory and stored absolute.  Journaled and undoable.",
+	opts, 0, 2, run,
+};

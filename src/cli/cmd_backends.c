@@ -1,0 +1,49 @@
+/* cli/cmd_backends.c - `tether backends`. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	json_t *rows = tt_backends();
+	size_t i;
+	json_t *row;
+	if (!rows) {
+		fprintf(stderr, "error: out of memory\n");
+		return EXIT_ERROR;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		int rc = cli_print_json(rows);
+		json_decref(rows);
+		return rc;
+	}
+	json_array_foreach(rows, i, row) {
+		printf("%-10s %-13s %-11s", json_string_value(json_object_get(row, "kind")),
+		       json_string_value(json_object_get(row, "maturity")),
+		       json_string_value(json_object_get(row, "tier")));
+		size_t j;
+		json_t *cap;
+		json_array_foreach(json_object_get(row, "capabilities"), j, cap)
+			printf("%s%s", j ? ", " : " ", json_string_value(cap));
+		if (!json_is_true(json_object_get(row, "installed")))
+			printf("  (not built yet)");
+		printf("\n");
+	}
+	json_decref(rows);
+	return EXIT_OK;
+}
+
+static const cli_opt opts[] = {
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_backends = {
+	"backends", "[--json]",
+	"List backend kinds with their maturity, tier, and capabilities.",
+	"Every kind tether knows, with the contract it follows: maturity (stable: the full\n"
+	"lifecycle runs in CI against the real system; experimental: tested against a fake of\n"
+	"a network service), tier (observed, addressable, pinnable, forkable) and capability\n"
+	"flags.  Kinds whose backend this build does not include yet say so (installed = false).",
+	opts, 0, 0, run,
+};

@@ -1,0 +1,199 @@
+/*
+ * cli/main.c - `tether`: finds the command, parses its options from the
+ * command's own table, runs it, and maps the result to an exit status.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/mem.h"
+
+static const cli_cmd *const commands[] = {
+	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove,
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* Commands of tether that this build does not have yet: named, so a user
+ * gets a clear answer instead of "unknown command". */
+static const char *const later[] = {
+	"status", "snapshot", "pull", "commit", "new", "open", "restore", "promote", "verify",
+	"diff", "log", "gc", "abandon", "drop", "forget-workspace", "ops", "undo", "repair",
+	"upgrade", "export", "publish", "import",
+};
+
+static void print_main_help(void)
+{
+	printf("usage: tether [--version] [--help] COMMAND [ARGS]...\n\n"
+	       "Version control -- fingerprints, pins and forks -- for datasets that live in other\n"
+	       "systems.  A dataset is a git repository holding tether.toml and one manifest per\n"
+	       "tracked object.\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-12s %s\n", commands[i]->name, commands[i]->summary);
+	printf("  %-12s %s\n", "help", "Show help for tether or one command.");
+	printf("\nnot in this build yet:");
+	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+		printf("%s %s", i ? "," : "", later[i]);
+	printf("\n\n`tether COMMAND --help` describes one command.\n");
+}
+
+static const cli_cmd *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			return commands[i];
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
+		if (strcmp(later[i], name) == 0) {
+			fprintf(stderr, "error: `tether %s` is not built into this tether (%s) yet\n", name,
+				tt_version());
+			return EXIT_ERROR;
+		}
+	}
+	return cli_usage_error(NULL, "no such command '%s'", name);
+}
+
+static void free_args(cli_args *a)
+{
+	for (int i = 0; i < CLI_MAX_OPTS; i++)
+		free(a->list[i]);
+	free(a->pos);
+}
+
+static int parse_int(const char *s, long long *out)
+{
+	char *end;
+	if (!*s)
+		return -1;
+	*out = strtoll(s, &end, 10);
+	return *end ? -1 : 0;
+}
+
+/* Parse argv (after the command name).  Returns -1 after printing a usage
+ * error, 1 when --help was asked for, 0 otherwise. */
+static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
+{
+	bool only_pos = false;
+	memset(a, 0, sizeof *a);
+	a->pos = tt_calloc((size_t)argc + 1, sizeof *a->pos);
+	if (!a->pos)
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+		if (only_pos || arg[0] != '-' || arg[1] == '\0') {
+			a->pos[a->npos++] = arg;
+			continue;
+		}
+		if (strcmp(arg, "--") == 0) {
+			only_pos = true;
+			continue;
+		}
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+			return 1;
+		int idx = -1;
+		const char *inline_val = NULL;
+		if (arg[1] == '-') {
+			const char *name = arg + 2;
+			const char *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			for (int j = 0; cmd->opts && cmd->opts[j].name; j++)
+				if (strlen(cmd->opts[j].name) == len && strncmp(cmd->opts[j].name, name, len) == 0)
+					idx = j;
+			if (eq)
+				inline_val = eq + 1;
+		} else if (arg[2] == '\0') {
+			for (int j = 0; cmd->opts && cmd->opts[j].name; j++)
+				if (cmd->opts[j].shortc == arg[1])
+					idx = j;
+		}
+		if (idx < 0) {
+			cli_usage_error(cmd, "no such option: %s", arg);
+			return -1;
+		}
+		const cli_opt *o = &cmd->opts[idx];
+		a->seen[idx]++;
+		if (o->type == OPT_FLAG) {
+			if (inline_val) {
+				cli_usage_error(cmd, "option --%s does not take a value", o->name);
+				return -1;
+			}
+			continue;
+		}
+		const char *val = inline_val;
+		if (!val) {
+			if (i + 1 >= argc) {
+				cli_usage_error(cmd, "option --%s requires an argument", o->name);
+				return -1;
+			}
+			val = argv[++i];
+		}
+		if (o->type == OPT_LIST) {
+			const char **grown = realloc(a->list[idx], (a->nlist[idx] + 1) * sizeof *grown);
+			if (!grown)
+				return -1;
+			a->list[idx] = grown;
+			a->list[idx][a->nlist[idx]++] = val;
+		} else if (o->type == OPT_INT && parse_int(val, &a->ivalue[idx]) < 0) {
+			cli_usage_error(cmd, "invalid value for --%s: '%s' is not a valid integer", o->name, val);
+			return -1;
+		}
+		a->value[idx] = val;
+	}
+	if (a->npos < cmd->min_pos) {
+		cli_usage_error(cmd, "missing argument");
+		return -1;
+	}
+	if (a->npos > cmd->max_pos) {
+		cli_usage_error(cmd, "got unexpected extra argument (%s)", a->pos[cmd->max_pos]);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_main_help();
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+		printf("tether %s\n", tt_version());
+		return EXIT_OK;
+	}
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		print_main_help();
+		return EXIT_OK;
+	}
+	if (strcmp(name, "help") == 0) {
+		if (argc < 3) {
+			print_main_help();
+			return EXIT_OK;
+		}
+		const cli_cmd *cmd = find_command(argv[2]);
+		if (!cmd)
+			return unknown_command(argv[2]);
+		cli_print_help(cmd);
+		return EXIT_OK;
+	}
+	const cli_cmd *cmd = find_command(name);
+	if (!cmd)
+		return unknown_command(name);
+	cli_args args;
+	int rc = parse_args(cmd, argc - 2, argv + 2, &args);
+	if (rc == 1) {
+		cli_print_help(cmd);
+		rc = EXIT_OK;
+	} else if (rc < 0) {
+		rc = EXIT_USAGE;
+	} else {
+		rc = cmd->run(cmd, &args);
+	}
+	free_args(&args);
+	fflush(stdout);
+	return rc;
+}

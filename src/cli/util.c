@@ -1,0 +1,112 @@
+/* cli/util.c - printing for the CLI (the only place tether prints). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/json.h"
+
+int cli_opt_index(const cli_cmd *cmd, const char *name)
+{
+	for (int i = 0; cmd->opts && cmd->opts[i].name; i++)
+		if (strcmp(cmd->opts[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+bool cli_flag(const cli_cmd *cmd, const cli_args *a, const char *name)
+{
+	int i = cli_opt_index(cmd, name);
+	return i >= 0 && a->seen[i];
+}
+
+const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name)
+{
+	int i = cli_opt_index(cmd, name);
+	return i >= 0 && a->seen[i] ? a->value[i] : NULL;
+}
+
+int cli_fail(tt_error *err)
+{
+	fprintf(stderr, "error: %s\n", tt_error_text(err));
+	if (err->hint)
+		fprintf(stderr, "hint: %s\n", err->hint);
+	tt_error_clear(err);
+	return EXIT_ERROR;
+}
+
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	if (cmd)
+		fprintf(stderr, "usage: tether %s %s\n", cmd->name, cmd->synopsis);
+	fprintf(stderr, "error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s\n", cmd ? "(see `tether help' for the options)" : "(see `tether help')");
+	return EXIT_USAGE;
+}
+
+void cli_note(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("note: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_warning(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_print_json(json_t *v)
+{
+	tt_buf b = TT_BUF_INIT;
+	int rc = tt_json_dump(&b, v, TT_JSON_PRETTY);
+	if (rc == 0) {
+		fwrite(b.ptr, 1, b.len, stdout);
+		fputc('\n', stdout);
+	}
+	tt_buf_release(&b);
+	return rc == 0 ? EXIT_OK : EXIT_ERROR;
+}
+
+int cli_open_repo(tt_repo **out)
+{
+	tt_error err = TT_ERROR_INIT;
+	if (tt_repo_open(out, ".", &err) < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
+		cli_warning("%s", tt_repo_warning(*out, i));
+	return EXIT_OK;
+}
+
+void cli_print_help(const cli_cmd *cmd)
+{
+	printf("usage: tether %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
+	if (cmd->description && *cmd->description)
+		printf("\n%s\n", cmd->description);
+	printf("\noptions:\n");
+	for (int i = 0; cmd->opts && cmd->opts[i].name; i++) {
+		const cli_opt *o = &cmd->opts[i];
+		char left[64];
+		if (o->shortc)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortc, o->name,
+				 o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "",
+				 o->metavar ? o->metavar : "");
+		printf("  %-26s %s\n", left, o->help);
+	}
+	printf("  %-26s %s\n", "-h, --help", "Show this message and exit.");
+}

@@ -1,0 +1,176 @@
+/* core/layout.c - dataset paths and object keys (see layout.h). */
+#include "core/layout.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/mem.h"
+
+static const char *const untracked[] = {
+	TT_WORKSPACE_FILENAME, TT_OPS_FILENAME, TT_CACHE_DIR, TT_LOCK_FILENAME, TT_SECRETS_FILENAME,
+};
+
+char *tt_config_path(const char *root)
+{
+	return tt_path_join(root, TT_CONFIG_FILENAME);
+}
+
+char *tt_tether_path(const char *root, const char *name)
+{
+	char *dir = tt_path_join(root, TT_DIR);
+	if (!dir || !name)
+		return dir;
+	char *p = tt_path_join(dir, name);
+	free(dir);
+	return p;
+}
+
+char *tt_find_dataset_root(const char *start)
+{
+	char *dir = tt_realpath(start);
+	while (dir) {
+		char *cfg = tt_config_path(dir);
+		bool found = cfg && tt_is_file(cfg);
+		free(cfg);
+		if (found)
+			return dir;
+		if (strcmp(dir, "/") == 0)
+			break;
+		char *up = tt_dirname(dir);
+		free(dir);
+		dir = up;
+	}
+	free(dir);
+	return NULL;
+}
+
+/* Python's str.isspace() for the code points a key might carry. */
+static bool is_unicode_space(unsigned cp)
+{
+	return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 ||
+	       cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
+	       cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
+/* Decode one UTF-8 sequence; returns its length (1 for a stray byte). */
+static size_t utf8_next(const unsigned char *s, unsigned *cp)
+{
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 1;
+	unsigned v = n == 4 ? s[0] & 0x07 : n == 3 ? s[0] & 0x0f : s[0] & 0x1f;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			*cp = 0xfffd;
+			return 1;
+		}
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	*cp = n == 1 ? 0xfffd : v;
+	return n;
+}
+
+int tt_validate_key(const char *key, tt_error *err)
+{
+	size_t n = strlen(key);
+	bool bad = n == 0 || key[0] == '/' || key[n - 1] == '/' || strchr(key, '\\') != NULL;
+	/* Segments: none empty, ".", "..", or starting with a drive letter. */
+	for (const char *seg = key; !bad;) {
+		const char *end = strchr(seg, '/');
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+		if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+			bad = true;
+		if (len >= 2 && isalpha((unsigned char)seg[0]) && seg[1] == ':')
+			bad = true;
+		if (!end)
+			break;
+		seg = end + 1;
+	}
+	for (const unsigned char *p = (const unsigned char *)key; !bad && *p;) {
+		unsigned cp;
+		p += utf8_next(p, &cp);
+		if (cp < 32 || (cp != ' ' && is_unicode_space(cp)))
+			bad = true;
+	}
+	if (!bad)
+		return 0;
+	tt_buf b = TT_BUF_INIT;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+		if (*p < 32 || *p == '\'' || *p == '\\')
+			tt_buf_printf(&b, *p == '\'' ? "\\'" : *p == '\\' ? "\\\\" : "\\x%02x", *p);
+		else
+			tt_buf_putc(&b, (char)*p);
+	}
+	tt_error_set(err, TT_ECONFIG, "unsafe object key: '%s'", b.ptr);
+	tt_error_hint(err, "a key is a relative slash-separated name: no leading or trailing '/', "
+			   "no '..', no '\\', no drive letter, no control characters");
+	tt_buf_release(&b);
+	return TT_ECONFIG;
+}
+
+int tt_key_relpath(char **out, const char *key, tt_error *err)
+{
+	int rc = tt_validate_key(key, err);
+	if (rc)
+		return rc;
+	*out = tt_asprintf("%s/%s.toml", TT_OBJECTS_DIR, key);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+int tt_ensure_ignored(const char *root, bool only_present, tt_error *err)
+{
+	char *path = tt_tether_path(root, ".gitignore");
+	tt_buf text = TT_BUF_INIT, out = TT_BUF_INIT;
+	int rc = 0;
+	bool exists;
+
+	if (!path)
+		return tt_error_oom(err);
+	exists = tt_is_file(path);
+	if (exists && (rc = tt_read_file(path, &text, 1 << 20, err)) < 0)
+		goto done;
+	/* Keep the file's lines as they are, then append what is missing. */
+	tt_buf_put(&out, text.ptr, text.len);
+	if (out.len && out.ptr[out.len - 1] != '\n')
+		tt_buf_putc(&out, '\n');
+	bool added = false;
+	for (size_t i = 0; i < sizeof untracked / sizeof untracked[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "/%s", untracked[i]);
+		bool listed = false;
+		for (const char *p = text.ptr; *p && !listed;) {
+			const char *e = strchr(p, '\n');
+			size_t l = e ? (size_t)(e - p) : strlen(p);
+			if (l && p[l - 1] == '\r')
+				l--;
+			listed = l == strlen(line) && memcmp(p, line, l) == 0;
+			p = e ? e + 1 : p + l;
+		}
+		if (listed)
+			continue;
+		if (only_present) {
+			char *f = tt_tether_path(root, untracked[i]);
+			bool present = f && tt_exists(f);
+			free(f);
+			if (!present)
+				continue;
+		}
+		tt_buf_printf(&out, "%s\n", line);
+		added = true;
+	}
+	if ((rc = tt_buf_check(&out, err, ".tether/.gitignore")) < 0)
+		goto done;
+	if (added || (!exists && !only_present))
+		rc = tt_write_file_atomic(path, out.ptr, out.len, 0644, err);
+done:
+	free(path);
+	tt_buf_release(&text);
+	tt_buf_release(&out);
+	return rc;
+}

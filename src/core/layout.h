@@ -1,0 +1,58 @@
+/*
+ * core/layout.h - where a dataset keeps its files, and object keys.
+ *
+ *   <root>/tether.toml                 committed configuration
+ *   <root>/.tether/.gitignore          committed; ignores the per-checkout files
+ *   <root>/.tether/objects/<key>.toml  committed; one manifest per object
+ *   <root>/.tether/listings/           committed; content-addressed listings
+ *   <root>/.tether/secrets.toml        per checkout, never committed
+ *   <root>/.tether/workspace.toml      per checkout
+ *   <root>/.tether/ops.jsonl           per checkout: the journal
+ *   <root>/.tether/cache/, lock        per checkout
+ */
+#ifndef TT_CORE_LAYOUT_H
+#define TT_CORE_LAYOUT_H
+
+#include <stdbool.h>
+
+#include "util/error.h"
+
+#define TT_CONFIG_FILENAME "tether.toml"
+#define TT_DIR ".tether"
+#define TT_OBJECTS_DIR "objects"
+#define TT_LISTINGS_DIR "listings"
+#define TT_WORKSPACE_FILENAME "workspace.toml"
+#define TT_SECRETS_FILENAME "secrets.toml"
+#define TT_OPS_FILENAME "ops.jsonl"
+#define TT_LOCK_FILENAME "lock"
+#define TT_CACHE_DIR "cache"
+#define TT_CONFIG_VERSION 5
+
+/* Walk up from start to the nearest directory holding tether.toml.
+ * Returns a malloc'd absolute path, or NULL (no dataset). */
+char *tt_find_dataset_root(const char *start);
+
+/* "<root>/<rel>" helpers; caller frees; NULL on OOM. */
+char *tt_config_path(const char *root);
+char *tt_tether_path(const char *root, const char *name); /* name may be NULL */
+
+/*
+ * Check an object key the way tether-vcs does on every read: not empty,
+ * no leading or trailing '/', no '\', no empty, "." or ".." segment, no
+ * segment starting with a drive ("C:"), no control characters (nor
+ * whitespace other than the space).  TT_ECONFIG "unsafe object key: '...'".
+ */
+int tt_validate_key(const char *key, tt_error *err);
+
+/* The manifest path of a key relative to .tether ("objects/a/b.toml").
+ * Validates the key.  Caller frees *out. */
+int tt_key_relpath(char **out, const char *key, tt_error *err);
+
+/*
+ * Make sure .tether/.gitignore lists every per-checkout file.  With
+ * only_present, add entries only for such files that exist and are not
+ * ignored yet (what a read-only command does; writes nothing otherwise).
+ */
+int tt_ensure_ignored(const char *root, bool only_present, tt_error *err);
+
+#endif

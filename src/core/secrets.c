@@ -1,0 +1,95 @@
+/* core/secrets.c - the per-checkout secrets file (see secrets.h). */
+#include "core/secrets.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/layout.h"
+#include "core/tomlfile.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/mem.h"
+#include "util/toml.h"
+
+void tt_secrets_release(tt_secrets *s)
+{
+	if (!s)
+		return;
+	json_decref(s->doc);
+	memset(s, 0, sizeof *s);
+}
+
+/* The shapes the file may have; values are not inspected beyond types. */
+static int check_shape(const toml_value *doc, const char *file, tt_error *err)
+{
+	const toml_value *vcs = NULL, *imp = NULL, *t = NULL;
+	const char *s = NULL;
+	int rc;
+	if ((rc = tt_toml_get_table(doc, "vcs", &vcs, file, "secrets", err)) < 0 ||
+	    (rc = tt_toml_get_str(vcs, "git_path", &s, file, "[vcs]", err)) < 0 ||
+	    (rc = tt_toml_get_str(vcs, "jj_path", &s, file, "[vcs]", err)) < 0 ||
+	    (rc = tt_toml_get_table(doc, "import", &imp, file, "secrets", err)) < 0 ||
+	    (rc = tt_toml_get_str(imp, "query", &s, file, "[import]", err)) < 0)
+		return rc;
+	static const char *const maps[] = { "backends", "uris", "objects" };
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = tt_toml_get_table(doc, maps[i], &t, file, "secrets", err)) < 0)
+			return rc;
+		for (size_t j = 0; t && j < toml_table_len(t); j++) {
+			if (toml_type_of(toml_table_at(t, j)) != TOML_TABLE)
+				return tt_toml_refuse(err, file, toml_table_at(t, j),
+						      "[%s] entries must be tables", maps[i]);
+		}
+	}
+	return 0;
+}
+
+int tt_secrets_parse(tt_secrets *s, const char *text, size_t len, const char *file, tt_error *err)
+{
+	toml_value *doc = NULL;
+	int rc;
+	memset(s, 0, sizeof *s);
+	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
+		return rc;
+	if ((rc = check_shape(doc, file, err)) == 0) {
+		s->doc = toml_to_json(doc, file, err);
+		if (!s->doc)
+			rc = err->code ? err->code : tt_error_oom(err);
+		s->present = true;
+	}
+	toml_free(doc);
+	return rc;
+}
+
+int tt_secrets_load(tt_secrets *s, const char *root, tt_error *err)
+{
+	char *path = tt_tether_path(root, TT_SECRETS_FILENAME);
+	tt_buf text = TT_BUF_INIT;
+	struct stat st;
+	int rc = 0;
+	memset(s, 0, sizeof *s);
+	if (!path)
+		return tt_error_oom(err);
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		s->doc = json_object();
+		rc = s->doc ? 0 : tt_error_oom(err);
+	} else if ((rc = tt_read_file(path, &text, 4u << 20, err)) == 0 &&
+		   (rc = tt_secrets_parse(s, text.ptr, text.len, ".tether/" TT_SECRETS_FILENAME, err)) == 0) {
+		s->insecure = (st.st_mode & 077) != 0;
+	}
+	tt_buf_release(&text);
+	free(path);
+	return rc;
+}
+
+const char *tt_secrets_vcs(const tt_secrets *s, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(s->doc, "vcs"), key);
+	return json_is_string(v) && json_string_length(v) ? json_string_value(v) : NULL;
+}
+
+json_t *tt_secrets_backend(const tt_secrets *s, const char *kind)
+{
+	return json_object_get(json_object_get(s->doc, "backends"), kind);
+}

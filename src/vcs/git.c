@@ -1,0 +1,1089 @@
+/* vcs/git.c - the git adapter (see vcs.h). */
+#include "vcs/vcs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/fs.h"
+#include "util/mem.h"
+#include "util/proc.h"
+
+const char *const tt_git_env_unset[] = {
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_COUNT",
+	"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE",
+	"GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX",
+	"GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE", "GIT_WORK_TREE", "GIT_CONFIG_KEY_*",
+	"GIT_CONFIG_VALUE_*", "GIT_NAMESPACE", NULL,
+};
+
+static const char *const isolation[] = {
+	"-c", "color.ui=never", "-c", "log.showSignature=false", "-c", "core.quotePath=false",
+	"-c", "status.showUntrackedFiles=all",
+};
+#define NISO (sizeof isolation / sizeof isolation[0])
+
+#define GIT_OUTPUT_CAP ((size_t)512 << 20)
+
+int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
+		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
+{
+	size_t nargs = 0;
+	while (args[nargs])
+		nargs++;
+	const char **argv = tt_calloc(nargs + NISO + 2, sizeof *argv);
+	tt_proc_result r;
+	int rc;
+	if (!argv)
+		return tt_error_oom(err);
+	argv[0] = exe;
+	memcpy(argv + 1, isolation, sizeof isolation);
+	memcpy(argv + 1 + NISO, args, nargs * sizeof *args);
+	tt_proc_opts opts = { .argv = argv, .cwd = dir, .env_unset = tt_git_env_unset,
+			      .stdin_data = input, .stdin_len = input ? len : 0,
+			      .max_out = GIT_OUTPUT_CAP, .max_err = 1 << 20 };
+	tt_proc_result_init(&r);
+	rc = tt_proc_run(&opts, &r, err);
+	if (rc == 0) {
+		if (status)
+			*status = r.status;
+		if (r.status != 0 && !allow_fail) {
+			tt_buf cmd = TT_BUF_INIT;
+			for (size_t i = 0; i < nargs; i++)
+				tt_buf_printf(&cmd, "%s%s", i ? " " : "", args[i]);
+			const char *why = r.err.len ? r.err.ptr : r.out.ptr;
+			size_t wl = strlen(why);
+			while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
+				wl--;
+			rc = tt_error_set(err, TT_EVCS, "command failed (git %s): %.*s", cmd.ptr, (int)wl, why);
+			tt_buf_release(&cmd);
+		} else if (out) {
+			tt_buf_put(out, r.out.ptr, r.out.len);
+			rc = tt_buf_check(out, err, "git output");
+		}
+	} else if (rc == TT_ENOTFOUND) {
+		tt_error_set(err, TT_EVCS, "executable not found: %s", exe);
+		tt_error_hint(err, "install git 2.38 or newer, or name it with TETHER_GIT or "
+				   ".tether/secrets.toml [vcs] git_path");
+		rc = TT_EVCS;
+	}
+	tt_proc_result_release(&r);
+	free(argv);
+	return rc;
+}
+
+int tt_git_run(const char *exe, const char *dir, const char *const *args, tt_buf *out,
+	       bool allow_fail, int *status, tt_error *err)
+{
+	return tt_git_run_input(exe, dir, args, NULL, 0, out, allow_fail, status, err);
+}
+
+static void chomp(tt_buf *b)
+{
+	while (b->len && (b->ptr[b->len - 1] == '\n' || b->ptr[b->len - 1] == '\r'))
+		tt_buf_truncate(b, b->len - 1);
+}
+
+static int git_current_bookmark(tt_vcs *v, char **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	int status = 0;
+	int rc = tt_git_run(v->exe, v->root, (const char *const[]){ "symbolic-ref", "--short", "-q", "HEAD", NULL },
+			    &b, true, &status, err);
+	*out = NULL;
+	if (rc == 0) {
+		chomp(&b);
+		if (status == 0 && b.len && strncmp(b.ptr, "tether/", 7) != 0) {
+			*out = tt_buf_detach(&b);
+			if (!*out)
+				rc = tt_error_oom(err);
+		}
+	}
+	tt_buf_release(&b);
+	return rc;
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* A growable NULL-terminated argument vector (the strings are borrowed). */
+typedef struct argv_list {
+	const char **v;
+	size_t n, alloc;
+	bool oom;
+} argv_list;
+
+static void av_add(argv_list *a, const char *s)
+{
+	if (a->oom)
+		return;
+	if (TT_ARRAY_GROW(a->v, a->alloc, a->n + 2) != 0) {
+		a->oom = true;
+		return;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static void av_add_all(argv_list *a, const char *const *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		av_add(a, s[i]);
+}
+
+static void av_release(argv_list *a)
+{
+	free(a->v);
+	a->v = NULL;
+	a->n = a->alloc = 0;
+}
+
+/* Run git in the working tree; a non-zero exit is TT_EVCS. */
+static int git(tt_vcs *v, const char *const *args, tt_buf *out, tt_error *err)
+{
+	return tt_git_run(v->exe, v->root, args, out, false, NULL, err);
+}
+
+static int git_av(tt_vcs *v, const argv_list *a, tt_buf *out, tt_error *err)
+{
+	if (a->oom || !a->v)
+		return tt_error_oom(err);
+	return git(v, a->v, out, err);
+}
+
+/* Run git, the exit status in *status (output only when it is 0). */
+static int git_try(tt_vcs *v, const char *const *args, tt_buf *out, int *status, tt_error *err)
+{
+	return tt_git_run(v->exe, v->root, args, out, true, status, err);
+}
+
+/* A revision (or name) git could read as an option, or one no request
+ * can carry (cat-file and --stdin take one per line). */
+static bool bad_rev(const char *rev)
+{
+	return !rev || !*rev || rev[0] == '-' || strpbrk(rev, "\n\r") != NULL;
+}
+
+static int refuse_rev(const char *rev, tt_error *err)
+{
+	return tt_error_set(err, TT_EVCS, "could not resolve revision: %s", rev ? rev : "(none)");
+}
+
+static int refuse_name(const char *name, tt_error *err)
+{
+	return tt_error_set(err, TT_EVCS, "invalid branch name: %s", name ? name : "(none)");
+}
+
+/* `git rev-parse --verify --quiet --end-of-options rev` into out (chomped). */
+static int rev_of(tt_vcs *v, const char *rev, tt_buf *out, int *status, tt_error *err)
+{
+	const char *args[] = { "rev-parse", "--verify", "-q", "--end-of-options", rev, NULL };
+	tt_buf_reset(out);
+	int rc = git_try(v, args, out, status, err);
+	chomp(out);
+	return rc;
+}
+
+static int git_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	char *spec = NULL;
+	int status = 0, rc;
+
+	*out = NULL;
+	if (bad_rev(rev))
+		return refuse_rev(rev, err);
+	if (!(spec = tt_asprintf("%s^{commit}", rev)))
+		return tt_error_oom(err);
+	if ((rc = rev_of(v, spec, &b, &status, err)) < 0)
+		goto done;
+	if (status != 0 || !b.len) {
+		rc = refuse_rev(rev, err);
+		goto done;
+	}
+	if (!(*out = tt_buf_detach(&b)))
+		rc = tt_error_oom(err);
+done:
+	free(spec);
+	tt_buf_release(&b);
+	return rc;
+}
+
+static int git_current_rev(tt_vcs *v, char **out, tt_error *err)
+{
+	return git_resolve(v, "HEAD", out, err);
+}
+
+static int git_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err)
+{
+	char *commit = NULL;
+	int rc;
+	if (bad_rev(name))
+		return refuse_name(name, err);
+	if (rev && (rc = git_resolve(v, rev, &commit, err)) < 0)
+		return rc;
+	const char *args[] = { "switch", "-c", name, commit, NULL };
+	rc = git(v, args, NULL, err);
+	free(commit);
+	return rc;
+}
+
+static int git_park(tt_vcs *v, const char *name, tt_error *err)
+{
+	tt_buf head = TT_BUF_INIT, there = TT_BUF_INIT;
+	char *ref = tt_asprintf("refs/heads/%s^{commit}", name);
+	int st_head = 0, st_there = 0, rc;
+	if (!ref)
+		return tt_error_oom(err);
+	if ((rc = rev_of(v, "HEAD^{commit}", &head, &st_head, err)) < 0 ||
+	    (rc = rev_of(v, ref, &there, &st_there, err)) < 0)
+		goto done;
+	if (st_there != 0) {
+		rc = git_new_bookmark(v, name, NULL, err);
+	} else if (st_head == 0 && strcmp(head.ptr, there.ptr) == 0) {
+		rc = tt_git_run(v->exe, v->root, (const char *const[]){ "switch", "--end-of-options", name, NULL },
+				NULL, false, NULL, err);
+	} else {
+		rc = tt_error_set(err, TT_EVCS, "HEAD is detached at %.12s and branch %s points elsewhere "
+				  "(%.12s)", st_head == 0 ? head.ptr : "nothing", name, there.ptr);
+		tt_error_hint(err, "check out the branch the dataset should work on (`git switch %s`, or "
+				   "a new one), then run the command again", name);
+	}
+done:
+	free(ref);
+	tt_buf_release(&head);
+	tt_buf_release(&there);
+	return rc;
+}
+
+static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+{
+	const char **args = tt_calloc(n + 5, sizeof *args);
+	tt_buf b = TT_BUF_INIT;
+	int rc;
+	if (!args)
+		return tt_error_oom(err);
+	args[0] = "--literal-pathspecs";
+	args[1] = "ls-files";
+	args[2] = "-z";
+	args[3] = "--";
+	for (size_t i = 0; i < n; i++) {
+		args[4 + i] = relpaths[i];
+		out[i] = false;
+	}
+	rc = tt_git_run(v->exe, v->root, args, &b, false, NULL, err);
+	for (size_t off = 0; rc == 0 && off < b.len;) {
+		const char *entry = b.ptr + off;
+		size_t l = strlen(entry);
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(entry, relpaths[i]) == 0)
+				out[i] = true;
+		off += l + 1;
+	}
+	tt_buf_release(&b);
+	free(args);
+	return rc;
+}
+
+/* ---- content at a revision ------------------------------------------- */
+
+static int open_reader(tt_vcs *v, tt_git_reader **r, tt_error *err)
+{
+	return tt_git_reader_open(r, v->exe, v->root, NULL, err);
+}
+
+static int git_read_file_at(tt_vcs *v, const char *rev, const char *relpath, char **out,
+			    size_t *len, tt_error *err)
+{
+	tt_git_reader *r = NULL;
+	int rc;
+
+	*out = NULL;
+	if (len)
+		*len = 0;
+	if (bad_rev(rev))
+		return refuse_rev(rev, err);
+	if (!relpath || strpbrk(relpath, "\n\r"))
+		return tt_error_set(err, TT_EVCS, "cannot read a path holding a line break: %s",
+				    relpath ? relpath : "(none)");
+	if ((rc = open_reader(v, &r, err)) == 0)
+		rc = tt_git_reader_text_at(r, rev, relpath, out, len, err);
+	tt_git_reader_close(r);
+	return rc;
+}
+
+static int git_files_at_many(tt_vcs *v, const char *const *revs, size_t n, const char *reldir,
+			     json_t **out, tt_error *err)
+{
+	tt_git_reader *r = NULL;
+	json_t *result = NULL, *files = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (bad_rev(revs[i]))
+			return refuse_rev(revs[i], err);
+	if (reldir && strpbrk(reldir, "\n\r"))
+		return tt_error_set(err, TT_EVCS, "cannot read a directory holding a line break: %s", reldir);
+	if (!(result = json_object()))
+		return tt_error_oom(err);
+	if (n && (rc = open_reader(v, &r, err)) < 0)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = tt_git_reader_files_at(r, revs[i], reldir, &files, err)) < 0)
+			goto done;
+		if (json_object_set_new(result, revs[i], files) != 0) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	}
+	*out = result;
+	result = NULL;
+done:
+	tt_git_reader_close(r);
+	json_decref(result);
+	return rc;
+}
+
+static int git_files_at(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err)
+{
+	json_t *many = NULL;
+	int rc = git_files_at_many(v, &rev, 1, reldir, &many, err);
+	*out = NULL;
+	if (rc == 0) {
+		*out = json_incref(json_object_get(many, rev));
+		json_decref(many);
+	}
+	return rc;
+}
+
+/* ---- history ---------------------------------------------------------- */
+
+/* The non-blank lines of b (trimmed) appended to arr as strings. */
+static int lines_into(json_t *arr, const tt_buf *b, tt_error *err)
+{
+	const char *p = b->ptr, *end = b->ptr + b->len;
+	while (p < end) {
+		const char *le = memchr(p, '\n', (size_t)(end - p));
+		if (!le)
+			le = end;
+		const char *s = p, *e = le;
+		while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+			e--;
+		if (e > s && json_array_append_new(arr, json_stringn(s, (size_t)(e - s))) != 0)
+			return tt_error_oom(err);
+		p = le + (le < end);
+	}
+	return 0;
+}
+
+static int git_history_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	json_t *arr = json_array();
+	int status = 0, rc;
+
+	*out = NULL;
+	if (!arr)
+		return tt_error_oom(err);
+	rc = git_try(v, (const char *const[]){ "rev-list", "--all", NULL }, &b, &status, err);
+	if (rc == 0 && status == 0)
+		rc = lines_into(arr, &b, err);
+	if (rc == 0) {
+		*out = arr;
+		arr = NULL;
+	}
+	json_decref(arr);
+	tt_buf_release(&b);
+	return rc;
+}
+
+static int git_history_digest(tt_vcs *v, char out[17], tt_error *err)
+{
+	json_t *revs = NULL;
+	const char **ids = NULL;
+	int rc;
+
+	out[0] = '\0';
+	if ((rc = git_history_revs(v, &revs, err)) < 0)
+		return rc;
+	size_t n = json_array_size(revs);
+	if (!(ids = tt_calloc(n ? n : 1, sizeof *ids))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		ids[i] = json_string_value(json_array_get(revs, i));
+	rc = tt_vcs_digest_revs(out, ids, n, err);
+done:
+	free(ids);
+	json_decref(revs);
+	return rc;
+}
+
+static int git_iter_history_files(tt_vcs *v, const char *reldir, tt_vcs_history_fn fn, void *ctx,
+				  tt_error *err)
+{
+	json_t *revs = NULL, *files = NULL;
+	tt_git_reader *r = NULL;
+	int rc;
+
+	if (reldir && strpbrk(reldir, "\n\r"))
+		return tt_error_set(err, TT_EVCS, "cannot read a directory holding a line break: %s", reldir);
+	if ((rc = git_history_revs(v, &revs, err)) < 0)
+		return rc;
+	if (json_array_size(revs) && (rc = open_reader(v, &r, err)) < 0)
+		goto done;
+	for (size_t i = 0; i < json_array_size(revs); i++) {
+		const char *rev = json_string_value(json_array_get(revs, i));
+		if ((rc = tt_git_reader_files_at(r, rev, reldir, &files, err)) < 0)
+			goto done;
+		rc = fn(ctx, rev, files, err);
+		json_decref(files);
+		files = NULL;
+		if (rc != 0)
+			goto done;
+	}
+done:
+	tt_git_reader_close(r);
+	json_decref(revs);
+	return rc;
+}
+
+static int git_commit_info(tt_vcs *v, const char *const *revs, size_t n, json_t **out, tt_error *err)
+{
+	return tt_git_commit_info(v->exe, v->root, NULL, revs, n, out, err);
+}
+
+static int git_refs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf head = TT_BUF_INIT;
+	json_t *refs = NULL, *h = NULL;
+	int status = 0, rc;
+
+	*out = NULL;
+	if ((rc = tt_git_refs(v->exe, v->root, NULL, &refs, err)) < 0)
+		goto done;
+	if ((rc = rev_of(v, "HEAD", &head, &status, err)) < 0)
+		goto done;
+	if (status == 0 && head.len) {
+		if (!(h = json_pack("{s:s, s:s, s:s%}", "name", "HEAD", "kind", "head", "commit_id",
+				    head.ptr, head.len)) ||
+		    json_array_append(refs, h) != 0) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	}
+	*out = refs;
+	refs = NULL;
+done:
+	json_decref(h);
+	json_decref(refs);
+	tt_buf_release(&head);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int git_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *out,
+			     tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	const char **ids = NULL;
+	size_t nids = 0, alloc = 0;
+	int status = 0, rc;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = false;
+	if (!n)
+		return 0;
+	rc = git_try(v, (const char *const[]){ "rev-list", "--all", NULL }, &b, &status, err);
+	if (rc < 0 || status != 0)
+		goto done;
+	/* split in place: every line one commit id */
+	for (char *p = b.ptr, *end = b.ptr + b.len; p < end;) {
+		char *le = memchr(p, '\n', (size_t)(end - p));
+		if (le)
+			*le = '\0';
+		if (*p) {
+			if (TT_ARRAY_GROW(ids, alloc, nids + 1) != 0) {
+				rc = tt_error_oom(err);
+				goto done;
+			}
+			ids[nids++] = p;
+		}
+		p = le ? le + 1 : end;
+	}
+	if (nids)
+		qsort(ids, nids, sizeof *ids, cmp_str);
+	for (size_t i = 0; i < n; i++)
+		out[i] = nids && commits[i] && bsearch(&commits[i], ids, nids, sizeof *ids, cmp_str) != NULL;
+done:
+	free(ids);
+	tt_buf_release(&b);
+	return rc;
+}
+
+static int git_commit_alive(tt_vcs *v, const char *commit, bool *out, tt_error *err)
+{
+	return git_alive_commits(v, &commit, 1, out, err);
+}
+
+static int git_is_ancestor(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err)
+{
+	int status = 1, rc;
+	*out = false;
+	if (bad_rev(ancestor))
+		return refuse_rev(ancestor, err);
+	if (bad_rev(rev))
+		return refuse_rev(rev, err);
+	const char *args[] = { "merge-base", "--is-ancestor", "--end-of-options", ancestor, rev, NULL };
+	if ((rc = git_try(v, args, NULL, &status, err)) == 0)
+		*out = status == 0;
+	return rc;
+}
+
+/* ---- the working copy ------------------------------------------------- */
+
+static int git_workspace_roots(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	json_t *roots = json_array();
+	int status = 0, rc;
+
+	*out = NULL;
+	if (!roots)
+		return tt_error_oom(err);
+	rc = git_try(v, (const char *const[]){ "worktree", "list", "--porcelain", NULL }, &b, &status, err);
+	if (rc < 0)
+		goto done;
+	for (const char *p = b.ptr, *end = b.ptr + b.len; p < end;) {
+		const char *le = memchr(p, '\n', (size_t)(end - p));
+		if (!le)
+			le = end;
+		if ((size_t)(le - p) > 9 && memcmp(p, "worktree ", 9) == 0) {
+			const char *s = p + 9, *e = le;
+			while (s < e && (*s == ' ' || *s == '\t'))
+				s++;
+			while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+				e--;
+			if (json_array_append_new(roots, json_stringn(s, (size_t)(e - s))) != 0) {
+				rc = tt_error_oom(err);
+				goto done;
+			}
+		}
+		p = le + (le < end);
+	}
+	if (!json_array_size(roots) && json_array_append_new(roots, json_string(v->root)) != 0) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	*out = roots;
+	roots = NULL;
+done:
+	json_decref(roots);
+	tt_buf_release(&b);
+	return rc;
+}
+
+static int git_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+{
+	argv_list a = { 0 };
+	tt_buf b = TT_BUF_INIT;
+	int rc;
+
+	*out = false;
+	av_add(&a, "--literal-pathspecs");
+	av_add(&a, "status");
+	av_add(&a, "--porcelain");
+	av_add(&a, "--untracked-files=all");
+	av_add(&a, "--");
+	av_add_all(&a, relpaths, n);
+	if ((rc = git_av(v, &a, &b, err)) == 0)
+		for (size_t i = 0; i < b.len && !*out; i++)
+			*out = !(b.ptr[i] == ' ' || b.ptr[i] == '\n' || b.ptr[i] == '\t' || b.ptr[i] == '\r');
+	av_release(&a);
+	tt_buf_release(&b);
+	return rc;
+}
+
+static int git_bookmark_set(tt_vcs *v, const char *name, const char *rev, tt_error *err);
+
+/* The paths (of n) present in the working tree but absent from commit's
+ * tree, listed into missing ("a, b, c, ..."); *count how many. */
+static int missing_from(tt_vcs *v, const char *commit, const char *const *relpaths, size_t n,
+			size_t *count, tt_buf *missing, tt_error *err)
+{
+	tt_git_reader *r = NULL;
+	char *spec = NULL;
+	char type[16], oid[65];
+	bool found;
+	int rc = 0;
+
+	*count = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *abs = tt_path_join(v->root, relpaths[i]);
+		bool present = abs && tt_exists(abs);
+		free(abs);
+		if (!present || strpbrk(relpaths[i], "\n\r"))
+			continue;
+		if (!r && (rc = open_reader(v, &r, err)) < 0)
+			goto done;
+		free(spec);
+		if (!(spec = tt_asprintf("%s:%s", commit, relpaths[i]))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		if ((rc = tt_git_reader_fetch(r, spec, &found, type, oid, NULL, err)) < 0)
+			goto done;
+		if (!found) {
+			if (*count < 3)
+				tt_buf_printf(missing, "%s%s", *count ? ", " : "", relpaths[i]);
+			else if (*count == 3)
+				tt_buf_puts(missing, ", ...");
+			++*count;
+		}
+	}
+	rc = tt_buf_check(missing, err, "paths");
+done:
+	free(spec);
+	tt_git_reader_close(r);
+	return rc;
+}
+
+static int git_commit(tt_vcs *v, const char *const *relpaths, size_t n, const char *message,
+		      const char *advance, char **out, tt_error *err)
+{
+	argv_list add = { 0 }, commit = { 0 }, reset = { 0 };
+	tt_buf there = TT_BUF_INIT, missing = TT_BUF_INIT;
+	char *head = NULL;
+	size_t nmissing = 0;
+	int status = 0, rc;
+
+	*out = NULL;
+	if (!n)
+		return tt_error_set(err, TT_EUSAGE, "nothing to commit: no paths given");
+	if (advance && bad_rev(advance))
+		return refuse_name(advance, err);
+	/* Pathspecs are literal: an object key may hold '*', '?' or '['. */
+	av_add(&add, "--literal-pathspecs");
+	av_add(&add, "add");
+	av_add(&add, "--");
+	av_add_all(&add, relpaths, n);
+	av_add(&commit, "--literal-pathspecs");
+	av_add(&commit, "commit");
+	av_add(&commit, "-m");
+	av_add(&commit, message ? message : "");
+	av_add(&commit, "--");
+	av_add_all(&commit, relpaths, n);
+	av_add(&reset, "--literal-pathspecs");
+	av_add(&reset, "reset");
+	av_add(&reset, "-q");
+	av_add(&reset, "--");
+	av_add_all(&reset, relpaths, n);
+	if (add.oom || commit.oom || reset.oom) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = git_av(v, &add, NULL, err);
+	if (rc == 0)
+		rc = git_av(v, &commit, NULL, err);
+	if (rc < 0) {
+		/* A hook, a missing identity or an ignored path refused it.  The
+		 * index still holds what add staged; left there, the user's next
+		 * plain `git commit` would record it. */
+		if (rc == TT_EVCS) {
+			tt_error ignored = TT_ERROR_INIT;
+			tt_git_run(v->exe, v->root, reset.v, NULL, true, &status, &ignored);
+			tt_error_clear(&ignored);
+		}
+		goto done;
+	}
+	if ((rc = git_current_rev(v, &head, err)) < 0)
+		goto done;
+	if (advance) {
+		char *ref = tt_asprintf("refs/heads/%s^{commit}", advance);
+		if (!ref) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		rc = rev_of(v, ref, &there, &status, err);
+		free(ref);
+		if (rc < 0 || ((status != 0 || strcmp(there.ptr, head) != 0) &&
+			       (rc = git_bookmark_set(v, advance, head, err)) < 0))
+			goto done;
+	}
+	if ((rc = missing_from(v, head, relpaths, n, &nmissing, &missing, err)) < 0)
+		goto done;
+	*out = head;
+	head = NULL;
+	if (nmissing) {
+		rc = tt_error_set(err, TT_EVCS, "git commit %.12s does not contain %zu of the committed "
+				  "path(s) (%s); is the directory ignored by git?", *out, nmissing,
+				  missing.ptr);
+		tt_error_hint(err, "see `git check-ignore -v <path>`; fix that and commit again");
+	}
+done:
+	free(head);
+	av_release(&add);
+	av_release(&commit);
+	av_release(&reset);
+	tt_buf_release(&there);
+	tt_buf_release(&missing);
+	return rc;
+}
+
+static int git_position(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf head = TT_BUF_INIT, branch = TT_BUF_INIT;
+	int st_head = 0, st_branch = 0, rc;
+
+	*out = NULL;
+	/* An unborn branch (no commits yet) has a symbolic HEAD but no commit. */
+	if ((rc = rev_of(v, "HEAD", &head, &st_head, err)) < 0 ||
+	    (rc = git_try(v, (const char *const[]){ "symbolic-ref", "--short", "-q", "HEAD", NULL },
+			  &branch, &st_branch, err)) < 0)
+		goto done;
+	chomp(&branch);
+	json_t *commit = st_head == 0 && head.len ? json_stringn(head.ptr, head.len) : json_null();
+	json_t *name = st_branch == 0 && branch.len ? json_stringn(branch.ptr, branch.len) : json_null();
+	*out = json_pack("{s:s, s:O, s:o, s:o}", "kind", "git", "id", commit, "commit", commit,
+			 "branch", name);
+	if (!*out)
+		rc = tt_error_oom(err);
+done:
+	tt_buf_release(&head);
+	tt_buf_release(&branch);
+	return rc;
+}
+
+static int git_goto_position(tt_vcs *v, const json_t *position, tt_error *err)
+{
+	const char *kind = json_string_value(json_object_get(position, "kind"));
+	const char *branch = json_string_value(json_object_get(position, "branch"));
+	const char *commit = json_string_value(json_object_get(position, "commit"));
+
+	if (!kind || strcmp(kind, "git") != 0)
+		return tt_error_set(err, TT_EVCS, "position was not recorded by git");
+	if (branch && *branch) {
+		if (bad_rev(branch))
+			return refuse_name(branch, err);
+		return git(v, (const char *const[]){ "switch", "--end-of-options", branch, NULL }, NULL, err);
+	}
+	if (commit && *commit) {
+		if (bad_rev(commit))
+			return refuse_rev(commit, err);
+		return git(v, (const char *const[]){ "switch", "--detach", "--end-of-options", commit, NULL },
+			   NULL, err);
+	}
+	return 0;
+}
+
+static int git_uncommit(tt_vcs *v, const char *commit, bool *out, tt_error *err)
+{
+	tt_buf head = TT_BUF_INIT, parent = TT_BUF_INIT;
+	char *spec = NULL;
+	int status = 0, rc;
+
+	*out = false;
+	if ((rc = rev_of(v, "HEAD", &head, &status, err)) < 0)
+		goto done;
+	if (status != 0 || !commit || strcmp(head.ptr, commit) != 0)
+		goto done;
+	if (!(spec = tt_asprintf("%s^", head.ptr))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = rev_of(v, spec, &parent, &status, err)) < 0)
+		goto done;
+	if (status == 0 && parent.len)
+		rc = git(v, (const char *const[]){ "reset", "--soft", parent.ptr, NULL }, NULL, err);
+	else  /* a root commit: the branch goes back to unborn, the tree stays */
+		rc = git(v, (const char *const[]){ "update-ref", "-d", "HEAD", NULL }, NULL, err);
+	*out = rc == 0;
+done:
+	free(spec);
+	tt_buf_release(&head);
+	tt_buf_release(&parent);
+	return rc;
+}
+
+static int git_new(tt_vcs *v, const char *rev, tt_error *err)
+{
+	tt_buf there = TT_BUF_INIT;
+	char *sha = NULL, *ref = NULL, *name = NULL;
+	int status = 0, rc;
+
+	if (!rev)
+		return 0;  /* git has no empty working-copy commit: stay on the branch */
+	if (bad_rev(rev))
+		return refuse_rev(rev, err);
+	/* Exactly a local branch (not `main~1`, which rev-parse would resolve) */
+	if (!(ref = tt_asprintf("refs/heads/%s", rev))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = git_try(v, (const char *const[]){ "show-ref", "--verify", "--quiet", ref, NULL }, NULL,
+			  &status, err)) < 0)
+		goto done;
+	if (status == 0) {
+		rc = git(v, (const char *const[]){ "switch", "--end-of-options", rev, NULL }, NULL, err);
+		goto done;
+	}
+	/* A commit, a tag, another commit-ish: never leave HEAD detached, or the
+	 * commits made here become unreachable once the user switches away. */
+	if ((rc = git_resolve(v, rev, &sha, err)) < 0)
+		goto done;
+	for (int k = 1; k < 1000; k++) {
+		free(name);
+		free(ref);
+		ref = NULL;
+		name = k == 1 ? tt_asprintf("tether/%.12s", sha) : tt_asprintf("tether/%.12s-%d", sha, k);
+		if (!name || !(ref = tt_asprintf("refs/heads/%s", name))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		if ((rc = rev_of(v, ref, &there, &status, err)) < 0)
+			goto done;
+		if (status != 0) {
+			rc = git(v, (const char *const[]){ "switch", "-c", name, sha, NULL }, NULL, err);
+			goto done;
+		}
+		if (strcmp(there.ptr, sha) == 0) {
+			rc = git(v, (const char *const[]){ "switch", "--end-of-options", name, NULL }, NULL, err);
+			goto done;
+		}
+		/* taken and moved on: a sibling */
+	}
+	rc = tt_error_set(err, TT_EVCS, "too many tether/%.12s branches", sha);
+done:
+	free(sha);
+	free(ref);
+	free(name);
+	tt_buf_release(&there);
+	return rc;
+}
+
+/* ---- bookmarks -------------------------------------------------------- */
+
+static int git_bookmarks(tt_vcs *v, json_t **out, tt_error *err)
+{
+	json_t *refs = NULL, *result = NULL, *r;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if ((rc = tt_git_refs(v->exe, v->root, NULL, &refs, err)) < 0)
+		return rc;
+	if (!(result = json_object())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	/* tether/<sha12> branches only park a checked-out commit (see new) */
+	json_array_foreach(refs, i, r) {
+		const char *name = json_string_value(json_object_get(r, "name"));
+		const char *kind = json_string_value(json_object_get(r, "kind"));
+		if (!name || !kind || strcmp(kind, "branch") != 0 || strncmp(name, "tether/", 7) == 0)
+			continue;
+		if (json_object_set(result, name, json_object_get(r, "commit_id")) != 0) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	}
+	*out = result;
+	result = NULL;
+done:
+	json_decref(result);
+	json_decref(refs);
+	return rc;
+}
+
+static int git_bookmark_set(tt_vcs *v, const char *name, const char *rev, tt_error *err)
+{
+	char *commit = NULL, *current = NULL, *ref = NULL;
+	int rc;
+
+	if (bad_rev(name))
+		return refuse_name(name, err);
+	if ((rc = git_resolve(v, rev, &commit, err)) < 0 ||
+	    (rc = git_current_bookmark(v, &current, err)) < 0)
+		goto done;
+	if (current && strcmp(current, name) == 0) {
+		/* The checked-out branch: HEAD and the tree move (--keep refuses
+		 * rather than overwrite local edits). */
+		rc = git(v, (const char *const[]){ "reset", "--keep", commit, NULL }, NULL, err);
+		goto done;
+	}
+	if (!(ref = tt_asprintf("refs/heads/%s", name))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = git(v, (const char *const[]){ "update-ref", ref, commit, NULL }, NULL, err);
+done:
+	free(commit);
+	free(current);
+	free(ref);
+	return rc;
+}
+
+static int git_bookmark_delete(tt_vcs *v, const char *name, tt_error *err)
+{
+	if (bad_rev(name))
+		return refuse_name(name, err);
+	return git(v, (const char *const[]){ "branch", "-D", "--end-of-options", name, NULL }, NULL, err);
+}
+
+static void git_free(tt_vcs *v)
+{
+	free(v->root);
+	free(v->shared_dir);
+	free(v->exe);
+	free(v);
+}
+
+static const tt_vcs_ops git_ops = {
+	.kind = "git",
+	.current_bookmark = git_current_bookmark,
+	.new_bookmark = git_new_bookmark,
+	.park = git_park,
+	.tracked = git_tracked,
+	.resolve = git_resolve,
+	.current_rev = git_current_rev,
+	.is_ancestor = git_is_ancestor,
+	.read_file_at = git_read_file_at,
+	.files_at = git_files_at,
+	.files_at_many = git_files_at_many,
+	.history_revs = git_history_revs,
+	.history_digest = git_history_digest,
+	.iter_history_files = git_iter_history_files,
+	.commit_info = git_commit_info,
+	.refs = git_refs,
+	.alive_commits = git_alive_commits,
+	.commit_alive = git_commit_alive,
+	.workspace_roots = git_workspace_roots,
+	.dirty = git_dirty,
+	.commit = git_commit,
+	.position = git_position,
+	.goto_position = git_goto_position,
+	.uncommit = git_uncommit,
+	.new = git_new,
+	.bookmarks = git_bookmarks,
+	.bookmark_set = git_bookmark_set,
+	.bookmark_delete = git_bookmark_delete,
+	.free = git_free,
+};
+
+void tt_vcs_free(tt_vcs *v)
+{
+	if (v)
+		v->ops->free(v);
+}
+
+/* git --version must say 2.38 or newer (an unparseable banner passes). */
+static int check_version(const char *exe, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	int rc = tt_git_run(exe, NULL, (const char *const[]){ "--version", NULL }, &b, false, NULL, err);
+	if (rc == 0) {
+		const char *p = b.ptr;
+		while (*p && (*p < '0' || *p > '9'))
+			p++;
+		int maj = 0, min = 0, pat = 0;
+		if (sscanf(p, "%d.%d.%d", &maj, &min, &pat) >= 2 && (maj < 2 || (maj == 2 && min < 38))) {
+			chomp(&b);
+			rc = tt_error_set(err, TT_EVCS, "git %d.%d.%d is too old: tether needs git 2.38 or "
+					  "newer (%s)", maj, min, pat, exe);
+		}
+	}
+	tt_buf_release(&b);
+	return rc;
+}
+
+static char *find_up(const char *start, const char *marker)
+{
+	char *dir = tt_realpath(start);
+	while (dir) {
+		char *m = tt_path_join(dir, marker);
+		bool found = m && tt_exists(m);
+		free(m);
+		if (found)
+			return dir;
+		if (strcmp(dir, "/") == 0)
+			break;
+		char *up = tt_dirname(dir);
+		free(dir);
+		dir = up;
+	}
+	free(dir);
+	return NULL;
+}
+
+int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
+		  tt_error *err)
+{
+	char *git_root = find_up(start, ".git");
+	char *jj_root = find_up(start, ".jj");
+	tt_vcs *v = NULL;
+	tt_buf b = TT_BUF_INIT;
+	int rc = 0;
+
+	*out = NULL;
+	if (jj_root && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
+		rc = tt_error_set(err, TT_EVCS, "the dataset at %s is a jj repository; this tether "
+				  "drives git only so far", jj_root);
+		if (git_root)
+			tt_error_hint(err, "it is colocated with git: set [vcs] prefer = \"git\" in "
+					   "tether.toml to work through git");
+		goto done;
+	}
+	if (!git_root) {
+		rc = tt_error_set(err, TT_EVCS, "no git or jj repository found at or above %s", start);
+		tt_error_hint(err, "run `git init` first, then `tether init`");
+		goto done;
+	}
+	if (!(v = tt_calloc(1, sizeof *v))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	v->ops = &git_ops;
+	v->root = git_root;
+	git_root = NULL;
+	if (!exe || !*exe)
+		exe = getenv("TETHER_GIT");
+	if (!exe || !*exe)
+		exe = "git";
+	v->exe = tt_proc_which(exe);
+	if (!v->exe) {
+		rc = tt_error_set(err, TT_EVCS, "executable not found: %s", exe);
+		tt_error_hint(err, "install git 2.38 or newer, or name it with TETHER_GIT or "
+				   ".tether/secrets.toml [vcs] git_path");
+		goto done;
+	}
+	if ((rc = check_version(v->exe, err)) < 0)
+		goto done;
+	if ((rc = tt_git_run(v->exe, v->root, (const char *const[]){ "rev-parse", "--git-common-dir", NULL },
+			     &b, false, NULL, err)) < 0)
+		goto done;
+	chomp(&b);
+	{
+		char *joined = b.ptr[0] == '/' ? tt_strdup(b.ptr) : tt_path_join(v->root, b.ptr);
+		v->shared_dir = joined ? tt_realpath(joined) : NULL;
+		free(joined);
+		if (!v->shared_dir) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	}
+	*out = v;
+	v = NULL;
+done:
+	tt_vcs_free(v);
+	free(git_root);
+	free(jj_root);
+	tt_buf_release(&b);
+	return rc;
+}

@@ -1,0 +1,233 @@
+/*
+ * vcs/vcs.h - the dataset's own version control, behind one interface so a
+ * jj adapter can stand beside git.  Backends never touch the VCS; the
+ * engine does, through this.
+ *
+ * Every git call runs with the variables that point git at another
+ * repository cleared (what `git rev-parse --local-env-vars` lists, and
+ * GIT_CONFIG_KEY_* and GIT_CONFIG_VALUE_* variables), and with colour, log signatures and path
+ * quoting off.  The executable comes from secrets.toml [vcs] git_path, then
+ * TETHER_GIT, then PATH - never from the committed tether.toml.
+ */
+#ifndef TT_VCS_VCS_H
+#define TT_VCS_VCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+typedef struct tt_vcs tt_vcs;
+
+/*
+ * Called by iter_history_files once per commit with the commit id and the
+ * files object (a borrowed reference valid for the call; take a reference
+ * to keep it, never modify it).  Return 0 to go on, a positive value to
+ * stop the walk (iter_history_files returns it), or a negative tt_code
+ * with err set to fail it.
+ */
+typedef int (*tt_vcs_history_fn)(void *ctx, const char *commit, json_t *files, tt_error *err);
+
+/*
+ * The adapter.  Paths are relative to the VCS root, '/'-separated.  A
+ * revision is anything the VCS resolves (a commit id, a bookmark/branch, a
+ * tag, git's HEAD~2, jj's @-); one starting with '-', or holding a line
+ * break, is refused (TT_EVCS) before any VCS call sees it.  Lists and maps
+ * come back as jansson values owned by the caller; a file's text is its
+ * bytes as UTF-8, every invalid sequence replaced by U+FFFD (Python's
+ * errors="replace").  Commit ids are full (git: 40 or 64 hex digits).
+ * Every op returns 0 or a negative tt_code with err set.
+ */
+typedef struct tt_vcs_ops {
+	const char *kind;  /* "git" | "jj" */
+	/* The bookmark(s) the working copy is on (git: HEAD's branch, unless
+	 * it is a tether/ parking branch); *out is NULL when none. */
+	int (*current_bookmark)(tt_vcs *v, char **out, tt_error *err);
+	/* Create bookmark name at rev (NULL: here) and move the working copy onto it. */
+	int (*new_bookmark)(tt_vcs *v, const char *name, const char *rev, tt_error *err);
+	/* Put a detached working copy on bookmark name: create it here, or move
+	 * onto it when it already points here; TT_EVCS when it points elsewhere. */
+	int (*park)(tt_vcs *v, const char *name, tt_error *err);
+	/* For each path (relative to the VCS root), whether the VCS tracks it. */
+	int (*tracked)(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
+
+	/* ---- revisions -------------------------------------------------- */
+	/* The commit id rev names: TT_EVCS "could not resolve revision: <rev>". */
+	int (*resolve)(tt_vcs *v, const char *rev, char **out, tt_error *err);
+	/* The working copy's commit (git: HEAD). */
+	int (*current_rev)(tt_vcs *v, char **out, tt_error *err);
+	/* Whether ancestor is rev or one of its ancestors (false too when either
+	 * does not resolve). */
+	int (*is_ancestor)(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err);
+
+	/* ---- content at a revision -------------------------------------- */
+	/* The text of relpath at rev; *out NULL when rev or the file is absent
+	 * (or the path is a directory).  len (may be NULL) gets its length: the
+	 * text may hold NUL bytes. */
+	int (*read_file_at)(tt_vcs *v, const char *rev, const char *relpath, char **out, size_t *len,
+			    tt_error *err);
+	/* {root-relative path: text} for every regular file under reldir ("" or
+	 * ".": the whole tree) at rev; {} when rev or reldir is absent.
+	 * Symlinks and submodules are left out. */
+	int (*files_at)(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err);
+	/* {rev: files_at(rev, reldir)} for n revisions, through one reader. */
+	int (*files_at_many)(tt_vcs *v, const char *const *revs, size_t n, const char *reldir,
+			     json_t **out, tt_error *err);
+
+	/* ---- history ---------------------------------------------------- */
+	/* Every commit id reachable in the repository (git: rev-list --all),
+	 * as a JSON array; [] when the VCS cannot list them. */
+	int (*history_revs)(tt_vcs *v, json_t **out, tt_error *err);
+	/* 16 hex digits (and a NUL) naming the set of history_revs: changes
+	 * whenever any workspace or bookmark gains or loses a commit. */
+	int (*history_digest)(tt_vcs *v, char out[17], tt_error *err);
+	/* fn(ctx, commit, files_at(commit, reldir)) for every history_revs
+	 * commit, streamed through one object reader (a round-trip per commit
+	 * plus one per distinct object).  Returns fn's first non-zero value. */
+	int (*iter_history_files)(tt_vcs *v, const char *reldir, tt_vcs_history_fn fn, void *ctx,
+				  tt_error *err);
+	/* Metadata of n commits in one call, in the order given: a JSON array
+	 * of {commit_id, parents: [ids, first parent first], author_name,
+	 * author_email, authored_at, committed_at (ISO 8601), message (trailing
+	 * newlines dropped), change_id (jj's; null under git)}. */
+	int (*commit_info)(tt_vcs *v, const char *const *revs, size_t n, json_t **out, tt_error *err);
+	/* Named pointers: a JSON array of {name, kind, commit_id}, kind
+	 * "bookmark" (jj) / "branch" (git), "tag" (peeled to its commit), and
+	 * last "head" for the working copy (when it has a commit). */
+	int (*refs)(tt_vcs *v, json_t **out, tt_error *err);
+	/* For each commit id, whether it is still part of visible history (git:
+	 * reachable from a ref).  A bounded number of VCS calls, whatever n. */
+	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,
+			     tt_error *err);
+	int (*commit_alive)(tt_vcs *v, const char *commit, bool *out, tt_error *err);
+
+	/* ---- the working copy ------------------------------------------- */
+	/* Root directories of every live checkout, as a JSON array of strings
+	 * (git worktrees, jj workspaces); at least this one. */
+	int (*workspace_roots)(tt_vcs *v, json_t **out, tt_error *err);
+	/* Whether any of relpaths differs from the last commit (untracked
+	 * files count).  n == 0 asks about the whole working copy. */
+	int (*dirty)(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
+	/*
+	 * Commit exactly relpaths (n > 0; anything else the user staged or
+	 * changed stays out) with message; *out the new commit id.  A refused
+	 * commit (a hook, no identity, an ignored path) leaves relpaths
+	 * unstaged and is TT_EVCS with the VCS's own words.  advance (may be
+	 * NULL) names a bookmark moved onto the new commit (git: the
+	 * checked-out branch moves by itself, another one afterwards).  When
+	 * the new commit lacks a path that exists in the working copy (an
+	 * ignored directory) the commit has landed: *out is set and TT_EVCS
+	 * says which paths are missing.
+	 */
+	int (*commit)(tt_vcs *v, const char *const *relpaths, size_t n, const char *message,
+		      const char *advance, char **out, tt_error *err);
+	/* Where the working copy is, as data goto_position returns to: {kind,
+	 * id, commit, ...}; git adds branch (null when detached; id and commit
+	 * are null on an unborn branch), jj parent and empty. */
+	int (*position)(tt_vcs *v, json_t **out, tt_error *err);
+	/* Return to a position() taken earlier (git: switch to the branch, or
+	 * detach at the commit).  TT_EVCS when another VCS recorded it. */
+	int (*goto_position)(tt_vcs *v, const json_t *position, tt_error *err);
+	/* Turn commit back into working-copy changes if it is still the working
+	 * copy's parent (git: HEAD; reset --soft); *out false when it is not.
+	 * The files stay as they are. */
+	int (*uncommit)(tt_vcs *v, const char *commit, bool *out, tt_error *err);
+	/* Move the working copy so the next commit lands on top of rev.  git: a
+	 * branch name is switched to, another revision checked out onto the
+	 * parking branch tether/<commit12> (a sibling -2, -3... when that name
+	 * moved on); NULL stays where it is. */
+	int (*new)(tt_vcs *v, const char *rev, tt_error *err);
+
+	/* ---- bookmarks (git branches; tether/ parking branches left out) -- */
+	/* {name: commit id}. */
+	int (*bookmarks)(tt_vcs *v, json_t **out, tt_error *err);
+	/* Create name at rev or move it there (backwards allowed); the one the
+	 * working copy is on moves with the working copy (git: reset --keep,
+	 * which refuses to overwrite local edits). */
+	int (*bookmark_set)(tt_vcs *v, const char *name, const char *rev, tt_error *err);
+	int (*bookmark_delete)(tt_vcs *v, const char *name, tt_error *err);
+
+	void (*free)(tt_vcs *v);
+} tt_vcs_ops;
+
+struct tt_vcs {
+	const tt_vcs_ops *ops;
+	char *root;        /* the working tree's top level (resolved) */
+	char *shared_dir;  /* git common dir / .jj/repo: one per clone */
+	char *exe;         /* the executable used */
+};
+
+/*
+ * Find the VCS enclosing `start`.  exe: the executable to use (NULL: from
+ * TETHER_GIT, else PATH).  The version is checked (git >= 2.38).
+ * TT_EVCS "no git or jj repository found at or above <start>" when none.
+ */
+int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
+		  tt_error *err);
+void tt_vcs_free(tt_vcs *v);
+
+/* The environment entries every VCS call clears (NULL-terminated; "X*" = prefix). */
+extern const char *const tt_git_env_unset[];
+
+/* Run git with tether's isolation flags in dir; stdout into out (may be
+ * NULL).  A non-zero exit is TT_EVCS naming the command and git's stderr,
+ * unless allow_fail (then *status tells). */
+int tt_git_run(const char *exe, const char *dir, const char *const *args, tt_buf *out,
+	       bool allow_fail, int *status, tt_error *err);
+/* tt_git_run with input (len bytes) written to git's stdin. */
+int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
+		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err);
+
+/*
+ * git plumbing both adapters use (a jj repository is git-backed).  git_dir
+ * (may be NULL) is passed as --git-dir, for a store that is not dir/.git.
+ */
+
+/* Append data as text: UTF-8 with every invalid sequence (each maximal
+ * invalid subpart) replaced by U+FFFD, as Python's decode(errors="replace"). */
+int tt_vcs_text(tt_buf *out, const void *data, size_t len);
+
+/* The first 16 hex digits of sha256 of the sorted ids joined by '\n'
+ * (an order-independent digest of a set of commit ids). */
+int tt_vcs_digest_revs(char out[17], const char *const *ids, size_t n, tt_error *err);
+
+/*
+ * Many objects through one `git cat-file --batch` process.  Trees and blobs
+ * are cached by object id, so a walk over a long history whose files rarely
+ * change costs a round-trip per commit plus one per distinct object.  A
+ * reader belongs to one thread at a time; after a failure every call fails.
+ */
+typedef struct tt_git_reader tt_git_reader;
+int tt_git_reader_open(tt_git_reader **out, const char *exe, const char *cwd, const char *git_dir,
+		       tt_error *err);
+/* Stop the process and free r (NULL-safe). */
+void tt_git_reader_close(tt_git_reader *r);
+/* One object by name (spec: anything cat-file takes, no line break).
+ * *found false when git answers "missing" (or "ambiguous"); otherwise
+ * type ("blob", "tree", ...) and oid (hex) are filled and data (may be
+ * NULL) holds the raw bytes, replacing its content. */
+int tt_git_reader_fetch(tt_git_reader *r, const char *spec, bool *found, char type[16],
+			char oid[65], tt_buf *data, tt_error *err);
+/* {root-relative path: text} for every regular file (modes 100644/100755)
+ * under reldir ("" or "." for the whole tree) at rev; {} when either is
+ * missing or not a tree.  Names that are not UTF-8 are left out.  A new
+ * object whose values the reader's cache shares: do not modify them. */
+int tt_git_reader_files_at(tt_git_reader *r, const char *rev, const char *reldir, json_t **out,
+			   tt_error *err);
+/* The text of blob rev:relpath; *out NULL when missing or not a blob. */
+int tt_git_reader_text_at(tt_git_reader *r, const char *rev, const char *relpath, char **out,
+			  size_t *len, tt_error *err);
+
+/* Commit metadata (see tt_vcs_ops.commit_info) for n commit ids through
+ * one `git log --no-walk=unsorted --stdin`; all-zero ids (jj's root) are
+ * skipped. */
+int tt_git_commit_info(const char *exe, const char *cwd, const char *git_dir,
+		       const char *const *revs, size_t n, json_t **out, tt_error *err);
+/* Local branches and tags (peeled) through one `git for-each-ref`: a JSON
+ * array of {name, kind: "branch" | "tag", commit_id}; [] when git fails. */
+int tt_git_refs(const char *exe, const char *cwd, const char *git_dir, json_t **out, tt_error *err);
+
+#endif
