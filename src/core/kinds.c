@@ -231,7 +231,7 @@ static const tt_kind kinds[] = {
 	{ "memory", "stable",
 	  TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |
 		  TT_CAP_PROMOTE | TT_CAP_MERGE | TT_CAP_CREATE | TT_CAP_CONDITIONAL_REF,
-	  false, NOT_YET, NONE, NONE, NULL, L("store"), NONE, NONE, L("uri", "path"), NULL },
+	  true, NULL, NONE, NONE, NULL, L("store"), NONE, NONE, L("system", "uri"), NULL },
 	{ "neon", "experimental",
 	  TIER_FORK | TT_CAP_NEEDS_QUIESCENCE | TT_CAP_RETENTION_BOUND | TT_CAP_BRANCH_IS_STORAGE,
 	  false, NOT_YET, NONE, NONE, NULL, NONE, NONE, L("lsn", "timeline"), L("uri", "path"),

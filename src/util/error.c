@@ -110,12 +110,12 @@ int tt_error_object(tt_error *err, const char *key, const char *kind)
 {
 	if (!err)
 		return TT_ERROR;
-	if (!err->key && !err->kind) {
-		if (key)
-			err->key = tt_strdup(key);
-		if (kind)
-			err->kind = tt_strdup(kind);
-	}
+	/* Each name fills in once: a backend names its kind, the engine then
+	 * adds the object's key. */
+	if (key && !err->key)
+		err->key = tt_strdup(key);
+	if (kind && !err->kind)
+		err->kind = tt_strdup(kind);
 	return err->code;
 }
 

@@ -22,7 +22,7 @@ int tt_error_vset(tt_error *err, int code, const char *fmt, va_list ap) TT_PRINT
 /* Attach a fix hint ("run `tether upgrade`").  Returns err->code. */
 int tt_error_hint(tt_error *err, const char *fmt, ...) TT_PRINTF(2, 3);
 
-/* Name the object (key, kind: either may be NULL) unless one is named. */
+/* Name the object: key and kind (either may be NULL) each fill in once. */
 int tt_error_object(tt_error *err, const char *key, const char *kind);
 
 /* Prepend context to the message: "<context>: <old message>". */

@@ -1,0 +1,576 @@
+/*
+ * backends/backend.c - the parts of the backend contract every kind shares
+ * (see backend.h): content diffs, history entries, the registry of built-in
+ * kinds, effective capabilities, state equality and the default
+ * conditional-move check.
+ */
+#include "backends/backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/num.h"
+
+/* --- small things -------------------------------------------------------- */
+
+const char *tt_verify_status_name(tt_verify_status s)
+{
+	switch (s) {
+	case TT_VERIFY_OK:
+		return "ok";
+	case TT_VERIFY_DRIFTED:
+		return "drifted";
+	case TT_VERIFY_MISSING:
+		return "missing";
+	case TT_VERIFY_UNKNOWN:
+		return "unknown";
+	}
+	return "unknown";
+}
+
+bool tt_backend_error_code(int code)
+{
+	return code == TT_EBACKEND || code == TT_EREFMOVED || code == TT_ECONFLICT ||
+	       code == TT_ECAPABILITY;
+}
+
+/* --- Python repr() / str() of JSON values ---------------------------------- */
+
+/* Decode one UTF-8 sequence at s[0..len) (already validated by jansson);
+ * returns its length and the code point. */
+static size_t utf8_next(const unsigned char *s, size_t len, unsigned *cp)
+{
+	unsigned c = s[0];
+	size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+	if (n > len)
+		n = 1;
+	if (n == 1) {
+		*cp = c;
+		return 1;
+	}
+	*cp = c & (0x7Fu >> n);
+	for (size_t i = 1; i < n; i++)
+		*cp = (*cp << 6) | (s[i] & 0x3Fu);
+	return n;
+}
+
+/*
+ * Whether Python's str.isprintable() says no.  Exact for ASCII and
+ * Latin-1; above that the common separators, format characters and private
+ * use areas (the full Unicode table is out of scope - unassigned code
+ * points print raw here where Python escapes them).
+ */
+static bool py_unprintable(unsigned cp)
+{
+	if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD)
+		return true;
+	if (cp < 0x100)
+		return false;
+	return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
+	       (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || (cp >= 0xD800 && cp <= 0xF8FF) ||
+	       cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB) || cp == 0xFFFE || cp == 0xFFFF ||
+	       cp == 0x180E || cp == 0x061C || (cp >= 0x0600 && cp <= 0x0605) || cp == 0x06DD ||
+	       cp == 0x070F || cp == 0x110BD || (cp >= 0x1BCA0 && cp <= 0x1BCA3) ||
+	       (cp >= 0x1D173 && cp <= 0x1D17A) || (cp >= 0xE0000 && cp <= 0xE0FFF) ||
+	       cp >= 0xF0000;
+}
+
+static int py_repr_str(tt_buf *out, const char *s, size_t len)
+{
+	/* Python picks double quotes only when the text has ' and no ". */
+	bool has_single = memchr(s, '\'', len) != NULL, has_double = memchr(s, '"', len) != NULL;
+	char q = has_single && !has_double ? '"' : '\'';
+	tt_buf_putc(out, q);
+	for (size_t i = 0; i < len;) {
+		unsigned cp;
+		size_t n = utf8_next((const unsigned char *)s + i, len - i, &cp);
+		if (cp == (unsigned)q || cp == '\\')
+			tt_buf_printf(out, "\\%c", (char)cp);
+		else if (cp == '\n')
+			tt_buf_puts(out, "\\n");
+		else if (cp == '\r')
+			tt_buf_puts(out, "\\r");
+		else if (cp == '\t')
+			tt_buf_puts(out, "\\t");
+		else if (py_unprintable(cp))
+			tt_buf_printf(out, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x",
+				      cp);
+		else
+			tt_buf_put(out, s + i, n);
+		i += n;
+	}
+	return tt_buf_putc(out, q);
+}
+
+static int py_repr_value(tt_buf *out, const json_t *v, int depth)
+{
+	if (out->failed)
+		return out->failed;
+	if (!v)
+		return tt_buf_puts(out, "None");
+	if (depth > TT_JSON_MAX_DEPTH)
+		return TT_ELIMIT;
+	switch (json_typeof(v)) {
+	case JSON_NULL:
+		return tt_buf_puts(out, "None");
+	case JSON_TRUE:
+		return tt_buf_puts(out, "True");
+	case JSON_FALSE:
+		return tt_buf_puts(out, "False");
+	case JSON_INTEGER:
+		return tt_buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	case JSON_REAL: {
+		char tmp[TT_DOUBLE_REPR_MAX];
+		size_t n = tt_double_repr(tmp, json_real_value(v));
+		return n ? tt_buf_put(out, tmp, n) : tt_buf_puts(out, "nan");
+	}
+	case JSON_STRING:
+		return py_repr_str(out, json_string_value(v), json_string_length(v));
+	case JSON_ARRAY: {
+		tt_buf_putc(out, '[');
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			if (i)
+				tt_buf_puts(out, ", ");
+			int rc = py_repr_value(out, json_array_get(v, i), depth + 1);
+			if (rc)
+				return rc;
+		}
+		return tt_buf_putc(out, ']');
+	}
+	case JSON_OBJECT: {
+		const char *key;
+		size_t klen, i = 0;
+		json_t *val;
+		tt_buf_putc(out, '{');
+		json_object_keylen_foreach((json_t *)v, key, klen, val) {
+			if (i++)
+				tt_buf_puts(out, ", ");
+			py_repr_str(out, key, klen);
+			tt_buf_puts(out, ": ");
+			int rc = py_repr_value(out, val, depth + 1);
+			if (rc)
+				return rc;
+		}
+		return tt_buf_putc(out, '}');
+	}
+	}
+	return TT_EUSAGE;
+}
+
+int tt_py_repr(tt_buf *out, const json_t *v)
+{
+	int rc = py_repr_value(out, v, 0);
+	return rc ? rc : out->failed;
+}
+
+int tt_py_str(tt_buf *out, const json_t *v)
+{
+	if (json_is_string(v))
+		return tt_buf_put(out, json_string_value(v), json_string_length(v));
+	return tt_py_repr(out, v);
+}
+
+/* --- content diffs ------------------------------------------------------- */
+
+void tt_object_diff_init(tt_object_diff *d, const char *unit)
+{
+	memset(d, 0, sizeof *d);
+	snprintf(d->unit, sizeof d->unit, "%s", unit ? unit : "entries");
+}
+
+void tt_object_diff_release(tt_object_diff *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nentries; i++) {
+		free(d->entries[i].path);
+		free(d->entries[i].change);
+		free(d->entries[i].detail);
+	}
+	free(d->entries);
+	free(d->note);
+	d->entries = NULL;
+	d->nentries = d->alloc = 0;
+	d->note = NULL;
+}
+
+int tt_object_diff_add(tt_object_diff *d, const char *path, const char *change,
+		       const char *detail, tt_error *err)
+{
+	if (!d || !path || !change)
+		return tt_error_set(err, TT_EUSAGE, "a diff entry needs a path and a change");
+	/* Counts are exact whatever the cap; anything not added/removed counts
+	 * as modified (renames included), as tether-vcs counts. */
+	if (strcmp(change, "added") == 0)
+		d->added++;
+	else if (strcmp(change, "removed") == 0)
+		d->removed++;
+	else
+		d->modified++;
+	if (d->nentries >= TT_MAX_DIFF_ENTRIES) {
+		d->truncated = true;
+		return 0;
+	}
+	if (TT_ARRAY_GROW(d->entries, d->alloc, d->nentries + 1) != 0)
+		return tt_error_oom(err);
+	tt_diff_entry *e = &d->entries[d->nentries];
+	e->path = tt_strdup(path);
+	e->change = tt_strdup(change);
+	/* An empty detail is no detail (to_dict leaves it out). */
+	e->detail = detail && *detail ? tt_strdup(detail) : NULL;
+	if (!e->path || !e->change || (detail && *detail && !e->detail)) {
+		free(e->path);
+		free(e->change);
+		free(e->detail);
+		return tt_error_oom(err);
+	}
+	d->nentries++;
+	return 0;
+}
+
+bool tt_object_diff_is_empty(const tt_object_diff *d)
+{
+	return !(d->added || d->removed || d->modified || d->nentries);
+}
+
+char *tt_object_diff_summary(const tt_object_diff *d)
+{
+	tt_buf b = TT_BUF_INIT;
+	tt_buf_printf(&b, "+%lld -%lld ~%lld %s", d->added, d->removed, d->modified, d->unit);
+	if (d->truncated)
+		tt_buf_printf(&b, " (first %zu shown)", d->nentries);
+	if (d->note && *d->note)
+		tt_buf_printf(&b, "; %s", d->note);
+	if (b.failed) {
+		tt_buf_release(&b);
+		return NULL;
+	}
+	return tt_buf_detach(&b);
+}
+
+json_t *tt_object_diff_json(const tt_object_diff *d)
+{
+	json_t *out = NULL, *entries = NULL;
+	char *summary = tt_object_diff_summary(d);
+	bool ok = summary != NULL;
+
+	out = json_object();
+	entries = json_array();
+	ok = ok && out && entries;
+	for (size_t i = 0; ok && i < d->nentries; i++) {
+		const tt_diff_entry *e = &d->entries[i];
+		json_t *o = json_object();
+		ok = o && json_array_append_new(entries, o) == 0;
+		ok = ok && json_object_set_new(o, "path", json_string(e->path)) == 0;
+		ok = ok && json_object_set_new(o, "change", json_string(e->change)) == 0;
+		if (ok && e->detail && *e->detail)
+			ok = json_object_set_new(o, "detail", json_string(e->detail)) == 0;
+	}
+	ok = ok && json_object_set_new(out, "summary", json_string(summary)) == 0;
+	ok = ok && json_object_set_new(out, "unit", json_string(d->unit)) == 0;
+	ok = ok && json_object_set_new(out, "added", json_integer(d->added)) == 0;
+	ok = ok && json_object_set_new(out, "removed", json_integer(d->removed)) == 0;
+	ok = ok && json_object_set_new(out, "modified", json_integer(d->modified)) == 0;
+	ok = ok && json_object_set_new(out, "truncated", json_boolean(d->truncated)) == 0;
+	ok = ok && json_object_set_new(out, "note", json_string(d->note ? d->note : "")) == 0;
+	if (ok) {
+		ok = json_object_set_new(out, "entries", entries) == 0;
+		entries = NULL;
+	}
+	free(summary);
+	json_decref(entries);
+	if (!ok) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* --- history ------------------------------------------------------------- */
+
+void tt_history_release(tt_history_entry *entries, size_t n)
+{
+	if (!entries)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(entries[i].id);
+		free(entries[i].when);
+		free(entries[i].message);
+		json_decref(entries[i].refs);
+	}
+	free(entries);
+}
+
+/* --- the registry -------------------------------------------------------- */
+
+typedef int (*backend_ctor)(tt_backend *b, tt_error *err);
+
+/* Kinds whose backend is compiled in.  Every other kind of kinds.c is known
+ * (it lists, validates and prints) but cannot be built yet. */
+static const struct {
+	const char *kind;
+	backend_ctor make;
+} builtins[] = {
+	{ "memory", tt_memory_backend_new },
+};
+
+int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
+		   const char *cache_dir, const char *checkout, tt_error *err)
+{
+	int rc = 0;
+	tt_backend *b = NULL;
+	backend_ctor make = NULL;
+
+	*out = NULL;
+	if (!kind || !kind->name)
+		return tt_error_set(err, TT_EUSAGE, "no backend kind given");
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+		if (strcmp(builtins[i].kind, kind->name) == 0)
+			make = builtins[i].make;
+	if (!make) {
+		rc = tt_error_set(err, TT_ECAPABILITY,
+				  "the %s backend is not built into this tether yet", kind->name);
+		tt_error_object(err, NULL, kind->name);
+		goto done;
+	}
+	b = tt_calloc(1, sizeof *b);
+	if (!b) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	b->kind = kind;
+	b->config = config ? json_deep_copy(config) : json_object();
+	b->secret_rules = json_object();
+	b->cache_dir = cache_dir ? tt_strdup(cache_dir) : NULL;
+	b->checkout = checkout ? tt_strdup(checkout) : NULL;
+	if (!b->config || !b->secret_rules || (cache_dir && !b->cache_dir) ||
+	    (checkout && !b->checkout)) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = make(b, err);
+	if (rc)
+		goto done;
+	if (!b->ops || b->ops->abi != TT_BACKEND_ABI) {
+		rc = tt_error_set(err, TT_EBACKEND, "the %s backend speaks another backend ABI",
+				  kind->name);
+		tt_error_object(err, NULL, kind->name);
+		goto done;
+	}
+	*out = b;
+	b = NULL;
+done:
+	tt_backend_free(b);
+	return rc;
+}
+
+void tt_backend_free(tt_backend *b)
+{
+	if (!b)
+		return;
+	if (b->ops && b->ops->free)
+		b->ops->free(b);
+	json_decref(b->config);
+	json_decref(b->secret_rules);
+	free(b->cache_dir);
+	free(b->checkout);
+	free(b);
+}
+
+unsigned tt_backend_caps(tt_backend *b, const json_t *loc, const char *file_policy,
+			 const char *pin_policy)
+{
+	unsigned caps = b->ops && b->ops->effective_capabilities
+				? b->ops->effective_capabilities(b, loc, file_policy)
+				: b->kind->caps;
+	if (pin_policy && strcmp(pin_policy, "record") == 0)
+		caps &= ~(unsigned)TT_CAP_PIN;
+	return caps;
+}
+
+/* --- states -------------------------------------------------------------- */
+
+/* Canonical text of the content state, or NULL (OOM, or not dumpable). */
+static char *content_canon(const tt_kind *kind, const json_t *state)
+{
+	tt_buf b = TT_BUF_INIT;
+	json_t *c = json_is_object(state) ? tt_content_state(kind, state) : json_incref((json_t *)state);
+	char *out = NULL;
+	if (c && tt_json_canonical(&b, c) == 0)
+		out = tt_buf_detach(&b);
+	tt_buf_release(&b);
+	json_decref(c);
+	return out;
+}
+
+bool tt_states_equal(const tt_kind *kind, const json_t *a, const json_t *b)
+{
+	if (!a || !b)
+		return a == b;
+	char *ca = content_canon(kind, a), *cb = content_canon(kind, b);
+	bool eq = ca && cb && strcmp(ca, cb) == 0;
+	free(ca);
+	free(cb);
+	return eq;
+}
+
+/* tether-vcs's _short(state): "k=v, ..." over sorted keys, each value's
+ * str() cut to 12 characters (code points). */
+static void short_state(tt_buf *out, const json_t *state)
+{
+	size_t n = json_object_size(state), i = 0;
+	const char **keys = n ? tt_reallocarray(NULL, n, sizeof *keys) : NULL;
+	const char *key;
+	json_t *val;
+	if (n && !keys) {
+		out->failed = TT_ENOMEM;
+		return;
+	}
+	json_object_foreach((json_t *)state, key, val)
+		if (i < n)
+			keys[i++] = key;
+	/* Insertion sort: states have a handful of keys. */
+	for (size_t a = 1; a < i; a++)
+		for (size_t z = a; z > 0 && strcmp(keys[z - 1], keys[z]) > 0; z--) {
+			const char *t = keys[z];
+			keys[z] = keys[z - 1];
+			keys[z - 1] = t;
+		}
+	for (size_t k = 0; k < i; k++) {
+		tt_buf v = TT_BUF_INIT;
+		size_t cut = 0, chars = 0;
+		tt_py_str(&v, json_object_get(state, keys[k]));
+		while (cut < v.len && chars < 12) {
+			unsigned cp;
+			cut += utf8_next((const unsigned char *)v.ptr + cut, v.len - cut, &cp);
+			chars++;
+		}
+		tt_buf_printf(out, "%s%s=", k ? ", " : "", keys[k]);
+		tt_buf_put(out, v.ptr, cut);
+		if (v.failed)
+			out->failed = v.failed;
+		tt_buf_release(&v);
+	}
+	free(keys);
+}
+
+int tt_check_expected_for(tt_backend *b, const json_t *loc, const char *ref,
+			  const tt_expect *expected, const char *what, tt_error *err)
+{
+	int rc = 0;
+	json_t *refs = NULL, *head = NULL, *base_loc = NULL, *absent = NULL;
+	const json_t *want;
+	char *base = NULL;
+	tt_buf msg = TT_BUF_INIT;
+	const char *kind = b->kind ? b->kind->name : "backend";
+
+	if (!expected || expected->kind == TT_EXPECT_NONE)
+		return 0;
+	if (!what)
+		what = "fork";
+	if (expected->kind == TT_EXPECT_STATE && !json_is_object(expected->state))
+		return tt_error_set(err, TT_EUSAGE, "an expected state must be a JSON object");
+	/* An empty state is ABSENT, as tether-vcs tests `not expected`. */
+	if (expected->kind == TT_EXPECT_STATE && json_object_size(expected->state) > 0) {
+		want = expected->state;
+	} else {
+		/* ABSENT is the empty state, which no fingerprint ever is. */
+		absent = json_object();
+		if (!absent)
+			return tt_error_oom(err);
+		want = absent;
+	}
+	if (ref) {
+		bool present = false;
+		if (b->ops->list_working_refs) {
+			rc = b->ops->list_working_refs(b, loc, &refs, err);
+			if (rc)
+				goto done;
+			for (size_t i = 0; i < json_array_size(refs); i++)
+				if (json_is_string(json_array_get(refs, i)) &&
+				    strcmp(json_string_value(json_array_get(refs, i)), ref) == 0)
+					present = true;
+		}
+		if (want == absent) {
+			if (present) {
+				rc = tt_error_set(err, TT_EREFMOVED, "%s: %s exists, expected absent",
+						  what, ref);
+				tt_error_object(err, NULL, kind);
+			}
+			goto done;
+		}
+		if (!present) {
+			short_state(&msg, want);
+			rc = tt_error_set(err, TT_EREFMOVED, "%s: %s is gone, expected %s", what, ref,
+					  msg.failed ? "?" : msg.ptr);
+			tt_error_object(err, NULL, kind);
+			goto done;
+		}
+		rc = b->ops->fingerprint(b, loc, ref, &head, err);
+		if (rc)
+			goto done;
+	} else {
+		/* The base head itself, not a detached `at`. */
+		base_loc = json_is_object(loc) ? json_deep_copy(loc) : json_object();
+		if (!base_loc) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		json_object_del(base_loc, "at");
+		rc = b->ops->fingerprint(b, base_loc, NULL, &head, err);
+		if (rc)
+			goto done;
+	}
+	if (!tt_states_equal(b->kind, head, want)) {
+		const char *where = ref;
+		if (!where) {
+			if (b->ops->base_branch) {
+				rc = b->ops->base_branch(b, loc, &base, err);
+				if (rc)
+					goto done;
+			} else {
+				json_t *br = json_object_get(loc, "branch");
+				tt_buf t = TT_BUF_INIT;
+				if (br)
+					tt_py_str(&t, br);
+				else
+					tt_buf_puts(&t, "main");
+				base = t.failed ? NULL : tt_buf_detach(&t);
+				tt_buf_release(&t);
+				if (!base) {
+					rc = tt_error_oom(err);
+					goto done;
+				}
+			}
+			where = base;
+		}
+		tt_buf_printf(&msg, "%s: %s is at ", what, where);
+		short_state(&msg, head);
+		tt_buf_puts(&msg, ", expected ");
+		short_state(&msg, want);
+		if (msg.failed) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		rc = tt_error_set(err, TT_EREFMOVED, "%s", msg.ptr);
+		tt_error_object(err, NULL, kind);
+	}
+done:
+	json_decref(refs);
+	json_decref(head);
+	json_decref(base_loc);
+	json_decref(absent);
+	free(base);
+	tt_buf_release(&msg);
+	return rc;
+}
+
+int tt_check_expected(tt_backend *b, const json_t *loc, const char *ref, const tt_expect *expected,
+		      tt_error *err)
+{
+	return tt_check_expected_for(b, loc, ref, expected, "fork", err);
+}
