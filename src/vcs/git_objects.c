@@ -92,8 +92,10 @@ int tt_vcs_digest_revs(char out[17], const char *const *ids, size_t n, tt_error 
 	int rc = 0;
 	if (!sorted)
 		return tt_error_oom(err);
-	memcpy(sorted, ids, n * sizeof *ids);
-	qsort(sorted, n, sizeof *sorted, cmp_str);
+	if (n) {
+		memcpy(sorted, ids, n * sizeof *ids);
+		qsort(sorted, n, sizeof *sorted, cmp_str);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			tt_buf_putc(&joined, '\n');
