@@ -71,6 +71,70 @@ int tt_repo_remove(tt_repo *repo, const char *key, tt_error *err);
 int tt_repo_set_policy(tt_repo *repo, const char *const *keys, size_t nkeys,
 		       const char *file, const char *pin, json_t **out, tt_error *err);
 
+/*
+ * Fingerprint objects (selectors: keys or "prefix/"; none: all) and cache the
+ * states in the workspace.  *out: {key: state}.
+ */
+int tt_repo_snapshot(tt_repo *repo, const char *const *selectors, size_t n, json_t **out,
+		     tt_error *err);
+
+/*
+ * Classify every object against its committed manifest.  snapshot: 1
+ * fingerprint first, 0 show the cached snapshot, -1 tether.toml [snapshot]
+ * auto.  *out: the `status --json` object.
+ */
+int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int snapshot,
+		   json_t **out, tt_error *err);
+
+typedef struct tt_commit_opts {
+	const char *message;        /* the VCS commit message */
+	const char *const *keys;    /* commit only these (keys or "prefix/"); NULL: all */
+	size_t nkeys;
+	bool no_vcs;                /* write manifests, skip the VCS commit */
+	bool strict;                /* refuse Observed objects instead of recording them */
+	bool force;                 /* skip quiescence checks */
+	bool no_snapshot;           /* commit the cached fingerprints */
+} tt_commit_opts;
+
+/*
+ * Pin (or record) every changed object, write the manifests and listings,
+ * commit them and move the bookmark.  *out: {vcs_commit, pinned: {key:
+ * ref|null}, unrecoverable: [keys], unchanged: [keys]}.
+ */
+int tt_repo_commit(tt_repo *repo, const tt_commit_opts *opts, json_t **out, tt_error *err);
+/* The plan alone: its saved JSON (format 3) and its text rendering. */
+int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *opts, char **plan_json,
+			char **plan_text, tt_error *err);
+/* Apply a saved commit plan after checking nothing changed underneath it. */
+int tt_repo_apply_commit_plan(tt_repo *repo, const char *plan_json, size_t len,
+			      const char *message, const char *const *keys, size_t nkeys,
+			      bool no_vcs, json_t **out, tt_error *err);
+
+/*
+ * Check that pins and recorded states still resolve: at the working tree,
+ * at rev, or (all_history) at every commit, each distinct record once.
+ * *out: {label: {status, message}} with labels "key" or "<commit12>:key".
+ */
+int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
+		   bool deep, bool all_history, json_t **out, tt_error *err);
+
+/*
+ * Native history, newest first: of a registered object (key), or of a
+ * locator of some kind not registered (kind + locator; key NULL).
+ * *out: [{id, when, message, refs}].
+ */
+int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
+		const char *ref, size_t limit, json_t **out, tt_error *err);
+
+/*
+ * Object-level diff between two dataset revisions (NULL, NULL: the last
+ * commit -> the working tree; rev_a only: rev_a -> the working tree), with
+ * content diffs from the backends when asked.  *out: [{key, change, why,
+ * a, b, detail, detail_error}].
+ */
+int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b,
+		 const char *const *selectors, size_t n, bool content, json_t **out, tt_error *err);
+
 /* Every registered key, sorted (*out: a JSON array of strings). */
 int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
 

@@ -10,15 +10,15 @@
 #include "util/mem.h"
 
 static const cli_cmd *const commands[] = {
-	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove,
+	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove, &cmd_status, &cmd_snapshot, &cmd_commit,
+	&cmd_verify, &cmd_log, &cmd_diff,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* Commands of tether that this build does not have yet: named, so a user
  * gets a clear answer instead of "unknown command". */
 static const char *const later[] = {
-	"status", "snapshot", "pull", "commit", "new", "open", "restore", "promote", "verify",
-	"diff", "log", "gc", "abandon", "drop", "forget-workspace", "ops", "undo", "repair",
+	"pull", "new", "open", "restore", "promote", "gc", "abandon", "drop", "forget-workspace", "ops", "undo", "repair",
 	"upgrade", "export", "publish", "import",
 };
 

@@ -1,6 +1,8 @@
 /* engine/repo.c - opening and initialising datasets (see repo.h). */
 #include "engine/repo.h"
 
+#include "backends/backend.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,9 @@ void tt_repo_free(tt_repo *repo)
 	tt_secrets_release(&repo->secrets);
 	tt_workspace_release(&repo->ws);
 	tt_manifests_release(&repo->objects);
+	for (size_t i = 0; i < repo->nbackends; i++)
+		tt_backend_free(repo->backends[i]);
+	free(repo->backends);
 	for (size_t i = 0; i < repo->nwarnings; i++)
 		free(repo->warnings[i]);
 	free(repo->warnings);

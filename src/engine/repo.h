@@ -27,6 +27,8 @@ struct tt_repo {
 	char **warnings;
 	size_t nwarnings, warnings_alloc;
 	tt_lock checkout_lock;
+	struct tt_backend **backends;   /* built on first use (engine.h) */
+	size_t nbackends, backends_alloc;
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the

@@ -253,13 +253,13 @@ def test_backends_text(tmp_path, tether):
 def test_help_and_version(tmp_path, tether):
     assert tether("--version", cwd=tmp_path).stdout == "tether 0.1.0\n"
     top = tether("--help", cwd=tmp_path).stdout
-    for cmd in ("init", "add", "set", "remove", "backends"):
+    for cmd in ("init", "add", "set", "remove", "backends", "status", "snapshot", "commit"):
         assert f"  {cmd} " in top
         h1 = tether(cmd, "--help", cwd=tmp_path).stdout
         h2 = tether("help", cmd, cwd=tmp_path).stdout
         assert h1 == h2 and h1.startswith(f"usage: tether {cmd} ")
     proc = tether("frobnicate", cwd=tmp_path, check=False)
     assert proc.returncode == 2
-    proc = tether("status", cwd=tmp_path, check=False)
+    proc = tether("promote", cwd=tmp_path, check=False)
     assert proc.returncode == 1 and "not built into this tether" in proc.stderr
     assert tether(cwd=tmp_path, check=False).returncode == 2

@@ -1,0 +1,116 @@
+/* cli/cmd_commit.c - `tether commit`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *plan_json = NULL, *plan_text = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	bool as_json = cli_flag(cmd, a, "json");
+	int rc;
+
+	if (from && dry) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	tt_commit_opts o = {
+		.message = cli_value(cmd, a, "message"),
+		.keys = a->pos,
+		.nkeys = a->npos,
+		.no_vcs = cli_flag(cmd, a, "no-vcs"),
+		.strict = cli_flag(cmd, a, "strict"),
+		.force = cli_flag(cmd, a, "force"),
+		.no_snapshot = cli_flag(cmd, a, "no-snapshot"),
+	};
+	if (from) {
+		tt_buf text = TT_BUF_INIT;
+		if (tt_read_file(from, &text, 64u << 20, &err) < 0 ||
+		    tt_repo_apply_commit_plan(repo, text.ptr, text.len, o.message, a->pos, a->npos, o.no_vcs,
+					      &out, &err) < 0) {
+			tt_buf_release(&text);
+			rc = cli_fail(&err);
+			goto done;
+		}
+		tt_buf_release(&text);
+	} else if (dry) {
+		if (tt_repo_plan_commit(repo, &o, &plan_json, &plan_text, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, plan_json, strlen(plan_json), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (as_json)
+			printf("%s\n", plan_json);
+		else
+			fputs(plan_text, stdout);
+		goto done;
+	} else if (tt_repo_commit(repo, &o, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (as_json) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_object_get(out, "pinned"), key, v)
+		printf("  pinned %s -> %s\n", key, json_is_string(v) ? json_string_value(v) : "(addressable)");
+	size_t i;
+	json_array_foreach(json_object_get(out, "unrecoverable"), i, v)
+		printf("  recorded %s (not recoverable)\n", json_string_value(v));
+	const char *commit = json_string_value(json_object_get(out, "vcs_commit"));
+	if (commit)
+		printf("committed %.12s\n", commit);
+done:
+	free(plan_json);
+	free(plan_text);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "message", 'm', OPT_VALUE, "MESSAGE", "VCS commit message (required unless --from-plan)." },
+	{ "no-vcs", 0, OPT_FLAG, NULL, "Write manifests but skip the git commit." },
+	{ "strict", 0, OPT_FLAG, NULL, "Fail instead of recording Observed objects unrecoverably." },
+	{ "force", 0, OPT_FLAG, NULL, "Skip quiescence checks (e.g. active Neon writers)." },
+	{ "no-snapshot", 0, OPT_FLAG, NULL,
+	  "Commit the cached fingerprints as-is instead of fingerprinting first." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be pinned/recorded; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_commit = {
+	"commit", "[KEY...] -m MESSAGE [--no-vcs] [--strict] [--force] [--no-snapshot] "
+	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"Pin every changed object and record its state in the manifests.",
+	"Pinnable and forkable objects get a native ref tether.<pin_id>; addressable and\n"
+	"`pin = \"record\"` objects are recorded; observed objects are recorded as not\n"
+	"recoverable (refused with --strict).  Unchanged objects are skipped.  Then the\n"
+	"manifests are committed and the bookmark moves.  The operation is journaled before\n"
+	"its first store write; a failure before the git commit releases the pins it made\n"
+	"and restores the manifests, one after keeps everything.  KEY... commits only those\n"
+	"objects, like `git commit PATH`.",
+	opts, 0, 4096, run,
+};

@@ -1,0 +1,233 @@
+/* cli/cmd_history.c - `tether verify`, `tether log` and `tether diff`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/buf.h"
+
+/* --- verify --- */
+
+static int run_verify(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (tt_repo_verify(repo, a->pos, a->npos, cli_value(cmd, a, "rev"), cli_flag(cmd, a, "deep"),
+			   cli_flag(cmd, a, "all-history"), &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	bool bad = false;
+	const char *label;
+	json_t *r;
+	json_object_foreach(out, label, r)
+		bad |= strcmp(json_string_value(json_object_get(r, "status")), "ok") != 0;
+	if (cli_flag(cmd, a, "json"))
+		cli_print_json(out);
+	else
+		json_object_foreach(out, label, r)
+			printf("  %8s  %s  %s\n", json_string_value(json_object_get(r, "status")), label,
+			       json_string_value(json_object_get(r, "message")));
+	rc = bad ? EXIT_ERROR : EXIT_OK;
+done:
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt verify_opts[] = {
+	{ "rev", 'r', OPT_VALUE, "REV", "Verify the manifests at this revision." },
+	{ "all-history", 0, OPT_FLAG, NULL, "Verify every commit in the repository." },
+	{ "deep", 0, OPT_FLAG, NULL, "Actually open recorded states (resolves `unknown`)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_verify = {
+	"verify", "[KEY...] [-r REV] [--all-history] [--deep] [--json]",
+	"Check that recorded states and pins still resolve.",
+	"Reports ok, drifted (the ref points elsewhere), missing (ref or state gone) or\n"
+	"unknown (cannot tell without --deep) per object, and exits 1 if anything is not ok.\n"
+	"--all-history checks every commit, each distinct record once; observed records are\n"
+	"skipped.  KEY... verifies only those objects.",
+	verify_opts, 0, 4096, run_verify,
+};
+
+/* --- log --- */
+
+static int run_log(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL, *loc = NULL;
+	const char *kind = cli_value(cmd, a, "kind");
+	int li = cli_opt_index(cmd, "limit");
+	long long limit = a->seen[li] ? a->ivalue[li] : 20;
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (limit < 0)
+		limit = 0;
+	if (kind) {
+		loc = json_pack("{s:s}", "uri", a->pos[0]);
+		if (cli_value(cmd, a, "branch"))
+			json_object_set_new(loc, "branch", json_string(cli_value(cmd, a, "branch")));
+		int si = cli_opt_index(cmd, "set");
+		for (size_t j = 0; j < a->nlist[si]; j++) {
+			const char *eq = strchr(a->list[si][j], '=');
+			if (!eq) {
+				fprintf(stderr, "error: --set expects key=value, got '%s'\n", a->list[si][j]);
+				rc = EXIT_ERROR;
+				goto done;
+			}
+			char *k = strndup(a->list[si][j], (size_t)(eq - a->list[si][j]));
+			json_object_set_new(loc, k, json_string(eq + 1));
+			free(k);
+		}
+	}
+	if (tt_repo_log(repo, kind ? NULL : a->pos[0], kind, loc, cli_value(cmd, a, "ref"), (size_t)limit,
+			&out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	size_t i, width = 0;
+	json_t *e;
+	json_array_foreach(out, i, e) {
+		size_t l = strlen(json_string_value(json_object_get(e, "id")));
+		width = l > width ? l : width;
+	}
+	json_array_foreach(out, i, e) {
+		char when[17] = "";
+		const char *w = json_string_value(json_object_get(e, "when"));
+		snprintf(when, sizeof when, "%s", w ? w : "");
+		for (char *p = when; *p; p++)
+			if (*p == 'T')
+				*p = ' ';
+		tt_buf refs = TT_BUF_INIT;
+		size_t k;
+		json_t *r;
+		json_array_foreach(json_object_get(e, "refs"), k, r)
+			tt_buf_printf(&refs, "%s%s", k ? ", " : "  [", json_string_value(r));
+		if (refs.len)
+			tt_buf_putc(&refs, ']');
+		printf("  %-*s  %-16s  %s%s\n", (int)width, json_string_value(json_object_get(e, "id")), when,
+		       json_string_value(json_object_get(e, "message")), refs.ptr);
+		tt_buf_release(&refs);
+	}
+done:
+	json_decref(out);
+	json_decref(loc);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt log_opts[] = {
+	{ "kind", 0, OPT_VALUE, "KIND", "Browse an unregistered object of this backend kind." },
+	{ "ref", 0, OPT_VALUE, "REF", "Start from this branch/tag/id (default: working ref or base)." },
+	{ "limit", 'n', OPT_INT, "N", "Max entries (default 20)." },
+	{ "branch", 0, OPT_VALUE, "BRANCH", "With --kind: base branch." },
+	{ "set", 0, OPT_LIST, "K=V", "With --kind: extra locator field (repeatable)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_log = {
+	"log", "KEY [--ref REF] [-n N] [--json] | LOCATOR --kind KIND [--branch B] [--set K=V]...",
+	"List an object's native history (snapshots, versions, commits), newest first.",
+	"Entry ids are valid values for `tether add --at`; native branches, tags and tether\n"
+	"pins pointing at an entry are shown in brackets.",
+	log_opts, 1, 1, run_log,
+};
+
+/* --- diff --- */
+
+static int run_diff(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	int ki = cli_opt_index(cmd, "key"), li = cli_opt_index(cmd, "limit");
+	long long limit = a->seen[li] ? a->ivalue[li] : 20;
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (tt_repo_diff(repo, a->npos > 0 ? a->pos[0] : NULL, a->npos > 1 ? a->pos[1] : NULL,
+			 a->list[ki], a->nlist[ki], cli_flag(cmd, a, "content"), &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(out, i, e) {
+		const char *change = json_string_value(json_object_get(e, "change"));
+		if (strcmp(change, "unchanged") == 0)
+			continue;
+		json_t *detail = json_object_get(e, "detail"), *why = json_object_get(e, "why");
+		printf("  %9s  %s", change, json_string_value(json_object_get(e, "key")));
+		bool has_state = false;
+		size_t k;
+		json_t *w;
+		json_array_foreach(why, k, w)
+			has_state |= strcmp(json_string_value(w), "state") == 0;
+		if (json_is_object(detail)) {
+			printf("  [%s]", json_string_value(json_object_get(detail, "summary")));
+		} else if (json_is_string(json_object_get(e, "detail_error"))) {
+			printf("  [diff failed: %s]", json_string_value(json_object_get(e, "detail_error")));
+		} else if (json_array_size(why) && !has_state) {
+			printf("  [");
+			json_array_foreach(why, k, w)
+				printf("%s%s", k ? " and " : "", json_string_value(w));
+			printf(" changed; same state]");
+		}
+		printf("\n");
+		if (!json_is_object(detail))
+			continue;
+		json_t *items = json_object_get(detail, "entries");
+		size_t shown = limit < 0 ? 0 : (size_t)limit;
+		if (shown > json_array_size(items))
+			shown = json_array_size(items);
+		for (k = 0; k < shown; k++) {
+			json_t *it = json_array_get(items, k);
+			json_t *d = json_object_get(it, "detail");
+			printf("%14s%9s  %s%s%s\n", "", json_string_value(json_object_get(it, "change")),
+			       json_string_value(json_object_get(it, "path")), json_is_string(d) ? "  " : "",
+			       json_is_string(d) ? json_string_value(d) : "");
+		}
+		if (json_array_size(items) > shown)
+			printf("%14s... %zu more (use --limit)\n", "", json_array_size(items) - shown);
+	}
+done:
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt diff_opts[] = {
+	{ "key", 0, OPT_LIST, "KEY", "Only this object (or prefix ending in '/'); repeatable." },
+	{ "content", 'c', OPT_FLAG, NULL, "Also describe what changed inside each object." },
+	{ "limit", 0, OPT_INT, "N", "Max entries shown per object (default 20)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_diff = {
+	"diff", "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json]",
+	"Show object-level manifest differences between two revisions.",
+	"No revision: the last commit against the working tree; one: that revision against\n"
+	"the working tree; two: A against B.  With --content, changed objects whose backend\n"
+	"supports it are diffed natively from metadata (entries capped at 2000 per object;\n"
+	"counts are exact).",
+	diff_opts, 0, 2, run_diff,
+};

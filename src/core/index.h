@@ -1,0 +1,37 @@
+/*
+ * core/index.h - the clone's own memories, kept in the VCS's shared
+ * directory (git's common dir) beside the repository lock, in tether-vcs's
+ * format (one JSON object per line):
+ *   tether-pinned.jsonl   pins this clone created: the only ones `gc`
+ *                         releases without --release-foreign
+ *                         {"dataset_id", "pin_id", "kind", "key", "at"}
+ *   tether-touched.jsonl  stores this clone wrote a ref into
+ *                         {"dataset_id", "kind", "identity", "locator", "key", "at"}
+ * "Memories, not authority": a torn or undecodable line is skipped, and a
+ * fresh clone starts without them.
+ */
+#ifndef TT_CORE_INDEX_H
+#define TT_CORE_INDEX_H
+
+#include <jansson.h>
+
+#include "util/error.h"
+
+#define TT_PINNED_FILENAME "tether-pinned.jsonl"
+#define TT_TOUCHED_FILENAME "tether-touched.jsonl"
+
+/* Every decodable record (a JSON array of objects), oldest first. */
+json_t *tt_index_read(const char *shared_dir, const char *name);
+
+/* Record a pin this clone created (once per pin id and dataset). */
+int tt_index_note_pinned(const char *shared_dir, const char *dataset_id, const char *pin_id,
+			 const char *kind, const char *key, tt_error *err);
+/* Forget pins this clone released. */
+int tt_index_forget_pinned(const char *shared_dir, const char *dataset_id,
+			   const json_t *pin_ids, tt_error *err);
+/* Record a store this clone wrote a ref into (once per dataset and identity). */
+int tt_index_note_touched(const char *shared_dir, const char *dataset_id, const char *kind,
+			  const json_t *identity, const json_t *locator, const char *key,
+			  tt_error *err);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * engine/engine.h - what every lifecycle command needs from an open
+ * dataset: the backend of each kind (built once, configured from the
+ * committed allowlisted options under secrets.toml's), each object's
+ * effective capabilities and working ref, which objects move without a
+ * `pull`, which are stale, and concurrent fan-out across objects.
+ */
+#ifndef TT_ENGINE_ENGINE_H
+#define TT_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+
+#include "backends/backend.h"
+#include "engine/repo.h"
+
+/* The backend for kind (built on first use; owned by the repo). */
+int tt_engine_backend(tt_repo *repo, const char *kind, tt_backend **out, tt_error *err);
+/* Build the backends of every registered object's kind up front, so a
+ * fan-out never builds one from two threads.  Kinds this tether lacks are
+ * not an error here: each object's own call reports it. */
+void tt_engine_prepare(tt_repo *repo);
+
+/* Effective capabilities of one object (policy applied); 0 when its kind's
+ * backend is not built. */
+unsigned tt_engine_caps(tt_repo *repo, const tt_manifest *m);
+
+bool tt_engine_on_trunk(const tt_repo *repo);
+
+/*
+ * The store branch an object writes through now: the workspace's working
+ * ref, or - on the trunk, for a Forkable object not registered `--at` - its
+ * upstream branch.  *out NULL: none (position stays at its pin).
+ */
+int tt_engine_working_ref(tt_repo *repo, const tt_manifest *m, char **out, tt_error *err);
+
+/* Whether an object's position moves without `pull`: it has a working ref,
+ * or no committed state yet (the first commit reads it). */
+bool tt_engine_moving(tt_repo *repo, const tt_manifest *m);
+
+/* Forked objects whose manifest no longer records the state their working
+ * ref started from (a JSON array of keys, sorted). */
+json_t *tt_engine_stale_keys(tt_repo *repo);
+
+/* Equality on content keys for an object's kind. */
+bool tt_engine_same(const tt_manifest *m, const json_t *a, const json_t *b);
+
+/*
+ * Run fn over n items on up to 16 threads (network-bound work).  Each
+ * call writes only its own slot of ctx.
+ */
+typedef void (*tt_fanout_fn)(size_t i, void *ctx);
+int tt_engine_fanout(size_t n, tt_fanout_fn fn, void *ctx, tt_error *err);
+
+/* Keys the selectors name (exact keys, or prefixes ending in '/'), sorted;
+ * no selectors: every key.  TT_ECONFIG naming each selector that matches
+ * nothing. */
+int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json_t **out,
+		     tt_error *err);
+
+/*
+ * Fingerprint concurrently and cache in workspace.toml.  keys: a JSON array
+ * to limit to (NULL: all).  upstream: objects without a working ref are read
+ * at their upstream head (on the trunk or no bookmark), else left at their
+ * committed state.  *states: key -> state.  failures: when non-NULL, failed
+ * objects are collected there ({key: {ref, error}}) instead of failing the
+ * call.  An Observed immutable object that changed is TT_EIMMUTABLE.
+ */
+int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t **states,
+		       json_t **failures, tt_error *err);
+
+/* The manifests committed at rev (sorted); *resolved (may be NULL) the commit. */
+int tt_engine_objects_at(tt_repo *repo, const char *rev, tt_manifest_set *set, char **resolved,
+			 tt_error *err);
+
+/* tether-vcs's short_state: "k=v k=v", values cut at 16 characters. */
+int tt_short_state(tt_buf *out, const json_t *state);
+
+struct tt_plan;
+/* commit's two halves (engine/commit.c). */
+int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys, bool strict,
+			  bool force, bool do_snapshot, struct tt_plan **out, tt_error *err);
+int tt_engine_apply_commit(tt_repo *repo, const struct tt_plan *plan, bool vcs, bool verify,
+			   json_t **out, tt_error *err);
+/* Check a plan's command, digest and preconditions against the checkout. */
+int tt_engine_check_preconditions(tt_repo *repo, const struct tt_plan *plan, const char *command,
+				  tt_error *err);
+
+/* ISO 8601 UTC with microseconds, as Python's datetime.isoformat(). */
+void tt_now_iso_micro(char out[40]);
+
+#endif

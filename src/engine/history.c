@@ -1,0 +1,670 @@
+/*
+ * engine/history.c - the dataset at other revisions, and the read-only
+ * commands over it: `verify` (do pins and recorded states still resolve?),
+ * `log` (an object's native history) and `diff` (what changed between two
+ * dataset revisions, object by object and, with --content, inside).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ids.h"
+#include "core/layout.h"
+#include "engine/engine.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+/* ".tether/objects" relative to the VCS root. */
+static char *objects_reldir(tt_repo *repo)
+{
+	size_t n = strlen(repo->vcs->root);
+	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
+				  ? repo->root + n + 1 : "";
+	return *rel ? tt_asprintf("%s/" TT_DIR "/" TT_OBJECTS_DIR, rel)
+		    : tt_strdup(TT_DIR "/" TT_OBJECTS_DIR);
+}
+
+static int cmp_manifest(const void *a, const void *b)
+{
+	return strcmp(((const tt_manifest *)a)->key, ((const tt_manifest *)b)->key);
+}
+
+/* Parse {path: text} under reldir into a manifest set (sorted). */
+static int parse_files(const json_t *files, const char *reldir, const char *rev,
+		       tt_manifest_set *set, tt_error *err)
+{
+	size_t dl = strlen(reldir);
+	const char *path;
+	json_t *text;
+	memset(set, 0, sizeof *set);
+	json_object_foreach((json_t *)files, path, text) {
+		size_t pl = strlen(path);
+		if (pl <= dl + 6 || strncmp(path, reldir, dl) != 0 || path[dl] != '/' ||
+		    strcmp(path + pl - 5, ".toml") != 0)
+			continue;
+		if (TT_ARRAY_GROW(set->items, set->alloc, set->n + 1) < 0) {
+			tt_manifests_release(set);
+			return tt_error_oom(err);
+		}
+		char *label = tt_asprintf("%.12s:%s", rev, path);
+		int rc = label ? tt_manifest_parse(&set->items[set->n], json_string_value(text),
+						   json_string_length(text), label, err)
+			       : tt_error_oom(err);
+		free(label);
+		if (rc < 0) {
+			tt_manifests_release(set);
+			return rc;
+		}
+		set->n++;
+	}
+	qsort(set->items, set->n, sizeof *set->items, cmp_manifest);
+	return 0;
+}
+
+int tt_engine_objects_at(tt_repo *repo, const char *rev, tt_manifest_set *set, char **resolved,
+			 tt_error *err)
+{
+	char *commit = NULL, *reldir = objects_reldir(repo);
+	json_t *files = NULL;
+	int rc;
+	memset(set, 0, sizeof *set);
+	if (!reldir)
+		return tt_error_oom(err);
+	if ((rc = repo->vcs->ops->resolve(repo->vcs, rev, &commit, err)) == 0 &&
+	    (rc = repo->vcs->ops->files_at(repo->vcs, commit, reldir, &files, err)) == 0)
+		rc = parse_files(files, reldir, commit, set, err);
+	if (rc == 0 && resolved) {
+		*resolved = commit;
+		commit = NULL;
+	}
+	free(commit);
+	free(reldir);
+	json_decref(files);
+	return rc;
+}
+
+/* --- verify ---------------------------------------------------------------- */
+
+typedef struct verify_job {
+	tt_repo *repo;
+	const tt_manifest *m;
+	bool deep;
+	char *sig;             /* canonical (kind, identity, state, pin) */
+	tt_verify_status status;
+	char *message;
+} verify_job;
+
+static void verify_one(size_t i, void *ctx)
+{
+	verify_job *job = &((verify_job *)ctx)[i];
+	tt_backend *b;
+	tt_error err = TT_ERROR_INIT;
+	job->status = TT_VERIFY_UNKNOWN;
+	if (tt_engine_backend(job->repo, job->m->kind, &b, &err) < 0 || !b->ops->verify) {
+		job->message = tt_strdup(err.code ? tt_error_text(&err) : "cannot verify");
+		tt_error_clear(&err);
+		return;
+	}
+	tt_pin pin = { 0 };
+	if (job->m->pin_id) {
+		snprintf(pin.id, sizeof pin.id, "%s", job->m->pin_id);
+		snprintf(pin.ref, sizeof pin.ref, "%s", job->m->pin_ref);
+	}
+	if (b->ops->verify(b, job->m->locator, job->m->state, job->m->pin_id ? &pin : NULL, job->deep,
+			   &job->status, &job->message, &err) < 0) {
+		/* A store that cannot answer is reported, not fatal. */
+		job->status = TT_VERIFY_UNKNOWN;
+		free(job->message);
+		tt_error_object(&err, job->m->key, job->m->kind);
+		job->message = tt_strdup(tt_error_text(&err));
+	}
+	tt_error_clear(&err);
+}
+
+static char *signature(tt_repo *repo, const tt_manifest *m)
+{
+	tt_backend *b;
+	json_t *identity = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_engine_backend(repo, m->kind, &b, &ignored) < 0 ||
+	    b->ops->identity(b, m->locator, &identity, &ignored) < 0)
+		identity = json_deep_copy(m->locator);
+	tt_error_clear(&ignored);
+	json_t *sig = json_pack("[s,o,O,o]", m->kind, identity ? identity : json_null(), m->state,
+				m->pin_id ? json_pack("{s:s,s:s}", "id", m->pin_id, "ref", m->pin_ref)
+					  : json_null());
+	tt_buf b2 = TT_BUF_INIT;
+	if (sig)
+		tt_json_canonical(&b2, sig);
+	json_decref(sig);
+	return tt_buf_detach(&b2);
+}
+
+/* Verify labelled manifests concurrently, once per distinct record. */
+static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest **ms, size_t n,
+			  bool deep, json_t **out, tt_error *err)
+{
+	verify_job *jobs = tt_calloc(n ? n : 1, sizeof *jobs);
+	size_t *which = tt_calloc(n ? n : 1, sizeof *which);
+	size_t njobs = 0;
+	int rc = 0;
+	*out = NULL;
+	if (!jobs || !which) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	tt_engine_prepare(repo);
+	for (size_t i = 0; i < n; i++) {
+		char *sig = signature(repo, ms[i]);
+		size_t j;
+		for (j = 0; j < njobs; j++)
+			if (sig && jobs[j].sig && strcmp(sig, jobs[j].sig) == 0)
+				break;
+		if (j == njobs) {
+			jobs[njobs].repo = repo;
+			jobs[njobs].m = ms[i];
+			jobs[njobs].deep = deep;
+			jobs[njobs].sig = sig;
+			njobs++;
+		} else {
+			free(sig);
+		}
+		which[i] = j;
+	}
+	if ((rc = tt_engine_fanout(njobs, verify_one, jobs, err)) < 0)
+		goto done;
+	*out = json_object();
+	for (size_t i = 0; *out && i < n; i++) {
+		verify_job *j = &jobs[which[i]];
+		json_object_set_new(*out, labels[i],
+				    json_pack("{s:s,s:s}", "status", tt_verify_status_name(j->status),
+					      "message", j->message ? j->message : ""));
+	}
+	if (!*out)
+		rc = tt_error_oom(err);
+done:
+	for (size_t i = 0; jobs && i < njobs; i++) {
+		free(jobs[i].sig);
+		free(jobs[i].message);
+	}
+	free(jobs);
+	free(which);
+	return rc;
+}
+
+static bool wanted(const json_t *keys, const char *key)
+{
+	size_t i;
+	json_t *k;
+	if (!keys)
+		return true;
+	json_array_foreach(keys, i, k)
+		if (strcmp(json_string_value(k), key) == 0)
+			return true;
+	return false;
+}
+
+/* Selection against an arbitrary manifest set (keys or prefixes). */
+static int select_among(const tt_manifest_set *set, const char *const *sel, size_t n,
+			json_t **out, tt_error *err)
+{
+	*out = NULL;
+	if (!n)
+		return 0;
+	json_t *keys = json_array();
+	for (size_t s = 0; s < n; s++) {
+		size_t sl = strlen(sel[s]);
+		bool prefix = sl && sel[s][sl - 1] == '/', hit = false;
+		for (size_t i = 0; i < set->n; i++) {
+			const char *k = set->items[i].key;
+			if (prefix ? strncmp(k, sel[s], sl) == 0 : strcmp(k, sel[s]) == 0) {
+				json_array_append_new(keys, json_string(k));
+				hit = true;
+			}
+		}
+		if (!hit) {
+			json_decref(keys);
+			return tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+					    sel[s]);
+		}
+	}
+	*out = keys;
+	return 0;
+}
+
+typedef struct history_walk {
+	tt_repo *repo;
+	const char *reldir;
+	json_t *texts;          /* manifest text -> index in parsed */
+	tt_manifest *parsed;
+	size_t nparsed, alloc;
+	char **labels;
+	size_t *index;          /* label -> parsed index */
+	size_t n, nalloc;
+	json_t *seen_keys;
+} history_walk;
+
+static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *err)
+{
+	history_walk *w = ctx;
+	size_t dl = strlen(w->reldir);
+	const char *path;
+	json_t *text;
+	json_object_foreach(files, path, text) {
+		size_t pl = strlen(path);
+		if (pl <= dl + 6 || strncmp(path, w->reldir, dl) != 0 || path[dl] != '/' ||
+		    strcmp(path + pl - 5, ".toml") != 0)
+			continue;
+		/* The same manifest text at hundreds of commits is parsed once. */
+		json_t *idx = json_object_get(w->texts, json_string_value(text));
+		size_t pi;
+		if (idx) {
+			pi = (size_t)json_integer_value(idx);
+		} else {
+			if (TT_ARRAY_GROW(w->parsed, w->alloc, w->nparsed + 1) < 0)
+				return tt_error_oom(err);
+			char *label = tt_asprintf("%.12s:%s", commit, path);
+			int rc = label ? tt_manifest_parse(&w->parsed[w->nparsed], json_string_value(text),
+							   json_string_length(text), label, err)
+				       : tt_error_oom(err);
+			free(label);
+			if (rc < 0)
+				return rc;
+			pi = w->nparsed++;
+			json_object_set_new(w->texts, json_string_value(text), json_integer((json_int_t)pi));
+		}
+		const tt_manifest *m = &w->parsed[pi];
+		json_object_set(w->seen_keys, m->key, json_true());
+		/* Pins and recorded states are promises; Observed records are not. */
+		if (!m->state || (!m->pin_id && !m->recoverable))
+			continue;
+		if (TT_ARRAY_GROW(w->labels, w->nalloc, w->n + 1) < 0 ||
+		    !(w->index = tt_reallocarray(w->index, w->nalloc, sizeof *w->index)))
+			return tt_error_oom(err);
+		w->labels[w->n] = tt_asprintf("%.12s:%s", commit, m->key);
+		if (!w->labels[w->n])
+			return tt_error_oom(err);
+		w->index[w->n++] = pi;
+	}
+	return 0;
+}
+
+int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
+		   bool deep, bool all_history, json_t **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	history_walk w = { 0 };
+	json_t *keys = NULL;
+	const char **labels = NULL;
+	const tt_manifest **ms = NULL;
+	size_t count = 0;
+	char *reldir = NULL;
+	int rc = 0;
+	*out = NULL;
+	if (all_history) {
+		if (!(reldir = objects_reldir(repo)) || !(w.texts = json_object()) ||
+		    !(w.seen_keys = json_object())) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		w.repo = repo;
+		w.reldir = reldir;
+		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, walk_commit, &w, err)) < 0)
+			goto done;
+		/* Selection among every key history has had. */
+		if (n) {
+			tt_manifest_set pseudo = { 0 };
+			pseudo.items = w.parsed;
+			pseudo.n = w.nparsed;
+			json_t *live = json_array();
+			if ((rc = select_among(&pseudo, selectors, n, &keys, err)) < 0) {
+				/* A key only the working tree has is selected too. */
+				tt_error_clear(err);
+				if ((rc = tt_engine_select(repo, selectors, n, &keys, err)) < 0) {
+					json_decref(live);
+					goto done;
+				}
+			}
+			json_decref(live);
+		}
+		labels = tt_calloc(w.n ? w.n : 1, sizeof *labels);
+		ms = tt_calloc(w.n ? w.n : 1, sizeof *ms);
+		if (!labels || !ms) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < w.n; i++) {
+			const tt_manifest *m = &w.parsed[w.index[i]];
+			if (!wanted(keys, m->key))
+				continue;
+			labels[count] = w.labels[i];
+			ms[count++] = m;
+		}
+	} else {
+		const tt_manifest_set *set = &repo->objects;
+		if (rev) {
+			if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
+				goto done;
+			set = &at;
+		}
+		if ((rc = select_among(set, selectors, n, &keys, err)) < 0)
+			goto done;
+		labels = tt_calloc(set->n ? set->n : 1, sizeof *labels);
+		ms = tt_calloc(set->n ? set->n : 1, sizeof *ms);
+		if (!labels || !ms) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < set->n; i++) {
+			if (!set->items[i].state || !wanted(keys, set->items[i].key))
+				continue;
+			labels[count] = set->items[i].key;
+			ms[count++] = &set->items[i];
+		}
+	}
+	rc = verify_targets(repo, labels, ms, count, deep, out, err);
+done:
+	tt_manifests_release(&at);
+	for (size_t i = 0; i < w.nparsed; i++)
+		tt_manifest_release(&w.parsed[i]);
+	free(w.parsed);
+	for (size_t i = 0; i < w.n; i++)
+		free(w.labels[i]);
+	free(w.labels);
+	free(w.index);
+	json_decref(w.texts);
+	json_decref(w.seen_keys);
+	json_decref(keys);
+	free(labels);
+	free(ms);
+	free(reldir);
+	return rc;
+}
+
+/* --- log ----------------------------------------------------------------- */
+
+static json_t *history_json(tt_history_entry *e, size_t n)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; out && i < n; i++)
+		json_array_append_new(out, json_pack("{s:s,s:s?,s:s,s:O}", "id", e[i].id, "when", e[i].when,
+						     "message", e[i].message ? e[i].message : "", "refs",
+						     e[i].refs ? e[i].refs : json_array()));
+	return out;
+}
+
+int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
+		const char *ref, size_t limit, json_t **out, tt_error *err)
+{
+	tt_backend *b;
+	tt_history_entry *entries = NULL;
+	size_t n = 0;
+	char *start = NULL;
+	const json_t *loc = locator;
+	int rc;
+	unsigned caps;
+	*out = NULL;
+	if (kind) {
+		const tt_kind *k;
+		if ((rc = tt_kind_lookup(&k, kind, err)) < 0 || (rc = tt_engine_backend(repo, kind, &b, err)) < 0)
+			return rc;
+		caps = k->caps;
+		if (ref && !(start = tt_strdup(ref)))
+			return tt_error_oom(err);
+	} else {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		if (!m)
+			return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+			return tt_error_object(err, key, m->kind);
+		caps = tt_engine_caps(repo, m);
+		loc = m->locator;
+		kind = m->kind;
+		if (ref)
+			start = tt_strdup(ref);
+		else if ((rc = tt_engine_working_ref(repo, m, &start, err)) < 0)
+			return rc;
+	}
+	if (!(caps & TT_CAP_HISTORY) || !b->ops->history) {
+		rc = tt_error_set(err, TT_ECAPABILITY, "%s%s%s(%s) cannot list history", key ? "'" : "",
+				  key ? key : "", key ? "' " : "", kind);
+		tt_error_object(err, key, kind);
+		goto done;
+	}
+	if ((rc = b->ops->history(b, loc, start, limit, &entries, &n, err)) < 0) {
+		tt_error_object(err, key, kind);
+		goto done;
+	}
+	if (!(*out = history_json(entries, n)))
+		rc = tt_error_oom(err);
+done:
+	tt_history_release(entries, n);
+	free(start);
+	return rc;
+}
+
+/* --- diff ------------------------------------------------------------------- */
+
+typedef struct diff_job {
+	tt_repo *repo;
+	const tt_manifest *a, *b;
+	const char *rev_a, *rev_b;   /* NULL: the working tree */
+	json_t *detail;
+	char *error;
+} diff_job;
+
+/* A state's stored listing, at rev (or in the working tree). */
+static char *listing_for(tt_repo *repo, const tt_manifest *m, const char *rev)
+{
+	tt_backend *b;
+	json_t *identity = NULL, *content = NULL;
+	char name[TT_LISTING_NAME_MAX], *text = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (!m->state || tt_engine_backend(repo, m->kind, &b, &ignored) < 0 ||
+	    b->ops->identity(b, m->locator, &identity, &ignored) < 0 ||
+	    !(content = tt_content_state(b->kind, m->state)) ||
+	    tt_listing_name(name, m->kind, identity, content, &ignored) < 0)
+		goto done;
+	char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
+	if (!rel)
+		goto done;
+	if (rev) {
+		size_t n = strlen(repo->vcs->root);
+		const char *root_rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
+					       ? repo->root + n + 1 : "";
+		char *full = *root_rel ? tt_asprintf("%s/%s", root_rel, rel) : tt_strdup(rel);
+		size_t len;
+		if (full)
+			repo->vcs->ops->read_file_at(repo->vcs, rev, full, &text, &len, &ignored);
+		free(full);
+	} else {
+		char *path = tt_path_join(repo->root, rel);
+		tt_buf buf = TT_BUF_INIT;
+		if (path && tt_is_file(path) && tt_read_file(path, &buf, 1u << 30, &ignored) == 0)
+			text = tt_buf_detach(&buf);
+		tt_buf_release(&buf);
+		free(path);
+	}
+	free(rel);
+done:
+	json_decref(identity);
+	json_decref(content);
+	tt_error_clear(&ignored);
+	return text;
+}
+
+static void diff_one(size_t i, void *ctx)
+{
+	diff_job *job = &((diff_job *)ctx)[i];
+	tt_backend *b;
+	tt_error err = TT_ERROR_INIT;
+	tt_object_diff d;
+	if (tt_engine_backend(job->repo, job->b->kind, &b, &err) < 0) {
+		job->error = tt_strdup(tt_error_text(&err));
+		tt_error_clear(&err);
+		return;
+	}
+	char *la = listing_for(job->repo, job->a, job->rev_a);
+	char *lb = listing_for(job->repo, job->b, job->rev_b);
+	if (b->ops->diff(b, job->b->locator, job->a->state, job->b->state, la, lb, &d, &err) < 0) {
+		tt_error_object(&err, job->b->key, job->b->kind);
+		job->error = tt_strdup(tt_error_text(&err));
+	} else {
+		job->detail = tt_object_diff_json(&d);
+		tt_object_diff_release(&d);
+	}
+	free(la);
+	free(lb);
+	tt_error_clear(&err);
+}
+
+static bool policy_equal(const tt_policy *a, const tt_policy *b)
+{
+	return strcmp(a->file, b->file) == 0 && strcmp(a->pin, b->pin) == 0;
+}
+
+int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char *const *selectors,
+		 size_t nsel, bool content, json_t **out, tt_error *err)
+{
+	tt_manifest_set sa = { 0 }, sb = { 0 };
+	const tt_manifest_set *a = NULL, *b = NULL;
+	char *ra = NULL, *rb = NULL;
+	json_t *entries = NULL, *keys = NULL;
+	diff_job *jobs = NULL;
+	size_t njobs = 0;
+	int rc = 0;
+	*out = NULL;
+	if (rev_a && rev_b) {
+		if ((rc = tt_engine_objects_at(repo, rev_a, &sa, &ra, err)) < 0 ||
+		    (rc = tt_engine_objects_at(repo, rev_b, &sb, &rb, err)) < 0)
+			goto done;
+		a = &sa;
+		b = &sb;
+	} else if (rev_a) {
+		/* REV -> the working tree. */
+		if ((rc = tt_engine_objects_at(repo, rev_a, &sa, &ra, err)) < 0)
+			goto done;
+		a = &sa;
+		b = &repo->objects;
+	} else {
+		/* The last commit -> the working tree (no commit yet: all added). */
+		tt_error none = TT_ERROR_INIT;
+		if (tt_engine_objects_at(repo, "HEAD", &sa, &ra, &none) < 0) {
+			tt_error_clear(&none);
+			memset(&sa, 0, sizeof sa);
+		}
+		a = &sa;
+		b = &repo->objects;
+	}
+	/* Selectors match keys on either side. */
+	if (nsel) {
+		keys = json_array();
+		for (size_t s = 0; s < nsel; s++) {
+			size_t sl = strlen(selectors[s]);
+			bool prefix = sl && selectors[s][sl - 1] == '/', hit = false;
+			const tt_manifest_set *sides[2] = { a, b };
+			for (int side = 0; side < 2; side++)
+				for (size_t i = 0; i < sides[side]->n; i++) {
+					const char *k = sides[side]->items[i].key;
+					if (prefix ? strncmp(k, selectors[s], sl) == 0 : strcmp(k, selectors[s]) == 0) {
+						json_array_append_new(keys, json_string(k));
+						hit = true;
+					}
+				}
+			if (!hit) {
+				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+						  selectors[s]);
+				goto done;
+			}
+		}
+	}
+	entries = json_array();
+	jobs = tt_calloc(a->n + b->n + 1, sizeof *jobs);
+	if (!entries || !jobs) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	/* Walk the union of keys in order (both sets are sorted). */
+	size_t i = 0, j = 0;
+	while (i < a->n || j < b->n) {
+		int c = i >= a->n ? 1 : j >= b->n ? -1 : strcmp(a->items[i].key, b->items[j].key);
+		const tt_manifest *ma = c <= 0 ? &a->items[i] : NULL;
+		const tt_manifest *mb = c >= 0 ? &b->items[j] : NULL;
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+		const tt_manifest *either = ma ? ma : mb;
+		if (!either)
+			break;
+		const char *key = either->key;
+		if (!wanted(keys, key))
+			continue;
+		json_t *why = json_array();
+		const char *change;
+		if (ma && !mb)
+			change = "removed";
+		else if (mb && !ma)
+			change = "added";
+		else {
+			bool state_differs = !((ma->state == NULL && mb->state == NULL) ||
+					       (ma->state && mb->state && json_equal(ma->state, mb->state)));
+			bool pin_differs = (ma->pin_id == NULL) != (mb->pin_id == NULL) ||
+					   (ma->pin_id && strcmp(ma->pin_id, mb->pin_id) != 0);
+			if (state_differs)
+				json_array_append_new(why, json_string("state"));
+			if (pin_differs)
+				json_array_append_new(why, json_string("pin"));
+			if (!json_equal(ma->locator, mb->locator))
+				json_array_append_new(why, json_string("locator"));
+			if (!policy_equal(&ma->policy, &mb->policy))
+				json_array_append_new(why, json_string("policy"));
+			change = json_array_size(why) ? "changed" : "unchanged";
+			if (content && state_differs && ma->state && mb->state &&
+			    strcmp(ma->kind, mb->kind) == 0 && (tt_engine_caps(repo, mb) & TT_CAP_DIFF)) {
+				jobs[njobs].repo = repo;
+				jobs[njobs].a = ma;
+				jobs[njobs].b = mb;
+				jobs[njobs].rev_a = ra;
+				jobs[njobs].rev_b = rb;
+				njobs++;
+			}
+		}
+		json_array_append_new(entries,
+				      json_pack("{s:s,s:s,s:s?,s:s?,s:n,s:n,s:o}", "key", key, "change", change,
+						"a", ma ? ma->pin_id : NULL, "b", mb ? mb->pin_id : NULL,
+						"detail", "detail_error", "why", why));
+	}
+	if (njobs) {
+		tt_engine_prepare(repo);
+		if ((rc = tt_engine_fanout(njobs, diff_one, jobs, err)) < 0)
+			goto done;
+		size_t k;
+		json_t *e;
+		json_array_foreach(entries, k, e) {
+			for (size_t x = 0; x < njobs; x++) {
+				if (strcmp(jobs[x].b->key, json_string_value(json_object_get(e, "key"))) != 0)
+					continue;
+				if (jobs[x].detail)
+					json_object_set(e, "detail", jobs[x].detail);
+				if (jobs[x].error)
+					json_object_set_new(e, "detail_error", json_string(jobs[x].error));
+			}
+		}
+	}
+	*out = entries;
+	entries = NULL;
+done:
+	for (size_t x = 0; jobs && x < njobs; x++) {
+		json_decref(jobs[x].detail);
+		free(jobs[x].error);
+	}
+	free(jobs);
+	tt_manifests_release(&sa);
+	tt_manifests_release(&sb);
+	free(ra);
+	free(rb);
+	json_decref(entries);
+	json_decref(keys);
+	return rc;
+}

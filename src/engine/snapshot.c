@@ -1,0 +1,388 @@
+/*
+ * engine/snapshot.c - `snapshot` and `status`: fingerprint objects
+ * concurrently, cache what was read in workspace.toml, and classify each
+ * object against its committed manifest.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kinds.h"
+#include "engine/engine.h"
+#include "util/mem.h"
+
+/* --- selection ----------------------------------------------------------- */
+
+int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json_t **out,
+		     tt_error *err)
+{
+	json_t *chosen = json_object(), *keys = json_array();
+	tt_buf unknown = TT_BUF_INIT, empty = TT_BUF_INIT;
+	int rc = 0;
+	*out = NULL;
+	if (!chosen || !keys) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t s = 0; s < n; s++) {
+		const char *sel = selectors[s];
+		size_t sl = strlen(sel);
+		bool prefix = sl && sel[sl - 1] == '/', hit = false;
+		for (size_t i = 0; i < repo->objects.n; i++) {
+			const char *key = repo->objects.items[i].key;
+			if (prefix ? strncmp(key, sel, sl) == 0 : strcmp(key, sel) == 0) {
+				json_object_set(chosen, key, json_true());
+				hit = true;
+			}
+		}
+		if (!hit)
+			tt_buf_printf(prefix ? &empty : &unknown, "%s%s", (prefix ? empty.len : unknown.len) ? ", " : "", sel);
+	}
+	if (unknown.len || empty.len) {
+		rc = tt_error_set(err, TT_ECONFIG, "%s%s%s%s%s", unknown.len ? "no such object: " : "",
+				  unknown.ptr, unknown.len && empty.len ? "; " : "",
+				  empty.len ? "no object under " : "", empty.ptr);
+		goto done;
+	}
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		const char *key = repo->objects.items[i].key;
+		if (!n || json_object_get(chosen, key))
+			json_array_append_new(keys, json_string(key));
+	}
+	*out = keys;
+	keys = NULL;
+done:
+	json_decref(chosen);
+	json_decref(keys);
+	tt_buf_release(&unknown);
+	tt_buf_release(&empty);
+	return rc;
+}
+
+static bool selected(const json_t *keys, const char *key)
+{
+	size_t i;
+	json_t *k;
+	json_array_foreach(keys, i, k)
+		if (strcmp(json_string_value(k), key) == 0)
+			return true;
+	return false;
+}
+
+/* --- snapshot ----------------------------------------------------------- */
+
+typedef struct fp_job {
+	tt_repo *repo;
+	const tt_manifest *m;
+	char *ref;            /* where it is read; NULL: upstream / base */
+	bool moving;
+	json_t *state;        /* result */
+	tt_error err;
+} fp_job;
+
+static void fingerprint_one(size_t i, void *ctx)
+{
+	fp_job *job = &((fp_job *)ctx)[i];
+	tt_backend *b = NULL;
+	json_t *loc = NULL;
+	/* Backends were built before the fan-out; this only looks them up. */
+	if (tt_engine_backend(job->repo, job->m->kind, &b, &job->err) < 0)
+		goto done;
+	if (!job->ref && !job->moving) {
+		/* Not moving: read the upstream head, `at` dropped. */
+		loc = json_deep_copy(job->m->locator);
+		if (!loc) {
+			tt_error_oom(&job->err);
+			goto done;
+		}
+		json_object_del(loc, "at");
+	}
+	if (b->ops->fingerprint(b, loc ? loc : job->m->locator, job->ref, &job->state, &job->err) < 0)
+		job->state = NULL;
+done:
+	if (job->err.code)
+		tt_error_object(&job->err, job->m->key, job->m->kind);
+	json_decref(loc);
+}
+
+/* An Observed object under `file = "immutable"` may not change at all. */
+static int enforce_immutability(tt_repo *repo, const json_t *states, tt_error *err)
+{
+	const char *key;
+	json_t *state;
+	json_object_foreach((json_t *)states, key, state) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		if (!m || !m->state || strcmp(m->policy.file, "immutable") != 0)
+			continue;
+		unsigned caps = tt_engine_caps(repo, m);
+		if (strcmp(tt_tier_name(caps), "observed") != 0 || tt_engine_same(m, state, m->state))
+			continue;
+		tt_error_set(err, TT_EIMMUTABLE, "immutable object '%s' changed since it was committed",
+			     key);
+		tt_error_hint(err, "an immutable object's bytes may not change; record the new state by "
+				   "re-registering it (`tether remove %s`, `tether add ...`), or set `--file "
+				   "versioned` where the store keeps versions", key);
+		return tt_error_object(err, key, m->kind);
+	}
+	return 0;
+}
+
+int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t **states_out,
+		       json_t **failures, tt_error *err)
+{
+	fp_job *jobs = NULL;
+	size_t njobs = 0;
+	json_t *states = json_object(), *errors = json_object(), *cached = NULL, *failed = NULL;
+	int rc = 0;
+
+	*states_out = NULL;
+	if (!states || !errors || !(jobs = tt_calloc(repo->objects.n, sizeof *jobs))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	tt_engine_prepare(repo);
+	bool ask_upstream = upstream && (tt_engine_on_trunk(repo) || !repo->ws.bookmark);
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		if (keys && !selected(keys, m->key))
+			continue;
+		bool moving = tt_engine_moving(repo, m);
+		if (!ask_upstream && !moving)
+			continue;
+		fp_job *job = &jobs[njobs++];
+		job->repo = repo;
+		job->m = m;
+		job->moving = moving;
+		job->err = (tt_error)TT_ERROR_INIT;
+		if ((rc = tt_engine_working_ref(repo, m, &job->ref, err)) < 0)
+			goto done;
+	}
+	if ((rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err)) < 0)
+		goto done;
+	for (size_t i = 0; i < njobs; i++) {
+		if (jobs[i].state)
+			json_object_set(states, jobs[i].m->key, jobs[i].state);
+		else
+			json_object_set_new(errors, jobs[i].m->key,
+					    json_pack("{s:s,s:s}", "ref", jobs[i].ref ? jobs[i].ref : "",
+						      "error", tt_error_text(&jobs[i].err)));
+	}
+	/* Objects not read stand at their committed state. */
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		if ((keys && !selected(keys, m->key)) || json_object_get(states, m->key) ||
+		    json_object_get(errors, m->key) || !m->state)
+			continue;
+		json_object_set(states, m->key, m->state);
+	}
+	if ((rc = enforce_immutability(repo, states, err)) < 0)
+		goto done;
+
+	/* Cache what was read; a partial snapshot keeps what earlier ones
+	 * learned; failures replace a state with the error and its branch. */
+	cached = json_object();
+	failed = json_object();
+	if (!cached || !failed) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(repo->ws.last_snapshot, key, v)
+		if (tt_manifests_find(&repo->objects, key))
+			json_object_set(cached, key, v);
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].state)
+			json_object_set(cached, jobs[i].m->key, jobs[i].state);
+	json_object_foreach(states, key, v)
+		if (!json_object_get(cached, key))
+			json_object_set(cached, key, v);
+	json_object_foreach(repo->ws.last_snapshot_errors, key, v) {
+		bool read = false;
+		for (size_t i = 0; i < njobs; i++)
+			read = read || strcmp(jobs[i].m->key, key) == 0;
+		if (tt_manifests_find(&repo->objects, key) && !read)
+			json_object_set(failed, key, v);
+	}
+	json_object_foreach(errors, key, v) {
+		json_object_del(cached, key);
+		json_object_set(failed, key, v);
+	}
+	char now[40];
+	tt_now_iso_micro(now);
+	json_decref(repo->ws.last_snapshot);
+	json_decref(repo->ws.last_snapshot_errors);
+	repo->ws.last_snapshot = cached;
+	repo->ws.last_snapshot_errors = failed;
+	cached = failed = NULL;
+	free(repo->ws.last_snapshot_at);
+	repo->ws.last_snapshot_at = tt_strdup(now);
+	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto done;
+
+	if (json_object_size(errors) && !failures) {
+		/* One error naming every failing object. */
+		tt_buf msg = TT_BUF_INIT;
+		tt_buf_printf(&msg, "%zu object(s) could not be fingerprinted:", json_object_size(errors));
+		json_object_foreach(errors, key, v)
+			tt_buf_printf(&msg, "\n  %s", json_string_value(json_object_get(v, "error")));
+		rc = tt_error_set(err, TT_EBACKEND, "%s", msg.ptr);
+		tt_buf_release(&msg);
+		goto done;
+	}
+	if (failures) {
+		*failures = errors;
+		errors = NULL;
+	}
+	*states_out = states;
+	states = NULL;
+done:
+	for (size_t i = 0; i < njobs; i++) {
+		free(jobs[i].ref);
+		json_decref(jobs[i].state);
+		tt_error_clear(&jobs[i].err);
+	}
+	free(jobs);
+	json_decref(states);
+	json_decref(errors);
+	json_decref(cached);
+	json_decref(failed);
+	return rc;
+}
+
+int tt_repo_snapshot(tt_repo *repo, const char *const *selectors, size_t n, json_t **out,
+		     tt_error *err)
+{
+	json_t *keys = NULL;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	if ((rc = tt_engine_select(repo, selectors, n, &keys, err)) == 0)
+		rc = tt_engine_snapshot(repo, keys, true, out, NULL, err);
+	json_decref(keys);
+	tt_repo_unlock(repo);
+	return rc;
+}
+
+/* --- status ------------------------------------------------------------- */
+
+/* The last snapshot's failure for key while it still describes what a
+ * snapshot would read: no state cached since, same branch. */
+static const char *cached_error(tt_repo *repo, const tt_manifest *m)
+{
+	json_t *failed = json_object_get(repo->ws.last_snapshot_errors, m->key);
+	if (!failed || json_object_get(repo->ws.last_snapshot, m->key))
+		return NULL;
+	char *ref = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	tt_engine_working_ref(repo, m, &ref, &ignored);
+	tt_error_clear(&ignored);
+	const char *was = json_string_value(json_object_get(failed, "ref"));
+	bool same = strcmp(was ? was : "", ref ? ref : "") == 0;
+	free(ref);
+	if (!same)
+		return NULL;
+	const char *e = json_string_value(json_object_get(failed, "error"));
+	return e && *e ? e : "the last snapshot could not read it";
+}
+
+int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int snapshot,
+		   json_t **out, tt_error *err)
+{
+	json_t *keys = NULL, *states = NULL, *failures = NULL, *objects = NULL, *stale = NULL;
+	json_t *chosen_stale = NULL;
+	char hash[65];
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	if ((rc = tt_engine_select(repo, selectors, n, &keys, err)) < 0)
+		goto done;
+	bool want = snapshot < 0 ? repo->config.snapshot_auto : snapshot > 0;
+	bool any_cached_error = false;
+	for (size_t i = 0; i < repo->objects.n; i++)
+		if (selected(keys, repo->objects.items[i].key) && cached_error(repo, &repo->objects.items[i]))
+			any_cached_error = true;
+	bool fresh = want || !(json_object_size(repo->ws.last_snapshot) || any_cached_error);
+	if (fresh) {
+		if ((rc = tt_engine_snapshot(repo, keys, true, &states, &failures, err)) < 0)
+			goto done;
+	} else {
+		states = json_incref(repo->ws.last_snapshot);
+	}
+	objects = json_array();
+	if (!objects) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		if (!selected(keys, m->key))
+			continue;
+		unsigned caps = tt_engine_caps(repo, m);
+		json_t *current = json_object_get(states, m->key);
+		bool committed = m->state != NULL;
+		bool differs = committed && current && !tt_engine_same(m, current, m->state);
+		bool moving = tt_engine_moving(repo, m);
+		const char *error = NULL;
+		if (fresh) {
+			json_t *f = json_object_get(failures, m->key);
+			error = f ? json_string_value(json_object_get(f, "error")) : NULL;
+		} else {
+			error = cached_error(repo, m);
+		}
+		const char *label = error ? "error" : !committed ? "new" : (differs && !moving) ? "behind"
+			: (differs && moving) ? "modified" : "clean";
+		json_t *verify = json_null();
+		if (repo->config.verify_on_status && committed) {
+			tt_backend *b;
+			tt_verify_status vs = TT_VERIFY_UNKNOWN;
+			char *msg = NULL;
+			tt_error verr = TT_ERROR_INIT;
+			if (tt_engine_backend(repo, m->kind, &b, &verr) == 0 && b->ops->verify) {
+				tt_pin pin = { 0 };
+				if (m->pin_id) {
+					snprintf(pin.id, sizeof pin.id, "%s", m->pin_id);
+					snprintf(pin.ref, sizeof pin.ref, "%s", m->pin_ref);
+				}
+				if (b->ops->verify(b, m->locator, m->state, m->pin_id ? &pin : NULL, false, &vs,
+						   &msg, &verr) < 0)
+					vs = TT_VERIFY_UNKNOWN;
+			}
+			free(msg);
+			tt_error_clear(&verr);
+			verify = json_string(tt_verify_status_name(vs));
+		}
+		json_array_append_new(objects,
+				      json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?}", "key", m->key,
+						"kind", m->kind, "tier", tt_tier_name(caps), "state", label,
+						"pinned", m->pin_id != NULL, "recoverable", m->recoverable,
+						"origin", m->created ? "created" : "adopted", "verify", verify,
+						"error", error));
+	}
+	if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
+		goto done;
+	stale = tt_engine_stale_keys(repo);
+	chosen_stale = json_array();
+	size_t si;
+	json_t *sk;
+	json_array_foreach(stale, si, sk)
+		if (selected(keys, json_string_value(sk)))
+			json_array_append(chosen_stale, sk);
+	*out = json_pack("{s:s,s:b,s:O,s:b,s:s?,s:s?,s:b,s:[],s:[],s:O}", "manifest_hash", hash,
+			 "stale", json_array_size(chosen_stale) > 0, "stale_keys", chosen_stale,
+			 "fresh", fresh, "snapshot_at", repo->ws.last_snapshot_at, "bookmark",
+			 repo->ws.bookmark, "trunk", tt_engine_on_trunk(repo), "bookmark_drift",
+			 "vcs_drift", "objects", objects);
+	if (!*out)
+		rc = tt_error_oom(err);
+done:
+	tt_repo_unlock(repo);
+	json_decref(keys);
+	json_decref(states);
+	json_decref(failures);
+	json_decref(objects);
+	json_decref(stale);
+	json_decref(chosen_stale);
+	return rc;
+}

@@ -1,0 +1,18 @@
+/*
+ * util/fault.h - crash injection for tests.
+ *
+ * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
+ * "commit:before-vcs-commit", "commit:after-vcs-commit", ...); when the
+ * running command reaches it, the process is killed on the spot (SIGKILL:
+ * no cleanup, no flush), exactly as a crash or a power cut would leave
+ * things.  Tests then check that rerunning the command, `repair` or `gc`
+ * converges with nothing lost.  Unset, every point costs one getenv.
+ */
+#ifndef TT_UTIL_FAULT_H
+#define TT_UTIL_FAULT_H
+
+#define TT_FAULT_ENV "TETHER_FAULT"
+
+void tt_fault(const char *point);
+
+#endif
