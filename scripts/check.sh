@@ -118,7 +118,7 @@ fuzz() {
     local corpus=.cache/corpus/$name seeds=fuzz/corpus/${name#fuzz_}
     mkdir -p "$corpus"
     local args=("$corpus"); [ -d "$seeds" ] && args+=("$seeds")
-    if "$fz" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    if "$fz" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
          -artifact_prefix="$logdir/$name-" "${args[@]}" >"$logdir/$name.log" 2>&1; then
       p=$((p + 1)); echo "   $name: $(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$logdir/$name.log" | awk '{print $2}') runs, no findings"
     else

@@ -41,6 +41,8 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err);
 void tt_repo_free(tt_repo *repo);
 const char *tt_repo_root(const tt_repo *repo);
 const char *tt_repo_dataset_id(const tt_repo *repo);
+/* The trunk bookmark ([vcs] trunk, default "main"). */
+const char *tt_repo_trunk(const tt_repo *repo);
 
 /* Warnings gathered while opening (e.g. a group-readable secrets.toml). */
 size_t tt_repo_warning_count(const tt_repo *repo);
@@ -134,6 +136,32 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
  */
 int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b,
 		 const char *const *selectors, size_t n, bool content, json_t **out, tt_error *err);
+
+typedef struct tt_new_opts {
+	const char *rev;       /* move the working copy here first (NULL: stay) */
+	const char *bookmark;  /* -b NAME: create it at rev and work on it */
+	bool shared;           /* work on a bookmark another live checkout holds */
+	bool keep;             /* keep working refs; refresh the baseline only */
+	int eager;             /* 1 fork now, 0 lazily, -1 tether.toml [new] fork */
+	bool discard;          /* reset branches holding writes no commit pinned */
+} tt_new_opts;
+
+/*
+ * Decide the bookmark this checkout works on and a working ref per
+ * forkable object.  With plan_json non-NULL, only plan (*plan_json,
+ * *plan_text).  from_plan (may be NULL): apply that saved plan instead.
+ * *out: {bookmark, working_refs, pending_forks, fork_points, adopted}.
+ */
+int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, size_t from_len,
+		char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
+ * A native handle description {type, address, read_only, key, ...}.  rev
+ * (or $TETHER_REV): read-only at that commit's pin.  read_only: 1, 0, or
+ * -1 (writable for forkable objects, creating the deferred fork first).
+ */
+int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,
+			json_t **out, tt_error *err);
 
 /* Every registered key, sorted (*out: a JSON array of strings). */
 int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);

@@ -291,84 +291,10 @@ done:
 	return rc;
 }
 
-/* --- preconditions ------------------------------------------------------------ */
-
-static int stale(const tt_plan_precondition_view *pre, const char *observed, tt_error *err)
-{
-	tt_buf b = TT_BUF_INIT;
-	const char *detail = pre->detail && *pre->detail ? pre->detail : NULL;
-	if (!detail)
-		tt_buf_printf(&b, "%s changed since the plan was made", pre->kind);
-	else
-		for (const char *p = detail; *p;) {
-			const char *hit = strstr(p, "{observed}");
-			size_t n = hit ? (size_t)(hit - p) : strlen(p);
-			tt_buf_put(&b, p, n);
-			if (!hit)
-				break;
-			tt_buf_puts(&b, observed ? observed : "None");
-			p = hit + strlen("{observed}");
-		}
-	if (!strstr(b.ptr, "re-run"))
-		tt_buf_puts(&b, "; re-run the plan");
-	int rc = tt_error_set(err, TT_ESTALEPLAN, "%s", b.ptr);
-	tt_buf_release(&b);
-	return rc;
-}
-
 /* The bookmark the VCS has this checkout on (git: HEAD's branch). */
 static int vcs_bookmark_here(tt_repo *repo, char **out, tt_error *err)
 {
 	return repo->vcs->ops->current_bookmark(repo->vcs, out, err);
-}
-
-/* Check the preconditions every command records (those of the commit
- * plan; later commands add theirs here). */
-int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char *command,
-				  tt_error *err)
-{
-	int rc;
-	if (strcmp(tt_plan_command(plan), command) != 0)
-		return tt_error_set(err, TT_ECONFIG, "expected a %s plan, got '%s'", command,
-				    tt_plan_command(plan));
-	if ((rc = tt_plan_check(plan, err)) < 0)
-		return rc;
-	for (size_t i = 0; i < tt_plan_precondition_count(plan); i++) {
-		tt_plan_precondition_view pre;
-		tt_plan_precondition_at(plan, i, &pre);
-		const char *want = json_string_value(pre.expected);
-		if (strcmp(pre.kind, "workspace_id") == 0) {
-			if (want && strcmp(want, repo->ws.workspace_id) != 0)
-				return stale(&pre, repo->ws.workspace_id, err);
-		} else if (strcmp(pre.kind, "workspace_bookmark") == 0) {
-			const char *mine = repo->ws.bookmark;
-			if ((want == NULL) != (mine == NULL) || (want && strcmp(want, mine) != 0))
-				return stale(&pre, mine ? mine : "no bookmark", err);
-			if (want) {
-				char *here = NULL;
-				if ((rc = vcs_bookmark_here(repo, &here, err)) < 0)
-					return rc;
-				bool ok = here && strcmp(here, want) == 0;
-				rc = ok ? 0 : stale(&pre, here ? here : "no bookmark", err);
-				free(here);
-				if (rc < 0)
-					return rc;
-			}
-		} else if (strcmp(pre.kind, "manifest_hash") == 0) {
-			char hash[65];
-			if (json_object_get(pre.params, "rev"))
-				return tt_error_set(err, TT_ESTALEPLAN, "a manifest_hash precondition at a "
-						    "revision is not supported by this tether yet; re-run the plan");
-			if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
-				return rc;
-			if (!want || strcmp(want, hash) != 0)
-				return stale(&pre, hash, err);
-		} else {
-			return tt_error_set(err, TT_ESTALEPLAN, "this tether cannot check a '%s' precondition "
-					    "yet; re-run the plan with the same tether", pre.kind);
-		}
-	}
-	return 0;
 }
 
 /* Refuse to commit when the working copy has left the workspace's bookmark:

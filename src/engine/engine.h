@@ -81,9 +81,17 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			  bool force, bool do_snapshot, struct tt_plan **out, tt_error *err);
 int tt_engine_apply_commit(tt_repo *repo, const struct tt_plan *plan, bool vcs, bool verify,
 			   json_t **out, tt_error *err);
-/* Check a plan's command, digest and preconditions against the checkout. */
+/* Check a plan's command, digest and every precondition against the
+ * checkout (engine/preconditions.c); TT_ESTALEPLAN with the plan's words. */
 int tt_engine_check_preconditions(tt_repo *repo, const struct tt_plan *plan, const char *command,
 				  tt_error *err);
+
+/* new's two halves (engine/fork.c). */
+int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, struct tt_plan **out, tt_error *err);
+int tt_engine_apply_new(tt_repo *repo, const struct tt_plan *plan, bool verify, tt_error *err);
+
+/* The ids (8 hex) of the other live checkouts working on bookmark. */
+int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 
 /* ISO 8601 UTC with microseconds, as Python's datetime.isoformat(). */
 void tt_now_iso_micro(char out[40]);

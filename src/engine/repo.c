@@ -25,6 +25,7 @@ const char *tt_version(void)
 
 const char *tt_repo_root(const tt_repo *repo) { return repo->root; }
 const char *tt_repo_dataset_id(const tt_repo *repo) { return repo->config.dataset_id; }
+const char *tt_repo_trunk(const tt_repo *repo) { return tt_config_trunk(&repo->config); }
 size_t tt_repo_warning_count(const tt_repo *repo) { return repo->nwarnings; }
 const char *tt_repo_warning(const tt_repo *repo, size_t i)
 {

@@ -1,0 +1,182 @@
+/* cli/cmd_new.c - `tether new` and `tether open`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+static int run_new(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	tt_buf saved = TT_BUF_INIT;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	int rc;
+	if (from && dry) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	if (cli_flag(cmd, a, "eager") && cli_flag(cmd, a, "lazy"))
+		return cli_usage_error(cmd, "--eager and --lazy contradict each other");
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	tt_new_opts o = {
+		.rev = a->npos ? a->pos[0] : NULL,
+		.bookmark = cli_value(cmd, a, "bookmark"),
+		.shared = cli_flag(cmd, a, "shared"),
+		.keep = cli_flag(cmd, a, "keep"),
+		.eager = cli_flag(cmd, a, "eager") ? 1 : cli_flag(cmd, a, "lazy") ? 0 : -1,
+		.discard = cli_flag(cmd, a, "discard"),
+	};
+	if (from && tt_read_file(from, &saved, 64u << 20, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (tt_repo_new(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
+			dry ? NULL : &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry) {
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (cli_flag(cmd, a, "json"))
+			printf("%s\n", pj);
+		else
+			fputs(pt, stdout);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	const char *bm = json_string_value(json_object_get(out, "bookmark"));
+	if (!bm) {
+		printf("on no bookmark: read-only (`tether new -b NAME` to write)\n");
+		goto done;
+	}
+	tt_repo_free(repo);
+	repo = NULL;
+	/* Re-open to learn whether this is the trunk and which objects exist. */
+	if ((rc = cli_open_repo(&repo)))
+		goto done;
+	bool trunk = strcmp(bm, tt_repo_trunk(repo)) == 0;
+	printf("on %sbookmark %s; %s\n", trunk ? "trunk " : "", bm,
+	       o.keep ? "kept working refs" : "working refs set up");
+	json_t *keys = NULL;
+	tt_repo_keys(repo, &keys, &err);
+	tt_error_clear(&err);
+	const char *key;
+	json_t *ref;
+	json_object_foreach(json_object_get(out, "working_refs"), key, ref) {
+		bool present = false;
+		size_t i;
+		json_t *k;
+		json_array_foreach(keys, i, k)
+			present |= strcmp(json_string_value(k), key) == 0;
+		printf("  %s -> %s%s\n", key, json_string_value(ref),
+		       present ? "" : "  (not at this revision; branch kept for gc)");
+	}
+	json_decref(keys);
+	json_object_foreach(json_object_get(out, "pending_forks"), key, ref)
+		printf("  %s -> %s  (created on first writable open)\n", key, json_string_value(ref));
+done:
+	free(pj);
+	free(pt);
+	tt_buf_release(&saved);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt new_opts[] = {
+	{ "bookmark", 'b', OPT_VALUE, "NAME",
+	  "Create this bookmark at REV (default: here) and work on it." },
+	{ "shared", 0, OPT_FLAG, NULL, "Work on a bookmark another live checkout already holds." },
+	{ "keep", 0, OPT_FLAG, NULL, "Keep current working refs; only refresh the baseline." },
+	{ "eager", 0, OPT_FLAG, NULL, "Create every working branch now." },
+	{ "lazy", 0, OPT_FLAG, NULL, "Create working branches on the first writable open (default)." },
+	{ "discard", 0, OPT_FLAG, NULL, "Reset working branches even if they hold uncommitted writes." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show which branches would be forked; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_new = {
+	"new", "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] "
+	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"Start working on a bookmark: its store branches become your working refs.",
+	"`tether new -b NAME [REV]` creates bookmark NAME (at REV, default here) and forks a\n"
+	"tether.ws.<dataset>.NAME branch per forkable object off its pin -- lazily, on the\n"
+	"first writable `open`, or now with --eager.  `tether new NAME` joins an existing\n"
+	"bookmark; on the trunk every object writes its upstream branch.  A bookmark another\n"
+	"live checkout holds is refused unless --shared.  A working branch holding writes no\n"
+	"commit pinned is not reset unless --discard.",
+	new_opts, 0, 1, run_new,
+};
+
+static int run_open(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	int rc;
+	if (cli_flag(cmd, a, "read-only") && cli_flag(cmd, a, "writable"))
+		return cli_usage_error(cmd, "--read-only and --writable contradict each other");
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	int ro = cli_flag(cmd, a, "read-only") ? 1 : cli_flag(cmd, a, "writable") ? 0 : -1;
+	if (tt_repo_open_object(repo, a->pos[0], cli_value(cmd, a, "rev"), ro, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		json_t *shown = json_pack("{s:O,s:O,s:O,s:O}", "key", json_object_get(out, "key"), "read_only",
+					  json_object_get(out, "read_only"), "address",
+					  json_object_get(out, "address"), "type", json_object_get(out, "type"));
+		const char *k;
+		json_t *v;
+		json_object_foreach(out, k, v)
+			if (!json_object_get(shown, k))
+				json_object_set(shown, k, v);
+		rc = cli_print_json(shown);
+		json_decref(shown);
+		goto done;
+	}
+	printf("%s\n", json_string_value(json_object_get(out, "address")));
+done:
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt open_opts[] = {
+	{ "rev", 'r', OPT_VALUE, "REV", "Open read-only at what this dataset commit pinned." },
+	{ "read-only", 0, OPT_FLAG, NULL, "A read-only handle." },
+	{ "writable", 0, OPT_FLAG, NULL, "A writable handle (forkable objects; forks lazily)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_open = {
+	"open", "KEY [-r REV] [--read-only | --writable] [--json]",
+	"Print the native address of an object's handle.",
+	"Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
+	"deferred fork is created first -- and everything else read-only.  With -r REV the\n"
+	"handle is read-only at that commit's pinned or recorded state.  A moved pin is\n"
+	"refused; a deleted one falls back to the recorded state where the kind can address it.",
+	open_opts, 1, 1, run_open,
+};

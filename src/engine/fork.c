@@ -1,0 +1,1188 @@
+/*
+ * engine/fork.c - `new` (which bookmark this checkout works on, and a
+ * working branch per forkable object off its pin) and `open` (a native
+ * handle; a writable open creates the deferred branch first).
+ *
+ * On the trunk bookmark every forkable object writes its upstream branch
+ * directly.  Elsewhere its working ref is tether.ws.<dataset8>.<bookmark>,
+ * forked from the pin - lazily on the first writable open by default, or
+ * during `new` with --eager; `pin = "record"` objects fork at once, since
+ * only a branch keeps their recorded state from expiring.  A branch holding
+ * writes no commit pinned is never reset without --discard.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ids.h"
+#include "core/index.h"
+#include "core/oplog.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+static bool same_state(const tt_manifest *m, const json_t *a, const json_t *b)
+{
+	return a && b && tt_engine_same(m, a, b);
+}
+
+/* The pin (or recorded state) a committed object is read or forked from,
+ * checked first: a drifted pin is refused, a missing one falls back to the
+ * recorded state where the kind can address it. */
+static int pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
+			 tt_target *t, tt_error *err)
+{
+	unsigned caps = tt_engine_caps(repo, m);
+	if (!m->pin_id) {
+		if (!(caps & TT_CAP_ADDRESSABLE)) {
+			tt_error_set(err, TT_ECAPABILITY, "'%s' has no pin and %s cannot address a recorded "
+				     "state", m->key, m->kind);
+			return tt_error_object(err, m->key, m->kind);
+		}
+		*t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
+		return 0;
+	}
+	memset(pin, 0, sizeof *pin);
+	snprintf(pin->id, sizeof pin->id, "%s", m->pin_id);
+	snprintf(pin->ref, sizeof pin->ref, "%s", m->pin_ref);
+	tt_verify_status st = TT_VERIFY_UNKNOWN;
+	char *msg = NULL;
+	int rc = b->ops->verify ? b->ops->verify(b, m->locator, m->state, pin, false, &st, &msg, err) : 0;
+	if (rc < 0) {
+		free(msg);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	if (st == TT_VERIFY_DRIFTED) {
+		rc = tt_error_set(err, TT_EPINDRIFT, "pin %s of '%s' no longer names the committed state (%s)",
+				  m->pin_ref, m->key, msg ? msg : "");
+		tt_error_hint(err, "`tether verify` reports it and `repair` never overwrites a drifted pin: "
+				   "move the ref back by hand, or use a commit whose pins hold");
+		free(msg);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	if (st == TT_VERIFY_MISSING) {
+		if (caps & TT_CAP_ADDRESSABLE) {
+			free(msg);
+			*t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
+			return 0;
+		}
+		rc = tt_error_set(err, TT_EBACKEND, "pin missing: %s", msg ? msg : "");
+		free(msg);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	free(msg);
+	*t = (tt_target){ .kind = TT_TARGET_PIN, .pin = pin };
+	return 0;
+}
+
+/* Fork branch `name` for m from its pin, moving it only from expected. */
+static int fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
+			      const tt_expect *expected, char **ref_out, tt_error *err)
+{
+	tt_backend *b;
+	tt_pin pin;
+	tt_target src;
+	int rc;
+	*ref_out = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
+	    (rc = pinned_source(repo, m, b, &pin, &src, err)) < 0)
+		return rc;
+	if (!b->ops->fork) {
+		tt_error_set(err, TT_ECAPABILITY, "%s backend cannot fork", m->kind);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	if (src.kind == TT_TARGET_STATE && m->pin_id == NULL && b->ops->verify) {
+		/* No pin: the recorded state is the fork point while the store has it. */
+		tt_verify_status st = TT_VERIFY_UNKNOWN;
+		char *msg = NULL;
+		if (b->ops->verify(b, m->locator, m->state, NULL, true, &st, &msg, err) == 0 &&
+		    st == TT_VERIFY_MISSING) {
+			rc = tt_error_set(err, TT_EBACKEND, "recorded state is gone: %s", msg ? msg : "");
+			free(msg);
+			return tt_error_object(err, m->key, m->kind);
+		}
+		free(msg);
+		tt_error_clear(err);
+	}
+	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
+		return tt_error_object(err, m->key, m->kind);
+	json_t *identity = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)
+		tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind, identity,
+				      m->locator, m->key, &ignored);
+	json_decref(identity);
+	tt_error_clear(&ignored);
+	return 0;
+}
+
+static bool list_has(const json_t *list, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach((json_t *)list, i, v)
+		if (strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/* A bookmark name a store would take for a sibling generation ("x.2"). */
+static bool generation_suffix(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	if (!dot || !dot[1] || dot == name)
+		return false;
+	for (const char *p = dot + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/* --- plan ------------------------------------------------------------------ */
+
+int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	const tt_manifest_set *objects = &repo->objects;
+	json_t *known = NULL, *holders = NULL, *scopes = json_object(), *ctx = NULL;
+	char *resolved = NULL, *here = NULL, *bookmark = NULL;
+	tt_plan *plan = NULL;
+	bool create = false;
+	char hash[65];
+	int rc;
+
+	*out = NULL;
+	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, &resolved, err)) < 0)
+		goto done;
+	if (o->rev)
+		objects = &at;
+	bool eager = o->eager < 0 ? strcmp(repo->config.new_fork, "eager") == 0 : o->eager > 0;
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &known, err)) < 0)
+		goto done;
+	if (o->bookmark) {
+		if (json_object_get(known, o->bookmark)) {
+			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' exists; `tether new %s` joins it",
+					  o->bookmark, o->bookmark);
+			goto done;
+		}
+		if (generation_suffix(o->bookmark)) {
+			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' ends in `.<number>`, which is how a store "
+					  "names a sibling of a branch it cannot reset; pick another name",
+					  o->bookmark);
+			goto done;
+		}
+		bookmark = tt_strdup(o->bookmark);
+		create = true;
+	} else if (o->rev && json_object_get(known, o->rev)) {
+		bookmark = tt_strdup(o->rev);
+	} else if (o->rev || !o->keep) {
+		/* The bookmark at that commit (or where the VCS working copy is):
+		 * this workspace's, else the trunk, else the only one. */
+		const char *k;
+		json_t *c;
+		json_t *cands = json_array();
+		if (o->rev) {
+			json_object_foreach(known, k, c)
+				if (strcmp(json_string_value(c), resolved) == 0)
+					json_array_append_new(cands, json_string(k));
+		} else {
+			if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0) {
+				json_decref(cands);
+				goto done;
+			}
+			if (here)
+				json_array_append_new(cands, json_string(here));
+			else if (repo->ws.bookmark)
+				json_array_append_new(cands, json_string(repo->ws.bookmark));
+		}
+		const char *trunk = tt_config_trunk(&repo->config);
+		if (repo->ws.bookmark && list_has(cands, repo->ws.bookmark))
+			bookmark = tt_strdup(repo->ws.bookmark);
+		else if (list_has(cands, trunk))
+			bookmark = tt_strdup(trunk);
+		else if (json_array_size(cands) == 1)
+			bookmark = tt_strdup(json_string_value(json_array_get(cands, 0)));
+		json_decref(cands);
+	} else if (repo->ws.bookmark) {
+		bookmark = tt_strdup(repo->ws.bookmark);
+	}
+	if ((rc = tt_manifests_hash(hash, objects, err)) < 0)
+		goto done;
+	if (!(plan = tt_plan_new("new"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	ctx = json_pack("{s:s?,s:s?,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "rev", o->rev, "bookmark", bookmark,
+			"create", create, "shared", o->shared, "keep", o->keep, "eager", eager, "discard",
+			o->discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	const char *ck;
+	json_t *cv;
+	json_object_foreach(ctx, ck, cv)
+		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
+			goto done;
+	const char *trunk = tt_config_trunk(&repo->config);
+	bool on_trunk = bookmark && strcmp(bookmark, trunk) == 0;
+	if (o->keep) {
+		rc = tt_plan_note(plan, "keep: refresh the baseline only; working refs unchanged", err);
+		goto preconditions;
+	}
+	if (!bookmark) {
+		rc = tt_plan_note(plan, "no bookmark: read-only working copy (`tether new -b NAME` to write)", err);
+		goto preconditions;
+	}
+	if (!on_trunk && !o->shared) {
+		if ((rc = tt_engine_bookmark_holders(repo, bookmark, &holders, err)) < 0)
+			goto done;
+		if (json_array_size(holders)) {
+			tt_buf d = TT_BUF_INIT;
+			size_t k;
+			json_t *h;
+			tt_buf_printf(&d, "bookmark '%s' is held by live workspace(s) ", bookmark);
+			json_array_foreach(holders, k, h)
+				tt_buf_printf(&d, "%s%s", k ? ", " : "", json_string_value(h));
+			tt_buf_puts(&d, "; pass --shared to write the same store branches from here too");
+			json_t *params = json_pack("{s:s,s:O}", "bookmark", bookmark, "holders", holders);
+			rc = tt_plan_action(plan, "refuse", NULL, NULL, NULL, d.ptr, params, err);
+			json_decref(params);
+			tt_buf_release(&d);
+			goto preconditions;
+		}
+	}
+	if (on_trunk) {
+		char note[256];
+		snprintf(note, sizeof note, "on trunk '%s': writes land on each object's upstream branch", bookmark);
+		if ((rc = tt_plan_note(plan, note, err)) < 0)
+			goto done;
+	}
+	char *name = NULL;
+	if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, bookmark, err)) < 0)
+		goto done;
+	tt_engine_prepare(repo);
+	for (size_t i = 0; i < objects->n; i++) {
+		const tt_manifest *m = &objects->items[i];
+		tt_backend *b;
+		unsigned caps = tt_engine_caps(repo, m);
+		char note[512];
+		if (!(caps & TT_CAP_FORK) || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+			tt_error_clear(err);
+			continue;
+		}
+		if (on_trunk) {
+			char *branch = NULL;
+			if (b->ops->base_branch)
+				rc = b->ops->base_branch(b, m->locator, &branch, err);
+			else {
+				json_t *br = json_object_get(m->locator, "branch");
+				branch = tt_strdup(json_is_string(br) ? json_string_value(br) : "main");
+			}
+			if (rc < 0 || !branch) {
+				snprintf(note, sizeof note, "%s: no upstream branch to write to (%s)", m->key,
+					 err->message ? err->message : "unknown");
+				tt_error_clear(err);
+				rc = tt_plan_note(plan, note, err);
+			} else {
+				rc = tt_plan_action(plan, "trunk", m->key, m->kind, branch, "upstream branch", NULL, err);
+			}
+			free(branch);
+			if (rc < 0)
+				break;
+			continue;
+		}
+		if (!m->state) {
+			snprintf(note, sizeof note, "%s: nothing committed yet; fork after first commit", m->key);
+			if ((rc = tt_plan_note(plan, note, err)) < 0)
+				break;
+			continue;
+		}
+		/* One branch per (kind, scope): members after the first share it. */
+		char *scope = NULL;
+		json_t *identity = NULL;
+		if (b->ops->branch_scope)
+			rc = b->ops->branch_scope(b, m->locator, &scope, err);
+		else if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+			tt_buf sb = TT_BUF_INIT;
+			tt_json_canonical(&sb, identity);
+			scope = tt_buf_detach(&sb);
+		}
+		json_decref(identity);
+		if (rc < 0)
+			break;
+		char *scope_key = tt_asprintf("%s|%s", m->kind, scope ? scope : "");
+		free(scope);
+		json_t *first = json_object_get(scopes, scope_key);
+		if (first) {
+			const char *fk = json_string_value(json_object_get(first, "key"));
+			const char *fop = json_string_value(json_object_get(first, "op"));
+			const tt_manifest *fm = tt_manifests_find(objects, fk);
+			if (!fop || strcmp(fop, "refuse") == 0) {
+				snprintf(note, sizeof note, "%s: shares a branch with %s, which cannot fork", m->key, fk);
+				rc = tt_plan_note(plan, note, err);
+			} else if (!same_state(m, m->state, fm->state)) {
+				tt_buf d = TT_BUF_INIT, s1 = TT_BUF_INIT, s2 = TT_BUF_INIT;
+				tt_short_state(&s1, m->state);
+				tt_short_state(&s2, fm->state);
+				tt_buf_printf(&d, "shares branch %s with '%s' but pins %s where it pins %s; a branch is "
+					      "at one point -- commit them together (`tether pull` on the trunk) "
+					      "before forking", name, fk, s1.ptr, s2.ptr);
+				json_t *params = json_pack("{s:s}", "with", fk);
+				rc = tt_plan_action(plan, "refuse", m->key, m->kind, name, d.ptr, params, err);
+				json_decref(params);
+				tt_buf_release(&d);
+				tt_buf_release(&s1);
+				tt_buf_release(&s2);
+			} else {
+				char d[512];
+				snprintf(d, sizeof d, "same branch as %s (%s)", fk, fop);
+				json_t *params = json_pack("{s:s,s:O}", "with", fk, "state", m->state);
+				rc = tt_plan_action(plan, "share", m->key, m->kind, name, d, params, err);
+				json_decref(params);
+			}
+			free(scope_key);
+			if (rc < 0)
+				break;
+			continue;
+		}
+		/* The bookmark's branch may already exist: its head decides. */
+		json_t *refs = NULL, *head = NULL;
+		bool existing = false;
+		const char *op = NULL;
+		tt_buf detail = TT_BUF_INIT;
+		json_t *params = json_object();
+		if (b->ops->list_working_refs) {
+			tt_error lerr = TT_ERROR_INIT;
+			if (b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+				tt_buf_printf(&detail, "could not list branches (%s); whether %s exists is unknown "
+					      "and a fork would reset it blind", tt_error_text(&lerr), name);
+				op = "refuse";
+			} else {
+				existing = list_has(refs, name);
+			}
+			tt_error_clear(&lerr);
+		}
+		if (!op && existing) {
+			tt_error herr = TT_ERROR_INIT;
+			if (b->ops->fingerprint(b, m->locator, name, &head, &herr) < 0) {
+				tt_buf_printf(&detail, "%s exists but its head could not be read (%s); a fork would "
+					      "reset it blind", name, tt_error_text(&herr));
+				json_object_set_new(params, "existing", json_string(name));
+				op = "refuse";
+			}
+			tt_error_clear(&herr);
+		}
+		bool durable = true;
+		tt_buf src = TT_BUF_INIT, st = TT_BUF_INIT;
+		if (!op) {
+			tt_short_state(&st, m->state);
+			if (m->pin_id) {
+				json_object_set_new(params, "pin", json_pack("{s:s,s:s}", "id", m->pin_id, "ref", m->pin_ref));
+				tt_buf_printf(&src, "pin %s", m->pin_ref);
+			} else if (caps & TT_CAP_ADDRESSABLE) {
+				json_object_set(params, "state", m->state);
+				tt_buf_printf(&src, "recorded state %s (no pin)", st.ptr);
+				durable = false;
+			} else {
+				snprintf(note, sizeof note, "%s: no pin and not addressable; cannot fork", m->key);
+				rc = tt_plan_note(plan, note, err);
+				op = "";
+			}
+		}
+		if (!op && existing && head && same_state(m, head, m->state)) {
+			/* Already exactly at the pin: kept. */
+			tt_buf_printf(&detail, "already at %s; kept", src.ptr);
+			json_decref(params);
+			params = json_pack("{s:O}", "then_state", m->state);
+			op = "reuse";
+		}
+		if (!op) {
+			tt_buf_printf(&detail, "from %s", src.ptr);
+			if (existing) {
+				json_object_set_new(params, "existing", json_string(name));
+				json_object_set(params, "head", head ? head : json_null());
+				tt_buf_printf(&detail, "; resets %s", name);
+				const json_t *recorded[3] = { json_object_get(repo->ws.base_states, m->key),
+							      m->state, json_object_get(repo->ws.fork_points, m->key) };
+				bool pinned_somewhere = false;
+				for (int r = 0; r < 3; r++)
+					pinned_somewhere |= same_state(m, head, recorded[r]);
+				if (head && !pinned_somewhere && !o->discard) {
+					/* Writes no commit pins: whose, and what to do. */
+					tt_buf hs = TT_BUF_INIT;
+					tt_short_state(&hs, head);
+					int builds = -1;
+					tt_target t = { .kind = TT_TARGET_REF, .ref = name };
+					tt_error aerr = TT_ERROR_INIT;
+					if (!b->ops->ancestor_of ||
+					    b->ops->ancestor_of(b, m->locator, m->state, &t, &builds, &aerr) < 0)
+						builds = -1;
+					tt_error_clear(&aerr);
+					bool ours = json_is_string(json_object_get(repo->ws.working_refs, m->key)) &&
+						    strcmp(json_string_value(json_object_get(repo->ws.working_refs, m->key)), name) == 0;
+					tt_buf_reset(&detail);
+					if (o->shared && builds != 0) {
+						json_t *fp = ours ? json_object_get(repo->ws.fork_points, m->key) : NULL;
+						json_decref(params);
+						params = json_pack("{s:O,s:O}", "head", head, "fork_point", fp ? fp : m->state);
+						if (builds == 1)
+							json_object_set(params, "descends_from", m->state);
+						tt_buf_printf(&detail, "holds writes no commit pins (%s; %s); kept as it is and "
+							      "shared -- the next commit here pins them too", hs.ptr,
+							      ours ? "this workspace's own" : "not this workspace's: another checkout or clone writes to it");
+						op = "adopt";
+					} else {
+						tt_buf_printf(&detail, "%s has writes since this workspace last committed (%s; %s); %s",
+							      name, hs.ptr,
+							      ours ? "this workspace's own" : "not this workspace's: another checkout or clone writes to it",
+							      builds == 0 ? "they do not build on what the bookmark's commit pins, so it "
+									    "cannot be shared as it is; --discard resets it onto the pin, "
+									    "throwing them away"
+							      : ours ? "commit them, or pass --discard to throw them away"
+								     : "`--shared` works on the branch as it is, with them; --discard "
+								       "would throw away work that is not yours");
+						op = "refuse";
+					}
+					tt_buf_release(&hs);
+				} else if (head && !pinned_somewhere) {
+					tt_buf hs = TT_BUF_INIT;
+					tt_short_state(&hs, head);
+					tt_buf_printf(&detail, ", discarding its writes (%s)", hs.ptr);
+					tt_buf_release(&hs);
+				}
+			}
+		}
+		if (!op) {
+			if (eager || !durable) {
+				if (!durable && !eager)
+					tt_buf_puts(&detail, "; forked now so the state cannot expire");
+				op = "fork";
+			} else {
+				tt_buf_puts(&detail, "; created on first writable open");
+				op = "defer-fork";
+			}
+		}
+		if (*op) {
+			const char *target = strcmp(op, "adopt") == 0 || strcmp(op, "reuse") == 0 ? name : name;
+			rc = tt_plan_action(plan, op, m->key, m->kind, target, detail.ptr, params, err);
+			json_object_set_new(scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", op));
+		}
+		free(scope_key);
+		tt_buf_release(&detail);
+		tt_buf_release(&src);
+		tt_buf_release(&st);
+		json_decref(params);
+		json_decref(refs);
+		json_decref(head);
+		if (rc < 0)
+			break;
+	}
+	free(name);
+	if (rc < 0)
+		goto done;
+
+preconditions:
+	if (rc < 0)
+		goto done;
+	{
+		json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
+		json_t *params = o->rev ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
+				     "manifests at the target differ from the plan; re-run the plan", err);
+		if (rc == 0)
+			rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+					     "this plan was made in another workspace; re-run the plan here", err);
+		json_decref(params);
+		json_decref(h);
+		json_decref(ws);
+		if (rc == 0 && bookmark && strcmp(bookmark, trunk) != 0 && !o->shared) {
+			char d[256];
+			snprintf(d, sizeof d, "bookmark '%s' is now held by live workspace(s) {observed}; re-run "
+				 "the plan (or pass --shared)", bookmark);
+			params = json_pack("{s:s}", "bookmark", bookmark);
+			rc = tt_plan_require(plan, "no_new_holders", NULL, NULL, params, d, err);
+			json_decref(params);
+		}
+		for (size_t i = 0; rc == 0 && i < tt_plan_action_count(plan); i++) {
+			tt_plan_action_view a;
+			tt_plan_action_at(plan, i, &a);
+			const tt_manifest *m = a.key && *a.key ? tt_manifests_find(objects, a.key) : NULL;
+			if (!m)
+				continue;
+			char what[300];
+			snprintf(what, sizeof what, "new %s", a.key);
+			json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", a.kind, "locator", m->locator,
+					      "ref", a.target, "what", what);
+			if (strcmp(a.op, "adopt") == 0) {
+				rc = tt_plan_require(plan, "ref_present", NULL, a.key, p, NULL, err);
+				json_t *d = json_object_get(a.params, "descends_from");
+				if (rc == 0 && d)
+					rc = tt_plan_require(plan, "ref_descends", d, a.key, p, NULL, err);
+			} else if (strcmp(a.op, "reuse") == 0) {
+				rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "then_state"), a.key,
+						     p, NULL, err);
+			} else if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing")) {
+				rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "head"), a.key, p,
+						     NULL, err);
+			} else if (strcmp(a.op, "fork") == 0) {
+				char d[512];
+				snprintf(d, sizeof d, "new %s: %s exists since the plan was made; re-run the plan",
+					 a.key, a.target);
+				rc = tt_plan_require(plan, "ref_absent", NULL, a.key, p, d, err);
+			}
+			json_decref(p);
+		}
+	}
+	if (rc == 0) {
+		*out = plan;
+		plan = NULL;
+	}
+done:
+	tt_plan_free(plan);
+	tt_manifests_release(&at);
+	json_decref(known);
+	json_decref(holders);
+	json_decref(scopes);
+	json_decref(ctx);
+	free(resolved);
+	free(here);
+	free(bookmark);
+	return rc;
+}
+
+/* --- apply ------------------------------------------------------------------- */
+
+static int workspace_text(tt_repo *repo, json_t **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	int rc = tt_workspace_render(&b, &repo->ws, err);
+	*out = rc == 0 ? json_stringn(b.ptr, b.len) : NULL;
+	tt_buf_release(&b);
+	return rc == 0 && !*out ? tt_error_oom(err) : rc;
+}
+
+static void mark_base_states(tt_repo *repo, json_t *keys_obj)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(keys_obj, key, v) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		if (m && m->state)
+			json_object_set(repo->ws.base_states, key, m->state);
+		else
+			json_object_del(repo->ws.base_states, key);
+	}
+}
+
+typedef struct fork_job {
+	tt_repo *repo;
+	const tt_manifest *m;
+	const char *target;
+	tt_expect expected;
+	char *ref;
+	tt_error err;
+} fork_job;
+
+static void fork_one(size_t i, void *ctx)
+{
+	fork_job *j = &((fork_job *)ctx)[i];
+	j->err = (tt_error)TT_ERROR_INIT;
+	fork_from_manifest(j->repo, j->m, j->target, &j->expected, &j->ref, &j->err);
+}
+
+static int reload_objects(tt_repo *repo, tt_error *err)
+{
+	tt_manifest_set fresh;
+	int rc = tt_manifests_load(&fresh, repo->root, err);
+	if (rc == 0) {
+		tt_manifests_release(&repo->objects);
+		repo->objects = fresh;
+	}
+	return rc;
+}
+
+int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan);
+	json_t *pre = NULL, *position = NULL, *wstext = NULL, *heads = json_object(), *plan_json = NULL;
+	json_t *working = json_object(), *pending = json_object(), *resets = json_object();
+	json_t *reused = json_object(), *leftovers = json_object(), *result = NULL;
+	fork_job *jobs = NULL;
+	size_t njobs = 0;
+	char op_id[TT_OP_ID_LEN + 1];
+	int rc;
+
+	if (strcmp(tt_plan_command(plan), "new") != 0)
+		return tt_error_set(err, TT_ECONFIG, "expected a new plan, got '%s'", tt_plan_command(plan));
+	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "new", err)) < 0)
+		goto done;
+	size_t na = tt_plan_action_count(plan);
+	tt_buf refused = TT_BUF_INIT;
+	bool all_keyed = true;
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "refuse") != 0)
+			continue;
+		all_keyed &= a.key && *a.key;
+		if (a.key && *a.key)
+			tt_buf_printf(&refused, "\n  %s: %s", a.key, a.detail);
+		else
+			tt_buf_printf(&refused, "%s%s", refused.len ? "; " : "", a.detail);
+	}
+	if (refused.len) {
+		rc = all_keyed ? tt_error_set(err, TT_ECONFIG, "refusing to reset working branches with "
+					      "unpinned writes:%s", refused.ptr)
+			       : tt_error_set(err, TT_ECONFIG, "%s", refused.ptr);
+		tt_buf_release(&refused);
+		goto done;
+	}
+	tt_buf_release(&refused);
+	const char *rev = json_string_value(json_object_get(ctx, "rev"));
+	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
+	bool create = json_is_true(json_object_get(ctx, "create"));
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing"))
+			json_object_set(heads, a.key, json_object_get(a.params, "head"));
+	}
+	if ((rc = repo->vcs->ops->position(repo->vcs, &position, err)) < 0 ||
+	    (rc = workspace_text(repo, &wstext, err)) < 0)
+		goto done;
+	pre = json_pack("{s:O,s:O,s:O}", "workspace", wstext, "vcs", position, "heads", heads);
+	if (!pre || !(plan_json = tt_plan_to_object(plan, err))) {
+		rc = pre ? err->code : tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, NULL, op_id, err)) < 0)
+		goto done;
+	if (create) {
+		if ((rc = repo->vcs->ops->new_bookmark(repo->vcs, bookmark, rev, err)) < 0 ||
+		    (rc = reload_objects(repo, err)) < 0)
+			goto failed;
+	} else if (rev) {
+		if ((rc = repo->vcs->ops->new(repo->vcs, rev, err)) < 0 || (rc = reload_objects(repo, err)) < 0)
+			goto failed;
+	}
+	if ((rc = tt_workspace_set_bookmark(&repo->ws, bookmark, err)) < 0)
+		goto failed;
+	if (json_is_true(json_object_get(ctx, "keep"))) {
+		json_t *keys = json_object();
+		json_object_update(keys, repo->ws.working_refs);
+		json_object_update(keys, repo->ws.pending_forks);
+		mark_base_states(repo, keys);
+		json_decref(keys);
+		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+			goto failed;
+		json_t *now = NULL;
+		repo->vcs->ops->position(repo->vcs, &now, err);
+		result = json_pack("{s:o?}", "vcs", now);
+		rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
+		goto done;
+	}
+
+	jobs = tt_calloc(na ? na : 1, sizeof *jobs);
+	if (!jobs) {
+		rc = tt_error_oom(err);
+		goto failed;
+	}
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "trunk") == 0) {
+			json_object_set_new(working, a.key, json_string(a.target));
+		} else if (strcmp(a.op, "defer-fork") == 0) {
+			json_object_set_new(pending, a.key, json_string(a.target));
+			json_t *h = json_object_get(a.params, "head");
+			if (json_object_get(a.params, "existing") && json_is_object(h))
+				json_object_set(resets, a.key, h);
+		} else if (strcmp(a.op, "reuse") == 0) {
+			json_object_set_new(working, a.key, json_string(a.target));
+			json_t *known = json_object_get(repo->ws.fork_points, a.key);
+			json_object_set(reused, a.key, known ? known : json_object_get(a.params, "then_state"));
+		} else if (strcmp(a.op, "adopt") == 0) {
+			json_object_set_new(working, a.key, json_string(a.target));
+			json_object_set(reused, a.key, json_object_get(a.params, "fork_point"));
+		} else if (strcmp(a.op, "fork") == 0) {
+			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
+			if (!m) {
+				rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' is not registered at the target; re-run the plan",
+						  a.key);
+				goto failed;
+			}
+			fork_job *j = &jobs[njobs++];
+			j->repo = repo;
+			j->m = m;
+			j->target = a.target;
+			json_t *h = json_object_get(a.params, "head");
+			if (json_object_get(a.params, "existing"))
+				j->expected = json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h }
+								: (tt_expect){ TT_EXPECT_NONE, NULL };
+			else
+				j->expected = (tt_expect){ TT_EXPECT_ABSENT, NULL };
+		}
+	}
+	/* Refs of removed objects stay until gc deletes their branches. */
+	const char *k;
+	json_t *v;
+	json_object_foreach(repo->ws.working_refs, k, v)
+		if (!tt_manifests_find(&repo->objects, k))
+			json_object_set(leftovers, k, v);
+	/* Before the first store write, the workspace agrees with the VCS: every
+	 * planned fork is pending, so a crash mid-fan-out leaves a lazy `new`. */
+	json_t *interim = json_deep_copy(pending), *interim_resets = json_deep_copy(resets);
+	for (size_t i = 0; i < njobs; i++) {
+		json_object_set_new(interim, jobs[i].m->key, json_string(jobs[i].target));
+		if (jobs[i].expected.kind == TT_EXPECT_STATE)
+			json_object_set(interim_resets, jobs[i].m->key, (json_t *)jobs[i].expected.state);
+	}
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "share") != 0)
+			continue;
+		const char *first = json_string_value(json_object_get(a.params, "with"));
+		if (first && json_object_get(interim, first)) {
+			json_object_set(interim, a.key, json_object_get(interim, first));
+			if (json_object_get(interim_resets, first))
+				json_object_set(interim_resets, a.key, json_object_get(interim_resets, first));
+		}
+	}
+	json_t *touched = json_object();
+	json_object_update(touched, repo->ws.working_refs);
+	json_object_update(touched, repo->ws.pending_forks);
+	json_object_update(touched, working);
+	json_object_update(touched, interim);
+	json_object_foreach(touched, k, v)
+		json_object_del(repo->ws.last_snapshot, k);
+	json_decref(touched);
+	json_t *fp = json_object();
+	json_object_foreach(repo->ws.fork_points, k, v)
+		if (json_object_get(leftovers, k))
+			json_object_set(fp, k, v);
+	json_object_update(fp, reused);
+	json_t *bs = json_object();
+	json_object_foreach(repo->ws.base_states, k, v)
+		if (json_object_get(leftovers, k))
+			json_object_set(bs, k, v);
+	json_decref(repo->ws.working_refs);
+	repo->ws.working_refs = json_deep_copy(leftovers);
+	json_object_update(repo->ws.working_refs, working);
+	json_decref(repo->ws.pending_forks);
+	repo->ws.pending_forks = interim;
+	json_decref(repo->ws.pending_resets);
+	repo->ws.pending_resets = interim_resets;
+	json_decref(repo->ws.fork_points);
+	repo->ws.fork_points = fp;
+	json_decref(repo->ws.base_states);
+	repo->ws.base_states = bs;
+	json_t *mark = json_object();
+	json_object_update(mark, working);
+	json_object_update(mark, interim);
+	mark_base_states(repo, mark);
+	json_decref(mark);
+	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto failed;
+
+	tt_engine_prepare(repo);
+	if ((rc = tt_engine_fanout(njobs, fork_one, jobs, err)) < 0)
+		goto failed;
+	json_t *created = json_array(), *reset = json_array(), *failed_keys = json_array();
+	json_t *forked = json_object();
+	tt_buf why = TT_BUF_INIT;
+	for (size_t i = 0; i < njobs; i++) {
+		fork_job *j = &jobs[i];
+		if (j->ref) {
+			json_object_set_new(forked, j->m->key, json_string(j->ref));
+			json_array_append_new(j->expected.kind == TT_EXPECT_STATE ? reset : created,
+					      json_string(j->m->key));
+			json_t *d = json_pack("{s:s,s:s}", "key", j->m->key, "ref", j->ref);
+			tt_error ignored = TT_ERROR_INIT;
+			tt_oplog_progress(repo->root, op_id, "fork", d, &ignored);
+			tt_error_clear(&ignored);
+			json_decref(d);
+		} else {
+			json_array_append_new(failed_keys, json_string(j->m->key));
+			json_object_set_new(pending, j->m->key, json_string(j->target));
+			if (j->expected.kind == TT_EXPECT_STATE)
+				json_object_set(resets, j->m->key, (json_t *)j->expected.state);
+			tt_buf_printf(&why, "\n  %s: %s", j->m->key, tt_error_text(&j->err));
+		}
+	}
+	json_object_update(working, forked);
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "share") != 0)
+			continue;
+		const char *first = json_string_value(json_object_get(a.params, "with"));
+		if (!first)
+			continue;
+		if (json_object_get(forked, first)) {
+			json_object_set(working, a.key, json_object_get(forked, first));
+		} else if (json_object_get(pending, first)) {
+			json_object_set(pending, a.key, json_object_get(pending, first));
+			if (json_object_get(resets, first))
+				json_object_set(resets, a.key, json_object_get(resets, first));
+		} else if (json_object_get(reused, first)) {
+			json_object_set_new(working, a.key, json_string(a.target));
+			json_t *known = json_object_get(repo->ws.fork_points, a.key);
+			json_object_set(reused, a.key, known ? known : json_object_get(a.params, "state"));
+		}
+	}
+	json_decref(repo->ws.working_refs);
+	repo->ws.working_refs = json_deep_copy(leftovers);
+	json_object_update(repo->ws.working_refs, working);
+	json_decref(repo->ws.pending_forks);
+	repo->ws.pending_forks = json_deep_copy(pending);
+	json_decref(repo->ws.pending_resets);
+	repo->ws.pending_resets = json_deep_copy(resets);
+	fp = json_object();
+	json_object_foreach(repo->ws.fork_points, k, v)
+		if (json_object_get(leftovers, k))
+			json_object_set(fp, k, v);
+	/* What each new branch was created from: promote's baseline. */
+	json_object_foreach(working, k, v) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, k);
+		if (m && m->state && !json_object_get(reused, k))
+			json_object_set(fp, k, m->state);
+	}
+	json_object_update(fp, reused);
+	json_decref(repo->ws.fork_points);
+	repo->ws.fork_points = fp;
+	mark = json_object();
+	json_object_update(mark, working);
+	json_object_update(mark, pending);
+	mark_base_states(repo, mark);
+	json_decref(mark);
+	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0) {
+		json_decref(created), json_decref(reset), json_decref(failed_keys), json_decref(forked);
+		tt_buf_release(&why);
+		goto failed;
+	}
+	json_t *now = NULL;
+	tt_error perr = TT_ERROR_INIT;
+	repo->vcs->ops->position(repo->vcs, &now, &perr);
+	tt_error_clear(&perr);
+	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:O,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
+			   "created_bookmark", create ? bookmark : NULL, "created", created, "reset", reset,
+			   "reused", reused, "adopted", "working_refs", working, "pending_forks", pending,
+			   "failed", failed_keys);
+	json_decref(forked);
+	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
+	if (rc == 0 && why.len)
+		rc = tt_error_set(err, TT_EBACKEND, "could not fork working refs (the others were forked and "
+				  "recorded; run `new` again for the rest):%s", why.ptr);
+	tt_buf_release(&why);
+	goto done;
+
+failed:
+	{
+		tt_error ignored = TT_ERROR_INIT;
+		json_t *r = json_pack("{s:s}", "failed", tt_error_text(err));
+		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
+		json_decref(r);
+		tt_error_clear(&ignored);
+	}
+done:
+	for (size_t i = 0; i < njobs; i++) {
+		free(jobs[i].ref);
+		tt_error_clear(&jobs[i].err);
+	}
+	free(jobs);
+	json_decref(pre);
+	json_decref(position);
+	json_decref(wstext);
+	json_decref(heads);
+	json_decref(plan_json);
+	json_decref(working);
+	json_decref(pending);
+	json_decref(resets);
+	json_decref(reused);
+	json_decref(leftovers);
+	json_decref(result);
+	return rc;
+}
+
+/* --- the lazy fork and open -------------------------------------------------- */
+
+static int repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
+{
+	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
+	int rc;
+	if (!path)
+		return tt_error_oom(err);
+	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
+			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
+	free(path);
+	return rc;
+}
+
+/* Create the deferred working branch of key now (the first writable open). */
+static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out, tt_error *err)
+{
+	json_t *have = json_object_get(repo->ws.working_refs, m->key);
+	const char *name = json_string_value(json_object_get(repo->ws.pending_forks, m->key));
+	json_t *stale = NULL, *refs = NULL, *head = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	tt_backend *b;
+	char op_id[TT_OP_ID_LEN + 1] = "";
+	int rc = 0;
+	*ref_out = NULL;
+	if (json_is_string(have)) {
+		*ref_out = tt_strdup(json_string_value(have));
+		return *ref_out ? 0 : tt_error_oom(err);
+	}
+	if (!name) {
+		tt_error_set(err, TT_ECONFIG, "no working branch pending for '%s'", m->key);
+		tt_error_hint(err, "run `tether new` (or `tether new -b NAME`) first");
+		return tt_error_object(err, m->key, m->kind);
+	}
+	stale = tt_engine_stale_keys(repo);
+	if (json_array_size(stale)) {
+		rc = tt_error_set(err, TT_ECONFIG, "working copy is stale: the committed state of %s changed "
+				  "since `new`; run `tether new` before writing",
+				  json_string_value(json_array_get(stale, 0)));
+		goto done;
+	}
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = repo_lock(repo, &rlock, err)) < 0)
+		goto done;
+	tt_expect expected = { TT_EXPECT_ABSENT, NULL };
+	if (b->ops->list_working_refs && (rc = b->ops->list_working_refs(b, m->locator, &refs, err)) < 0)
+		goto done;
+	if (list_has(refs, name)) {
+		/* It exists: reset only onto the head `new` reviewed; a branch
+		 * already at the pin is taken as it is. */
+		if ((rc = b->ops->fingerprint(b, m->locator, name, &head, err)) < 0)
+			goto done;
+		if (m->state && tt_engine_same(m, head, m->state)) {
+			json_object_set_new(repo->ws.working_refs, m->key, json_string(name));
+			goto adopt;
+		}
+		json_t *agreed = json_object_get(repo->ws.pending_resets, m->key);
+		if (!agreed || !tt_engine_same(m, head, agreed)) {
+			tt_buf s = TT_BUF_INIT;
+			tt_short_state(&s, head);
+			rc = tt_error_set(err, TT_EREFMOVED, "branch %s holds writes (%s) that `new` did not see -- "
+					  "another checkout or clone writes to it; a writable open never resets a "
+					  "branch", name, s.ptr);
+			tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+			tt_buf_release(&s);
+			goto done;
+		}
+		expected = (tt_expect){ TT_EXPECT_STATE, head };
+	}
+	if ((rc = workspace_text(repo, &wstext, err)) < 0)
+		goto done;
+	pre = json_pack("{s:O}", "workspace", wstext);
+	if (head)
+		json_object_set_new(pre, "heads", json_pack("{s:O}", m->key, head));
+	if ((rc = tt_oplog_begin(repo->root, "fork", NULL, pre, NULL, op_id, err)) < 0)
+		goto done;
+	char *ref = NULL;
+	if ((rc = fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
+		tt_error ignored = TT_ERROR_INIT;
+		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", tt_error_text(err));
+		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
+		json_decref(r);
+		tt_error_clear(&ignored);
+		goto done;
+	}
+	json_object_set_new(repo->ws.working_refs, m->key, json_string(ref));
+	result = json_pack("{s:s,s:s,s:s,s:O}", "key", m->key, "ref", ref, "kind", m->kind, "locator",
+			   m->locator);
+	free(ref);
+adopt:
+	/* This key and every sibling pending on the same branch write through it. */
+	{
+		const char *k;
+		json_t *v;
+		void *tmp;
+		const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
+		json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
+			if (strcmp(json_string_value(v), name) != 0)
+				continue;
+			const tt_manifest *sm = tt_manifests_find(&repo->objects, k);
+			if (!sm || strcmp(sm->kind, m->kind) != 0)
+				continue;
+			json_object_set_new(repo->ws.working_refs, k, json_string(made));
+			if (sm->state) {
+				json_object_set(repo->ws.fork_points, k, sm->state);
+				json_object_set(repo->ws.base_states, k, sm->state);
+			}
+			json_object_del(repo->ws.pending_resets, k);
+			json_object_del(repo->ws.pending_forks, k);
+		}
+		json_object_del(repo->ws.pending_forks, m->key);
+		json_object_del(repo->ws.pending_resets, m->key);
+	}
+	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto done;
+	if (op_id[0] && (rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err)) < 0)
+		goto done;
+	*ref_out = tt_strdup(json_string_value(json_object_get(repo->ws.working_refs, m->key)));
+	if (!*ref_out)
+		rc = tt_error_oom(err);
+done:
+	tt_lock_release(&rlock);
+	json_decref(stale);
+	json_decref(refs);
+	json_decref(head);
+	json_decref(pre);
+	json_decref(wstext);
+	json_decref(result);
+	return rc;
+}
+
+int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
+			tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	tt_backend *b;
+	char *ref = NULL;
+	int rc;
+	bool locked = false;
+	*out = NULL;
+	if (!rev) {
+		const char *env = getenv("TETHER_REV");
+		rev = env && *env ? env : NULL;
+	}
+	if (rev) {
+		/* Read-only at what that commit pinned or recorded. */
+		if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
+			return rc;
+		const tt_manifest *m = tt_manifests_find(&at, key);
+		if (!m) {
+			rc = tt_error_set(err, TT_ECONFIG, "object '%s' does not exist at %s", key, rev);
+			goto done;
+		}
+		if (!m->state) {
+			rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
+			goto done;
+		}
+		unsigned caps = tt_engine_caps(repo, m);
+		tt_pin pin;
+		tt_target t;
+		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+			goto done;
+		if (m->pin_id && (caps & TT_CAP_PIN)) {
+			if ((rc = pinned_source(repo, m, b, &pin, &t, err)) < 0)
+				goto done;
+		} else if (caps & TT_CAP_ADDRESSABLE) {
+			t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
+		} else {
+			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s) is Observed-tier; its state at %s is not "
+					  "recoverable", key, m->kind, rev);
+			tt_error_object(err, key, m->kind);
+			goto done;
+		}
+		if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0)
+			tt_error_object(err, key, m->kind);
+		goto done;
+	}
+	const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+	if (!m)
+		return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+	unsigned caps = tt_engine_caps(repo, m);
+	bool forkable = (caps & TT_CAP_FORK) != 0;
+	bool want_write = read_only < 0 ? forkable : read_only == 0;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+		return tt_error_object(err, key, m->kind);
+	if (want_write) {
+		if (!forkable) {
+			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
+					  "handles; open it --read-only", key, m->kind, tt_tier_name(caps));
+			tt_error_object(err, key, m->kind);
+			goto done;
+		}
+		if (!repo->ws.bookmark) {
+			rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark and is read-only");
+			tt_error_hint(err, "`tether new -b NAME` to start one, or `tether new NAME` to join one");
+			goto done;
+		}
+		if ((rc = tt_repo_lock(repo, err)) < 0)
+			goto done;
+		locked = true;
+		m = tt_manifests_find(&repo->objects, key); /* re-read under the lock */
+		if (!m) {
+			rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+			goto done;
+		}
+		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
+			goto done;
+		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
+			goto done;
+		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
+		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0)
+			tt_error_object(err, key, m->kind);
+		goto done;
+	}
+	/* Read-only: at the working ref when there is one, else the committed
+	 * pin or state, else the base. */
+	if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
+		goto done;
+	tt_target t = { .kind = TT_TARGET_BASE };
+	tt_pin pin;
+	if (ref)
+		t = (tt_target){ .kind = TT_TARGET_REF, .ref = ref };
+	else if (m->state && (rc = pinned_source(repo, m, b, &pin, &t, err)) < 0) {
+		if (rc != TT_ECAPABILITY)
+			goto done;
+		tt_error_clear(err);
+		t = (tt_target){ .kind = TT_TARGET_BASE };
+		rc = 0;
+	}
+	if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0)
+		tt_error_object(err, key, m->kind);
+done:
+	if (locked)
+		tt_repo_unlock(repo);
+	tt_manifests_release(&at);
+	free(ref);
+	if (rc == 0 && *out)
+		json_object_set_new(*out, "key", json_string(key));
+	return rc;
+}
+
+/* --- public `new` -------------------------------------------------------------- */
+
+int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
+		char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	tt_plan *plan = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+	int rc;
+	if (out)
+		*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	bool verify = false;
+	if (from_plan) {
+		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
+			goto done;
+		verify = true;
+	} else if ((rc = tt_engine_plan_new(repo, o, &plan, err)) < 0) {
+		goto done;
+	}
+	if (plan_json) {
+		/* A preview: the plan, not applied. */
+		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
+			*plan_json = tt_buf_detach(&jb);
+			*plan_text = tt_buf_detach(&tb);
+		}
+		goto done;
+	}
+	if ((rc = repo_lock(repo, &rlock, err)) < 0 || (rc = tt_engine_apply_new(repo, plan, verify, err)) < 0)
+		goto done;
+	if (out)
+		*out = json_pack("{s:s?,s:O,s:O,s:O,s:{}}", "bookmark", repo->ws.bookmark, "working_refs",
+				 repo->ws.working_refs, "pending_forks", repo->ws.pending_forks, "fork_points",
+				 repo->ws.fork_points, "adopted");
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+	tt_plan_free(plan);
+	tt_buf_release(&jb);
+	tt_buf_release(&tb);
+	return rc;
+}
