@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -25,9 +26,24 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char *root;
+
+/* Remove the scratch dataset when the process ends. */
+static void remove_scratch(void)
+{
+	char *dir = tt_path_join(root, ".tether");
+	char *file = dir ? tt_path_join(dir, "ops.jsonl") : NULL;
+	if (file)
+		unlink(file);
+	if (dir)
+		rmdir(dir);
+	rmdir(root);
+	free(file);
+	free(dir);
+}
+
 static char *scratch_root(void)
 {
-	static char *root;
 	if (!root) {
 		char tmpl[] = "/tmp/fuzz_journal.XXXXXX";
 		tt_error err = TT_ERROR_INIT;
@@ -39,6 +55,7 @@ static char *scratch_root(void)
 		if (!dir || tt_mkdirs(dir, 0700, &err))
 			abort();
 		free(dir);
+		atexit(remove_scratch);
 	}
 	return root;
 }

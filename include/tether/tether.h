@@ -163,6 +163,22 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,
 			json_t **out, tt_error *err);
 
+typedef struct tt_promote_opts {
+	const char *const *keys;  /* land only these (keys or "prefix/"); never moves the trunk */
+	size_t nkeys;
+	const char *rev;          /* promote what this dataset commit pinned */
+	const char *strategy;     /* "auto" (default), "ff", "merge" */
+	const char *message;      /* merge message for systems that record one */
+} tt_promote_opts;
+
+/*
+ * Land this bookmark on the trunk.  plan_json non-NULL: plan only.
+ * from_plan: apply a saved plan.  *out: {fast_forwarded, merged, skipped,
+ * refused, held, conflicts, kept_forks, trunk_moved, trunk_held, failed}.
+ */
+int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const char *from_plan,
+		    size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
 /* Every registered key, sorted (*out: a JSON array of strings). */
 int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
 

@@ -319,7 +319,8 @@ int tt_manifests_load(tt_manifest_set *set, const char *root, tt_error *err)
 		tt_manifests_release(set);
 		return rc;
 	}
-	qsort(set->items, set->n, sizeof *set->items, cmp_manifest);
+	if (set->n)
+		qsort(set->items, set->n, sizeof *set->items, cmp_manifest);
 	return 0;
 }
 

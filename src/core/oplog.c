@@ -411,6 +411,15 @@ static void strip(const unsigned char *s, size_t *b, size_t *e)
 	*e = seen ? last : *b;
 }
 
+/* Does the line hold a printable ASCII character (so it is not blank)? */
+static bool has_visible_ascii(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] > 0x20 && s[i] < 0x7f)
+			return true;
+	return false;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Folding                                                                   */
 
@@ -660,7 +669,7 @@ int tt_oplog_parse(const char *text, size_t len, const char *what, tt_oplog *out
 		e = i;
 		i += br;
 		ln++;
-		if (tt_utf8_valid(text + b, e - b))
+		if (!has_visible_ascii(s + b, e - b) && tt_utf8_valid(text + b, e - b))
 			strip(s, &b, &e);
 		if (e > b)
 			last_line = ln;

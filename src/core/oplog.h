@@ -110,7 +110,8 @@ typedef struct tt_oplog {
  * collect per id.  A missing log is empty.  A torn last line (invalid JSON,
  * or not UTF-8) is skipped, as is a torn fragment an append has closed
  * since (a line that is an unfinished JSON document); any other malformed
- * line is TT_EPARSE ".tether/ops.jsonl:LINE: ...".  out is replaced.
+ * line is TT_EPARSE ".tether/ops.jsonl:LINE: ...".  out (TT_OPLOG_INIT, or a
+ * log read before) is replaced; on failure it is left empty.
  */
 int tt_oplog_read(const char *root, tt_oplog *out, tt_error *err);
 /* The same over text in memory; `what` names it in errors. */

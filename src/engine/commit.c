@@ -754,7 +754,7 @@ done:
 
 /* The repository-wide lock (VCS shared dir, 60 s): commit, pull, gc, new
  * and undo of one clone take turns across all its checkouts. */
-static int repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
+int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
 {
 	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
 	int rc;
@@ -789,7 +789,7 @@ int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_erro
 	if ((rc = selection(repo, o, &keys, err)) < 0 ||
 	    (rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot,
 					&plan, err)) < 0 ||
-	    (rc = repo_lock(repo, &rlock, err)) < 0)
+	    (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
 	rc = tt_engine_apply_commit(repo, plan, !o->no_vcs, false, out, err);
 done:
@@ -865,7 +865,7 @@ int tt_repo_apply_commit_plan(tt_repo *repo, const char *plan_text, size_t len, 
 			goto unlock;
 		}
 	}
-	if ((rc = repo_lock(repo, &rlock, err)) == 0)
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
 		rc = tt_engine_apply_commit(repo, plan, !no_vcs, true, out, err);
 unlock:
 	tt_lock_release(&rlock);

@@ -90,6 +90,21 @@ int tt_engine_check_preconditions(tt_repo *repo, const struct tt_plan *plan, con
 int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, struct tt_plan **out, tt_error *err);
 int tt_engine_apply_new(tt_repo *repo, const struct tt_plan *plan, bool verify, tt_error *err);
 
+/* promote's two halves (engine/promote.c). */
+int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, struct tt_plan **out, tt_error *err);
+int tt_engine_apply_promote(tt_repo *repo, const struct tt_plan *plan, bool verify, json_t **out,
+			    tt_error *err);
+
+/* The repository-wide lock (the VCS's shared dir, 60 s): commit, new,
+ * promote and gc of one clone take turns across its checkouts. */
+int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err);
+
+/* What a committed object is read or forked from: its pin, verified (a
+ * drifted pin is TT_EPINDRIFT; a missing one falls back to the recorded
+ * state where the kind can address it).  pin is storage for *t. */
+int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
+			    tt_target *t, tt_error *err);
+
 /* The ids (8 hex) of the other live checkouts working on bookmark. */
 int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 

@@ -30,8 +30,8 @@ static bool same_state(const tt_manifest *m, const json_t *a, const json_t *b)
 /* The pin (or recorded state) a committed object is read or forked from,
  * checked first: a drifted pin is refused, a missing one falls back to the
  * recorded state where the kind can address it. */
-static int pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
-			 tt_target *t, tt_error *err)
+int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
+			    tt_target *t, tt_error *err)
 {
 	unsigned caps = tt_engine_caps(repo, m);
 	if (!m->pin_id) {
@@ -86,7 +86,7 @@ static int fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *n
 	int rc;
 	*ref_out = NULL;
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
-	    (rc = pinned_source(repo, m, b, &pin, &src, err)) < 0)
+	    (rc = tt_engine_pinned_source(repo, m, b, &pin, &src, err)) < 0)
 		return rc;
 	if (!b->ops->fork) {
 		tt_error_set(err, TT_ECAPABILITY, "%s backend cannot fork", m->kind);
@@ -905,18 +905,6 @@ done:
 
 /* --- the lazy fork and open -------------------------------------------------- */
 
-static int repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
-{
-	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
-	int rc;
-	if (!path)
-		return tt_error_oom(err);
-	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
-			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
-	free(path);
-	return rc;
-}
-
 /* Create the deferred working branch of key now (the first writable open). */
 static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out, tt_error *err)
 {
@@ -944,7 +932,7 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 				  json_string_value(json_array_get(stale, 0)));
 		goto done;
 	}
-	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = repo_lock(repo, &rlock, err)) < 0)
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
 	tt_expect expected = { TT_EXPECT_ABSENT, NULL };
 	if (b->ops->list_working_refs && (rc = b->ops->list_working_refs(b, m->locator, &refs, err)) < 0)
@@ -1065,7 +1053,7 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 			goto done;
 		if (m->pin_id && (caps & TT_CAP_PIN)) {
-			if ((rc = pinned_source(repo, m, b, &pin, &t, err)) < 0)
+			if ((rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0)
 				goto done;
 		} else if (caps & TT_CAP_ADDRESSABLE) {
 			t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
@@ -1124,7 +1112,7 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 	tt_pin pin;
 	if (ref)
 		t = (tt_target){ .kind = TT_TARGET_REF, .ref = ref };
-	else if (m->state && (rc = pinned_source(repo, m, b, &pin, &t, err)) < 0) {
+	else if (m->state && (rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0) {
 		if (rc != TT_ECAPABILITY)
 			goto done;
 		tt_error_clear(err);
@@ -1172,7 +1160,7 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size
 		}
 		goto done;
 	}
-	if ((rc = repo_lock(repo, &rlock, err)) < 0 || (rc = tt_engine_apply_new(repo, plan, verify, err)) < 0)
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_engine_apply_new(repo, plan, verify, err)) < 0)
 		goto done;
 	if (out)
 		*out = json_pack("{s:s?,s:O,s:O,s:O,s:{}}", "bookmark", repo->ws.bookmark, "working_refs",

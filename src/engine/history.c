@@ -57,7 +57,8 @@ static int parse_files(const json_t *files, const char *reldir, const char *rev,
 		}
 		set->n++;
 	}
-	qsort(set->items, set->n, sizeof *set->items, cmp_manifest);
+	if (set->n)
+		qsort(set->items, set->n, sizeof *set->items, cmp_manifest);
 	return 0;
 }
 

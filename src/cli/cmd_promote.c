@@ -1,0 +1,145 @@
+/* cli/cmd_promote.c - `tether promote`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+static void print_states(json_t *obj, const char *label)
+{
+	const char *key;
+	json_t *state;
+	json_object_foreach(obj, key, state) {
+		tt_buf b = TT_BUF_INIT;
+		tt_py_repr(&b, state);
+		printf("  %s%s -> %s\n", label, key, b.ptr);
+		tt_buf_release(&b);
+	}
+}
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	tt_buf saved = TT_BUF_INIT;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	int rc;
+	if (from && dry) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	tt_promote_opts o = {
+		.keys = a->pos,
+		.nkeys = a->npos,
+		.rev = cli_value(cmd, a, "rev"),
+		.strategy = cli_value(cmd, a, "strategy"),
+		.message = cli_value(cmd, a, "message"),
+	};
+	if (from && tt_read_file(from, &saved, 64u << 20, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (tt_repo_promote(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
+			    dry ? NULL : &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry) {
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (cli_flag(cmd, a, "json"))
+			printf("%s\n", pj);
+		else
+			fputs(pt, stdout);
+		goto done;
+	}
+	json_t *refused = json_object_get(out, "refused"), *failed = json_object_get(out, "failed");
+	bool stopped = json_object_size(refused) || json_object_size(failed);
+	bool landed = json_object_size(json_object_get(out, "fast_forwarded")) ||
+		      json_object_size(json_object_get(out, "merged"));
+	int code = stopped ? (landed ? EXIT_PARTIAL : EXIT_ERROR) : EXIT_OK;
+	if (cli_flag(cmd, a, "json")) {
+		cli_print_json(out);
+		rc = code;
+		goto done;
+	}
+	print_states(json_object_get(out, "fast_forwarded"), "fast-forwarded ");
+	print_states(json_object_get(out, "merged"), "merged         ");
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_object_get(out, "kept_forks"), key, v)
+		printf("  kept           %s: %s\n", key, json_string_value(v));
+	size_t i;
+	json_array_foreach(json_object_get(out, "skipped"), i, v)
+		printf("  skipped        %s\n", json_string_value(v));
+	json_object_foreach(refused, key, v) {
+		printf("  refused        %s: %s\n", key, json_string_value(v));
+		json_t *u;
+		json_array_foreach(json_object_get(json_object_get(out, "conflicts"), key), i, u)
+			printf("                   conflict: %s\n", json_string_value(u));
+	}
+	json_object_foreach(json_object_get(out, "held"), key, v)
+		printf("  held           %s: %s\n", key, json_string_value(v));
+	if (json_object_size(json_object_get(out, "held")))
+		printf("nothing moved: a bookmark is planned whole or not at all; name keys to land a subset, "
+		       "or finish the refused systems on the trunk and promote again\n");
+	if (json_object_size(json_object_get(out, "merged")))
+		printf("run `tether commit` to pin the merge result(s), then promote again\n");
+	const char *moved = json_string_value(json_object_get(out, "trunk_moved"));
+	const char *held_t = json_string_value(json_object_get(out, "trunk_held"));
+	if (moved)
+		printf("%s -> %.12s\n", tt_repo_trunk(repo), moved);
+	if (held_t)
+		printf("%s not moved: %s\n", tt_repo_trunk(repo), held_t);
+	json_object_foreach(failed, key, v)
+		fprintf(stderr, "  FAILED         %s: %s\n", key, json_string_value(v));
+	rc = code;
+done:
+	free(pj);
+	free(pt);
+	tt_buf_release(&saved);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "rev", 'r', OPT_VALUE, "REV",
+	  "Promote the states pinned at this dataset commit instead of the working branches." },
+	{ "strategy", 0, OPT_VALUE, "auto|ff|merge",
+	  "auto: fast-forward when the base is unchanged, else merge; ff: only fast-forwards; "
+	  "merge: only merges." },
+	{ "message", 'm', OPT_VALUE, "MESSAGE", "Merge message for systems that record one." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show per-object outcomes; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_promote = {
+	"promote", "[KEY...] [-r REV] [--strategy auto|ff|merge] [-m MESSAGE] "
+	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"Land this bookmark on the trunk: move each system's upstream branch to the bookmark's.",
+	"Base unchanged since the fork -> fast-forward; base moved -> native three-way merge\n"
+	"where the system has one, otherwise refused with its own recipe.  Without KEYs the\n"
+	"bookmark lands whole or not at all, merges before fast-forwards, and when everything\n"
+	"fast-forwarded the trunk bookmark moves to this bookmark's commit.  After a merge,\n"
+	"`commit` then `promote` again.  Exit 1 when something was refused and nothing landed,\n"
+	"3 when some of it landed.",
+	opts, 0, 4096, run,
+};

@@ -1,0 +1,809 @@
+/*
+ * engine/promote.c - `promote`: land a bookmark on the trunk.  Each
+ * system's base branch moves to what the bookmark's working branch holds
+ * (fast-forward when the base is unchanged since the fork, native three-way
+ * merge where the kind has one, refused otherwise), and when everything
+ * fast-forwarded the trunk bookmark moves to the bookmark's commit.
+ *
+ * The bookmark lands whole or not at all: one refusal holds the rest.
+ * Merges run before fast-forwards, which run only once every merge landed;
+ * every base moves only from the head the plan reviewed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/oplog.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "util/fault.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+static const char *base_branch_name(const tt_manifest *m)
+{
+	json_t *b = json_object_get(m->locator, "branch");
+	return json_is_string(b) ? json_string_value(b) : "main";
+}
+
+static json_t *base_locator(const tt_manifest *m)
+{
+	json_t *loc = json_deep_copy(m->locator);
+	if (loc)
+		json_object_del(loc, "at");
+	return loc;
+}
+
+static int short_of(tt_buf *b, const json_t *state)
+{
+	tt_buf_reset(b);
+	return tt_short_state(b, state);
+}
+
+int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 }, committed = { 0 };
+	const tt_manifest_set *objects = &repo->objects;
+	json_t *keys = NULL, *marks = NULL, *ctx = NULL, *current = json_array(), *scopes = json_object();
+	tt_plan *plan = NULL;
+	tt_buf b1 = TT_BUF_INIT, b2 = TT_BUF_INIT, d = TT_BUF_INIT;
+	char hash[65], msg[128];
+	int rc;
+	const char *strategy = o->strategy ? o->strategy : "auto";
+
+	*out = NULL;
+	if (strcmp(strategy, "auto") != 0 && strcmp(strategy, "ff") != 0 && strcmp(strategy, "merge") != 0)
+		return tt_error_set(err, TT_EUSAGE, "unknown promote strategy '%s' (auto, ff, merge)", strategy);
+	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, NULL, err)) < 0)
+		goto done;
+	if (o->rev)
+		objects = &at;
+	if (o->nkeys) {
+		keys = json_array();
+		for (size_t s = 0; s < o->nkeys; s++) {
+			size_t sl = strlen(o->keys[s]);
+			bool prefix = sl && o->keys[s][sl - 1] == '/', hit = false;
+			for (size_t i = 0; i < objects->n; i++)
+				if (prefix ? strncmp(objects->items[i].key, o->keys[s], sl) == 0
+					   : strcmp(objects->items[i].key, o->keys[s]) == 0) {
+					json_array_append_new(keys, json_string(objects->items[i].key));
+					hit = true;
+				}
+			if (!hit) {
+				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+						  o->keys[s]);
+				goto done;
+			}
+		}
+	}
+	if (o->message)
+		snprintf(msg, sizeof msg, "%s", o->message);
+	else
+		snprintf(msg, sizeof msg, "tether promote %.8s", o->rev ? o->rev : repo->ws.workspace_id);
+	const char *bookmark = repo->ws.bookmark;
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+		goto done;
+	const char *bookmark_commit = bookmark ? json_string_value(json_object_get(marks, bookmark)) : NULL;
+	/* What the bookmark's commit records: where a full promotion moves the trunk. */
+	if (bookmark_commit && !o->rev && (rc = tt_engine_objects_at(repo, bookmark_commit, &committed, NULL, err)) < 0)
+		goto done;
+	if ((rc = tt_manifests_hash(hash, objects, err)) < 0)
+		goto done;
+	if (!(plan = tt_plan_new("promote"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	ctx = json_pack("{s:s?,s:s,s:s,s:b,s:s,s:s,s:s?,s:s?}", "rev", o->rev, "strategy", strategy, "message", msg,
+			"subset", o->nkeys > 0, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id,
+			"bookmark", bookmark, "bookmark_commit", bookmark_commit);
+	const char *ck;
+	json_t *cv;
+	json_object_foreach(ctx, ck, cv)
+		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
+			goto done;
+	{
+		json_t *ws = json_string(repo->ws.workspace_id);
+		json_t *bm = bookmark ? json_string(bookmark) : json_null();
+		json_t *bc = bookmark_commit ? json_string(bookmark_commit) : json_null();
+		json_t *h = json_string(hash);
+		json_t *pb = json_pack("{s:O}", "bookmark", bm);
+		json_t *pr = o->rev ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		char d1[256], d2[256];
+		snprintf(d1, sizeof d1, "this promote plan was made on %s; the checkout is on {observed} now; "
+			 "re-run the plan", bookmark ? bookmark : "no bookmark");
+		snprintf(d2, sizeof d2, "bookmark %s moved since the promote plan was made (now at {observed}); "
+			 "re-run the plan", bookmark ? bookmark : "None");
+		rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+				     "this promote plan was made in another checkout; re-run the plan here", err);
+		if (rc == 0)
+			rc = tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d1, err);
+		if (rc == 0)
+			rc = tt_plan_require(plan, "bookmark_head", bc, NULL, pb, d2, err);
+		if (rc == 0)
+			rc = tt_plan_require(plan, "manifest_hash", h, NULL, pr,
+					     "manifests changed since the promote plan was made; re-run the plan", err);
+		json_decref(ws), json_decref(bm), json_decref(bc), json_decref(h), json_decref(pb), json_decref(pr);
+		if (rc < 0)
+			goto done;
+	}
+	bool on_trunk = tt_engine_on_trunk(repo);
+	tt_engine_prepare(repo);
+	size_t nrefused = 0;
+	for (size_t i = 0; i < objects->n; i++) {
+		const tt_manifest *m = &objects->items[i];
+		char note[600];
+		if (keys) {
+			bool in = false;
+			size_t k;
+			json_t *kv;
+			json_array_foreach(keys, k, kv)
+				in |= strcmp(json_string_value(kv), m->key) == 0;
+			if (!in)
+				continue;
+		}
+		unsigned caps = tt_engine_caps(repo, m);
+		tt_backend *b;
+		if (!(caps & TT_CAP_FORK) || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+			tt_error_clear(err);
+			snprintf(note, sizeof note, "%s: not forkable; nothing to promote", m->key);
+			if ((rc = tt_plan_note(plan, note, err)) < 0)
+				goto done;
+			continue;
+		}
+		if (on_trunk) {
+			snprintf(note, sizeof note, "%s: on trunk; already on the base branch", m->key);
+			if ((rc = tt_plan_note(plan, note, err)) < 0)
+				goto done;
+			continue;
+		}
+		json_t *bloc = base_locator(m), *base_state = NULL, *target_state = NULL, *source = NULL;
+		json_t *fork_point = NULL, *params = NULL;
+		char *working_ref = NULL;
+		const char *op = NULL;
+		tt_pin pin;
+		tt_buf_reset(&d);
+		if ((rc = b->ops->fingerprint(b, bloc, NULL, &base_state, err)) < 0) {
+			tt_error_object(err, m->key, m->kind);
+			json_decref(bloc);
+			goto done;
+		}
+		const char *base_txt = base_branch_name(m);
+		if (o->rev) {
+			if (!m->state) {
+				snprintf(note, sizeof note, "%s: nothing committed at %s", m->key, o->rev);
+				op = "";
+			} else {
+				tt_target t;
+				tt_error perr = TT_ERROR_INIT;
+				int prc = tt_engine_pinned_source(repo, m, b, &pin, &t, &perr);
+				if (prc == TT_EPINDRIFT) {
+					tt_buf_puts(&d, perr.message);
+					op = "refuse";
+				} else if (prc < 0) {
+					snprintf(note, sizeof note, "%s: not recoverable at %s (%s)", m->key, o->rev,
+						 tt_error_text(&perr));
+					op = "";
+				} else {
+					target_state = json_incref(m->state);
+					source = t.kind == TT_TARGET_PIN
+							 ? json_pack("{s:{s:s,s:s}}", "pin", "id", pin.id, "ref", pin.ref)
+							 : json_pack("{s:O}", "state", m->state);
+				}
+				tt_error_clear(&perr);
+			}
+		} else {
+			if ((rc = tt_engine_working_ref(repo, m, &working_ref, err)) < 0)
+				goto item_done;
+			const tt_manifest *recorded = tt_manifests_find(&committed, m->key);
+			if (!working_ref) {
+				snprintf(note, sizeof note, "%s: no working branch yet; nothing to promote", m->key);
+				op = "";
+			} else if (!recorded || !recorded->state) {
+				snprintf(note, sizeof note, "%s: nothing committed on this bookmark yet; commit first", m->key);
+				op = "";
+			} else if ((rc = b->ops->fingerprint(b, m->locator, working_ref, &target_state, err)) < 0) {
+				tt_error_object(err, m->key, m->kind);
+				goto item_done;
+			} else {
+				source = json_pack("{s:s}", "ref", working_ref);
+				fork_point = json_object_get(repo->ws.fork_points, m->key);
+				if (!tt_engine_same(m, target_state, recorded->state)) {
+					short_of(&b1, recorded->state);
+					short_of(&b2, target_state);
+					tt_buf_printf(&d, "%s has writes since the last commit (%s committed, %s on the "
+						      "branch); `tether commit` them first", working_ref, b1.ptr, b2.ptr);
+					op = "refuse";
+				}
+			}
+		}
+		if (!op && tt_engine_same(m, target_state, base_state)) {
+			snprintf(note, sizeof note, "%s: base already at the target", m->key);
+			json_array_append_new(current, json_string(m->key));
+			op = "";
+		}
+		if (!op) {
+			/* Is the base still behind the source?  The store's own history
+			 * answers where it can; the fork point is the fallback. */
+			int unchanged = -1;
+			tt_target t = { .kind = TT_TARGET_STATE, .state = target_state };
+			tt_error aerr = TT_ERROR_INIT;
+			if (!b->ops->ancestor_of || b->ops->ancestor_of(b, m->locator, base_state, &t, &unchanged, &aerr) < 0)
+				unchanged = -1;
+			tt_error_clear(&aerr);
+			if (unchanged < 0 && fork_point)
+				unchanged = tt_engine_same(m, fork_point, base_state) ? 1 : 0;
+			bool can_ff = (caps & TT_CAP_PROMOTE) != 0;
+			bool can_merge = (caps & TT_CAP_MERGE) && !json_object_get(source, "state");
+			params = json_pack("{s:O,s:O,s:O,s:O,s:O}", "locator", m->locator, "source", source,
+					   "base_state", base_state, "target_state", target_state, "fork_point",
+					   fork_point ? fork_point : json_null());
+			short_of(&b1, base_state);
+			short_of(&b2, target_state);
+			if (unchanged == 1 && strcmp(strategy, "merge") != 0 && can_ff) {
+				tt_buf_printf(&d, "%s %s -> %s (base unchanged since fork)", base_txt, b1.ptr, b2.ptr);
+				op = "fast-forward";
+			} else if (can_merge && strcmp(strategy, "ff") != 0 &&
+				   (unchanged != 1 || !can_ff || strcmp(strategy, "merge") == 0)) {
+				const char *src_name = json_string_value(json_object_get(source, "ref"));
+				if (!src_name)
+					src_name = json_string_value(json_object_get(json_object_get(source, "pin"), "ref"));
+				tt_buf_printf(&d, "merge %s into %s (%s)", src_name ? src_name : "?", base_txt,
+					      unchanged == 1 ? "base unchanged since fork"
+					      : unchanged == 0 ? "base moved since fork"
+							       : "no fork point recorded; ancestry unknown");
+				op = "merge";
+			} else {
+				if (unchanged == 1)
+					tt_buf_printf(&d, strcmp(strategy, "merge") == 0
+						      ? "strategy=%s but the backend cannot merge"
+						      : "the %s backend cannot move a branch",
+						      strcmp(strategy, "merge") == 0 ? strategy : m->kind);
+				else if (unchanged == 0) {
+					tt_buf fp = TT_BUF_INIT;
+					tt_short_state(&fp, fork_point);
+					tt_buf_printf(&d, "%s moved since the fork (%s -> %s)%s", base_txt, fp.ptr, b1.ptr,
+						      strcmp(strategy, "ff") == 0 && (caps & TT_CAP_MERGE)
+							      ? " and strategy=ff" : " and the backend cannot merge");
+					tt_buf_release(&fp);
+				} else {
+					tt_buf_puts(&d, "cannot tell whether the base moved (no fork point recorded)");
+				}
+				op = "refuse";
+			}
+		}
+		if (op && *op) {
+			if (!params)
+				params = json_pack("{s:O}", "locator", m->locator);
+			if (strcmp(op, "refuse") == 0)
+				nrefused++;
+			rc = tt_plan_action(plan, op, m->key, m->kind, base_txt, d.ptr, params, err);
+		} else if (op && !*op && note[0]) {
+			rc = tt_plan_note(plan, note, err);
+		}
+item_done:
+		json_decref(bloc);
+		json_decref(base_state);
+		json_decref(target_state);
+		json_decref(source);
+		json_decref(params);
+		free(working_ref);
+		if (rc < 0)
+			goto done;
+	}
+	json_decref(ctx);
+	ctx = NULL;
+
+	/* Rebuild the action list for the whole-or-nothing rule, shared scopes
+	 * and trunk regression, then the per-write preconditions. */
+	size_t na = tt_plan_action_count(plan);
+	json_t *acts = json_array();
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		json_array_append_new(acts, json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "op", a.op, "key", a.key,
+						      "kind", a.kind, "target", a.target, "detail", a.detail,
+						      "params", a.params));
+	}
+	size_t k;
+	json_t *a;
+	if (nrefused && !o->nkeys) {
+		tt_buf names = TT_BUF_INIT;
+		json_array_foreach(acts, k, a)
+			if (strcmp(json_string_value(json_object_get(a, "op")), "refuse") == 0)
+				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", json_string_value(json_object_get(a, "key")));
+		json_array_foreach(acts, k, a) {
+			const char *aop = json_string_value(json_object_get(a, "op"));
+			if (strcmp(aop, "refuse") == 0)
+				continue;
+			tt_buf nd = TT_BUF_INIT;
+			tt_buf_printf(&nd, "would %s: %s; held because %s refused, and a bookmark is planned whole "
+				      "or not at all", aop, json_string_value(json_object_get(a, "detail")), names.ptr);
+			json_object_set_new(a, "op", json_string("hold"));
+			json_object_set_new(a, "detail", json_string(nd.ptr));
+			tt_buf_release(&nd);
+		}
+		char note[1024];
+		snprintf(note, sizeof note, "nothing moved: %s refused; land the rest on purpose with `tether "
+			 "promote KEY...`, or write those systems' base branches by hand on the trunk (see the "
+			 "refusals) and promote again", names.ptr);
+		tt_buf_release(&names);
+		tt_plan_note(plan, note, err);
+	}
+	/* One write per native branch: later members of a scope share it. */
+	json_array_foreach(acts, k, a) {
+		const char *aop = json_string_value(json_object_get(a, "op"));
+		if (strcmp(aop, "fast-forward") != 0 && strcmp(aop, "merge") != 0)
+			continue;
+		const tt_manifest *m = tt_manifests_find(objects, json_string_value(json_object_get(a, "key")));
+		tt_backend *b;
+		if (!m || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+			tt_error_clear(err);
+			continue;
+		}
+		char *scope = NULL;
+		json_t *identity = NULL;
+		if (b->ops->branch_scope)
+			b->ops->branch_scope(b, m->locator, &scope, err);
+		else if (b->ops->identity(b, m->locator, &identity, err) == 0) {
+			tt_buf sb = TT_BUF_INIT;
+			tt_json_canonical(&sb, identity);
+			scope = tt_buf_detach(&sb);
+		}
+		json_decref(identity);
+		tt_error_clear(err);
+		char *sk = tt_asprintf("%s|%s|%s", m->kind, scope ? scope : "", json_string_value(json_object_get(a, "target")));
+		free(scope);
+		const char *first = json_string_value(json_object_get(scopes, sk));
+		if (first) {
+			char sd[512];
+			snprintf(sd, sizeof sd, "same branch as %s: %s once, for both", first, aop);
+			json_t *p = json_object_get(a, "params");
+			json_object_set_new(p, "with", json_string(first));
+			json_object_set_new(p, "would", json_string(aop));
+			json_object_set_new(a, "op", json_string("share"));
+			json_object_set_new(a, "detail", json_string(sd));
+		} else {
+			json_object_set_new(scopes, sk, json_string(m->key));
+		}
+		free(sk);
+	}
+	/* A full promotion moves the trunk onto this bookmark's commit: only
+	 * when that is a fast-forward of the trunk. */
+	size_t writes = 0;
+	json_array_foreach(acts, k, a) {
+		const char *aop = json_string_value(json_object_get(a, "op"));
+		writes += strcmp(aop, "fast-forward") == 0 || strcmp(aop, "merge") == 0;
+	}
+	if (!o->nkeys && !o->rev && bookmark && !on_trunk && (writes || json_array_size(current))) {
+		const char *trunk = tt_config_trunk(&repo->config);
+		const char *tc = json_string_value(json_object_get(marks, trunk));
+		bool ok = true;
+		if (tc && bookmark_commit) {
+			if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, tc, bookmark_commit, &ok, err)) < 0)
+				goto done_acts;
+		}
+		if (!ok) {
+			char why[600];
+			snprintf(why, sizeof why, "%s (%.12s) has commits this bookmark (%s at %.12s) does not; landing "
+				 "would move %s backwards or sideways and drop them. Merge or rebase the manifests onto "
+				 "%s first, or name keys to land a subset (which never moves the trunk)", trunk, tc,
+				 bookmark, bookmark_commit, trunk, trunk);
+			json_array_foreach(acts, k, a) {
+				const char *aop = json_string_value(json_object_get(a, "op"));
+				if (strcmp(aop, "refuse") == 0)
+					continue;
+				json_object_set_new(a, "op", json_string("refuse"));
+				json_object_set_new(a, "detail", json_string(why));
+				json_object_set_new(a, "params", json_pack("{s:O}", "locator",
+									   json_object_get(json_object_get(a, "params"), "locator")));
+			}
+			json_array_clear(current);
+			char note[700];
+			snprintf(note, sizeof note, "nothing moved: %s", why);
+			tt_plan_note(plan, note, err);
+		}
+	}
+	{
+		/* Re-create the plan's action list from the adjusted copy. */
+		tt_plan *fresh = tt_plan_new("promote");
+		json_t *c = tt_plan_context(plan);
+		json_object_foreach(c, ck, cv)
+			tt_plan_set_context(fresh, ck, cv, err);
+		tt_plan_set_context(fresh, "current", current, err);
+		for (size_t i = 0; i < tt_plan_note_count(plan); i++)
+			tt_plan_note(fresh, tt_plan_note_at(plan, i), err);
+		for (size_t i = 0; i < tt_plan_precondition_count(plan); i++) {
+			tt_plan_precondition_view p;
+			tt_plan_precondition_at(plan, i, &p);
+			tt_plan_require(fresh, p.kind, p.expected, json_string_value(p.key), p.params, p.detail, err);
+		}
+		json_array_foreach(acts, k, a)
+			tt_plan_action(fresh, json_string_value(json_object_get(a, "op")),
+				       json_string_value(json_object_get(a, "key")),
+				       json_string_value(json_object_get(a, "kind")),
+				       json_string_value(json_object_get(a, "target")),
+				       json_string_value(json_object_get(a, "detail")), json_object_get(a, "params"), err);
+		json_array_foreach(acts, k, a) {
+			const char *aop = json_string_value(json_object_get(a, "op"));
+			if (strcmp(aop, "fast-forward") != 0 && strcmp(aop, "merge") != 0)
+				continue;
+			json_t *p = json_object_get(a, "params");
+			const char *key = json_string_value(json_object_get(a, "key"));
+			const char *kind = json_string_value(json_object_get(a, "kind"));
+			tt_buf bd = TT_BUF_INIT;
+			short_of(&b1, json_object_get(p, "base_state"));
+			tt_buf_printf(&bd, "'%s': base branch moved since the plan was made (%s -> {observed}); re-run the plan",
+				      key, b1.ptr);
+			json_t *bp = json_pack("{s:s,s:O}", "backend", kind, "locator", json_object_get(p, "locator"));
+			tt_plan_require(fresh, "base_state", json_object_get(p, "base_state"), key, bp, bd.ptr, err);
+			json_decref(bp);
+			tt_buf_release(&bd);
+			json_t *src = json_object_get(p, "source");
+			char what[300];
+			snprintf(what, sizeof what, "promote %s", key);
+			if (json_object_get(src, "ref")) {
+				json_t *rp = json_pack("{s:s,s:O,s:O,s:s}", "backend", kind, "locator",
+						       json_object_get(p, "locator"), "ref", json_object_get(src, "ref"), "what", what);
+				tt_plan_require(fresh, "ref_head", json_object_get(p, "target_state"), key, rp, NULL, err);
+				json_decref(rp);
+			} else if (json_object_get(src, "pin")) {
+				json_t *pp = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator",
+						       json_object_get(p, "locator"), "pin", json_object_get(src, "pin"));
+				tt_plan_require(fresh, "pin_state", json_object_get(p, "target_state"), key, pp, NULL, err);
+				json_decref(pp);
+			}
+		}
+		tt_plan_free(plan);
+		plan = fresh;
+		rc = err->code;
+	}
+done_acts:
+	json_decref(acts);
+	if (rc == 0) {
+		*out = plan;
+		plan = NULL;
+	}
+done:
+	tt_plan_free(plan);
+	tt_manifests_release(&at);
+	tt_manifests_release(&committed);
+	json_decref(keys);
+	json_decref(marks);
+	json_decref(ctx);
+	json_decref(current);
+	json_decref(scopes);
+	tt_buf_release(&b1);
+	tt_buf_release(&b2);
+	tt_buf_release(&d);
+	return rc;
+}
+
+/* --- apply ---------------------------------------------------------------- */
+
+typedef struct move_job {
+	tt_repo *repo;
+	const char *key, *kind, *op;
+	json_t *params;         /* borrowed from the plan */
+	const char *message;
+	json_t *new_state;
+	json_t *conflicts;
+	tt_error err;
+} move_job;
+
+static void move_one(size_t i, void *ctx)
+{
+	move_job *j = &((move_job *)ctx)[i];
+	tt_backend *b;
+	j->err = (tt_error)TT_ERROR_INIT;
+	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0)
+		return;
+	json_t *loc = json_object_get(j->params, "locator");
+	/* Land what was reviewed (the target state), and move the base only
+	 * from the head the plan saw. */
+	json_t *reviewed = json_object_get(j->params, "target_state");
+	tt_target what = { .kind = TT_TARGET_STATE, .state = reviewed };
+	json_t *base = json_object_get(j->params, "base_state");
+	tt_expect expected = json_is_object(base) ? (tt_expect){ TT_EXPECT_STATE, base }
+						  : (tt_expect){ TT_EXPECT_NONE, NULL };
+	if (strcmp(j->op, "fast-forward") == 0) {
+		if (!b->ops->promote)
+			tt_error_set(&j->err, TT_ECAPABILITY, "%s backend cannot promote", j->kind);
+		else
+			b->ops->promote(b, loc, &what, &expected, &j->new_state, &j->err);
+	} else {
+		if (!b->ops->merge)
+			tt_error_set(&j->err, TT_ECAPABILITY, "%s backend cannot merge", j->kind);
+		else
+			b->ops->merge(b, loc, &what, j->message, &expected, &j->new_state, &j->conflicts, &j->err);
+	}
+	if (j->err.code)
+		tt_error_object(&j->err, j->key, j->kind);
+}
+
+int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan);
+	json_t *ff = json_object(), *merged = json_object(), *skipped = json_array(), *refused = json_object();
+	json_t *held = json_object(), *conflicts = json_object(), *kept = json_object(), *failed = json_object();
+	json_t *pre = NULL, *wstext = NULL, *plan_json = NULL, *bases = json_object();
+	move_job *jobs = NULL;
+	size_t nmerge = 0, nff = 0;
+	char op_id[TT_OP_ID_LEN + 1] = "";
+	const char *trunk_moved = NULL;
+	char *trunk_held = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (strcmp(tt_plan_command(plan), "promote") != 0)
+		return tt_error_set(err, TT_ECONFIG, "expected a promote plan, got '%s'", tt_plan_command(plan));
+	size_t na = tt_plan_action_count(plan);
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "refuse") == 0)
+			json_object_set_new(refused, a.key, json_string(a.detail));
+		else if (strcmp(a.op, "hold") == 0)
+			json_object_set_new(held, a.key, json_string(a.detail));
+	}
+	for (size_t i = 0; i < tt_plan_note_count(plan); i++) {
+		const char *note = tt_plan_note_at(plan, i);
+		const char *sep = strstr(note, ": ");
+		if (sep && (strstr(sep, "already at the target") || strstr(sep, "nothing to promote")))
+			json_array_append_new(skipped, json_stringn(note, (size_t)(sep - note)));
+	}
+	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "promote", err)) < 0)
+		goto done;
+	const char *message = json_string_value(json_object_get(ctx, "message"));
+	jobs = tt_calloc(na ? na : 1, sizeof *jobs);
+	if (!jobs) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	/* Merges first (they are what can still stop), then fast-forwards. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < na; i++) {
+			tt_plan_action_view a;
+			tt_plan_action_at(plan, i, &a);
+			if (strcmp(a.op, pass == 0 ? "merge" : "fast-forward") != 0)
+				continue;
+			move_job *j = &jobs[nmerge + nff];
+			*j = (move_job){ repo, a.key, a.kind, pass == 0 ? "merge" : "fast-forward", a.params, message,
+					 NULL, NULL, TT_ERROR_INIT };
+			json_object_set(bases, a.key, json_object_get(a.params, "base_state"));
+			if (pass == 0)
+				nmerge++;
+			else
+				nff++;
+		}
+	if (nmerge + nff) {
+		tt_buf wb = TT_BUF_INIT;
+		rc = tt_workspace_render(&wb, &repo->ws, err);
+		wstext = rc == 0 ? json_stringn(wb.ptr, wb.len) : NULL;
+		tt_buf_release(&wb);
+		if (rc < 0)
+			goto done;
+		pre = json_pack("{s:O,s:O}", "workspace", wstext, "base_states", bases);
+		if (!pre || !(plan_json = tt_plan_to_object(plan, err)) ||
+		    (rc = tt_oplog_begin(repo->root, "promote", plan_json, pre, NULL, op_id, err)) < 0) {
+			rc = rc < 0 ? rc : err->code ? err->code : tt_error_oom(err);
+			goto done;
+		}
+	}
+	tt_engine_prepare(repo);
+	if ((rc = tt_engine_fanout(nmerge, move_one, jobs, err)) < 0)
+		goto done;
+	bool stopped = false;
+	for (size_t i = 0; i < nmerge; i++) {
+		move_job *j = &jobs[i];
+		if (j->new_state)
+			continue;
+		stopped = true;
+		if (j->err.code == TT_ECONFLICT) {
+			json_object_set(conflicts, j->key, j->conflicts ? j->conflicts : json_array());
+			json_object_set_new(refused, j->key, json_string(tt_error_text(&j->err)));
+		} else if (j->err.code == TT_EREFMOVED) {
+			json_object_set_new(refused, j->key, json_string(tt_error_text(&j->err)));
+		} else {
+			json_object_set_new(failed, j->key, json_string(tt_error_text(&j->err)));
+		}
+	}
+	if (nff && stopped) {
+		tt_buf names = TT_BUF_INIT;
+		for (size_t i = 0; i < nmerge; i++)
+			if (!jobs[i].new_state)
+				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", jobs[i].key);
+		for (size_t i = nmerge; i < nmerge + nff; i++) {
+			char *h = tt_asprintf("would fast-forward: held because the merge of %s did not land, and a "
+					      "bookmark lands whole or not at all", names.ptr);
+			json_object_set_new(held, jobs[i].key, json_string(h ? h : ""));
+			free(h);
+		}
+		tt_buf_release(&names);
+	} else if (nff) {
+		tt_fault("promote:before-fast-forwards");
+		if ((rc = tt_engine_fanout(nff, move_one, jobs + nmerge, err)) < 0)
+			goto done;
+		for (size_t i = nmerge; i < nmerge + nff; i++) {
+			move_job *j = &jobs[i];
+			if (j->new_state)
+				continue;
+			json_object_set_new(j->err.code == TT_EREFMOVED ? refused : failed, j->key,
+					    json_string(tt_error_text(&j->err)));
+		}
+	}
+	/* Results, shares, and the working branches after a merge. */
+	for (size_t i = 0; i < nmerge + nff; i++) {
+		move_job *j = &jobs[i];
+		if (!j->new_state)
+			continue;
+		tt_error ignored = TT_ERROR_INIT;
+		json_t *d = json_pack("{s:s,s:O}", "key", j->key, "state", j->new_state);
+		tt_oplog_progress(repo->root, op_id, j->op, d, &ignored);
+		json_decref(d);
+		tt_error_clear(&ignored);
+		json_object_set(strcmp(j->op, "merge") == 0 ? merged : ff, j->key, j->new_state);
+	}
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "share") != 0)
+			continue;
+		const char *with = json_string_value(json_object_get(a.params, "with"));
+		json_t *s = with ? json_object_get(ff, with) : NULL;
+		if (s)
+			json_object_set(ff, a.key, s);
+		else if (with && (s = json_object_get(merged, with)))
+			json_object_set(merged, a.key, s);
+	}
+	bool touched = false;
+	json_t *results = json_object();
+	json_object_update(results, ff);
+	json_object_update(results, merged);
+	const char *key;
+	json_t *state;
+	json_object_foreach(results, key, state) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		json_t *wr = json_object_get(repo->ws.working_refs, key);
+		if (json_object_get(merged, key) && m && json_is_string(wr)) {
+			/* The fork now lags the base: reset it onto the merge result
+			 * unless it gained writes since the plan read it. */
+			tt_backend *b;
+			char *ref = NULL;
+			tt_error ferr = TT_ERROR_INIT;
+			json_t *reviewed = NULL;
+			for (size_t i = 0; i < nmerge; i++)
+				if (strcmp(jobs[i].key, key) == 0)
+					reviewed = json_object_get(jobs[i].params, "target_state");
+			tt_target src = { .kind = TT_TARGET_STATE, .state = state };
+			tt_expect exp = reviewed ? (tt_expect){ TT_EXPECT_STATE, reviewed } : (tt_expect){ TT_EXPECT_NONE, NULL };
+			if (tt_engine_backend(repo, m->kind, &b, &ferr) == 0 &&
+			    b->ops->fork(b, m->locator, &src, json_string_value(wr), &exp, &ref, &ferr) == 0) {
+				json_object_set_new(repo->ws.working_refs, key, json_string(ref));
+			} else {
+				char *why = tt_asprintf("%s was not reset onto the merge result (%s); left as it is -- "
+							"commit its writes and promote again", json_string_value(wr),
+							tt_error_text(&ferr));
+				json_object_set_new(kept, key, json_string(why ? why : ""));
+				free(why);
+				free(ref);
+				tt_error_clear(&ferr);
+				continue;
+			}
+			free(ref);
+			tt_error_clear(&ferr);
+		}
+		if (json_object_get(repo->ws.working_refs, key) || json_object_get(repo->ws.fork_points, key)) {
+			json_object_set(repo->ws.fork_points, key, state);
+			json_object_set(repo->ws.last_snapshot, key, state);
+			touched = true;
+		}
+	}
+	json_decref(results);
+	if (touched && (rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto done;
+	/* The dataset side: when the whole bookmark fast-forwarded, the trunk
+	 * bookmark moves to the commit the plan reviewed. */
+	const char *bookmark = repo->ws.bookmark;
+	json_t *current = json_object_get(ctx, "current");
+	if ((json_object_size(ff) || json_array_size(current)) && bookmark && !tt_engine_on_trunk(repo) &&
+	    json_is_null(json_object_get(ctx, "rev")) && !json_is_true(json_object_get(ctx, "subset")) &&
+	    !json_object_size(refused) && !json_object_size(held) && !json_object_size(merged) &&
+	    !json_object_size(failed)) {
+		json_t *marks = NULL;
+		const char *trunk = tt_config_trunk(&repo->config);
+		if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+			goto done;
+		const char *commit = json_string_value(json_object_get(ctx, "bookmark_commit"));
+		if (!commit)
+			commit = json_string_value(json_object_get(marks, bookmark));
+		const char *tc = json_string_value(json_object_get(marks, trunk));
+		if (commit && tc && strcmp(commit, tc) == 0)
+			commit = NULL;
+		bool ok = true;
+		if (commit && tc && (rc = repo->vcs->ops->is_ancestor(repo->vcs, tc, commit, &ok, err)) < 0) {
+			json_decref(marks);
+			goto done;
+		}
+		if (commit && ok) {
+			if ((rc = repo->vcs->ops->bookmark_set(repo->vcs, trunk, commit, err)) < 0) {
+				json_decref(marks);
+				goto done;
+			}
+			trunk_moved = commit;
+		} else if (commit) {
+			trunk_held = tt_asprintf("%s moved to %.12s since the plan; not moved backwards -- merge the "
+						 "manifests and promote again", trunk, tc);
+		}
+		*out = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s?,s:s?,s:O}", "fast_forwarded", ff, "merged", merged,
+				 "skipped", skipped, "refused", refused, "held", held, "conflicts", conflicts, "kept_forks",
+				 kept, "trunk_moved", trunk_moved, "trunk_held", trunk_held, "failed", failed);
+		json_decref(marks);
+	} else {
+		*out = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:s?,s:O}", "fast_forwarded", ff, "merged", merged,
+				 "skipped", skipped, "refused", refused, "held", held, "conflicts", conflicts, "kept_forks",
+				 kept, "trunk_moved", "trunk_held", trunk_held, "failed", failed);
+	}
+	if (op_id[0]) {
+		tt_error ignored = TT_ERROR_INIT;
+		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
+		tt_error_clear(&ignored);
+	}
+	if (!*out)
+		rc = tt_error_oom(err);
+done:
+	for (size_t i = 0; jobs && i < nmerge + nff; i++) {
+		json_decref(jobs[i].new_state);
+		json_decref(jobs[i].conflicts);
+		tt_error_clear(&jobs[i].err);
+	}
+	free(jobs);
+	free(trunk_held);
+	json_decref(ff);
+	json_decref(merged);
+	json_decref(skipped);
+	json_decref(refused);
+	json_decref(held);
+	json_decref(conflicts);
+	json_decref(kept);
+	json_decref(failed);
+	json_decref(pre);
+	json_decref(wstext);
+	json_decref(plan_json);
+	json_decref(bases);
+	return rc;
+}
+
+int tt_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
+		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	tt_plan *plan = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+	int rc;
+	if (out)
+		*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	bool verify = from_plan != NULL;
+	if (from_plan)
+		rc = tt_plan_from_json(&plan, from_plan, from_len, err);
+	else
+		rc = tt_engine_plan_promote(repo, o, &plan, err);
+	if (rc < 0)
+		goto done;
+	if (plan_json) {
+		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
+			*plan_json = tt_buf_detach(&jb);
+			*plan_text = tt_buf_detach(&tb);
+		}
+		goto done;
+	}
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
+		rc = tt_engine_apply_promote(repo, plan, verify, out, err);
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+	tt_plan_free(plan);
+	tt_buf_release(&jb);
+	tt_buf_release(&tb);
+	return rc;
+}
