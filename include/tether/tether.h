@@ -179,6 +179,12 @@ typedef struct tt_promote_opts {
 int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const char *from_plan,
 		    size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
+/*
+ * This checkout's journal, newest first (at most limit entries): *out the
+ * `ops --json` list, *text (may be NULL) the text lines.
+ */
+int tt_repo_ops(tt_repo *repo, size_t limit, json_t **out, char **text, tt_error *err);
+
 /* Every registered key, sorted (*out: a JSON array of strings). */
 int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
 

@@ -95,6 +95,11 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, struct tt_pl
 int tt_engine_apply_promote(tt_repo *repo, const struct tt_plan *plan, bool verify, json_t **out,
 			    tt_error *err);
 
+struct tt_oplog;
+/* Dataset commits the journal records that the VCS no longer has:
+ * [{op, commit, referenced: {key: bool}, message}] (engine/ops.c). */
+int tt_engine_vcs_drift(tt_repo *repo, const struct tt_oplog *log, json_t **out, tt_error *err);
+
 /* The repository-wide lock (the VCS's shared dir, 60 s): commit, new,
  * promote and gc of one clone take turns across its checkouts. */
 int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/kinds.h"
+#include "core/oplog.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 
@@ -266,6 +267,73 @@ int tt_repo_snapshot(tt_repo *repo, const char *const *selectors, size_t n, json
 
 /* --- status ------------------------------------------------------------- */
 
+/* How the VCS bookmark and this workspace have parted, if they have; each
+ * message says what to do.  VCS-only: no store is contacted. */
+static int bookmark_drift(tt_repo *repo, json_t **out, tt_error *err)
+{
+	const char *b = repo->ws.bookmark;
+	json_t *marks = NULL;
+	char *here = NULL;
+	tt_buf msg = TT_BUF_INIT;
+	int rc = 0;
+	*out = json_array();
+	if (!b)
+		return 0;
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0 ||
+	    (rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+		goto done;
+	const char *trunk = tt_config_trunk(&repo->config);
+	bool on = here && strcmp(here, b) == 0;
+	if (!json_object_get(marks, b)) {
+		if (on)
+			goto done; /* an unborn branch: HEAD is on it */
+		if (here && strcmp(here, trunk) != 0 && json_object_get(marks, here))
+			tt_buf_printf(&msg, "bookmark '%s' is gone and '%s' sits where the working copy is -- "
+				      "renamed? `tether new %s` continues there (its store branches are forked "
+				      "anew; '%s''s go to `gc --prune-bookmarks`)", b, here, here, b);
+		else
+			tt_buf_printf(&msg, "bookmark '%s' no longer exists in the VCS; `tether new -b %s` "
+				      "recreates it here, `tether new NAME` joins another; its store branches stay "
+				      "until `gc --prune-bookmarks`", b, b);
+	} else if (!on) {
+		tt_buf_printf(&msg, "the working copy has left bookmark '%s' (now on %s); `tether new %s` "
+			      "returns to it, `tether new` works where you are", b, here ? here : "no bookmark", b);
+	} else {
+		/* Moved by hand: its commit no longer records what the branches hold. */
+		tt_manifest_set at = { 0 };
+		tt_error ignored = TT_ERROR_INIT;
+		const char *commit = json_string_value(json_object_get(marks, b));
+		if (tt_engine_objects_at(repo, commit, &at, NULL, &ignored) == 0) {
+			tt_buf moved = TT_BUF_INIT;
+			const char *key;
+			json_t *expected;
+			json_object_foreach(repo->ws.base_states, key, expected) {
+				const tt_manifest *m = tt_manifests_find(&at, key);
+				const tt_manifest *now = tt_manifests_find(&repo->objects, key);
+				bool differs = m && m->state ? !tt_engine_same(m, m->state, expected)
+							     : (now && now->state);
+				if (differs)
+					tt_buf_printf(&moved, "%s%s", moved.len ? ", " : "", key);
+			}
+			if (moved.len)
+				tt_buf_printf(&msg, "bookmark '%s' was moved to %.12s: its commit no longer records "
+					      "what the store branches of %s hold; `tether new %s` resets them onto the "
+					      "pins there (refused while they hold unpinned writes; --discard to drop "
+					      "those)", b, commit, moved.ptr, b);
+			tt_buf_release(&moved);
+		}
+		tt_manifests_release(&at);
+		tt_error_clear(&ignored);
+	}
+	if (msg.len)
+		json_array_append_new(*out, json_string(msg.ptr));
+done:
+	tt_buf_release(&msg);
+	json_decref(marks);
+	free(here);
+	return rc;
+}
+
 /* The last snapshot's failure for key while it still describes what a
  * snapshot would read: no state cached since, same branch. */
 static const char *cached_error(tt_repo *repo, const tt_manifest *m)
@@ -362,6 +430,20 @@ int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int sn
 	}
 	if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
 		goto done;
+	json_t *bdrift = NULL, *vdrift = NULL;
+	tt_oplog log = TT_OPLOG_INIT;
+	if ((rc = bookmark_drift(repo, &bdrift, err)) < 0) {
+		json_decref(bdrift);
+		goto done;
+	}
+	{
+		tt_error lerr = TT_ERROR_INIT;
+		/* A journal that cannot be read costs the warning, not the status. */
+		if (tt_oplog_read(repo->root, &log, &lerr) == 0)
+			tt_engine_vcs_drift(repo, &log, &vdrift, &lerr);
+		tt_error_clear(&lerr);
+		tt_oplog_free(&log);
+	}
 	stale = tt_engine_stale_keys(repo);
 	chosen_stale = json_array();
 	size_t si;
@@ -369,11 +451,21 @@ int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int sn
 	json_array_foreach(stale, si, sk)
 		if (selected(keys, json_string_value(sk)))
 			json_array_append(chosen_stale, sk);
-	*out = json_pack("{s:s,s:b,s:O,s:b,s:s?,s:s?,s:b,s:[],s:[],s:O}", "manifest_hash", hash,
+	json_t *vshown = json_array();
+	size_t vi;
+	json_t *vd;
+	json_array_foreach(vdrift, vi, vd)
+		json_array_append_new(vshown, json_pack("{s:O,s:O,s:O,s:O}", "op", json_object_get(vd, "op"),
+							"commit", json_object_get(vd, "commit"), "referenced",
+							json_object_get(vd, "referenced"), "message",
+							json_object_get(vd, "message")));
+	*out = json_pack("{s:s,s:b,s:O,s:b,s:s?,s:s?,s:b,s:o,s:o,s:O}", "manifest_hash", hash,
 			 "stale", json_array_size(chosen_stale) > 0, "stale_keys", chosen_stale,
 			 "fresh", fresh, "snapshot_at", repo->ws.last_snapshot_at, "bookmark",
 			 repo->ws.bookmark, "trunk", tt_engine_on_trunk(repo), "bookmark_drift",
-			 "vcs_drift", "objects", objects);
+			 bdrift ? bdrift : json_array(), "vcs_drift", vshown, "objects", objects);
+	bdrift = NULL;
+	json_decref(vdrift);
 	if (!*out)
 		rc = tt_error_oom(err);
 done:
