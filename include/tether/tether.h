@@ -180,6 +180,15 @@ int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const char *from
 		    size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
+ * The dataset's fetch: read the heads of this bookmark's branches (bookmark
+ * may be NULL: the current one), pin what moved and commit it.  *out:
+ * {bookmark, committed: {key: {from, to}}, unchanged, skipped: {key:
+ * reason}, vcs_commit, pinned: {key: pin_id|null}}.
+ */
+int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t n,
+		 const char *message, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

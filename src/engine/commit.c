@@ -98,7 +98,7 @@ static int workspace_text(tt_repo *repo, json_t **out, tt_error *err)
 /* --- plan ------------------------------------------------------------------ */
 
 int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys, bool strict,
-			  bool force, bool do_snapshot, tt_plan **out, tt_error *err)
+			  bool force, bool do_snapshot, const json_t *fetched, tt_plan **out, tt_error *err)
 {
 	json_t *states = NULL, *chosen = NULL, *ctx_states = NULL, *expected = NULL;
 	tt_plan *plan = NULL;
@@ -106,7 +106,12 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 	int rc;
 
 	*out = NULL;
-	if (do_snapshot) {
+	if (fetched) {
+		if (!(states = json_deep_copy(fetched))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	} else if (do_snapshot) {
 		if ((rc = tt_engine_snapshot(repo, keys, false, &states, NULL, err)) < 0)
 			goto done;
 	} else if (!(states = json_deep_copy(repo->ws.last_snapshot))) {
@@ -123,7 +128,7 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 	json_t *kv;
 	json_array_foreach(chosen, i, kv) {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
-		if (m && m->state && !tt_engine_moving(repo, m))
+		if (!fetched && m && m->state && !tt_engine_moving(repo, m))
 			json_object_set(states, m->key, m->state);
 	}
 	if (!force) {
@@ -156,7 +161,7 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			json_object_set(ctx_states, json_string_value(kv), s);
 	}
 	json_t *msg = json_string(message), *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-	json_t *no = json_false();
+	json_t *no = json_boolean(fetched != NULL);
 	if ((rc = tt_plan_set_context(plan, "message", msg, err)) < 0 ||
 	    (rc = tt_plan_set_context(plan, "manifest_hash", h, err)) < 0 ||
 	    (rc = tt_plan_set_context(plan, "states", ctx_states, err)) < 0 ||
@@ -209,6 +214,14 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 		if (same) {
 			snprintf(note, sizeof note, "%s: policy changed; %s", key,
 				 needs_pin ? "pin created" : "pin released");
+			if ((rc = tt_plan_note(plan, note, err)) < 0)
+				goto done;
+		}
+		if (fetched) {
+			tt_buf fs = TT_BUF_INIT;
+			tt_short_state(&fs, state);
+			snprintf(note, sizeof note, "%s: fetched %s", key, fs.ptr);
+			tt_buf_release(&fs);
 			if ((rc = tt_plan_note(plan, note, err)) < 0)
 				goto done;
 		}
@@ -519,7 +532,8 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		rc = plan_json ? tt_error_oom(err) : err->code;
 		goto done;
 	}
-	if ((rc = tt_oplog_begin(repo->root, "commit", plan_json, pre, NULL, op_id, err)) < 0)
+	bool is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
+	if ((rc = tt_oplog_begin(repo->root, is_pull ? "pull" : "commit", plan_json, pre, NULL, op_id, err)) < 0)
 		goto done;
 	tt_fault("commit:after-journal");
 
@@ -591,6 +605,9 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	/* Manifests, and listings for backends that give them. */
 	for (size_t i = 0; i < nouts; i++) {
 		tt_manifest *m = tt_manifests_find(&repo->objects, outs[i].key);
+		/* Pulled onto the branch: where it was first registered is history. */
+		if (is_pull)
+			json_object_del(m->locator, "at");
 		json_decref(m->state);
 		m->state = json_deep_copy(outs[i].state);
 		free(m->pin_id);
@@ -788,7 +805,7 @@ int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_erro
 	/* Plan and apply under one lock: nothing in this checkout moves between. */
 	if ((rc = selection(repo, o, &keys, err)) < 0 ||
 	    (rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot,
-					&plan, err)) < 0 ||
+					NULL, &plan, err)) < 0 ||
 	    (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
 	rc = tt_engine_apply_commit(repo, plan, !o->no_vcs, false, out, err);
@@ -814,7 +831,7 @@ int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text
 		return rc;
 	if ((rc = selection(repo, o, &keys, err)) < 0 ||
 	    (rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot,
-					&plan, err)) < 0 ||
+					NULL, &plan, err)) < 0 ||
 	    (rc = tt_plan_to_json(plan, &jb, err)) < 0 || (rc = tt_plan_render_text(plan, &tb, err)) < 0)
 		goto done;
 	*json_text = tt_buf_detach(&jb);

@@ -77,8 +77,11 @@ int tt_short_state(tt_buf *out, const json_t *state);
 
 struct tt_plan;
 /* commit's two halves (engine/commit.c). */
+/* fetched: states `pull` read (used instead of a snapshot; the plan is a
+ * pull plan); NULL for a commit. */
 int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys, bool strict,
-			  bool force, bool do_snapshot, struct tt_plan **out, tt_error *err);
+			  bool force, bool do_snapshot, const json_t *fetched, struct tt_plan **out,
+			  tt_error *err);
 int tt_engine_apply_commit(tt_repo *repo, const struct tt_plan *plan, bool vcs, bool verify,
 			   json_t **out, tt_error *err);
 /* Check a plan's command, digest and every precondition against the

@@ -1,0 +1,205 @@
+/*
+ * engine/pull.c - `pull`: the dataset's fetch.  Read the heads of the
+ * bookmark's branches (on the trunk: every upstream branch, and objects
+ * without branches at their own head), pin what moved, and commit it on the
+ * bookmark.  Nothing moved: no commit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kinds.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "util/mem.h"
+
+typedef struct head_job {
+	tt_repo *repo;
+	const tt_manifest *m;
+	char *ref;
+	json_t *state;
+	tt_error err;
+} head_job;
+
+static void read_head(size_t i, void *ctx)
+{
+	head_job *j = &((head_job *)ctx)[i];
+	tt_backend *b;
+	j->err = (tt_error)TT_ERROR_INIT;
+	if (tt_engine_backend(j->repo, j->m->kind, &b, &j->err) < 0)
+		goto done;
+	if (j->ref) {
+		b->ops->fingerprint(b, j->m->locator, j->ref, &j->state, &j->err);
+	} else {
+		json_t *loc = json_deep_copy(j->m->locator);
+		json_object_del(loc, "at");
+		b->ops->fingerprint(b, loc, NULL, &j->state, &j->err);
+		json_decref(loc);
+	}
+done:
+	if (j->err.code)
+		tt_error_object(&j->err, j->m->key, j->m->kind);
+}
+
+int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
+		 const char *message, json_t **out, tt_error *err)
+{
+	json_t *keys = NULL, *committed = json_object(), *unchanged = json_array(), *skipped = json_object();
+	json_t *fetched = json_object(), *result = NULL;
+	head_job *jobs = NULL;
+	size_t njobs = 0;
+	tt_plan *plan = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		goto cleanup;
+	const char *mine = repo->ws.bookmark;
+	if (!mine) {
+		rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark; `tether new NAME` to "
+				  "work on one, then pull");
+		goto done;
+	}
+	if (bookmark && strcmp(bookmark, mine) != 0) {
+		rc = tt_error_set(err, TT_ECONFIG, "this workspace works on '%s'; `tether new %s` first", mine,
+				  bookmark);
+		goto done;
+	}
+	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
+		goto done;
+	/* Uncommitted manifest edits would be swept into the pull's commit. */
+	{
+		json_t *marks = NULL;
+		char *here = NULL;
+		if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) == 0 &&
+		    !(here && strcmp(here, mine) == 0)) {
+			rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
+					  mine, here ? here : "no bookmark");
+			tt_error_hint(err, "run `tether new %s` to return, or `tether new` to work where you are", mine);
+		}
+		free(here);
+		json_decref(marks);
+		if (rc < 0)
+			goto done;
+		size_t n = strlen(repo->vcs->root);
+		const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
+					  ? repo->root + n + 1 : "";
+		char *objs = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
+		const char *paths[] = { objs };
+		bool dirty = false;
+		rc = objs ? repo->vcs->ops->dirty(repo->vcs, paths, 1, &dirty, err) : tt_error_oom(err);
+		free(objs);
+		if (rc < 0)
+			goto done;
+		if (dirty) {
+			rc = tt_error_set(err, TT_ECONFIG, "manifests have uncommitted edits; `tether commit` them "
+					  "(or undo) before pulling");
+			goto done;
+		}
+	}
+	jobs = tt_calloc(repo->objects.n + 1, sizeof *jobs);
+	if (!jobs) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	bool trunk = tt_engine_on_trunk(repo);
+	size_t i;
+	json_t *kv;
+	json_array_foreach(keys, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
+		if (!m->state) {
+			json_object_set_new(skipped, m->key, json_string("not committed yet; the first commit reads it"));
+			continue;
+		}
+		char *ref = NULL;
+		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
+			goto done;
+		if (!ref && !trunk) {
+			json_object_set_new(skipped, m->key, json_string("no branch yet; sits at its pin"));
+			continue;
+		}
+		jobs[njobs++] = (head_job){ repo, m, ref, NULL, TT_ERROR_INIT };
+	}
+	tt_engine_prepare(repo);
+	if ((rc = tt_engine_fanout(njobs, read_head, jobs, err)) < 0)
+		goto done;
+	for (i = 0; i < njobs; i++) {
+		if (!jobs[i].state) {
+			rc = tt_error_set(err, jobs[i].err.code, "%s", tt_error_text(&jobs[i].err));
+			goto done;
+		}
+	}
+	for (i = 0; i < njobs; i++) {
+		const tt_manifest *m = jobs[i].m;
+		unsigned caps = tt_engine_caps(repo, m);
+		/* A changed immutable Observed object is refused, as at commit. */
+		if (!tt_engine_same(m, jobs[i].state, m->state) && strcmp(m->policy.file, "immutable") == 0 &&
+		    strcmp(tt_tier_name(caps), "observed") == 0) {
+			rc = tt_error_set(err, TT_EIMMUTABLE, "immutable object '%s' changed since it was committed",
+					  m->key);
+			tt_error_object(err, m->key, m->kind);
+			goto done;
+		}
+		if (tt_engine_same(m, jobs[i].state, m->state))
+			json_array_append_new(unchanged, json_string(m->key));
+		else
+			json_object_set_new(committed, m->key,
+					    json_pack("{s:O,s:O}", "from", m->state, "to", jobs[i].state));
+		json_object_set(fetched, m->key, jobs[i].state);
+		json_object_set(repo->ws.last_snapshot, m->key, jobs[i].state);
+	}
+	char *vcs_commit = NULL;
+	json_t *pinned = json_object();
+	if (!json_object_size(committed)) {
+		rc = tt_workspace_save(&repo->ws, repo->root, err);
+	} else {
+		char text[256];
+		size_t n = json_object_size(committed);
+		if (message)
+			snprintf(text, sizeof text, "%s", message);
+		else
+			snprintf(text, sizeof text, "pull %s: %zu object%s", mine, n, n == 1 ? "" : "s");
+		json_t *res = NULL;
+		if ((rc = tt_engine_plan_commit(repo, text, nsel ? keys : NULL, false, false, false, fetched, &plan,
+						err)) == 0 &&
+		    (rc = tt_engine_repo_lock(repo, &rlock, err)) == 0 &&
+		    (rc = tt_engine_apply_commit(repo, plan, true, false, &res, err)) == 0) {
+			vcs_commit = tt_strdup(json_string_value(json_object_get(res, "vcs_commit")));
+			const char *k;
+			json_t *v;
+			/* JSON: pin ids (not refs), as tether-vcs prints them. */
+			json_object_foreach(json_object_get(res, "pinned"), k, v) {
+				const char *ref = json_string_value(v);
+				json_object_set_new(pinned, k, ref && strncmp(ref, "tether.", 7) == 0
+									 ? json_string(ref + 7) : json_null());
+			}
+		}
+		json_decref(res);
+	}
+	if (rc == 0)
+		result = json_pack("{s:s,s:O,s:O,s:O,s:s?,s:O}", "bookmark", mine, "committed", committed,
+				   "unchanged", unchanged, "skipped", skipped, "vcs_commit", vcs_commit, "pinned", pinned);
+	free(vcs_commit);
+	json_decref(pinned);
+	if (rc == 0) {
+		*out = result;
+		result = NULL;
+	}
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+cleanup:
+	for (size_t k = 0; jobs && k < njobs; k++) {
+		free(jobs[k].ref);
+		json_decref(jobs[k].state);
+		tt_error_clear(&jobs[k].err);
+	}
+	free(jobs);
+	tt_plan_free(plan);
+	json_decref(keys);
+	json_decref(committed);
+	json_decref(unchanged);
+	json_decref(skipped);
+	json_decref(fetched);
+	json_decref(result);
+	return rc;
+}
