@@ -189,6 +189,13 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 		 const char *message, json_t **out, tt_error *err);
 
 /*
+ * Reverse a journaled operation (op_id NULL: the newest) where the stores
+ * allow it.  *out: {undone, command, summary, undo_id, restored,
+ * irreversible, skipped}.
+ */
+int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */
