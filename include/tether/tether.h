@@ -196,6 +196,14 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err);
 
 /*
+ * Recreate missing pins and lost working branches from the manifests.
+ * dry_run: only plan (*plan_json, *plan_text).  *out: {repinned, reforked,
+ * failed, notes}.
+ */
+int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool all_history,
+		   bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

@@ -113,6 +113,11 @@ int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err);
 int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
 			    tt_target *t, tt_error *err);
 
+/* Fork branch name for m from its (verified) pin or recorded state, moving
+ * it only from expected. */
+int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
+				 const tt_expect *expected, char **ref_out, tt_error *err);
+
 /* The ids (8 hex) of the other live checkouts working on bookmark. */
 int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 

@@ -77,8 +77,8 @@ int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, 
 }
 
 /* Fork branch `name` for m from its pin, moving it only from expected. */
-static int fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
-			      const tt_expect *expected, char **ref_out, tt_error *err)
+int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
+				 const tt_expect *expected, char **ref_out, tt_error *err)
 {
 	tt_backend *b;
 	tt_pin pin;
@@ -585,7 +585,7 @@ static void fork_one(size_t i, void *ctx)
 {
 	fork_job *j = &((fork_job *)ctx)[i];
 	j->err = (tt_error)TT_ERROR_INIT;
-	fork_from_manifest(j->repo, j->m, j->target, &j->expected, &j->ref, &j->err);
+	tt_engine_fork_from_manifest(j->repo, j->m, j->target, &j->expected, &j->ref, &j->err);
 }
 
 static int reload_objects(tt_repo *repo, tt_error *err)
@@ -967,7 +967,7 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 	if ((rc = tt_oplog_begin(repo->root, "fork", NULL, pre, NULL, op_id, err)) < 0)
 		goto done;
 	char *ref = NULL;
-	if ((rc = fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
+	if ((rc = tt_engine_fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
 		tt_error ignored = TT_ERROR_INIT;
 		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", tt_error_text(err));
 		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);

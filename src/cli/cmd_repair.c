@@ -1,0 +1,80 @@
+/* cli/cmd_repair.c - `tether repair`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/fs.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (tt_repo_repair(repo, a->pos, a->npos, cli_flag(cmd, a, "all-history"), dry, &pj, &pt, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry) {
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (cli_flag(cmd, a, "json"))
+			printf("%s\n", pj);
+		else
+			fputs(pt, stdout);
+		goto done;
+	}
+	bool partial = json_object_size(json_object_get(out, "failed")) > 0;
+	if (cli_flag(cmd, a, "json")) {
+		cli_print_json(out);
+	} else {
+		const char *k;
+		json_t *v;
+		size_t i;
+		json_object_foreach(json_object_get(out, "repinned"), k, v)
+			printf("repinned  %s -> %s\n", k, json_string_value(v));
+		json_object_foreach(json_object_get(out, "reforked"), k, v)
+			printf("reforked  %s -> %s\n", k, json_string_value(v));
+		json_array_foreach(json_object_get(out, "notes"), i, v)
+			printf("note      %s\n", json_string_value(v));
+		json_object_foreach(json_object_get(out, "failed"), k, v)
+			fprintf(stderr, "FAILED    %s: %s\n", k, json_string_value(v));
+	}
+	rc = partial ? EXIT_PARTIAL : EXIT_OK;
+done:
+	free(pj);
+	free(pt);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "all-history", 0, OPT_FLAG, NULL, "Also check the pins of every commit in history." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be rebuilt (and how far interrupted operations got)." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_repair = {
+	"repair", "[KEY...] [--all-history] [--dry-run | --plan FILE] [--json]",
+	"Recreate missing pins and working branches from the manifests.",
+	"A manifest promises \"this pin names this state\".  If the native ref is gone but the\n"
+	"state is still reachable, repair recreates it; a working branch this checkout expects\n"
+	"but the store lost is forked again from the manifest, only while it is still absent.\n"
+	"Pins that point elsewhere are reported, never overwritten.  Exit 3 if something could\n"
+	"not be rebuilt.",
+	opts, 0, 4096, run,
+};

@@ -1,0 +1,359 @@
+/*
+ * engine/repair.c - `repair`: keep the manifests' promises.  A pin whose
+ * native ref is gone is recreated while the store still has the state
+ * (`repin`); a working branch this checkout expects but the store lost is
+ * forked again from the manifest, only while it is still absent (`refork`).
+ * A pin that points elsewhere is reported, never overwritten, and every
+ * interrupted operation is described from its journal entry.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/index.h"
+#include "core/oplog.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "util/mem.h"
+
+typedef struct walk_ctx {
+	const char *reldir;
+	json_t *texts;           /* text -> index */
+	tt_manifest *parsed;
+	size_t n, alloc;
+	json_t *labels;          /* label -> index */
+} walk_ctx;
+
+static int collect(void *vctx, const char *commit, json_t *files, tt_error *err)
+{
+	walk_ctx *w = vctx;
+	size_t dl = strlen(w->reldir);
+	const char *path;
+	json_t *text;
+	json_object_foreach(files, path, text) {
+		size_t pl = strlen(path);
+		if (pl <= dl + 6 || strncmp(path, w->reldir, dl) != 0 || path[dl] != '/' ||
+		    strcmp(path + pl - 5, ".toml") != 0)
+			continue;
+		json_t *idx = json_object_get(w->texts, json_string_value(text));
+		size_t i;
+		if (idx) {
+			i = (size_t)json_integer_value(idx);
+		} else {
+			if (TT_ARRAY_GROW(w->parsed, w->alloc, w->n + 1) < 0)
+				return tt_error_oom(err);
+			int rc = tt_manifest_parse(&w->parsed[w->n], json_string_value(text), json_string_length(text),
+						   path, err);
+			if (rc < 0)
+				return rc;
+			i = w->n++;
+			json_object_set_new(w->texts, json_string_value(text), json_integer((json_int_t)i));
+		}
+		const tt_manifest *m = &w->parsed[i];
+		if (!m->pin_id || !m->state)
+			continue;
+		char *label = tt_asprintf("%s@%.12s", m->key, commit);
+		if (label && !json_object_get(w->labels, label))
+			json_object_set_new(w->labels, label, json_integer((json_int_t)i));
+		free(label);
+	}
+	return 0;
+}
+
+int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
+		   bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	walk_ctx w = { 0 };
+	tt_plan *plan = NULL;
+	tt_oplog log = TT_OPLOG_INIT;
+	tt_lock rlock = TT_LOCK_INIT;
+	json_t *keys = NULL, *seen = json_object(), *repinned = json_object(), *reforked = json_object();
+	json_t *failed = json_object(), *notes = NULL;
+	char digest[17], op_id[TT_OP_ID_LEN + 1] = "", *reldir = NULL;
+	int rc;
+	if (out)
+		*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		goto cleanup;
+	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
+		goto done;
+	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
+		goto done;
+	w.texts = json_object();
+	w.labels = json_object();
+	if (all_history) {
+		size_t n = strlen(repo->vcs->root);
+		const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
+					  ? repo->root + n + 1 : "";
+		reldir = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
+		w.reldir = reldir;
+		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
+			goto done;
+	}
+	if (!(plan = tt_plan_new("repair"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	json_t *ctx = json_pack("{s:b,s:s,s:s}", "all_history", all_history, "workspace_id",
+				repo->ws.workspace_id, "history_digest", digest);
+	const char *ck;
+	json_t *cv;
+	json_object_foreach(ctx, ck, cv)
+		tt_plan_set_context(plan, ck, cv, err);
+	if (keys)
+		tt_plan_set_context(plan, "keys", keys, err);
+	json_decref(ctx);
+	json_t *wsid = json_string(repo->ws.workspace_id), *dg = json_string(digest);
+	tt_plan_require(plan, "workspace_id", wsid, NULL, NULL,
+			"this repair plan was made in another checkout; re-run the plan here", err);
+	tt_plan_require(plan, "history_digest", dg, NULL, NULL,
+			"history changed since the repair plan was made; re-run the plan", err);
+	json_decref(wsid);
+	json_decref(dg);
+	/* How far each interrupted operation got. */
+	if (tt_oplog_read(repo->root, &log, err) == 0) {
+		for (size_t i = 0; i < log.count; i++) {
+			const tt_op_entry *e = &log.entries[i];
+			if (!tt_op_incomplete(e))
+				continue;
+			tt_buf note = TT_BUF_INIT, did = TT_BUF_INIT;
+			size_t k;
+			json_t *p;
+			json_array_foreach(e->progress, k, p) {
+				const char *what = json_string_value(json_object_get(p, "key"));
+				if (!what)
+					what = json_string_value(json_object_get(p, "target"));
+				tt_buf_printf(&did, "%s%s%s%s", did.len ? ", " : "",
+					      json_string_value(json_object_get(p, "action")), what ? " " : "",
+					      what ? what : "");
+			}
+			size_t planned = json_array_size(json_object_get(e->plan, "actions"));
+			tt_buf_printf(&note, "operation %s (%s, %s) never finished%s%s", e->id, e->command, e->at,
+				      did.len ? "; done before it stopped: " : "; no action had completed", did.ptr);
+			if (planned)
+				tt_buf_printf(&note, " (of %zu planned)", planned);
+			tt_buf_puts(&note, "; re-running the command finishes what is left (creating an absent ref "
+					   "from a pinned state is idempotent; a reset needs the head reviewed again), "
+					   "pins it created and no commit names are released by `gc`, branches it made "
+					   "are judged by `gc --prune-bookmarks`");
+			tt_plan_note(plan, note.ptr, err);
+			tt_buf_release(&note);
+			tt_buf_release(&did);
+		}
+	}
+	tt_error_clear(err);
+	/* Pins: the working tree's, and with --all-history every commit's. */
+	json_t *targets = json_array();
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		bool want = !keys;
+		size_t k;
+		json_t *kv;
+		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), m->key) == 0;
+		if (m->pin_id && m->state && want)
+			json_array_append_new(targets, json_pack("{s:s,s:i,s:b}", "label", m->key, "i", (json_int_t)i,
+								 "tree", 1));
+	}
+	const char *label;
+	json_t *iv;
+	json_object_foreach(w.labels, label, iv) {
+		const tt_manifest *m = &w.parsed[json_integer_value(iv)];
+		bool want = !keys;
+		size_t k;
+		json_t *kv;
+		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), m->key) == 0;
+		if (want)
+			json_array_append_new(targets, json_pack("{s:s,s:O,s:b}", "label", label, "i", iv, "tree", 0));
+	}
+	tt_engine_prepare(repo);
+	size_t ti;
+	json_t *t;
+	json_array_foreach(targets, ti, t) {
+		const tt_manifest *m = json_is_true(json_object_get(t, "tree"))
+					       ? &repo->objects.items[json_integer_value(json_object_get(t, "i"))]
+					       : &w.parsed[json_integer_value(json_object_get(t, "i"))];
+		char sig[160];
+		snprintf(sig, sizeof sig, "%s:%s", m->kind, m->pin_id);
+		if (json_object_get(seen, sig))
+			continue;
+		json_object_set(seen, sig, json_true());
+		tt_backend *b;
+		tt_pin pin = { 0 };
+		snprintf(pin.id, sizeof pin.id, "%s", m->pin_id);
+		snprintf(pin.ref, sizeof pin.ref, "%s", m->pin_ref);
+		tt_verify_status st = TT_VERIFY_UNKNOWN;
+		char *msg = NULL;
+		tt_error verr = TT_ERROR_INIT;
+		if (tt_engine_backend(repo, m->kind, &b, &verr) < 0 || !b->ops->verify ||
+		    b->ops->verify(b, m->locator, m->state, &pin, false, &st, &msg, &verr) < 0) {
+			char note[600];
+			snprintf(note, sizeof note, "%s: could not check its pin (%s)", json_string_value(json_object_get(t, "label")),
+				 verr.code ? tt_error_text(&verr) : "cannot verify");
+			tt_plan_note(plan, note, err);
+		} else if (st == TT_VERIFY_MISSING) {
+			tt_buf d = TT_BUF_INIT, s = TT_BUF_INIT;
+			tt_short_state(&s, m->state);
+			tt_buf_printf(&d, "pin missing (%s); recreate at %s", msg ? msg : "", s.ptr);
+			json_t *params = json_pack("{s:O,s:O,s:s}", "locator", m->locator, "state", m->state, "pin_id", m->pin_id);
+			tt_plan_action(plan, "repin", json_string_value(json_object_get(t, "label")), m->kind, m->pin_ref,
+				       d.ptr, params, err);
+			json_decref(params);
+			tt_buf_release(&d);
+			tt_buf_release(&s);
+		} else if (st == TT_VERIFY_DRIFTED) {
+			char note[600];
+			snprintf(note, sizeof note, "%s: pin drifted, not touched (%s)",
+				 json_string_value(json_object_get(t, "label")), msg ? msg : "");
+			tt_plan_note(plan, note, err);
+		}
+		free(msg);
+		tt_error_clear(&verr);
+	}
+	json_decref(targets);
+	/* Working branches this checkout expects that the store lost. */
+	const char *key;
+	json_t *ref;
+	json_object_foreach(repo->ws.working_refs, key, ref) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		if (!m || tt_engine_on_trunk(repo) || !m->state || !(tt_engine_caps(repo, m) & TT_CAP_FORK))
+			continue;
+		bool want = !keys;
+		size_t k;
+		json_t *kv;
+		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), key) == 0;
+		tt_backend *b;
+		json_t *refs = NULL;
+		tt_error lerr = TT_ERROR_INIT;
+		if (!want || tt_engine_backend(repo, m->kind, &b, &lerr) < 0 || !b->ops->list_working_refs ||
+		    b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+			tt_error_clear(&lerr);
+			continue;
+		}
+		bool present = false;
+		json_array_foreach(refs, k, kv) present |= strcmp(json_string_value(kv), json_string_value(ref)) == 0;
+		json_decref(refs);
+		if (present)
+			continue;
+		tt_buf d = TT_BUF_INIT;
+		if (m->pin_id)
+			tt_buf_printf(&d, "working branch missing; recreate from the manifest (pin %s)", m->pin_ref);
+		else {
+			tt_buf s = TT_BUF_INIT;
+			tt_short_state(&s, m->state);
+			tt_buf_printf(&d, "working branch missing; recreate from the manifest (%s)", s.ptr);
+			tt_buf_release(&s);
+		}
+		json_t *params = json_pack("{s:O}", "locator", m->locator);
+		tt_plan_action(plan, "refork", key, m->kind, json_string_value(ref), d.ptr, params, err);
+		json_decref(params);
+		char det[512];
+		snprintf(det, sizeof det, "%s exists again since the plan was made; re-run the plan", json_string_value(ref));
+		json_t *pp = json_pack("{s:s,s:O,s:O}", "backend", m->kind, "locator", m->locator, "ref", ref);
+		tt_plan_require(plan, "ref_absent", NULL, key, pp, det, err);
+		json_decref(pp);
+		tt_buf_release(&d);
+	}
+	if (!tt_plan_write_count(plan))
+		tt_plan_note(plan, "nothing to repair", err);
+	if ((rc = err->code) < 0)
+		goto done;
+	if (dry_run) {
+		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
+			*plan_json = tt_buf_detach(&jb);
+			*plan_text = tt_buf_detach(&tb);
+		}
+		tt_buf_release(&jb);
+		tt_buf_release(&tb);
+		goto done;
+	}
+	/* Apply. */
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
+		goto done;
+	if (tt_plan_write_count(plan)) {
+		json_t *pj = tt_plan_to_object(plan, err);
+		tt_buf wb = TT_BUF_INIT;
+		tt_workspace_render(&wb, &repo->ws, err);
+		json_t *pre = json_pack("{s:s}", "workspace", wb.ptr);
+		tt_buf_release(&wb);
+		rc = tt_oplog_begin(repo->root, "repair", pj, pre, NULL, op_id, err);
+		json_decref(pj);
+		json_decref(pre);
+		if (rc < 0)
+			goto done;
+	}
+	bool ws_changed = false;
+	for (size_t i = 0; i < tt_plan_action_count(plan); i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		tt_error aerr = TT_ERROR_INIT;
+		tt_backend *b;
+		if (strcmp(a.op, "repin") == 0) {
+			tt_pin pin;
+			const char *pid = json_string_value(json_object_get(a.params, "pin_id"));
+			json_t *loc = json_object_get(a.params, "locator");
+			if (tt_engine_backend(repo, a.kind, &b, &aerr) == 0 && b->ops->pin &&
+			    b->ops->pin(b, loc, json_object_get(a.params, "state"), pid, &pin, &aerr) == 0) {
+				if (pin.created)
+					tt_index_note_pinned(repo->vcs->shared_dir, repo->config.dataset_id, pin.id, a.kind,
+							     a.key, &aerr);
+				tt_error_clear(&aerr);
+				json_object_set_new(repinned, a.key, json_string(pid));
+				json_t *d = json_pack("{s:s,s:s,s:b}", "key", a.key, "target", a.target, "created", pin.created);
+				tt_oplog_progress(repo->root, op_id, "repin", d, &aerr);
+				json_decref(d);
+			}
+		} else if (strcmp(a.op, "refork") == 0) {
+			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
+			tt_expect absent = { TT_EXPECT_ABSENT, NULL };
+			char *made = NULL;
+			if (m && tt_engine_fork_from_manifest(repo, m, a.target, &absent, &made, &aerr) == 0) {
+				json_object_set_new(repo->ws.working_refs, a.key, json_string(made));
+				json_object_set(repo->ws.fork_points, a.key, m->state);
+				json_object_set(repo->ws.base_states, a.key, m->state);
+				json_object_set_new(reforked, a.key, json_string(made));
+				ws_changed = true;
+				json_t *d = json_pack("{s:s,s:s}", "key", a.key, "ref", made);
+				tt_oplog_progress(repo->root, op_id, "refork", d, &aerr);
+				json_decref(d);
+			}
+			free(made);
+		}
+		if (aerr.code) {
+			char *t2 = tt_asprintf("%s %s", a.op, a.target);
+			json_object_set_new(failed, t2 ? t2 : a.op, json_string(tt_error_text(&aerr)));
+			free(t2);
+		}
+		tt_error_clear(&aerr);
+	}
+	if (ws_changed && (rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto done;
+	notes = json_array();
+	for (size_t i = 0; i < tt_plan_note_count(plan); i++)
+		json_array_append_new(notes, json_string(tt_plan_note_at(plan, i)));
+	*out = json_pack("{s:O,s:O,s:O,s:O}", "repinned", repinned, "reforked", reforked, "failed", failed,
+			 "notes", notes);
+	if (op_id[0]) {
+		tt_error ignored = TT_ERROR_INIT;
+		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
+		tt_error_clear(&ignored);
+	}
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+cleanup:
+	tt_oplog_free(&log);
+	for (size_t i = 0; i < w.n; i++)
+		tt_manifest_release(&w.parsed[i]);
+	free(w.parsed);
+	json_decref(w.texts);
+	json_decref(w.labels);
+	free(reldir);
+	tt_plan_free(plan);
+	json_decref(keys);
+	json_decref(seen);
+	json_decref(repinned);
+	json_decref(reforked);
+	json_decref(failed);
+	json_decref(notes);
+	return rc;
+}
