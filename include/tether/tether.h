@@ -204,6 +204,14 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool a
 		   bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
+ * Reset the named objects' working branches to what rev pinned.  dry_run:
+ * plan only.  *out: {from, working_refs: {key: ref}}.
+ */
+int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
+		    bool discard, bool dry_run, char **plan_json, char **plan_text, json_t **out,
+		    tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

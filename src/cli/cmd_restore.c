@@ -1,0 +1,74 @@
+/* cli/cmd_restore.c - `tether restore KEY... --from REV`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/fs.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	if (!cli_value(cmd, a, "from"))
+		return cli_usage_error(cmd, "missing option '--from'");
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (tt_repo_restore(repo, a->pos, a->npos, cli_value(cmd, a, "from"), cli_flag(cmd, a, "discard"), dry, &pj,
+			    &pt, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry) {
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (cli_flag(cmd, a, "json"))
+			printf("%s\n", pj);
+		else
+			fputs(pt, stdout);
+		goto done;
+	}
+	if (cli_flag(cmd, a, "json")) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(out, "working_refs"), k, v)
+		printf("  %s -> %s  (from %s)\n", k, json_string_value(v), cli_value(cmd, a, "from"));
+done:
+	free(pj);
+	free(pt);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "from", 0, OPT_VALUE, "REV", "The dataset revision whose pins to restore (required)." },
+	{ "discard", 0, OPT_FLAG, NULL, "Reset a branch even if it holds writes nobody committed." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be reset; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_restore = {
+	"restore", "KEY... --from REV [--discard] [--dry-run | --plan FILE] [--json]",
+	"Reset objects' working branches to what a dataset revision pinned.",
+	"The per-object `jj restore --from`: each KEY's working branch is reset onto (or\n"
+	"created from) REV's pin; nothing else moves.  The next commit pins it, and promote\n"
+	"treats the branch as forked from REV.  Writes nobody committed are refused without\n"
+	"--discard.",
+	opts, 1, 4096, run,
+};

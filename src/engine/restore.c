@@ -1,0 +1,280 @@
+/*
+ * engine/restore.c - `restore KEY... --from REV`: the per-object
+ * `jj restore --from`.  Each named object's working branch is reset onto
+ * (or created from) what REV's manifest pinned; nothing else moves (other
+ * branches, the manifests, the VCS working copy).  The next commit pins it;
+ * promote sees the fork point move to REV's state.  A branch holding writes
+ * nobody committed is refused without --discard.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ids.h"
+#include "core/oplog.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "util/mem.h"
+
+int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
+		    bool discard, bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	tt_manifest_set then = { 0 };
+	tt_plan *plan = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	json_t *keys = NULL, *done_refs = json_object(), *created = json_array(), *reset = json_array();
+	json_t *heads = json_object();
+	char *commit = NULL, hash[65], op_id[TT_OP_ID_LEN + 1] = "";
+	int rc;
+	if (out)
+		*out = NULL;
+	if (!rev)
+		return tt_error_set(err, TT_EUSAGE, "restore takes a source: --from REV");
+	if (!nsel)
+		return tt_error_set(err, TT_EUSAGE, "restore needs at least one key");
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		goto cleanup;
+	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
+	    (rc = tt_engine_objects_at(repo, rev, &then, &commit, err)) < 0 ||
+	    (rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
+		goto done;
+	if (!(plan = tt_plan_new("restore"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	json_t *ctx = json_pack("{s:s,s:s,s:b,s:s,s:s}", "from_rev", rev, "from_commit", commit, "discard", discard,
+				"manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	const char *ck;
+	json_t *cv;
+	json_object_foreach(ctx, ck, cv)
+		tt_plan_set_context(plan, ck, cv, err);
+	json_decref(ctx);
+	{
+		json_t *ws = json_string(repo->ws.workspace_id), *h = json_string(hash);
+		json_t *bm = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
+		char d[256];
+		snprintf(d, sizeof d, "this restore plan was made on %s; the checkout is on {observed} now; re-run the plan",
+			 repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
+		tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+				"this restore plan was made in another checkout; re-run the plan here", err);
+		tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d, err);
+		tt_plan_require(plan, "manifest_hash", h, NULL, NULL,
+				"manifests changed since the plan was made; re-run the plan", err);
+		json_decref(ws), json_decref(h), json_decref(bm);
+	}
+	tt_engine_prepare(repo);
+	size_t i;
+	json_t *kv;
+	json_array_foreach(keys, i, kv) {
+		const char *key = json_string_value(kv);
+		const tt_manifest *now = tt_manifests_find(&repo->objects, key);
+		const tt_manifest *m = tt_manifests_find(&then, key);
+		unsigned caps = tt_engine_caps(repo, now);
+		const char *refuse = NULL;
+		char why[256];
+		if (!m) {
+			snprintf(why, sizeof why, "not registered at %s", rev);
+			refuse = why;
+		} else if (!(caps & TT_CAP_FORK) || tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
+			refuse = "no working branch to restore (not Forkable, or on trunk)";
+		} else if (!m->state) {
+			snprintf(why, sizeof why, "nothing committed at %s", rev);
+			refuse = why;
+		} else if (!m->pin_id && !(caps & TT_CAP_ADDRESSABLE)) {
+			snprintf(why, sizeof why, "no pin at %s and the backend cannot fork from a state", rev);
+			refuse = why;
+		}
+		if (refuse) {
+			tt_plan_action(plan, "refuse", key, now->kind, NULL, refuse, NULL, err);
+			continue;
+		}
+		char *name = NULL;
+		json_t *wr = json_object_get(repo->ws.working_refs, key), *pf = json_object_get(repo->ws.pending_forks, key);
+		if (json_is_string(wr))
+			name = tt_strdup(json_string_value(wr));
+		else if (json_is_string(pf))
+			name = tt_strdup(json_string_value(pf));
+		else if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, repo->ws.bookmark, err)) < 0)
+			goto done;
+		tt_buf text = TT_BUF_INIT, det = TT_BUF_INIT, st = TT_BUF_INIT;
+		tt_manifest_render(&text, m, err);
+		tt_short_state(&st, m->state);
+		tt_buf_printf(&det, "from %s: %s", rev, m->pin_id ? m->pin_ref : st.ptr);
+		json_t *params = json_pack("{s:s,s:O}", "then", text.ptr, "then_state", m->state);
+		tt_backend *b;
+		json_t *refs = NULL, *head = NULL;
+		bool present = false;
+		tt_error lerr = TT_ERROR_INIT;
+		const char *op = "fork";
+		if (tt_engine_backend(repo, now->kind, &b, &lerr) < 0 || !b->ops->list_working_refs ||
+		    b->ops->list_working_refs(b, now->locator, &refs, &lerr) < 0) {
+			tt_buf_reset(&det);
+			tt_buf_printf(&det, "could not list branches (%s); whether %s exists is unknown and a fork "
+				      "would reset it blind", tt_error_text(&lerr), name);
+			op = "refuse";
+		} else {
+			size_t k;
+			json_t *r;
+			json_array_foreach(refs, k, r) present |= strcmp(json_string_value(r), name) == 0;
+		}
+		if (strcmp(op, "fork") == 0 && present) {
+			if (b->ops->fingerprint(b, now->locator, name, &head, &lerr) < 0) {
+				tt_buf_reset(&det);
+				tt_buf_printf(&det, "%s exists but its head could not be read (%s); a restore would "
+					      "reset it blind", name, tt_error_text(&lerr));
+				op = "refuse";
+			} else {
+				json_object_set_new(params, "existing", json_string(name));
+				json_object_set(params, "head", head);
+				tt_buf_printf(&det, "; resets %s", name);
+				const json_t *known[3] = { json_object_get(repo->ws.base_states, key),
+							   json_object_get(repo->ws.fork_points, key), now->state };
+				bool pinned = false;
+				for (int q = 0; q < 3; q++)
+					pinned |= known[q] && tt_engine_same(now, head, known[q]);
+				tt_buf hs = TT_BUF_INIT;
+				tt_short_state(&hs, head);
+				if (!pinned && !discard) {
+					tt_buf_reset(&det);
+					tt_buf_printf(&det, "%s has writes since this workspace last committed (%s); commit "
+						      "them, or pass --discard to throw them away", name, hs.ptr);
+					op = "refuse";
+				} else if (!pinned) {
+					tt_buf_printf(&det, ", discarding its writes (%s)", hs.ptr);
+				}
+				tt_buf_release(&hs);
+			}
+		}
+		tt_error_clear(&lerr);
+		tt_plan_action(plan, op, key, now->kind, name, det.ptr, params, err);
+		if (strcmp(op, "fork") == 0) {
+			char what[300];
+			snprintf(what, sizeof what, "restore %s", key);
+			json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", now->kind, "locator", now->locator, "ref", name,
+					      "what", what);
+			if (present)
+				tt_plan_require(plan, "ref_head", head, key, p, NULL, err);
+			else {
+				char d[512];
+				snprintf(d, sizeof d, "restore %s: %s exists since the plan was made; re-run the plan", key, name);
+				tt_plan_require(plan, "ref_absent", NULL, key, p, d, err);
+			}
+			json_decref(p);
+		}
+		json_decref(params);
+		json_decref(refs);
+		json_decref(head);
+		tt_buf_release(&text);
+		tt_buf_release(&det);
+		tt_buf_release(&st);
+		free(name);
+		if ((rc = err->code) < 0)
+			goto done;
+	}
+	if (dry_run) {
+		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
+			*plan_json = tt_buf_detach(&jb);
+			*plan_text = tt_buf_detach(&tb);
+		}
+		tt_buf_release(&jb);
+		tt_buf_release(&tb);
+		goto done;
+	}
+	/* Apply. */
+	tt_buf refused = TT_BUF_INIT;
+	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
+		tt_plan_action_view v;
+		tt_plan_action_at(plan, a, &v);
+		if (strcmp(v.op, "refuse") == 0)
+			tt_buf_printf(&refused, "\n  %s: %s", v.key, v.detail);
+		else if (json_object_get(v.params, "existing"))
+			json_object_set(heads, v.key, json_object_get(v.params, "head"));
+	}
+	if (refused.len) {
+		rc = tt_error_set(err, TT_ECONFIG, "cannot restore:%s", refused.ptr);
+		tt_buf_release(&refused);
+		goto done;
+	}
+	tt_buf_release(&refused);
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
+		goto done;
+	{
+		tt_buf wb = TT_BUF_INIT;
+		tt_workspace_render(&wb, &repo->ws, err);
+		json_t *pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", heads);
+		json_t *pj = tt_plan_to_object(plan, err);
+		rc = tt_oplog_begin(repo->root, "restore", pj, pre, NULL, op_id, err);
+		json_decref(pre);
+		json_decref(pj);
+		tt_buf_release(&wb);
+		if (rc < 0)
+			goto done;
+	}
+	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
+		tt_plan_action_view v;
+		tt_plan_action_at(plan, a, &v);
+		if (strcmp(v.op, "fork") != 0)
+			continue;
+		tt_manifest src;
+		json_t *t = json_object_get(v.params, "then");
+		if ((rc = tt_manifest_parse(&src, json_string_value(t), json_string_length(t), "plan", err)) < 0)
+			goto failed;
+		json_t *h = json_object_get(v.params, "head");
+		tt_expect exp = json_object_get(v.params, "existing")
+					? (json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL })
+					: (tt_expect){ TT_EXPECT_ABSENT, NULL };
+		char *ref = NULL;
+		rc = tt_engine_fork_from_manifest(repo, &src, v.target, &exp, &ref, err);
+		tt_manifest_release(&src);
+		if (rc < 0)
+			goto failed;
+		json_t *ts = json_object_get(v.params, "then_state");
+		json_object_set_new(repo->ws.working_refs, v.key, json_string(ref));
+		json_object_del(repo->ws.pending_forks, v.key);
+		json_object_del(repo->ws.pending_resets, v.key);
+		json_object_set(repo->ws.fork_points, v.key, ts);
+		json_object_set(repo->ws.last_snapshot, v.key, ts);
+		const tt_manifest *now = tt_manifests_find(&repo->objects, v.key);
+		if (now && now->state)
+			json_object_set(repo->ws.base_states, v.key, now->state);
+		json_object_set_new(done_refs, v.key, json_string(ref));
+		json_array_append_new(json_object_get(v.params, "existing") ? reset : created, json_string(v.key));
+		json_t *d = json_pack("{s:s,s:s}", "key", v.key, "ref", ref);
+		tt_oplog_progress(repo->root, op_id, "fork", d, err);
+		json_decref(d);
+		free(ref);
+		/* Written after each reset: a crash leaves every reset described. */
+		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+			goto failed;
+	}
+	{
+		json_t *res = json_pack("{s:O,s:O,s:O,s:s,s:n}", "created", created, "reset", reset, "working_refs",
+					done_refs, "from_commit", commit, "at");
+		rc = tt_oplog_done(repo->root, op_id, res, NULL, NULL, err);
+		json_decref(res);
+		if (rc == 0)
+			*out = json_pack("{s:s,s:O}", "from", rev, "working_refs", done_refs);
+	}
+	goto done;
+failed:
+	{
+		tt_error ignored = TT_ERROR_INIT;
+		json_t *res = json_pack("{s:O,s:s}", "working_refs", done_refs, "failed", tt_error_text(err));
+		tt_oplog_done(repo->root, op_id, res, NULL, NULL, &ignored);
+		json_decref(res);
+		tt_error_clear(&ignored);
+	}
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+cleanup:
+	tt_manifests_release(&then);
+	tt_plan_free(plan);
+	json_decref(keys);
+	json_decref(done_refs);
+	json_decref(created);
+	json_decref(reset);
+	json_decref(heads);
+	free(commit);
+	return rc;
+}
