@@ -51,8 +51,10 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 	const char *strategy = o->strategy ? o->strategy : "auto";
 
 	*out = NULL;
-	if (strcmp(strategy, "auto") != 0 && strcmp(strategy, "ff") != 0 && strcmp(strategy, "merge") != 0)
-		return tt_error_set(err, TT_EUSAGE, "unknown promote strategy '%s' (auto, ff, merge)", strategy);
+	if (strcmp(strategy, "auto") != 0 && strcmp(strategy, "ff") != 0 && strcmp(strategy, "merge") != 0) {
+		rc = tt_error_set(err, TT_EUSAGE, "unknown promote strategy '%s' (auto, ff, merge)", strategy);
+		goto done;
+	}
 	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, NULL, err)) < 0)
 		goto done;
 	if (o->rev)
