@@ -226,6 +226,48 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
  */
 json_t *tt_backends(void);
 
+/* --- gc ------------------------------------------------------------------- */
+
+typedef struct tt_gc_opts {
+	bool dry_run;                        /* tt_repo_gc: report what would go, release nothing */
+	bool release_foreign;                /* also unpin unreferenced pins this clone did not create */
+	bool prune_bookmarks;                /* judge stray tether.ws.* branches */
+	const char *const *keep_bookmarks;   /* bookmarks whose branches pruning keeps */
+	size_t nkeep;
+	bool force_prune;                    /* delete stray branches holding unpinned data too */
+	bool delete_stores;                  /* experimental; refused: not built yet */
+	const char *const *stores;           /* "KIND=LOCATOR" (implies delete_stores; refused) */
+	size_t nstores;
+} tt_gc_opts;
+
+/*
+ * Release what nothing references.  A pin is referenced by any manifest in
+ * visible VCS history, in this or any other live checkout's working tree,
+ * or by an operation still running or interrupted in one of them.  Plain gc
+ * unpins this dataset's unreferenced pins that this clone created (others:
+ * `keep-pin`, unless release_foreign), forgets the working refs of removed
+ * objects and deletes listings no manifest names; it never deletes a
+ * branch.  prune_bookmarks judges stray tether.ws.* branches (delete when
+ * the head is pinned or equals the base, else keep unless force_prune).
+ *
+ * Plans then applies under the checkout and repository locks.  *out is the
+ * report: {unpinned: {kind: [pin ids]}, kept_pins, deleted_working_refs:
+ * {key: [refs]}, kept_working_refs, forgotten_working_refs,
+ * deleted_listings: [names], deleted_stores: {}, kept_stores: {},
+ * forgotten_stores: [], dry_run, failed: {"<op> <target> (key)": error}}.
+ * Once the plan is applied the call returns 0 whatever single actions
+ * failed: those are in "failed", each attempted independently.
+ */
+int tt_repo_gc(tt_repo *repo, const tt_gc_opts *opts, json_t **out, tt_error *err);
+/* The gc plan alone: its saved JSON (format 3) and its text rendering.
+ * Writes nothing but seeding the clone's pinned index the first time. */
+int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *opts, char **plan_json, char **plan_text,
+		    tt_error *err);
+/* Apply a saved gc plan (report as tt_repo_gc) once its preconditions -
+ * this checkout, the history digest, head and manifests - still hold. */
+int tt_repo_apply_gc_plan(tt_repo *repo, const char *plan_json, size_t len, json_t **out,
+			  tt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,14 +11,14 @@
 
 static const cli_cmd *const commands[] = {
 	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove, &cmd_status, &cmd_snapshot, &cmd_commit,
-	&cmd_verify, &cmd_log, &cmd_diff, &cmd_new, &cmd_open, &cmd_promote, &cmd_ops, &cmd_pull, &cmd_undo, &cmd_repair, &cmd_restore,
+	&cmd_verify, &cmd_log, &cmd_diff, &cmd_new, &cmd_open, &cmd_promote, &cmd_gc, &cmd_ops, &cmd_pull, &cmd_undo, &cmd_repair, &cmd_restore,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* Commands of tether that this build does not have yet: named, so a user
  * gets a clear answer instead of "unknown command". */
 static const char *const later[] = {
-	"gc", 	"abandon", "drop", "forget-workspace",
+	"abandon", "drop", "forget-workspace",
 	"upgrade", "export", "publish", "import",
 };
 

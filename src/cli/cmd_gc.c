@@ -1,0 +1,264 @@
+/* cli/cmd_gc.c - `tether gc`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/plan.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+static size_t total(const json_t *map)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+	json_object_foreach((json_t *)map, k, v) n += json_array_size(v);
+	return n;
+}
+
+static void print_entries(const json_t *map)
+{
+	const char *k;
+	json_t *v, *x;
+	size_t i;
+	json_object_foreach((json_t *)map, k, v)
+		json_array_foreach(v, i, x)
+			printf("  %s: %s\n", k, json_string_value(x));
+}
+
+/* tether-vcs's _print_gc_report. */
+static void print_report(const json_t *r)
+{
+	const json_t *unpinned = json_object_get(r, "unpinned"), *kept = json_object_get(r, "kept_pins");
+	const json_t *deleted = json_object_get(r, "deleted_working_refs");
+	const json_t *kept_refs = json_object_get(r, "kept_working_refs");
+	const json_t *listings = json_object_get(r, "deleted_listings");
+	const json_t *stores = json_object_get(r, "deleted_stores"), *kept_st = json_object_get(r, "kept_stores");
+	const char *k;
+	json_t *v;
+	printf("unpinned %zu pin(s)\n", total(unpinned));
+	print_entries(unpinned);
+	if (total(kept)) {
+		printf("kept %zu unreferenced pin(s) this clone did not create (--release-foreign releases)\n",
+		       total(kept));
+		print_entries(kept);
+	}
+	if (total(deleted)) {
+		printf("deleted %zu working branch(es)\n", total(deleted));
+		print_entries(deleted);
+	}
+	if (total(kept_refs)) {
+		printf("kept %zu working branch(es) holding unpinned data (--force-prune deletes)\n",
+		       total(kept_refs));
+		print_entries(kept_refs);
+	}
+	if (total(json_object_get(r, "forgotten_working_refs")))
+		printf("forgot %zu working ref(s) of removed object(s)\n",
+		       total(json_object_get(r, "forgotten_working_refs")));
+	if (json_array_size(listings))
+		printf("deleted %zu orphan listing(s)\n", json_array_size(listings));
+	if (json_object_size(stores)) {
+		printf("deleted %zu created store(s)\n", json_object_size(stores));
+		json_object_foreach((json_t *)stores, k, v) printf("  %s: %s\n", k, json_string_value(v));
+	}
+	if (json_object_size(kept_st)) {
+		printf("kept %zu unreferenced created store(s)\n", json_object_size(kept_st));
+		json_object_foreach((json_t *)kept_st, k, v) printf("  %s: %s\n", k, json_string_value(v));
+	}
+	if (json_array_size(json_object_get(r, "forgotten_stores")))
+		printf("forgot %zu store(s) with nothing of tether's left in them\n",
+		       json_array_size(json_object_get(r, "forgotten_stores")));
+}
+
+static bool applied(const json_t *r)
+{
+	return total(json_object_get(r, "unpinned")) || json_object_size(json_object_get(r, "deleted_working_refs")) ||
+	       json_object_size(json_object_get(r, "forgotten_working_refs")) ||
+	       json_array_size(json_object_get(r, "deleted_listings")) ||
+	       json_object_size(json_object_get(r, "deleted_stores")) ||
+	       json_array_size(json_object_get(r, "forgotten_stores"));
+}
+
+/* The report in the order `tether gc --json` prints it. */
+static json_t *report_json(const json_t *r)
+{
+	static const char *const order[] = {
+		"dry_run", "unpinned", "kept_pins", "deleted_working_refs", "kept_working_refs",
+		"forgotten_working_refs", "deleted_listings", "deleted_stores", "kept_stores",
+		"forgotten_stores", "failed",
+	};
+	json_t *out = json_object();
+	for (size_t i = 0; out && i < sizeof order / sizeof order[0]; i++) {
+		json_t *v = json_object_get(r, order[i]);
+		json_object_set(out, order[i], v ? v : json_object());
+	}
+	return out;
+}
+
+/* Python's repr() of a string, for messages tether-vcs words with !r. */
+static char *repr(const char *s)
+{
+	tt_buf b = TT_BUF_INIT;
+	json_t *v = json_string(s);
+	tt_pyv_repr(&b, v);
+	json_decref(v);
+	return tt_buf_detach(&b);
+}
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *plan_json = NULL, *plan_text = NULL;
+	tt_buf text = TT_BUF_INIT;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
+	bool as_json = cli_flag(cmd, a, "json");
+	bool apply = cli_flag(cmd, a, "no-dry-run") && !cli_flag(cmd, a, "dry-run") && !plan_out;
+	int ki = cli_opt_index(cmd, "keep-bookmark"), si = cli_opt_index(cmd, "store");
+	int rc = EXIT_OK;
+	size_t nwarn = 0;
+
+	if (from && (cli_flag(cmd, a, "dry-run") || plan_out)) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	tt_gc_opts o = {
+		.release_foreign = cli_flag(cmd, a, "release-foreign"),
+		.prune_bookmarks = cli_flag(cmd, a, "prune-bookmarks"),
+		.keep_bookmarks = a->list[ki],
+		.nkeep = a->nlist[ki],
+		.force_prune = cli_flag(cmd, a, "force-prune"),
+		.delete_stores = cli_flag(cmd, a, "delete-stores"),
+		.stores = a->list[si],
+		.nstores = a->nlist[si],
+	};
+	if (o.force_prune && !o.prune_bookmarks) {
+		fprintf(stderr, "error: --force-prune requires --prune-bookmarks\n");
+		return EXIT_ERROR;
+	}
+	for (size_t i = 0; i < o.nstores; i++) {
+		const char *eq = strchr(o.stores[i], '=');
+		if (!eq || eq == o.stores[i] || !eq[1]) {
+			char *r = repr(o.stores[i]);
+			fprintf(stderr, "error: --store expects KIND=LOCATOR, got %s\n", r ? r : o.stores[i]);
+			free(r);
+			return EXIT_ERROR;
+		}
+	}
+	if (o.delete_stores || o.nstores) {
+		fprintf(stderr, "error: `gc --delete-stores` (experimental: reclaiming created stores) is not "
+				"built into this tether (%s) yet\n", tt_version());
+		return EXIT_ERROR;
+	}
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	nwarn = tt_repo_warning_count(repo);
+	if (from) {
+		tt_plan *plan = NULL;
+		if (tt_read_file(from, &text, 64u << 20, &err) < 0 ||
+		    tt_plan_parse(&plan, text.ptr, text.len, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+		if (strcmp(tt_plan_command(plan), "gc") != 0) {
+			char *r = repr(tt_plan_command(plan));
+			fprintf(stderr, "error: %s is a %s plan, expected 'gc'\n", from, r ? r : "?");
+			free(r);
+			tt_plan_free(plan);
+			rc = EXIT_ERROR;
+			goto done;
+		}
+		tt_plan_free(plan);
+		if (tt_repo_apply_gc_plan(repo, text.ptr, text.len, &out, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+	} else if (!apply) {
+		if (tt_repo_plan_gc(repo, &o, &plan_json, &plan_text, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+		if (plan_out) {
+			if (tt_write_file_atomic(plan_out, plan_json, strlen(plan_json), 0644, &err) < 0) {
+				rc = cli_fail(&err);
+				goto done;
+			}
+			fprintf(stderr, "plan written to %s\n", plan_out);
+		}
+		if (as_json)
+			printf("%s\n", plan_json);
+		else
+			fputs(plan_text, stdout);
+		goto done;
+	} else if (tt_repo_gc(repo, &o, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	json_t *failed = json_object_get(out, "failed");
+	if (as_json) {
+		json_t *shaped = report_json(out);
+		rc = shaped ? cli_print_json(shaped) : EXIT_ERROR;
+		json_decref(shaped);
+	} else {
+		const char *k;
+		json_t *v;
+		print_report(out);
+		json_object_foreach(failed, k, v) fprintf(stderr, "FAILED    %s: %s\n", k, json_string_value(v));
+	}
+	if (rc == EXIT_OK && json_object_size(failed))
+		rc = applied(out) ? EXIT_PARTIAL : EXIT_ERROR;
+done:
+	if (repo)
+		for (size_t i = nwarn; i < tt_repo_warning_count(repo); i++)
+			cli_warning("%s", tt_repo_warning(repo, i));
+	tt_buf_release(&text);
+	free(plan_json);
+	free(plan_text);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show the plan (the default)." },
+	{ "no-dry-run", 0, OPT_FLAG, NULL, "Apply the plan: release what nothing references." },
+	{ "prune-bookmarks", 0, OPT_FLAG, NULL,
+	  "Also delete `tether.ws.*` branches of bookmarks that are gone, legacy per-workspace branches, "
+	  "and this workspace's unused ones." },
+	{ "keep-bookmark", 0, OPT_LIST, "NAME",
+	  "Bookmark whose branches --prune-bookmarks must keep although the VCS here does not have it; "
+	  "repeatable." },
+	{ "force-prune", 0, OPT_FLAG, NULL,
+	  "With --prune-bookmarks: delete stray branches even when they hold unpinned writes, a pin-less "
+	  "recorded state, or are the storage itself.  Data on them is lost." },
+	{ "delete-stores", 0, OPT_FLAG, NULL, "Reclaim stores this dataset created (experimental; not built "
+	  "into this tether yet)." },
+	{ "store", 0, OPT_LIST, "KIND=LOCATOR", "A created store to consider (implies --delete-stores; not "
+	  "built into this tether yet)." },
+	{ "release-foreign", 0, OPT_FLAG, NULL,
+	  "Also release unreferenced pins this clone did not create (kept as `keep-pin` by default)." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_gc = {
+	"gc", "[--dry-run | --no-dry-run] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
+	"[--force-prune]] [--plan FILE | --from-plan FILE] [--json]",
+	"Release native pins that no manifest in VCS history references.",
+	"Only pins this clone created are released; any other unreferenced pin is kept and\n"
+	"listed as `keep-pin` (--release-foreign releases those too).  References count\n"
+	"from every manifest in visible history, the working trees of every live checkout,\n"
+	"and operations still running or interrupted in any of them.  Also forgets this\n"
+	"workspace's refs for removed objects and deletes unreferenced listings.\n"
+	"--prune-bookmarks evaluates stray `tether.ws.*` branches: one is deleted only if its\n"
+	"head is pinned or equals the base head, otherwise kept (--force-prune deletes those\n"
+	"too).  A dry run by default: pass --no-dry-run (or --from-plan) to release.  When\n"
+	"some actions fail, what the rest did is printed with the failures; exit status 3\n"
+	"if anything was released.",
+	opts, 0, 0, run,
+};
