@@ -10,8 +10,10 @@
 #include "util/mem.h"
 
 static const cli_cmd *const commands[] = {
-	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove, &cmd_status, &cmd_snapshot, &cmd_commit,
-	&cmd_verify, &cmd_log, &cmd_diff, &cmd_new, &cmd_open, &cmd_promote, &cmd_gc, &cmd_ops, &cmd_pull, &cmd_undo, &cmd_repair, &cmd_restore,
+	&cmd_init, &cmd_backends, &cmd_add, &cmd_set, &cmd_remove,
+	&cmd_status, &cmd_snapshot, &cmd_commit, &cmd_verify, &cmd_diff, &cmd_log,
+	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
+	&cmd_ops, &cmd_undo, &cmd_repair,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
