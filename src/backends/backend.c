@@ -316,6 +316,7 @@ static const struct {
 	backend_ctor make;
 } builtins[] = {
 	{ "memory", tt_memory_backend_new },
+	{ "file", tt_file_backend_new },
 };
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,

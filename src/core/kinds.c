@@ -209,7 +209,7 @@ static const tt_kind kinds[] = {
 	  NONE, NONE, L("uri", "path"), ducklake_validate },
 	{ "file", "stable",
 	  TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_DIFF | TT_CAP_CREATE,
-	  false, NOT_YET, L("uri", "path"), NONE, NONE, L("storage_options"), STORAGE_OPTS, NONE,
+	  true, NULL, L("uri", "path"), NONE, NONE, L("storage_options"), STORAGE_OPTS, NONE,
 	  L("uri", "path"), NULL },
 	{ "git", "stable",
 	  TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |

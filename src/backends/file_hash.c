@@ -1,0 +1,1071 @@
+/*
+ * backends/file_hash.c - the file backend's directory walk, its parallel
+ * SHA-256 engine and the persistent hash cache (see file.h).
+ *
+ * The walk follows tether-vcs's _walk: directories are descended without
+ * following symlinked ones; a regular file, or a symlink whose target is a
+ * regular file, is a file (stat'ed through); any other symlink - to a
+ * directory, dangling, to a FIFO - is recorded by its target; FIFOs,
+ * sockets and devices are skipped; the owner marker is skipped at the root
+ * only.  A stat error other than "no such file" is an error, as it is for
+ * os.DirEntry.is_file().
+ *
+ * Hashing: the cache answers every file whose (size, mtime_ns, ctime_ns,
+ * inode) match an entry that was not made "racily" (within 2 s of the
+ * file's last change); the rest are read on a pool of workers, each with
+ * one 1 MiB buffer and one EVP context for all its files, biggest files
+ * first so one large file does not finish last.  The cache file
+ * (.tether/cache/file-hashes.json) is tether-vcs's format, byte for byte:
+ *     {"<path>":[size,mtime_ns,ctime_ns,inode,"<sha256>",hashed_at_ns],...}
+ * dumped with json.dumps(separators=(",", ":")) (ASCII escapes, insertion
+ * order), so either implementation reads what the other wrote.
+ */
+#define _GNU_SOURCE
+#include "backends/file.h"
+
+#include <blake2.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/pool.h"
+
+#define KIND "file"
+#define READ_BUF ((size_t)1 << 20)
+/* An entry hashed this close to the file's last change is not trusted: a
+ * write landing in the same timestamp tick as the read leaves size, mtime
+ * and ctime unchanged (git's "racily clean" files); ticks can be as coarse
+ * as 2 s (FAT, some NFS). */
+#define RACY_WINDOW_NS INT64_C(2000000000)
+/* The cache file can be big (about 150 bytes per file ever hashed). */
+#define CACHE_READ_MAX ((size_t)2 << 30)
+#define MIN_DEFAULT_THREADS 4u
+
+/* --- errors ------------------------------------------------------------------------ */
+
+/* The OSError subclass CPython raises for errnum. */
+static const char *py_oserror_class(int e)
+{
+	switch (e) {
+	case EAGAIN:
+	case EALREADY:
+	case EINPROGRESS:
+		return "BlockingIOError";
+	case ECHILD:
+		return "ChildProcessError";
+	case EPIPE:
+	case ESHUTDOWN:
+		return "BrokenPipeError";
+	case ECONNABORTED:
+		return "ConnectionAbortedError";
+	case ECONNREFUSED:
+		return "ConnectionRefusedError";
+	case ECONNRESET:
+		return "ConnectionResetError";
+	case EEXIST:
+		return "FileExistsError";
+	case ENOENT:
+		return "FileNotFoundError";
+	case EISDIR:
+		return "IsADirectoryError";
+	case ENOTDIR:
+		return "NotADirectoryError";
+	case EINTR:
+		return "InterruptedError";
+	case EACCES:
+	case EPERM:
+		return "PermissionError";
+	case ESRCH:
+		return "ProcessLookupError";
+	case ETIMEDOUT:
+		return "TimeoutError";
+	default:
+		return "OSError";
+	}
+}
+
+int tt_file_os_error(tt_error *err, int errnum, const char *path)
+{
+	tt_buf quoted = TT_BUF_INIT;
+	json_t *s = path ? json_string(path) : NULL;
+	int rc;
+
+	if (errnum == ENOMEM)
+		return tt_error_oom(err);
+	if (path) {
+		/* repr(path); a name that is not UTF-8 is shown as it is. */
+		if (!s || tt_py_repr(&quoted, s) != 0) {
+			tt_buf_reset(&quoted);
+			tt_buf_printf(&quoted, "'%s'", path);
+		}
+	}
+	if (path && !quoted.failed)
+		rc = tt_error_set(err, TT_EBACKEND, KIND ": %s: [Errno %d] %s: %s",
+				  py_oserror_class(errnum), errnum, strerror(errnum), quoted.ptr);
+	else
+		rc = tt_error_set(err, TT_EBACKEND, KIND ": %s: [Errno %d] %s",
+				  py_oserror_class(errnum), errnum, strerror(errnum));
+	tt_error_object(err, NULL, KIND);
+	json_decref(s);
+	tt_buf_release(&quoted);
+	return rc;
+}
+
+/* --- the engine -------------------------------------------------------------------- */
+
+/* What the cache file looked like when last read or written. */
+typedef struct file_sig {
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime_ns, ctime_ns;
+} file_sig;
+
+struct tt_fhash {
+	pthread_mutex_t lock;   /* entries, loaded, dirty, disk */
+	char *cache_file;       /* NULL: memory only */
+	json_t *entries;        /* path -> [size, mtime_ns, ctime_ns, ino, sha256, hashed_at_ns] */
+	bool loaded, dirty;
+	file_sig disk;
+	unsigned threads;
+	tt_file_progress_fn progress;
+	void *progress_ctx;
+	int64_t (*now_ns)(void);
+	atomic_uint_fast64_t hashed_files, hashed_bytes, hits, saves;
+};
+
+static int64_t ts_ns(struct timespec t)
+{
+	return (int64_t)t.tv_sec * INT64_C(1000000000) + (int64_t)t.tv_nsec;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return ts_ns(t);
+}
+
+int tt_fhash_new(tt_fhash **out, const char *cache_file, tt_error *err)
+{
+	tt_fhash *h = tt_calloc(1, sizeof *h);
+	*out = NULL;
+	if (!h)
+		return tt_error_oom(err);
+	if (cache_file && !(h->cache_file = tt_strdup(cache_file))) {
+		free(h);
+		return tt_error_oom(err);
+	}
+	if (pthread_mutex_init(&h->lock, NULL) != 0) {
+		free(h->cache_file);
+		free(h);
+		return tt_error_set(err, TT_ERROR, "cannot create a mutex");
+	}
+	atomic_init(&h->hashed_files, 0);
+	atomic_init(&h->hashed_bytes, 0);
+	atomic_init(&h->hits, 0);
+	atomic_init(&h->saves, 0);
+	*out = h;
+	return 0;
+}
+
+void tt_fhash_free(tt_fhash *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_destroy(&h->lock);
+	json_decref(h->entries);
+	free(h->cache_file);
+	free(h);
+}
+
+void tt_fhash_set_progress(tt_fhash *h, tt_file_progress_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&h->lock);
+	h->progress = fn;
+	h->progress_ctx = ctx;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void tt_fhash_set_threads(tt_fhash *h, unsigned threads)
+{
+	pthread_mutex_lock(&h->lock);
+	h->threads = threads;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void tt_fhash_set_clock(tt_fhash *h, int64_t (*now_ns)(void))
+{
+	pthread_mutex_lock(&h->lock);
+	h->now_ns = now_ns;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void tt_fhash_stats(tt_fhash *h, tt_file_stats *out)
+{
+	out->hashed_files = atomic_load(&h->hashed_files);
+	out->hashed_bytes = atomic_load(&h->hashed_bytes);
+	out->cache_hits = atomic_load(&h->hits);
+	out->cache_saves = atomic_load(&h->saves);
+}
+
+/* --- the cache file ---------------------------------------------------------------- */
+
+static file_sig sig_of(const char *path)
+{
+	file_sig s = { 0 };
+	struct stat st;
+	if (path && stat(path, &st) == 0) {
+		s.exists = true;
+		s.dev = st.st_dev;
+		s.ino = st.st_ino;
+		s.size = st.st_size;
+		s.mtime_ns = ts_ns(st.st_mtim);
+		s.ctime_ns = ts_ns(st.st_ctim);
+	}
+	return s;
+}
+
+static bool sig_equal(const file_sig *a, const file_sig *b)
+{
+	return a->exists == b->exists &&
+	       (!a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+			       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns));
+}
+
+/* The cache file's table, or NULL when it is missing, unreadable or not a
+ * JSON object: a cache that cannot be read is an empty one (as tether-vcs
+ * treats it).  *sig: the file as read. */
+static json_t *read_cache_file(const char *path, file_sig *sig)
+{
+	tt_buf text = TT_BUF_INIT;
+	tt_error ignored = TT_ERROR_INIT;
+	json_t *v = NULL;
+
+	*sig = sig_of(path);
+	if (sig->exists && tt_read_file(path, &text, CACHE_READ_MAX, &ignored) == 0)
+		v = tt_json_parse(text.ptr, text.len, path, &ignored);
+	tt_error_clear(&ignored);
+	tt_buf_release(&text);
+	if (v && !json_is_object(v)) {
+		json_decref(v);
+		v = NULL;
+	}
+	return v;
+}
+
+static int cache_load_locked(tt_fhash *h, tt_error *err)
+{
+	if (h->loaded)
+		return 0;
+	if (h->cache_file)
+		h->entries = read_cache_file(h->cache_file, &h->disk);
+	if (!h->entries && !(h->entries = json_object()))
+		return tt_error_oom(err);
+	h->loaded = true;
+	return 0;
+}
+
+static bool json_int_of(const json_t *v, int64_t *out)
+{
+	if (json_is_integer(v)) {
+		*out = (int64_t)json_integer_value(v);
+		return true;
+	}
+	if (json_is_real(v)) { /* int(x) of a float */
+		double d = json_real_value(v);
+		if (d > -9.2e18 && d < 9.2e18) {
+			*out = (int64_t)d;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int64_t entry_hashed_at(const json_t *e)
+{
+	int64_t t;
+	return json_is_array(e) && json_int_of(json_array_get(e, 5), &t) ? t : INT64_MIN;
+}
+
+/* Another process (or another backend of this one) may have written the file
+ * since it was read: keep its entries, the newer of two for one path.  Every
+ * entry carries the stat it was made for, so either choice is a correct
+ * cache; the newer one is just likelier to hit. */
+static int merge_disk_locked(tt_fhash *h, tt_error *err)
+{
+	file_sig now = sig_of(h->cache_file);
+	json_t *disk;
+	const char *k;
+	json_t *v;
+
+	if (sig_equal(&now, &h->disk))
+		return 0;
+	disk = read_cache_file(h->cache_file, &now);
+	json_object_foreach(disk, k, v) {
+		json_t *mine = json_object_get(h->entries, k);
+		if (!mine || entry_hashed_at(v) > entry_hashed_at(mine)) {
+			if (json_object_set(h->entries, k, v) != 0) {
+				json_decref(disk);
+				return tt_error_oom(err);
+			}
+		}
+	}
+	json_decref(disk);
+	return 0;
+}
+
+/*
+ * The cache file is read, merged and rewritten under an flock on its
+ * directory, so two writers (processes, or two backends of one process)
+ * never drop each other's entries.  Best effort: where the lock cannot be
+ * had (no flock on the file system, a holder for over 2 s) the write goes
+ * ahead anyway - the worst case is a lost entry, which costs a re-hash.
+ * Returns the locked descriptor or -1.
+ */
+static int lock_cache_dir(const char *cache_file)
+{
+	tt_error ignored = TT_ERROR_INIT;
+	char *dir = tt_dirname(cache_file);
+	int fd = -1;
+
+	if (dir && tt_mkdirs(dir, 0777, &ignored) == 0)
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	tt_error_clear(&ignored);
+	free(dir);
+	for (int tries = 0; fd >= 0; tries++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if ((errno != EWOULDBLOCK && errno != EINTR) || tries >= 400) {
+			close(fd);
+			return -1;
+		}
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	return -1;
+}
+
+/* Write the table if it changed.  A cache is not worth an error: a failure
+ * to write it leaves the old file and costs a re-hash next time. */
+static int cache_save_locked(tt_fhash *h, tt_error *err)
+{
+	tt_buf text = TT_BUF_INIT;
+	tt_error ignored = TT_ERROR_INIT;
+	int rc = 0;
+
+	int lock_fd;
+
+	if (!h->dirty || !h->cache_file || !h->entries)
+		return 0;
+	lock_fd = lock_cache_dir(h->cache_file);
+	if ((rc = merge_disk_locked(h, err)) != 0)
+		goto done;
+	/* json.dumps(entries, separators=(",", ":")): ASCII escapes, insertion order. */
+	if (tt_json_dump(&text, h->entries, (tt_json_style){ -1, false, true, true }) != 0) {
+		rc = text.failed == TT_ENOMEM ? tt_error_oom(err) : 0;
+		goto done;
+	}
+	if (tt_write_file_atomic(h->cache_file, text.ptr, text.len, 0666, &ignored) == 0) {
+		h->disk = sig_of(h->cache_file);
+		h->dirty = false;
+		atomic_fetch_add(&h->saves, 1);
+	}
+done:
+	if (lock_fd >= 0)
+		close(lock_fd); /* releases the flock */
+	tt_error_clear(&ignored);
+	tt_buf_release(&text);
+	return rc;
+}
+
+/* The stat of one file as the cache keys it. */
+typedef struct fstat_key {
+	uint64_t size, ino;
+	int64_t mtime_ns, ctime_ns;
+} fstat_key;
+
+static fstat_key key_of(const struct stat *st)
+{
+	return (fstat_key){ (uint64_t)st->st_size, (uint64_t)st->st_ino, ts_ns(st->st_mtim),
+			    ts_ns(st->st_ctim) };
+}
+
+static bool num_is(const json_t *v, uint64_t want)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+	       (uint64_t)json_integer_value(v) == want;
+}
+
+static bool snum_is(const json_t *v, int64_t want)
+{
+	return json_is_integer(v) && (int64_t)json_integer_value(v) == want;
+}
+
+/* The cached sha256 of path when every stat field matches and the entry was
+ * not made racily; NULL otherwise. */
+static const char *cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *k)
+{
+	json_t *e = json_object_get(h->entries, path);
+	json_t *hex;
+	int64_t at;
+
+	if (!json_is_array(e) || json_array_size(e) != 6 || !num_is(json_array_get(e, 0), k->size) ||
+	    !snum_is(json_array_get(e, 1), k->mtime_ns) || !snum_is(json_array_get(e, 2), k->ctime_ns) ||
+	    !num_is(json_array_get(e, 3), k->ino) || !json_int_of(json_array_get(e, 5), &at))
+		return NULL;
+	{
+		int64_t changed = k->mtime_ns > k->ctime_ns ? k->mtime_ns : k->ctime_ns;
+		if (at - changed < RACY_WINDOW_NS)
+			return NULL;
+	}
+	hex = json_array_get(e, 4);
+	return json_is_string(hex) ? json_string_value(hex) : NULL;
+}
+
+static int cache_record_locked(tt_fhash *h, const char *path, const fstat_key *k, const char *hex,
+			       int64_t hashed_at, tt_error *err)
+{
+	json_t *e;
+	/* Numbers beyond a JSON integer (a 64-bit inode past 2^63) are not
+	 * cached: such a file is simply hashed every time. */
+	if (k->size > (uint64_t)INT64_MAX || k->ino > (uint64_t)INT64_MAX)
+		return 0;
+	/* Nor is a path that is not UTF-8 (a JSON key cannot hold it). */
+	if (!tt_utf8_valid(path, strlen(path)))
+		return 0;
+	e = json_pack("[I,I,I,I,s,I]", (json_int_t)k->size, (json_int_t)k->mtime_ns,
+		      (json_int_t)k->ctime_ns, (json_int_t)k->ino, hex, (json_int_t)hashed_at);
+	if (!e || json_object_set_new(h->entries, path, e) != 0)
+		return tt_error_oom(err);
+	h->dirty = true;
+	return 0;
+}
+
+/* --- hashing ----------------------------------------------------------------------- */
+
+/* One file to read. */
+typedef struct miss {
+	const char *path;       /* full path (cache key, and what is opened) */
+	fstat_key key;
+	char *hex;              /* 65 bytes to fill */
+	int errnum;             /* -1 not run, 0 done, else errno */
+	bool read_error;        /* failed in read(), not open(): no filename in the message */
+} miss;
+
+typedef struct hash_job {
+	miss **items;
+	size_t n;
+	atomic_size_t next;
+	atomic_bool stop;
+	EVP_MD *md;
+	tt_fhash *h;
+	tt_file_progress_fn progress;
+	void *progress_ctx;
+	uint64_t files_total, bytes_total;
+	atomic_uint_fast64_t files_done, bytes_done;
+} hash_job;
+
+/* sha256 of an open file into hex, with the worker's buffer and context. */
+static int hash_fd(int fd, uint64_t size, unsigned char *buf, EVP_MD_CTX *ctx, const EVP_MD *md,
+		   char *hex, uint64_t *read_bytes)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+
+	if (size > READ_BUF)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (EVP_DigestInit_ex2(ctx, md, NULL) != 1)
+		return ENOMEM;
+	for (;;) {
+		ssize_t got = read(fd, buf, READ_BUF);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (got == 0)
+			break;
+		*read_bytes += (uint64_t)got;
+		if (EVP_DigestUpdate(ctx, buf, (size_t)got) != 1)
+			return ENOMEM;
+	}
+	if (EVP_DigestFinal_ex(ctx, digest, &dlen) != 1 || dlen != 32)
+		return ENOMEM;
+	tt_hex(hex, digest, 32);
+	return 0;
+}
+
+static void hash_one(hash_job *job, miss *m, unsigned char *buf, EVP_MD_CTX *ctx)
+{
+	uint64_t got = 0;
+	/* O_NONBLOCK: a FIFO named as the object reads as empty instead of
+	 * hanging (no effect on regular files). */
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		m->errnum = errno;
+		return;
+	}
+	m->errnum = hash_fd(fd, m->key.size, buf, ctx, job->md, m->hex, &got);
+	m->read_error = m->errnum != 0 && m->errnum != ENOMEM;
+	close(fd);
+	atomic_fetch_add(&job->h->hashed_bytes, got);
+	if (m->errnum == 0) {
+		atomic_fetch_add(&job->h->hashed_files, 1);
+		uint64_t files = atomic_fetch_add(&job->files_done, 1) + 1;
+		uint64_t bytes = atomic_fetch_add(&job->bytes_done, got) + got;
+		if (job->progress) {
+			tt_file_progress p = { files, job->files_total, bytes, job->bytes_total };
+			job->progress(job->progress_ctx, &p);
+		}
+	}
+}
+
+/* One worker: its own buffer and EVP context, reused for every file it
+ * takes.  A worker that cannot allocate them takes nothing; the others (or,
+ * when none could, the check after the pool) deal with it. */
+static void hash_worker(size_t index, void *arg)
+{
+	hash_job *job = arg;
+	unsigned char *buf = aligned_alloc(4096, READ_BUF);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	(void)index;
+
+	if (buf && ctx) {
+		for (;;) {
+			size_t i = atomic_fetch_add(&job->next, 1);
+			if (i >= job->n || atomic_load(&job->stop))
+				break;
+			hash_one(job, job->items[i], buf, ctx);
+			if (job->items[i]->errnum != 0)
+				atomic_store(&job->stop, true);
+		}
+	}
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+}
+
+static int by_size_desc(const void *pa, const void *pb)
+{
+	const miss *a = *(miss *const *)pa, *b = *(miss *const *)pb;
+	if (a->key.size != b->key.size)
+		return a->key.size > b->key.size ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+static int64_t now_of(tt_fhash *h)
+{
+	return h->now_ns ? h->now_ns() : realtime_ns();
+}
+
+/*
+ * Fill each miss's hex: all reads in parallel, then record them in the
+ * cache and save it.  The first failure in path order is the error (the
+ * files hashed before it are still recorded).
+ */
+static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
+{
+	int rc = 0;
+	miss **order = NULL, *failed = NULL;
+	hash_job job;
+	unsigned threads;
+	int64_t started;
+
+	memset(&job, 0, sizeof job);
+	if (n == 0)
+		return 0;
+	if (!(order = tt_reallocarray(NULL, n, sizeof *order)))
+		return tt_error_oom(err);
+	for (size_t i = 0; i < n; i++) {
+		order[i] = &misses[i];
+		misses[i].errnum = -1;
+		job.bytes_total += misses[i].key.size;
+	}
+	/* Biggest first: the pool then ends on small files, not on one big one. */
+	qsort(order, n, sizeof *order, by_size_desc);
+	job.items = order;
+	job.n = n;
+	job.h = h;
+	job.files_total = n;
+	atomic_init(&job.next, 0);
+	atomic_init(&job.stop, false);
+	atomic_init(&job.files_done, 0);
+	atomic_init(&job.bytes_done, 0);
+	pthread_mutex_lock(&h->lock);
+	threads = h->threads;
+	job.progress = h->progress;
+	job.progress_ctx = h->progress_ctx;
+	/* The stamp is taken before any read: an entry claims no more than
+	 * what was true when reading began. */
+	started = now_of(h);
+	pthread_mutex_unlock(&h->lock);
+	if (!threads) {
+		threads = tt_cpu_count();
+		if (threads < MIN_DEFAULT_THREADS)
+			threads = MIN_DEFAULT_THREADS; /* reads from cold storage overlap */
+	}
+	if ((size_t)threads > n)
+		threads = (unsigned)n;
+	if (!(job.md = EVP_MD_fetch(NULL, "SHA256", NULL))) {
+		rc = tt_error_set(err, TT_ERROR, "OpenSSL has no SHA256");
+		goto done;
+	}
+	if ((rc = tt_pool_map(threads, threads, hash_worker, &job, err)) != 0)
+		goto done;
+
+	/* The first failure in path order; an item no worker ran (-1) with no
+	 * failure anywhere means no worker could allocate its buffer. */
+	for (size_t i = 0; i < n && !failed; i++)
+		if (misses[i].errnum > 0)
+			failed = &misses[i];
+	for (size_t i = 0; i < n && !failed; i++)
+		if (misses[i].errnum != 0)
+			failed = &misses[i];
+	pthread_mutex_lock(&h->lock);
+	rc = cache_load_locked(h, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (misses[i].errnum == 0)
+			rc = cache_record_locked(h, misses[i].path, &misses[i].key, misses[i].hex,
+						 started, err);
+	if (rc == 0)
+		rc = cache_save_locked(h, err);
+	pthread_mutex_unlock(&h->lock);
+	if (rc == 0 && failed) {
+		if (failed->errnum == -1 || failed->errnum == ENOMEM)
+			rc = tt_error_oom(err);
+		else
+			rc = tt_file_os_error(err, failed->errnum, failed->read_error ? NULL : failed->path);
+	}
+done:
+	EVP_MD_free(job.md);
+	free(order);
+	return rc;
+}
+
+int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex[65],
+		  tt_error *err)
+{
+	int rc;
+	const char *known;
+	miss m;
+
+	memset(&m, 0, sizeof m);
+	m.path = path;
+	m.key = key_of(st);
+	m.hex = hex;
+	pthread_mutex_lock(&h->lock);
+	rc = cache_load_locked(h, err);
+	known = rc == 0 ? cache_lookup_locked(h, path, &m.key) : NULL;
+	if (known && strlen(known) == 64)
+		memcpy(hex, known, 65);
+	pthread_mutex_unlock(&h->lock);
+	if (rc)
+		return rc;
+	if (known && strlen(known) == 64) {
+		atomic_fetch_add(&h->hits, 1);
+		return 0;
+	}
+	return hash_misses(h, &m, 1, err);
+}
+
+/* --- the walk ---------------------------------------------------------------------- */
+
+typedef struct wentry {
+	size_t off;             /* relative path in the names buffer */
+	const char *path;       /* set once the buffer stops moving */
+	const char *full;       /* full path (set for files) */
+	bool link;
+	struct stat st;         /* files: stat through symlinks */
+	char token[TT_FILE_TOKEN_MAX];
+} wentry;
+
+typedef struct walk {
+	const char *root;
+	tt_buf names;           /* relative paths, NUL-separated (offsets stay valid) */
+	wentry *items;
+	size_t n, alloc;
+	size_t *dirs;           /* stack of directory offsets in names (SIZE_MAX: the root) */
+	size_t ndirs, dirs_alloc;
+	tt_buf full;            /* scratch: a full path */
+	tt_buf scratch;
+} walk;
+
+/* str(Path(root) / rel): "." contributes nothing, "/" no extra slash. */
+static int join_full(tt_buf *out, const char *root, const char *rel)
+{
+	size_t rl = strlen(root);
+	tt_buf_reset(out);
+	if (!rel || !*rel)
+		return tt_buf_puts(out, root);
+	if (strcmp(root, ".") == 0)
+		return tt_buf_puts(out, rel);
+	tt_buf_puts(out, root);
+	if (rl == 0 || root[rl - 1] != '/')
+		tt_buf_putc(out, '/');
+	return tt_buf_puts(out, rel);
+}
+
+/* names += [parent "/"] name "\0"; returns the offset or SIZE_MAX on OOM. */
+static size_t add_name(walk *w, size_t parent, const char *name)
+{
+	size_t off = w->names.len, plen = parent == SIZE_MAX ? 0 : strlen(w->names.ptr + parent);
+	/* Room first: the parent's text lives in the same buffer. */
+	if (tt_buf_grow(&w->names, plen + strlen(name) + 2) != 0)
+		return SIZE_MAX;
+	if (parent != SIZE_MAX) {
+		tt_buf_put(&w->names, w->names.ptr + parent, plen);
+		tt_buf_putc(&w->names, '/');
+	}
+	tt_buf_puts(&w->names, name);
+	tt_buf_putc(&w->names, '\0');
+	return w->names.failed ? SIZE_MAX : off;
+}
+
+/* w->full = the full path of name in directory rel (SIZE_MAX: the root). */
+static int child_full(walk *w, size_t rel, const char *name)
+{
+	tt_buf_reset(&w->scratch);
+	if (rel != SIZE_MAX) {
+		tt_buf_puts(&w->scratch, w->names.ptr + rel);
+		tt_buf_putc(&w->scratch, '/');
+	}
+	tt_buf_puts(&w->scratch, name);
+	if (w->scratch.failed)
+		return TT_ENOMEM;
+	return join_full(&w->full, w->root, w->scratch.ptr);
+}
+
+static int add_entry(walk *w, size_t off, bool link, const struct stat *st, wentry **out)
+{
+	if (TT_ARRAY_GROW(w->items, w->alloc, w->n + 1) != 0)
+		return TT_ENOMEM;
+	wentry *e = &w->items[w->n++];
+	memset(e, 0, sizeof *e);
+	e->off = off;
+	e->link = link;
+	if (st)
+		e->st = *st;
+	*out = e;
+	return 0;
+}
+
+/* A symlink that is not read through: its token hashes the target's bytes
+ * (os.readlink, as os.fsencode gives them back). */
+static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], int *errnum)
+{
+	char stack_buf[512], *target = stack_buf;
+	size_t cap = sizeof stack_buf;
+	ssize_t n;
+	char hex[65];
+
+	for (;;) {
+		n = readlinkat(dfd, name, target, cap);
+		if (n < 0) {
+			*errnum = errno;
+			break;
+		}
+		if ((size_t)n < cap)
+			break;
+		if (target != stack_buf)
+			free(target);
+		cap *= 2;
+		if (!(target = tt_malloc(cap))) {
+			*errnum = ENOMEM;
+			return -1;
+		}
+	}
+	if (n >= 0 && tt_sha256_hex(hex, target, (size_t)n) != 0) {
+		*errnum = ENOMEM;
+		n = -1;
+	}
+	if (target != stack_buf)
+		free(target);
+	if (n < 0)
+		return -1;
+	snprintf(token, TT_FILE_TOKEN_MAX, "symlink:%s", hex);
+	return 0;
+}
+
+/* Read one directory (rel: SIZE_MAX for the root). */
+static int walk_dir(walk *w, size_t rel, tt_error *err)
+{
+	int rc = 0;
+	DIR *d;
+	int dfd;
+
+	if (join_full(&w->full, w->root, rel == SIZE_MAX ? NULL : w->names.ptr + rel) != 0)
+		return tt_error_oom(err);
+	if (!(d = opendir(w->full.ptr)))
+		return tt_file_os_error(err, errno, w->full.ptr);
+	dfd = dirfd(d);
+	for (;;) {
+		struct dirent *de;
+		struct stat st;
+		unsigned char type;
+		size_t off;
+		wentry *e;
+
+		errno = 0;
+		if (!(de = readdir(d))) {
+			if (errno) {
+				int errnum = errno;
+				if (join_full(&w->full, w->root, rel == SIZE_MAX ? NULL : w->names.ptr + rel))
+					rc = tt_error_oom(err);
+				else
+					rc = tt_file_os_error(err, errnum, w->full.ptr);
+			}
+			break;
+		}
+		if (de->d_name[0] == '.' &&
+		    (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+			continue;
+		type = de->d_type;
+		if (type == DT_UNKNOWN) {
+			/* The file system does not say: lstat, as DirEntry does. */
+			if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+				if (errno == ENOENT)
+					continue; /* gone since readdir */
+				rc = errno;
+				goto os_error;
+			}
+			type = IFTODT(st.st_mode);
+		}
+		if (type != DT_DIR && type != DT_REG && type != DT_LNK)
+			continue; /* FIFOs, sockets, devices: not files */
+		if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		if (type == DT_DIR) {
+			if (TT_ARRAY_GROW(w->dirs, w->dirs_alloc, w->ndirs + 1) != 0) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			w->dirs[w->ndirs++] = off;
+			continue;
+		}
+		/* A file, or a symlink to one: stat through.  A dangling symlink
+		 * (ENOENT) is not a file; any other failure is an error, as
+		 * DirEntry.is_file() raises it. */
+		if (fstatat(dfd, de->d_name, &st, 0) != 0) {
+			if (type == DT_REG || errno != ENOENT) {
+				rc = errno;
+				goto os_error;
+			}
+			st.st_mode = 0;
+		}
+		if (S_ISREG(st.st_mode)) {
+			/* The owner marker is not content; only at the root. */
+			if (rel == SIZE_MAX && strcmp(de->d_name, TT_FILE_OWNER_MARKER) == 0)
+				continue;
+			if (add_entry(w, off, false, &st, &e) != 0) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			continue;
+		}
+		if (type != DT_LNK)
+			continue; /* a "regular" entry that stat calls something else */
+		if (add_entry(w, off, true, NULL, &e) != 0) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		{
+			int errnum = 0;
+			if (link_token(dfd, de->d_name, e->token, &errnum) != 0) {
+				rc = errnum;
+				goto os_error;
+			}
+		}
+		continue;
+	os_error:
+		if (child_full(w, rel, de->d_name) != 0)
+			rc = tt_error_oom(err);
+		else
+			rc = tt_file_os_error(err, rc, w->full.ptr);
+		break;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int by_path(const void *pa, const void *pb)
+{
+	const wentry *a = pa, *b = pb;
+	return strcmp(a->path, b->path);
+}
+
+void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
+{
+	static const uint8_t zero = 0;
+	blake2b_state S;
+	uint8_t out[16];
+
+	blake2b_init(&S, sizeof out);
+	for (size_t i = 0; i < n; i++) {
+		blake2b_update(&S, (const uint8_t *)rows[i].path, strlen(rows[i].path));
+		blake2b_update(&S, &zero, 1);
+		blake2b_update(&S, (const uint8_t *)rows[i].token, strlen(rows[i].token));
+		blake2b_update(&S, &zero, 1);
+	}
+	blake2b_final(&S, out, sizeof out);
+	tt_hex(hex, out, sizeof out);
+}
+
+void tt_file_tree_release(tt_file_tree *t)
+{
+	if (!t)
+		return;
+	free(t->rows);
+	free(t->names);
+	memset(t, 0, sizeof *t);
+}
+
+int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
+{
+	int rc = 0;
+	walk w;
+	tt_buf fulls = TT_BUF_INIT;   /* full paths of the files, NUL-separated */
+	miss *misses = NULL;
+	size_t nmiss = 0;
+	uint64_t hits = 0;
+
+	memset(out, 0, sizeof *out);
+	memset(&w, 0, sizeof w);
+	w.root = root;
+	tt_buf_init(&w.names, 0);
+	tt_buf_init(&w.full, 0);
+	tt_buf_init(&w.scratch, 0);
+
+	/* Depth-first over a stack of directories; order does not matter, the
+	 * rows are sorted at the end. */
+	if ((rc = walk_dir(&w, SIZE_MAX, err)) != 0)
+		goto done;
+	while (w.ndirs > 0) {
+		size_t rel = w.dirs[--w.ndirs];
+		if ((rc = walk_dir(&w, rel, err)) != 0)
+			goto done;
+	}
+
+	/* The names buffer has stopped moving: point into it, check, sort. */
+	for (size_t i = 0; i < w.n; i++) {
+		w.items[i].path = w.names.ptr + w.items[i].off;
+		/* tether-vcs hashes and lists names as UTF-8 text; a name that is
+		 * not cannot be written into a listing. */
+		if (!tt_utf8_valid(w.items[i].path, strlen(w.items[i].path))) {
+			if (join_full(&w.full, root, w.items[i].path) != 0)
+				rc = tt_error_oom(err);
+			else
+				rc = tt_error_set(err, TT_EBACKEND,
+						  "file name is not valid UTF-8: %s (rename it, or "
+						  "track its directory some other way)", w.full.ptr);
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+	}
+	if (w.n > 1)
+		qsort(w.items, w.n, sizeof *w.items, by_path);
+
+	/* Full paths (the cache's keys), then the cache's answers. */
+	{
+		size_t *offs = w.n ? tt_reallocarray(NULL, w.n, sizeof *offs) : NULL;
+		if (w.n && !offs) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < w.n; i++) {
+			offs[i] = fulls.len;
+			if (w.items[i].link)
+				continue;
+			if (join_full(&w.full, root, w.items[i].path) != 0)
+				break;
+			tt_buf_put(&fulls, w.full.ptr, w.full.len + 1);
+		}
+		if (w.full.failed || fulls.failed) {
+			free(offs);
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < w.n; i++)
+			if (!w.items[i].link)
+				w.items[i].full = fulls.ptr + offs[i];
+		free(offs);
+	}
+	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	pthread_mutex_lock(&h->lock);
+	rc = cache_load_locked(h, err);
+	for (size_t i = 0; rc == 0 && i < w.n; i++) {
+		wentry *e = &w.items[i];
+		fstat_key k;
+		const char *known;
+		if (e->link)
+			continue;
+		k = key_of(&e->st);
+		known = cache_lookup_locked(h, e->full, &k);
+		if (known && strlen(known) == 64) {
+			memcpy(e->token, known, 65);
+			hits++;
+			continue;
+		}
+		misses[nmiss].path = e->full;
+		misses[nmiss].key = k;
+		misses[nmiss].hex = e->token;
+		nmiss++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (rc)
+		goto done;
+	atomic_fetch_add(&h->hits, hits);
+	if ((rc = hash_misses(h, misses, nmiss, err)) != 0)
+		goto done;
+
+	/* The tree: rows (paths into names, which the tree takes over). */
+	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	out->names = tt_buf_detach(&w.names);
+	if (!out->names && w.n) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < w.n; i++) {
+		tt_file_row *r = &out->rows[i];
+		r->path = out->names + w.items[i].off;
+		r->size = w.items[i].link ? 0 : (uint64_t)w.items[i].st.st_size;
+		memcpy(r->token, w.items[i].token, sizeof r->token);
+		out->size += r->size;
+	}
+	out->n = w.n;
+	tt_file_rows_digest(out->rows, out->n, out->digest);
+done:
+	if (rc)
+		tt_file_tree_release(out);
+	free(misses);
+	free(w.items);
+	free(w.dirs);
+	tt_buf_release(&w.names);
+	tt_buf_release(&w.full);
+	tt_buf_release(&w.scratch);
+	tt_buf_release(&fulls);
+	return rc;
+}
