@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The quickstart on local stores, run for real: a dataset in a fresh git
-# repository tracking a directory of files and a git repository.
-# (Grows with tether: commit, new, promote, gc and verify join as they land.)
+# repository tracking a directory of files and a code repository, through
+# the whole loop -- commit, branch, write, commit, diff, promote, pull, gc,
+# verify.
 set -euo pipefail
 tether=$(realpath "${1:-build/tether}")
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,19 +20,41 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 mkdir -p stores/images/raw
 printf 'frame 1\n' > stores/images/raw/001.txt
 printf 'frame 2\n' > stores/images/raw/002.txt
-git init -q stores/code && printf 'print("hi")\n' > stores/code/train.py
+git init -q stores/code && printf 'weights = 1\n' > stores/code/train.py
 git -C stores/code add . && git -C stores/code commit -q -m "first model"
 
 # The dataset: an ordinary git repository.
 git init -q dataset && git -C dataset commit -q --allow-empty -m "start"
 cd dataset
-step "$tether" --version
-step "$tether" init
-step "$tether" backends
-step "$tether" add images ../stores/images --kind file
+step "$tether" init --dataset-id 0d3e0d3e
+step "$tether" add images ../stores/images --kind file --file versioned
 step "$tether" add ../stores/code --kind git
-step "$tether" set images --pin record
-step cat .tether/objects/images.toml
-step cat tether.toml
-step git status --short
+step "$tether" commit -m "first recording"
+step "$tether" status
+
+# A line of work: the code repository gets a working branch off its pin.
+step "$tether" new -b retrain --eager
+branch=tether.ws.0d3e0d3e.retrain   # tether.ws.<dataset id>.<bookmark>
+git -C ../stores/code worktree add -q ../wt "$branch"
+printf 'weights = 2\n' > ../stores/wt/train.py
+git -C ../stores/wt commit -q -am "retrain"
+git -C ../stores/code worktree remove ../wt
+step "$tether" status --snapshot
+step "$tether" commit -m "retrained model"
+step "$tether" diff --content main retrain
+
+# Land it: main in the code repository moves, and so does the trunk bookmark.
+step "$tether" promote
+step git switch -q main
+step "$tether" new main
+
+# The directory changed on disk: pull records it on the trunk.
+printf 'frame 3\n' > ../stores/images/raw/003.txt
+step "$tether" status --snapshot
+step "$tether" pull
+step "$tether" diff --content HEAD~1 HEAD
+
+step "$tether" gc
+step "$tether" verify
+step "$tether" ops -n 5
 printf '\ndemo dataset left in %s\n' "$demo/dataset"

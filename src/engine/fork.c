@@ -18,6 +18,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "util/fault.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -586,6 +587,8 @@ static void fork_one(size_t i, void *ctx)
 	fork_job *j = &((fork_job *)ctx)[i];
 	j->err = (tt_error)TT_ERROR_INIT;
 	tt_engine_fork_from_manifest(j->repo, j->m, j->target, &j->expected, &j->ref, &j->err);
+	if (j->ref)
+		tt_fault("new:after-fork");
 }
 
 static int reload_objects(tt_repo *repo, tt_error *err)
@@ -655,6 +658,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 	}
 	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, NULL, op_id, err)) < 0)
 		goto done;
+	tt_fault("new:after-journal");
 	if (create) {
 		if ((rc = repo->vcs->ops->new_bookmark(repo->vcs, bookmark, rev, err)) < 0 ||
 		    (rc = reload_objects(repo, err)) < 0)

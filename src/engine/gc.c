@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/fault.h"
 #include "util/mem.h"
 
 /* tether-vcs's backends it no longer ships, and the release that removed them. */
@@ -1702,6 +1703,7 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, NULL, op_id, err)) < 0)
 			goto done;
 		journaled = true;
+		tt_fault("gc:after-journal");
 	}
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
@@ -1716,6 +1718,7 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 				if (journaled)
 					tt_oplog_progress(repo->root, op_id, "unpin", d, &e);
 				json_decref(d);
+				tt_fault("gc:after-unpin");
 				if (!e.code) {
 					json_t *ids = json_pack("[s]", pid.ptr);
 					tt_error ignored = TT_ERROR_INIT;

@@ -589,6 +589,7 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 			rc = rc < 0 ? rc : err->code ? err->code : tt_error_oom(err);
 			goto done;
 		}
+		tt_fault("promote:after-journal");
 	}
 	tt_engine_prepare(repo);
 	if ((rc = tt_engine_fanout(nmerge, move_one, jobs, err)) < 0)
@@ -637,6 +638,7 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		move_job *j = &jobs[i];
 		if (!j->new_state)
 			continue;
+		tt_fault("promote:after-move");
 		tt_error ignored = TT_ERROR_INIT;
 		json_t *d = json_pack("{s:s,s:O}", "key", j->key, "state", j->new_state);
 		tt_oplog_progress(repo->root, op_id, j->op, d, &ignored);
