@@ -201,15 +201,16 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
  * failed, notes}.
  */
 int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool all_history,
-		   bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
+		   char **plan_text, json_t **out, tt_error *err);
 
 /*
  * Reset the named objects' working branches to what rev pinned.  dry_run:
  * plan only.  *out: {from, working_refs: {key: ref}}.
  */
 int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
-		    bool discard, bool dry_run, char **plan_json, char **plan_text, json_t **out,
-		    tt_error *err);
+		    bool discard, bool dry_run, const char *from_plan, size_t from_len,
+		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
  * This checkout's journal, newest first (at most limit entries): *out the

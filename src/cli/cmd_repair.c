@@ -12,12 +12,23 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan");
+	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
 	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	tt_buf saved = TT_BUF_INIT;
+	if (from_plan && dry) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if (tt_repo_repair(repo, a->pos, a->npos, cli_flag(cmd, a, "all-history"), dry, &pj, &pt, &out, &err) < 0) {
+	if (from_plan && tt_read_file(from_plan, &saved, 64u << 20, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (tt_repo_repair(repo, a->pos, a->npos, cli_flag(cmd, a, "all-history"), dry, from_plan ? saved.ptr : NULL,
+			   saved.len, &pj, &pt, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
@@ -53,6 +64,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 done:
+	tt_buf_release(&saved);
 	free(pj);
 	free(pt);
 	json_decref(out);
@@ -64,12 +76,13 @@ static const cli_opt opts[] = {
 	{ "all-history", 0, OPT_FLAG, NULL, "Also check the pins of every commit in history." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be rebuilt (and how far interrupted operations got)." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_repair = {
-	"repair", "[KEY...] [--all-history] [--dry-run | --plan FILE] [--json]",
+	"repair", "[KEY...] [--all-history] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	"Recreate missing pins and working branches from the manifests.",
 	"A manifest promises \"this pin names this state\".  If the native ref is gone but the\n"
 	"state is still reachable, repair recreates it; a working branch this checkout expects\n"

@@ -12,15 +12,27 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan");
+	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
 	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
-	if (!cli_value(cmd, a, "from"))
+	tt_buf saved = TT_BUF_INIT;
+	if (from_plan && dry) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
+				"--dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	if (!from_plan && !cli_value(cmd, a, "from"))
 		return cli_usage_error(cmd, "missing option '--from'");
+	if (!from_plan && !a->npos)
+		return cli_usage_error(cmd, "missing argument KEY");
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if (tt_repo_restore(repo, a->pos, a->npos, cli_value(cmd, a, "from"), cli_flag(cmd, a, "discard"), dry, &pj,
-			    &pt, &out, &err) < 0) {
+	if (from_plan && tt_read_file(from_plan, &saved, 64u << 20, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (tt_repo_restore(repo, a->pos, a->npos, cli_value(cmd, a, "from"), cli_flag(cmd, a, "discard"), dry,
+			    from_plan ? saved.ptr : NULL, saved.len, &pj, &pt, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
@@ -45,8 +57,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(out, "working_refs"), k, v)
-		printf("  %s -> %s  (from %s)\n", k, json_string_value(v), cli_value(cmd, a, "from"));
+			printf("  %s -> %s\n", k, json_string_value(v));
 done:
+	tt_buf_release(&saved);
 	free(pj);
 	free(pt);
 	json_decref(out);
@@ -59,16 +72,17 @@ static const cli_opt opts[] = {
 	{ "discard", 0, OPT_FLAG, NULL, "Reset a branch even if it holds writes nobody committed." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be reset; write nothing." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_restore = {
-	"restore", "KEY... --from REV [--discard] [--dry-run | --plan FILE] [--json]",
+	"restore", "KEY... --from REV [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	"Reset objects' working branches to what a dataset revision pinned.",
 	"The per-object `jj restore --from`: each KEY's working branch is reset onto (or\n"
 	"created from) REV's pin; nothing else moves.  The next commit pins it, and promote\n"
 	"treats the branch as forked from REV.  Writes nobody committed are refused without\n"
 	"--discard.",
-	opts, 1, 4096, run,
+	opts, 0, 4096, run,
 };

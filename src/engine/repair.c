@@ -60,7 +60,8 @@ static int collect(void *vctx, const char *commit, json_t *files, tt_error *err)
 }
 
 int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
-		   bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text,
+		   json_t **out, tt_error *err)
 {
 	walk_ctx w = { 0 };
 	tt_plan *plan = NULL;
@@ -74,6 +75,12 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		*out = NULL;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		goto cleanup;
+	if (from_plan) {
+		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0 ||
+		    (rc = tt_engine_check_preconditions(repo, plan, "repair", err)) < 0)
+			goto done;
+		goto apply;
+	}
 	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
@@ -266,7 +273,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		tt_buf_release(&tb);
 		goto done;
 	}
-	/* Apply. */
+apply:
 	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
 	if (tt_plan_write_count(plan)) {

@@ -16,7 +16,8 @@
 #include "util/mem.h"
 
 int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
-		    bool discard, bool dry_run, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+		    bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
+		    char **plan_text, json_t **out, tt_error *err)
 {
 	tt_manifest_set then = { 0 };
 	tt_plan *plan = NULL;
@@ -27,6 +28,16 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 	int rc;
 	if (out)
 		*out = NULL;
+	if (from_plan) {
+		if ((rc = tt_repo_lock(repo, err)) < 0)
+			goto cleanup;
+		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0 ||
+		    (rc = tt_engine_check_preconditions(repo, plan, "restore", err)) < 0)
+			goto done;
+		commit = tt_strdup(json_string_value(json_object_get(tt_plan_context(plan), "from_commit")));
+		rev = json_string_value(json_object_get(tt_plan_context(plan), "from_rev"));
+		goto apply;
+	}
 	if (!rev)
 		return tt_error_set(err, TT_EUSAGE, "restore takes a source: --from REV");
 	if (!nsel)
@@ -180,7 +191,7 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		tt_buf_release(&tb);
 		goto done;
 	}
-	/* Apply. */
+apply:;
 	tt_buf refused = TT_BUF_INIT;
 	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
 		tt_plan_action_view v;
@@ -253,7 +264,7 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		rc = tt_oplog_done(repo->root, op_id, res, NULL, NULL, err);
 		json_decref(res);
 		if (rc == 0)
-			*out = json_pack("{s:s,s:O}", "from", rev, "working_refs", done_refs);
+			*out = json_pack("{s:s?,s:O}", "from", rev, "working_refs", done_refs);
 	}
 	goto done;
 failed:

@@ -61,3 +61,18 @@ def test_all_history_repins_an_old_pin(dataset, tether, mem, store):
     assert tether.json("repair", cwd=dataset)["repinned"] == {}
     out = tether.json("repair", "--all-history", cwd=dataset)
     assert list(out["repinned"].values()) == [f"{DS}.fc778424e1b91640"]
+
+
+def test_repair_plan_and_stale_history(dataset, tether, mem, store, tmp_path, env):
+    tether("commit", "-m", "first", cwd=dataset)
+    edit_store(store, lambda s: s["sys1"]["tags"].pop(PIN))
+    plan = tmp_path / "repair.plan"
+    tether("repair", "--plan", str(plan), cwd=dataset)
+    out = tether.json("repair", "--from-plan", str(plan), cwd=dataset)
+    assert out["repinned"] == {"m1": f"{DS}.fc778424e1b91640"}
+    # A commit since makes the saved plan stale.
+    tether("repair", "--plan", str(plan), cwd=dataset)
+    git_commit = __import__("conftest").git
+    git_commit("commit", "-q", "--allow-empty", "-m", "later", cwd=dataset, env=env)
+    proc = tether("repair", "--from-plan", str(plan), cwd=dataset, check=False)
+    assert proc.returncode == 1 and "history changed since the repair plan was made" in proc.stderr

@@ -35,3 +35,18 @@ def test_restore_refuses_unpinned_writes_and_trunk(dataset, tether, mem):
     tether("restore", "m1", "--from", "main", "--discard", cwd=dataset)
     assert mem.show("sys1")["branches"][BRANCH] == "sys1:s0"
     assert tether("restore", "m1", cwd=dataset, check=False).returncode == 2
+
+
+def test_restore_from_plan(dataset, tether, mem, tmp_path):
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feature", "--eager", cwd=dataset)
+    mem("sys1", {"v": 2}, branch=BRANCH)
+    tether("commit", "-m", "v2", cwd=dataset)
+    plan = tmp_path / "restore.plan"
+    tether("restore", "m1", "--from", "main", "--plan", str(plan), cwd=dataset)
+    assert json.loads(plan.read_text())["command"] == "restore"
+    out = tether.json("restore", "--from-plan", str(plan), cwd=dataset)
+    assert out["working_refs"] == {"m1": BRANCH}
+    assert mem.show("sys1")["branches"][BRANCH] == "sys1:s0"
+    proc = tether("restore", "--from-plan", str(plan), cwd=dataset, check=False)
+    assert proc.returncode == 1 and "re-run the plan" in proc.stderr
