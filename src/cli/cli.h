@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <tether/tether.h>
 
+#include "util/buf.h"
+
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 
 typedef enum cli_opt_type { OPT_FLAG, OPT_VALUE, OPT_LIST, OPT_INT } cli_opt_type;
@@ -60,6 +62,16 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /*
 void cli_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* stderr "warning: " */
 int cli_print_json(json_t *v);               /* json.dumps(v, indent=2) + newline */
 void cli_print_help(const cli_cmd *cmd);
+/*
+ * Plans: --from-plan cannot go with --dry-run/--plan (prints the error,
+ * returns EXIT_ERROR, else 0); read a saved plan; show a computed plan
+ * (saved to --plan FILE when given, printed as JSON with --json, else as
+ * text).  Each returns an exit status.
+ */
+int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a);
+int cli_read_plan(const char *path, tt_buf *out);
+int cli_show_plan(const cli_cmd *cmd, const cli_args *a, const char *plan_json, const char *plan_text);
+
 /* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);
 

@@ -18,11 +18,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	bool as_json = cli_flag(cmd, a, "json");
 	int rc;
 
-	if (from && dry) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
+	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
-	}
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_commit_opts o = {
@@ -49,17 +46,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			rc = cli_fail(&err);
 			goto done;
 		}
-		if (plan_out) {
-			if (tt_write_file_atomic(plan_out, plan_json, strlen(plan_json), 0644, &err) < 0) {
-				rc = cli_fail(&err);
-				goto done;
-			}
-			fprintf(stderr, "plan written to %s\n", plan_out);
-		}
-		if (as_json)
-			printf("%s\n", plan_json);
-		else
-			fputs(plan_text, stdout);
+		rc = cli_show_plan(cmd, a, plan_json, plan_text);
 		goto done;
 	} else if (tt_repo_commit(repo, &o, &out, &err) < 0) {
 		rc = cli_fail(&err);

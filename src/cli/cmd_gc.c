@@ -181,17 +181,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			rc = cli_fail(&err);
 			goto done;
 		}
-		if (plan_out) {
-			if (tt_write_file_atomic(plan_out, plan_json, strlen(plan_json), 0644, &err) < 0) {
-				rc = cli_fail(&err);
-				goto done;
-			}
-			fprintf(stderr, "plan written to %s\n", plan_out);
-		}
-		if (as_json)
-			printf("%s\n", plan_json);
-		else
-			fputs(plan_text, stdout);
+		rc = cli_show_plan(cmd, a, plan_json, plan_text);
 		goto done;
 	} else if (tt_repo_gc(repo, &o, &out, &err) < 0) {
 		rc = cli_fail(&err);

@@ -30,11 +30,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
 	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
 	int rc;
-	if (from && dry) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
+	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
-	}
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_promote_opts o = {
@@ -54,17 +51,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	if (dry) {
-		if (plan_out) {
-			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
-				rc = cli_fail(&err);
-				goto done;
-			}
-			fprintf(stderr, "plan written to %s\n", plan_out);
-		}
-		if (cli_flag(cmd, a, "json"))
-			printf("%s\n", pj);
-		else
-			fputs(pt, stdout);
+		rc = cli_show_plan(cmd, a, pj, pt);
 		goto done;
 	}
 	json_t *refused = json_object_get(out, "refused"), *failed = json_object_get(out, "failed");

@@ -15,11 +15,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
 	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
 	tt_buf saved = TT_BUF_INIT;
-	if (from_plan && dry) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
+	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
-	}
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
@@ -33,17 +30,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	if (dry) {
-		if (plan_out) {
-			if (tt_write_file_atomic(plan_out, pj, strlen(pj), 0644, &err) < 0) {
-				rc = cli_fail(&err);
-				goto done;
-			}
-			fprintf(stderr, "plan written to %s\n", plan_out);
-		}
-		if (cli_flag(cmd, a, "json"))
-			printf("%s\n", pj);
-		else
-			fputs(pt, stdout);
+		rc = cli_show_plan(cmd, a, pj, pt);
 		goto done;
 	}
 	bool partial = json_object_size(json_object_get(out, "failed")) > 0;
