@@ -254,5 +254,6 @@ int tt_py_str(tt_buf *out, const json_t *v);
 /* Per-kind constructors (registered in backend.c). */
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
+int tt_git_backend_new(tt_backend *b, tt_error *err);
 
 #endif

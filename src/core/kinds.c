@@ -214,7 +214,7 @@ static const tt_kind kinds[] = {
 	{ "git", "stable",
 	  TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |
 		  TT_CAP_PROMOTE | TT_CAP_MERGE | TT_CAP_CREATE | TT_CAP_CONDITIONAL_REF,
-	  false, NOT_YET, L("path", "uri"), NONE, L(".git"), NONE, NONE, L("change_id", "dirty"),
+	  true, NULL, L("path", "uri"), NONE, L(".git"), NONE, NONE, L("change_id", "dirty"),
 	  L("uri", "path"), git_validate },
 	{ "iceberg", "experimental",
 	  TIER_FORK | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE,

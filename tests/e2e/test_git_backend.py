@@ -1,0 +1,372 @@
+"""The git backend end to end: states and pin ids equal tether-vcs's for the
+same repository, our CLI drives a git object through add, commit, status,
+verify, log and diff, each implementation verifies the other's pins, and a
+cloned dataset (untrusted input) can neither point git at a path it
+should not nor make a repository's config run a program."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, git
+
+DS = "0a1b2c3d"
+
+
+def commit_file(repo: Path, name: str, text: str, env, message: str | None = None) -> str:
+    (repo / name).write_text(text)
+    git("add", name, cwd=repo, env=env)
+    git("commit", "-q", "-m", message or f"write {name}", cwd=repo, env=env)
+    return git("rev-parse", "HEAD", cwd=repo, env=env).strip()
+
+
+@pytest.fixture
+def code(tmp_path, env) -> Path:
+    """A code repository outside the dataset, on main with one commit."""
+    repo = tmp_path / "stores" / "code"
+    repo.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo, env=env)
+    commit_file(repo, "main.py", "print('hi')\n", env, "one")
+    return repo
+
+
+@pytest.fixture
+def dataset(git_repo, tether):
+    tether("init", "--dataset-id", DS, cwd=git_repo)
+    return git_repo
+
+
+def reference_api(env, script: str, *args: str) -> object:
+    """Run `script` with tether-vcs importable, in the isolated environment;
+    it prints JSON."""
+    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+REF_STATES = """
+import json, sys
+from tether.backends.base import content_state
+from tether.backends.git import GitBackend
+from tether.manifest import compute_pin_id
+b = GitBackend({})
+out = {}
+for spec in sys.argv[2:]:
+    key, _, ref = spec.partition("=")
+    loc = {"uri": sys.argv[1]}
+    if ref:
+        loc["ref"] = ref
+    state = b.fingerprint(loc, None)
+    out[key] = {"state": state,
+                "pin_id": compute_pin_id("git", b.identity(loc), content_state(b, state),
+                                         "%s")}
+print(json.dumps(out))
+""" % DS
+
+
+def tags(repo: Path, env) -> list[str]:
+    return git("tag", "--list", cwd=repo, env=env).split()
+
+
+# --------------------------------------------------------------------------- #
+# Same states and pin ids as tether-vcs
+# --------------------------------------------------------------------------- #
+def test_states_and_pin_ids_match_tether_vcs(dataset, tether, code, env):
+    git("branch", "side", cwd=code, env=env)
+    commit_file(code, "main.py", "print('bye')\n", env)
+    (code / "stray.txt").write_text("not committed\n")  # main is dirty, side is not
+    tether("add", "code", str(code), "--kind", "git", cwd=dataset)
+    tether("add", "side", str(code), "--kind", "git", "--set", "ref=side", cwd=dataset)
+    ours = tether.json("snapshot", cwd=dataset)
+    theirs = reference_api(env, REF_STATES, str(code), "code", "side=side")
+    assert ours == {k: v["state"] for k, v in theirs.items()}
+    assert ours["code"]["dirty"] is True and ours["side"]["dirty"] is False
+    assert set(ours["code"]) == {"sha", "dirty"}  # no jj here: no change_id
+    # A dirty tree is not pinned (allow_dirty is not set); the clean one is,
+    # under tether-vcs's pin id.
+    out = tether("commit", "-m", "first", "--json", cwd=dataset, check=False)
+    assert "refusing to pin a dirty working tree (set allow_dirty)" in out.stderr
+    (code / "stray.txt").unlink()
+    out = tether.json("commit", "-m", "second", cwd=dataset)
+    assert out["pinned"]["side"] == f"tether.{theirs['side']['pin_id']}"
+    code_pin = out["pinned"].get("code") or next(
+        t for t in tags(code, env) if t != out["pinned"]["side"])
+    # The dirty state and the clean one are one content state: one pin id.
+    assert code_pin == f"tether.{theirs['code']['pin_id']}"
+    assert sorted(tags(code, env)) == sorted({code_pin, out["pinned"]["side"]})
+
+
+def test_pin_ids_equal_reference_cli(tmp_path, tether, ref, code, env):
+    """The same repository added and committed by both CLIs: the same pin,
+    the same manifest (up to the capture time)."""
+    roots = []
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = tmp_path / name
+        root.mkdir()
+        git("init", "-q", "-b", "main", cwd=root, env=env)
+        commit_file(root, "README", "dataset\n", env)
+        runner("init", "--dataset-id", DS, cwd=root)
+        runner("add", str(code), "--kind", "git", cwd=root)
+        runner("commit", "-m", "first", cwd=root)
+        roots.append(root)
+    texts = [re.sub(r'captured_at = "[^"]*"\n', "", (r / ".tether/objects/code.toml").read_text())
+             for r in roots]
+    assert texts[0] == texts[1]
+    assert len(tags(code, env)) == 1 and tags(code, env)[0] in texts[0]
+
+
+def test_empty_root_sha_is_tether_vcs_constant(env):
+    theirs = reference_api(
+        env, "import json\nfrom tether.backends.git import GitBackend\n"
+             "print(json.dumps([GitBackend.EMPTY_ROOT_SHA, GitBackend.EMPTY_TREE]))")
+    header = (ROOT / "src/backends/gitobj.h").read_text()
+    assert f'#define TT_GIT_EMPTY_ROOT_SHA "{theirs[0]}"' in header
+    assert f'#define TT_GIT_EMPTY_TREE "{theirs[1]}"' in header
+
+
+# --------------------------------------------------------------------------- #
+# End to end with our CLI
+# --------------------------------------------------------------------------- #
+def test_end_to_end(dataset, tether, code, env):
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    manifest = (dataset / ".tether/objects/code.toml").read_text()
+    assert f'uri = "{code}"' in manifest
+    first = tether.json("commit", "-m", "first", cwd=dataset)
+    pin1 = first["pinned"]["code"]
+    assert tags(code, env) == [pin1]
+    sha1 = git("rev-parse", "HEAD", cwd=code, env=env).strip()
+    assert git("rev-parse", f"{pin1}^{{commit}}", cwd=code, env=env).strip() == sha1
+
+    sha2 = commit_file(code, "main.py", "print('hello')\n", env, "two")
+    st = tether.json("status", "--snapshot", cwd=dataset)
+    assert [(o["key"], o["state"], o["tier"]) for o in st["objects"]] == [
+        ("code", "modified", "forkable")]
+    second = tether.json("commit", "-m", "second", cwd=dataset)
+    pin2 = second["pinned"]["code"]
+    assert sorted(tags(code, env)) == sorted([pin1, pin2])
+    assert tether.json("snapshot", cwd=dataset)["code"] == {"sha": sha2, "dirty": False}
+
+    assert tether.json("verify", cwd=dataset) == {"code": {"status": "ok", "message": ""}}
+    # A moved tag drifts; a deleted one is missing.
+    git("tag", "-f", pin2, sha1, cwd=code, env=env)
+    v = tether.json("verify", cwd=dataset, check=False)
+    assert v["code"]["status"] == "drifted"
+    assert v["code"]["message"] == f"{pin2} -> {sha1}, expected {sha2}"
+    git("tag", "-d", pin2, cwd=code, env=env)
+    v = tether.json("verify", cwd=dataset, check=False)
+    assert v["code"] == {"status": "missing", "message": f"{pin2} not found"}
+    git("tag", pin2, sha2, cwd=code, env=env)
+
+    log = tether.json("log", "code", cwd=dataset)
+    assert [e["id"] for e in log] == [sha2, sha1]
+    assert [e["message"] for e in log] == ["two", "one"]
+    assert log[0]["refs"] == ["main", pin2] and log[1]["refs"] == [pin1]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", e["when"])
+               for e in log)
+
+    d = tether.json("diff", "--content", "HEAD~1", "HEAD", cwd=dataset)
+    assert d[0]["key"] == "code" and d[0]["change"] == "changed"
+    assert d[0]["detail"]["summary"] == "+0 -0 ~1 files"
+    assert d[0]["detail"]["entries"] == [
+        {"path": "main.py", "change": "modified", "detail": "+1 -1"}]
+    text = tether("diff", "--content", "HEAD~1", "HEAD", cwd=dataset).stdout
+    assert "modified  main.py  +1 -1" in text
+
+
+def test_diff_and_log_match_reference(dataset, tether, ref, code, env):
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    (code / "gone.py").write_text("x = 1\n")
+    (code / "old_name.py").write_text("a long enough line to be detected as a rename\n" * 3)
+    git("add", ".", cwd=code, env=env)
+    git("commit", "-q", "-m", "more", cwd=code, env=env)
+    tether("commit", "-m", "second", cwd=dataset)
+    git("rm", "-q", "gone.py", cwd=code, env=env)
+    git("mv", "old_name.py", "new_name.py", cwd=code, env=env)
+    (code / "main.py").write_text("print('hi')\nprint('there')\n")
+    (code / "added.txt").write_text("new\n")
+    git("add", ".", cwd=code, env=env)
+    git("commit", "-q", "-m", "shuffle", cwd=code, env=env)
+    git("checkout", "-q", "-b", "feature", cwd=code, env=env)
+    tether("commit", "-m", "third", cwd=dataset)
+    for args in (("diff", "--content", "HEAD~1", "HEAD"), ("diff", "--content", "HEAD~2"),
+                 ("log", "code"), ("log", "code", "-n", "2"), ("log", "code", "--ref", "main")):
+        assert tether.json(*args, cwd=dataset) == ref.json(*args, cwd=dataset), args
+        assert tether(*args, cwd=dataset).stdout == ref(*args, cwd=dataset).stdout, args
+
+
+# --------------------------------------------------------------------------- #
+# Cross-implementation
+# --------------------------------------------------------------------------- #
+def test_cross_implementation_verify(tmp_path, tether, ref, code, env):
+    theirs = tmp_path / "theirs-ds"
+    ours = tmp_path / "ours-ds"
+    for root, runner in ((theirs, ref), (ours, tether)):
+        root.mkdir()
+        git("init", "-q", "-b", "main", cwd=root, env=env)
+        commit_file(root, "README", "dataset\n", env)
+        runner("init", "--dataset-id", DS if runner is ref else "5eed5eed", cwd=root)
+        runner("add", str(code), "--kind", "git", cwd=root)
+        runner("commit", "-m", "first", cwd=root)
+    commit_file(code, "main.py", "print(2)\n", env)
+    ref("commit", "-m", "second", cwd=theirs)
+    tether("commit", "-m", "second", cwd=ours)
+    # Each verifies the other's pins.
+    assert tether.json("verify", cwd=theirs) == {"code": {"status": "ok", "message": ""}}
+    assert ref.json("verify", cwd=ours) == {"code": {"status": "ok", "message": ""}}
+    assert tether.json("verify", cwd=theirs) == ref.json("verify", cwd=theirs)
+    # And each reads the other's states as its own.
+    assert tether.json("status", "--snapshot", cwd=theirs)["objects"][0]["state"] == "clean"
+    assert ref.json("status", "--snapshot", cwd=ours)["objects"][0]["state"] == "clean"
+    # Ours keeps working in theirs: a new commit, pinned the same way.
+    commit_file(code, "main.py", "print(3)\n", env)
+    pinned = tether.json("commit", "-m", "third", cwd=theirs)["pinned"]["code"]
+    assert pinned in tags(code, env)
+    assert ref.json("verify", cwd=theirs) == {"code": {"status": "ok", "message": ""}}
+
+
+# --------------------------------------------------------------------------- #
+# A cloned dataset is untrusted input
+# --------------------------------------------------------------------------- #
+def write_manifest(root: Path, key: str, locator: dict[str, str]) -> None:
+    lines = "".join(f'{k} = {json.dumps(v)}\n' for k, v in locator.items())
+    (root / ".tether/objects" / f"{key}.toml").write_text(
+        f'key = "{key}"\nkind = "git"\nrecoverable = true\n\n[locator]\n{lines}\n'
+        '[policy]\nfile = "immutable"\npin = "native"\n')
+
+
+def object_error(tether, root: Path) -> str:
+    st = tether.json("status", "--snapshot", cwd=root, check=False)
+    (obj,) = st["objects"]
+    assert obj["state"] == "error"
+    return obj["error"]
+
+
+def refused_everywhere(tether, root: Path, pattern: str) -> None:
+    assert re.search(pattern, object_error(tether, root))
+    proc = tether("status", "--snapshot", cwd=root, check=False)
+    assert proc.returncode == 1 and "error  code" in proc.stdout
+    proc = tether("commit", "-m", "from the clone", cwd=root, check=False)
+    assert re.search(pattern, proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("shape", ["relative", "uri-relative"])
+def test_relative_path_refused(dataset, tether, code, env, shape):
+    rel = "../stores/code"
+    write_manifest(dataset, "code", {"path" if shape == "relative" else "uri": rel})
+    refused_everywhere(tether, dataset, r"git path '\.\./stores/code' is not absolute; "
+                                        r"`add` stores an absolute path")
+    assert tags(code, env) == []
+
+
+def test_in_checkout_path_refused(dataset, tether, env, tmp_path):
+    inner = dataset / "vendor" / "code"
+    inner.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=inner, env=env)
+    commit_file(inner, "x.py", "x\n", env)
+    marker = tmp_path / "FSMONITOR-RAN"
+    prog = tmp_path / "fsmonitor.sh"
+    prog.write_text(f"#!/bin/sh\necho ran >> '{marker}'\nexit 1\n")
+    prog.chmod(0o755)
+    git("config", "core.fsmonitor", str(prog), cwd=inner, env=env)
+    # `add` refuses it outright...
+    proc = tether("add", "code", str(inner), "--kind", "git", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "is inside the dataset's checkout" in proc.stderr
+    # ...and a hand-written manifest (as a clone brings) is refused at use,
+    # through a symlink from outside too.
+    link = tmp_path / "outside-link"
+    link.symlink_to(inner)
+    for path in (inner, link):
+        write_manifest(dataset, "code", {"path": str(path)})
+        refused_everywhere(tether, dataset, r"is inside the dataset's checkout \(.*\), whose "
+                                            r"files came with the clone")
+    assert tags(inner, env) == []
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("field", ["ref", "at"])
+def test_option_shaped_ref_refused(dataset, tether, code, env, tmp_path, field):
+    out = tmp_path / "pwned"
+    write_manifest(dataset, "code", {"uri": str(code), field: f"--output={out}"})
+    refused_everywhere(tether, dataset, rf"git ref '--output={re.escape(str(out))}' looks like "
+                                        r"an option; refused")
+    assert not out.exists()
+    assert tags(code, env) == []
+
+
+def test_option_shaped_remote_refused(dataset, tether, code, env, tmp_path):
+    write_manifest(dataset, "code", {"uri": str(code), "remote": "--receive-pack=touch pwned"})
+    proc = tether("commit", "-m", "x", cwd=dataset, check=False)
+    assert "git remote '--receive-pack=touch pwned' looks like an option; refused" in proc.stderr
+    assert tags(code, env) == []
+    # A remote the repository does not have is refused too: a clone does not
+    # choose where your code is pushed.
+    write_manifest(dataset, "code", {"uri": str(code), "remote": str(tmp_path / "elsewhere")})
+    proc = tether("commit", "-m", "x", cwd=dataset, check=False)
+    assert "is not a remote configured in" in proc.stderr
+    assert tags(code, env) == []
+
+
+HOOKS = ("pre-commit", "post-commit", "post-checkout", "post-merge", "reference-transaction",
+         "post-index-change", "pre-push", "pre-auto-gc")
+
+
+def test_object_repo_config_runs_nothing(dataset, tether, code, env, tmp_path):
+    marker = tmp_path / "RAN"
+    script = f"#!/bin/sh\necho \"$0\" >> '{marker}'\nexit 1\n"
+    prog = tmp_path / "fsmonitor.sh"
+    prog.write_text(script)
+    prog.chmod(0o755)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in HOOKS:
+        for where in (hooks, code / ".git" / "hooks"):
+            (where / name).write_text(script.replace("exit 1", "exit 0"))
+            (where / name).chmod(0o755)
+    git("config", "core.fsmonitor", str(prog), cwd=code, env=env)
+    git("config", "core.hooksPath", str(hooks), cwd=code, env=env)
+    # Sharp: plain git runs them (fsmonitor on status, reference-transaction
+    # on a tag).
+    subprocess.run(["git", "status", "--porcelain"], cwd=code, env=env, check=True,
+                   capture_output=True)
+    subprocess.run(["git", "tag", "probe"], cwd=code, env=env, check=True, capture_output=True)
+    ran = marker.read_text()
+    assert "fsmonitor.sh" in ran and "reference-transaction" in ran
+    marker.unlink()
+    subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "tag", "-d", "probe"], cwd=code,
+                   env=env, check=True, capture_output=True)
+
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    tether("status", "--snapshot", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("verify", cwd=dataset)
+    (code / "main.py").write_text("changed\n")
+    subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                    "commit", "-qam", "two"], cwd=code, env=env, check=True)
+    tether("status", "--snapshot", cwd=dataset)
+    tether("commit", "-m", "second", cwd=dataset)
+    tether("verify", cwd=dataset)
+    tether("log", "code", cwd=dataset)
+    tether("diff", "--content", "HEAD~1", "HEAD", cwd=dataset)
+    assert len(tags(code, env)) == 2
+    assert not marker.exists(), marker.read_text()
+
+
+def test_redirecting_environment_ignored(dataset, tether, code, env, tmp_path):
+    """GIT_DIR and friends in the caller's environment do not move the
+    backend to another repository."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    git("init", "-q", "-b", "main", cwd=decoy, env=env)
+    commit_file(decoy, "d.txt", "decoy\n", env)
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    want = git("rev-parse", "HEAD", cwd=code, env=env).strip()
+    got = tether.json("snapshot", cwd=dataset,
+                      env={"GIT_DIR": str(decoy / ".git"), "GIT_WORK_TREE": str(decoy)})
+    assert got["code"]["sha"] == want
