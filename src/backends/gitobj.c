@@ -293,7 +293,7 @@ static int check_version(const char *exe, tt_error *err)
 	if (rc == TT_ENOTFOUND) {
 		rc = gerr(err, TT_EBACKEND, "executable not found: %s", exe);
 		tt_error_hint(err, "install git 2.38 or newer, or name it with TETHER_GIT or "
-				   ".tether/secrets.toml [backends.git] git_path");
+				   ".tether/secrets.toml [vcs] git_path");
 		goto done;
 	}
 	if (rc < 0) {

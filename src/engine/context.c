@@ -68,6 +68,19 @@ static int engine_backend_locked(tt_repo *repo, const char *kind, tt_backend **o
 		rc = tt_error_oom(err);
 		goto done;
 	}
+	/* The git object backend runs the same git the dataset does: secrets
+	 * [vcs] git_path/jj_path apply unless [backends.git] names its own. */
+	if (strcmp(kind, "git") == 0) {
+		static const char *const exes[] = { "git_path", "jj_path" };
+		for (size_t i = 0; i < sizeof exes / sizeof *exes; i++) {
+			const char *v = tt_secrets_vcs(&repo->secrets, exes[i]);
+			if (v && !json_object_get(config, exes[i]) &&
+			    json_object_set_new(config, exes[i], json_string(v)) < 0) {
+				rc = tt_error_oom(err);
+				goto done;
+			}
+		}
+	}
 	if ((rc = tt_backend_new(out, k, config, cache, repo->vcs->root, err)) < 0)
 		goto done;
 	if (TT_ARRAY_GROW(repo->backends, repo->backends_alloc, repo->nbackends + 1) < 0) {

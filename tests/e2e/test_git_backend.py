@@ -370,3 +370,20 @@ def test_redirecting_environment_ignored(dataset, tether, code, env, tmp_path):
     got = tether.json("snapshot", cwd=dataset,
                       env={"GIT_DIR": str(decoy / ".git"), "GIT_WORK_TREE": str(decoy)})
     assert got["code"]["sha"] == want
+
+
+def test_secrets_git_path_runs_object_git(dataset, tether, code, env, tmp_path):
+    """The untracked secrets' [vcs] git_path is the git that object calls run
+    too (a wrapper logs every call made against the object repository)."""
+    log = tmp_path / "calls"
+    wrapper = tmp_path / "my-git"
+    wrapper.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec git \"$@\"\n")
+    wrapper.chmod(0o755)
+    secrets = dataset / ".tether/secrets.toml"
+    secrets.write_text(f'[vcs]\ngit_path = "{wrapper}"\n')
+    secrets.chmod(0o600)
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    pin = tether.json("commit", "-m", "first", cwd=dataset)["pinned"]["code"]
+    calls = log.read_text().splitlines()
+    assert any(f"-C {code}" in c and "tag" in c.split() for c in calls), calls
+    assert tags(code, env) == [pin]
