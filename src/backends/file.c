@@ -24,7 +24,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -704,20 +706,24 @@ typedef struct lrow {
 	char *path, *token;
 	long long size;
 	size_t line;
+	bool owned; /* path and token allocated, not inside lrows.text */
 } lrow;
 
 typedef struct lrows {
 	lrow *rows;
 	size_t n, alloc;
+	char *text; /* the listing's copy that fast-read rows point into */
 } lrows;
 
 static void lrows_release(lrows *l)
 {
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->rows[i].path);
-		free(l->rows[i].token);
-	}
+	for (size_t i = 0; i < l->n; i++)
+		if (l->rows[i].owned) {
+			free(l->rows[i].path);
+			free(l->rows[i].token);
+		}
 	free(l->rows);
+	free(l->text);
 	memset(l, 0, sizeof *l);
 }
 
@@ -739,6 +745,83 @@ static char *py_str_dup(const json_t *v)
 	return tt_buf_detach(&b);
 }
 
+/* The first byte from q that is '"', '\\', a control byte or not ASCII
+ * (NUL included, so the text's end stops it).  Eight bytes at a time: the
+ * text is padded so a word read past its end stays inside the buffer. */
+static char *plain_span(char *q)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	for (;;) {
+		uint64_t w, quote, slash;
+		memcpy(&w, q, 8);
+		quote = w ^ (ones * '"');
+		slash = w ^ (ones * '\\');
+		if (((w | ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash)) &
+		     highs) != 0)
+			break;
+		q += 8;
+	}
+	while (*q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80)
+		q++;
+	return q;
+}
+
+/*
+ * The shape both implementations write, {"p":"…","k":"…","s":N} with no
+ * escapes or non-ASCII bytes in p or k, read at p without building a JSON
+ * value (a listing of a large tree has hundreds of thousands of lines).
+ * Returns where the next line starts, or NULL for anything else: that line
+ * then goes through the full JSON reader.
+ */
+static char *fast_row(char *p, lrow *r)
+{
+	char *q = p, *ps, *ks, *pe, *ke;
+	long long size = 0;
+	bool neg = false;
+
+#define TAKE(lit) \
+	do { \
+		for (const char *l_ = lit; *l_; l_++, q++) \
+			if (*q != *l_) \
+				return NULL; \
+	} while (0)
+	TAKE("{\"p\":\"");
+	ps = q;
+	pe = q = plain_span(q);
+	TAKE("\",\"k\":\"");
+	ks = q;
+	ke = q = plain_span(q);
+	TAKE("\",\"s\":");
+	if (*q == '-') {
+		neg = true;
+		q++;
+	}
+	if (*q < '0' || *q > '9' || (*q == '0' && q[1] >= '0' && q[1] <= '9'))
+		return NULL;
+	for (; *q >= '0' && *q <= '9'; q++) {
+		if (size > (LLONG_MAX - (*q - '0')) / 10)
+			return NULL;
+		size = size * 10 + (*q - '0');
+	}
+	TAKE("}");
+#undef TAKE
+	/* the line break: "\r\n" is one, anything else one each */
+	if (*q == '\r')
+		q += q[1] == '\n' ? 2 : 1;
+	else if (*q == '\n')
+		q++;
+	else if (*q != '\0')
+		return NULL;
+	/* the closing quotes become the strings' ends */
+	*pe = '\0';
+	*ke = '\0';
+	r->path = ps;
+	r->token = ks;
+	r->owned = false;
+	r->size = neg ? -size : size;
+	return q;
+}
+
 /*
  * tether-vcs's _load_listing: every non-blank line is a JSON object with
  * "p", and optionally "k" (default "") and "s" (default 0).  Lines are
@@ -749,12 +832,32 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 {
 	int rc = 0;
 	size_t line = 0;
-	const char *p = text;
+	char *p;
+	bool sorted = true;
 
 	memset(out, 0, sizeof *out);
+	{
+		size_t n = strlen(text);
+		/* zero padding for plain_span's word reads */
+		if (!(out->text = malloc(n + 16)))
+			return file_oom(err);
+		memcpy(out->text, text, n);
+		memset(out->text + n, 0, 16);
+	}
+	p = out->text;
 	while (*p) {
+		char *after;
+		if (TT_ARRAY_GROW(out->rows, out->alloc, out->n + 1) != 0) {
+			rc = file_oom(err);
+			break;
+		}
+		if ((after = fast_row(p, &out->rows[out->n])) != NULL) {
+			out->rows[out->n++].line = ++line;
+			p = after;
+			continue;
+		}
 		size_t len = strcspn(p, "\r\n");
-		const char *next = p + len;
+		char *next = p + len;
 		bool blank = true;
 		json_t *row = NULL;
 		long long size;
@@ -767,7 +870,7 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 			next++;
 			break;
 		}
-		for (size_t i = 0; i < len; i++)
+		for (size_t i = 0; i < len && blank; i++)
 			if (!isspace((unsigned char)p[i]))
 				blank = false;
 		if (blank) {
@@ -782,11 +885,6 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 				      "line %zu", side, line);
 			break;
 		}
-		if (TT_ARRAY_GROW(out->rows, out->alloc, out->n + 1) != 0) {
-			json_decref(row);
-			rc = file_oom(err);
-			break;
-		}
 		{
 			lrow *r = &out->rows[out->n];
 			json_t *k = json_object_get(row, "k");
@@ -794,6 +892,7 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 			r->token = k ? py_str_dup(k) : tt_strdup("");
 			r->size = size;
 			r->line = line;
+			r->owned = true;
 			json_decref(row);
 			if (!r->path || !r->token) {
 				free(r->path);
@@ -809,15 +908,26 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 		lrows_release(out);
 		return rc;
 	}
-	/* Sort, then keep the last line of each path. */
+	/* Sort, then keep the last line of each path (a listing written in
+	 * strictly increasing path order, as both implementations write it,
+	 * needs neither). */
+	for (size_t i = 1; i < out->n; i++)
+		if (strcmp(out->rows[i - 1].path, out->rows[i].path) >= 0) {
+			sorted = false;
+			break;
+		}
+	if (sorted)
+		return 0;
 	if (out->n > 1)
 		qsort(out->rows, out->n, sizeof *out->rows, by_path_then_line);
 	{
 		size_t w = 0;
 		for (size_t i = 0; i < out->n; i++) {
 			if (i + 1 < out->n && strcmp(out->rows[i].path, out->rows[i + 1].path) == 0) {
-				free(out->rows[i].path);
-				free(out->rows[i].token);
+				if (out->rows[i].owned) {
+					free(out->rows[i].path);
+					free(out->rows[i].token);
+				}
 				continue;
 			}
 			out->rows[w++] = out->rows[i];

@@ -975,6 +975,77 @@ TT_TEST(diff_file_by_file)
 	tt_backend_free(b);
 }
 
+/* Listings read on the fast path (the shape both implementations write)
+ * and through the JSON reader (any other spelling of the same rows) give
+ * the same diff; the fast path never accepts what the JSON reader would
+ * refuse, nor differs on duplicates, order, line breaks or sizes. */
+TT_TEST(diff_listing_fast_and_general_readers_agree)
+{
+	tt_backend *b = file_backend(NULL);
+	tt_object_diff d1, d2;
+	json_t *a = dir_state(3, 3000, "aa"), *bs = dir_state(3, 5000, "bb");
+	const char *lb = "{\"p\":\"a\",\"k\":\"k1\",\"s\":1}\n"
+			 "{\"p\":\"b\",\"k\":\"k2\",\"s\":20}\n"
+			 "{\"p\":\"c\",\"k\":\"k3\",\"s\":-3}\n";
+	/* the same rows in canonical form, out of order, with a duplicate
+	 * (the last wins), a lone \r and a \r\n break */
+	const char *fast = "{\"p\":\"c\",\"k\":\"old\",\"s\":9}\r"
+			   "{\"p\":\"b\",\"k\":\"k2\",\"s\":20}\r\n"
+			   "{\"p\":\"a\",\"k\":\"k1\",\"s\":1}\n"
+			   "{\"p\":\"c\",\"k\":\"k3\",\"s\":-3}";
+	/* the same rows spelled so that only the JSON reader takes them */
+	const char *general = "{ \"p\": \"c\", \"k\": \"old\", \"s\": 9 }\r"
+			      "{\"k\":\"k2\",\"p\":\"b\",\"s\":20}  \r\n"
+			      "{\"p\":\"\\u0061\",\"k\":\"k\\u0031\",\"s\":1}\n"
+			      "{\"p\":\"c\",\"s\":-3,\"k\":\"k3\"}";
+	CHECK(b != NULL);
+	CHECK_INT(diff_of(b, a, bs, fast, lb, &d1), 0);
+	CHECK_INT(diff_of(b, a, bs, general, lb, &d2), 0);
+	CHECK(tt_object_diff_is_empty(&d1));
+	CHECK(tt_object_diff_is_empty(&d2));
+	tt_object_diff_release(&d1);
+	tt_object_diff_release(&d2);
+	CHECK_INT(diff_of(b, a, bs, lb, fast + 0, &d1), 0);
+	CHECK(tt_object_diff_is_empty(&d1));
+	tt_object_diff_release(&d1);
+
+	/* a long path (past several eight-byte words) and a non-ASCII one */
+	{
+		const char *la2 = "{\"p\":\"dir/sub/a-rather-long-file-name-0001.parquet\",\"k\":\"x\",\"s\":5}\n"
+				  "{\"p\":\"n\xc3\xa9w\",\"k\":\"y\",\"s\":7}\n";
+		const char *lb2 = "{\"p\":\"dir/sub/a-rather-long-file-name-0001.parquet\",\"k\":\"x2\",\"s\":6}\n";
+		CHECK_INT(diff_of(b, a, bs, la2, lb2, &d1), 0);
+		CHECK_INT(d1.modified, 1);
+		CHECK_INT(d1.removed, 1);
+		CHECK_STR(d1.entries[0].path, "dir/sub/a-rather-long-file-name-0001.parquet");
+		CHECK_STR(d1.entries[0].detail, "+1 B");
+		CHECK_STR(d1.entries[1].path, "n\xc3\xa9w");
+		tt_object_diff_release(&d1);
+	}
+
+	/* shapes the JSON reader refuses stay refused */
+	{
+		static const char *const bad[] = {
+			"{\"p\":\"a\",\"k\":\"k\",\"s\":01}",   /* leading zero */
+			"{\"p\":\"a\",\"k\":\"k\",\"s\":}",     /* no number */
+			"{\"p\":\"a\tb\",\"k\":\"k\",\"s\":1}", /* raw control byte */
+			"{\"p\":\"a\",\"k\":\"k\",\"s\":1}x",   /* trailing junk */
+			"{\"p\":\"a\",\"k\":\"k\",\"s\":99999999999999999999}",
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			tt_error err = TT_ERROR_INIT;
+			json_t *loc = loc_of("/x");
+			CHECK_INT(b->ops->diff(b, loc, a, bs, bad[i], lb, &d1, &err), TT_EBACKEND);
+			CHECK(strstr(tt_error_text(&err), "malformed at line 1") != NULL);
+			tt_error_clear(&err);
+			json_decref(loc);
+		}
+	}
+	json_decref(a);
+	json_decref(bs);
+	tt_backend_free(b);
+}
+
 TT_TEST(diff_sizes_format_like_tether_vcs)
 {
 	static const struct {
