@@ -15,7 +15,11 @@ times depend on the machine.
 
 Our binary is $TETHER_BIN (default build-bench/tether, else build/tether);
 the reference is the `tether` beside this Python ($TETHER_REF_BIN to
-override).  Results also go to .tmp/bench/results-<time>.json and
+override).  The `file` backend benchmarks (file-*, status-snapshot-vs-dvc,
+listing-diff-*) build their trees once under .tmp/bench/ (bench/filedata.py;
+about 6.5 GB at full size) and also report derived figures: GB/s against
+OpenSSL's SHA-256, µs per file, peak RSS, `dvc status`, and the library's
+listing diff alone (bench/listing_diff.c).  Results also go to .tmp/bench/results-<time>.json and
 .tmp/bench/latest.json.  `--quick` runs fewer repetitions on smaller data.
 """
 from __future__ import annotations
@@ -34,6 +38,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import filedata  # noqa: E402  (bench/filedata.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".tmp" / "bench"
@@ -139,6 +146,10 @@ class Bench:
     commands: Callable[[dict, str], list[tuple[list, Path]]]
     before: Callable[[dict, str], None] | None = None
     available: Callable[[Sides], None] | None = None
+    # summarize(ctx, result) -> text: derived figures (throughput, per-file
+    # cost, peak memory, a third tool), run after the timing; may fill
+    # result.extra, which goes to the JSON.
+    summarize: Callable[[dict, "Result"], str] | None = None
 
 
 # -- status-cached ------------------------------------------------------------ #
@@ -373,11 +384,360 @@ def cmds_verify(ctx: dict, side: str):
     return [([ctx["sides"].exe(side), "verify", "--all-history"], ctx["ds"])]
 
 
+# --------------------------------------------------------------------------- #
+# The `file` backend on local directories (data from bench/filedata.py)
+# --------------------------------------------------------------------------- #
+def who(side: str) -> str:
+    return "our tether" if side == "ours" else "tether-vcs"
+
+
+def file_dataset(tmp: Path, sides: Sides, tree: Path, commit: bool) -> tuple[Path, dict]:
+    """A dataset in tmp with one `file` object `d` on `tree`; committed (by
+    ours, which also fills the hash cache) when `commit`."""
+    home = tmp / "home"
+    home.mkdir()
+    env = isolated_env(home)
+    ds = new_git_repo(tmp / "ds", env)
+    run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+    run([sides.ours, "add", "d", str(tree), "--kind", "file"], ds, env)
+    if commit:
+        run([sides.ours, "commit", "-m", "tree"], ds, env)
+    return ds, env
+
+
+def hash_cache(ds: Path) -> Path:
+    return ds / ".tether" / "cache" / "file-hashes.json"
+
+
+def same_output(ctx: dict, argv_tail: list[str], before: Callable[[dict, str], None] | None
+                = None, strip: Callable[[str], object] = lambda t: t) -> dict[str, object]:
+    """Run both sides once (the warm-up) and demand the same output."""
+    got = {}
+    for side in ("ours", "ref"):
+        if before:
+            before(ctx, side)
+        p = run([ctx["sides"].exe(side), *argv_tail], ctx["ds"], ctx["env"], check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `{' '.join(argv_tail)}` exited {p.returncode}: "
+                       f"{first_line(p.stderr)}")
+        got[side] = strip(p.stdout)
+    if got["ours"] != got["ref"]:
+        raise Skip(f"`{' '.join(argv_tail)}` differs: ours {str(got['ours'])[:200]!r} vs "
+                   f"tether-vcs {str(got['ref'])[:200]!r}")
+    return got
+
+
+def status_objects(text: str) -> list:
+    return json.loads(text)["objects"]
+
+
+def openssl_sha256() -> float:
+    """Single-core SHA-256 bytes/s by `openssl speed` (1 MiB blocks, 3 s)."""
+    p = subprocess.run(["openssl", "speed", "-evp", "sha256", "-seconds", "3",
+                        "-bytes", "1048576"], capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0].lower() == "sha256" and parts[-1].endswith("k"):
+            return float(parts[-1][:-1]) * 1000  # "in 1000s of bytes per second"
+    raise Skip(f"cannot parse `openssl speed` (exit {p.returncode}): "
+               f"{first_line(p.stdout + p.stderr)}")
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def peak_rss_kib(argv: list, cwd: Path, env: dict[str, str]) -> int | None:
+    """`/usr/bin/time -v`'s Maximum resident set size of one run, in KiB."""
+    if not Path("/usr/bin/time").exists():
+        return None
+    p = run(["/usr/bin/time", "-v", *argv], cwd, env)
+    for line in p.stderr.splitlines():
+        if "Maximum resident set size" in line:
+            return int(line.rsplit(":", 1)[1])
+    return None
+
+
+def timed(argv: list, cwd: Path, env: dict[str, str], reps: int) -> list[float]:
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run(argv, cwd, env)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+# -- file-first-fingerprint ------------------------------------------------------ #
+def prep_first(nfiles: int, size: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        tree, total = filedata.big_tree(CACHE, nfiles, size)
+        filedata.warm_page_cache(tree)
+        ds, env = file_dataset(tmp, sides, tree, commit=False)
+        return {"ds": ds, "env": env, "sides": sides, "tree": tree, "bytes": total,
+                "files": nfiles, "sha_1core": openssl_sha256(), "cores": cpu_count()}
+    return prepare
+
+
+def before_first(ctx: dict, side: str) -> None:
+    hash_cache(ctx["ds"]).unlink(missing_ok=True)
+
+
+def check_first(ctx: dict) -> str:
+    got = same_output(ctx, ["snapshot"], before_first)
+    return f"same state from `snapshot` on both sides: {first_line(got['ours'])[:110]}"
+
+
+def cmds_first(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "snapshot"], ctx["ds"])]
+
+
+def sum_first(ctx: dict, res: "Result") -> str:
+    gb = ctx["bytes"] / 1e9
+    ours, ref = gb / res.med("ours"), gb / res.med("ref")
+    best = gb / res.min("ours")
+    one = ctx["sha_1core"] / 1e9
+    bound = one * ctx["cores"]
+    res.extra.update(bytes=ctx["bytes"], files=ctx["files"], ours_gbps=ours, ours_best_gbps=best,
+                     ref_gbps=ref, openssl_sha256_1core_gbps=one, cores=ctx["cores"],
+                     reference_gbps=bound, fraction_of_reference=ours / bound)
+    return (f"ours {ours:.2f} GB/s (best {best:.2f}), tether-vcs {ref:.2f} GB/s; reference "
+            f"OpenSSL SHA-256 {one:.2f} GB/s × {ctx['cores']} cores = {bound:.2f} GB/s: ours is "
+            f"{100 * ours / bound:.0f} % of it (best rep {100 * best / bound:.0f} %)")
+
+
+# -- file-cached-refresh ---------------------------------------------------------- #
+def prep_refresh(shard_files: int, shards: int, rss: bool):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        if shards == 1:
+            tree = filedata.small_shard(CACHE, shard_files, 0)
+        else:
+            tree = filedata.small_tree(CACHE, shard_files, shards)
+        ds, env = file_dataset(tmp, sides, tree, commit=True)  # our commit fills the cache
+        return {"ds": ds, "env": env, "sides": sides, "files": shard_files * shards,
+                "rss": rss}
+    return prepare
+
+
+def check_refresh(ctx: dict) -> str:
+    got = same_output(ctx, ["status", "--snapshot", "--json"], strip=status_objects)
+    states = [o["state"] for o in got["ours"]]
+    if states != ["clean"]:
+        raise Skip(f"expected one clean object, got {states}")
+    return (f"both `status --snapshot --json`: the same one object, clean; hash cache "
+            f"{hash_cache(ctx['ds']).stat().st_size / 1e6:.0f} MB")
+
+
+def cmds_refresh(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"])]
+
+
+def sum_refresh(ctx: dict, res: "Result") -> str:
+    n = ctx["files"]
+    per = {s: res.med(s) / n * 1e6 for s in ("ours", "ref")}
+    res.extra.update(files=n, ours_us_per_file=per["ours"], ref_us_per_file=per["ref"],
+                     ours_best_us_per_file=res.min("ours") / n * 1e6)
+    text = (f"ours {per['ours']:.2f} µs/file (best {res.min('ours') / n * 1e6:.2f}), "
+            f"tether-vcs {per['ref']:.2f} µs/file")
+    if ctx["rss"]:
+        for side in ("ours", "ref"):
+            kib = peak_rss_kib([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"],
+                               ctx["env"])
+            res.extra[f"{side}_peak_rss_mib"] = kib / 1024 if kib else None
+        o, r = res.extra["ours_peak_rss_mib"], res.extra["ref_peak_rss_mib"]
+        if o is None:
+            text += "; peak memory not measured (no /usr/bin/time)"
+        else:
+            text += f"; peak RSS ours {o:.0f} MiB, tether-vcs {r:.0f} MiB"
+    return text
+
+
+# -- status-snapshot-vs-dvc ---------------------------------------------------------- #
+def dvc_exe() -> Path:
+    return Path(sys.executable).parent / "dvc"
+
+
+def prep_dvc(nfiles: int, size: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        src = filedata.mid_tree(CACHE, nfiles, size)
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        env.update(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(tmp / "dvc-site"))
+        repo = new_git_repo(tmp / "dvcrepo", env)
+        data = repo / "data"
+        filedata.hardlink_copy(src, data)  # dvc add copies into its cache, never writes these
+        ctx = {"env": env, "sides": sides, "files": nfiles, "bytes": nfiles * size,
+               "dvcrepo": repo, "dvc": None, "dvc_why": ""}
+        if dvc_exe().exists():
+            run([dvc_exe(), "init", "-q"], repo, env)
+            run([dvc_exe(), "add", "-q", "data"], repo, env)
+            git("add", "-A", cwd=repo, env=env)
+            git("commit", "-q", "-m", "dvc add data", cwd=repo, env=env)
+            ctx["dvc"] = dvc_exe()
+        else:
+            ctx["dvc_why"] = f"dvc is not installed beside {sys.executable}"
+        ds = new_git_repo(tmp / "ds", env)
+        run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        run([sides.ours, "add", "d", str(data), "--kind", "file"], ds, env)
+        run([sides.ours, "commit", "-m", "tree"], ds, env)
+        ctx["ds"] = ds
+        return ctx
+    return prepare
+
+
+def sum_dvc(ctx: dict, res: "Result") -> str:
+    if not ctx["dvc"]:
+        return f"dvc column not measured: {ctx['dvc_why']}"
+    p = run([ctx["dvc"], "status"], ctx["dvcrepo"], ctx["env"])  # warm-up
+    if "up to date" not in p.stdout:
+        return f"dvc column not measured: `dvc status` is not clean: {first_line(p.stdout)}"
+    t = timed([ctx["dvc"], "status"], ctx["dvcrepo"], ctx["env"], res.reps)
+    med = statistics.median(t)
+    res.extra.update(dvc_ms={"median": med * 1e3, "min": min(t) * 1e3,
+                             "samples": [x * 1e3 for x in t]},
+                     dvc_ratio=med / res.med("ours"), dvc_version=first_line(
+                         run([ctx["dvc"], "--version"], ctx["dvcrepo"], ctx["env"]).stdout))
+    return (f"`dvc status` (dvc {res.extra['dvc_version']}, up to date) {ms(med)} / "
+            f"{ms(min(t))} ms: {ratio_text(med / res.med('ours'))} than dvc")
+
+
+# -- listing-diff ---------------------------------------------------------------------- #
+def listing_history(n: int, ref: Path) -> tuple[Path, str, str, str]:
+    """A dataset with two commits of one `file` object on an n-file directory
+    (a hard-linked copy of small shard 0) that differ in 5 files: 3 changed,
+    1 added, 1 removed.  Built by tether-vcs (`add --file versioned`,
+    `commit`, change, `pull`), cached.  Returns (base, rev A, rev B, what)."""
+    key = f"listing-v{filedata.FILEDATA_FORMAT}-tether-vcs-{ref_version()}-{n}"
+    base = CACHE / key
+    stamp = base / "READY"
+    if not (stamp.exists() and stamp.read_text().startswith(f"{key}\n")):
+        src = filedata.small_shard(CACHE, n, 0)
+        if base.exists():
+            shutil.rmtree(base)
+        base.mkdir(parents=True)
+        tree = base / "tree"
+        filedata.hardlink_copy(src, tree)
+        home = base / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        ds = new_git_repo(base / "ds", env)
+        run([ref, "init", "--dataset-id", DATASET_ID], ds, env)
+        run([ref, "add", "d", str(tree), "--kind", "file", "--file", "versioned"], ds, env)
+        run([ref, "commit", "-m", "A"], ds, env)
+        a = git("rev-parse", "HEAD", cwd=ds, env=env).strip()
+        files = sorted(p for p in (tree / "a00" / "b00").iterdir())
+        for f in files[:3]:
+            filedata.replace_file(f, b"changed\n")
+        (files[3]).unlink()
+        filedata.replace_file(tree / "a00" / "b00" / "added.txt", b"new file\n")
+        run([ref, "pull"], ds, env)
+        b = git("rev-parse", "HEAD", cwd=ds, env=env).strip()
+        if a == b:
+            raise RuntimeError("`tether pull` recorded no commit for the changed directory")
+        stamp.write_text(f"{key}\n{a}\n{b}\n")
+    _, a, b = stamp.read_text().split()
+    return base, a, b, "3 changed, 1 added, 1 removed"
+
+
+def prep_listing(n: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        base, a, b, what = listing_history(n, sides.ref)
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        ds = tmp / "ds"
+        shutil.copytree(base / "ds", ds, symlinks=True)  # with .tether/listings
+        return {"ds": ds, "env": env, "sides": sides, "a": a, "b": b, "what": what, "n": n}
+    return prepare
+
+
+def check_listing(ctx: dict) -> str:
+    got = same_output(ctx, ["diff", "--content", ctx["a"], ctx["b"], "--json"],
+                      strip=json.loads)
+    same_output(ctx, ["diff", "--content", ctx["a"], ctx["b"]])
+    return (f"same `diff --content` (text and --json) on both sides, A..B {ctx['what']}: "
+            f"{json.dumps(got['ours'])[:160]}")
+
+
+def cmds_listing(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "diff", "--content", ctx["a"], ctx["b"]], ctx["ds"])]
+
+
+def sum_listing(ctx: dict, res: "Result") -> str:
+    """The listing diff's own cost: `diff --content` less `diff` (the same
+    command without reading and comparing the listings)."""
+    out = {}
+    for side in ("ours", "ref"):
+        t = timed([ctx["sides"].exe(side), "diff", ctx["a"], ctx["b"]], ctx["ds"], ctx["env"],
+                  res.reps)
+        out[side] = statistics.median(t)
+        res.extra[f"{side}_plain_diff_ms"] = {"median": out[side] * 1e3, "min": min(t) * 1e3}
+    own = res.med("ours") - out["ours"]
+    ref_own = res.med("ref") - out["ref"]
+    res.extra.update(ours_listing_diff_ms=own * 1e3, ref_listing_diff_ms=ref_own * 1e3)
+    text = (f"`diff A B` without --content: ours {ms(out['ours'])} ms, tether-vcs "
+            f"{ms(out['ref'])} ms; so --content adds ≈ {own * 1e3:.1f} ms ours, "
+            f"≈ {ref_own * 1e3:.0f} ms tether-vcs (difference of medians)")
+    try:
+        helper = build_listing_helper(ctx["sides"].ours)
+        la, lb = listing_files(ctx)
+        p = run([helper, la, lb, max(res.reps, 21)], ctx["ds"], ctx["env"])
+        got = json.loads(p.stdout)
+    except (Skip, RuntimeError, OSError, ValueError) as exc:
+        return text + f"; the library's listing diff alone not measured: {first_line(str(exc))}"
+    res.extra["ours_library_listing_diff_ms"] = got
+    return text + (f"; the library's listing diff alone (bench/listing_diff.c, {got['reps']} "
+                   f"calls on the two stored listings): median {got['median_ms']:.1f} ms, "
+                   f"min {got['min_ms']:.1f} ms ({got['summary']})")
+
+
+def listing_files(ctx: dict) -> tuple[Path, Path]:
+    """The stored listings of A and B: the one A's tree holds, the one B adds."""
+    def names(rev: str) -> set[str]:
+        return set(git("ls-tree", "--name-only", rev, ".tether/listings/", cwd=ctx["ds"],
+                       env=ctx["env"]).split())
+    a, b = names(ctx["a"]), names(ctx["b"])
+    new = b - a
+    if len(a) != 1 or len(new) != 1:
+        raise Skip(f"expected one listing at A and one more at B, found {len(a)} and {len(new)}")
+    return ctx["ds"] / a.pop(), ctx["ds"] / new.pop()
+
+
+def build_listing_helper(ours: Path) -> Path:
+    """bench/listing_diff.c against the static library beside our binary
+    (the helper is not part of the CMake build)."""
+    lib = ours.parent / "libtether.a"
+    src = ROOT / "bench" / "listing_diff.c"
+    if not lib.exists():
+        raise Skip(f"no libtether.a beside {ours}")
+    out = CACHE / "listing_diff"
+    if out.exists() and out.stat().st_mtime > max(lib.stat().st_mtime, src.stat().st_mtime):
+        return out
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2"],
+                           capture_output=True, text=True)
+    if flags.returncode != 0:
+        raise Skip(f"pkg-config: {first_line(flags.stderr)}")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(["cc", "-std=c11", "-O2", "-I", str(ROOT / "include"), "-I",
+                        str(ROOT / "src"), str(src), str(lib), *flags.stdout.split(),
+                        "-lcrypto", "-lpthread", "-o", str(out)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Skip(f"cc bench/listing_diff.c failed: {first_line(p.stderr)}")
+    return out
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
     commits, objects = (20, 5) if quick else (200, 5)
     reps = (lambda full: 3) if quick else (lambda full: full)
+    # file backend sizes: full / --quick
+    big_n, big_size, big_label = (1024, 212992, "208MiB") if quick else (10240, 212992, "2GiB")
+    small_n, small_label, large_label = (10000, "10k", "100k") if quick else (100000, "100k", "1M")
+    mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -392,6 +752,28 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"{objects} file objects (history built by tether-vcs)",
               prep_verify(commits, objects), check_verify, cmds_verify,
               available=verify_available),
+        Bench("file-first-fingerprint", f"file-first-fingerprint-{big_label}", reps(5),
+              f"`tether snapshot` of one file object on {big_n} files, {big_label} "
+              "(page cache warm), with the hash cache deleted before each rep",
+              prep_first(big_n, big_size), check_first, cmds_first, before=before_first,
+              summarize=sum_first),
+        Bench("file-cached-refresh-100k", f"file-cached-refresh-{small_label}", reps(10),
+              f"`tether status --snapshot` on {small_n} small files, hash cache warm",
+              prep_refresh(small_n, 1, rss=False), check_refresh, cmds_refresh,
+              summarize=sum_refresh),
+        Bench("file-cached-refresh-1M", f"file-cached-refresh-{large_label}", reps(3),
+              f"`tether status --snapshot` on {small_n * 10} small files in nested "
+              "directories, hash cache warm; peak RSS by /usr/bin/time -v",
+              prep_refresh(small_n, 10, rss=True), check_refresh, cmds_refresh,
+              summarize=sum_refresh),
+        Bench("status-snapshot-vs-dvc", f"status-snapshot-vs-dvc-{mid_label}", reps(10),
+              f"cached `tether status --snapshot` on {mid_n} files ({mid_label}) vs the "
+              "same tree's cached `dvc status` after `dvc add`",
+              prep_dvc(mid_n, mid_size), check_refresh, cmds_refresh, summarize=sum_dvc),
+        Bench("listing-diff-100k", f"listing-diff-{small_label}", reps(10),
+              f"`tether diff --content A B`: two commits of a {small_n}-file directory "
+              "that differ in 5 files (listings stored)",
+              prep_listing(small_n), check_listing, cmds_listing, summarize=sum_listing),
     ]
 
 
@@ -407,6 +789,8 @@ class Result:
     skipped: str | None = None
     failed: bool = False
     times: dict[str, list[float]] = field(default_factory=dict)
+    summary: str = ""
+    extra: dict = field(default_factory=dict)
 
     def med(self, side: str) -> float:
         return statistics.median(self.times[side])
@@ -448,6 +832,8 @@ def measure(bench: Bench, sides: Sides, reps: int | None) -> Result:
                     if bench.before:
                         bench.before(ctx, side)
                     res.times[side].append(sample(bench.commands(ctx, side), ctx["env"]))
+            if bench.summarize:
+                res.summary = bench.summarize(ctx, res)
     except Skip as exc:
         res.skipped = str(exc)
     except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as exc:
@@ -569,6 +955,8 @@ def main() -> int:
         print(f"- {b.name}: {b.what} ...", flush=True)
         r = measure(b, sides, args.reps)
         print(f"    {('skipped: ' + r.skipped) if r.skipped else r.note}", flush=True)
+        if r.summary:
+            print(f"    {r.summary}", flush=True)
         results.append(r)
 
     try:
@@ -578,11 +966,17 @@ def main() -> int:
         pass
     print()
     print(table(results))
+    derived = [r for r in results if r.summary and not r.skipped]
+    if derived:
+        print()
+        for r in derived:
+            print(f"- {r.name}: {r.summary}")
 
     CACHE.mkdir(parents=True, exist_ok=True)
     out = {**head, "results": [
                {"name": r.name, "what": r.what, "reps": r.reps, "note": r.note,
                 "skipped": r.skipped, "failed": r.failed,
+                **({"summary": r.summary, "extra": r.extra} if r.summary else {}),
                 **({} if r.skipped else {
                     "ours_ms": {"median": r.med("ours") * 1e3, "min": r.min("ours") * 1e3,
                                 "samples": [t * 1e3 for t in r.times["ours"]]},
