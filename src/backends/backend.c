@@ -38,142 +38,6 @@ bool tt_backend_error_code(int code)
 	       code == TT_ECAPABILITY;
 }
 
-/* --- Python repr() / str() of JSON values ---------------------------------- */
-
-/* Decode one UTF-8 sequence at s[0..len) (already validated by jansson);
- * returns its length and the code point. */
-static size_t utf8_next(const unsigned char *s, size_t len, unsigned *cp)
-{
-	unsigned c = s[0];
-	size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-	if (n > len)
-		n = 1;
-	if (n == 1) {
-		*cp = c;
-		return 1;
-	}
-	*cp = c & (0x7Fu >> n);
-	for (size_t i = 1; i < n; i++)
-		*cp = (*cp << 6) | (s[i] & 0x3Fu);
-	return n;
-}
-
-/*
- * Whether Python's str.isprintable() says no.  Exact for ASCII and
- * Latin-1; above that the common separators, format characters and private
- * use areas (the full Unicode table is out of scope - unassigned code
- * points print raw here where Python escapes them).
- */
-static bool py_unprintable(unsigned cp)
-{
-	if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD)
-		return true;
-	if (cp < 0x100)
-		return false;
-	return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
-	       (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || (cp >= 0xD800 && cp <= 0xF8FF) ||
-	       cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB) || cp == 0xFFFE || cp == 0xFFFF ||
-	       cp == 0x180E || cp == 0x061C || (cp >= 0x0600 && cp <= 0x0605) || cp == 0x06DD ||
-	       cp == 0x070F || cp == 0x110BD || (cp >= 0x1BCA0 && cp <= 0x1BCA3) ||
-	       (cp >= 0x1D173 && cp <= 0x1D17A) || (cp >= 0xE0000 && cp <= 0xE0FFF) ||
-	       cp >= 0xF0000;
-}
-
-static int py_repr_str(tt_buf *out, const char *s, size_t len)
-{
-	/* Python picks double quotes only when the text has ' and no ". */
-	bool has_single = memchr(s, '\'', len) != NULL, has_double = memchr(s, '"', len) != NULL;
-	char q = has_single && !has_double ? '"' : '\'';
-	tt_buf_putc(out, q);
-	for (size_t i = 0; i < len;) {
-		unsigned cp;
-		size_t n = utf8_next((const unsigned char *)s + i, len - i, &cp);
-		if (cp == (unsigned)q || cp == '\\')
-			tt_buf_printf(out, "\\%c", (char)cp);
-		else if (cp == '\n')
-			tt_buf_puts(out, "\\n");
-		else if (cp == '\r')
-			tt_buf_puts(out, "\\r");
-		else if (cp == '\t')
-			tt_buf_puts(out, "\\t");
-		else if (py_unprintable(cp))
-			tt_buf_printf(out, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x",
-				      cp);
-		else
-			tt_buf_put(out, s + i, n);
-		i += n;
-	}
-	return tt_buf_putc(out, q);
-}
-
-static int py_repr_value(tt_buf *out, const json_t *v, int depth)
-{
-	if (out->failed)
-		return out->failed;
-	if (!v)
-		return tt_buf_puts(out, "None");
-	if (depth > TT_JSON_MAX_DEPTH)
-		return TT_ELIMIT;
-	switch (json_typeof(v)) {
-	case JSON_NULL:
-		return tt_buf_puts(out, "None");
-	case JSON_TRUE:
-		return tt_buf_puts(out, "True");
-	case JSON_FALSE:
-		return tt_buf_puts(out, "False");
-	case JSON_INTEGER:
-		return tt_buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	case JSON_REAL: {
-		char tmp[TT_DOUBLE_REPR_MAX];
-		size_t n = tt_double_repr(tmp, json_real_value(v));
-		return n ? tt_buf_put(out, tmp, n) : tt_buf_puts(out, "nan");
-	}
-	case JSON_STRING:
-		return py_repr_str(out, json_string_value(v), json_string_length(v));
-	case JSON_ARRAY: {
-		tt_buf_putc(out, '[');
-		for (size_t i = 0; i < json_array_size(v); i++) {
-			if (i)
-				tt_buf_puts(out, ", ");
-			int rc = py_repr_value(out, json_array_get(v, i), depth + 1);
-			if (rc)
-				return rc;
-		}
-		return tt_buf_putc(out, ']');
-	}
-	case JSON_OBJECT: {
-		const char *key;
-		size_t klen, i = 0;
-		json_t *val;
-		tt_buf_putc(out, '{');
-		json_object_keylen_foreach((json_t *)v, key, klen, val) {
-			if (i++)
-				tt_buf_puts(out, ", ");
-			py_repr_str(out, key, klen);
-			tt_buf_puts(out, ": ");
-			int rc = py_repr_value(out, val, depth + 1);
-			if (rc)
-				return rc;
-		}
-		return tt_buf_putc(out, '}');
-	}
-	}
-	return TT_EUSAGE;
-}
-
-int tt_py_repr(tt_buf *out, const json_t *v)
-{
-	int rc = py_repr_value(out, v, 0);
-	return rc ? rc : out->failed;
-}
-
-int tt_py_str(tt_buf *out, const json_t *v)
-{
-	if (json_is_string(v))
-		return tt_buf_put(out, json_string_value(v), json_string_length(v));
-	return tt_py_repr(out, v);
-}
-
 /* --- content diffs ------------------------------------------------------- */
 
 void tt_object_diff_init(tt_object_diff *d, const char *unit)
@@ -445,10 +309,10 @@ static void short_state(tt_buf *out, const json_t *state)
 	for (size_t k = 0; k < i; k++) {
 		tt_buf v = TT_BUF_INIT;
 		size_t cut = 0, chars = 0;
-		tt_py_str(&v, json_object_get(state, keys[k]));
+		tt_pyv_str(&v, json_object_get(state, keys[k]));
 		while (cut < v.len && chars < 12) {
-			unsigned cp;
-			cut += utf8_next((const unsigned char *)v.ptr + cut, v.len - cut, &cp);
+			uint32_t cp;
+			cut += tt_utf8_next((const unsigned char *)v.ptr + cut, v.len - cut, &cp);
 			chars++;
 		}
 		tt_buf_printf(out, "%s%s=", k ? ", " : "", keys[k]);
@@ -538,7 +402,7 @@ int tt_check_expected_for(tt_backend *b, const json_t *loc, const char *ref,
 				json_t *br = json_object_get(loc, "branch");
 				tt_buf t = TT_BUF_INIT;
 				if (br)
-					tt_py_str(&t, br);
+					tt_pyv_str(&t, br);
 				else
 					tt_buf_puts(&t, "main");
 				base = t.failed ? NULL : tt_buf_detach(&t);

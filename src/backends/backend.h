@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "core/kinds.h"
+#include "core/pyvalue.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -245,11 +246,6 @@ int tt_check_expected_for(tt_backend *b, const json_t *loc, const char *ref,
  * subclasses: EBACKEND, EREFMOVED, ECONFLICT, ECAPABILITY)? */
 bool tt_backend_error_code(int code);
 
-/* Python's repr() / str() of a JSON value (None, True, 'text', {'k': 1},
- * [1, 2.5]), for messages and diff details that must read as tether-vcs's.
- * Appends to out; returns 0 or the buffer's failure. */
-int tt_py_repr(tt_buf *out, const json_t *v);
-int tt_py_str(tt_buf *out, const json_t *v);
 
 /* Per-kind constructors (registered in backend.c). */
 int tt_memory_backend_new(tt_backend *b, tt_error *err);

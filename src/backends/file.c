@@ -180,7 +180,7 @@ static char *loc_uri(const json_t *loc, bool *oom)
 			      !(json_is_array(v) && json_array_size(v) == 0);
 		if (!truthy)
 			continue;
-		if (tt_py_str(&b, v) != 0 || memchr(b.ptr, '\0', b.len)) {
+		if (tt_pyv_str(&b, v) != 0 || memchr(b.ptr, '\0', b.len)) {
 			*oom = b.failed == TT_ENOMEM;
 			tt_buf_release(&b);
 			return NULL;
@@ -257,24 +257,6 @@ static int remote_unbuilt(const parsed_uri *p, tt_error *err)
 }
 
 /* --- small JSON helpers ------------------------------------------------------------ */
-
-/* Python truthiness of a JSON value (NULL: absent, falsy). */
-static bool truthy(const json_t *v)
-{
-	if (!v || json_is_null(v) || json_is_false(v))
-		return false;
-	if (json_is_string(v))
-		return json_string_length(v) > 0;
-	if (json_is_integer(v))
-		return json_integer_value(v) != 0;
-	if (json_is_real(v))
-		return json_real_value(v) != 0.0;
-	if (json_is_object(v))
-		return json_object_size(v) > 0;
-	if (json_is_array(v))
-		return json_array_size(v) > 0;
-	return true;
-}
 
 /* state.get(key) == text */
 static bool field_is(const json_t *state, const char *key, const char *text)
@@ -548,7 +530,7 @@ static bool file_state_addressable(tt_backend *b, const json_t *loc, const json_
 	(void)b;
 	(void)loc;
 	/* A remote object is re-openable only through its version id. */
-	return !(field_is(state, "type", "object") && !truthy(json_object_get(state, "version_id")));
+	return !(field_is(state, "type", "object") && !tt_pyv_truthy(json_object_get(state, "version_id")));
 }
 
 /* --- verify / open ----------------------------------------------------------------- */
@@ -568,7 +550,7 @@ static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 
 	*status = TT_VERIFY_UNKNOWN;
 	*message = NULL;
-	if (field_is(state, "type", "object") && !truthy(version) && !pin) {
+	if (field_is(state, "type", "object") && !tt_pyv_truthy(version) && !pin) {
 		/* Recorded as re-openable but the store gave no version id: the
 		 * bucket is not versioned, so only the object as it is now can be
 		 * compared. */
@@ -589,7 +571,7 @@ static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 		}
 		goto done;
 	}
-	if (truthy(version)) {
+	if (tt_pyv_truthy(version)) {
 		char *uri = NULL;
 		parsed_uri p;
 		memset(&p, 0, sizeof p);
@@ -642,9 +624,9 @@ static int file_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 		return rc;
 	if (target && target->kind == TT_TARGET_STATE && json_is_object(target->state)) {
 		json_t *v = json_object_get(target->state, "version_id");
-		if (truthy(v)) {
+		if (tt_pyv_truthy(v)) {
 			has_version = true;
-			if (tt_py_str(&version, v) != 0) {
+			if (tt_pyv_str(&version, v) != 0) {
 				rc = file_oom(err);
 				goto done;
 			}
@@ -683,7 +665,7 @@ static int file_listing(tt_backend *b, const json_t *loc, const json_t *state, c
 	*text = NULL;
 	if (!is_tree_state(state))
 		return 0; /* a single file's state already says everything */
-	if (json_object_get(state, "digest") && tt_py_str(&digest, json_object_get(state, "digest")))
+	if (json_object_get(state, "digest") && tt_pyv_str(&digest, json_object_get(state, "digest")))
 		return file_oom(err);
 	if ((rc = recall_listing(fi, digest.ptr, text, err)) != 0 || *text)
 		goto done;
@@ -732,17 +714,6 @@ static int by_path_then_line(const void *pa, const void *pb)
 	const lrow *a = pa, *b = pb;
 	int c = strcmp(a->path, b->path);
 	return c ? c : (a->line < b->line ? -1 : a->line > b->line);
-}
-
-/* str(v) as a new string, NULL on failure. */
-static char *py_str_dup(const json_t *v)
-{
-	tt_buf b = TT_BUF_INIT;
-	if (tt_py_str(&b, v) != 0) {
-		tt_buf_release(&b);
-		return NULL;
-	}
-	return tt_buf_detach(&b);
 }
 
 /* The first byte from q that is '"', '\\', a control byte or not ASCII
@@ -888,8 +859,8 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 		{
 			lrow *r = &out->rows[out->n];
 			json_t *k = json_object_get(row, "k");
-			r->path = py_str_dup(json_object_get(row, "p"));
-			r->token = k ? py_str_dup(k) : tt_strdup("");
+			r->path = tt_pyv_str_dup(json_object_get(row, "p"));
+			r->token = k ? tt_pyv_str_dup(k) : tt_strdup("");
 			r->size = size;
 			r->line = line;
 			r->owned = true;
@@ -1035,7 +1006,7 @@ static int diff_objects(const json_t *loc, const json_t *a, const json_t *bs, tt
 			for (int side = 0; side < 2; side++) {
 				tt_buf s = TT_BUF_INIT;
 				size_t cut = 0, chars = 0;
-				tt_py_str(&s, side ? vb : va);
+				tt_pyv_str(&s, side ? vb : va);
 				while (cut < s.len && chars < 12) {
 					cut++;
 					while (cut < s.len && ((unsigned char)s.ptr[cut] & 0xC0) == 0x80)
@@ -1050,9 +1021,9 @@ static int diff_objects(const json_t *loc, const json_t *a, const json_t *bs, tt
 				tt_buf_release(&s);
 			}
 		} else {
-			tt_py_str(&details, va);
+			tt_pyv_str(&details, va);
 			tt_buf_puts(&details, " -> ");
-			tt_py_str(&details, vb);
+			tt_pyv_str(&details, vb);
 		}
 	}
 	rc = details.failed ? file_oom(err) : tt_object_diff_add(out, uri, "modified", details.ptr, err);

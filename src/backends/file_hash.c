@@ -110,7 +110,7 @@ int tt_file_os_error(tt_error *err, int errnum, const char *path)
 		return tt_error_oom(err);
 	if (path) {
 		/* repr(path); a name that is not UTF-8 is shown as it is. */
-		if (!s || tt_py_repr(&quoted, s) != 0) {
+		if (!s || tt_pyv_repr(&quoted, s) != 0) {
 			tt_buf_reset(&quoted);
 			tt_buf_printf(&quoted, "'%s'", path);
 		}

@@ -105,55 +105,6 @@ static int goom(tt_error *err)
 	return TT_ENOMEM;
 }
 
-/* Python's repr() of a string (for messages that read as tether-vcs's). */
-static char *repr_of(const char *s)
-{
-	tt_buf b = TT_BUF_INIT;
-	json_t *v = json_string(s ? s : "");
-	char *out = NULL;
-	if (v && tt_py_repr(&b, v) == 0)
-		out = tt_buf_detach(&b);
-	json_decref(v);
-	tt_buf_release(&b);
-	return out;
-}
-
-/* Python's str() of a JSON value ("None" for a missing one). */
-static char *str_of(const json_t *v)
-{
-	tt_buf b = TT_BUF_INIT;
-	char *out = NULL;
-	if (tt_py_str(&b, v) == 0)
-		out = tt_buf_detach(&b);
-	tt_buf_release(&b);
-	return out;
-}
-
-/* Python truthiness of a JSON value. */
-static bool truthy(const json_t *v)
-{
-	if (!v)
-		return false;
-	switch (json_typeof(v)) {
-	case JSON_NULL:
-	case JSON_FALSE:
-		return false;
-	case JSON_TRUE:
-		return true;
-	case JSON_INTEGER:
-		return json_integer_value(v) != 0;
-	case JSON_REAL:
-		return json_real_value(v) != 0.0;
-	case JSON_STRING:
-		return json_string_length(v) > 0;
-	case JSON_ARRAY:
-		return json_array_size(v) > 0;
-	case JSON_OBJECT:
-		return json_object_size(v) > 0;
-	}
-	return false;
-}
-
 /* The ASCII characters Python's str.strip() removes (\x1c-\x1f included). */
 static bool py_space(unsigned char c)
 {
@@ -221,7 +172,7 @@ static int guard(const char *value, const char *what, tt_error *err)
 {
 	if (value && value[0] && value[0] != '-')
 		return 0;
-	char *r = repr_of(value);
+	char *r = tt_pyv_repr_dup(value);
 	gerr(err, TT_EBACKEND, "git %s %s looks like an option; refused", what, r ? r : "?");
 	free(r);
 	return TT_EBACKEND;
@@ -244,7 +195,7 @@ static int check_sha(const char *text, tt_error *err)
 {
 	if (hex_sha(text))
 		return 0;
-	char *r = repr_of(text);
+	char *r = tt_pyv_repr_dup(text);
 	gerr(err, TT_EBACKEND, "not a git commit id: %s", r ? r : "?");
 	free(r);
 	return TT_EBACKEND;
@@ -253,7 +204,7 @@ static int check_sha(const char *text, tt_error *err)
 /* The state's `sha`, checked. */
 static int state_sha(const json_t *state, char **out, tt_error *err)
 {
-	*out = str_of(json_object_get(state, "sha"));
+	*out = tt_pyv_str_dup(json_object_get(state, "sha"));
 	if (!*out)
 		return goom(err);
 	if (check_sha(*out, err) < 0) {
@@ -464,7 +415,7 @@ static int git_try(tt_backend *b, const char *repo, const char *const *args, cha
 static int loc_text(const json_t *loc, const char *key, const char *dflt, char **out, tt_error *err)
 {
 	const json_t *v = json_object_get(loc, key);
-	*out = !v || json_is_null(v) ? (dflt ? tt_strdup(dflt) : NULL) : str_of(v);
+	*out = !v || json_is_null(v) ? (dflt ? tt_strdup(dflt) : NULL) : tt_pyv_str_dup(v);
 	if (!*out && ((v && !json_is_null(v)) || dflt))
 		return goom(err);
 	return 0;
@@ -475,9 +426,9 @@ static int loc_local(const json_t *loc, char **out, tt_error *err)
 {
 	const json_t *v = json_object_get(loc, "path");
 	*out = NULL;
-	if (!truthy(v))
+	if (!tt_pyv_truthy(v))
 		v = json_object_get(loc, "uri");
-	if (truthy(v) && !(*out = str_of(v)))
+	if (tt_pyv_truthy(v) && !(*out = tt_pyv_str_dup(v)))
 		return goom(err);
 	if (!*out || strstr(*out, "://")) {
 		free(*out);
@@ -512,7 +463,7 @@ static int repo_path(tt_backend *b, const json_t *loc, char **out, tt_error *err
 	if ((rc = loc_local(loc, &path, err)) < 0)
 		return rc;
 	if (path[0] != '/') {
-		r = repr_of(path);
+		r = tt_pyv_repr_dup(path);
 		rc = gerr(err, TT_EBACKEND,
 			  "git path %s is not absolute; `add` stores an absolute path, so this "
 			  "manifest was written by hand", r ? r : path);
@@ -549,7 +500,7 @@ static int base_ref(const json_t *loc, char **out, tt_error *err)
 {
 	const json_t *at = json_object_get(loc, "at");
 	if (at && !json_is_null(at) && !(json_is_string(at) && json_string_length(at) == 0)) {
-		*out = str_of(at);
+		*out = tt_pyv_str_dup(at);
 		return *out ? 0 : goom(err);
 	}
 	return loc_text(loc, "ref", "HEAD", out, err);
@@ -876,16 +827,16 @@ static int pin_remote(tt_backend *b, const json_t *loc, const char *repo, char *
 	lines it;
 
 	*out = NULL;
-	if (truthy(local)) {
+	if (tt_pyv_truthy(local)) {
 		/* From secrets: any URL or path, but never an option. */
-		if (!(*out = str_of(local)))
+		if (!(*out = tt_pyv_str_dup(local)))
 			return goom(err);
 		rc = guard(*out, "remote", err);
 		goto done;
 	}
-	if (!truthy(named))
+	if (!tt_pyv_truthy(named))
 		return 0;
-	if (!(*out = str_of(named)))
+	if (!(*out = tt_pyv_str_dup(named)))
 		return goom(err);
 	if ((rc = guard(*out, "remote", err)) < 0 || (rc = git_run(b, repo, args, &listing, err)) < 0)
 		goto done;
@@ -893,7 +844,7 @@ static int pin_remote(tt_backend *b, const json_t *loc, const char *repo, char *
 	while (!found && line_next(&it, &s, &n))
 		found = n == strlen(*out) && memcmp(s, *out, n) == 0;
 	if (!found) {
-		r = repr_of(*out);
+		r = tt_pyv_repr_dup(*out);
 		rc = gerr(err, TT_EBACKEND,
 			  "%s is not a remote configured in %s. A committed locator arrives with every "
 			  "clone, so it names a remote the repository already has (`git remote add`); "
@@ -928,7 +879,7 @@ static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 	bool created = false;
 	int rc, status;
 
-	if (truthy(json_object_get(state, "dirty")) && !truthy(json_object_get(loc, "allow_dirty"))) {
+	if (tt_pyv_truthy(json_object_get(state, "dirty")) && !tt_pyv_truthy(json_object_get(loc, "allow_dirty"))) {
 		rc = gerr(err, TT_EBACKEND, "refusing to pin a dirty working tree (set allow_dirty)");
 		goto done;
 	}
@@ -1536,8 +1487,8 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 	lines it;
 
 	tt_object_diff_init(out, "files");
-	if (!(sa = str_of(json_object_get(a, "sha"))) ||
-	    !(sb = str_of(json_object_get(bstate, "sha")))) {
+	if (!(sa = tt_pyv_str_dup(json_object_get(a, "sha"))) ||
+	    !(sb = tt_pyv_str_dup(json_object_get(bstate, "sha")))) {
 		rc = goom(err);
 		goto done;
 	}
@@ -1548,9 +1499,9 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 		if (!same) {
 			tt_buf note = TT_BUF_INIT;
 			tt_buf_puts(&note, "dirty ");
-			tt_py_str(&note, da);
+			tt_pyv_str(&note, da);
 			tt_buf_puts(&note, " -> ");
-			tt_py_str(&note, db);
+			tt_pyv_str(&note, db);
 			if (note.failed) {
 				tt_buf_release(&note);
 				rc = goom(err);
@@ -1678,7 +1629,7 @@ static int base_branch_in(tt_backend *b, const char *repo, const json_t *loc, ch
 	if ((rc = branch_sha(b, repo, ref, &at, err)) < 0)
 		goto done;
 	if (!at[0]) {
-		r = repr_of(ref);
+		r = tt_pyv_repr_dup(ref);
 		rc = gerr(err, TT_EBACKEND, "%s is not a local branch", r ? r : ref);
 		goto done;
 	}

@@ -56,19 +56,6 @@ static int mem_oom(tt_error *err)
 	return TT_ENOMEM;
 }
 
-/* Python's repr() of a string, for messages ("system 'x' was deleted"). */
-static char *repr_of(const char *s)
-{
-	tt_buf b = TT_BUF_INIT;
-	json_t *v = json_string(s);
-	char *out = NULL;
-	if (v && tt_py_repr(&b, v) == 0)
-		out = tt_buf_detach(&b);
-	json_decref(v);
-	tt_buf_release(&b);
-	return out;
-}
-
 /* --- the store and its sessions ------------------------------------------ */
 
 static pthread_mutex_t store_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -264,7 +251,7 @@ static int sys_get(session *s, const char *name, json_t **sys, tt_error *err)
 
 	*sys = NULL;
 	if (is_deleted(s, name)) {
-		r = repr_of(name);
+		r = tt_pyv_repr_dup(name);
 		rc = mem_err(err, TT_EBACKEND, "system %s was deleted", r ? r : name);
 		goto done;
 	}
@@ -309,7 +296,7 @@ static int resolve(json_t *sys, const char *ref, const char **sid, tt_error *err
 	if (!v && has_snapshot(sys, ref))
 		v = ref;
 	if (!v) {
-		char *r = repr_of(ref);
+		char *r = tt_pyv_repr_dup(ref);
 		int rc = mem_err(err, TT_EBACKEND, "unknown ref %s", r ? r : ref);
 		free(r);
 		return rc;
@@ -395,35 +382,10 @@ done:
 
 /* --- locators and states -------------------------------------------------- */
 
-/* Python truthiness of a JSON value. */
-static bool truthy(const json_t *v)
-{
-	if (!v)
-		return false;
-	switch (json_typeof(v)) {
-	case JSON_NULL:
-	case JSON_FALSE:
-		return false;
-	case JSON_TRUE:
-		return true;
-	case JSON_INTEGER:
-		return json_integer_value(v) != 0;
-	case JSON_REAL:
-		return json_real_value(v) != 0.0;
-	case JSON_STRING:
-		return json_string_length(v) > 0;
-	case JSON_ARRAY:
-		return json_array_size(v) > 0;
-	case JSON_OBJECT:
-		return json_object_size(v) > 0;
-	}
-	return false;
-}
-
 static int str_of(const json_t *v, char **out, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
-	if (tt_py_str(&b, v) != 0) {
+	if (tt_pyv_str(&b, v) != 0) {
 		tt_buf_release(&b);
 		return mem_oom(err);
 	}
@@ -436,9 +398,9 @@ static int loc_system(const json_t *loc, char **out, tt_error *err)
 {
 	const json_t *v = json_object_get(loc, "system");
 	*out = NULL;
-	if (!truthy(v))
+	if (!tt_pyv_truthy(v))
 		v = json_object_get(loc, "uri");
-	if (!truthy(v))
+	if (!tt_pyv_truthy(v))
 		return mem_err(err, TT_EBACKEND, "memory locator needs 'system'");
 	return str_of(v, out, err);
 }
@@ -1111,7 +1073,7 @@ static int mem_promote(tt_backend *b, const json_t *loc, const tt_target *source
 	    (rc = require_head(sys, base, expected, "promote", err)) != 0)
 		goto done;
 	if (!map_get(sys, "branches", base)) {
-		char *r = repr_of(base);
+		char *r = tt_pyv_repr_dup(base);
 		rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
 		free(r);
 		goto done;
@@ -1214,7 +1176,7 @@ static int mem_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	    (rc = require_head(sys, base, expected, "merge", err)) != 0)
 		goto done;
 	if (!map_get(sys, "branches", base)) {
-		char *r = repr_of(base);
+		char *r = tt_pyv_repr_dup(base);
 		rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
 		free(r);
 		goto done;
@@ -1308,10 +1270,10 @@ static int add_repr_entry(tt_object_diff *out, const char *key, const char *chan
 {
 	tt_buf d = TT_BUF_INIT;
 	int rc;
-	tt_py_repr(&d, from);
+	tt_pyv_repr(&d, from);
 	if (to) {
 		tt_buf_puts(&d, " -> ");
-		tt_py_repr(&d, to);
+		tt_pyv_repr(&d, to);
 	}
 	rc = d.failed ? mem_oom(err) : tt_object_diff_add(out, key, change, d.ptr, err);
 	tt_buf_release(&d);
@@ -1385,7 +1347,7 @@ static int mem_create(tt_backend *b, const json_t *loc, const char *owner, json_
 		goto done;
 	/* Never adopt a store someone else made. */
 	if (json_object_get(systems_of(&s), name)) {
-		r = repr_of(name);
+		r = tt_pyv_repr_dup(name);
 		rc = mem_err(err, TT_EBACKEND, "system %s already exists", r ? r : name);
 		goto done;
 	}

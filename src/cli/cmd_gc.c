@@ -96,16 +96,6 @@ static json_t *report_json(const json_t *r)
 	return out;
 }
 
-/* Python's repr() of a string, for messages tether-vcs words with !r. */
-static char *repr(const char *s)
-{
-	tt_buf b = TT_BUF_INIT;
-	json_t *v = json_string(s);
-	tt_pyv_repr(&b, v);
-	json_decref(v);
-	return tt_buf_detach(&b);
-}
-
 static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT;
@@ -142,7 +132,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	for (size_t i = 0; i < o.nstores; i++) {
 		const char *eq = strchr(o.stores[i], '=');
 		if (!eq || eq == o.stores[i] || !eq[1]) {
-			char *r = repr(o.stores[i]);
+			char *r = tt_pyv_repr_dup(o.stores[i]);
 			fprintf(stderr, "error: --store expects KIND=LOCATOR, got %s\n", r ? r : o.stores[i]);
 			free(r);
 			return EXIT_ERROR;
@@ -164,7 +154,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			goto done;
 		}
 		if (strcmp(tt_plan_command(plan), "gc") != 0) {
-			char *r = repr(tt_plan_command(plan));
+			char *r = tt_pyv_repr_dup(tt_plan_command(plan));
 			fprintf(stderr, "error: %s is a %s plan, expected 'gc'\n", from, r ? r : "?");
 			free(r);
 			tt_plan_free(plan);

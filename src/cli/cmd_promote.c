@@ -14,7 +14,7 @@ static void print_states(json_t *obj, const char *label)
 	json_t *state;
 	json_object_foreach(obj, key, state) {
 		tt_buf b = TT_BUF_INIT;
-		tt_py_repr(&b, state);
+		tt_pyv_repr(&b, state);
 		printf("  %s%s -> %s\n", label, key, b.ptr);
 		tt_buf_release(&b);
 	}

@@ -132,7 +132,7 @@ static int run_snapshot(const cli_cmd *cmd, cli_args *a)
 	json_t *state;
 	json_object_foreach(out, key, state) {
 		tt_buf b = TT_BUF_INIT;
-		tt_py_repr(&b, state);
+		tt_pyv_repr(&b, state);
 		printf("  %s: %s\n", key, b.ptr);
 		tt_buf_release(&b);
 	}

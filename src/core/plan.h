@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "core/pyvalue.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -145,29 +146,5 @@ int tt_plan_render(const tt_plan *plan, tt_buf *out, tt_error *err);
 /* What the CLI prints without --json: "plan: <command> (<N> write(s))\n"
  * followed by tt_plan_render(). */
 int tt_plan_render_text(const tt_plan *plan, tt_buf *out, tt_error *err);
-
-/* --- Python value semantics ------------------------------------------------
- * tether-vcs computes summaries and loads plans with Python's str(), bool(),
- * len() and iteration over whatever JSON holds; these give the same answers
- * for JSON values.  NULL counts as None.  (tt_pyv_str/tt_pyv_repr give what
- * backends/backend.h's tt_py_str/tt_py_repr give; core does not reach into
- * the backends layer for them.)
- */
-bool tt_pyv_truthy(const json_t *v);
-/* str(v) appended to out: "None", "True", 1.5, strings as they are,
- * containers as repr(). */
-int tt_pyv_str(tt_buf *out, const json_t *v);
-/* repr(v) appended to out. */
-int tt_pyv_repr(tt_buf *out, const json_t *v);
-/* len(v) for a string (code points), list or dict; false for the rest. */
-bool tt_pyv_len(const json_t *v, size_t *out);
-/* list(v): a list's items, a dict's keys, a string's characters, as a new
- * array; NULL for what Python cannot iterate (and on OOM). */
-json_t *tt_pyv_list(const json_t *v);
-/* v == w as Python compares the values JSON gives (1 == 1.0 == True). */
-bool tt_pyv_eq(const json_t *v, const json_t *w);
-/* dict(v) for the values a plan or journal holds: a dict (copied), a
- * falsy value ({}), a list of pairs; NULL when Python would raise. */
-json_t *tt_pyv_dict(const json_t *v);
 
 #endif

@@ -33,7 +33,7 @@ int tt_short_state(tt_buf *out, const json_t *state)
 		return tt_buf_puts(out, "?");
 	json_object_foreach((json_t *)state, k, v) {
 		tt_buf text = TT_BUF_INIT;
-		tt_py_str(&text, v);
+		tt_pyv_str(&text, v);
 		/* Count code points, not bytes. */
 		size_t cut = 0, chars = 0;
 		while (cut < text.len && chars < 16) {
@@ -283,9 +283,10 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 	}
 	if (nactions) {
 		tt_buf det = TT_BUF_INIT, rep = TT_BUF_INIT;
-		json_t *ms = json_string(message);
-		tt_py_repr(&rep, ms);
-		json_decref(ms);
+		if (message)
+			tt_pyv_repr_str(&rep, message, strlen(message));
+		else
+			tt_buf_puts(&rep, "None");
 		tt_buf_printf(&det, "%s commit: %s", repo->vcs->ops->kind, rep.ptr);
 		rc = tt_plan_action(plan, "vcs-commit", NULL, NULL, NULL, det.ptr, NULL, err);
 		tt_buf_release(&det);

@@ -824,9 +824,7 @@ static int gone_notes(gc_state *s, tt_error *err)
 	qsort(kinds, n, sizeof *kinds, cmp_cstr);
 	for (i = 0; i < n && rc == 0; i++) {
 		tt_buf t = TT_BUF_INIT, r = TT_BUF_INIT;
-		json_t *ks = json_string(kinds[i]);
-		tt_pyv_repr(&r, ks);
-		json_decref(ks);
+		tt_pyv_repr_str(&r, kinds[i], strlen(kinds[i]));
 		const char *when = removed_in(kinds[i]);
 		tt_buf_printf(&t, "%s: %lld manifest(s) skipped -- this tether has no %s backend", r.ptr,
 			      (long long)json_integer_value(json_object_get(s->w.skipped, kinds[i])), r.ptr);
@@ -1479,9 +1477,8 @@ static int refuse_stores(const tt_gc_opts *o, tt_error *err)
 		const char *eq = o->stores[i] ? strchr(o->stores[i], '=') : NULL;
 		if (!eq || eq == o->stores[i] || !eq[1]) {
 			tt_buf r = TT_BUF_INIT;
-			json_t *v = json_string(o->stores[i] ? o->stores[i] : "");
-			tt_pyv_repr(&r, v);
-			json_decref(v);
+			const char *got = o->stores[i] ? o->stores[i] : "";
+			tt_pyv_repr_str(&r, got, strlen(got));
 			int rc = tt_error_set(err, TT_EUSAGE, "--store expects KIND=LOCATOR, got %s", r.ptr);
 			tt_buf_release(&r);
 			return rc;

@@ -56,6 +56,15 @@ static size_t utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp)
 	return n;
 }
 
+size_t tt_utf8_next(const unsigned char *s, size_t avail, uint32_t *cp)
+{
+	size_t n = utf8_decode(s, avail, cp);
+	if (n)
+		return n;
+	*cp = s[0];
+	return 1;
+}
+
 bool tt_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;

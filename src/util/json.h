@@ -16,6 +16,7 @@
 #define TT_UTIL_JSON_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -53,6 +54,10 @@ int tt_json_dump_string(tt_buf *out, const char *s, size_t len, bool ensure_asci
 
 /* Is s[0..len) well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? */
 bool tt_utf8_valid(const char *s, size_t len);
+/* One code point of the UTF-8 text at s (avail > 0 bytes left): returns its
+ * length and stores it in *cp.  A byte that does not start a well-formed
+ * sequence is taken alone, as its own value. */
+size_t tt_utf8_next(const unsigned char *s, size_t avail, uint32_t *cp);
 
 /*
  * Parse JSON text with jansson, errors as "<what>:<line>:<col>: ...".

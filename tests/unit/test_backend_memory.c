@@ -753,7 +753,7 @@ static char *repr(const char *json)
 {
 	tt_buf b = TT_BUF_INIT;
 	json_t *v = json_loads(json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-	tt_py_repr(&b, v);
+	tt_pyv_repr(&b, v);
 	json_decref(v);
 	return tt_buf_detach(&b);
 }
