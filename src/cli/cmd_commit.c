@@ -33,8 +33,11 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	};
 	if (from) {
 		tt_buf text = TT_BUF_INIT;
-		if (tt_read_file(from, &text, 64u << 20, &err) < 0 ||
-		    tt_repo_apply_commit_plan(repo, text.ptr, text.len, o.message, a->pos, a->npos, o.no_vcs,
+		if ((rc = cli_read_plan(from, &text)) != EXIT_OK) {
+			tt_buf_release(&text);
+			goto done;
+		}
+		if (tt_repo_apply_commit_plan(repo, text.ptr, text.len, o.message, a->pos, a->npos, o.no_vcs,
 					      &out, &err) < 0) {
 			tt_buf_release(&text);
 			rc = cli_fail(&err);

@@ -148,8 +148,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	nwarn = tt_repo_warning_count(repo);
 	if (from) {
 		tt_plan *plan = NULL;
-		if (tt_read_file(from, &text, 64u << 20, &err) < 0 ||
-		    tt_plan_parse(&plan, text.ptr, text.len, &err) < 0) {
+		if ((rc = cli_read_plan(from, &text)) != EXIT_OK)
+			goto done;
+		if (tt_plan_parse(&plan, text.ptr, text.len, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;
 		}

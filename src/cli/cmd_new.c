@@ -31,10 +31,8 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		.eager = cli_flag(cmd, a, "eager") ? 1 : cli_flag(cmd, a, "lazy") ? 0 : -1,
 		.discard = cli_flag(cmd, a, "discard"),
 	};
-	if (from && tt_read_file(from, &saved, 64u << 20, &err) < 0) {
-		rc = cli_fail(&err);
+	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
 		goto done;
-	}
 	if (tt_repo_new(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
 			dry ? NULL : &out, &err) < 0) {
 		rc = cli_fail(&err);

@@ -41,10 +41,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.strategy = cli_value(cmd, a, "strategy"),
 		.message = cli_value(cmd, a, "message"),
 	};
-	if (from && tt_read_file(from, &saved, 64u << 20, &err) < 0) {
-		rc = cli_fail(&err);
+	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
 		goto done;
-	}
 	if (tt_repo_promote(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
 			    dry ? NULL : &out, &err) < 0) {
 		rc = cli_fail(&err);

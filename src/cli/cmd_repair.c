@@ -20,10 +20,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if (from_plan && tt_read_file(from_plan, &saved, 64u << 20, &err) < 0) {
-		rc = cli_fail(&err);
+	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
 		goto done;
-	}
 	if (tt_repo_repair(repo, a->pos, a->npos, cli_flag(cmd, a, "all-history"), dry, from_plan ? saved.ptr : NULL,
 			   saved.len, &pj, &pt, &out, &err) < 0) {
 		rc = cli_fail(&err);
