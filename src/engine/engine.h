@@ -121,6 +121,29 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 /* The ids (8 hex) of the other live checkouts working on bookmark. */
 int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 
+/* --- manifests across history (history.c) --------------------------------- */
+
+/* The dataset's objects directory relative to the VCS root, as history
+ * files are named (".tether/objects" or "<sub>/.tether/objects"). */
+char *tt_engine_objects_reldir(const tt_repo *repo);
+/* Is path, a file of a history commit, a manifest directly under reldir? */
+bool tt_engine_is_manifest_path(const char *reldir, const char *path);
+
+/* The manifests a history walk meets, each distinct text parsed once (the
+ * same manifest at hundreds of commits is one entry).  Indices are stable;
+ * pointers into items are not across calls. */
+typedef struct tt_manifest_memo {
+	json_t *texts; /* text -> index in items */
+	tt_manifest *items;
+	size_t n, alloc;
+} tt_manifest_memo;
+/* The index of text's manifest in memo, parsing it on first sight (*fresh,
+ * when asked, true then).  Parse errors name "<commit[:12]>:<path>", or path alone
+ * when commit is NULL. */
+int tt_manifest_memo_get(tt_manifest_memo *memo, const json_t *text, const char *commit,
+			 const char *path, size_t *index, bool *fresh, tt_error *err);
+void tt_manifest_memo_release(tt_manifest_memo *memo);
+
 /* ISO 8601 UTC with microseconds, as Python's datetime.isoformat(). */
 void tt_now_iso_micro(char out[40]);
 

@@ -529,9 +529,7 @@ static json_t *known_pins(tt_repo *repo)
 typedef struct gc_walk {
 	tt_repo *repo;
 	const char *reldir;
-	json_t *texts;       /* text -> index into hist */
-	tt_manifest *hist;   /* parsed history manifests (owned) */
-	size_t nhist, ahist;
+	tt_manifest_memo memo; /* history manifests, locators made absolute */
 	size_t aside;        /* capacity of the per-manifest arrays below */
 	char **ns;           /* per hist index: namespace key (pinned ones) */
 	bool *seen;          /* per hist index: processed */
@@ -546,16 +544,13 @@ typedef struct gc_walk {
 
 static void walk_release(gc_walk *w)
 {
-	for (size_t i = 0; i < w->nhist; i++) {
-		tt_manifest_release(&w->hist[i]);
-		free(w->ns ? w->ns[i] : NULL);
-	}
-	free(w->hist);
+	for (size_t i = 0; w->ns && i < w->memo.n; i++)
+		free(w->ns[i]);
+	tt_manifest_memo_release(&w->memo);
 	free(w->ns);
 	free(w->seen);
 	free(w->order);
 	free(w->pinned_order);
-	json_decref(w->texts);
 	json_decref(w->sigs);
 }
 
@@ -568,7 +563,7 @@ static int count_skipped(json_t *skipped, const char *kind)
 /* First sight of a (distinct) history manifest. */
 static int first_sight(gc_walk *w, size_t pi, tt_error *err)
 {
-	tt_manifest *m = &w->hist[pi];
+	tt_manifest *m = &w->memo.items[pi];
 	tt_backend *b;
 	int rc;
 	w->order[w->norder++] = pi;
@@ -593,23 +588,19 @@ static int first_sight(gc_walk *w, size_t pi, tt_error *err)
 static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *err)
 {
 	gc_walk *w = ctx;
-	size_t dl = strlen(w->reldir);
 	const char *path;
 	json_t *text;
 	json_object_foreach(files, path, text) {
-		size_t pl = strlen(path);
-		if (pl < 5 || strcmp(path + pl - 5, ".toml") != 0 ||
-		    (dl && (strncmp(path, w->reldir, dl) != 0 || path[dl] != '/')))
-			continue;
-		json_t *idx = json_object_get(w->texts, json_string_value(text));
 		size_t pi;
-		if (idx) {
-			pi = (size_t)json_integer_value(idx);
-		} else {
-			if (TT_ARRAY_GROW(w->hist, w->ahist, w->nhist + 1) < 0)
-				return tt_error_oom(err);
-			if (w->aside < w->ahist) {
-				size_t cap = w->ahist;
+		bool fresh;
+		int rc;
+		if (!tt_engine_is_manifest_path(w->reldir, path))
+			continue;
+		if ((rc = tt_manifest_memo_get(&w->memo, text, commit, path, &pi, &fresh, err)) < 0)
+			return rc;
+		if (fresh) {
+			if (w->aside < w->memo.alloc) {
+				size_t cap = w->memo.alloc;
 				char **ns = tt_reallocarray(w->ns, cap, sizeof *ns);
 				if (ns)
 					w->ns = ns;
@@ -625,24 +616,15 @@ static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *e
 				w->pinned_order = po;
 				w->aside = cap;
 			}
-			char *label = tt_asprintf("%.12s:%s", commit, path);
-			int rc = label ? tt_manifest_parse(&w->hist[w->nhist], json_string_value(text),
-							   json_string_length(text), label, err)
-				       : tt_error_oom(err);
-			free(label);
-			if (rc < 0)
-				return rc;
 			/* A path as typed in an old manifest means the dataset root. */
 			tt_error ignored = TT_ERROR_INIT;
-			tt_absolutize_locator(w->hist[w->nhist].locator, w->hist[w->nhist].kind,
+			tt_absolutize_locator(w->memo.items[pi].locator, w->memo.items[pi].kind,
 					      w->repo->root, &ignored);
 			tt_error_clear(&ignored);
-			pi = w->nhist++;
 			w->ns[pi] = NULL;
 			w->seen[pi] = false;
-			json_object_set_new(w->texts, json_string_value(text), json_integer((json_int_t)pi));
 		}
-		const tt_manifest *m = &w->hist[pi];
+		const tt_manifest *m = &w->memo.items[pi];
 		if (kind_gone(m->kind)) {
 			/* Counted per commit, as tether-vcs counts them. */
 			if (count_skipped(w->skipped, m->kind) < 0 ||
@@ -654,8 +636,7 @@ static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *e
 			return tt_error_oom(err);
 		if (!w->seen[pi]) {
 			w->seen[pi] = true;
-			int rc = first_sight(w, pi, err);
-			if (rc < 0)
+			if ((rc = first_sight(w, pi, err)) < 0)
 				return rc;
 		}
 	}
@@ -863,7 +844,7 @@ static int plan_unpins(gc_state *s, tt_error *err)
 		goto done;
 	}
 	for (size_t h = 0; h < s->w.npinned; h++) {
-		const tt_manifest *m = &s->w.hist[s->w.pinned_order[h]];
+		const tt_manifest *m = &s->w.memo.items[s->w.pinned_order[h]];
 		const char *ns = s->w.ns[s->w.pinned_order[h]];
 		tt_backend *b;
 		json_t *listed = NULL, *live = NULL, *mine = NULL;
@@ -1093,7 +1074,7 @@ static int state_buckets(gc_state *s, prune_ctx *p, tt_error *err)
 {
 	size_t total = s->w.norder + s->nworking;
 	for (size_t i = 0; i < total; i++) {
-		const tt_manifest *m = i < s->w.norder ? &s->w.hist[s->w.order[i]] : s->working[i - s->w.norder];
+		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
 		tt_backend *b;
 		char *ns = NULL;
 		int rc;
@@ -1419,7 +1400,7 @@ static int plan_listings(gc_state *s, tt_error *err)
 	}
 	size_t total = s->w.norder + s->nworking;
 	for (size_t i = 0; i < total; i++) {
-		const tt_manifest *m = i < s->w.norder ? &s->w.hist[s->w.order[i]] : s->working[i - s->w.norder];
+		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
 		tt_backend *b;
 		json_t *identity = NULL, *content = NULL;
 		char name[TT_LISTING_NAME_MAX];
@@ -1500,9 +1481,9 @@ static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *
 	s.o = o;
 	if ((rc = refuse_stores(o, err)) < 0)
 		return rc;
-	if (!(s.plan = tt_plan_new("gc")) || !(s.w.texts = json_object()) || !(s.w.sigs = json_object()) ||
+	if (!(s.plan = tt_plan_new("gc")) || !(s.w.sigs = json_object()) ||
 	    !(s.w.referenced = json_object()) || !(s.w.skipped = json_object()) ||
-	    !(s.inflight = json_object()) || !(reldir = rel_join(dataset_rel(repo), TT_DIR "/" TT_OBJECTS_DIR))) {
+	    !(s.inflight = json_object()) || !(reldir = tt_engine_objects_reldir(repo))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}

@@ -15,13 +15,66 @@
 #include "util/mem.h"
 
 /* ".tether/objects" relative to the VCS root. */
-static char *objects_reldir(tt_repo *repo)
+char *tt_engine_objects_reldir(const tt_repo *repo)
 {
 	size_t n = strlen(repo->vcs->root);
 	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
 				  ? repo->root + n + 1 : "";
 	return *rel ? tt_asprintf("%s/" TT_DIR "/" TT_OBJECTS_DIR, rel)
 		    : tt_strdup(TT_DIR "/" TT_OBJECTS_DIR);
+}
+
+bool tt_engine_is_manifest_path(const char *reldir, const char *path)
+{
+	size_t dl = strlen(reldir), pl = strlen(path);
+	return pl > dl + 6 && strncmp(path, reldir, dl) == 0 && path[dl] == '/' &&
+	       strcmp(path + pl - 5, ".toml") == 0;
+}
+
+/* A parse-error label: "<commit[:12]>:<path>", or path alone. */
+static char *history_label(const char *commit, const char *path)
+{
+	return commit ? tt_asprintf("%.12s:%s", commit, path) : tt_strdup(path);
+}
+
+int tt_manifest_memo_get(tt_manifest_memo *memo, const json_t *text, const char *commit,
+			 const char *path, size_t *index, bool *fresh, tt_error *err)
+{
+	json_t *idx;
+	if (fresh)
+		*fresh = false;
+	if (!memo->texts && !(memo->texts = json_object()))
+		return tt_error_oom(err);
+	if ((idx = json_object_get(memo->texts, json_string_value(text)))) {
+		*index = (size_t)json_integer_value(idx);
+		return 0;
+	}
+	if (TT_ARRAY_GROW(memo->items, memo->alloc, memo->n + 1) < 0)
+		return tt_error_oom(err);
+	char *label = history_label(commit, path);
+	int rc = label ? tt_manifest_parse(&memo->items[memo->n], json_string_value(text),
+					   json_string_length(text), label, err)
+		       : tt_error_oom(err);
+	free(label);
+	if (rc < 0)
+		return rc;
+	if (json_object_set_new(memo->texts, json_string_value(text), json_integer((json_int_t)memo->n)) < 0) {
+		tt_manifest_release(&memo->items[memo->n]);
+		return tt_error_oom(err);
+	}
+	*index = memo->n++;
+	if (fresh)
+		*fresh = true;
+	return 0;
+}
+
+void tt_manifest_memo_release(tt_manifest_memo *memo)
+{
+	for (size_t i = 0; i < memo->n; i++)
+		tt_manifest_release(&memo->items[i]);
+	free(memo->items);
+	json_decref(memo->texts);
+	memset(memo, 0, sizeof *memo);
 }
 
 static int cmp_manifest(const void *a, const void *b)
@@ -33,20 +86,17 @@ static int cmp_manifest(const void *a, const void *b)
 static int parse_files(const json_t *files, const char *reldir, const char *rev,
 		       tt_manifest_set *set, tt_error *err)
 {
-	size_t dl = strlen(reldir);
 	const char *path;
 	json_t *text;
 	memset(set, 0, sizeof *set);
 	json_object_foreach((json_t *)files, path, text) {
-		size_t pl = strlen(path);
-		if (pl <= dl + 6 || strncmp(path, reldir, dl) != 0 || path[dl] != '/' ||
-		    strcmp(path + pl - 5, ".toml") != 0)
+		if (!tt_engine_is_manifest_path(reldir, path))
 			continue;
 		if (TT_ARRAY_GROW(set->items, set->alloc, set->n + 1) < 0) {
 			tt_manifests_release(set);
 			return tt_error_oom(err);
 		}
-		char *label = tt_asprintf("%.12s:%s", rev, path);
+		char *label = history_label(rev, path);
 		int rc = label ? tt_manifest_parse(&set->items[set->n], json_string_value(text),
 						   json_string_length(text), label, err)
 			       : tt_error_oom(err);
@@ -65,7 +115,7 @@ static int parse_files(const json_t *files, const char *reldir, const char *rev,
 int tt_engine_objects_at(tt_repo *repo, const char *rev, tt_manifest_set *set, char **resolved,
 			 tt_error *err)
 {
-	char *commit = NULL, *reldir = objects_reldir(repo);
+	char *commit = NULL, *reldir = tt_engine_objects_reldir(repo);
 	json_t *files = NULL;
 	int rc;
 	memset(set, 0, sizeof *set);
@@ -234,48 +284,26 @@ static int select_among(const tt_manifest_set *set, const char *const *sel, size
 }
 
 typedef struct history_walk {
-	tt_repo *repo;
 	const char *reldir;
-	json_t *texts;          /* manifest text -> index in parsed */
-	tt_manifest *parsed;
-	size_t nparsed, alloc;
-	char **labels;
-	size_t *index;          /* label -> parsed index */
+	tt_manifest_memo memo;
+	char **labels;          /* "<commit[:12]>:<key>" of each promise met */
+	size_t *index;          /* per label: its manifest in memo */
 	size_t n, nalloc;
-	json_t *seen_keys;
 } history_walk;
 
 static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *err)
 {
 	history_walk *w = ctx;
-	size_t dl = strlen(w->reldir);
 	const char *path;
 	json_t *text;
 	json_object_foreach(files, path, text) {
-		size_t pl = strlen(path);
-		if (pl <= dl + 6 || strncmp(path, w->reldir, dl) != 0 || path[dl] != '/' ||
-		    strcmp(path + pl - 5, ".toml") != 0)
-			continue;
-		/* The same manifest text at hundreds of commits is parsed once. */
-		json_t *idx = json_object_get(w->texts, json_string_value(text));
 		size_t pi;
-		if (idx) {
-			pi = (size_t)json_integer_value(idx);
-		} else {
-			if (TT_ARRAY_GROW(w->parsed, w->alloc, w->nparsed + 1) < 0)
-				return tt_error_oom(err);
-			char *label = tt_asprintf("%.12s:%s", commit, path);
-			int rc = label ? tt_manifest_parse(&w->parsed[w->nparsed], json_string_value(text),
-							   json_string_length(text), label, err)
-				       : tt_error_oom(err);
-			free(label);
-			if (rc < 0)
-				return rc;
-			pi = w->nparsed++;
-			json_object_set_new(w->texts, json_string_value(text), json_integer((json_int_t)pi));
-		}
-		const tt_manifest *m = &w->parsed[pi];
-		json_object_set(w->seen_keys, m->key, json_true());
+		int rc;
+		if (!tt_engine_is_manifest_path(w->reldir, path))
+			continue;
+		if ((rc = tt_manifest_memo_get(&w->memo, text, commit, path, &pi, NULL, err)) < 0)
+			return rc;
+		const tt_manifest *m = &w->memo.items[pi];
 		/* Pins and recorded states are promises; Observed records are not. */
 		if (!m->state || (!m->pin_id && !m->recoverable))
 			continue;
@@ -303,30 +331,24 @@ int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const 
 	int rc = 0;
 	*out = NULL;
 	if (all_history) {
-		if (!(reldir = objects_reldir(repo)) || !(w.texts = json_object()) ||
-		    !(w.seen_keys = json_object())) {
+		if (!(reldir = tt_engine_objects_reldir(repo))) {
 			rc = tt_error_oom(err);
 			goto done;
 		}
-		w.repo = repo;
 		w.reldir = reldir;
 		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, walk_commit, &w, err)) < 0)
 			goto done;
 		/* Selection among every key history has had. */
 		if (n) {
 			tt_manifest_set pseudo = { 0 };
-			pseudo.items = w.parsed;
-			pseudo.n = w.nparsed;
-			json_t *live = json_array();
+			pseudo.items = w.memo.items;
+			pseudo.n = w.memo.n;
 			if ((rc = select_among(&pseudo, selectors, n, &keys, err)) < 0) {
 				/* A key only the working tree has is selected too. */
 				tt_error_clear(err);
-				if ((rc = tt_engine_select(repo, selectors, n, &keys, err)) < 0) {
-					json_decref(live);
+				if ((rc = tt_engine_select(repo, selectors, n, &keys, err)) < 0)
 					goto done;
-				}
 			}
-			json_decref(live);
 		}
 		labels = tt_calloc(w.n ? w.n : 1, sizeof *labels);
 		ms = tt_calloc(w.n ? w.n : 1, sizeof *ms);
@@ -335,7 +357,7 @@ int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const 
 			goto done;
 		}
 		for (size_t i = 0; i < w.n; i++) {
-			const tt_manifest *m = &w.parsed[w.index[i]];
+			const tt_manifest *m = &w.memo.items[w.index[i]];
 			if (!wanted(keys, m->key))
 				continue;
 			labels[count] = w.labels[i];
@@ -366,15 +388,11 @@ int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const 
 	rc = verify_targets(repo, labels, ms, count, deep, out, err);
 done:
 	tt_manifests_release(&at);
-	for (size_t i = 0; i < w.nparsed; i++)
-		tt_manifest_release(&w.parsed[i]);
-	free(w.parsed);
+	tt_manifest_memo_release(&w.memo);
 	for (size_t i = 0; i < w.n; i++)
 		free(w.labels[i]);
 	free(w.labels);
 	free(w.index);
-	json_decref(w.texts);
-	json_decref(w.seen_keys);
 	json_decref(keys);
 	free(labels);
 	free(ms);

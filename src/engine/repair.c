@@ -17,38 +17,23 @@
 
 typedef struct walk_ctx {
 	const char *reldir;
-	json_t *texts;           /* text -> index */
-	tt_manifest *parsed;
-	size_t n, alloc;
-	json_t *labels;          /* label -> index */
+	tt_manifest_memo memo;
+	json_t *labels;          /* "<key>@<commit[:12]>" -> index in memo */
 } walk_ctx;
 
 static int collect(void *vctx, const char *commit, json_t *files, tt_error *err)
 {
 	walk_ctx *w = vctx;
-	size_t dl = strlen(w->reldir);
 	const char *path;
 	json_t *text;
 	json_object_foreach(files, path, text) {
-		size_t pl = strlen(path);
-		if (pl <= dl + 6 || strncmp(path, w->reldir, dl) != 0 || path[dl] != '/' ||
-		    strcmp(path + pl - 5, ".toml") != 0)
-			continue;
-		json_t *idx = json_object_get(w->texts, json_string_value(text));
 		size_t i;
-		if (idx) {
-			i = (size_t)json_integer_value(idx);
-		} else {
-			if (TT_ARRAY_GROW(w->parsed, w->alloc, w->n + 1) < 0)
-				return tt_error_oom(err);
-			int rc = tt_manifest_parse(&w->parsed[w->n], json_string_value(text), json_string_length(text),
-						   path, err);
-			if (rc < 0)
-				return rc;
-			i = w->n++;
-			json_object_set_new(w->texts, json_string_value(text), json_integer((json_int_t)i));
-		}
-		const tt_manifest *m = &w->parsed[i];
+		int rc;
+		if (!tt_engine_is_manifest_path(w->reldir, path))
+			continue;
+		if ((rc = tt_manifest_memo_get(&w->memo, text, NULL, path, &i, NULL, err)) < 0)
+			return rc;
+		const tt_manifest *m = &w->memo.items[i];
 		if (!m->pin_id || !m->state)
 			continue;
 		char *label = tt_asprintf("%s@%.12s", m->key, commit);
@@ -85,13 +70,12 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		goto done;
 	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
 		goto done;
-	w.texts = json_object();
 	w.labels = json_object();
 	if (all_history) {
-		size_t n = strlen(repo->vcs->root);
-		const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
-					  ? repo->root + n + 1 : "";
-		reldir = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
+		if (!(reldir = tt_engine_objects_reldir(repo))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
 		w.reldir = reldir;
 		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
 			goto done;
@@ -163,7 +147,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 	const char *label;
 	json_t *iv;
 	json_object_foreach(w.labels, label, iv) {
-		const tt_manifest *m = &w.parsed[json_integer_value(iv)];
+		const tt_manifest *m = &w.memo.items[json_integer_value(iv)];
 		bool want = !keys;
 		size_t k;
 		json_t *kv;
@@ -177,7 +161,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 	json_array_foreach(targets, ti, t) {
 		const tt_manifest *m = json_is_true(json_object_get(t, "tree"))
 					       ? &repo->objects.items[json_integer_value(json_object_get(t, "i"))]
-					       : &w.parsed[json_integer_value(json_object_get(t, "i"))];
+					       : &w.memo.items[json_integer_value(json_object_get(t, "i"))];
 		char sig[160];
 		snprintf(sig, sizeof sig, "%s:%s", m->kind, m->pin_id);
 		if (json_object_get(seen, sig))
@@ -349,10 +333,7 @@ done:
 	tt_repo_unlock(repo);
 cleanup:
 	tt_oplog_free(&log);
-	for (size_t i = 0; i < w.n; i++)
-		tt_manifest_release(&w.parsed[i]);
-	free(w.parsed);
-	json_decref(w.texts);
+	tt_manifest_memo_release(&w.memo);
 	json_decref(w.labels);
 	free(reldir);
 	tt_plan_free(plan);
