@@ -1002,17 +1002,12 @@ done:
 	return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* A sorted JSON array of the distinct strings in v[0..n). */
 static json_t *sorted_array(char **v, size_t n)
 {
 	json_t *out = json_array();
 	if (n)
-		qsort(v, n, sizeof *v, cmp_str);
+		qsort(v, n, sizeof *v, tt_cmp_cstr);
 	for (size_t i = 0; out && i < n; i++) {
 		if (i && strcmp(v[i], v[i - 1]) == 0)
 			continue;

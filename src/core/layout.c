@@ -31,21 +31,7 @@ char *tt_tether_path(const char *root, const char *name)
 
 char *tt_find_dataset_root(const char *start)
 {
-	char *dir = tt_realpath(start);
-	while (dir) {
-		char *cfg = tt_config_path(dir);
-		bool found = cfg && tt_is_file(cfg);
-		free(cfg);
-		if (found)
-			return dir;
-		if (strcmp(dir, "/") == 0)
-			break;
-		char *up = tt_dirname(dir);
-		free(dir);
-		dir = up;
-	}
-	free(dir);
-	return NULL;
+	return tt_find_up(start, TT_CONFIG_FILENAME, true);
 }
 
 /* Python's str.isspace() for the code points a key might carry. */

@@ -81,11 +81,6 @@ static bool list_has_value(const json_t *list, const json_t *v)
 	return false;
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Sort an array of strings in place (by code point, as Python's sorted()). */
 static int sort_strings(json_t *arr)
 {
@@ -98,7 +93,7 @@ static int sort_strings(json_t *arr)
 		goto done;
 	}
 	json_array_foreach(copy, i, v) items[i] = json_string_value(v) ? json_string_value(v) : "";
-	qsort(items, n, sizeof *items, cmp_cstr);
+	qsort(items, n, sizeof *items, tt_cmp_cstr);
 	json_array_clear(arr);
 	for (i = 0; i < n && rc == 0; i++)
 		rc = json_array_append_new(arr, json_string(items[i]));
@@ -802,7 +797,7 @@ static int gone_notes(gc_state *s, tt_error *err)
 	if (!kinds)
 		return tt_error_oom(err);
 	json_object_foreach(s->w.skipped, k, v) kinds[i++] = k;
-	qsort(kinds, n, sizeof *kinds, cmp_cstr);
+	qsort(kinds, n, sizeof *kinds, tt_cmp_cstr);
 	for (i = 0; i < n && rc == 0; i++) {
 		tt_buf t = TT_BUF_INIT, r = TT_BUF_INIT;
 		tt_pyv_repr_str(&r, kinds[i], strlen(kinds[i]));
@@ -969,7 +964,7 @@ static int plan_forget_refs(gc_state *s, tt_error *err)
 	if (!keys)
 		return tt_error_oom(err);
 	json_object_foreach(repo->ws.working_refs, k, v) keys[i++] = k;
-	qsort(keys, n, sizeof *keys, cmp_cstr);
+	qsort(keys, n, sizeof *keys, tt_cmp_cstr);
 	for (i = 0; i < n && rc == 0; i++) {
 		if (tt_manifests_find(&repo->objects, keys[i]))
 			continue;
@@ -1435,7 +1430,7 @@ static int plan_listings(gc_state *s, tt_error *err)
 		n++;
 	}
 	if (n)
-		qsort(names, n, sizeof *names, cmp_cstr);
+		qsort(names, n, sizeof *names, tt_cmp_cstr);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (!set_has(wanted, names[i]))
 			rc = tt_plan_action(s->plan, "delete-listing", NULL, NULL, names[i], "unreferenced", NULL, err);

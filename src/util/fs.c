@@ -776,6 +776,25 @@ done:
 	return rc;
 }
 
+char *tt_find_up(const char *start, const char *name, bool file_only)
+{
+	char *dir = tt_realpath(start);
+	while (dir) {
+		char *p = tt_path_join(dir, name);
+		bool found = p && (file_only ? tt_is_file(p) : tt_exists(p));
+		free(p);
+		if (found)
+			return dir;
+		if (strcmp(dir, "/") == 0)
+			break;
+		char *up = tt_dirname(dir);
+		free(dir);
+		dir = up;
+	}
+	free(dir);
+	return NULL;
+}
+
 char *tt_realpath(const char *path)
 {
 	if (!path)

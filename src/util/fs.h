@@ -63,6 +63,10 @@ char *tt_path_normalize(const char *path);
  * resolved against the cwd; at a symlink loop the path resolved so far is
  * returned with the rest appended).  NULL on OOM or without a cwd. */
 char *tt_realpath(const char *path);
+/* The nearest of start (resolved) and its ancestors holding name (a file
+ * when file_only, else anything lstat finds); NULL when none does or on
+ * OOM.  Caller frees. */
+char *tt_find_up(const char *start, const char *name, bool file_only);
 /* The current working directory.  Caller frees. */
 char *tt_getcwd(void);
 

@@ -75,3 +75,8 @@ int tt_array_grow_(void **ptr, size_t *alloc, size_t need, size_t elem)
 	*alloc = n;
 	return 0;
 }
+
+int tt_cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}

@@ -21,6 +21,8 @@ char *tt_strdup(const char *s);
 char *tt_strndup(const char *s, size_t n);
 char *tt_asprintf(const char *fmt, ...) TT_PRINTF(1, 2);
 char *tt_vasprintf(const char *fmt, va_list ap) TT_PRINTF(1, 0);
+/* qsort/bsearch comparator for an array of C strings (byte order). */
+int tt_cmp_cstr(const void *a, const void *b);
 
 /* Checked size arithmetic: false on overflow. */
 static inline bool tt_add_ok(size_t a, size_t b, size_t *out)

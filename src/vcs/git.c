@@ -484,11 +484,6 @@ done:
 	return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int git_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *out,
 			     tt_error *err)
 {
@@ -519,9 +514,9 @@ static int git_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bo
 		p = le ? le + 1 : end;
 	}
 	if (nids)
-		qsort(ids, nids, sizeof *ids, cmp_str);
+		qsort(ids, nids, sizeof *ids, tt_cmp_cstr);
 	for (size_t i = 0; i < n; i++)
-		out[i] = nids && commits[i] && bsearch(&commits[i], ids, nids, sizeof *ids, cmp_str) != NULL;
+		out[i] = nids && commits[i] && bsearch(&commits[i], ids, nids, sizeof *ids, tt_cmp_cstr) != NULL;
 done:
 	free(ids);
 	tt_buf_release(&b);
@@ -1003,30 +998,11 @@ static int check_version(const char *exe, tt_error *err)
 	return rc;
 }
 
-static char *find_up(const char *start, const char *marker)
-{
-	char *dir = tt_realpath(start);
-	while (dir) {
-		char *m = tt_path_join(dir, marker);
-		bool found = m && tt_exists(m);
-		free(m);
-		if (found)
-			return dir;
-		if (strcmp(dir, "/") == 0)
-			break;
-		char *up = tt_dirname(dir);
-		free(dir);
-		dir = up;
-	}
-	free(dir);
-	return NULL;
-}
-
 int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
 		  tt_error *err)
 {
-	char *git_root = find_up(start, ".git");
-	char *jj_root = find_up(start, ".jj");
+	char *git_root = tt_find_up(start, ".git", false);
+	char *jj_root = tt_find_up(start, ".jj", false);
 	tt_vcs *v = NULL;
 	tt_buf b = TT_BUF_INIT;
 	int rc = 0;

@@ -79,11 +79,6 @@ int tt_vcs_text(tt_buf *out, const void *data, size_t len)
 
 /* ---- the digest of a set of commit ids -------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int tt_vcs_digest_revs(char out[17], const char *const *ids, size_t n, tt_error *err)
 {
 	const char **sorted = tt_calloc(n ? n : 1, sizeof *sorted);
@@ -94,7 +89,7 @@ int tt_vcs_digest_revs(char out[17], const char *const *ids, size_t n, tt_error 
 		return tt_error_oom(err);
 	if (n) {
 		memcpy(sorted, ids, n * sizeof *ids);
-		qsort(sorted, n, sizeof *sorted, cmp_str);
+		qsort(sorted, n, sizeof *sorted, tt_cmp_cstr);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (i)
