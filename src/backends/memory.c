@@ -503,11 +503,6 @@ static bool py_eq(const json_t *a, const json_t *b)
 	return true;
 }
 
-static int cmp_str(const void *x, const void *y)
-{
-	return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
 /* A new array of the strings in `keys` (an object's keys when from_keys,
  * else an array's strings) that pass keep(), sorted by code point. */
 static json_t *sorted_strings(const json_t *src, bool from_keys, const char *prefix, size_t strip)
@@ -530,7 +525,7 @@ static json_t *sorted_strings(const json_t *src, bool from_keys, const char *pre
 		}
 	}
 	if (ok)
-		qsort(v, i, sizeof *v, cmp_str);
+		qsort(v, i, sizeof *v, tt_cmp_cstr);
 	for (size_t j = 0; ok && j < i; j++)
 		ok = json_array_append_new(out, json_string(v[j] + strip)) == 0;
 	free(v);
@@ -737,25 +732,33 @@ done:
 	return rc;
 }
 
-static int mem_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
+/* The names in one of a system's tables ("tags", "branches") that start
+ * with prefix, sorted; strip: with the prefix cut off. */
+static int list_names(tt_backend *b, const json_t *loc, const char *table, const char *prefix,
+		      size_t strip, json_t **out, tt_error *err)
 {
 	int rc;
 	session s = SESSION_INIT;
 	char *name = NULL;
 	json_t *sys;
 
-	*ids = NULL;
+	*out = NULL;
 	if ((rc = loc_system(loc, &name, err)) != 0 ||
 	    (rc = session_begin(&s, store_path(b), err)) != 0 ||
 	    (rc = sys_get(&s, name, &sys, err)) != 0)
 		goto done;
-	*ids = sorted_strings(json_object_get(sys, "tags"), true, PIN_PREFIX, strlen(PIN_PREFIX));
-	if (!*ids)
+	*out = sorted_strings(json_object_get(sys, table), true, prefix, strip);
+	if (!*out)
 		rc = mem_oom(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
 	return rc;
+}
+
+static int mem_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
+{
+	return list_names(b, loc, "tags", PIN_PREFIX, strlen(PIN_PREFIX), ids, err);
 }
 
 static int mem_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin,
@@ -915,23 +918,7 @@ done:
 
 static int mem_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs, tt_error *err)
 {
-	int rc;
-	session s = SESSION_INIT;
-	char *name = NULL;
-	json_t *sys;
-
-	*refs = NULL;
-	if ((rc = loc_system(loc, &name, err)) != 0 ||
-	    (rc = session_begin(&s, store_path(b), err)) != 0 ||
-	    (rc = sys_get(&s, name, &sys, err)) != 0)
-		goto done;
-	*refs = sorted_strings(json_object_get(sys, "branches"), true, TT_WORKING_REF_PREFIX, 0);
-	if (!*refs)
-		rc = mem_oom(err);
-done:
-	rc = session_end(&s, rc, err);
-	free(name);
-	return rc;
+	return list_names(b, loc, "branches", TT_WORKING_REF_PREFIX, 0, refs, err);
 }
 
 static int mem_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
