@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/hashcache.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -141,7 +142,7 @@ typedef struct file_sig {
 struct tt_fhash {
 	pthread_mutex_t lock;   /* entries, loaded, dirty, disk */
 	char *cache_file;       /* NULL: memory only */
-	json_t *entries;        /* path -> [size, mtime_ns, ctime_ns, ino, sha256, hashed_at_ns] */
+	tt_hcache *entries;     /* path -> [size, mtime_ns, ctime_ns, ino, sha256, hashed_at_ns] */
 	bool loaded, dirty;
 	file_sig disk;
 	unsigned threads;
@@ -191,7 +192,7 @@ void tt_fhash_free(tt_fhash *h)
 	if (!h)
 		return;
 	pthread_mutex_destroy(&h->lock);
-	json_decref(h->entries);
+	tt_hcache_free(h->entries);
 	free(h->cache_file);
 	free(h);
 }
@@ -250,86 +251,57 @@ static bool sig_equal(const file_sig *a, const file_sig *b)
 			       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns));
 }
 
-/* The cache file's table, or NULL when it is missing, unreadable or not a
- * JSON object: a cache that cannot be read is an empty one (as tether-vcs
+/* The cache file's table, or NULL when out of memory.  A file that is
+ * missing, unreadable or not a JSON object is an empty table (as tether-vcs
  * treats it).  *sig: the file as read. */
-static json_t *read_cache_file(const char *path, file_sig *sig)
+static tt_hcache *read_cache_file(const char *path, file_sig *sig)
 {
 	tt_buf text = TT_BUF_INIT;
 	tt_error ignored = TT_ERROR_INIT;
-	json_t *v = NULL;
+	tt_hcache *c = tt_hcache_new();
 
 	*sig = sig_of(path);
-	if (sig->exists && tt_read_file(path, &text, CACHE_READ_MAX, &ignored) == 0)
-		v = tt_json_parse(text.ptr, text.len, path, &ignored);
+	if (c && sig->exists && tt_read_file(path, &text, CACHE_READ_MAX, &ignored) == 0) {
+		size_t len = text.len;
+		char *owned = tt_buf_detach(&text);
+		if (!owned || tt_hcache_load(c, owned, len) < 0) {
+			tt_hcache_free(c);
+			c = NULL;
+		}
+	}
 	tt_error_clear(&ignored);
 	tt_buf_release(&text);
-	if (v && !json_is_object(v)) {
-		json_decref(v);
-		v = NULL;
-	}
-	return v;
+	return c;
 }
 
 static int cache_load_locked(tt_fhash *h, tt_error *err)
 {
 	if (h->loaded)
 		return 0;
-	if (h->cache_file)
-		h->entries = read_cache_file(h->cache_file, &h->disk);
-	if (!h->entries && !(h->entries = json_object()))
+	h->entries = h->cache_file ? read_cache_file(h->cache_file, &h->disk) : tt_hcache_new();
+	if (!h->entries)
 		return tt_error_oom(err);
 	h->loaded = true;
 	return 0;
-}
-
-static bool json_int_of(const json_t *v, int64_t *out)
-{
-	if (json_is_integer(v)) {
-		*out = (int64_t)json_integer_value(v);
-		return true;
-	}
-	if (json_is_real(v)) { /* int(x) of a float */
-		double d = json_real_value(v);
-		if (d > -9.2e18 && d < 9.2e18) {
-			*out = (int64_t)d;
-			return true;
-		}
-	}
-	return false;
-}
-
-static int64_t entry_hashed_at(const json_t *e)
-{
-	int64_t t;
-	return json_is_array(e) && json_int_of(json_array_get(e, 5), &t) ? t : INT64_MIN;
 }
 
 /* Another process (or another backend of this one) may have written the file
  * since it was read: keep its entries, the newer of two for one path.  Every
  * entry carries the stat it was made for, so either choice is a correct
  * cache; the newer one is just likelier to hit. */
-static int merge_disk_locked(tt_fhash *h, tt_error *err)
+static int merge_disk_locked(tt_hcache *mine, const char *cache_file, file_sig *disk_sig, tt_error *err)
 {
-	file_sig now = sig_of(h->cache_file);
-	json_t *disk;
-	const char *k;
-	json_t *v;
+	file_sig now = sig_of(cache_file);
+	tt_hcache *disk;
+	int rc;
 
-	if (sig_equal(&now, &h->disk))
+	if (sig_equal(&now, disk_sig))
 		return 0;
-	disk = read_cache_file(h->cache_file, &now);
-	json_object_foreach(disk, k, v) {
-		json_t *mine = json_object_get(h->entries, k);
-		if (!mine || entry_hashed_at(v) > entry_hashed_at(mine)) {
-			if (json_object_set(h->entries, k, v) != 0) {
-				json_decref(disk);
-				return tt_error_oom(err);
-			}
-		}
-	}
-	json_decref(disk);
-	return 0;
+	if (!(disk = read_cache_file(cache_file, &now)))
+		return tt_error_oom(err);
+	rc = tt_hcache_merge(mine, disk) == 0 ? 0 : tt_error_oom(err);
+	tt_hcache_free(disk);
+	return rc;
 }
 
 /*
@@ -375,10 +347,10 @@ static int cache_save_locked(tt_fhash *h, tt_error *err)
 	if (!h->dirty || !h->cache_file || !h->entries)
 		return 0;
 	lock_fd = lock_cache_dir(h->cache_file);
-	if ((rc = merge_disk_locked(h, err)) != 0)
+	if ((rc = merge_disk_locked(h->entries, h->cache_file, &h->disk, err)) != 0)
 		goto done;
 	/* json.dumps(entries, separators=(",", ":")): ASCII escapes, insertion order. */
-	if (tt_json_dump(&text, h->entries, (tt_json_style){ -1, false, true, true }) != 0) {
+	if (tt_hcache_dump(h->entries, &text) != 0) {
 		rc = text.failed == TT_ENOMEM ? tt_error_oom(err) : 0;
 		goto done;
 	}
@@ -407,42 +379,33 @@ static fstat_key key_of(const struct stat *st)
 			    ts_ns(st->st_ctim) };
 }
 
-static bool num_is(const json_t *v, uint64_t want)
+/* The cached sha256 of path (into hex) when every stat field matches and
+ * the entry was not made racily. */
+static bool cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *k, char hex[65])
 {
-	return json_is_integer(v) && json_integer_value(v) >= 0 &&
-	       (uint64_t)json_integer_value(v) == want;
+	const tt_hc_entry *e = tt_hcache_get(h->entries, path, strlen(path));
+	int64_t changed;
+
+	if (!e || !e->decoded || (uint64_t)e->size != k->size || e->size < 0 ||
+	    e->mtime_ns != k->mtime_ns || e->ctime_ns != k->ctime_ns || e->ino < 0 ||
+	    (uint64_t)e->ino != k->ino)
+		return false;
+	changed = k->mtime_ns > k->ctime_ns ? k->mtime_ns : k->ctime_ns;
+	if (e->hashed_at < changed || e->hashed_at - changed < RACY_WINDOW_NS)
+		return false;
+	tt_hc_entry_hex(e, hex);
+	return true;
 }
 
-static bool snum_is(const json_t *v, int64_t want)
+static int unhex(char ch)
 {
-	return json_is_integer(v) && (int64_t)json_integer_value(v) == want;
-}
-
-/* The cached sha256 of path when every stat field matches and the entry was
- * not made racily; NULL otherwise. */
-static const char *cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *k)
-{
-	json_t *e = json_object_get(h->entries, path);
-	json_t *hex;
-	int64_t at;
-
-	if (!json_is_array(e) || json_array_size(e) != 6 || !num_is(json_array_get(e, 0), k->size) ||
-	    !snum_is(json_array_get(e, 1), k->mtime_ns) || !snum_is(json_array_get(e, 2), k->ctime_ns) ||
-	    !num_is(json_array_get(e, 3), k->ino) || !json_int_of(json_array_get(e, 5), &at))
-		return NULL;
-	{
-		int64_t changed = k->mtime_ns > k->ctime_ns ? k->mtime_ns : k->ctime_ns;
-		if (at - changed < RACY_WINDOW_NS)
-			return NULL;
-	}
-	hex = json_array_get(e, 4);
-	return json_is_string(hex) ? json_string_value(hex) : NULL;
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
 }
 
 static int cache_record_locked(tt_fhash *h, const char *path, const fstat_key *k, const char *hex,
 			       int64_t hashed_at, tt_error *err)
 {
-	json_t *e;
+	tt_hc_entry e = { 0 };
 	/* Numbers beyond a JSON integer (a 64-bit inode past 2^63) are not
 	 * cached: such a file is simply hashed every time. */
 	if (k->size > (uint64_t)INT64_MAX || k->ino > (uint64_t)INT64_MAX)
@@ -450,9 +413,18 @@ static int cache_record_locked(tt_fhash *h, const char *path, const fstat_key *k
 	/* Nor is a path that is not UTF-8 (a JSON key cannot hold it). */
 	if (!tt_utf8_valid(path, strlen(path)))
 		return 0;
-	e = json_pack("[I,I,I,I,s,I]", (json_int_t)k->size, (json_int_t)k->mtime_ns,
-		      (json_int_t)k->ctime_ns, (json_int_t)k->ino, hex, (json_int_t)hashed_at);
-	if (!e || json_object_set_new(h->entries, path, e) != 0)
+	for (int i = 0; i < 32; i++) {
+		int hi = unhex(hex[2 * i]), lo = unhex(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return 0;
+		e.sha[i] = (unsigned char)(hi << 4 | lo);
+	}
+	e.size = (int64_t)k->size;
+	e.mtime_ns = k->mtime_ns;
+	e.ctime_ns = k->ctime_ns;
+	e.ino = (int64_t)k->ino;
+	e.hashed_at = hashed_at;
+	if (tt_hcache_put(h->entries, path, strlen(path), &e) != 0)
 		return tt_error_oom(err);
 	h->dirty = true;
 	return 0;
@@ -662,7 +634,7 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 		  tt_error *err)
 {
 	int rc;
-	const char *known;
+	bool known;
 	miss m;
 
 	memset(&m, 0, sizeof m);
@@ -671,13 +643,11 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 	m.hex = hex;
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
-	known = rc == 0 ? cache_lookup_locked(h, path, &m.key) : NULL;
-	if (known && strlen(known) == 64)
-		memcpy(hex, known, 65);
+	known = rc == 0 && cache_lookup_locked(h, path, &m.key, hex);
 	pthread_mutex_unlock(&h->lock);
 	if (rc)
 		return rc;
-	if (known && strlen(known) == 64) {
+	if (known) {
 		atomic_fetch_add(&h->hits, 1);
 		return 0;
 	}
@@ -1016,13 +986,10 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	for (size_t i = 0; rc == 0 && i < w.n; i++) {
 		wentry *e = &w.items[i];
 		fstat_key k;
-		const char *known;
 		if (e->link)
 			continue;
 		k = key_of(&e->st);
-		known = cache_lookup_locked(h, e->full, &k);
-		if (known && strlen(known) == 64) {
-			memcpy(e->token, known, 65);
+		if (cache_lookup_locked(h, e->full, &k, e->token)) {
 			hits++;
 			continue;
 		}
