@@ -656,24 +656,44 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 
 /* --- the walk ---------------------------------------------------------------------- */
 
+/*
+ * Directories are read by several threads at once: on a warm tree the walk
+ * is nothing but readdir and stat system calls, each CPU-bound in the
+ * kernel, so cores divide it.  Each walker keeps its own names and entries;
+ * a shared stack hands out directories (as malloc'd relative paths, NULL
+ * for the root).  The order of discovery does not matter: the rows are
+ * sorted at the end.
+ */
 typedef struct wentry {
-	size_t off;             /* relative path in the names buffer */
+	size_t off;             /* relative path in the (merged) names buffer */
 	const char *path;       /* set once the buffer stops moving */
 	const char *full;       /* full path (set for files) */
 	bool link;
-	struct stat st;         /* files: stat through symlinks */
+	fstat_key key;          /* files: stat through symlinks */
 	char token[TT_FILE_TOKEN_MAX];
 } wentry;
 
+typedef struct walkq {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char **dirs;            /* directories to read: relative paths, NULL the root */
+	size_t ndirs, alloc;
+	size_t busy;            /* walkers reading a directory now */
+	bool stop;              /* an error: everyone stops */
+} walkq;
+
 typedef struct walk {
 	const char *root;
+	walkq *q;
 	tt_buf names;           /* relative paths, NUL-separated (offsets stay valid) */
 	wentry *items;
 	size_t n, alloc;
-	size_t *dirs;           /* stack of directory offsets in names (SIZE_MAX: the root) */
-	size_t ndirs, dirs_alloc;
+	char **found;           /* subdirectories of the directory being read */
+	size_t nfound, found_alloc;
 	tt_buf full;            /* scratch: a full path */
 	tt_buf scratch;
+	int rc;
+	tt_error err;
 } walk;
 
 /* str(Path(root) / rel): "." contributes nothing, "/" no extra slash. */
@@ -692,14 +712,11 @@ static int join_full(tt_buf *out, const char *root, const char *rel)
 }
 
 /* names += [parent "/"] name "\0"; returns the offset or SIZE_MAX on OOM. */
-static size_t add_name(walk *w, size_t parent, const char *name)
+static size_t add_name(walk *w, const char *parent, const char *name)
 {
-	size_t off = w->names.len, plen = parent == SIZE_MAX ? 0 : strlen(w->names.ptr + parent);
-	/* Room first: the parent's text lives in the same buffer. */
-	if (tt_buf_grow(&w->names, plen + strlen(name) + 2) != 0)
-		return SIZE_MAX;
-	if (parent != SIZE_MAX) {
-		tt_buf_put(&w->names, w->names.ptr + parent, plen);
+	size_t off = w->names.len;
+	if (parent) {
+		tt_buf_puts(&w->names, parent);
 		tt_buf_putc(&w->names, '/');
 	}
 	tt_buf_puts(&w->names, name);
@@ -707,12 +724,12 @@ static size_t add_name(walk *w, size_t parent, const char *name)
 	return w->names.failed ? SIZE_MAX : off;
 }
 
-/* w->full = the full path of name in directory rel (SIZE_MAX: the root). */
-static int child_full(walk *w, size_t rel, const char *name)
+/* w->full = the full path of name in directory rel (NULL: the root). */
+static int child_full(walk *w, const char *rel, const char *name)
 {
 	tt_buf_reset(&w->scratch);
-	if (rel != SIZE_MAX) {
-		tt_buf_puts(&w->scratch, w->names.ptr + rel);
+	if (rel) {
+		tt_buf_puts(&w->scratch, rel);
 		tt_buf_putc(&w->scratch, '/');
 	}
 	tt_buf_puts(&w->scratch, name);
@@ -730,8 +747,20 @@ static int add_entry(walk *w, size_t off, bool link, const struct stat *st, went
 	e->off = off;
 	e->link = link;
 	if (st)
-		e->st = *st;
+		e->key = key_of(st);
 	*out = e;
+	return 0;
+}
+
+/* A subdirectory to read later: rel "/" name, malloc'd. */
+static int add_found(walk *w, const char *rel, const char *name)
+{
+	char *path = rel ? tt_asprintf("%s/%s", rel, name) : tt_strdup(name);
+	if (!path || TT_ARRAY_GROW(w->found, w->found_alloc, w->nfound + 1) != 0) {
+		free(path);
+		return TT_ENOMEM;
+	}
+	w->found[w->nfound++] = path;
 	return 0;
 }
 
@@ -772,14 +801,14 @@ static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], 
 	return 0;
 }
 
-/* Read one directory (rel: SIZE_MAX for the root). */
-static int walk_dir(walk *w, size_t rel, tt_error *err)
+/* Read one directory (rel: NULL for the root). */
+static int walk_dir(walk *w, const char *rel, tt_error *err)
 {
 	int rc = 0;
 	DIR *d;
 	int dfd;
 
-	if (join_full(&w->full, w->root, rel == SIZE_MAX ? NULL : w->names.ptr + rel) != 0)
+	if (join_full(&w->full, w->root, rel) != 0)
 		return tt_error_oom(err);
 	if (!(d = opendir(w->full.ptr)))
 		return tt_file_os_error(err, errno, w->full.ptr);
@@ -795,7 +824,7 @@ static int walk_dir(walk *w, size_t rel, tt_error *err)
 		if (!(de = readdir(d))) {
 			if (errno) {
 				int errnum = errno;
-				if (join_full(&w->full, w->root, rel == SIZE_MAX ? NULL : w->names.ptr + rel))
+				if (join_full(&w->full, w->root, rel))
 					rc = tt_error_oom(err);
 				else
 					rc = tt_file_os_error(err, errnum, w->full.ptr);
@@ -818,16 +847,11 @@ static int walk_dir(walk *w, size_t rel, tt_error *err)
 		}
 		if (type != DT_DIR && type != DT_REG && type != DT_LNK)
 			continue; /* FIFOs, sockets, devices: not files */
-		if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX) {
-			rc = tt_error_oom(err);
-			break;
-		}
 		if (type == DT_DIR) {
-			if (TT_ARRAY_GROW(w->dirs, w->dirs_alloc, w->ndirs + 1) != 0) {
+			if (add_found(w, rel, de->d_name) != 0) {
 				rc = tt_error_oom(err);
 				break;
 			}
-			w->dirs[w->ndirs++] = off;
 			continue;
 		}
 		/* A file, or a symlink to one: stat through.  A dangling symlink
@@ -842,9 +866,10 @@ static int walk_dir(walk *w, size_t rel, tt_error *err)
 		}
 		if (S_ISREG(st.st_mode)) {
 			/* The owner marker is not content; only at the root. */
-			if (rel == SIZE_MAX && strcmp(de->d_name, TT_FILE_OWNER_MARKER) == 0)
+			if (!rel && strcmp(de->d_name, TT_FILE_OWNER_MARKER) == 0)
 				continue;
-			if (add_entry(w, off, false, &st, &e) != 0) {
+			if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
+			    add_entry(w, off, false, &st, &e) != 0) {
 				rc = tt_error_oom(err);
 				break;
 			}
@@ -852,7 +877,8 @@ static int walk_dir(walk *w, size_t rel, tt_error *err)
 		}
 		if (type != DT_LNK)
 			continue; /* a "regular" entry that stat calls something else */
-		if (add_entry(w, off, true, NULL, &e) != 0) {
+		if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
+		    add_entry(w, off, true, NULL, &e) != 0) {
 			rc = tt_error_oom(err);
 			break;
 		}
@@ -873,6 +899,53 @@ static int walk_dir(walk *w, size_t rel, tt_error *err)
 	}
 	closedir(d);
 	return rc;
+}
+
+/* One walker: take directories off the shared stack until none is left
+ * and no walker can add more. */
+static void walker(size_t index, void *arg)
+{
+	walk *w = &((walk *)arg)[index];
+	walkq *q = w->q;
+
+	for (;;) {
+		char *rel;
+		int rc;
+
+		pthread_mutex_lock(&q->mu);
+		while (!q->ndirs && q->busy && !q->stop)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->ndirs || q->stop) {
+			pthread_mutex_unlock(&q->mu);
+			return;
+		}
+		rel = q->dirs[--q->ndirs];
+		q->busy++;
+		pthread_mutex_unlock(&q->mu);
+
+		rc = walk_dir(w, rel, &w->err);
+		free(rel);
+
+		pthread_mutex_lock(&q->mu);
+		q->busy--;
+		if (rc) {
+			w->rc = rc;
+			q->stop = true;
+		} else if (w->nfound) {
+			if (TT_ARRAY_GROW(q->dirs, q->alloc, q->ndirs + w->nfound) != 0) {
+				w->rc = tt_error_oom(&w->err);
+				q->stop = true;
+			} else {
+				memcpy(q->dirs + q->ndirs, w->found, w->nfound * sizeof *w->found);
+				q->ndirs += w->nfound;
+				w->nfound = 0;
+			}
+		}
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		if (w->rc)
+			return;
+	}
 }
 
 static int by_path(const void *pa, const void *pb)
@@ -907,30 +980,116 @@ void tt_file_tree_release(tt_file_tree *t)
 	memset(t, 0, sizeof *t);
 }
 
+/* The cache file is parsed while the walk runs. */
+typedef struct loader {
+	tt_fhash *h;
+	int rc;
+	tt_error err;
+} loader;
+
+static void *load_cache(void *arg)
+{
+	loader *l = arg;
+	pthread_mutex_lock(&l->h->lock);
+	l->rc = cache_load_locked(l->h, &l->err);
+	pthread_mutex_unlock(&l->h->lock);
+	return NULL;
+}
+
+static unsigned walkers_for(tt_fhash *h)
+{
+	unsigned n;
+	pthread_mutex_lock(&h->lock);
+	n = h->threads;
+	pthread_mutex_unlock(&h->lock);
+	if (!n) {
+		n = tt_cpu_count();
+		if (n < MIN_DEFAULT_THREADS)
+			n = MIN_DEFAULT_THREADS; /* directory reads from cold storage overlap */
+	}
+	return n > 16 ? 16 : n;
+}
+
+/* Every walker's entries in one array, their names in one buffer. */
+static int merge_walks(walk *ws, unsigned nw, walk *all)
+{
+	size_t n = 0, bytes = 0;
+	for (unsigned i = 0; i < nw; i++) {
+		n += ws[i].n;
+		bytes += ws[i].names.len;
+	}
+	if (n && !(all->items = tt_reallocarray(NULL, n, sizeof *all->items)))
+		return TT_ENOMEM;
+	all->alloc = n;
+	if (tt_buf_grow(&all->names, bytes) != 0)
+		return TT_ENOMEM;
+	for (unsigned i = 0; i < nw; i++) {
+		size_t base = all->names.len;
+		tt_buf_put(&all->names, ws[i].names.ptr, ws[i].names.len);
+		for (size_t j = 0; j < ws[i].n; j++) {
+			all->items[all->n] = ws[i].items[j];
+			all->items[all->n++].off += base;
+		}
+	}
+	return all->names.failed;
+}
+
 int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
 {
 	int rc = 0;
-	walk w;
+	walk w, *ws = NULL;
+	walkq q;
+	unsigned nw = walkers_for(h);
 	tt_buf fulls = TT_BUF_INIT;   /* full paths of the files, NUL-separated */
 	miss *misses = NULL;
 	size_t nmiss = 0;
 	uint64_t hits = 0;
+	loader ld = { h, 0, TT_ERROR_INIT };
+	pthread_t ldt;
+	bool loading = false;
 
 	memset(out, 0, sizeof *out);
 	memset(&w, 0, sizeof w);
+	memset(&q, 0, sizeof q);
 	w.root = root;
 	tt_buf_init(&w.names, 0);
 	tt_buf_init(&w.full, 0);
 	tt_buf_init(&w.scratch, 0);
+	pthread_mutex_init(&q.mu, NULL);
+	pthread_cond_init(&q.cv, NULL);
 
-	/* Depth-first over a stack of directories; order does not matter, the
-	 * rows are sorted at the end. */
-	if ((rc = walk_dir(&w, SIZE_MAX, err)) != 0)
+	pthread_mutex_lock(&h->lock);
+	loading = !h->loaded && h->cache_file;
+	pthread_mutex_unlock(&h->lock);
+	if (loading)
+		loading = pthread_create(&ldt, NULL, load_cache, &ld) == 0;
+
+	if (!(ws = tt_calloc(nw, sizeof *ws)) ||
+	    TT_ARRAY_GROW(q.dirs, q.alloc, 1) != 0) {
+		rc = tt_error_oom(err);
 		goto done;
-	while (w.ndirs > 0) {
-		size_t rel = w.dirs[--w.ndirs];
-		if ((rc = walk_dir(&w, rel, err)) != 0)
+	}
+	q.dirs[q.ndirs++] = NULL; /* the root */
+	for (unsigned i = 0; i < nw; i++) {
+		ws[i].root = root;
+		ws[i].q = &q;
+		tt_buf_init(&ws[i].names, 0);
+		tt_buf_init(&ws[i].full, 0);
+		tt_buf_init(&ws[i].scratch, 0);
+		ws[i].err = (tt_error)TT_ERROR_INIT;
+	}
+	if ((rc = tt_pool_map(nw, nw, walker, ws, err)) != 0)
+		goto done;
+	for (unsigned i = 0; i < nw; i++) {
+		if (ws[i].rc) {
+			tt_error_move(err, &ws[i].err);
+			rc = ws[i].rc;
 			goto done;
+		}
+	}
+	if (merge_walks(ws, nw, &w) != 0) {
+		rc = tt_error_oom(err);
+		goto done;
 	}
 
 	/* The names buffer has stopped moving: point into it, check, sort. */
@@ -981,20 +1140,26 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		rc = tt_error_oom(err);
 		goto done;
 	}
+	if (loading) {
+		pthread_join(ldt, NULL);
+		loading = false;
+		if ((rc = ld.rc) != 0) {
+			tt_error_move(err, &ld.err);
+			goto done;
+		}
+	}
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
 	for (size_t i = 0; rc == 0 && i < w.n; i++) {
 		wentry *e = &w.items[i];
-		fstat_key k;
 		if (e->link)
 			continue;
-		k = key_of(&e->st);
-		if (cache_lookup_locked(h, e->full, &k, e->token)) {
+		if (cache_lookup_locked(h, e->full, &e->key, e->token)) {
 			hits++;
 			continue;
 		}
 		misses[nmiss].path = e->full;
-		misses[nmiss].key = k;
+		misses[nmiss].key = e->key;
 		misses[nmiss].hex = e->token;
 		nmiss++;
 	}
@@ -1018,18 +1183,36 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	for (size_t i = 0; i < w.n; i++) {
 		tt_file_row *r = &out->rows[i];
 		r->path = out->names + w.items[i].off;
-		r->size = w.items[i].link ? 0 : (uint64_t)w.items[i].st.st_size;
+		r->size = w.items[i].link ? 0 : w.items[i].key.size;
 		memcpy(r->token, w.items[i].token, sizeof r->token);
 		out->size += r->size;
 	}
 	out->n = w.n;
 	tt_file_rows_digest(out->rows, out->n, out->digest);
 done:
+	if (loading)
+		pthread_join(ldt, NULL);
+	tt_error_clear(&ld.err);
 	if (rc)
 		tt_file_tree_release(out);
+	for (unsigned i = 0; ws && i < nw; i++) {
+		for (size_t j = 0; j < ws[i].nfound; j++)
+			free(ws[i].found[j]);
+		free(ws[i].found);
+		free(ws[i].items);
+		tt_buf_release(&ws[i].names);
+		tt_buf_release(&ws[i].full);
+		tt_buf_release(&ws[i].scratch);
+		tt_error_clear(&ws[i].err);
+	}
+	free(ws);
+	for (size_t j = 0; j < q.ndirs; j++)
+		free(q.dirs[j]);
+	free(q.dirs);
+	pthread_mutex_destroy(&q.mu);
+	pthread_cond_destroy(&q.cv);
 	free(misses);
 	free(w.items);
-	free(w.dirs);
 	tt_buf_release(&w.names);
 	tt_buf_release(&w.full);
 	tt_buf_release(&w.scratch);
