@@ -683,46 +683,53 @@ done:
 }
 
 /* One parsed listing: rows sorted by path, one per path (the last wins, as
- * a dict built line by line keeps it). */
+ * a dict built line by line keeps it).  Rows read by the fast reader point
+ * into the listing's own text (not NUL-terminated: lengths say where they
+ * end); the others own their strings. */
 typedef struct lrow {
-	char *path, *token;
+	const char *path, *token;
+	size_t plen, klen;
 	long long size;
 	size_t line;
-	bool owned; /* path and token allocated, not inside lrows.text */
+	bool owned; /* path and token allocated */
 } lrow;
 
 typedef struct lrows {
 	lrow *rows;
 	size_t n, alloc;
-	char *text; /* the listing's copy that fast-read rows point into */
 } lrows;
 
 static void lrows_release(lrows *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (l->rows[i].owned) {
-			free(l->rows[i].path);
-			free(l->rows[i].token);
+			free((char *)l->rows[i].path);
+			free((char *)l->rows[i].token);
 		}
 	free(l->rows);
-	free(l->text);
 	memset(l, 0, sizeof *l);
+}
+
+/* strcmp order of two byte strings (UTF-8 code point order). */
+static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	return c ? c : (an > bn) - (an < bn);
 }
 
 static int by_path_then_line(const void *pa, const void *pb)
 {
 	const lrow *a = pa, *b = pb;
-	int c = strcmp(a->path, b->path);
+	int c = bytes_cmp(a->path, a->plen, b->path, b->plen);
 	return c ? c : (a->line < b->line ? -1 : a->line > b->line);
 }
 
-/* The first byte from q that is '"', '\\', a control byte or not ASCII
- * (NUL included, so the text's end stops it).  Eight bytes at a time: the
- * text is padded so a word read past its end stays inside the buffer. */
-static char *plain_span(char *q)
+/* The first byte in [q, end) that is '"', '\\', a control byte or not
+ * ASCII; end when there is none.  Eight bytes at a time while they fit. */
+static const char *plain_span(const char *q, const char *end)
 {
 	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-	for (;;) {
+	while (end - q >= 8) {
 		uint64_t w, quote, slash;
 		memcpy(&w, q, 8);
 		quote = w ^ (ones * '"');
@@ -732,7 +739,7 @@ static char *plain_span(char *q)
 			break;
 		q += 8;
 	}
-	while (*q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80)
+	while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80)
 		q++;
 	return q;
 }
@@ -744,32 +751,32 @@ static char *plain_span(char *q)
  * Returns where the next line starts, or NULL for anything else: that line
  * then goes through the full JSON reader.
  */
-static char *fast_row(char *p, lrow *r)
+static const char *fast_row(const char *p, const char *end, lrow *r)
 {
-	char *q = p, *ps, *ks, *pe, *ke;
+	const char *q = p, *ps, *ks, *pe, *ke;
 	long long size = 0;
 	bool neg = false;
 
 #define TAKE(lit) \
 	do { \
 		for (const char *l_ = lit; *l_; l_++, q++) \
-			if (*q != *l_) \
+			if (q >= end || *q != *l_) \
 				return NULL; \
 	} while (0)
 	TAKE("{\"p\":\"");
 	ps = q;
-	pe = q = plain_span(q);
+	pe = q = plain_span(q, end);
 	TAKE("\",\"k\":\"");
 	ks = q;
-	ke = q = plain_span(q);
+	ke = q = plain_span(q, end);
 	TAKE("\",\"s\":");
-	if (*q == '-') {
+	if (q < end && *q == '-') {
 		neg = true;
 		q++;
 	}
-	if (*q < '0' || *q > '9' || (*q == '0' && q[1] >= '0' && q[1] <= '9'))
+	if (q >= end || *q < '0' || *q > '9' || (*q == '0' && q + 1 < end && q[1] >= '0' && q[1] <= '9'))
 		return NULL;
-	for (; *q >= '0' && *q <= '9'; q++) {
+	for (; q < end && *q >= '0' && *q <= '9'; q++) {
 		if (size > (LLONG_MAX - (*q - '0')) / 10)
 			return NULL;
 		size = size * 10 + (*q - '0');
@@ -777,17 +784,16 @@ static char *fast_row(char *p, lrow *r)
 	TAKE("}");
 #undef TAKE
 	/* the line break: "\r\n" is one, anything else one each */
-	if (*q == '\r')
-		q += q[1] == '\n' ? 2 : 1;
-	else if (*q == '\n')
+	if (q < end && *q == '\r')
+		q += q + 1 < end && q[1] == '\n' ? 2 : 1;
+	else if (q < end && *q == '\n')
 		q++;
-	else if (*q != '\0')
+	else if (q < end)
 		return NULL;
-	/* the closing quotes become the strings' ends */
-	*pe = '\0';
-	*ke = '\0';
 	r->path = ps;
+	r->plen = (size_t)(pe - ps);
 	r->token = ks;
+	r->klen = (size_t)(ke - ks);
 	r->owned = false;
 	r->size = neg ? -size : size;
 	return q;
@@ -797,49 +803,49 @@ static char *fast_row(char *p, lrow *r)
  * tether-vcs's _load_listing: every non-blank line is a JSON object with
  * "p", and optionally "k" (default "") and "s" (default 0).  Lines are
  * split at \n and \r (what splitlines() finds in any listing either
- * implementation writes: they are ASCII-escaped JSON).
+ * implementation writes: they are ASCII-escaped JSON).  The text must
+ * outlive the rows.
  */
 static int load_listing(const char *text, const char *side, lrows *out, tt_error *err)
 {
 	int rc = 0;
 	size_t line = 0;
-	char *p;
+	const char *p = text, *end = text + strlen(text);
 	bool sorted = true;
 
 	memset(out, 0, sizeof *out);
-	{
-		size_t n = strlen(text);
-		/* zero padding for plain_span's word reads */
-		if (!(out->text = malloc(n + 16)))
-			return file_oom(err);
-		memcpy(out->text, text, n);
-		memset(out->text + n, 0, 16);
-	}
-	p = out->text;
-	while (*p) {
-		char *after;
+	/* about 100 bytes a row: one allocation for the usual listing */
+	if (TT_ARRAY_GROW(out->rows, out->alloc, (size_t)(end - p) / 96 + 1) != 0)
+		return file_oom(err);
+	while (p < end) {
+		const char *after;
+		lrow *r;
 		if (TT_ARRAY_GROW(out->rows, out->alloc, out->n + 1) != 0) {
 			rc = file_oom(err);
 			break;
 		}
-		if ((after = fast_row(p, &out->rows[out->n])) != NULL) {
-			out->rows[out->n++].line = ++line;
+		r = &out->rows[out->n];
+		if ((after = fast_row(p, end, r)) != NULL) {
+			r->line = ++line;
+			if (sorted && out->n &&
+			    bytes_cmp(r[-1].path, r[-1].plen, r->path, r->plen) >= 0)
+				sorted = false;
+			out->n++;
 			p = after;
 			continue;
 		}
 		size_t len = strcspn(p, "\r\n");
-		char *next = p + len;
+		const char *next = p + len;
 		bool blank = true;
 		json_t *row = NULL;
 		long long size;
 
 		line++;
-		while (*next == '\r' || *next == '\n') {
+		if (*next == '\r' || *next == '\n') {
 			/* "\r\n" is one break; anything else is one break each */
 			if (next[0] == '\r' && next[1] == '\n')
 				next++;
 			next++;
-			break;
 		}
 		for (size_t i = 0; i < len && blank; i++)
 			if (!isspace((unsigned char)p[i]))
@@ -857,20 +863,26 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 			break;
 		}
 		{
-			lrow *r = &out->rows[out->n];
 			json_t *k = json_object_get(row, "k");
-			r->path = tt_pyv_str_dup(json_object_get(row, "p"));
-			r->token = k ? tt_pyv_str_dup(k) : tt_strdup("");
-			r->size = size;
-			r->line = line;
-			r->owned = true;
+			char *path = tt_pyv_str_dup(json_object_get(row, "p"));
+			char *token = k ? tt_pyv_str_dup(k) : tt_strdup("");
 			json_decref(row);
-			if (!r->path || !r->token) {
-				free(r->path);
-				free(r->token);
+			if (!path || !token) {
+				free(path);
+				free(token);
 				rc = file_oom(err);
 				break;
 			}
+			r->path = path;
+			r->plen = strlen(path);
+			r->token = token;
+			r->klen = strlen(token);
+			r->size = size;
+			r->line = line;
+			r->owned = true;
+			if (sorted && out->n &&
+			    bytes_cmp(r[-1].path, r[-1].plen, r->path, r->plen) >= 0)
+				sorted = false;
 			out->n++;
 		}
 		p = next;
@@ -882,11 +894,6 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 	/* Sort, then keep the last line of each path (a listing written in
 	 * strictly increasing path order, as both implementations write it,
 	 * needs neither). */
-	for (size_t i = 1; i < out->n; i++)
-		if (strcmp(out->rows[i - 1].path, out->rows[i].path) >= 0) {
-			sorted = false;
-			break;
-		}
 	if (sorted)
 		return 0;
 	if (out->n > 1)
@@ -894,10 +901,11 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 	{
 		size_t w = 0;
 		for (size_t i = 0; i < out->n; i++) {
-			if (i + 1 < out->n && strcmp(out->rows[i].path, out->rows[i + 1].path) == 0) {
+			if (i + 1 < out->n && bytes_cmp(out->rows[i].path, out->rows[i].plen,
+							out->rows[i + 1].path, out->rows[i + 1].plen) == 0) {
 				if (out->rows[i].owned) {
-					free(out->rows[i].path);
-					free(out->rows[i].token);
+					free((char *)out->rows[i].path);
+					free((char *)out->rows[i].token);
 				}
 				continue;
 			}
@@ -908,12 +916,25 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 	return 0;
 }
 
+/* One changed path into the diff (the row's path is not NUL-terminated). */
+static int diff_row(tt_object_diff *out, tt_buf *scratch, const lrow *r, const char *change,
+		    long long delta, tt_error *err)
+{
+	char detail[64];
+	human(detail, sizeof detail, delta);
+	tt_buf_reset(scratch);
+	if (tt_buf_put(scratch, r->path, r->plen) != 0)
+		return file_oom(err);
+	return tt_object_diff_add(out, scratch->ptr, change, detail, err);
+}
+
 static int diff_listings(const json_t *a, const json_t *bs, const char *la, const char *lb,
 			 tt_object_diff *out, tt_error *err)
 {
 	int rc = 0;
 	lrows ra, rb;
 	char detail[64];
+	tt_buf scratch = TT_BUF_INIT;
 
 	memset(&ra, 0, sizeof ra);
 	memset(&rb, 0, sizeof rb);
@@ -943,26 +964,25 @@ static int diff_listings(const json_t *a, const json_t *bs, const char *la, cons
 		goto done;
 	/* Both sorted by path: one merge walk. */
 	for (size_t i = 0, j = 0; rc == 0 && (i < ra.n || j < rb.n);) {
-		int c = i >= ra.n ? 1 : j >= rb.n ? -1 : strcmp(ra.rows[i].path, rb.rows[j].path);
-		if (c > 0) {
-			human(detail, sizeof detail, rb.rows[j].size);
-			rc = tt_object_diff_add(out, rb.rows[j].path, "added", detail, err);
+		if (i >= ra.n || (j < rb.n && bytes_cmp(ra.rows[i].path, ra.rows[i].plen, rb.rows[j].path,
+							 rb.rows[j].plen) > 0)) {
+			rc = diff_row(out, &scratch, &rb.rows[j], "added", rb.rows[j].size, err);
 			j++;
-		} else if (c < 0) {
-			human(detail, sizeof detail, -ra.rows[i].size);
-			rc = tt_object_diff_add(out, ra.rows[i].path, "removed", detail, err);
+		} else if (j >= rb.n || bytes_cmp(ra.rows[i].path, ra.rows[i].plen, rb.rows[j].path,
+						  rb.rows[j].plen) < 0) {
+			rc = diff_row(out, &scratch, &ra.rows[i], "removed", -ra.rows[i].size, err);
 			i++;
 		} else {
-			if (ra.rows[i].size != rb.rows[j].size ||
-			    strcmp(ra.rows[i].token, rb.rows[j].token) != 0) {
-				human(detail, sizeof detail, rb.rows[j].size - ra.rows[i].size);
-				rc = tt_object_diff_add(out, ra.rows[i].path, "modified", detail, err);
-			}
+			const lrow *x = &ra.rows[i], *y = &rb.rows[j];
+			if (x->size != y->size || x->klen != y->klen ||
+			    memcmp(x->token, y->token, x->klen) != 0)
+				rc = diff_row(out, &scratch, x, "modified", y->size - x->size, err);
 			i++;
 			j++;
 		}
 	}
 done:
+	tt_buf_release(&scratch);
 	lrows_release(&ra);
 	lrows_release(&rb);
 	return rc;
