@@ -950,7 +950,7 @@ static void walker(size_t index, void *arg)
 
 static int by_path(const void *pa, const void *pb)
 {
-	const wentry *a = pa, *b = pb;
+	const wentry *a = *(const wentry *const *)pa, *b = *(const wentry *const *)pb;
 	return strcmp(a->path, b->path);
 }
 
@@ -1039,6 +1039,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	int rc = 0;
 	walk w, *ws = NULL;
 	walkq q;
+	wentry **order = NULL;        /* the entries sorted by path */
 	unsigned nw = walkers_for(h);
 	tt_buf fulls = TT_BUF_INIT;   /* full paths of the files, NUL-separated */
 	miss *misses = NULL;
@@ -1108,8 +1109,14 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			goto done;
 		}
 	}
+	if (w.n && !(order = tt_reallocarray(NULL, w.n, sizeof *order))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		order[i] = &w.items[i];
 	if (w.n > 1)
-		qsort(w.items, w.n, sizeof *w.items, by_path);
+		qsort(order, w.n, sizeof *order, by_path);
 
 	/* Full paths (the cache's keys), then the cache's answers. */
 	{
@@ -1120,9 +1127,9 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		}
 		for (size_t i = 0; i < w.n; i++) {
 			offs[i] = fulls.len;
-			if (w.items[i].link)
+			if (order[i]->link)
 				continue;
-			if (join_full(&w.full, root, w.items[i].path) != 0)
+			if (join_full(&w.full, root, order[i]->path) != 0)
 				break;
 			tt_buf_put(&fulls, w.full.ptr, w.full.len + 1);
 		}
@@ -1132,8 +1139,8 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			goto done;
 		}
 		for (size_t i = 0; i < w.n; i++)
-			if (!w.items[i].link)
-				w.items[i].full = fulls.ptr + offs[i];
+			if (!order[i]->link)
+				order[i]->full = fulls.ptr + offs[i];
 		free(offs);
 	}
 	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
@@ -1151,7 +1158,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
 	for (size_t i = 0; rc == 0 && i < w.n; i++) {
-		wentry *e = &w.items[i];
+		wentry *e = order[i];
 		if (e->link)
 			continue;
 		if (cache_lookup_locked(h, e->full, &e->key, e->token)) {
@@ -1182,9 +1189,9 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 	for (size_t i = 0; i < w.n; i++) {
 		tt_file_row *r = &out->rows[i];
-		r->path = out->names + w.items[i].off;
-		r->size = w.items[i].link ? 0 : w.items[i].key.size;
-		memcpy(r->token, w.items[i].token, sizeof r->token);
+		r->path = out->names + order[i]->off;
+		r->size = order[i]->link ? 0 : order[i]->key.size;
+		memcpy(r->token, order[i]->token, sizeof r->token);
 		out->size += r->size;
 	}
 	out->n = w.n;
@@ -1212,6 +1219,7 @@ done:
 	pthread_mutex_destroy(&q.mu);
 	pthread_cond_destroy(&q.cv);
 	free(misses);
+	free(order);
 	free(w.items);
 	tt_buf_release(&w.names);
 	tt_buf_release(&w.full);
