@@ -816,7 +816,7 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 
 	(void)b, (void)la, (void)lb;
 	memset(&l, 0, sizeof l);
-	snprintf(out->unit, sizeof out->unit, "commits");
+	tt_object_diff_init(out, "commits");
 	if ((rc = state_version(a, &va, err)) != 0 || (rc = state_version(bstate, &vb, err)) != 0)
 		return rc;
 	if ((!ia != !ib || (ia && strcmp(ia, ib) != 0)) &&
@@ -864,6 +864,8 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 	}
 done:
 	dlog_release(&l);
+	if (rc)
+		tt_object_diff_release(out);
 	return rc;
 }
 
