@@ -301,14 +301,16 @@ static int resolve(const dlog *l, long long v, long long *base, tt_error *err)
 	for (long long k = v; k > cp; k--) {
 		if (has_commit(l, k))
 			continue;
-		bool older = cp >= 0 || (l->nc && l->commits[0] < k);
-		if (older)
+		/* Commits on both sides of a missing one: a hole.  Otherwise log
+		 * cleanup took the oldest commits, as it does. */
+		if (l->nc && l->commits[0] < k)
 			return derr(err, TT_EBACKEND,
 				    "delta table %s: the transaction log has a gap: %s/%020lld.json "
 				    "is missing, so version %lld cannot be read", l->uri, l->dir, k, v);
 		return derr(err, TT_EBACKEND,
 			    "delta table %s: version %lld is no longer in the log (log cleanup "
-			    "removed commit %lld and no checkpoint covers it)", l->uri, v, k);
+			    "removed commit %lld and no checkpoint at or below v%lld stands in)", l->uri, v,
+			    k, v);
 	}
 	*base = cp;
 	return 0;

@@ -430,3 +430,46 @@ TT_TEST(footer_reader_refuses_garbage)
 	CHECK(id == NULL);
 	tt_error_clear(&err);
 }
+
+/* Without .crc files the id comes from the commits back to the checkpoint,
+ * then from _last_checkpoint's V2 non-file actions, then from the JSON V2
+ * checkpoint itself: each must give deltalake's id. */
+TT_TEST(id_sources_past_the_crc)
+{
+	char *fx = fixtures();
+	SKIP_WITHOUT(fx && have_oracle(), "the delta fixtures or deltalake");
+	char *orig = tt_path_join(fx, "checkpoint-v2-table");
+	json_t *want = oracle("expect", orig);
+	CHECK(want);
+	const char *id = json_string_value(json_object_get(want, "table_id"));
+	char *dir = copy_fixture("checkpoint-v2-table");
+	CHECK(dir);
+	tt_backend *b = delta_backend();
+	json_t *loc = loc_of(dir), *s = NULL;
+	tt_error err = TT_ERROR_INIT;
+	CHECK(sh("cd \"$1/_delta_log\" && rm -f *.crc && rm -f 0000000000000000000[0-8].json", dir,
+		 NULL) == 0);
+	CHECK_OK(b->ops->fingerprint(b, loc, NULL, &s, &err));
+	CHECK_STR(json_string_value(json_object_get(s, "table_id")), id);
+	CHECK_INT(json_integer_value(json_object_get(s, "version")),
+		  json_integer_value(json_object_get(want, "version")));
+	json_decref(s);
+	s = NULL;
+	CHECK(sh("rm \"$1/_delta_log/_last_checkpoint\"", dir, NULL) == 0);
+	CHECK_OK(b->ops->fingerprint(b, loc, NULL, &s, &err));
+	CHECK_STR(json_string_value(json_object_get(s, "table_id")), id);
+	json_decref(s);
+	/* Version 7 is past log cleanup now, and says so. */
+	json_t *at7 = loc_at(dir, 7);
+	s = NULL;
+	CHECK(b->ops->fingerprint(b, at7, NULL, &s, &err) == TT_EBACKEND);
+	CHECK_MSG(strstr(tt_error_text(&err), "no longer in the log"), "%s", tt_error_text(&err));
+	tt_error_clear(&err);
+	json_decref(at7);
+	json_decref(loc);
+	json_decref(want);
+	tt_backend_free(b);
+	free(orig);
+	free(dir);
+	free(fx);
+}
