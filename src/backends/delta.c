@@ -336,7 +336,9 @@ static int read_log_file(const dlog *l, const char *name, tt_buf *out, tt_error 
 	return rc;
 }
 
-static int commit_at(const dlog *l, long long v, tt_delta_commit *c, tt_error *err)
+/* Read commit v whole (info_only: only its commitInfo). */
+static int read_commit(const dlog *l, long long v, bool info_only, tt_delta_commit *c,
+		       tt_error *err)
 {
 	char name[32];
 	tt_buf text = TT_BUF_INIT;
@@ -350,7 +352,9 @@ static int commit_at(const dlog *l, long long v, tt_delta_commit *c, tt_error *e
 		rc = doom(err);
 		goto done;
 	}
-	if ((rc = tt_delta_parse_commit(text.ptr, text.len, what, c, err)) != 0)
+	rc = info_only ? tt_delta_parse_commit_info(text.ptr, text.len, what, c, err)
+		       : tt_delta_parse_commit(text.ptr, text.len, what, c, err);
+	if (rc)
 		rc = named(err, rc, l->uri);
 done:
 	tt_buf_release(&text);
@@ -516,7 +520,7 @@ static int table_id_at(const dlog *l, long long v, long long base, char **id, tt
 	*id = crc_id(l, v);
 	for (long long k = v; !*id && k > base; k--) {
 		tt_delta_commit c;
-		if ((rc = commit_at(l, k, &c, err)) != 0)
+		if ((rc = read_commit(l, k, false, &c, err)) != 0)
 			return rc;
 		*id = c.table_id;
 		c.table_id = NULL;
@@ -769,7 +773,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 	/* Commits survive only as JSON: the log lists back to the first gap. */
 	for (long long v = hi; v >= 0 && count < limit && has_commit(&l, v); v--) {
 		tt_delta_commit c;
-		if ((rc = commit_at(&l, v, &c, err)) != 0)
+		if ((rc = read_commit(&l, v, true, &c, err)) != 0)
 			goto done;
 		if (TT_ARRAY_GROW(entries, alloc, count + 1) != 0) {
 			tt_delta_commit_release(&c);
@@ -844,7 +848,7 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 			gone++;
 			continue;
 		}
-		if ((rc = commit_at(&l, v, &c, err)) != 0)
+		if ((rc = read_commit(&l, v, true, &c, err)) != 0)
 			goto done;
 		snprintf(path, sizeof path, "v%lld", v);
 		detail = message_of(&c, true);

@@ -47,6 +47,11 @@ void tt_delta_commit_release(tt_delta_commit *c);
 int tt_delta_parse_commit(const char *text, size_t len, const char *what, tt_delta_commit *out,
 			  tt_error *err);
 
+/* The same, reading only the lines that hold a commitInfo action (a
+ * history listing needs nothing else); other lines are not checked. */
+int tt_delta_parse_commit_info(const char *text, size_t len, const char *what,
+			       tt_delta_commit *out, tt_error *err);
+
 /* The actions of a commit that add or remove data files, for a replay. */
 typedef enum tt_delta_file_action { TT_DELTA_ADD, TT_DELTA_REMOVE } tt_delta_file_action;
 typedef int (*tt_delta_file_fn)(void *ctx, tt_delta_file_action action, const char *path,

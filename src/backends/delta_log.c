@@ -73,12 +73,27 @@ static void read_metrics(const json_t *m, const char *operation, tt_delta_metric
 						   "numRemovedFiles", "numTargetFilesRemoved"));
 }
 
+/* Does s[0..n) contain needle (nlen > 0)? */
+static bool contains(const char *s, size_t n, const char *needle, size_t nlen)
+{
+	for (const char *p = s; n >= nlen && (p = memchr(p, needle[0], n - nlen + 1)) != NULL; p++) {
+		if (memcmp(p, needle, nlen) == 0)
+			return true;
+		n -= (size_t)(p + 1 - s);
+		s = p + 1;
+	}
+	return false;
+}
+
 /* Calls fn(ctx, action object, line json) for every non-blank line. */
 typedef int (*line_fn)(void *ctx, const json_t *line, tt_error *err);
 
-static int each_line(const char *text, size_t len, const char *what, line_fn fn, void *ctx,
-		     tt_error *err)
+/* Lines that cannot hold the action `only` names (NULL: every line is read)
+ * are skipped unparsed. */
+static int each_line(const char *text, size_t len, const char *what, const char *only,
+		     line_fn fn, void *ctx, tt_error *err)
 {
+	size_t olen = only ? strlen(only) : 0;
 	size_t pos = 0, lineno = 0;
 	int rc = 0;
 
@@ -91,7 +106,7 @@ static int each_line(const char *text, size_t len, const char *what, line_fn fn,
 		size_t k = 0;
 		while (k < n && (start[k] == ' ' || start[k] == '\t' || start[k] == '\r'))
 			k++;
-		if (k == n)
+		if (k == n || (only && !contains(start, n, only, olen)))
 			continue;
 		char *where = tt_asprintf("%s (line %zu)", what, lineno);
 		if (!where)
@@ -153,7 +168,18 @@ int tt_delta_parse_commit(const char *text, size_t len, const char *what, tt_del
 {
 	memset(out, 0, sizeof *out);
 	out->metrics = (tt_delta_metrics){ -1, -1, -1, -1, -1 };
-	int rc = each_line(text, len, what, commit_line, out, err);
+	int rc = each_line(text, len, what, NULL, commit_line, out, err);
+	if (rc)
+		tt_delta_commit_release(out);
+	return rc;
+}
+
+int tt_delta_parse_commit_info(const char *text, size_t len, const char *what,
+			       tt_delta_commit *out, tt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->metrics = (tt_delta_metrics){ -1, -1, -1, -1, -1 };
+	int rc = each_line(text, len, what, "\"commitInfo\"", commit_line, out, err);
 	if (rc)
 		tt_delta_commit_release(out);
 	return rc;
@@ -185,7 +211,7 @@ int tt_delta_commit_files(const char *text, size_t len, const char *what, tt_del
 			  void *ctx, tt_error *err)
 {
 	files_ctx f = { fn, ctx };
-	return each_line(text, len, what, files_line, &f, err);
+	return each_line(text, len, what, NULL, files_line, &f, err);
 }
 
 /* --- the Parquet footer (Thrift compact protocol) ------------------------------------ */
