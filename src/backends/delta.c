@@ -1041,18 +1041,24 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	/* Its files: those added since the checkpoint and still live at v, and
 	 * those a later commit removed (so they were live at v).  Files from the
 	 * checkpoint that are still live at the head cannot have been vacuumed. */
-	for (long long k = base + 1; k <= v; k++)
-		if ((rc = replay_commit(&l, k, &r, err)) != 0)
-			goto done;
-	r.after = true;
-	for (long long k = v + 1; k <= l.head; k++) {
-		if (!has_commit(&l, k)) {
+	for (long long k = base + 1; k <= l.head; k++) {
+		r.after = k > v;
+		if (r.after && !has_commit(&l, k)) {
 			*message = tt_asprintf("commit %lld after v%lld is gone from the log, so which of "
 					       "its files later commits removed cannot be told", k, v);
 			goto done;
 		}
-		if ((rc = replay_commit(&l, k, &r, err)) != 0)
+		if (replay_commit(&l, k, &r, &why) != 0) {
+			if (why.code == TT_ENOMEM) {
+				rc = doom(err);
+				goto done;
+			}
+			/* A commit up to v that cannot be read leaves v unreadable; a
+			 * later one only hides which files v had. */
+			*status = r.after ? TT_VERIFY_UNKNOWN : TT_VERIFY_MISSING;
+			*message = tt_strdup(tt_error_text(&why));
 			goto done;
+		}
 	}
 	json_t *sets[2] = { r.active, r.needed };
 	for (int s = 0; s < 2; s++) {

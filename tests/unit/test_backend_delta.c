@@ -473,3 +473,33 @@ TT_TEST(id_sources_past_the_crc)
 	free(dir);
 	free(fx);
 }
+
+/* verify --deep on a fixture: every file v2 needs is there; a corrupt
+ * commit at or below it makes it missing, and so does one above it here
+ * (the head's id is read back through it), each naming the file. */
+TT_TEST(deep_verify_reads_the_commits)
+{
+	char *dir = copy_fixture("simple_table");
+	SKIP_WITHOUT(dir, "the delta fixtures");
+	tt_backend *b = delta_backend();
+	json_t *l2 = loc_at(dir, 2), *s2 = NULL;
+	tt_error err = TT_ERROR_INIT;
+	char *msg = NULL;
+	CHECK_OK(b->ops->fingerprint(b, l2, NULL, &s2, &err));
+	CHECK_INT(verify(b, dir, s2, true, &msg), TT_VERIFY_OK);
+	free(msg);
+	CHECK(sh("cp \"$1/_delta_log/00000000000000000003.json\" \"$1/v3\" && printf '{\"add\":' >> "
+		 "\"$1/_delta_log/00000000000000000003.json\"", dir, NULL) == 0);
+	CHECK_INT(verify(b, dir, s2, true, &msg), TT_VERIFY_MISSING);
+	CHECK_MSG(msg && strstr(msg, "00000000000000000003.json"), "%s", msg ? msg : "");
+	free(msg);
+	CHECK(sh("mv \"$1/v3\" \"$1/_delta_log/00000000000000000003.json\" && printf '{\"add\":' >> "
+		 "\"$1/_delta_log/00000000000000000001.json\"", dir, NULL) == 0);
+	CHECK_INT(verify(b, dir, s2, true, &msg), TT_VERIFY_MISSING);
+	CHECK_MSG(msg && strstr(msg, "00000000000000000001.json"), "%s", msg ? msg : "");
+	free(msg);
+	json_decref(l2);
+	json_decref(s2);
+	tt_backend_free(b);
+	free(dir);
+}
