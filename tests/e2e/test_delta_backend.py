@@ -47,7 +47,7 @@ def deltalake_state(uri: Path, version: int | None = None) -> dict:
     return {"version": dt.version(), "table_id": str(dt.metadata().id)}
 
 
-def test_lifecycle_against_deltalake(tmp_path, tether, env):
+def test_lifecycle_against_deltalake(tmp_path, tether, ref, env):
     table = tmp_path / "stores" / "sales.delta"
     ds = new_dataset(tmp_path / "ds", tether, env)
     write_deltalake(str(table), rows(0, 4))
@@ -72,6 +72,8 @@ def test_lifecycle_against_deltalake(tmp_path, tether, env):
     history = DeltaTable(str(table)).history()
     assert [e["id"] for e in log] == [str(c["version"]) for c in history]
     assert [e["message"].split(":")[0] for e in log] == [c["operation"] for c in history]
+    # tether-vcs lists the same log from our dataset.
+    assert log == ref.json("log", "sales", "-n", "100", cwd=ds)
     # Every id is usable as `add --at`.
     tether("add", "old", str(table), "--kind", "delta", "--at", log[-2]["id"], cwd=ds)
     tether("commit", "-m", "old", cwd=ds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from datetime import datetime, timezone
 
 warnings.simplefilter("ignore")
 
@@ -23,12 +24,19 @@ def batch(start: int, n: int) -> pa.Table:
     return pa.table({"id": list(range(start, start + n)), "v": [f"row{i}" for i in range(start, start + n)]})
 
 
+def iso(ms) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
 def main() -> int:
     cmd, path = sys.argv[1], sys.argv[2]
     if cmd == "expect":
         dt = DeltaTable(path)
         history = [
-            {"version": int(c["version"]), "operation": c.get("operation")}
+            {"version": int(c["version"]), "operation": c.get("operation"),
+             "when": iso(c.get("timestamp"))}
             for c in dt.history()
         ]
         print(json.dumps({"version": dt.version(), "table_id": str(dt.metadata().id),
