@@ -507,3 +507,44 @@ TT_TEST(deep_verify_reads_the_commits)
 	tt_backend_free(b);
 	free(dir);
 }
+
+/* The commit reader on text: both metric spellings, a MERGE's output rows
+ * not counted as additions, inCommitTimestamp beside timestamp, and a
+ * corrupt line named by its number. */
+TT_TEST(commit_reader_normalises_metrics)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_delta_commit c;
+	const char *spark =
+		"{\"commitInfo\":{\"inCommitTimestamp\":1700000000123,\"timestamp\":1700000009999,"
+		"\"operation\":\"MERGE\",\"operationMetrics\":{\"numOutputRows\":\"10\","
+		"\"numTargetRowsInserted\":\"2\",\"numTargetRowsUpdated\":\"3\","
+		"\"numTargetRowsDeleted\":\"1\",\"numTargetFilesAdded\":\"1\","
+		"\"numTargetFilesRemoved\":\"2\"}}}\n"
+		"{\"metaData\":{\"id\":\"abc\"}}\n";
+	CHECK_OK(tt_delta_parse_commit(spark, strlen(spark), "spark.json", &c, &err));
+	CHECK_STR(c.operation, "MERGE");
+	CHECK_INT(c.metrics.added_rows, 2);
+	CHECK_INT(c.metrics.updated_rows, 3);
+	CHECK_INT(c.metrics.deleted_rows, 1);
+	CHECK_INT(c.metrics.added_files, 1);
+	CHECK_INT(c.metrics.removed_files, 2);
+	CHECK(c.has_ict && c.ict_ms == 1700000000123LL);
+	CHECK(c.has_timestamp && c.timestamp_ms == 1700000009999LL);
+	CHECK_STR(c.table_id, "abc");
+	tt_delta_commit_release(&c);
+
+	const char *rs = "\n{\"commitInfo\":{\"operation\":\"OPTIMIZE\",\"operationMetrics\":"
+			 "{\"num_files_added\":1,\"num_files_removed\":4}}}\n";
+	CHECK_OK(tt_delta_parse_commit_info(rs, strlen(rs), "rs.json", &c, &err));
+	CHECK_INT(c.metrics.added_files, 1);
+	CHECK_INT(c.metrics.removed_files, 4);
+	CHECK_INT(c.metrics.added_rows, -1);
+	CHECK(!c.has_ict && !c.has_timestamp && !c.table_id);
+	tt_delta_commit_release(&c);
+
+	const char *bad = "{\"commitInfo\":{}}\n{\"add\":{\"path\":\n";
+	CHECK_INT(tt_delta_parse_commit(bad, strlen(bad), "bad.json", &c, &err), TT_EPARSE);
+	CHECK_MSG(strstr(tt_error_text(&err), "bad.json (line 2)"), "%s", tt_error_text(&err));
+	tt_error_clear(&err);
+}
