@@ -181,3 +181,37 @@ def test_bad_input_names_table_and_file(tmp_path, tether, env, breaker):
                            text=True, env=env).stdout
     assert after == before
     assert "state" not in manifest(ds, "bad")
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_checkpoint_footer_statistics_or_unknown(tmp_path, tether, env, statistics):
+    """When the id is only in a Parquet checkpoint, it comes from the
+    footer's column statistics; without them the state says "unknown"
+    instead of guessing."""
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "stores" / "t.delta"
+    write_deltalake(str(table), rows(0, 2))
+    write_deltalake(str(table), rows(2, 2), mode="append")
+    want = deltalake_state(table)
+    log = table / "_delta_log"
+    # A checkpoint at v1 holding just the metaData row, written by pyarrow
+    # with or without statistics; the commits it stands for are gone.
+    meta = pa.table({"metaData": pa.array([{"id": want["table_id"]}],
+                                          pa.struct([("id", pa.string())]))})
+    pq.write_table(meta, log / f"{1:020d}.checkpoint.parquet", write_statistics=statistics)
+    for v in (0, 1):
+        (log / f"{v:020d}.json").unlink()
+    commit_info_only(log, 2)
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    tether("add", str(table), "--kind", "delta", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    state = manifest(ds, "t")["state"]
+    assert state["version"] == 2
+    assert state["table_id"] == (want["table_id"] if statistics else "unknown")
+
+
+def commit_info_only(log: Path, version: int) -> None:
+    """A commit with only a commitInfo action (no metaData)."""
+    (log / f"{version:020d}.json").write_text(
+        '{"commitInfo":{"timestamp":1700000000000,"operation":"SET TBLPROPERTIES"}}\n')
