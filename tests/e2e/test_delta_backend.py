@@ -215,3 +215,31 @@ def commit_info_only(log: Path, version: int) -> None:
     """A commit with only a commitInfo action (no metaData)."""
     (log / f"{version:020d}.json").write_text(
         '{"commitInfo":{"timestamp":1700000000000,"operation":"SET TBLPROPERTIES"}}\n')
+
+
+def test_multi_part_checkpoint(tmp_path, tether, env):
+    """A multi-part checkpoint counts only when every part is there; the id
+    is in whichever part holds the metaData row."""
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "stores" / "m.delta"
+    write_deltalake(str(table), rows(0, 2))
+    write_deltalake(str(table), rows(2, 2), mode="append")
+    want = deltalake_state(table)
+    log = table / "_delta_log"
+    kind = pa.struct([("id", pa.string())])
+    parts = [pa.array([None], kind), pa.array([{"id": want["table_id"]}], kind)]
+    for i, arr in enumerate(parts, 1):
+        pq.write_table(pa.table({"metaData": arr}),
+                       log / f"{1:020d}.checkpoint.{i:010d}.{len(parts):010d}.parquet")
+    for v in (0, 1):
+        (log / f"{v:020d}.json").unlink()
+    commit_info_only(log, 2)
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    tether("add", str(table), "--kind", "delta", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    assert manifest(ds, "m")["state"] == {"version": 2, "table_id": want["table_id"]}
+    # Without its second part the checkpoint does not count: v2 cannot be read.
+    (log / f"{1:020d}.checkpoint.{2:010d}.{2:010d}.parquet").unlink()
+    proc = tether("status", "--snapshot", cwd=ds, check=False)
+    assert "no longer in the log" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
