@@ -107,9 +107,10 @@ def test_lifecycle_against_deltalake(tmp_path, tether, ref, env):
     out = tether("verify", "--deep", cwd=ds, check=False).stdout
     assert re.search(r"ok\s+sales", out), out
 
-    # Not forkable: a new bookmark skips it.
-    proc = tether("new", "-b", "feature", cwd=ds)
-    assert proc.returncode == 0
+    # Not forkable: a new bookmark skips it (no working ref, nothing pending).
+    out = tether.json("new", "-b", "feature", cwd=ds)
+    assert out["bookmark"] == "feature"
+    assert out["working_refs"] == {} and out["pending_forks"] == {}
 
 
 def test_manifests_equal_tether_vcs(tmp_path, tether, ref, env):
