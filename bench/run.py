@@ -729,6 +729,102 @@ def build_listing_helper(ours: Path) -> Path:
     return out
 
 
+# -- delta: fingerprint and log of a long transaction log ------------------- #
+def delta_table(path: Path, commits: int, checkpoint_at: int) -> None:
+    """A Delta table whose log has `commits` appends (v0 written by deltalake,
+    the rest as delta-rs writes them, one tiny add each) and a checkpoint at
+    `checkpoint_at`, made by deltalake."""
+    import warnings
+    warnings.simplefilter("ignore")
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+    write_deltalake(str(path), pa.table({"id": [0]}))
+    log = path / "_delta_log"
+    t0 = 1_700_000_000_000
+    def write(v: int) -> None:
+        info = {"commitInfo": {"timestamp": t0 + v * 1000, "operation": "WRITE",
+                               "operationParameters": {"mode": "Append"},
+                               "operationMetrics": {"num_added_files": 1, "num_removed_files": 0,
+                                                    "num_added_rows": 1, "num_partitions": 0}}}
+        add = {"add": {"path": f"part-{v:05d}.parquet", "partitionValues": {}, "size": 500,
+                       "modificationTime": t0 + v * 1000, "dataChange": True,
+                       "stats": '{"numRecords":1}'}}
+        (log / f"{v:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
+    for v in range(1, checkpoint_at + 1):
+        write(v)
+    DeltaTable(str(path)).create_checkpoint()
+    for v in range(checkpoint_at + 1, commits):
+        write(v)
+
+
+def prep_delta(commits: int, checkpoint_at: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        table = tmp / "stores" / "events.delta"
+        delta_table(table, commits, checkpoint_at)
+        ds = new_git_repo(tmp / "ds", env)
+        run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        run([sides.ours, "add", str(table), "--kind", "delta"], ds, env)
+        run([sides.ours, "commit", "-m", "events"], ds, env)
+        return {"ds": ds, "env": env, "sides": sides, "commits": commits}
+    return prepare
+
+
+def delta_available(sides: Sides) -> None:
+    p = subprocess.run([str(sides.ours), "backends", "--json"], capture_output=True, text=True)
+    rows = json.loads(p.stdout) if p.returncode == 0 else []
+    if not any(r["kind"] == "delta" and r["installed"] for r in rows):
+        raise Skip("our tether has no delta backend built in")
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        raise Skip("the deltalake package (which writes the table) is not installed")
+
+
+def check_delta_fingerprint(ctx: dict) -> str:
+    out = {}
+    for side in ("ours", "ref"):
+        p = run([ctx["sides"].exe(side), "status", "--snapshot", "--json"], ctx["ds"], ctx["env"],
+                check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `status --snapshot` exited {p.returncode}: "
+                       f"{first_line(p.stderr)}")
+        out[side] = json.loads(p.stdout)["objects"]
+    if out["ours"] != out["ref"]:
+        raise Skip("status --snapshot objects differ")
+    manifest = (ctx["ds"] / ".tether" / "objects" / "events.toml").read_text()
+    version = [ln for ln in manifest.splitlines() if ln.startswith("version")][0]
+    return f"same object state on both sides ({out['ours'][0]['state']}, recorded {version})"
+
+
+def cmds_delta_fingerprint(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"])]
+
+
+def delta_log_argv(ctx: dict, side: str) -> list:
+    return [ctx["sides"].exe(side), "log", "events", "-n", str(ctx["commits"]), "--json"]
+
+
+def check_delta_log(ctx: dict) -> str:
+    out = {}
+    for side in ("ours", "ref"):
+        p = run(delta_log_argv(ctx, side), ctx["ds"], ctx["env"], check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `log` exited {p.returncode}: {first_line(p.stderr)}")
+        out[side] = json.loads(p.stdout)
+    if out["ours"] != out["ref"]:
+        bad = next(i for i, (a, b) in enumerate(zip(out["ours"], out["ref"])) if a != b) \
+            if len(out["ours"]) == len(out["ref"]) else "length"
+        raise Skip(f"log --json differs (first at entry {bad})")
+    return f"identical `log --json` of {len(out['ours'])} entries on both sides"
+
+
+def cmds_delta_log(ctx: dict, side: str):
+    return [(delta_log_argv(ctx, side), ctx["ds"])]
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -738,6 +834,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     big_n, big_size, big_label = (1024, 212992, "208MiB") if quick else (10240, 212992, "2GiB")
     small_n, small_label, large_label = (10000, "10k", "100k") if quick else (100000, "100k", "1M")
     mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
+    delta_n = 1000 if quick else 10000
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -774,6 +871,15 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"`tether diff --content A B`: two commits of a {small_n}-file directory "
               "that differ in 5 files (listings stored)",
               prep_listing(small_n), check_listing, cmds_listing, summarize=sum_listing),
+        Bench("delta-fingerprint", f"delta-fingerprint-{delta_n}", reps(10),
+              f"`tether status --snapshot` of one Delta table with {delta_n} commits, "
+              f"a checkpoint at v{delta_n - 50}",
+              prep_delta(delta_n, delta_n - 50), check_delta_fingerprint,
+              cmds_delta_fingerprint, available=delta_available),
+        Bench("delta-log", f"delta-log-{delta_n}", reps(5),
+              f"`tether log KEY -n {delta_n} --json` of the same table (every commit)",
+              prep_delta(delta_n, delta_n - 50), check_delta_log, cmds_delta_log,
+              available=delta_available),
     ]
 
 

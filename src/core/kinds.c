@@ -197,7 +197,7 @@ static int git_validate(const json_t *loc, const char *checkout, tt_error *err)
 static const tt_kind kinds[] = {
 	{ "delta", "stable",
 	  TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY,
-	  false, NOT_YET, L("uri"), NONE, L(".delta"), L("storage_options"), STORAGE_OPTS, NONE,
+	  true, NULL, L("uri"), NONE, L(".delta"), L("storage_options"), STORAGE_OPTS, NONE,
 	  L("uri", "path"), delta_validate },
 	{ "dolt", "experimental",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_MERGE,
