@@ -718,6 +718,8 @@ static int check_branch_life(lstore *s, const json_t *state, tt_error *err)
 	return rc;
 }
 
+static int check_version(lstore *s, const char *branch, uint64_t v, tt_error *err);
+
 /* A branch's head version; TT_EBACKEND naming it when it has none. */
 static int head_of(lstore *s, const char *branch, uint64_t *version, tt_error *err)
 {
@@ -737,7 +739,9 @@ static int head_of(lstore *s, const char *branch, uint64_t *version, tt_error *e
 	if (!found)
 		return lerr(err, TT_EBACKEND, "lance dataset %s has no versions on branch %s", s->root,
 			    shown(branch));
-	return 0;
+	/* The head must decode: a damaged manifest is reported here, naming
+	 * the file, before anything is recorded or written. */
+	return check_version(s, branch, *version, err);
 }
 
 /* `at`: a tag, else a version number of the base branch. */
