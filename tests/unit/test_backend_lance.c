@@ -346,3 +346,113 @@ TT_TEST(conformance_lance_with_pylance)
 }
 
 
+
+/* --- forks of pinned branches ------------------------------------------------------------ */
+
+/* Lance keeps a branch a tag references, so an unconditional re-fork of a
+ * pinned working branch lands on name.2, then name.3; pylance still sees
+ * the original with its writes. */
+TT_TEST(refork_of_tagged_branch_picks_sibling)
+{
+	char *tmp = tt_realpath(tt_test_tmpdir());
+	char *ds = tmp ? tt_path_join(tmp, "sib.lance") : NULL;
+	tt_backend *b = lance_backend();
+	tt_error err = TT_ERROR_INIT;
+	json_t *loc = NULL, *s0 = NULL, *s1 = NULL;
+	tt_pin p0, p1;
+	char *ref = NULL;
+	CHECK(ds && b && pylance("create", ds, NULL, 1) == 0);
+	loc = loc_of(ds);
+	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &s0, &err), 0);
+	CHECK_INT(b->ops->pin(b, loc, s0, "c0fe5a1e.0000000000000001", &p0, &err), 0);
+	tt_target src = { .kind = TT_TARGET_PIN, .pin = &p0 };
+	tt_expect none = { .kind = TT_EXPECT_NONE };
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.w", &none, &ref, &err), 0);
+	CHECK_STR(ref, "tether.ws.c0fe5a1e.w");
+	free(ref);
+	ref = NULL;
+	CHECK(pylance("append", ds, "tether.ws.c0fe5a1e.w", 2) == 0);
+	CHECK_INT(b->ops->fingerprint(b, loc, "tether.ws.c0fe5a1e.w", &s1, &err), 0);
+	CHECK(json_object_get(s1, "branch_id") != NULL);
+	CHECK_INT(b->ops->pin(b, loc, s1, "c0fe5a1e.0000000000000002", &p1, &err), 0);
+
+	/* The branch cannot go while the tag holds it ... */
+	CHECK_INT(b->ops->delete_working_ref(b, loc, "tether.ws.c0fe5a1e.w", &err), TT_EBACKEND);
+	CHECK_MSG(err.message && strstr(err.message, "release its pins first"), "%s", tt_error_text(&err));
+	tt_error_clear(&err);
+	/* ... so re-forks take siblings. */
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.w", &none, &ref, &err), 0);
+	CHECK_STR(ref, "tether.ws.c0fe5a1e.w.2");
+	free(ref);
+	ref = NULL;
+	CHECK(pylance("append", ds, "tether.ws.c0fe5a1e.w.2", 3) == 0);
+	CHECK_INT(b->ops->pin(b, loc, s1, "c0fe5a1e.0000000000000002", &p1, &err), 0);
+	CHECK(!p1.created);
+	json_t *s2 = NULL;
+	CHECK_INT(b->ops->fingerprint(b, loc, "tether.ws.c0fe5a1e.w.2", &s2, &err), 0);
+	CHECK_INT(b->ops->pin(b, loc, s2, "c0fe5a1e.0000000000000003", &p1, &err), 0);
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.w", &none, &ref, &err), 0);
+	CHECK_STR(ref, "tether.ws.c0fe5a1e.w.3");
+	/* The state recorded on the first life still verifies. */
+	tt_verify_status st;
+	char *msg = NULL;
+	CHECK_INT(b->ops->verify(b, loc, s1, NULL, true, &st, &msg, &err), 0);
+	CHECK_INT(st, TT_VERIFY_OK);
+	free(msg);
+	free(ref);
+	json_decref(s0);
+	json_decref(s1);
+	json_decref(s2);
+	json_decref(loc);
+	tt_backend_free(b);
+	tt_error_clear(&err);
+	free(ds);
+	free(tmp);
+}
+
+/* A branch deleted and re-created restarts its versions under a new
+ * branch_id: states of the old life are refused, not silently reread. */
+TT_TEST(recreated_branch_is_a_new_life)
+{
+	char *tmp = tt_realpath(tt_test_tmpdir());
+	char *ds = tmp ? tt_path_join(tmp, "life.lance") : NULL;
+	tt_backend *b = lance_backend();
+	tt_error err = TT_ERROR_INIT;
+	json_t *loc = NULL, *s0 = NULL, *old = NULL, *now = NULL;
+	tt_pin p0;
+	char *ref = NULL;
+	CHECK(ds && b && pylance("create", ds, NULL, 1) == 0);
+	loc = loc_of(ds);
+	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &s0, &err), 0);
+	CHECK_INT(b->ops->pin(b, loc, s0, "c0fe5a1e.00000000000000aa", &p0, &err), 0);
+	tt_target src = { .kind = TT_TARGET_PIN, .pin = &p0 };
+	tt_expect none = { .kind = TT_EXPECT_NONE };
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.l", &none, &ref, &err), 0);
+	free(ref);
+	ref = NULL;
+	CHECK(pylance("append", ds, "tether.ws.c0fe5a1e.l", 2) == 0);
+	CHECK_INT(b->ops->fingerprint(b, loc, "tether.ws.c0fe5a1e.l", &old, &err), 0);
+	CHECK_INT(b->ops->delete_working_ref(b, loc, "tether.ws.c0fe5a1e.l", &err), 0);
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.l", &none, &ref, &err), 0);
+	CHECK_STR(ref, "tether.ws.c0fe5a1e.l");
+	CHECK(pylance("append", ds, "tether.ws.c0fe5a1e.l", 3) == 0);
+	CHECK_INT(b->ops->fingerprint(b, loc, "tether.ws.c0fe5a1e.l", &now, &err), 0);
+	/* Same branch, same version number, another life. */
+	CHECK(json_equal(json_object_get(old, "version"), json_object_get(now, "version")));
+	CHECK(!json_equal(json_object_get(old, "branch_id"), json_object_get(now, "branch_id")));
+	tt_verify_status st;
+	char *msg = NULL;
+	CHECK_INT(b->ops->verify(b, loc, old, NULL, true, &st, &msg, &err), 0);
+	CHECK_INT(st, TT_VERIFY_MISSING);
+	CHECK_MSG(msg && strstr(msg, "deleted and re-created"), "%s", msg ? msg : "(none)");
+	free(msg);
+	free(ref);
+	json_decref(s0);
+	json_decref(old);
+	json_decref(now);
+	json_decref(loc);
+	tt_backend_free(b);
+	tt_error_clear(&err);
+	free(ds);
+	free(tmp);
+}
