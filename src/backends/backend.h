@@ -203,6 +203,9 @@ typedef struct tt_backend_ops {
 	int (*check_quiescence)(tt_backend *b, const json_t *loc, const char *working_ref,
 				tt_error *err);
 
+	/* What to do instead, appended to a refused promote (NULL: nothing). */
+	const char *promote_hint;
+
 	void (*free)(tt_backend *b);
 } tt_backend_ops;
 

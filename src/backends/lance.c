@@ -1435,14 +1435,13 @@ static int lance_open(tt_backend *b, const json_t *loc, const tt_target *target,
 			goto done;
 		break;
 	case TT_TARGET_BASE:
-		if (read_only && (at = at_of(loc)) != NULL) {
+	case TT_TARGET_REF:
+		if (target->kind == TT_TARGET_BASE && read_only && (at = at_of(loc)) != NULL) {
 			if ((rc = resolve_at(&s, loc, at, &branch, &version, &tag, err)) < 0 ||
 			    (rc = check_version(&s, branch, version, err)) < 0)
 				goto done;
 			break;
 		}
-		/* fall through */
-	case TT_TARGET_REF:
 		branch = target->kind == TT_TARGET_REF && target->ref && *target->ref ? target->ref
 										     : base_branch_of(loc);
 		if ((rc = head_of(&s, branch, &version, err)) < 0)
@@ -1721,6 +1720,8 @@ static const tt_backend_ops lance_ops = {
 	.open = lance_open,
 	.diff = lance_diff,
 	.history = lance_history,
+	.promote_hint = "Lance cannot move a branch head; write the result onto the base branch "
+			"(or keep reading the fork) -- there is no branch merge or fast-forward yet",
 };
 
 int tt_lance_backend_new(tt_backend *b, tt_error *err)

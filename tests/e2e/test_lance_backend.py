@@ -279,7 +279,7 @@ def test_open_address_and_fields(dataset, tether, ref, table):
     assert lance.dataset(got["uri"]).checkout_version(got["tag"]).version == got["version"]
 
 
-def test_promote_refused_with_instructions(dataset, tether, table):
+def test_promote_refused_with_instructions(dataset, tether, ref, table):
     tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
     tether("commit", "-m", "first", cwd=dataset)
     tether("new", "-b", "exp", "--eager", cwd=dataset)
@@ -287,8 +287,10 @@ def test_promote_refused_with_instructions(dataset, tether, table):
     tether("commit", "-m", "on the branch", cwd=dataset)
     before = lance.dataset(str(table)).version
     proc = tether("promote", cwd=dataset, check=False)
-    assert proc.returncode != 0
-    assert "lance" in (proc.stdout + proc.stderr).lower()
+    theirs = ref("promote", cwd=dataset, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == \
+        (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert proc.returncode == 1 and "write the result onto the base branch" in proc.stdout
     assert lance.dataset(str(table)).version == before
 
 
