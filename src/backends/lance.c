@@ -1163,11 +1163,16 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		goto done;
 	}
 	if ((rc = s->ops->put_new(s, bfile, text, strlen(text), err)) < 0) {
-		/* Someone else's branch file won: our manifest is theirs to keep
-		 * only if it is the one they wrote, so leave the tree alone. */
+		/* Someone else's branch file won (a racer forking from another
+		 * version): the manifest we created is ours alone - theirs would
+		 * have stopped ours at the same name - so take it back rather
+		 * than leave it in their branch. */
+		tt_error drop = TT_ERROR_INIT;
 		if (rc != TT_EEXISTS)
 			tt_error_prefix(err, "cannot create lance branch %s", name);
 		tt_error_object(err, NULL, KIND);
+		s->ops->remove(s, rel, &drop);
+		tt_error_clear(&drop);
 	}
 done:
 	tt_buf_release(&raw);
@@ -1283,6 +1288,10 @@ static int lance_fork(tt_backend *b, const json_t *loc, const tt_target *source,
 		return rc;
 	switch (source->kind) {
 	case TT_TARGET_PIN:
+		if (!source->pin) {
+			rc = lerr(err, TT_EUSAGE, "a pin source needs a pin");
+			goto done;
+		}
 		if ((rc = read_tag(&s, source->pin->ref, &tag, err)) < 0)
 			goto done;
 		if (!tag) {
@@ -1415,6 +1424,10 @@ static int lance_open(tt_backend *b, const json_t *loc, const tt_target *target,
 	switch (target->kind) {
 	case TT_TARGET_PIN:
 		read_only = true;
+		if (!target->pin) {
+			rc = lerr(err, TT_EUSAGE, "open needs a pin");
+			goto done;
+		}
 		if ((rc = read_tag(&s, target->pin->ref, &tag, err)) < 0)
 			goto done;
 		if (!tag) {
