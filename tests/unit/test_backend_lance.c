@@ -456,3 +456,95 @@ TT_TEST(recreated_branch_is_a_new_life)
 	free(ds);
 	free(tmp);
 }
+
+/* --- latest-version discovery ---------------------------------------------------------- */
+
+/* Temporaries, staging copies, detached versions and hints never count as
+ * the latest version; a directory mixing V1 and V2 names is refused. */
+TT_TEST(latest_version_skips_temporaries_and_refuses_mixed_schemes)
+{
+	char *tmp = tt_realpath(tt_test_tmpdir());
+	char *ds = tmp ? tt_path_join(tmp, "names.lance") : NULL;
+	tt_backend *b = lance_backend();
+	tt_error err = TT_ERROR_INIT;
+	json_t *loc = NULL, *state = NULL;
+	CHECK(ds && b && pylance("create", ds, NULL, 1) == 0);
+	CHECK(pylance("append", ds, NULL, 2) == 0);
+	loc = loc_of(ds);
+	static const char *const junk[] = {
+		".tmp_18446744073709551600.manifest", "d9223372036854775809.manifest",
+		"18446744073709551600.manifest-6f1e2d3c", "18446744073709551600.manifest#1",
+		"_latest.manifest", "latest_version_hint.json", NULL,
+	};
+	for (size_t i = 0; junk[i]; i++) {
+		char *p = tt_asprintf("%s/_versions/%s", ds, junk[i]);
+		CHECK(p && tt_write_file_atomic(p, "junk", 4, 0644, &err) == 0);
+		free(p);
+	}
+	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &state, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(state, "version")), 2);
+	json_decref(state);
+	state = NULL;
+
+	char *v1 = tt_asprintf("%s/_versions/7.manifest", ds);
+	CHECK(v1 && tt_write_file_atomic(v1, "junk", 4, 0644, &err) == 0);
+	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &state, &err), TT_EBACKEND);
+	CHECK_MSG(err.message && strstr(err.message, "mixes both manifest naming schemes"), "%s",
+		  tt_error_text(&err));
+	CHECK(state == NULL);
+	tt_error_clear(&err);
+	free(v1);
+	json_decref(loc);
+	tt_backend_free(b);
+	free(ds);
+	free(tmp);
+}
+
+/* V1 names ({v}.manifest, what pylance wrote before 14): the newest is the
+ * largest number, not the last in directory order, and forks of such a
+ * dataset still commit their own first manifest under a V2 name. */
+TT_TEST(v1_dataset_latest_and_fork)
+{
+	char *tmp = tt_realpath(tt_test_tmpdir());
+	char *ds = tmp ? tt_path_join(tmp, "v1.lance") : NULL;
+	tt_backend *b = lance_backend();
+	tt_error err = TT_ERROR_INIT;
+	json_t *loc = NULL, *state = NULL;
+	tt_pin pin;
+	char *ref = NULL;
+	CHECK(ds && b && pylance("create", ds, NULL, 1) == 0);
+	for (int i = 2; i <= 10; i++)
+		CHECK(pylance("append", ds, NULL, i) == 0);
+	/* Rename every V2 manifest to its V1 name. */
+	for (uint64_t v = 1; v <= 10; v++) {
+		char *from = tt_asprintf("%s/_versions/%020" PRIu64 ".manifest", ds, UINT64_MAX - v);
+		char *to = tt_asprintf("%s/_versions/%" PRIu64 ".manifest", ds, v);
+		CHECK(from && to && rename(from, to) == 0);
+		free(from);
+		free(to);
+	}
+	loc = loc_of(ds);
+	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &state, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(state, "version")), 10);
+	CHECK_INT(b->ops->pin(b, loc, state, "c0fe5a1e.00000000000000b1", &pin, &err), 0);
+	tt_target src = { .kind = TT_TARGET_PIN, .pin = &pin };
+	tt_expect absent = { .kind = TT_EXPECT_ABSENT };
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.v1", &absent, &ref, &err), 0);
+	CHECK(pylance("append", ds, "tether.ws.c0fe5a1e.v1", 11) == 0);
+	json_t *on = NULL;
+	CHECK_INT(b->ops->fingerprint(b, loc, ref, &on, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(on, "version")), 11);
+	/* "absent" is atomic: a second fork expecting it finds the branch. */
+	char *again = NULL;
+	CHECK_INT(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.v1", &absent, &again, &err),
+		  TT_EREFMOVED);
+	tt_error_clear(&err);
+	free(again);
+	free(ref);
+	json_decref(on);
+	json_decref(state);
+	json_decref(loc);
+	tt_backend_free(b);
+	free(ds);
+	free(tmp);
+}
