@@ -333,6 +333,33 @@ def test_promote_refused_with_instructions(dataset, tether, ref, table):
     assert lance.dataset(str(table)).version == before
 
 
+def test_gc_releases_tags_then_branches(dataset, tether, table, env):
+    """The end of the lifecycle: a bookmark's commit dropped from history
+    leaves its tag (on the working branch) unreferenced; gc releases it,
+    and with the tag gone Lance lets gc delete the branch."""
+    tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
+    first = tether.json("commit", "-m", "first", cwd=dataset)["pinned"]["tbl"]
+    tether("new", "-b", "exp", "--eager", cwd=dataset)
+    branch = f"tether.ws.{DS}.exp"
+    write(table, [10], branch=branch)
+    second = tether.json("commit", "-m", "on the branch", cwd=dataset)["pinned"]["tbl"]
+    assert lance.dataset(str(table)).tags.list()[second]["branch"] == branch
+    git("checkout", "-q", "main", cwd=dataset, env=env)
+    tether("new", "main", cwd=dataset)
+    git("branch", "-q", "-D", "exp", cwd=dataset, env=env)
+    git("reflog", "expire", "--expire=now", "--all", cwd=dataset, env=env)
+    git("gc", "-q", "--prune=now", cwd=dataset, env=env)
+
+    tether("gc", "--prune-bookmarks", "--no-dry-run", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert set(t for t in ds.tags.list() if t.startswith("tether.")) == {first}
+    assert branch in ds.branches.list()          # holds writes no pin names now
+    tether("gc", "--prune-bookmarks", "--force-prune", "--no-dry-run", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch not in ds.branches.list() and not (table / "tree" / branch).exists()
+    assert ds.checkout_version(first).to_table()["x"].to_pylist() == [1, 2, 3, 4]
+
+
 # --------------------------------------------------------------------------- #
 # Corrupt input
 # --------------------------------------------------------------------------- #
