@@ -825,6 +825,82 @@ def cmds_delta_log(ctx: dict, side: str):
     return [(delta_log_argv(ctx, side), ctx["ds"])]
 
 
+# -- lance ---------------------------------------------------------------------- #
+def lance_table(versions: int) -> Path:
+    """A Lance dataset with `versions` versions (one row appended each), made
+    by pylance once under .tmp/bench/ and reused."""
+    path = CACHE / f"lance-{versions}" / "t.lance"
+    done = path.parent / "done"
+    if done.exists():
+        return path
+    if path.parent.exists():
+        shutil.rmtree(path.parent)
+    path.parent.mkdir(parents=True)
+    script = (
+        "import sys, lance, pyarrow as pa\n"
+        "p, n = sys.argv[1], int(sys.argv[2])\n"
+        "t = lambda k: pa.table({'x': pa.array([k], pa.int64())})\n"
+        "ds = lance.write_dataset(t(0), p)\n"
+        "for k in range(1, n):\n"
+        "    ds = lance.write_dataset(t(k), ds, mode='append')\n"
+        "ds.tags.create('first', 1)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path), str(versions)], check=True,
+                   timeout=3600)
+    done.write_text("ok\n")
+    return path
+
+
+def lance_available(sides: Sides) -> None:
+    try:
+        import lance  # noqa: F401
+    except ImportError as exc:
+        raise Skip(f"pylance is not installed here ({exc})")
+
+
+def prep_lance(versions: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        table = lance_table(versions)
+        ds = new_git_repo(tmp / "ds", env)
+        run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        run([sides.ours, "add", "tbl", str(table), "--kind", "lance"], ds, env)
+        return {"ds": ds, "env": env, "sides": sides, "versions": versions}
+    return prepare
+
+
+def lance_args(ctx: dict, what: str) -> list[str]:
+    if what == "fingerprint":
+        return ["snapshot", "--json"]
+    return ["log", "tbl", "-n", str(ctx["versions"]), "--json"]
+
+
+def check_lance(what: str):
+    def check(ctx: dict) -> str:
+        got = {}
+        for side in ("ours", "ref"):
+            p = run([ctx["sides"].exe(side), *lance_args(ctx, what)], ctx["ds"], ctx["env"],
+                    check=False)
+            if p.returncode != 0:
+                raise Skip(f"{who(side)} `{' '.join(lance_args(ctx, what))}` exited "
+                           f"{p.returncode}: {first_line(p.stderr)}")
+            got[side] = json.loads(p.stdout)
+        if got["ours"] != got["ref"]:
+            raise Skip(f"{what} output differs between the two sides")
+        if what == "fingerprint":
+            return f"same state {got['ours']['tbl']} on both sides"
+        return f"same {len(got['ours'])} log entries on both sides"
+    return check
+
+
+def cmds_lance(what: str):
+    def cmds(ctx: dict, side: str):
+        return [([ctx["sides"].exe(side), *lance_args(ctx, what)], ctx["ds"])]
+    return cmds
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -835,6 +911,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     small_n, small_label, large_label = (10000, "10k", "100k") if quick else (100000, "100k", "1M")
     mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
     delta_n = 1000 if quick else 10000
+    lance_versions = 100 if quick else 1000
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -867,6 +944,16 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"cached `tether status --snapshot` on {mid_n} files ({mid_label}) vs the "
               "same tree's cached `dvc status` after `dvc add`",
               prep_dvc(mid_n, mid_size), check_refresh, cmds_refresh, summarize=sum_dvc),
+        Bench("lance-fingerprint", f"lance-fingerprint-{lance_versions}v", reps(10),
+              f"`tether snapshot --json` of one Lance dataset with {lance_versions} versions "
+              "(made by pylance)",
+              prep_lance(lance_versions), check_lance("fingerprint"), cmds_lance("fingerprint"),
+              available=lance_available),
+        Bench("lance-log", f"lance-log-{lance_versions}v", reps(10),
+              f"`tether log tbl -n {lance_versions} --json`: every version of that dataset, "
+              "newest first, tags marked",
+              prep_lance(lance_versions), check_lance("log"), cmds_lance("log"),
+              available=lance_available),
         Bench("listing-diff-100k", f"listing-diff-{small_label}", reps(10),
               f"`tether diff --content A B`: two commits of a {small_n}-file directory "
               "that differ in 5 files (listings stored)",

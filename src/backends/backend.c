@@ -183,6 +183,7 @@ static const struct {
 	{ "file", tt_file_backend_new },
 	{ "git", tt_git_backend_new },
 	{ "delta", tt_delta_backend_new },
+	{ "lance", tt_lance_backend_new },
 };
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,

@@ -203,6 +203,9 @@ typedef struct tt_backend_ops {
 	int (*check_quiescence)(tt_backend *b, const json_t *loc, const char *working_ref,
 				tt_error *err);
 
+	/* What to do instead, appended to a refused promote (NULL: nothing). */
+	const char *promote_hint;
+
 	void (*free)(tt_backend *b);
 } tt_backend_ops;
 
@@ -252,5 +255,6 @@ int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
+int tt_lance_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -226,7 +226,7 @@ static const tt_kind kinds[] = {
 	  L("uri", "path"), icechunk_validate },
 	{ "lance", "stable",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY,
-	  false, NOT_YET, L("uri"), NONE, L(".lance"), L("storage_options"), STORAGE_OPTS, NONE,
+	  true, NULL, L("uri"), NONE, L(".lance"), L("storage_options"), STORAGE_OPTS, NONE,
 	  L("uri", "path"), NULL },
 	{ "memory", "stable",
 	  TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |

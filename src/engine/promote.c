@@ -269,6 +269,8 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 				} else {
 					tt_buf_puts(&d, "cannot tell whether the base moved (no fork point recorded)");
 				}
+				if (b->ops->promote_hint)
+					tt_buf_printf(&d, "; %s", b->ops->promote_hint);
 				op = "refuse";
 			}
 		}
