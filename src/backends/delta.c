@@ -582,7 +582,7 @@ static json_t *state_json(long long v, const char *id)
 
 static int delta_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
-	const char *uri;
+	const char *uri = NULL;
 	char *path = NULL;
 	int rc;
 

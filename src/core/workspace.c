@@ -69,21 +69,20 @@ int tt_workspace_parse(tt_workspace *w, const char *text, size_t len, const char
 	memset(w, 0, sizeof *w);
 	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
 		return rc;
-	static const struct {
+	const struct {
 		const char *key;
-		size_t off;
+		char **slot;
 	} strs[] = {
-		{ "workspace_id", offsetof(tt_workspace, workspace_id) },
-		{ "bookmark", offsetof(tt_workspace, bookmark) },
-		{ "last_snapshot_at", offsetof(tt_workspace, last_snapshot_at) },
+		{ "workspace_id", &w->workspace_id },
+		{ "bookmark", &w->bookmark },
+		{ "last_snapshot_at", &w->last_snapshot_at },
 	};
 	for (size_t i = 0; i < 3; i++) {
 		s = NULL;
 		if ((rc = tt_toml_get_str(doc, strs[i].key, &s, file, "workspace", err)) < 0)
 			goto done;
 		if (s && *s) {
-			char **slot = (char **)((char *)w + strs[i].off);
-			if (!(*slot = tt_strdup(s))) {
+			if (!(*strs[i].slot = tt_strdup(s))) {
 				rc = tt_error_oom(err);
 				goto done;
 			}
