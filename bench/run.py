@@ -431,9 +431,11 @@ def status_objects(text: str) -> list:
     return json.loads(text)["objects"]
 
 
-def openssl_sha256() -> float:
-    """Single-core SHA-256 bytes/s by `openssl speed` (1 MiB blocks, 3 s)."""
-    p = subprocess.run(["openssl", "speed", "-evp", "sha256", "-seconds", "3",
+def openssl_sha256(procs: int = 1) -> float:
+    """SHA-256 bytes/s by `openssl speed` (1 MiB blocks, 3 s): one process, or
+    `procs` processes at once (`-multi`, their total)."""
+    multi = ["-multi", str(procs)] if procs > 1 else []
+    p = subprocess.run(["openssl", "speed", *multi, "-evp", "sha256", "-seconds", "3",
                         "-bytes", "1048576"], capture_output=True, text=True)
     for line in p.stdout.splitlines():
         parts = line.split()
@@ -477,8 +479,25 @@ def prep_first(nfiles: int, size: int):
         filedata.warm_page_cache(tree)
         ds, env = file_dataset(tmp, sides, tree, commit=False)
         return {"ds": ds, "env": env, "sides": sides, "tree": tree, "bytes": total,
-                "files": nfiles, "sha_1core": openssl_sha256(), "cores": cpu_count()}
+                "files": nfiles, "sha_1core": openssl_sha256(), "cores": cpu_count(),
+                "sha_all": openssl_sha256(cpu_count()), "ceiling": read_sha_ceiling(tree)}
     return prepare
+
+
+def read_sha_ceiling(tree: Path) -> dict | None:
+    """bench/read_sha.c on the tree: one thread's read()+SHA-256 rate from the
+    page cache with nothing else, the most any file fingerprint gets per core.
+    None when the helper cannot be built."""
+    src = ROOT / "bench" / "read_sha.c"
+    out = CACHE / "read_sha"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        p = subprocess.run(["cc", "-std=c11", "-O2", str(src), "-lcrypto", "-o", str(out)],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return None
+    files = "".join(f"{f}\n" for f in sorted(map(str, tree.rglob("*"))) if Path(f).is_file())
+    p = subprocess.run([str(out), "3"], input=files, capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else None
 
 
 def before_first(ctx: dict, side: str) -> None:
@@ -500,12 +519,31 @@ def sum_first(ctx: dict, res: "Result") -> str:
     best = gb / res.min("ours")
     one = ctx["sha_1core"] / 1e9
     bound = one * ctx["cores"]
+    together = ctx["sha_all"] / 1e9
     res.extra.update(bytes=ctx["bytes"], files=ctx["files"], ours_gbps=ours, ours_best_gbps=best,
                      ref_gbps=ref, openssl_sha256_1core_gbps=one, cores=ctx["cores"],
-                     reference_gbps=bound, fraction_of_reference=ours / bound)
+                     reference_gbps=bound, fraction_of_reference=ours / bound,
+                     openssl_sha256_all_cores_gbps=together,
+                     fraction_of_all_cores=ours / together)
     return (f"ours {ours:.2f} GB/s (best {best:.2f}), tether-vcs {ref:.2f} GB/s; reference "
             f"OpenSSL SHA-256 {one:.2f} GB/s × {ctx['cores']} cores = {bound:.2f} GB/s: ours is "
-            f"{100 * ours / bound:.0f} % of it (best rep {100 * best / bound:.0f} %)")
+            f"{100 * ours / bound:.0f} % of it (best rep {100 * best / bound:.0f} %); "
+            f"`openssl speed -multi {ctx['cores']}` itself reaches {together:.2f} GB/s "
+            f"({100 * together / bound:.0f} % of the product), ours is "
+            f"{100 * ours / together:.0f} % of that" + ceiling_text(ctx, res, one, ours))
+
+
+def ceiling_text(ctx: dict, res: "Result", one: float, ours: float) -> str:
+    c = ctx.get("ceiling")
+    if not c:
+        return "; read+SHA-256 ceiling not measured (bench/read_sha.c did not build)"
+    best = c["best_gbps"]
+    res.extra.update(read_sha_1thread_gbps=best, read_sha_fraction_of_openssl=best / one)
+    return (f"; one thread reading the same files with read() and hashing them, nothing else "
+            f"(bench/read_sha.c, best of 3): {best:.2f} GB/s = {100 * best / one:.0f} % of "
+            f"OpenSSL's in-memory rate, so × {ctx['cores']} cores the ceiling is "
+            f"{100 * best / one:.0f} % of the product; ours reaches "
+            f"{100 * ours / (best * ctx['cores']):.0f} % of that ceiling")
 
 
 # -- file-cached-refresh ---------------------------------------------------------- #
