@@ -182,6 +182,7 @@ static const struct {
 	{ "memory", tt_memory_backend_new },
 	{ "file", tt_file_backend_new },
 	{ "git", tt_git_backend_new },
+	{ "icechunk", tt_icechunk_backend_new },
 };
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,

@@ -251,5 +251,6 @@ bool tt_backend_error_code(int code);
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
+int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -1,0 +1,1642 @@
+/*
+ * backends/icechunk.c - the icechunk backend: Icechunk repositories read
+ * natively (no icechunk library), with the semantics of tether-vcs's
+ * IcechunkBackend.  The state is {snapshot_id} of the branch head, a tag
+ * "tether.<id>" (or a generation "tether.<id>.N" when that name was burnt
+ * by a deletion: icechunk never reuses a deleted tag name) the pin, and a
+ * branch at the pin's snapshot the fork.
+ *
+ * Two on-disk layouts (icechunk_fmt.h reads the bytes):
+ *   - spec 2: one `repo` file holds branches, tags, deleted tags and the
+ *     snapshot list with parents, messages and times;
+ *   - spec 1: refs/{branch,tag}.<name>/ref.json pointers, a tag tombstone
+ *     ref.json.deleted, and each snapshot file naming its parent.
+ *
+ * Storage sits behind ic_store (local filesystem only for now).  Writes:
+ * spec-1 refs are written the way icechunk writes them on local storage
+ * (create-if-absent through link(), replace through rename(), temporaries
+ * named "<name>#<digits>", which icechunk's listing skips).  Writing the
+ * spec-2 `repo` file is not built yet: pins and forks on a spec-2
+ * repository are refused with that reason.
+ *
+ * Nothing decoded is kept between calls: every operation re-reads the
+ * repository, so the backend is safe to call from several threads.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/file.h"
+#include "backends/icechunk_fmt.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+#define KIND "icechunk"
+#define PIN_PREFIX "tether."
+#define MAX_GENERATIONS 1000
+#define REF_MAX ((size_t)1 << 16)
+#define META_MAX ((size_t)1 << 30)
+/* Far beyond any real history; stops a corrupt spec-1 parent cycle. */
+#define MAX_ANCESTRY ((size_t)10 * 1000 * 1000)
+
+static int ierr(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
+static int ierr(tt_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tt_error_vset(err, code, fmt, ap);
+	va_end(ap);
+	tt_error_object(err, NULL, KIND);
+	return code;
+}
+
+static int ioom(tt_error *err)
+{
+	tt_error_oom(err);
+	tt_error_object(err, NULL, KIND);
+	return TT_ENOMEM;
+}
+
+/* --- storage ------------------------------------------------------------------ */
+
+/* Keys are '/'-separated paths under the repository root. */
+typedef struct ic_store ic_store;
+typedef struct ic_store_ops {
+	/* TT_ENOTFOUND when absent. */
+	int (*get)(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err);
+	bool (*exists)(ic_store *s, const char *key);
+	/* Create only if absent (TT_EEXISTS otherwise). */
+	int (*put_new)(ic_store *s, const char *key, const void *data, size_t len, tt_error *err);
+	/* Replace atomically (readers see old or new). */
+	int (*replace)(ic_store *s, const char *key, const void *data, size_t len, tt_error *err);
+	/* Names directly under a key prefix ("refs"): a JSON array. */
+	int (*list)(ic_store *s, const char *dir, json_t **names, tt_error *err);
+	int (*remove)(ic_store *s, const char *key, tt_error *err);
+} ic_store_ops;
+
+struct ic_store {
+	const ic_store_ops *ops;
+	char *root;
+};
+
+static char *local_key(ic_store *s, const char *key)
+{
+	return tt_asprintf("%s/%s", s->root, key);
+}
+
+static int local_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err)
+{
+	char *p = local_key(s, key);
+	int rc = p ? tt_read_file(p, out, max, err) : tt_error_oom(err);
+	free(p);
+	return rc;
+}
+
+static bool local_exists(ic_store *s, const char *key)
+{
+	char *p = local_key(s, key);
+	bool yes = p && tt_is_file(p);
+	free(p);
+	return yes;
+}
+
+/* A temporary beside path named "<path>#<digits>": object_store's local
+ * listing (what icechunk reads through) skips such names. */
+static int write_temp(const char *path, const void *data, size_t len, char **tmp, tt_error *err)
+{
+	static atomic_uint counter;
+	char *dir = tt_dirname(path);
+	int fd = -1, rc = 0;
+	if (!dir)
+		return tt_error_oom(err);
+	if ((rc = tt_mkdirs(dir, 0777, err)) != 0)
+		goto done;
+	*tmp = tt_asprintf("%s#%ld%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
+	if (!*tmp) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		rc = tt_error_errno(err, errno, "cannot create %s", *tmp);
+		goto done;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, (const char *)data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
+			goto done;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0)
+		rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
+done:
+	if (fd >= 0 && close(fd) != 0 && !rc)
+		rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
+	if (rc && *tmp) {
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+	}
+	free(dir);
+	return rc;
+}
+
+static int local_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+{
+	char *p = local_key(s, key), *tmp = NULL;
+	int rc;
+	if (!p)
+		return tt_error_oom(err);
+	if ((rc = write_temp(p, data, len, &tmp, err)) == 0) {
+		if (link(tmp, p) != 0)
+			rc = errno == EEXIST ? tt_error_set(err, TT_EEXISTS, "%s already exists", p)
+					     : tt_error_errno(err, errno, "cannot create %s", p);
+		unlink(tmp);
+	}
+	free(tmp);
+	free(p);
+	return rc;
+}
+
+static int local_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+{
+	char *p = local_key(s, key), *tmp = NULL;
+	int rc;
+	if (!p)
+		return tt_error_oom(err);
+	if ((rc = write_temp(p, data, len, &tmp, err)) == 0 && rename(tmp, p) != 0) {
+		rc = tt_error_errno(err, errno, "cannot replace %s", p);
+		unlink(tmp);
+	}
+	free(tmp);
+	free(p);
+	return rc;
+}
+
+static int local_list(ic_store *s, const char *dir, json_t **names, tt_error *err)
+{
+	char *p = local_key(s, dir);
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+	*names = json_array();
+	if (!p || !*names) {
+		free(p);
+		return tt_error_oom(err);
+	}
+	d = opendir(p);
+	if (!d) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			rc = tt_error_errno(err, errno, "cannot list %s", p);
+		free(p);
+		return rc;
+	}
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (json_array_append_new(*names, json_string(e->d_name)) != 0) {
+			rc = tt_error_oom(err);
+			break;
+		}
+	}
+	closedir(d);
+	free(p);
+	return rc;
+}
+
+static int local_remove(ic_store *s, const char *key, tt_error *err)
+{
+	char *p = local_key(s, key);
+	int rc = p ? tt_unlink(p, err) : tt_error_oom(err);
+	free(p);
+	return rc;
+}
+
+static const ic_store_ops local_store_ops = {
+	local_get, local_exists, local_put_new, local_replace, local_list, local_remove,
+};
+
+/* --- locators ------------------------------------------------------------------ */
+
+static int get_uri(const json_t *loc, char **uri, tt_error *err)
+{
+	static const char *const keys[] = { "uri", "path" };
+	*uri = NULL;
+	for (size_t i = 0; i < 2; i++) {
+		const json_t *v = json_object_get(loc, keys[i]);
+		if (!tt_pyv_truthy(v))
+			continue;
+		if (!json_is_string(v))
+			return ierr(err, TT_EBACKEND, "icechunk locator '%s' must be a string", keys[i]);
+		*uri = tt_strdup(json_string_value(v));
+		return *uri ? 0 : ioom(err);
+	}
+	return ierr(err, TT_EBACKEND, "icechunk locator needs 'uri'");
+}
+
+/* The local path of the repository; remote URIs are not built yet. */
+static int local_root(const json_t *loc, char **out, tt_error *err)
+{
+	char *uri = NULL;
+	int rc = get_uri(loc, &uri, err);
+	*out = NULL;
+	if (rc)
+		return rc;
+	rc = tt_file_local_path(uri, out);
+	if (rc < 0)
+		rc = ioom(err);
+	else if (rc == 0)
+		rc = ierr(err, TT_ECAPABILITY,
+			  "icechunk repository %s: only local filesystem repositories are built into "
+			  "this tether yet (s3:// arrives later)",
+			  uri);
+	else
+		rc = 0;
+	free(uri);
+	return rc;
+}
+
+static bool has_text(const json_t *v)
+{
+	return v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0);
+}
+
+static int base_branch_of(const json_t *loc, char **out, tt_error *err)
+{
+	const json_t *v = json_object_get(loc, "branch");
+	if (has_text(v)) {
+		*out = tt_pyv_str_dup(v);
+	} else {
+		*out = tt_strdup("main");
+	}
+	return *out ? 0 : ioom(err);
+}
+
+/* --- the repository view --------------------------------------------------------- */
+
+typedef struct view {
+	ic_store store;
+	int spec;       /* 1 or 2 */
+	ic_repo repo;   /* spec 2 */
+} view;
+
+static void view_release(view *v)
+{
+	free(v->store.root);
+	ic_repo_release(&v->repo);
+	memset(v, 0, sizeof *v);
+}
+
+/* Read and decompress a metadata object (container type want). */
+static int read_object(view *v, const char *key, int want, tt_buf *fb, int *spec, tt_error *err)
+{
+	tt_buf raw = TT_BUF_INIT;
+	char *what = tt_asprintf("%s/%s", v->store.root, key);
+	int rc;
+	if (!what)
+		return ioom(err);
+	rc = v->store.ops->get(&v->store, key, META_MAX, &raw, err);
+	if (rc == 0)
+		rc = ic_container_read((const uint8_t *)raw.ptr, raw.len, want, what, 0, fb, spec,
+				       err);
+	if (rc && rc != TT_ENOTFOUND)
+		tt_error_object(err, NULL, KIND);
+	tt_buf_release(&raw);
+	free(what);
+	return rc;
+}
+
+static int view_open(const json_t *loc, view *v, tt_error *err)
+{
+	int rc, spec;
+	tt_buf fb = TT_BUF_INIT;
+
+	memset(v, 0, sizeof *v);
+	v->store.ops = &local_store_ops;
+	if ((rc = local_root(loc, &v->store.root, err)) != 0)
+		return rc;
+	/* icechunk's own rule: a `repo` file means spec 2 (even beside an
+	 * unfinished migration's refs/); else refs/branch.main/ref.json means
+	 * spec 1; else there is no repository. */
+	if (v->store.ops->exists(&v->store, "repo")) {
+		v->spec = 2;
+		if ((rc = read_object(v, "repo", IC_FILE_REPO, &fb, &spec, err)) == 0) {
+			char *what = tt_asprintf("%s/repo", v->store.root);
+			rc = what ? ic_repo_decode((const uint8_t *)fb.ptr, fb.len, what, &v->repo, err)
+				  : ioom(err);
+			if (rc)
+				tt_error_object(err, NULL, KIND);
+			free(what);
+		}
+	} else if (v->store.ops->exists(&v->store, "refs/branch.main/ref.json")) {
+		v->spec = 1;
+	} else {
+		rc = ierr(err, TT_EBACKEND,
+			  "no icechunk repository at %s (neither a `repo` file nor "
+			  "refs/branch.main/ref.json); check the uri, or create it with `tether add "
+			  "--create`",
+			  v->store.root);
+	}
+	tt_buf_release(&fb);
+	if (rc)
+		view_release(v);
+	return rc;
+}
+
+/* Ref names in spec-1 paths: object_store percent-encodes a key segment's
+ * control characters and these. */
+static bool needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || strchr("\\{^}%`]\">[~<#|*?", c);
+}
+
+static char *escape_name(const char *name)
+{
+	tt_buf b = TT_BUF_INIT;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return tt_strdup(name[1] ? "%2E%2E" : "%2E");
+	for (const char *p = name; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (needs_escape(c))
+			tt_buf_printf(&b, "%%%02X", c);
+		else
+			tt_buf_putc(&b, (char)c);
+	}
+	if (b.failed) {
+		tt_buf_release(&b);
+		return NULL;
+	}
+	return b.len ? tt_buf_detach(&b) : tt_strdup("");
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static char *unescape_name(const char *s)
+{
+	char *out = tt_malloc(strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		if (s[0] == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* "refs/<kind>.<escaped name>/<file>" */
+static char *ref_key(const char *kind, const char *name, const char *file)
+{
+	char *e = escape_name(name), *k = e ? tt_asprintf("refs/%s.%s/%s", kind, e, file) : NULL;
+	free(e);
+	return k;
+}
+
+/* Read a spec-1 ref.json: 0 with sid, TT_ENOTFOUND when absent. */
+static int v1_read_ref(view *v, const char *kind, const char *name, char sid[IC_ID_CHARS + 1],
+		       tt_error *err)
+{
+	char *key = ref_key(kind, name, "ref.json");
+	tt_buf b = TT_BUF_INIT;
+	json_t *doc = NULL, *s;
+	int rc;
+	uint8_t id[IC_ID_LEN];
+
+	if (!key)
+		return ioom(err);
+	rc = v->store.ops->get(&v->store, key, REF_MAX, &b, err);
+	if (rc)
+		goto done;
+	doc = tt_json_parse(b.ptr, b.len, key, err);
+	s = doc ? json_object_get(doc, "snapshot") : NULL;
+	if (!json_is_string(s) || ic_id_decode(json_string_value(s), id) != 0) {
+		tt_error_clear(err);
+		rc = ierr(err, TT_EPARSE,
+			  "icechunk ref %s/%s is corrupt (expected {\"snapshot\": \"<id>\"}); restore it "
+			  "or delete the ref with icechunk",
+			  v->store.root, key);
+		goto done;
+	}
+	ic_id_encode(id, sid);
+done:
+	json_decref(doc);
+	tt_buf_release(&b);
+	free(key);
+	return rc;
+}
+
+/* Branch head: 0, TT_ENOTFOUND (quietly, err untouched) or an error. */
+static int lookup_branch(view *v, const char *name, char sid[IC_ID_CHARS + 1], tt_error *err)
+{
+	if (v->spec == 2) {
+		long i = ic_repo_find_ref(v->repo.branches, v->repo.nbranches, name);
+		if (i < 0)
+			return TT_ENOTFOUND;
+		ic_id_encode(v->repo.snaps[v->repo.branches[i].snap].id, sid);
+		return 0;
+	} else {
+		tt_error quiet = TT_ERROR_INIT;
+		int rc = v1_read_ref(v, "branch", name, sid, &quiet);
+		if (rc && rc != TT_ENOTFOUND)
+			tt_error_move(err, &quiet);
+		tt_error_clear(&quiet);
+		return rc;
+	}
+}
+
+/* A live tag (a spec-1 tombstone makes it dead). */
+static int lookup_tag(view *v, const char *name, char sid[IC_ID_CHARS + 1], tt_error *err)
+{
+	if (v->spec == 2) {
+		long i = ic_repo_find_ref(v->repo.tags, v->repo.ntags, name);
+		if (i < 0)
+			return TT_ENOTFOUND;
+		ic_id_encode(v->repo.snaps[v->repo.tags[i].snap].id, sid);
+		return 0;
+	} else {
+		tt_error quiet = TT_ERROR_INIT;
+		char *dead = ref_key("tag", name, "ref.json.deleted");
+		int rc;
+		if (!dead)
+			return ioom(err);
+		if (v->store.ops->exists(&v->store, dead)) {
+			free(dead);
+			return TT_ENOTFOUND;
+		}
+		free(dead);
+		rc = v1_read_ref(v, "tag", name, sid, &quiet);
+		if (rc && rc != TT_ENOTFOUND)
+			tt_error_move(err, &quiet);
+		tt_error_clear(&quiet);
+		return rc;
+	}
+}
+
+/* Names of branches or live tags (kind "branch" / "tag"), sorted. */
+static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
+{
+	json_t *names = NULL;
+	int rc = 0;
+	size_t i;
+	json_t *e;
+
+	*out = json_array();
+	if (!*out)
+		return ioom(err);
+	if (v->spec == 2) {
+		bool tags = strcmp(kind, "tag") == 0;
+		ic_ref *refs = tags ? v->repo.tags : v->repo.branches;
+		size_t n = tags ? v->repo.ntags : v->repo.nbranches;
+		for (i = 0; i < n; i++)
+			if (json_array_append_new(*out, json_string(refs[i].name)) != 0)
+				return ioom(err);
+		return 0;
+	}
+	if ((rc = v->store.ops->list(&v->store, "refs", &names, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		return rc;
+	}
+	json_array_foreach(names, i, e) {
+		const char *d = json_string_value(e);
+		size_t kl = strlen(kind);
+		char *name, sid[IC_ID_CHARS + 1];
+		if (strncmp(d, kind, kl) != 0 || d[kl] != '.')
+			continue;
+		if (!(name = unescape_name(d + kl + 1))) {
+			rc = ioom(err);
+			break;
+		}
+		rc = strcmp(kind, "tag") == 0 ? lookup_tag(v, name, sid, err)
+					      : lookup_branch(v, name, sid, err);
+		if (rc == TT_ENOTFOUND) {
+			rc = 0;
+		} else if (rc == 0 && json_array_append_new(*out, json_string(name)) != 0) {
+			rc = ioom(err);
+		}
+		free(name);
+		if (rc)
+			break;
+	}
+	json_decref(names);
+	if (rc == 0) {
+		/* byte order, as icechunk lists them */
+		size_t n = json_array_size(*out);
+		for (size_t a = 1; a < n; a++)
+			for (size_t b2 = a; b2 > 0; b2--) {
+				json_t *x = json_array_get(*out, b2 - 1), *y = json_array_get(*out, b2);
+				if (strcmp(json_string_value(x), json_string_value(y)) <= 0)
+					break;
+				json_incref(x);
+				json_array_set(*out, b2 - 1, y);
+				json_array_set_new(*out, b2, x);
+			}
+	}
+	return rc;
+}
+
+/* One snapshot as ancestry sees it. */
+typedef struct snapinfo {
+	char id[IC_ID_CHARS + 1];
+	bool has_parent;
+	char parent[IC_ID_CHARS + 1];
+	uint64_t flushed_at;
+	char *message;
+} snapinfo;
+
+/* A spec-1 snapshot file: 0, TT_ENOTFOUND, or an error. */
+static int v1_snapshot(view *v, const char *sid, ic_snapshot *out, tt_error *err)
+{
+	tt_buf fb = TT_BUF_INIT;
+	char *key = tt_asprintf("snapshots/%s", sid), *what = NULL;
+	int rc, spec;
+	if (!key)
+		return ioom(err);
+	rc = read_object(v, key, IC_FILE_SNAPSHOT, &fb, &spec, err);
+	if (rc == 0) {
+		what = tt_asprintf("%s/%s", v->store.root, key);
+		rc = what ? ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, out, err)
+			  : ioom(err);
+		if (rc)
+			tt_error_object(err, NULL, KIND);
+	}
+	free(what);
+	free(key);
+	tt_buf_release(&fb);
+	return rc;
+}
+
+/* Snapshot info by id: 0, TT_ENOTFOUND (err untouched), or an error. */
+static int snap_info(view *v, const char *sid, snapinfo *out, tt_error *err)
+{
+	uint8_t id[IC_ID_LEN];
+	memset(out, 0, sizeof *out);
+	if (ic_id_decode(sid, id) != 0)
+		return TT_ENOTFOUND;
+	if (v->spec == 2) {
+		long i = ic_repo_find_snap(&v->repo, id);
+		const ic_snapinfo *s;
+		if (i < 0)
+			return TT_ENOTFOUND;
+		s = &v->repo.snaps[i];
+		ic_id_encode(s->id, out->id);
+		out->flushed_at = s->flushed_at;
+		if (s->parent >= 0) {
+			out->has_parent = true;
+			ic_id_encode(v->repo.snaps[s->parent].id, out->parent);
+		}
+		out->message = tt_strdup(s->message);
+		return out->message ? 0 : ioom(err);
+	} else {
+		ic_snapshot s;
+		char canon[IC_ID_CHARS + 1];
+		int rc;
+		ic_id_encode(id, canon);
+		if ((rc = v1_snapshot(v, canon, &s, err)) != 0) {
+			if (rc == TT_ENOTFOUND)
+				tt_error_clear(err);
+			return rc;
+		}
+		ic_id_encode(s.id, out->id);
+		out->flushed_at = s.flushed_at;
+		out->has_parent = s.has_parent;
+		if (s.has_parent)
+			ic_id_encode(s.parent, out->parent);
+		out->message = s.message;
+		s.message = NULL;
+		ic_snapshot_release(&s);
+		return 0;
+	}
+}
+
+/* tether-vcs's _resolve: a branch, a live tag, or a snapshot id. */
+static int resolve(view *v, const char *ref, char sid[IC_ID_CHARS + 1], tt_error *err)
+{
+	int rc = lookup_branch(v, ref, sid, err);
+	snapinfo si;
+	if (rc != TT_ENOTFOUND)
+		return rc;
+	if ((rc = lookup_tag(v, ref, sid, err)) != TT_ENOTFOUND)
+		return rc;
+	rc = snap_info(v, ref, &si, err);
+	if (rc == 0) {
+		memcpy(sid, si.id, sizeof si.id);
+		free(si.message);
+		return 0;
+	}
+	if (rc != TT_ENOTFOUND)
+		return rc;
+	return ierr(err, TT_EBACKEND, "'%s' is not a branch, tag, or snapshot id", ref);
+}
+
+/* Walk ancestry from sid (included), newest first; fn returns 1 to stop. */
+typedef int (*ancestry_fn)(const snapinfo *s, void *ctx, tt_error *err);
+static int ancestry(view *v, const char *sid, ancestry_fn fn, void *ctx, tt_error *err)
+{
+	char cur[IC_ID_CHARS + 1];
+	size_t steps = 0;
+	memcpy(cur, sid, sizeof cur);
+	for (;;) {
+		snapinfo s;
+		int rc = snap_info(v, cur, &s, err);
+		if (rc == TT_ENOTFOUND)
+			return ierr(err, TT_EBACKEND,
+				    "icechunk snapshot %s is missing from %s (expired or garbage-collected?)",
+				    cur, v->store.root);
+		if (rc)
+			return rc;
+		rc = fn(&s, ctx, err);
+		free(s.message);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		if (!s.has_parent)
+			return 0;
+		if (++steps > (v->spec == 2 ? v->repo.nsnaps : MAX_ANCESTRY))
+			return ierr(err, TT_EPARSE,
+				    "icechunk repository %s has a cycle in its snapshot parents; it is "
+				    "corrupt",
+				    v->store.root);
+		memcpy(cur, s.parent, sizeof cur);
+	}
+}
+
+/* --- identity and fingerprint --------------------------------------------------- */
+
+static int ic_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	char *uri = NULL, *path = NULL;
+	int rc;
+	(void)b;
+	*out = NULL;
+	if ((rc = get_uri(loc, &uri, err)) != 0)
+		return rc;
+	rc = tt_file_local_path(uri, &path);
+	if (rc < 0) {
+		rc = ioom(err);
+	} else if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri))) {
+		rc = ierr(err, TT_EBACKEND, "the path is not valid UTF-8: %s", path ? path : uri);
+	} else {
+		*out = json_pack("{s:s}", "uri", path ? path : uri);
+		rc = *out ? 0 : ioom(err);
+	}
+	free(uri);
+	free(path);
+	return rc;
+}
+
+static json_t *sid_state(const char *sid)
+{
+	return json_pack("{s:s}", "snapshot_id", sid);
+}
+
+static int state_sid(const json_t *state, const char **sid, tt_error *err)
+{
+	const json_t *s = json_object_get(state, "snapshot_id");
+	if (!json_is_string(s))
+		return ierr(err, TT_EBACKEND, "icechunk state needs a 'snapshot_id'");
+	*sid = json_string_value(s);
+	return 0;
+}
+
+static int ic_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
+			  json_t **state, tt_error *err)
+{
+	view v;
+	char sid[IC_ID_CHARS + 1], *branch = NULL;
+	const json_t *at = json_object_get(loc, "at");
+	int rc;
+
+	(void)b;
+	*state = NULL;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if (!working_ref && has_text(at)) {
+		char *ref = tt_pyv_str_dup(at);
+		rc = ref ? resolve(&v, ref, sid, err) : ioom(err);
+		free(ref);
+	} else {
+		if (working_ref)
+			branch = tt_strdup(working_ref);
+		else if ((rc = base_branch_of(loc, &branch, err)) != 0)
+			goto done;
+		if (!branch) {
+			rc = ioom(err);
+			goto done;
+		}
+		rc = lookup_branch(&v, branch, sid, err);
+		if (rc == TT_ENOTFOUND)
+			rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
+				  v.store.root);
+	}
+	if (rc == 0 && !(*state = sid_state(sid)))
+		rc = ioom(err);
+done:
+	free(branch);
+	view_release(&v);
+	return rc;
+}
+
+/* --- pins ----------------------------------------------------------------------- */
+
+/* The pin id a tether.* tag belongs to (generation dropped), or NULL. */
+static char *pin_id_of(const char *tag)
+{
+	const char *rest;
+	const char *d1, *d2;
+	if (strncmp(tag, PIN_PREFIX, strlen(PIN_PREFIX)) != 0)
+		return NULL;
+	rest = tag + strlen(PIN_PREFIX);
+	d1 = strchr(rest, '.');
+	d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+	if (d2 && !strchr(d2 + 1, '.') && d2[1]) {
+		bool digits = true;
+		for (const char *p = d2 + 1; *p; p++)
+			if (*p < '0' || *p > '9')
+				digits = false;
+		if (digits)
+			return tt_strndup(rest, (size_t)(d2 - rest));
+	}
+	return tt_strdup(rest);
+}
+
+static long generation_number(const char *tag)
+{
+	const char *dot = strrchr(tag, '.');
+	char *pid = pin_id_of(tag);
+	long n = 1;
+	if (pid && dot && strlen(tag) > strlen(PIN_PREFIX) + strlen(pid))
+		n = strtol(dot + 1, NULL, 10);
+	free(pid);
+	return n;
+}
+
+static int refuse_v2_write(view *v, const char *what, tt_error *err)
+{
+	return ierr(err, TT_ECAPABILITY,
+		    "cannot %s in icechunk repository %s: writing spec-2 repositories (the `repo` "
+		    "file) is not built into this tether yet; spec-1 repositories are supported",
+		    what, v->store.root);
+}
+
+static int fill_pin(tt_pin *out, const char *pin_id, const char *ref, bool created, tt_error *err)
+{
+	if (strlen(pin_id) >= sizeof out->id || strlen(ref) >= sizeof out->ref)
+		return ierr(err, TT_EUSAGE, "pin id %s is too long", pin_id);
+	memset(out, 0, sizeof *out);
+	strcpy(out->id, pin_id);
+	strcpy(out->ref, ref);
+	out->created = created;
+	return 0;
+}
+
+static int v1_write_ref(view *v, const char *kind, const char *name, const char *sid, bool create,
+			tt_error *err)
+{
+	char *key = ref_key(kind, name, "ref.json");
+	char body[64];
+	int rc;
+	if (!key)
+		return ioom(err);
+	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
+	rc = create ? v->store.ops->put_new(&v->store, key, body, strlen(body), err)
+		    : v->store.ops->replace(&v->store, key, body, strlen(body), err);
+	if (rc && rc != TT_EEXISTS)
+		tt_error_object(err, NULL, KIND);
+	free(key);
+	return rc;
+}
+
+static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
+		  tt_pin *out, tt_error *err)
+{
+	view v;
+	char sid[IC_ID_CHARS + 1], have[IC_ID_CHARS + 1];
+	const char *want = NULL;
+	int rc;
+
+	(void)b;
+	if (!pin_id || !*pin_id || strchr(pin_id, '/'))
+		return ierr(err, TT_EUSAGE, "pin needs an id");
+	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	/* The snapshot must exist before any tag name is spent on it. */
+	if ((rc = resolve(&v, want, sid, err)) != 0)
+		goto done;
+	if (v.spec == 2) {
+		rc = refuse_v2_write(&v, "create a pin tag", err);
+		goto done;
+	}
+	for (int gen = 1; gen <= MAX_GENERATIONS; gen++) {
+		char ref[96];
+		if (gen == 1)
+			snprintf(ref, sizeof ref, PIN_PREFIX "%s", pin_id);
+		else
+			snprintf(ref, sizeof ref, PIN_PREFIX "%s.%d", pin_id, gen);
+		rc = v1_write_ref(&v, "tag", ref, sid, true, err);
+		if (rc == 0) {
+			rc = fill_pin(out, pin_id, ref, true, err);
+			goto done;
+		}
+		if (rc != TT_EEXISTS)
+			goto done;
+		tt_error_clear(err);
+		rc = lookup_tag(&v, ref, have, err);
+		if (rc == TT_ENOTFOUND)
+			continue; /* a tombstone: the next generation */
+		if (rc)
+			goto done;
+		if (strcmp(have, sid) == 0) {
+			rc = fill_pin(out, pin_id, ref, false, err);
+			goto done;
+		}
+		rc = ierr(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, have, sid);
+		goto done;
+	}
+	rc = ierr(err, TT_EBACKEND,
+		  "pin %s: every tag name up to generation %d has been used and deleted", pin_id,
+		  MAX_GENERATIONS);
+done:
+	view_release(&v);
+	return rc;
+}
+
+/* The live tag carrying pin (its ref, else the newest generation of its id). */
+static int live_tag(view *v, const tt_pin *pin, char tag[96], char sid[IC_ID_CHARS + 1],
+		    bool *found, tt_error *err)
+{
+	json_t *tags = NULL, *e;
+	char *wanted = NULL;
+	long best = -1;
+	size_t i;
+	int rc = lookup_tag(v, pin->ref, sid, err);
+
+	*found = false;
+	if (rc == 0) {
+		snprintf(tag, 96, "%s", pin->ref);
+		*found = true;
+		return 0;
+	}
+	if (rc != TT_ENOTFOUND)
+		return rc;
+	rc = 0;
+	wanted = pin_id_of(pin->ref);
+	if (!wanted)
+		wanted = tt_strdup(pin->id);
+	if (!wanted || (rc = list_refs(v, "tag", &tags, err)) != 0) {
+		rc = rc ? rc : ioom(err);
+		goto done;
+	}
+	json_array_foreach(tags, i, e) {
+		const char *t = json_string_value(e);
+		char *id = pin_id_of(t);
+		long g = generation_number(t);
+		if (id && strcmp(id, wanted) == 0 && strcmp(t, pin->ref) != 0 && g > best &&
+		    lookup_tag(v, t, sid, err) == 0) {
+			best = g;
+			snprintf(tag, 96, "%s", t);
+			*found = true;
+		}
+		free(id);
+	}
+	if (*found)
+		rc = lookup_tag(v, tag, sid, err);
+done:
+	free(wanted);
+	json_decref(tags);
+	return rc;
+}
+
+static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
+{
+	view v;
+	json_t *tags = NULL, *e;
+	char *wanted = NULL;
+	size_t i;
+	int rc;
+
+	(void)b;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	wanted = pin_id_of(pin->ref);
+	if (!wanted)
+		wanted = tt_strdup(pin->id);
+	if (!wanted || (rc = list_refs(&v, "tag", &tags, err)) != 0) {
+		rc = rc ? rc : ioom(err);
+		goto done;
+	}
+	json_array_foreach(tags, i, e) {
+		const char *t = json_string_value(e);
+		char *id = pin_id_of(t);
+		bool mine = strcmp(t, pin->ref) == 0 || (id && strcmp(id, wanted) == 0);
+		free(id);
+		if (!mine)
+			continue;
+		if (v.spec == 2) {
+			rc = refuse_v2_write(&v, "delete a pin tag", err);
+			goto done;
+		}
+		char *dead = ref_key("tag", t, "ref.json.deleted");
+		if (!dead) {
+			rc = ioom(err);
+			goto done;
+		}
+		rc = v.store.ops->put_new(&v.store, dead, "", 0, err);
+		free(dead);
+		if (rc == TT_EEXISTS) {
+			tt_error_clear(err);
+			rc = 0;
+		}
+		if (rc) {
+			tt_error_prefix(err, "pin %s was not released", pin->id);
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+	}
+done:
+	free(wanted);
+	json_decref(tags);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
+{
+	view v;
+	json_t *tags = NULL, *e;
+	size_t i;
+	int rc;
+
+	(void)b;
+	*ids = NULL;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if ((rc = list_refs(&v, "tag", &tags, err)) != 0)
+		goto done;
+	if (!(*ids = json_array())) {
+		rc = ioom(err);
+		goto done;
+	}
+	json_array_foreach(tags, i, e) {
+		char *id = pin_id_of(json_string_value(e));
+		bool seen = false;
+		size_t k;
+		json_t *x;
+		if (!id)
+			continue;
+		json_array_foreach(*ids, k, x)
+			if (strcmp(json_string_value(x), id) == 0)
+				seen = true;
+		if (!seen && json_array_append_new(*ids, json_string(id)) != 0)
+			rc = ioom(err);
+		free(id);
+		if (rc)
+			break;
+	}
+done:
+	if (rc) {
+		json_decref(*ids);
+		*ids = NULL;
+	}
+	json_decref(tags);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin,
+		     bool deep, tt_verify_status *status, char **message, tt_error *err)
+{
+	view v;
+	char tag[96], sid[IC_ID_CHARS + 1];
+	const char *want = NULL;
+	bool found;
+	int rc;
+
+	(void)b;
+	*message = NULL;
+	*status = TT_VERIFY_UNKNOWN;
+	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if (pin) {
+		if ((rc = live_tag(&v, pin, tag, sid, &found, err)) != 0)
+			goto done;
+		if (!found) {
+			*status = TT_VERIFY_MISSING;
+			*message = tt_asprintf("tag %s missing", pin->ref);
+		} else if (strcmp(sid, want) != 0) {
+			*status = TT_VERIFY_DRIFTED;
+			*message = tt_asprintf("%s -> %s, expected %s", tag, sid, want);
+		} else {
+			*status = TT_VERIFY_OK;
+			if (strcmp(tag, pin->ref) != 0)
+				*message = tt_asprintf("pinned as %s", tag);
+			else
+				goto done;
+		}
+	} else if (!deep) {
+		*message = tt_strdup("pass --deep to read snapshot");
+	} else {
+		snapinfo si;
+		rc = snap_info(&v, want, &si, err);
+		if (rc == 0) {
+			free(si.message);
+			*status = TT_VERIFY_OK;
+			goto done;
+		}
+		if (rc != TT_ENOTFOUND)
+			goto done;
+		rc = 0;
+		*status = TT_VERIFY_MISSING;
+		*message = tt_asprintf("snapshot %s not found", want);
+	}
+	if (!*message)
+		rc = ioom(err);
+done:
+	view_release(&v);
+	return rc;
+}
+
+/* --- forks and promote -------------------------------------------------------- */
+
+/* The snapshot a source names: a pin's live tag, or a recorded state. */
+static int source_sid(view *v, const tt_target *source, char sid[IC_ID_CHARS + 1], tt_error *err)
+{
+	if (source->kind == TT_TARGET_PIN && source->pin) {
+		char tag[96];
+		bool found;
+		int rc = live_tag(v, source->pin, tag, sid, &found, err);
+		if (rc == 0 && !found)
+			rc = ierr(err, TT_EBACKEND, "icechunk tag %s not found", source->pin->ref);
+		return rc;
+	}
+	if (source->kind == TT_TARGET_STATE && source->state) {
+		const char *s = NULL;
+		int rc = state_sid(source->state, &s, err);
+		return rc ? rc : resolve(v, s, sid, err);
+	}
+	if (source->kind == TT_TARGET_REF && source->ref)
+		return resolve(v, source->ref, sid, err);
+	return ierr(err, TT_EUSAGE, "icechunk needs a pin, a state or a ref here");
+}
+
+static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
+		   const tt_expect *expected, char **ref_out, tt_error *err)
+{
+	view v;
+	char sid[IC_ID_CHARS + 1], head[IC_ID_CHARS + 1];
+	int rc;
+
+	*ref_out = NULL;
+	if (!name || !*name || strchr(name, '/'))
+		return ierr(err, TT_EUSAGE, "fork needs a branch name");
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if ((rc = source_sid(&v, source, sid, err)) != 0)
+		goto done;
+	if (v.spec == 2) {
+		rc = refuse_v2_write(&v, "create or reset a branch", err);
+		goto done;
+	}
+	rc = lookup_branch(&v, name, head, err);
+	if (rc && rc != TT_ENOTFOUND)
+		goto done;
+	if (expected && expected->kind == TT_EXPECT_ABSENT) {
+		if (rc == 0) {
+			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
+			goto done;
+		}
+		rc = v1_write_ref(&v, "branch", name, sid, true, err);
+		if (rc == TT_EEXISTS)
+			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
+		goto done;
+	}
+	if (expected && expected->kind == TT_EXPECT_STATE) {
+		/* No compare-and-swap on local storage: compare just before the move. */
+		if ((rc = tt_check_expected(b, loc, name, expected, err)) != 0)
+			goto done;
+		if (lookup_branch(&v, name, head, err) == 0 && strcmp(head, sid) == 0)
+			goto done;
+		rc = v1_write_ref(&v, "branch", name, sid, false, err);
+		goto done;
+	}
+	if (rc == TT_ENOTFOUND) {
+		rc = v1_write_ref(&v, "branch", name, sid, true, err);
+		if (rc != TT_EEXISTS)
+			goto done;
+		tt_error_clear(err);
+		if ((rc = lookup_branch(&v, name, head, err)) != 0)
+			goto done;
+	}
+	rc = strcmp(head, sid) == 0 ? 0 : v1_write_ref(&v, "branch", name, sid, false, err);
+done:
+	if (rc == 0 && !(*ref_out = tt_strdup(name)))
+		rc = ioom(err);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
+{
+	view v;
+	char *base = NULL, *key = NULL, sid[IC_ID_CHARS + 1];
+	int rc;
+
+	(void)b;
+	if ((rc = base_branch_of(loc, &base, err)) != 0)
+		return rc;
+	if (strcmp(ref, base) == 0 || strcmp(ref, "main") == 0) {
+		free(base);
+		return 0;
+	}
+	free(base);
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	rc = lookup_branch(&v, ref, sid, err);
+	if (rc == TT_ENOTFOUND) {
+		rc = 0;
+		goto done;
+	}
+	if (rc)
+		goto done;
+	if (v.spec == 2) {
+		rc = refuse_v2_write(&v, "delete a branch", err);
+		goto done;
+	}
+	if (!(key = ref_key("branch", ref, "ref.json"))) {
+		rc = ioom(err);
+		goto done;
+	}
+	rc = v.store.ops->remove(&v.store, key, err);
+	if (rc == TT_ENOTFOUND) {
+		tt_error_clear(err);
+		rc = 0;
+	}
+	if (rc) {
+		tt_error_prefix(err, "branch %s was not deleted", ref);
+		tt_error_object(err, NULL, KIND);
+	}
+done:
+	free(key);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs, tt_error *err)
+{
+	view v;
+	json_t *all = NULL, *e;
+	size_t i;
+	int rc;
+
+	(void)b;
+	*refs = NULL;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if ((rc = list_refs(&v, "branch", &all, err)) == 0) {
+		*refs = json_array();
+		json_array_foreach(all, i, e)
+			if (*refs && strncmp(json_string_value(e), TT_WORKING_REF_PREFIX,
+					     strlen(TT_WORKING_REF_PREFIX)) == 0)
+				json_array_append(*refs, e);
+		if (!*refs)
+			rc = ioom(err);
+	}
+	json_decref(all);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
+				   tt_error *err)
+{
+	(void)b;
+	(void)loc;
+	(void)ref;
+	(void)err;
+	*why = NULL;
+	return 0;
+}
+
+typedef struct find_ctx {
+	const char *wanted;
+	bool found;
+} find_ctx;
+
+static int find_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	find_ctx *f = ctx;
+	(void)err;
+	if (strcmp(s->id, f->wanted) == 0) {
+		f->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int ic_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
+			  const tt_target *descendant, int *answer, tt_error *err)
+{
+	view v;
+	char sid[IC_ID_CHARS + 1];
+	find_ctx f = { NULL, false };
+	int rc;
+
+	(void)b;
+	*answer = -1;
+	if ((rc = state_sid(ancestor, &f.wanted, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if ((rc = source_sid(&v, descendant, sid, err)) == 0 &&
+	    (rc = ancestry(&v, sid, find_step, &f, err)) == 0)
+		*answer = f.found ? 1 : 0;
+	view_release(&v);
+	return rc;
+}
+
+static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
+		      const tt_expect *expected, json_t **new_state, tt_error *err)
+{
+	view v;
+	char *base = NULL, head[IC_ID_CHARS + 1], target[IC_ID_CHARS + 1];
+	find_ctx f = { NULL, false };
+	int rc;
+
+	(void)b;
+	*new_state = NULL;
+	if ((rc = base_branch_of(loc, &base, err)) != 0)
+		return rc;
+	if ((rc = view_open(loc, &v, err)) != 0) {
+		free(base);
+		return rc;
+	}
+	rc = lookup_branch(&v, base, head, err);
+	if (rc == TT_ENOTFOUND)
+		rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", base, v.store.root);
+	if (rc)
+		goto done;
+	if (expected && expected->kind != TT_EXPECT_NONE) {
+		const char *from = "";
+		if (expected->kind == TT_EXPECT_STATE && expected->state) {
+			const json_t *s = json_object_get(expected->state, "snapshot_id");
+			from = json_is_string(s) ? json_string_value(s) : "";
+		}
+		if (strcmp(head, from) != 0) {
+			rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base, head,
+				  *from ? from : "absent");
+			goto done;
+		}
+	}
+	if ((rc = source_sid(&v, source, target, err)) != 0)
+		goto done;
+	if (strcmp(target, head) != 0) {
+		f.wanted = head;
+		if ((rc = ancestry(&v, target, find_step, &f, err)) != 0)
+			goto done;
+		if (!f.found) {
+			rc = ierr(err, TT_EBACKEND,
+				  "%s moved to %s, which is not an ancestor of %s; icechunk cannot merge "
+				  "branches: rebase the fork onto %s with icechunk (or reset it), then "
+				  "promote again",
+				  base, head, target, base);
+			goto done;
+		}
+		if (v.spec == 2) {
+			rc = refuse_v2_write(&v, "reset the base branch", err);
+			goto done;
+		}
+		/* Local storage has no compare-and-swap: re-read the head right
+		 * before the replace to narrow the window. */
+		if (lookup_branch(&v, base, head, err) == 0 &&
+		    expected && expected->kind == TT_EXPECT_STATE) {
+			const char *from = json_string_value(json_object_get(expected->state, "snapshot_id"));
+			if (from && strcmp(head, from) != 0) {
+				rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base,
+					  head, from);
+				goto done;
+			}
+		}
+		if ((rc = v1_write_ref(&v, "branch", base, target, false, err)) != 0)
+			goto done;
+	}
+	if (!(*new_state = sid_state(target)))
+		rc = ioom(err);
+done:
+	free(base);
+	view_release(&v);
+	return rc;
+}
+
+static int ic_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
+		    const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
+{
+	(void)b;
+	(void)loc;
+	(void)source;
+	(void)message;
+	(void)expected;
+	*new_state = NULL;
+	*conflicts = NULL;
+	return ierr(err, TT_ECAPABILITY,
+		    "icechunk cannot merge diverged branches; rebase the fork onto the base with "
+		    "icechunk (Session.rebase) and promote it, or reset the base");
+}
+
+/* --- open and history ----------------------------------------------------------- */
+
+static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
+		   json_t **handle, tt_error *err)
+{
+	view v;
+	char sid[IC_ID_CHARS + 1], tag[96];
+	char *branch = NULL, *address = NULL;
+	const char *tagp = NULL;
+	const json_t *at = json_object_get(loc, "at");
+	int rc;
+
+	(void)b;
+	*handle = NULL;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if (target->kind == TT_TARGET_PIN) {
+		bool found;
+		read_only = true;
+		if (!target->pin) {
+			rc = ierr(err, TT_EUSAGE, "open needs a pin");
+			goto done;
+		}
+		if ((rc = live_tag(&v, target->pin, tag, sid, &found, err)) != 0)
+			goto done;
+		if (!found) {
+			rc = ierr(err, TT_EBACKEND, "icechunk tag %s not found", target->pin->ref);
+			goto done;
+		}
+		tagp = tag;
+	} else if (target->kind == TT_TARGET_STATE) {
+		const char *s = NULL;
+		snapinfo si;
+		read_only = true;
+		if ((rc = state_sid(target->state, &s, err)) != 0)
+			goto done;
+		rc = snap_info(&v, s, &si, err);
+		if (rc == TT_ENOTFOUND)
+			rc = ierr(err, TT_EBACKEND, "icechunk snapshot %s not found in %s", s,
+				  v.store.root);
+		if (rc)
+			goto done;
+		memcpy(sid, si.id, sizeof sid);
+		free(si.message);
+	} else if (target->kind == TT_TARGET_BASE && read_only && has_text(at)) {
+		char *ref = tt_pyv_str_dup(at);
+		rc = ref ? resolve(&v, ref, sid, err) : ioom(err);
+		free(ref);
+		if (rc)
+			goto done;
+	} else {
+		if (target->kind == TT_TARGET_REF && target->ref && *target->ref)
+			branch = tt_strdup(target->ref);
+		else if ((rc = base_branch_of(loc, &branch, err)) != 0)
+			goto done;
+		if (!branch) {
+			rc = ioom(err);
+			goto done;
+		}
+		rc = lookup_branch(&v, branch, sid, err);
+		if (rc == TT_ENOTFOUND)
+			rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
+				  v.store.root);
+		if (rc)
+			goto done;
+	}
+	address = tt_asprintf("%s#%s", v.store.root, branch ? branch : tagp ? tagp : sid);
+	if (!address) {
+		rc = ioom(err);
+		goto done;
+	}
+	*handle = json_pack("{s:s, s:s, s:b, s:s, s:i, s:s?, s:s?, s:s}", "type", KIND, "address",
+			    address, "read_only", read_only, "uri", v.store.root, "spec_version",
+			    v.spec, "branch", branch, "tag", tagp, "snapshot_id", sid);
+	if (!*handle)
+		rc = ioom(err);
+done:
+	free(branch);
+	free(address);
+	view_release(&v);
+	return rc;
+}
+
+typedef struct hist_ctx {
+	tt_history_entry *entries;
+	size_t n, limit;
+	json_t *refs; /* sid -> [names] */
+} hist_ctx;
+
+static char *iso_utc(uint64_t us)
+{
+	time_t t = (time_t)(us / 1000000);
+	struct tm tm;
+	char buf[64];
+	if (!gmtime_r(&t, &tm))
+		return tt_strdup("");
+	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+	return tt_strdup(buf);
+}
+
+static int hist_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	hist_ctx *h = ctx;
+	tt_history_entry *e = &h->entries[h->n];
+	json_t *r = json_object_get(h->refs, s->id);
+	e->id = tt_strdup(s->id);
+	e->when = iso_utc(s->flushed_at);
+	e->message = tt_strdup(s->message ? s->message : "");
+	e->refs = r ? json_deep_copy(r) : json_array();
+	h->n++;
+	if (!e->id || !e->when || !e->message || !e->refs)
+		return ioom(err);
+	return h->n >= h->limit ? 1 : 0;
+}
+
+static int add_refs(view *v, const char *kind, json_t *by_sid, tt_error *err)
+{
+	json_t *names = NULL, *e;
+	size_t i;
+	int rc = list_refs(v, kind, &names, err);
+	if (rc)
+		return rc;
+	json_array_foreach(names, i, e) {
+		char sid[IC_ID_CHARS + 1];
+		json_t *list;
+		int lr = strcmp(kind, "tag") == 0 ? lookup_tag(v, json_string_value(e), sid, err)
+						  : lookup_branch(v, json_string_value(e), sid, err);
+		if (lr == TT_ENOTFOUND)
+			continue;
+		if (lr) {
+			rc = lr;
+			break;
+		}
+		list = json_object_get(by_sid, sid);
+		if (!list) {
+			list = json_array();
+			if (!list || json_object_set_new(by_sid, sid, list) != 0) {
+				rc = ioom(err);
+				break;
+			}
+		}
+		if (json_array_append(list, e) != 0) {
+			rc = ioom(err);
+			break;
+		}
+	}
+	json_decref(names);
+	return rc;
+}
+
+static int ic_history(tt_backend *b, const json_t *loc, const char *ref, size_t limit,
+		      tt_history_entry **out, size_t *n, tt_error *err)
+{
+	view v;
+	hist_ctx h = { NULL, 0, limit, NULL };
+	char sid[IC_ID_CHARS + 1], *start = NULL;
+	const json_t *at = json_object_get(loc, "at");
+	int rc;
+
+	(void)b;
+	*out = NULL;
+	*n = 0;
+	if (limit == 0)
+		return 0;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if (ref && *ref)
+		start = tt_strdup(ref);
+	else if (has_text(at))
+		start = tt_pyv_str_dup(at);
+	else if ((rc = base_branch_of(loc, &start, err)) != 0)
+		goto done;
+	if (!start) {
+		rc = ioom(err);
+		goto done;
+	}
+	if ((rc = resolve(&v, start, sid, err)) != 0)
+		goto done;
+	if (!(h.refs = json_object())) {
+		rc = ioom(err);
+		goto done;
+	}
+	if ((rc = add_refs(&v, "branch", h.refs, err)) != 0 ||
+	    (rc = add_refs(&v, "tag", h.refs, err)) != 0)
+		goto done;
+	{
+		size_t cap = limit;
+		if (v.spec == 2 && cap > v.repo.nsnaps)
+			cap = v.repo.nsnaps;
+		if (cap > 4096)
+			cap = 4096;
+		h.entries = tt_calloc(cap, sizeof *h.entries);
+		if (!h.entries) {
+			rc = ioom(err);
+			goto done;
+		}
+		h.limit = cap < limit ? cap : limit;
+	}
+	rc = ancestry(&v, sid, hist_step, &h, err);
+	if (rc == 0 && h.n == h.limit && h.limit < limit && v.spec == 1) {
+		/* more than the first allocation: walk again with room for all */
+		tt_history_release(h.entries, h.n);
+		h.n = 0;
+		h.limit = limit > MAX_ANCESTRY ? MAX_ANCESTRY : limit;
+		h.entries = tt_calloc(h.limit, sizeof *h.entries);
+		rc = h.entries ? ancestry(&v, sid, hist_step, &h, err) : ioom(err);
+	}
+done:
+	if (rc) {
+		tt_history_release(h.entries, h.n);
+	} else {
+		*out = h.entries;
+		*n = h.n;
+	}
+	json_decref(h.refs);
+	free(start);
+	view_release(&v);
+	return rc;
+}
+
+/* --- refinements --------------------------------------------------------------- */
+
+static int ic_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
+{
+	(void)b;
+	return base_branch_of(loc, out, err);
+}
+
+static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *file_policy)
+{
+	(void)b;
+	(void)loc;
+	(void)file_policy;
+	/* On local storage icechunk itself replaces refs without compare-and-swap
+	 * (CONDITIONAL_REF is for object stores, not built yet). */
+	return TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE | TT_CAP_PIN | TT_CAP_FORK |
+	       TT_CAP_ATOMIC_REF | TT_CAP_HISTORY | TT_CAP_PROMOTE;
+}
+
+static void ic_free(tt_backend *b)
+{
+	(void)b;
+}
+
+static const tt_backend_ops ic_ops = {
+	.abi = TT_BACKEND_ABI,
+	.identity = ic_identity,
+	.fingerprint = ic_fingerprint,
+	.pin = ic_pin,
+	.unpin = ic_unpin,
+	.list_pins = ic_list_pins,
+	.verify = ic_verify,
+	.fork = ic_fork,
+	.delete_working_ref = ic_delete_working_ref,
+	.list_working_refs = ic_list_working_refs,
+	.working_ref_blockers = ic_working_ref_blockers,
+	.open = ic_open,
+	.promote = ic_promote,
+	.merge = ic_merge,
+	.ancestor_of = ic_ancestor_of,
+	.history = ic_history,
+	.effective_capabilities = ic_effective_caps,
+	.base_branch = ic_base_branch,
+	.free = ic_free,
+};
+
+int tt_icechunk_backend_new(tt_backend *b, tt_error *err)
+{
+	(void)err;
+	b->ops = &ic_ops;
+	b->impl = NULL;
+	return 0;
+}
