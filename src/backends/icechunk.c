@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -294,40 +296,73 @@ typedef struct view {
 	ic_store store;
 	int spec;       /* 1 or 2 */
 	ic_repo repo;   /* spec 2 */
+	tt_buf raw;     /* spec 2: the repo file as read */
+	tt_buf fb;      /* spec 2: its flatbuffer */
 } view;
 
 static void view_release(view *v)
 {
 	free(v->store.root);
 	ic_repo_release(&v->repo);
+	tt_buf_release(&v->raw);
+	tt_buf_release(&v->fb);
 	memset(v, 0, sizeof *v);
 }
 
-/* Read and decompress a metadata object (container type want). */
-static int read_object(view *v, const char *key, int want, tt_buf *fb, int *spec, tt_error *err)
+/* Read and decompress a metadata object (container type want); raw (may
+ * be NULL) keeps the file's bytes. */
+static int read_object_raw(view *v, const char *key, int want, tt_buf *fb, int *spec, tt_buf *raw,
+			   tt_error *err)
 {
-	tt_buf raw = TT_BUF_INIT;
+	tt_buf own = TT_BUF_INIT;
 	char *what = tt_asprintf("%s/%s", v->store.root, key);
 	int rc;
+	if (!raw)
+		raw = &own;
 	if (!what)
 		return ioom(err);
-	rc = v->store.ops->get(&v->store, key, META_MAX, &raw, err);
+	rc = v->store.ops->get(&v->store, key, META_MAX, raw, err);
 	if (rc == 0)
-		rc = ic_container_read((const uint8_t *)raw.ptr, raw.len, want, what, 0, fb, spec,
+		rc = ic_container_read((const uint8_t *)raw->ptr, raw->len, want, what, 0, fb, spec,
 				       err);
 	if (rc && rc != TT_ENOTFOUND)
 		tt_error_object(err, NULL, KIND);
-	tt_buf_release(&raw);
+	tt_buf_release(&own);
+	free(what);
+	return rc;
+}
+
+static int read_object(view *v, const char *key, int want, tt_buf *fb, int *spec, tt_error *err)
+{
+	return read_object_raw(v, key, want, fb, spec, NULL, err);
+}
+
+/* (Re)read the spec-2 repo file into v. */
+static int view_read_repo(view *v, tt_error *err)
+{
+	int rc, spec;
+	char *what;
+	ic_repo_release(&v->repo);
+	tt_buf_release(&v->raw);
+	tt_buf_release(&v->fb);
+	if ((rc = read_object_raw(v, "repo", IC_FILE_REPO, &v->fb, &spec, &v->raw, err)) != 0)
+		return rc;
+	what = tt_asprintf("%s/repo", v->store.root);
+	rc = what ? ic_repo_decode((const uint8_t *)v->fb.ptr, v->fb.len, what, &v->repo, err)
+		  : ioom(err);
+	if (rc)
+		tt_error_object(err, NULL, KIND);
 	free(what);
 	return rc;
 }
 
 static int view_open(const json_t *loc, view *v, tt_error *err)
 {
-	int rc, spec;
-	tt_buf fb = TT_BUF_INIT;
+	int rc = 0;
 
 	memset(v, 0, sizeof *v);
+	v->raw = (tt_buf)TT_BUF_INIT;
+	v->fb = (tt_buf)TT_BUF_INIT;
 	v->store.ops = &local_store_ops;
 	if ((rc = local_root(loc, &v->store.root, err)) != 0)
 		return rc;
@@ -336,14 +371,7 @@ static int view_open(const json_t *loc, view *v, tt_error *err)
 	 * spec 1; else there is no repository. */
 	if (v->store.ops->exists(&v->store, "repo")) {
 		v->spec = 2;
-		if ((rc = read_object(v, "repo", IC_FILE_REPO, &fb, &spec, err)) == 0) {
-			char *what = tt_asprintf("%s/repo", v->store.root);
-			rc = what ? ic_repo_decode((const uint8_t *)fb.ptr, fb.len, what, &v->repo, err)
-				  : ioom(err);
-			if (rc)
-				tt_error_object(err, NULL, KIND);
-			free(what);
-		}
+		rc = view_read_repo(v, err);
 	} else if (v->store.ops->exists(&v->store, "refs/branch.main/ref.json")) {
 		v->spec = 1;
 	} else {
@@ -353,10 +381,130 @@ static int view_open(const json_t *loc, view *v, tt_error *err)
 			  "--create`",
 			  v->store.root);
 	}
-	tt_buf_release(&fb);
 	if (rc)
 		view_release(v);
 	return rc;
+}
+
+/* --- spec-2 writes --------------------------------------------------------------- */
+
+/* Decide the change on a freshly read repo (under the write lock): 0 with
+ * *ch filled, 1 when there is nothing to write, or an error. */
+typedef int (*v2_plan_fn)(view *v, ic_change *ch, void *ctx, tt_error *err);
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* "repo.<ms until 3000-01-01, 14 digits>.<random id>": newest sorts first. */
+static int backup_name(char out[64], tt_error *err)
+{
+	uint8_t id[IC_ID_LEN];
+	char s[IC_ID_CHARS + 1];
+	long long ms = (long long)(now_us() / 1000u);
+	size_t got = 0;
+	while (got < sizeof id) {
+		ssize_t r = getrandom(id + got, sizeof id - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return ierr(err, TT_EIO, "no random bytes for a backup name");
+		got += (size_t)r;
+	}
+	ic_id_encode(id, s);
+	snprintf(out, 64, "repo.%014lld.%s", 32503680000000LL - ms, s);
+	return 0;
+}
+
+/*
+ * One read-modify-write of `repo`, the way icechunk does it: the old bytes
+ * are copied to overwritten/ first, then `repo` is replaced (rename, so
+ * icechunk's cached version notices).  Local storage has no compare-and-
+ * swap for icechunk either; tether writers exclude each other with a lock
+ * on the repository directory, and the file is compared with what the plan
+ * read right before the replace, so a racing icechunk write between the
+ * two is detected in all but a tiny window.
+ */
+static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
+{
+	int dfd = open(v->store.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+	tt_buf fb = TT_BUF_INIT, file = TT_BUF_INIT, now = TT_BUF_INIT;
+	char bname[64], *bkey = NULL, *what = NULL;
+	ic_change ch;
+
+	if (dfd < 0)
+		return ierr(err, TT_EIO, "cannot open %s: %s", v->store.root, strerror(errno));
+	if (flock(dfd, LOCK_EX) != 0) {
+		rc = ierr(err, TT_EIO, "cannot lock %s: %s", v->store.root, strerror(errno));
+		goto done;
+	}
+	for (int attempt = 0; attempt < 5; attempt++) {
+		if ((rc = view_read_repo(v, err)) != 0)
+			goto done;
+		memset(&ch, 0, sizeof ch);
+		rc = plan(v, &ch, ctx, err);
+		if (rc)
+			goto done; /* 1: nothing to write */
+		if ((rc = backup_name(bname, err)) != 0)
+			goto done;
+		ch.now_us = now_us();
+		ch.backup_name = bname;
+		free(what);
+		what = tt_asprintf("%s/repo", v->store.root);
+		if (!what) {
+			rc = ioom(err);
+			goto done;
+		}
+		if ((rc = ic_repo_rewrite((const uint8_t *)v->fb.ptr, v->fb.len, &v->repo, &ch, what,
+					  &fb, err)) != 0 ||
+		    (rc = ic_container_write((const uint8_t *)fb.ptr, fb.len, IC_FILE_REPO, 2, &file,
+					     err)) != 0) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		free(bkey);
+		if (!(bkey = tt_asprintf("overwritten/%s", bname))) {
+			rc = ioom(err);
+			goto done;
+		}
+		if ((rc = v->store.ops->put_new(&v->store, bkey, v->raw.ptr, v->raw.len, err)) != 0) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		tt_buf_reset(&now);
+		if ((rc = v->store.ops->get(&v->store, "repo", META_MAX, &now, err)) != 0) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		if (now.len != v->raw.len || memcmp(now.ptr, v->raw.ptr, now.len) != 0) {
+			/* someone else wrote in between: plan again on their file
+			 * (our backup copy stays, as icechunk's would) */
+			continue;
+		}
+		rc = v->store.ops->replace(&v->store, "repo", file.ptr, file.len, err);
+		if (rc)
+			tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	rc = ierr(err, TT_EBACKEND, "icechunk repository %s kept changing under this write; try again",
+		  v->store.root);
+done:
+	close(dfd); /* releases the lock */
+	tt_buf_release(&fb);
+	tt_buf_release(&file);
+	tt_buf_release(&now);
+	free(bkey);
+	free(what);
+	return rc;
+}
+
+static long snap_index(view *v, const char *sid)
+{
+	uint8_t id[IC_ID_LEN];
+	return ic_id_decode(sid, id) == 0 ? ic_repo_find_snap(&v->repo, id) : -1;
 }
 
 /* Ref names in spec-1 paths: object_store percent-encodes a key segment's
@@ -798,14 +946,6 @@ static long generation_number(const char *tag)
 	return n;
 }
 
-static int refuse_v2_write(view *v, const char *what, tt_error *err)
-{
-	return ierr(err, TT_ECAPABILITY,
-		    "cannot %s in icechunk repository %s: writing spec-2 repositories (the `repo` "
-		    "file) is not built into this tether yet; spec-1 repositories are supported",
-		    what, v->store.root);
-}
-
 static int fill_pin(tt_pin *out, const char *pin_id, const char *ref, bool created, tt_error *err)
 {
 	if (strlen(pin_id) >= sizeof out->id || strlen(ref) >= sizeof out->ref)
@@ -834,6 +974,53 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	return rc;
 }
 
+typedef struct pin_ctx {
+	const char *pin_id, *sid;
+	char ref[96];
+	bool created;
+} pin_ctx;
+
+/* The first generation whose name is free (or already holds the state). */
+static int pin_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
+{
+	pin_ctx *pc = ctx;
+	long si = snap_index(v, pc->sid);
+	if (si < 0)
+		return ierr(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", pc->sid,
+			    v->store.root);
+	for (int gen = 1; gen <= MAX_GENERATIONS; gen++) {
+		long ti;
+		bool burnt = false;
+		if (gen == 1)
+			snprintf(pc->ref, sizeof pc->ref, PIN_PREFIX "%s", pc->pin_id);
+		else
+			snprintf(pc->ref, sizeof pc->ref, PIN_PREFIX "%s.%d", pc->pin_id, gen);
+		ti = ic_repo_find_ref(v->repo.tags, v->repo.ntags, pc->ref);
+		if (ti >= 0) {
+			char have[IC_ID_CHARS + 1];
+			ic_id_encode(v->repo.snaps[v->repo.tags[ti].snap].id, have);
+			if (strcmp(have, pc->sid) == 0) {
+				pc->created = false;
+				return 1;
+			}
+			return ierr(err, TT_EBACKEND, "tag %s already points at %s, not %s", pc->ref,
+				    have, pc->sid);
+		}
+		for (size_t i = 0; i < v->repo.ndeleted && !burnt; i++)
+			burnt = strcmp(v->repo.deleted_tags[i], pc->ref) == 0;
+		if (burnt)
+			continue;
+		ch->kind = IC_CHANGE_TAG_CREATE;
+		ch->name = pc->ref;
+		ch->snap = (uint32_t)si;
+		pc->created = true;
+		return 0;
+	}
+	return ierr(err, TT_EBACKEND,
+		    "pin %s: every tag name up to generation %d has been used and deleted",
+		    pc->pin_id, MAX_GENERATIONS);
+}
+
 static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
 		  tt_pin *out, tt_error *err)
 {
@@ -851,7 +1038,10 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	if ((rc = resolve(&v, want, sid, err)) != 0)
 		goto done;
 	if (v.spec == 2) {
-		rc = refuse_v2_write(&v, "create a pin tag", err);
+		pin_ctx pc = { pin_id, sid, "", false };
+		rc = v2_update(&v, pin_plan, &pc, err);
+		if (rc >= 0)
+			rc = fill_pin(out, pin_id, pc.ref, pc.created, err);
 		goto done;
 	}
 	for (int gen = 1; gen <= MAX_GENERATIONS; gen++) {
@@ -934,6 +1124,25 @@ done:
 	return rc;
 }
 
+typedef struct name_ctx {
+	ic_change_kind kind;
+	const char *name;
+} name_ctx;
+
+/* Delete a tag or a branch that still exists. */
+static int name_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
+{
+	name_ctx *nc = ctx;
+	bool tag = nc->kind == IC_CHANGE_TAG_DELETE;
+	(void)err;
+	if (ic_repo_find_ref(tag ? v->repo.tags : v->repo.branches,
+			     tag ? v->repo.ntags : v->repo.nbranches, nc->name) < 0)
+		return 1;
+	ch->kind = nc->kind;
+	ch->name = nc->name;
+	return 0;
+}
+
 static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
 {
 	view v;
@@ -960,8 +1169,14 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 		if (!mine)
 			continue;
 		if (v.spec == 2) {
-			rc = refuse_v2_write(&v, "delete a pin tag", err);
-			goto done;
+			rc = v2_update(&v, name_plan, &(name_ctx){ IC_CHANGE_TAG_DELETE, t }, err);
+			if (rc == 1 || rc == TT_ENOTFOUND) {
+				tt_error_clear(err);
+				rc = 0;
+			}
+			if (rc)
+				goto done;
+			continue;
 		}
 		char *dead = ref_key("tag", t, "ref.json.deleted");
 		if (!dead) {
@@ -1106,6 +1321,42 @@ static int source_sid(view *v, const tt_target *source, char sid[IC_ID_CHARS + 1
 	return ierr(err, TT_EUSAGE, "icechunk needs a pin, a state or a ref here");
 }
 
+typedef struct move_ctx {
+	const char *branch, *sid;
+	const tt_expect *expected;
+	const char *what;   /* "fork" | "promote" */
+} move_ctx;
+
+/* Create or reset a branch onto sid, checking the head the plan reviewed
+ * on the freshly read repo (under the write lock). */
+static int move_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
+{
+	move_ctx *mc = ctx;
+	long bi = ic_repo_find_ref(v->repo.branches, v->repo.nbranches, mc->branch);
+	long si = snap_index(v, mc->sid);
+	char head[IC_ID_CHARS + 1] = "";
+	if (si < 0)
+		return ierr(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", mc->sid,
+			    v->store.root);
+	if (bi >= 0)
+		ic_id_encode(v->repo.snaps[v->repo.branches[bi].snap].id, head);
+	if (mc->expected && mc->expected->kind == TT_EXPECT_ABSENT && bi >= 0)
+		return ierr(err, TT_EREFMOVED, "%s: %s exists, expected absent", mc->what, mc->branch);
+	if (mc->expected && mc->expected->kind == TT_EXPECT_STATE) {
+		const json_t *e = json_object_get(mc->expected->state, "snapshot_id");
+		const char *want = json_is_string(e) ? json_string_value(e) : "";
+		if (bi < 0 || strcmp(head, want) != 0)
+			return ierr(err, TT_EREFMOVED, "%s: %s is at %s, expected %s", mc->what,
+				    mc->branch, bi >= 0 ? head : "nothing", want);
+	}
+	if (bi >= 0 && strcmp(head, mc->sid) == 0)
+		return 1; /* already there: left alone */
+	ch->kind = bi >= 0 ? IC_CHANGE_BRANCH_RESET : IC_CHANGE_BRANCH_CREATE;
+	ch->name = mc->branch;
+	ch->snap = (uint32_t)si;
+	return 0;
+}
+
 static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
 		   const tt_expect *expected, char **ref_out, tt_error *err)
 {
@@ -1121,7 +1372,10 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	if ((rc = source_sid(&v, source, sid, err)) != 0)
 		goto done;
 	if (v.spec == 2) {
-		rc = refuse_v2_write(&v, "create or reset a branch", err);
+		move_ctx mc = { name, sid, expected, "fork" };
+		rc = v2_update(&v, move_plan, &mc, err);
+		if (rc == 1)
+			rc = 0;
 		goto done;
 	}
 	rc = lookup_branch(&v, name, head, err);
@@ -1186,7 +1440,9 @@ static int ic_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 	if (rc)
 		goto done;
 	if (v.spec == 2) {
-		rc = refuse_v2_write(&v, "delete a branch", err);
+		rc = v2_update(&v, name_plan, &(name_ctx){ IC_CHANGE_BRANCH_DELETE, ref }, err);
+		if (rc == 1)
+			rc = 0;
 		goto done;
 	}
 	if (!(key = ref_key("branch", ref, "ref.json"))) {
@@ -1327,8 +1583,18 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			goto done;
 		}
 		if (v.spec == 2) {
-			rc = refuse_v2_write(&v, "reset the base branch", err);
-			goto done;
+			tt_expect head_now = { TT_EXPECT_STATE, NULL };
+			json_t *hs = sid_state(head);
+			/* reset from the head the ancestry was checked against */
+			head_now.state = hs;
+			move_ctx mc = { base, target, &head_now, "promote" };
+			rc = hs ? v2_update(&v, move_plan, &mc, err) : ioom(err);
+			json_decref(hs);
+			if (rc == 1)
+				rc = 0;
+			if (rc)
+				goto done;
+			goto moved;
 		}
 		/* Local storage has no compare-and-swap: re-read the head right
 		 * before the replace to narrow the window. */
@@ -1344,6 +1610,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		if ((rc = v1_write_ref(&v, "branch", base, target, false, err)) != 0)
 			goto done;
 	}
+moved:
 	if (!(*new_state = sid_state(target)))
 		rc = ioom(err);
 done:

@@ -171,3 +171,54 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 void ic_txlog_release(ic_txlog *t);
 
 #endif
+
+/* --- writing --------------------------------------------------------------- */
+
+/* A header, then payload compressed into one zstd frame. */
+int ic_container_write(const uint8_t *payload, size_t len, int type, int spec, tt_buf *out,
+		       tt_error *err);
+
+/* A change to a spec-2 repo file.  The rewrite copies every field of the
+ * old file it knows the schema of (config, feature flags, status, snapshot
+ * metadata, pruned logs, the ops log, repo_before_updates, extra), applies
+ * the change, keeps tags / branches / deleted tags byte-sorted, and puts a
+ * new ops-log entry first (updated_at strictly after the previous first
+ * entry's; that entry gets backup_path).  A file with fields or ops-log
+ * entries newer than this schema is refused rather than rewritten. */
+typedef enum ic_change_kind {
+	IC_CHANGE_TAG_CREATE,      /* name at snap */
+	IC_CHANGE_TAG_DELETE,      /* name (its snapshot becomes previous_snap_id) */
+	IC_CHANGE_BRANCH_CREATE,   /* name at snap */
+	IC_CHANGE_BRANCH_DELETE,   /* name */
+	IC_CHANGE_BRANCH_RESET,    /* name to snap */
+	IC_CHANGE_METADATA_SET     /* metadata item name = value (FlexBuffers bytes) */
+} ic_change_kind;
+
+typedef struct ic_change {
+	ic_change_kind kind;
+	const char *name;
+	uint32_t snap;             /* index into the repo's snapshot list */
+	const uint8_t *value;      /* IC_CHANGE_METADATA_SET */
+	size_t value_len;
+	uint64_t now_us;           /* the clock; updated_at is max(now, top + 1) */
+	const char *backup_name;   /* the file the old bytes were copied to (no dir) */
+} ic_change;
+
+/* The new flatbuffer for old (a decompressed repo flatbuffer, decoded as
+ * cur) after change. */
+int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic_change *change,
+		    const char *what, tt_buf *out, tt_error *err);
+
+/* The flatbuffers of a new spec-2 repository: its initial snapshot
+ * (1CECHNKREP0F1RSTCMT0, "Repository initialized"), the empty transaction
+ * log, and the repo file (main at the initial snapshot, one metadata item
+ * when meta_name is set). */
+int ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err);
+int ic_initial_txlog(tt_buf *out, tt_error *err);
+int ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_value,
+		    size_t meta_len, tt_buf *out, tt_error *err);
+
+/* FlexBuffers encoding of one JSON string (repository metadata values). */
+int ic_flex_string(const char *s, tt_buf *out);
+/* The string a FlexBuffers value holds (0 with s and n), or -1 when not a string. */
+int ic_flex_read_string(const uint8_t *v, size_t len, const char **s, size_t *n);

@@ -324,35 +324,6 @@ TT_TEST(pin_generations_after_deletion)
 	tt_backend_free(b);
 }
 
-/* Spec-2 writes are not built: refused with the reason, nothing written. */
-TT_TEST(spec2_writes_are_refused_clearly)
-{
-	const char *tmp = tt_test_tmpdir();
-	tt_error err = TT_ERROR_INIT;
-	tt_backend *b = backend();
-	char *src = fixture("test-repo-v2"), *dst = tt_path_join(tmp, "repo");
-	char *repo = tt_path_join(dst, "repo");
-	tt_buf before = TT_BUF_INIT, after = TT_BUF_INIT;
-	json_t *loc = NULL, *st = NULL;
-	tt_pin p;
-	CHECK(b && copy_tree(src, dst) == 0 && read_all(repo, &before) == 0);
-	loc = loc_of(dst);
-	CHECK_OK(b->ops->fingerprint(b, loc, NULL, &st, &err));
-	CHECK_INT(b->ops->pin(b, loc, st, "0a1b2c3d.0011223344556677", &p, &err), TT_ECAPABILITY);
-	CHECK(strstr(err.message, "spec-2"));
-	tt_error_clear(&err);
-	CHECK(read_all(repo, &after) == 0);
-	CHECK(before.len == after.len && memcmp(before.ptr, after.ptr, before.len) == 0);
-	tt_buf_release(&before);
-	tt_buf_release(&after);
-	json_decref(st);
-	json_decref(loc);
-	free(src);
-	free(dst);
-	free(repo);
-	tt_backend_free(b);
-}
-
 /* --- conformance with the real icechunk (spec 1) ------------------------------------ */
 
 typedef struct oracle {
@@ -417,24 +388,36 @@ static int o_mutate(void *p, const json_t *loc, const char *ref)
 	return ans ? 0 : -1;
 }
 
-static int start_oracle(oracle *o)
+/* spec 1: the icechunk Python package (1.x); spec 2: icechunk 2.x from npm
+ * ($ICECHUNK_JS_DIR, else .cache/icechunk-js; both made by scripts/setup.sh). */
+static int start_oracle(oracle *o, int spec)
 {
-	const char *src = getenv("TETHER_SOURCE_DIR");
-	char *py = python_exe(), *script = tt_asprintf("%s/tests/support/icechunk_writer.py",
-						       src ? src : ".");
-	const char *argv[] = { py, script, NULL };
-	tt_proc_opts opts = { .argv = argv, .timeout_ms = 60000 };
+	const char *src = getenv("TETHER_SOURCE_DIR"), *js = getenv("ICECHUNK_JS_DIR");
+	char *exe = spec == 1 ? python_exe() : tt_strdup("node");
+	char *script = tt_asprintf("%s/tests/support/icechunk_writer.%s", src ? src : ".",
+				   spec == 1 ? "py" : "mjs");
+	char *jsdir = js && *js ? tt_asprintf("ICECHUNK_JS_DIR=%s", js)
+				: tt_asprintf("ICECHUNK_JS_DIR=%s/.cache/icechunk-js", src ? src : ".");
+	const char *argv[] = { exe, "--no-warnings", script, NULL };
+	const char *env[] = { jsdir, NULL };
+	tt_proc_opts opts = { .argv = argv, .env_set = env, .timeout_ms = 60000 };
 	tt_error err = TT_ERROR_INIT;
-	int rc = tt_proc_spawn(&o->proc, &opts, &err);
+	int rc;
+	if (spec == 1) {
+		argv[1] = script;
+		argv[2] = NULL;
+	}
+	rc = tt_proc_spawn(&o->proc, &opts, &err);
 	if (rc)
-		fprintf(stderr, "  cannot start %s: %s\n", py, tt_error_text(&err));
+		fprintf(stderr, "  cannot start %s: %s\n", exe, tt_error_text(&err));
 	tt_error_clear(&err);
-	free(py);
+	free(exe);
 	free(script);
+	free(jsdir);
 	return rc;
 }
 
-TT_TEST(conformance_icechunk_spec1_written_by_icechunk)
+static void conformance(int spec)
 {
 	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
 	tt_backend *b = backend();
@@ -442,11 +425,13 @@ TT_TEST(conformance_icechunk_spec1_written_by_icechunk)
 	tt_buf errout = TT_BUF_INIT;
 	int failed;
 	CHECK(b);
-	CHECK_MSG(start_oracle(&o) == 0, "the icechunk Python package is needed (scripts/setup.sh)");
+	CHECK_MSG(start_oracle(&o, spec) == 0, "real icechunk is needed (scripts/setup.sh)");
 	/* What the backend declares for a local repository (the kind row is
 	 * the contract for every storage). */
 	tt_conformance_harness h = { .backend = b, .new_object = o_new_object, .mutate = o_mutate,
-				     .ctx = &o, .label = "conformance/icechunk-spec1",
+				     .ctx = &o,
+				     .label = spec == 1 ? "conformance/icechunk-spec1"
+							: "conformance/icechunk-spec2",
 				     .capabilities = b->ops->effective_capabilities(b, NULL, NULL) };
 	failed = tt_conformance_run(&h);
 	tt_proc_finish(o.proc, NULL, &errout, &err);
@@ -456,4 +441,14 @@ TT_TEST(conformance_icechunk_spec1_written_by_icechunk)
 		fprintf(stderr, "  icechunk writer stderr:\n%s\n", errout.ptr);
 	tt_buf_release(&errout);
 	CHECK_INT(failed, 0);
+}
+
+TT_TEST(conformance_icechunk_spec1_by_icechunk_1x)
+{
+	conformance(1);
+}
+
+TT_TEST(conformance_icechunk_spec2_by_icechunk_2x)
+{
+	conformance(2);
 }
