@@ -8,7 +8,6 @@
 //   ["lookup_tag"|"lookup_branch", path, name] -> {ok, snapshot_id}
 //   ["ancestry", path, ref]               -> {ok, entries: [[id, iso, message]]}
 //   ["diff", path, from_sid, to_sid]      -> {ok, diff}
-//   ["expire", path, older_than_iso]      -> {ok, expired}
 //   ["check", path]                       -> {ok} after opening and reading every ref
 // The WASM build has no local-filesystem storage, so this file supplies one
 // (create-if-absent through link(), replace through rename(), temporaries
@@ -167,10 +166,6 @@ async function run([op, p, ...rest]) {
     case 'diff': {
       const d = await repo.diff({ fromSnapshotId: rest[0], toSnapshotId: rest[1] })
       return { diff: d }
-    }
-    case 'expire': {
-      const expired = await repo.expireSnapshots(new Date(rest[0]))
-      return { expired }
     }
     case 'check': {
       for (const b of await repo.listBranches()) await repo.lookupBranch(b)

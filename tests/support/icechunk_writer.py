@@ -8,6 +8,8 @@ Each stdin line is a JSON array; each answer is one JSON line:
   ["tags", path] / ["branches", path] -> {"ok": true, "names": [...]}
   ["lookup_tag", path, name] / ["lookup_branch", path, name]
   ["ancestry", path, ref]            -> {"ok": true, "entries": [[id, iso, msg], ...]}
+  ["expire", path, older_than_iso]   -> expire_snapshots + garbage_collect
+  ["check", path]                    -> opens and resolves every branch and tag
 Errors answer {"ok": false, "error": "..."}.
 """
 import json
@@ -57,6 +59,19 @@ def run(cmd):
             it = r.ancestry(tag=ref)
         return {"entries": [[i.id, i.written_at.isoformat(timespec="seconds"), i.message]
                             for i in it]}
+    if op == "expire":
+        import datetime
+
+        older = datetime.datetime.fromisoformat(rest[0])
+        expired = r.expire_snapshots(older_than=older)
+        r.garbage_collect(older)
+        return {"expired": sorted(expired)}
+    if op == "check":
+        for b in r.list_branches():
+            r.lookup_branch(b)
+        for t in r.list_tags():
+            r.lookup_tag(t)
+        return {}
     raise ValueError(f"unknown op {op}")
 
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -451,4 +452,134 @@ TT_TEST(conformance_icechunk_spec1_by_icechunk_1x)
 TT_TEST(conformance_icechunk_spec2_by_icechunk_2x)
 {
 	conformance(2);
+}
+
+/* --- real icechunk accepts what tether writes ------------------------------------- */
+
+static char *ask_sid(oracle *o, json_t *req)
+{
+	json_t *ans = ask(o, req);
+	char *sid = ans ? tt_strdup(json_string_value(json_object_get(ans, "snapshot_id"))) : NULL;
+	json_decref(ans);
+	return sid;
+}
+
+static void accepts(int spec)
+{
+	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/repo", o.tmp), *s1 = NULL, *s2 = NULL, *s3 = NULL, *ref = NULL;
+	json_t *loc = NULL, *st1 = NULL, *st2 = NULL, *ans = NULL, *st = NULL;
+	tt_pin px, py, py2;
+	tt_target from_pin = { TT_TARGET_PIN, NULL, &px, NULL };
+	tt_expect at_s3 = { TT_EXPECT_STATE, NULL };
+	tt_history_entry *h = NULL;
+	size_t n = 0;
+	tt_verify_status vs;
+	char *msg = NULL;
+	const char *dev = "tether.ws.c0fe5a1e.dev";
+
+	CHECK(b && path);
+	CHECK_MSG(start_oracle(&o, spec) == 0, "real icechunk is needed (scripts/setup.sh)");
+	CHECK((ans = ask(&o, json_pack("[s,s]", "create", path))));
+	json_decref(ans);
+	CHECK((s1 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a1"))));
+	CHECK((s2 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a2"))));
+	loc = loc_of(path);
+	st1 = json_pack("{s:s}", "snapshot_id", s1);
+	st2 = json_pack("{s:s}", "snapshot_id", s2);
+
+	/* tags: a pin, and a pin re-made after its deletion (generation 2) */
+	CHECK_OK(b->ops->pin(b, loc, st1, "c0fe5a1e.1111111111111111", &px, &err));
+	CHECK_OK(b->ops->pin(b, loc, st2, "c0fe5a1e.2222222222222222", &py, &err));
+	CHECK_OK(b->ops->unpin(b, loc, &py, &err));
+	CHECK_OK(b->ops->pin(b, loc, st2, "c0fe5a1e.2222222222222222", &py2, &err));
+	CHECK_STR(py2.ref, "tether.c0fe5a1e.2222222222222222.2");
+	CHECK((ans = ask(&o, json_pack("[s,s]", "check", path))));
+	json_decref(ans);
+	CHECK((ans = ask(&o, json_pack("[s,s]", "tags", path))));
+	CHECK_INT(json_array_size(json_object_get(ans, "names")), 2);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(ans, "names"), 0)), px.ref);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(ans, "names"), 1)), py2.ref);
+	json_decref(ans);
+	free(ref);
+	CHECK((ref = ask_sid(&o, json_pack("[s,s,s]", "lookup_tag", path, py2.ref))));
+	CHECK_STR(ref, s2);
+
+	/* a fork icechunk commits on, then a conditional reset of it */
+	CHECK_OK(b->ops->fork(b, loc, &from_pin, dev, NULL, &ref, &err));
+	free(ref);
+	ref = NULL;
+	CHECK((ans = ask(&o, json_pack("[s,s]", "branches", path))));
+	CHECK(json_array_size(json_object_get(ans, "names")) == 2);
+	json_decref(ans);
+	CHECK((s3 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, dev, "on-fork"))));
+	CHECK_OK(b->ops->fingerprint(b, loc, dev, &st, &err));
+	CHECK_STR(json_string_value(json_object_get(st, "snapshot_id")), s3);
+	CHECK_OK(b->ops->history(b, loc, dev, 100, &h, &n, &err));
+	CHECK((ans = ask(&o, json_pack("[s,s,s]", "ancestry", path, dev))));
+	CHECK_INT(json_array_size(json_object_get(ans, "entries")), n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(json_object_get(ans, "entries"), i);
+		CHECK_STR(h[i].id, json_string_value(json_array_get(e, 0)));
+		CHECK_STR(h[i].when, json_string_value(json_array_get(e, 1)));
+		CHECK_STR(h[i].message, json_string_value(json_array_get(e, 2)));
+	}
+	json_decref(ans);
+	at_s3.state = st;
+	CHECK_OK(b->ops->fork(b, loc, &from_pin, dev, &at_s3, &ref, &err));
+	free(ref);
+	ref = NULL;
+	CHECK((ref = ask_sid(&o, json_pack("[s,s,s]", "lookup_branch", path, dev))));
+	CHECK_STR(ref, s1);
+	/* and icechunk keeps writing on the reset branch and on main */
+	free(s3);
+	CHECK((s3 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, dev, "after-reset"))));
+	free(s3);
+	CHECK((s3 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a3"))));
+
+	if (spec == 1) {
+		/* expire_snapshots + garbage_collect keep the tagged snapshots */
+		char when[64];
+		time_t now = time(NULL) + 5;
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		CHECK((ans = ask(&o, json_pack("[s,s,s]", "expire", path, when))));
+		json_decref(ans);
+		CHECK_OK(b->ops->verify(b, loc, st1, &px, true, &vs, &msg, &err));
+		CHECK_INT(vs, TT_VERIFY_OK);
+		free(msg);
+		msg = NULL;
+		CHECK_OK(b->ops->verify(b, loc, st2, &py, true, &vs, &msg, &err));
+		CHECK_INT(vs, TT_VERIFY_OK);
+		free(msg);
+		free(ref);
+		CHECK((ref = ask_sid(&o, json_pack("[s,s,s]", "lookup_tag", path, px.ref))));
+		CHECK_STR(ref, s1);
+	}
+	tt_history_release(h, n);
+	tt_proc_finish(o.proc, NULL, NULL, &err);
+	tt_error_clear(&err);
+	json_decref(loc);
+	json_decref(st1);
+	json_decref(st2);
+	json_decref(st);
+	free(path);
+	free(s1);
+	free(s2);
+	free(s3);
+	free(ref);
+	tt_backend_free(b);
+}
+
+TT_TEST(icechunk_1x_accepts_our_spec1_writes)
+{
+	accepts(1);
+}
+
+TT_TEST(icechunk_2x_accepts_our_spec2_writes)
+{
+	accepts(2);
 }
