@@ -1854,6 +1854,497 @@ done:
 	return rc;
 }
 
+
+/* --- diff ----------------------------------------------------------------------- */
+
+static void hex8(const uint8_t id[IC_NODE_ID_LEN], char out[17])
+{
+	for (int i = 0; i < IC_NODE_ID_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+/* icechunk's Diff, as sets keyed by node id (hex) */
+typedef struct icdiff {
+	json_t *lists[IC_TX_NLISTS]; /* id -> true */
+	json_t *chunks;              /* id -> {coords: true} */
+	json_t *moves;               /* [[from, to]] */
+} icdiff;
+
+static void icdiff_release(icdiff *d)
+{
+	for (int i = 0; i < IC_TX_NLISTS; i++)
+		json_decref(d->lists[i]);
+	json_decref(d->chunks);
+	json_decref(d->moves);
+	memset(d, 0, sizeof *d);
+}
+
+static int icdiff_init(icdiff *d, tt_error *err)
+{
+	memset(d, 0, sizeof *d);
+	for (int i = 0; i < IC_TX_NLISTS; i++)
+		if (!(d->lists[i] = json_object()))
+			return ioom(err);
+	d->chunks = json_object();
+	d->moves = json_array();
+	return d->chunks && d->moves ? 0 : ioom(err);
+}
+
+/* Fold one transaction log in; a missing one is TT_ENOTFOUND. */
+static int fold_txlog(view *v, const char *sid, icdiff *d, tt_error *err)
+{
+	tt_buf fb = TT_BUF_INIT;
+	char *key = tt_asprintf("transactions/%s", sid), *what = NULL;
+	ic_txlog t;
+	int rc, spec;
+	if (!key)
+		return ioom(err);
+	if ((rc = read_object(v, key, IC_FILE_TXLOG, &fb, &spec, err)) != 0)
+		goto done;
+	what = tt_asprintf("%s/%s", v->store.root, key);
+	if (!what) {
+		rc = ioom(err);
+		goto done;
+	}
+	if ((rc = ic_txlog_decode((const uint8_t *)fb.ptr, fb.len, what, &t, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	for (int l = 0; l < IC_TX_NLISTS && !rc; l++)
+		for (size_t i = 0; i < t.lists[l].n && !rc; i++) {
+			char h[17];
+			hex8(t.lists[l].ids[i], h);
+			if (json_object_set_new(d->lists[l], h, json_true()) != 0)
+				rc = ioom(err);
+		}
+	for (size_t i = 0; i < t.nchunks && !rc; i++) {
+		char h[17];
+		json_t *set;
+		hex8(t.chunks[i].node, h);
+		if (!(set = json_object_get(d->chunks, h))) {
+			set = json_object();
+			if (!set || json_object_set_new(d->chunks, h, set) != 0) {
+				rc = ioom(err);
+				break;
+			}
+		}
+		for (size_t k = 0; k < t.chunks[i].ncoords && !rc; k++)
+			if (json_object_set_new(set, t.chunks[i].coords[k], json_true()) != 0)
+				rc = ioom(err);
+	}
+	for (size_t i = 0; i < t.nmoves && !rc; i++)
+		if (json_array_append_new(d->moves, json_pack("[s,s]", t.moves[i].from ? t.moves[i].from : "",
+								   t.moves[i].to ? t.moves[i].to : "")) != 0)
+			rc = ioom(err);
+	ic_txlog_release(&t);
+done:
+	tt_buf_release(&fb);
+	free(key);
+	free(what);
+	return rc;
+}
+
+/* Node id (hex) -> path, from a snapshot's nodes; later calls win. */
+static int map_nodes(view *v, const char *sid, json_t *map, tt_error *err)
+{
+	tt_buf fb = TT_BUF_INIT;
+	char *key = tt_asprintf("snapshots/%s", sid), *what = NULL;
+	ic_snapshot s;
+	int rc, spec;
+	if (!key)
+		return ioom(err);
+	if ((rc = read_object(v, key, IC_FILE_SNAPSHOT, &fb, &spec, err)) != 0) {
+		if (rc == TT_ENOTFOUND)
+			rc = ierr(err, TT_EBACKEND, "icechunk snapshot file %s/%s is missing", v->store.root,
+				  key);
+		goto done;
+	}
+	what = tt_asprintf("%s/%s", v->store.root, key);
+	if (!what) {
+		rc = ioom(err);
+		goto done;
+	}
+	if ((rc = ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, &s, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	for (size_t i = 0; i < s.nnodes && !rc; i++) {
+		char h[17];
+		hex8(s.nodes[i].id, h);
+		if (json_object_set_new(map, h, json_string(s.nodes[i].path)) != 0)
+			rc = ioom(err);
+	}
+	ic_snapshot_release(&s);
+done:
+	tt_buf_release(&fb);
+	free(key);
+	free(what);
+	return rc;
+}
+
+typedef struct walk_ctx {
+	const char *stop;
+	json_t *ids;     /* walked snapshot ids, newest first */
+	bool reached;
+} walk_ctx;
+
+static int walk_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	walk_ctx *w = ctx;
+	if (strcmp(s->id, w->stop) == 0) {
+		w->reached = true;
+		return 1;
+	}
+	return json_array_append_new(w->ids, json_string(s->id)) == 0 ? 0 : ioom(err);
+}
+
+/* Path -> [change, detail] for from..to (from a strict ancestor of to),
+ * flattened as tether-vcs flattens icechunk's Diff.  *ok false when from is
+ * not an ancestor. */
+static int node_diff(view *v, const char *from, const char *to, json_t **entries, bool *ok,
+		     tt_error *err)
+{
+	walk_ctx w = { from, json_array(), false };
+	icdiff d;
+	json_t *map = json_object(), *e;
+	size_t i;
+	int rc;
+	static const char *const change[IC_TX_NLISTS] = { "added", "added", "removed", "removed",
+							  NULL, "modified" };
+	static const char *const detail[IC_TX_NLISTS] = { "group", "array", "group", "array", NULL,
+							  "group metadata" };
+
+	*entries = NULL;
+	*ok = false;
+	if ((rc = icdiff_init(&d, err)) != 0 || !w.ids || !map) {
+		rc = rc ? rc : ioom(err);
+		goto done;
+	}
+	if ((rc = ancestry(v, to, walk_step, &w, err)) != 0 || !w.reached || strcmp(from, to) == 0)
+		goto done;
+	*ok = true;
+	/* oldest first: pruned logs, then each snapshot's own */
+	for (i = json_array_size(w.ids); i-- > 0 && !rc;) {
+		const char *sid = json_string_value(json_array_get(w.ids, i));
+		snapinfo si;
+		if (v->spec == 2) {
+			uint8_t id[IC_ID_LEN];
+			long k = ic_id_decode(sid, id) == 0 ? ic_repo_find_snap(&v->repo, id) : -1;
+			for (size_t p = 0; k >= 0 && p < v->repo.snaps[k].npruned && !rc; p++) {
+				char ps[IC_ID_CHARS + 1];
+				ic_id_encode(v->repo.snaps[k].pruned[p], ps);
+				rc = fold_txlog(v, ps, &d, err);
+				if (rc == TT_ENOTFOUND) { /* icechunk only warns */
+					tt_error_clear(err);
+					rc = 0;
+				}
+			}
+		}
+		if (rc)
+			break;
+		rc = fold_txlog(v, sid, &d, err);
+		if (rc == TT_ENOTFOUND) {
+			tt_error_clear(err);
+			/* a spec-1 root has no log; any other missing log is damage */
+			rc = snap_info(v, sid, &si, err);
+			if (rc == 0) {
+				bool root = !si.has_parent;
+				free(si.message);
+				if (!root)
+					rc = ierr(err, TT_EBACKEND,
+						  "icechunk transaction log %s/transactions/%s is missing",
+						  v->store.root, sid);
+			}
+		}
+	}
+	if (rc || (rc = map_nodes(v, from, map, err)) != 0 || (rc = map_nodes(v, to, map, err)) != 0)
+		goto done;
+	if (!(*entries = json_object())) {
+		rc = ioom(err);
+		goto done;
+	}
+	/* tether-vcs's order: new, deleted, updated groups, then arrays whose
+	 * metadata or chunks changed (unless already listed), then moves */
+	for (int l = 0; l < IC_TX_NLISTS && !rc; l++) {
+		const char *id;
+		json_t *x;
+		if (!change[l])
+			continue;
+		json_object_foreach(d.lists[l], id, x) {
+			json_t *path = json_object_get(map, id);
+			if (path && json_object_set_new(*entries, json_string_value(path),
+							json_pack("[s,s]", change[l], detail[l])) != 0)
+				rc = ioom(err);
+		}
+	}
+	{
+		json_t *arrays = json_object(), *x;
+		const char *id;
+		if (!arrays) {
+			rc = ioom(err);
+			goto done;
+		}
+		json_object_foreach(d.lists[IC_TX_UPDATED_ARRAYS], id, x)
+			json_object_set_new(arrays, id, json_true());
+		json_object_foreach(d.chunks, id, x)
+			json_object_set_new(arrays, id, json_true());
+		json_object_foreach(arrays, id, x) {
+			json_t *path = json_object_get(map, id), *cs = json_object_get(d.chunks, id);
+			tt_buf det = TT_BUF_INIT;
+			if (!path || json_object_get(*entries, json_string_value(path)))
+				continue;
+			if (json_object_get(d.lists[IC_TX_UPDATED_ARRAYS], id))
+				tt_buf_puts(&det, "array metadata");
+			if (cs)
+				tt_buf_printf(&det, "%s%zu chunks", det.len ? ", " : "",
+					      json_object_size(cs));
+			if (det.failed || json_object_set_new(*entries, json_string_value(path),
+							      json_pack("[s,s]", "modified", det.ptr)) != 0)
+				rc = ioom(err);
+			tt_buf_release(&det);
+		}
+		json_decref(arrays);
+	}
+	json_array_foreach(d.moves, i, e) {
+		char *k = tt_asprintf("%s -> %s", json_string_value(json_array_get(e, 0)),
+				      json_string_value(json_array_get(e, 1)));
+		if (!k || json_object_set_new(*entries, k, json_pack("[s,s]", "renamed", "")) != 0)
+			rc = ioom(err);
+		free(k);
+	}
+done:
+	if (rc) {
+		json_decref(*entries);
+		*entries = NULL;
+	}
+	icdiff_release(&d);
+	json_decref(w.ids);
+	json_decref(map);
+	return rc;
+}
+
+/* "N chunks" summed across both sides, other wording kept once. */
+static char *join_details(const char *a, const char *b)
+{
+	tt_buf out = TT_BUF_INIT;
+	long long total = 0;
+	json_t *words = json_array();
+	const char *sides[2] = { a, b };
+	size_t i;
+	json_t *w;
+	for (int s = 0; s < 2 && words; s++) {
+		char *copy = tt_strdup(sides[s]), *save = NULL, *part;
+		for (part = copy ? strtok_r(copy, ",", &save) : NULL; part;
+		     part = strtok_r(NULL, ",", &save)) {
+			char *end;
+			long long n;
+			bool seen = false;
+			while (*part == ' ')
+				part++;
+			end = part + strlen(part);
+			while (end > part && end[-1] == ' ')
+				*--end = '\0';
+			if (!*part)
+				continue;
+			n = strtoll(part, &end, 10);
+			if (end != part && strcmp(end, " chunks") == 0 && part[0] >= '0' && part[0] <= '9') {
+				total += n;
+				continue;
+			}
+			json_array_foreach(words, i, w)
+				if (strcmp(json_string_value(w), part) == 0)
+					seen = true;
+			if (!seen)
+				json_array_append_new(words, json_string(part));
+		}
+		free(copy);
+	}
+	json_array_foreach(words, i, w)
+		tt_buf_printf(&out, "%s%s", out.len ? ", " : "", json_string_value(w));
+	if (total)
+		tt_buf_printf(&out, "%s%lld chunks", out.len ? ", " : "", total);
+	json_decref(words);
+	if (out.failed) {
+		tt_buf_release(&out);
+		return NULL;
+	}
+	return out.len ? tt_buf_detach(&out) : tt_strdup("");
+}
+
+typedef struct sortent {
+	const char *path;
+	const char *change, *detail;
+	int order;
+} sortent;
+
+static int sortent_cmp(const void *x, const void *y)
+{
+	const sortent *a = x, *b = y;
+	if (a->order != b->order)
+		return a->order - b->order;
+	return strcmp(a->path, b->path);
+}
+
+static int collect(json_t *entries, tt_object_diff *out, tt_error *err)
+{
+	size_t n = json_object_size(entries), k = 0;
+	sortent *list = tt_calloc(n ? n : 1, sizeof *list);
+	const char *path;
+	json_t *e;
+	int rc = 0;
+	if (!list)
+		return ioom(err);
+	json_object_foreach(entries, path, e) {
+		const char *c = json_string_value(json_array_get(e, 0));
+		list[k].path = path;
+		list[k].change = c;
+		list[k].detail = json_string_value(json_array_get(e, 1));
+		list[k].order = strcmp(c, "added") == 0     ? 0
+				: strcmp(c, "removed") == 0  ? 1
+				: strcmp(c, "modified") == 0 ? 2
+				: strcmp(c, "renamed") == 0  ? 3
+							     : 9;
+		k++;
+	}
+	qsort(list, n, sizeof *list, sortent_cmp);
+	for (k = 0; k < n && !rc; k++)
+		rc = tt_object_diff_add(out, list[k].path, list[k].change, list[k].detail, err);
+	free(list);
+	return rc;
+}
+
+typedef struct set_ctx {
+	json_t *ids;
+} set_ctx;
+
+static int set_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	set_ctx *c = ctx;
+	return json_object_set_new(c->ids, s->id, json_true()) == 0 ? 0 : ioom(err);
+}
+
+typedef struct common_ctx {
+	json_t *in_b;
+	char found[IC_ID_CHARS + 1];
+} common_ctx;
+
+static int common_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	common_ctx *c = ctx;
+	(void)err;
+	if (json_object_get(c->in_b, s->id)) {
+		memcpy(c->found, s->id, sizeof c->found);
+		return 1;
+	}
+	return 0;
+}
+
+static int ic_diff(tt_backend *b, const json_t *loc, const json_t *a, const json_t *bstate,
+		   const char *la, const char *lb, tt_object_diff *out, tt_error *err)
+{
+	view v;
+	const char *sa = NULL, *sb = NULL;
+	json_t *entries = NULL, *ea = NULL, *eb = NULL, *merged = NULL;
+	set_ctx sc = { NULL };
+	common_ctx cc = { NULL, "" };
+	bool ok = false;
+	int rc;
+
+	(void)b;
+	(void)la;
+	(void)lb;
+	tt_object_diff_init(out, "nodes");
+	if ((rc = state_sid(a, &sa, err)) != 0 || (rc = state_sid(bstate, &sb, err)) != 0)
+		return rc;
+	if (strcmp(sa, sb) == 0)
+		return 0;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	if ((rc = node_diff(&v, sa, sb, &entries, &ok, err)) != 0)
+		goto done;
+	if (ok) {
+		rc = collect(entries, out, err);
+		goto done;
+	}
+	/* Two lines of history: each side against their newest common snapshot. */
+	sc.ids = json_object();
+	cc.in_b = sc.ids;
+	if (!sc.ids) {
+		rc = ioom(err);
+		goto done;
+	}
+	if ((rc = ancestry(&v, sb, set_step, &sc, err)) != 0 ||
+	    (rc = ancestry(&v, sa, common_step, &cc, err)) != 0)
+		goto done;
+	if (!cc.found[0]) {
+		rc = ierr(err, TT_EBACKEND, "icechunk diff failed: snapshots %s and %s share no history",
+			  sa, sb);
+		goto done;
+	}
+	if (strcmp(cc.found, sa) == 0) {
+		ea = json_object();
+	} else if ((rc = node_diff(&v, cc.found, sa, &ea, &ok, err)) != 0) {
+		goto done;
+	}
+	if (strcmp(cc.found, sb) == 0) {
+		eb = json_object();
+	} else if ((rc = node_diff(&v, cc.found, sb, &eb, &ok, err)) != 0) {
+		goto done;
+	}
+	if (!ea || !eb || !(merged = json_object())) {
+		rc = ioom(err);
+		goto done;
+	}
+	{
+		const char *path;
+		json_t *x;
+		json_object_foreach(eb, path, x) {
+			json_t *ya = json_object_get(ea, path);
+			const char *cb = json_string_value(json_array_get(x, 0));
+			const char *db = json_string_value(json_array_get(x, 1));
+			if (!ya) {
+				json_object_set(merged, path, x);
+			} else {
+				const char *ca = json_string_value(json_array_get(ya, 0));
+				const char *da = json_string_value(json_array_get(ya, 1));
+				if (strcmp(ca, "removed") == 0 && strcmp(cb, "removed") == 0)
+					continue;
+				if (strcmp(cb, "removed") == 0) {
+					json_object_set_new(merged, path, json_pack("[s,s]", "removed", db));
+				} else if (strcmp(ca, "removed") == 0) {
+					json_object_set_new(merged, path, json_pack("[s,s]", "added", db));
+				} else {
+					char *j = join_details(da, db);
+					json_object_set_new(merged, path,
+							    json_pack("[s,s]", "modified", j ? j : ""));
+					free(j);
+				}
+			}
+		}
+		json_object_foreach(ea, path, x) {
+			const char *ca = json_string_value(json_array_get(x, 0));
+			const char *inv = strcmp(ca, "added") == 0     ? "removed"
+					  : strcmp(ca, "removed") == 0 ? "added"
+								       : ca;
+			if (json_object_get(eb, path))
+				continue;
+			json_object_set_new(merged, path,
+					    json_pack("[s,s]", inv, json_string_value(json_array_get(x, 1))));
+		}
+	}
+	if ((rc = collect(merged, out, err)) == 0 &&
+	    !(out->note = tt_asprintf("diverged at snapshot %s; changes on either side", cc.found)))
+		rc = ioom(err);
+done:
+	json_decref(entries);
+	json_decref(ea);
+	json_decref(eb);
+	json_decref(merged);
+	json_decref(sc.ids);
+	view_release(&v);
+	return rc;
+}
+
 /* --- refinements --------------------------------------------------------------- */
 
 static int ic_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
@@ -1870,7 +2361,7 @@ static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *
 	/* On local storage icechunk itself replaces refs without compare-and-swap
 	 * (CONDITIONAL_REF is for object stores, not built yet). */
 	return TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE | TT_CAP_PIN | TT_CAP_FORK |
-	       TT_CAP_ATOMIC_REF | TT_CAP_HISTORY | TT_CAP_PROMOTE;
+	       TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE;
 }
 
 static void ic_free(tt_backend *b)
@@ -1894,6 +2385,7 @@ static const tt_backend_ops ic_ops = {
 	.promote = ic_promote,
 	.merge = ic_merge,
 	.ancestor_of = ic_ancestor_of,
+	.diff = ic_diff,
 	.history = ic_history,
 	.effective_capabilities = ic_effective_caps,
 	.base_branch = ic_base_branch,

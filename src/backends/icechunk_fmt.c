@@ -463,6 +463,19 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 		rc = -1;
 		if (si->parent < -1 || si->parent >= (int64_t)count)
 			goto bad;
+		{
+			const uint8_t *pd;
+			size_t pn;
+			if (ic_fb_vector(&s, 5, IC_ID_LEN, &pd, &pn) != 0)
+				goto bad;
+			if (pn && !(si->pruned = tt_malloc(pn * IC_ID_LEN))) {
+				rc = -2;
+				goto bad;
+			}
+			if (pn)
+				memcpy(si->pruned, pd, pn * IC_ID_LEN);
+			si->npruned = pn;
+		}
 		if (i && memcmp(out->snaps[i - 1].id, si->id, IC_ID_LEN) >= 0)
 			goto bad;
 	}
@@ -519,8 +532,10 @@ void ic_repo_release(ic_repo *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nsnaps; i++)
+	for (size_t i = 0; i < r->nsnaps; i++) {
 		free(r->snaps[i].message);
+		free(r->snaps[i].pruned);
+	}
 	free(r->snaps);
 	refs_release(r->tags, r->ntags);
 	refs_release(r->branches, r->nbranches);

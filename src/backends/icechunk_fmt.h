@@ -82,6 +82,8 @@ typedef struct ic_snapinfo {
 	int32_t parent;          /* index into snaps, -1 for a root */
 	uint64_t flushed_at;     /* microseconds since the epoch */
 	char *message;
+	uint8_t (*pruned)[IC_ID_LEN]; /* pruned_ancestor_tx_logs, oldest first */
+	size_t npruned;
 } ic_snapinfo;
 
 typedef struct ic_ref {
