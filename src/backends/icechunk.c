@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1516,6 +1517,14 @@ static int find_step(const snapinfo *s, void *ctx, tt_error *err)
 	return 0;
 }
 
+static int count_step(const snapinfo *s, void *ctx, tt_error *err)
+{
+	size_t *n = ctx;
+	(void)s;
+	(void)err;
+	return ++*n > 1 ? 1 : 0;
+}
+
 static int ic_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			  const tt_target *descendant, int *answer, tt_error *err)
 {
@@ -1576,10 +1585,10 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			goto done;
 		if (!f.found) {
 			rc = ierr(err, TT_EBACKEND,
-				  "%s moved to %s, which is not an ancestor of %s; icechunk cannot merge "
-				  "branches: rebase the fork onto %s with icechunk (or reset it), then "
-				  "promote again",
-				  base, head, target, base);
+				  "%s moved to %s, which is not an ancestor of %s; Icechunk has no merge; "
+				  "re-apply the writes on a fresh fork of the base branch, or reset the "
+				  "base with repo.reset_branch() if losing its newer snapshots is intended",
+				  base, head, target);
 			goto done;
 		}
 		if (v.spec == 2) {
@@ -2345,6 +2354,242 @@ done:
 	return rc;
 }
 
+
+/* --- CREATE ----------------------------------------------------------------------- */
+
+#define OWNER_KEY "tether.owner"
+#define ROOT_SNAPSHOT "1CECHNKREP0F1RSTCMT0"
+
+/* Top-level names an icechunk repository writes (spec 1 and 2), and one a
+ * file browser leaves behind; delete_store removes nothing else. */
+static const char *const layout[] = { "config.yaml", "refs",  "repo",   "overwritten", "snapshots",
+				      "transactions", "manifests", "chunks", ".DS_Store", NULL };
+
+static bool in_layout(const char *name)
+{
+	for (size_t i = 0; layout[i]; i++)
+		if (strcmp(layout[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int put_object(view *v, const char *key, const tt_buf *fb, int type, tt_error *err)
+{
+	tt_buf file = TT_BUF_INIT;
+	int rc = ic_container_write((const uint8_t *)fb->ptr, fb->len, type, 2, &file, err);
+	if (rc == 0)
+		rc = v->store.ops->put_new(&v->store, key, file.ptr, file.len, err);
+	tt_buf_release(&file);
+	return rc;
+}
+
+/* A new spec-2 repository, the owner marker in its metadata (icechunk 1.x
+ * repositories have no metadata, so tether creates spec 2 only). */
+static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t **state,
+		     tt_error *err)
+{
+	view v;
+	tt_buf snap = TT_BUF_INIT, tx = TT_BUF_INIT, repo = TT_BUF_INIT, flex = TT_BUF_INIT;
+	uint64_t now = now_us();
+	struct stat st;
+	int rc;
+
+	(void)b;
+	*state = NULL;
+	memset(&v, 0, sizeof v);
+	v.store.ops = &local_store_ops;
+	if ((rc = local_root(loc, &v.store.root, err)) != 0)
+		return rc;
+	if (lstat(v.store.root, &st) == 0) {
+		rc = ierr(err, TT_EBACKEND, "%s already exists; `create` never adopts it", v.store.root);
+		goto done;
+	}
+	if (!owner || ic_flex_string(owner, &flex) != 0) {
+		rc = ierr(err, TT_EUSAGE, "icechunk create needs an owner (at most 250 bytes)");
+		goto done;
+	}
+	if ((rc = tt_mkdirs(v.store.root, 0777, err)) != 0 ||
+	    (rc = ic_initial_snapshot(now, &snap, err)) != 0 || (rc = ic_initial_txlog(&tx, err)) != 0 ||
+	    (rc = ic_initial_repo(now, OWNER_KEY, (const uint8_t *)flex.ptr, flex.len, &repo, err)) != 0)
+		goto fail;
+	/* the repo file last: a repository never exists half made */
+	if ((rc = put_object(&v, "snapshots/" ROOT_SNAPSHOT, &snap, IC_FILE_SNAPSHOT, err)) != 0 ||
+	    (rc = put_object(&v, "transactions/" ROOT_SNAPSHOT, &tx, IC_FILE_TXLOG, err)) != 0 ||
+	    (rc = put_object(&v, "repo", &repo, IC_FILE_REPO, err)) != 0)
+		goto fail;
+	if (!(*state = sid_state(ROOT_SNAPSHOT)))
+		rc = ioom(err);
+	goto done;
+fail:
+	tt_error_object(err, NULL, KIND);
+done:
+	tt_buf_release(&snap);
+	tt_buf_release(&tx);
+	tt_buf_release(&repo);
+	tt_buf_release(&flex);
+	view_release(&v);
+	return rc;
+}
+
+/* Is there a repository at all (without reading it)? */
+static bool repo_exists(const json_t *loc)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	ic_store s = { &local_store_ops, NULL };
+	bool yes = false;
+	if (local_root(loc, &s.root, &quiet) == 0)
+		yes = s.ops->exists(&s, "repo") || s.ops->exists(&s, "refs/branch.main/ref.json");
+	free(s.root);
+	tt_error_clear(&quiet);
+	return yes;
+}
+
+static int ic_owner(tt_backend *b, const json_t *loc, char **owner, tt_error *err)
+{
+	view v;
+	int rc;
+	(void)b;
+	*owner = NULL;
+	if (!repo_exists(loc))
+		return 0;
+	if ((rc = view_open(loc, &v, err)) != 0)
+		return rc;
+	for (size_t i = 0; v.spec == 2 && i < v.repo.nmetadata; i++) {
+		const char *s;
+		size_t n;
+		if (strcmp(v.repo.metadata[i].name, OWNER_KEY) != 0)
+			continue;
+		if (ic_flex_read_string(v.repo.metadata[i].value, v.repo.metadata[i].len, &s, &n) == 0 &&
+		    n > 0 && !memchr(s, '\0', n) && !(*owner = tt_strndup(s, n)))
+			rc = ioom(err);
+	}
+	view_release(&v);
+	return rc;
+}
+
+static int ic_is_ref_empty(tt_backend *b, const json_t *loc, const json_t *ignoring, int *answer,
+			   tt_error *err)
+{
+	view v;
+	json_t *branches = NULL, *tags = NULL, *e;
+	char *base = NULL, sid[IC_ID_CHARS + 1];
+	size_t i, count = 0;
+	int rc;
+
+	(void)b;
+	*answer = -1;
+	if (!repo_exists(loc))
+		return 0;
+	if ((rc = base_branch_of(loc, &base, err)) != 0)
+		return rc;
+	if ((rc = view_open(loc, &v, err)) != 0) {
+		free(base);
+		return rc;
+	}
+	if ((rc = list_refs(&v, "branch", &branches, err)) != 0 ||
+	    (rc = list_refs(&v, "tag", &tags, err)) != 0)
+		goto done;
+	*answer = 1;
+	json_array_foreach(branches, i, e) {
+		const char *n = json_string_value(e);
+		bool ignored = false;
+		size_t k;
+		json_t *x;
+		json_array_foreach(ignoring, k, x)
+			if (json_is_string(x) && strcmp(json_string_value(x), n) == 0)
+				ignored = true;
+		if (!ignored && strcmp(n, base) != 0)
+			*answer = 0;
+	}
+	json_array_foreach(tags, i, e) {
+		const char *n = json_string_value(e);
+		char *pid = pin_id_of(n);
+		bool ignored = false;
+		size_t k;
+		json_t *x;
+		json_array_foreach(ignoring, k, x) {
+			char *ip;
+			if (!json_is_string(x))
+				continue;
+			if (strcmp(json_string_value(x), n) == 0)
+				ignored = true;
+			ip = pin_id_of(json_string_value(x));
+			if (ip && pid && strcmp(ip, pid) == 0)
+				ignored = true;
+			free(ip);
+		}
+		free(pid);
+		if (!ignored)
+			*answer = 0;
+	}
+	if (*answer == 1) {
+		/* the base still at the first snapshot: nothing committed to it */
+		rc = lookup_branch(&v, base, sid, err);
+		if (rc == TT_ENOTFOUND) {
+			rc = 0;
+			*answer = -1;
+			goto done;
+		}
+		if (rc == 0)
+			rc = ancestry(&v, sid, count_step, &count, err);
+		if (rc == 0 && count != 1)
+			*answer = 0;
+	}
+done:
+	json_decref(branches);
+	json_decref(tags);
+	free(base);
+	view_release(&v);
+	return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
+{
+	char *owner = NULL, *root = NULL;
+	json_t *names = NULL, *e;
+	ic_store s = { &local_store_ops, NULL };
+	tt_buf foreign = TT_BUF_INIT;
+	int rc, empty = -1;
+	size_t i;
+
+	if ((rc = local_root(loc, &root, err)) != 0)
+		return rc;
+	/* the caller checked; check again here, where the delete is */
+	if ((rc = ic_owner(b, loc, &owner, err)) != 0 || (rc = ic_is_ref_empty(b, loc, NULL, &empty, err)) != 0)
+		goto done;
+	if (!owner || empty != 1) {
+		rc = ierr(err, TT_EBACKEND, "%s is not an empty repository tether created; not removing it",
+			  root);
+		goto done;
+	}
+	s.root = root;
+	if ((rc = s.ops->list(&s, ".", &names, err)) != 0)
+		goto done;
+	json_array_foreach(names, i, e)
+		if (!in_layout(json_string_value(e)))
+			tt_buf_printf(&foreign, "%s%s", foreign.len ? ", " : "", json_string_value(e));
+	if (foreign.len) {
+		rc = ierr(err, TT_EBACKEND, "%s holds more than an icechunk repository (%s); not removing it",
+			  root, foreign.ptr);
+		goto done;
+	}
+	if (nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		rc = ierr(err, TT_EIO, "cannot remove %s: %s", root, strerror(errno));
+done:
+	tt_buf_release(&foreign);
+	json_decref(names);
+	free(owner);
+	free(root);
+	return rc;
+}
+
 /* --- refinements --------------------------------------------------------------- */
 
 static int ic_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
@@ -2361,7 +2606,7 @@ static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *
 	/* On local storage icechunk itself replaces refs without compare-and-swap
 	 * (CONDITIONAL_REF is for object stores, not built yet). */
 	return TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE | TT_CAP_PIN | TT_CAP_FORK |
-	       TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE;
+	       TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_CREATE;
 }
 
 static void ic_free(tt_backend *b)
@@ -2387,6 +2632,10 @@ static const tt_backend_ops ic_ops = {
 	.ancestor_of = ic_ancestor_of,
 	.diff = ic_diff,
 	.history = ic_history,
+	.create = ic_create,
+	.owner = ic_owner,
+	.is_ref_empty = ic_is_ref_empty,
+	.delete_store = ic_delete_store,
 	.effective_capabilities = ic_effective_caps,
 	.base_branch = ic_base_branch,
 	.free = ic_free,

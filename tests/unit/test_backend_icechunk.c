@@ -377,6 +377,15 @@ static int o_new_object(void *p, json_t **loc)
 	return *loc ? 0 : -1;
 }
 
+static int o_fresh(void *p, json_t **loc)
+{
+	oracle *o = p;
+	char *path = tt_asprintf("%s/fresh%d", o->tmp, ++o->objects);
+	*loc = path ? loc_of(path) : NULL;
+	free(path);
+	return *loc ? 0 : -1;
+}
+
 static int o_mutate(void *p, const json_t *loc, const char *ref)
 {
 	oracle *o = p;
@@ -428,12 +437,15 @@ static void conformance(int spec)
 	CHECK(b);
 	CHECK_MSG(start_oracle(&o, spec) == 0, "real icechunk is needed (scripts/setup.sh)");
 	/* What the backend declares for a local repository (the kind row is
-	 * the contract for every storage). */
+	 * the contract for every storage).  CREATE makes a spec-2 repository,
+	 * which icechunk 1.x cannot write to: it is checked with 2.x only. */
+	unsigned caps = b->ops->effective_capabilities(b, NULL, NULL);
 	tt_conformance_harness h = { .backend = b, .new_object = o_new_object, .mutate = o_mutate,
+				     .fresh_locator = o_fresh,
 				     .ctx = &o,
 				     .label = spec == 1 ? "conformance/icechunk-spec1"
 							: "conformance/icechunk-spec2",
-				     .capabilities = b->ops->effective_capabilities(b, NULL, NULL) };
+				     .capabilities = spec == 1 ? caps & ~(unsigned)TT_CAP_CREATE : caps };
 	failed = tt_conformance_run(&h);
 	tt_proc_finish(o.proc, NULL, &errout, &err);
 	tt_error_clear(&err);
@@ -582,4 +594,78 @@ TT_TEST(icechunk_1x_accepts_our_spec1_writes)
 TT_TEST(icechunk_2x_accepts_our_spec2_writes)
 {
 	accepts(2);
+}
+
+/* The owner marker is FlexBuffers as icechunk writes it, and survives
+ * icechunk 2.x decoding and re-encoding the repository metadata (every
+ * commit rewrites the repo file from its decoded metadata). */
+TT_TEST(created_repo_metadata_survives_icechunk_2x_writes)
+{
+	static const uint8_t alice[] = { 0x05, 0x61, 0x6c, 0x69, 0x63, 0x65, 0x00, 0x06, 0x14, 0x01 };
+	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	tt_buf flex = TT_BUF_INIT;
+	char *path = tt_asprintf("%s/made", o.tmp), *who = NULL, *s1 = NULL;
+	json_t *loc = NULL, *st = NULL, *ans = NULL;
+	int empty = -1;
+
+	CHECK(b && path);
+	CHECK_INT(ic_flex_string("alice", &flex), 0);
+	CHECK(flex.len == sizeof alice && memcmp(flex.ptr, alice, sizeof alice) == 0);
+	tt_buf_release(&flex);
+	loc = loc_of(path);
+	CHECK_OK(b->ops->create(b, loc, "alice@example.com", &st, &err));
+	CHECK_STR(json_string_value(json_object_get(st, "snapshot_id")), "1CECHNKREP0F1RSTCMT0");
+	CHECK_MSG(start_oracle(&o, 2) == 0, "real icechunk is needed (scripts/setup.sh)");
+	CHECK((ans = ask(&o, json_pack("[s,s]", "check", path))));
+	json_decref(ans);
+	CHECK((s1 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a1"))));
+	CHECK((ans = ask(&o, json_pack("[s,s,s]", "ancestry", path, "main"))));
+	CHECK_INT(json_array_size(json_object_get(ans, "entries")), 2);
+	CHECK_STR(json_string_value(json_array_get(json_array_get(json_object_get(ans, "entries"), 1), 2)),
+		  "Repository initialized");
+	json_decref(ans);
+	CHECK_OK(b->ops->owner(b, loc, &who, &err));
+	CHECK_STR(who, "alice@example.com");
+	CHECK_OK(b->ops->is_ref_empty(b, loc, NULL, &empty, &err));
+	CHECK_INT(empty, 0);
+	/* not empty: delete_store refuses and keeps everything */
+	CHECK(b->ops->delete_store(b, loc, &err) == TT_EBACKEND);
+	tt_error_clear(&err);
+	CHECK(tt_is_dir(path));
+	tt_proc_finish(o.proc, NULL, NULL, &err);
+	tt_error_clear(&err);
+	free(who);
+	free(s1);
+	free(path);
+	json_decref(loc);
+	json_decref(st);
+	tt_backend_free(b);
+}
+
+/* delete_store removes only icechunk's names: anything else keeps it all. */
+TT_TEST(delete_store_refuses_foreign_files)
+{
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/made", tt_test_tmpdir()), *extra = NULL;
+	json_t *loc = NULL, *st = NULL;
+	CHECK(b && path);
+	loc = loc_of(path);
+	CHECK_OK(b->ops->create(b, loc, "me", &st, &err));
+	extra = tt_path_join(path, "notes.txt");
+	CHECK(tt_write_file_atomic(extra, "x", 1, 0644, &err) == 0);
+	CHECK(b->ops->delete_store(b, loc, &err) == TT_EBACKEND);
+	CHECK(strstr(err.message, "notes.txt"));
+	tt_error_clear(&err);
+	CHECK(tt_is_dir(path));
+	CHECK_OK(tt_unlink(extra, &err));
+	CHECK_OK(b->ops->delete_store(b, loc, &err));
+	CHECK(!tt_exists(path));
+	free(extra);
+	free(path);
+	json_decref(loc);
+	json_decref(st);
+	tt_backend_free(b);
 }
