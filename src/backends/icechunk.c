@@ -1728,7 +1728,7 @@ done:
 
 typedef struct hist_ctx {
 	tt_history_entry *entries;
-	size_t n, limit;
+	size_t n, cap, limit;
 	json_t *refs; /* sid -> [names] */
 } hist_ctx;
 
@@ -1746,8 +1746,18 @@ static char *iso_utc(uint64_t us)
 static int hist_step(const snapinfo *s, void *ctx, tt_error *err)
 {
 	hist_ctx *h = ctx;
-	tt_history_entry *e = &h->entries[h->n];
+	tt_history_entry *e;
 	json_t *r = json_object_get(h->refs, s->id);
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 64;
+		tt_history_entry *m = tt_realloc(h->entries, cap * sizeof *m);
+		if (!m)
+			return ioom(err);
+		memset(m + h->cap, 0, (cap - h->cap) * sizeof *m);
+		h->entries = m;
+		h->cap = cap;
+	}
+	e = &h->entries[h->n];
 	e->id = tt_strdup(s->id);
 	e->when = iso_utc(s->flushed_at);
 	e->message = tt_strdup(s->message ? s->message : "");
@@ -1797,7 +1807,7 @@ static int ic_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 		      tt_history_entry **out, size_t *n, tt_error *err)
 {
 	view v;
-	hist_ctx h = { NULL, 0, limit, NULL };
+	hist_ctx h = { NULL, 0, 0, limit, NULL };
 	char sid[IC_ID_CHARS + 1], *start = NULL;
 	const json_t *at = json_object_get(loc, "at");
 	int rc;
@@ -1828,28 +1838,7 @@ static int ic_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 	if ((rc = add_refs(&v, "branch", h.refs, err)) != 0 ||
 	    (rc = add_refs(&v, "tag", h.refs, err)) != 0)
 		goto done;
-	{
-		size_t cap = limit;
-		if (v.spec == 2 && cap > v.repo.nsnaps)
-			cap = v.repo.nsnaps;
-		if (cap > 4096)
-			cap = 4096;
-		h.entries = tt_calloc(cap, sizeof *h.entries);
-		if (!h.entries) {
-			rc = ioom(err);
-			goto done;
-		}
-		h.limit = cap < limit ? cap : limit;
-	}
 	rc = ancestry(&v, sid, hist_step, &h, err);
-	if (rc == 0 && h.n == h.limit && h.limit < limit && v.spec == 1) {
-		/* more than the first allocation: walk again with room for all */
-		tt_history_release(h.entries, h.n);
-		h.n = 0;
-		h.limit = limit > MAX_ANCESTRY ? MAX_ANCESTRY : limit;
-		h.entries = tt_calloc(h.limit, sizeof *h.entries);
-		rc = h.entries ? ancestry(&v, sid, hist_step, &h, err) : ioom(err);
-	}
 done:
 	if (rc) {
 		tt_history_release(h.entries, h.n);
