@@ -184,3 +184,5 @@ for await (const line of rl) {
   }
   process.stdout.write(JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)) + '\n')
 }
+// the WASI runtime keeps the event loop alive for seconds after input ends
+process.exit(0)
