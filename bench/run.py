@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -797,7 +798,10 @@ def check_icechunk_same(argv_tail: list[str]):
             if p.returncode != 0:
                 raise Skip(f"{who(side)} `{' '.join(argv_tail)}` exited {p.returncode}: "
                            f"{first_line(p.stderr)}")
-            out[side] = json.loads(p.stdout)
+            # each side pins its own copy of the repository (another path,
+            # so another identity and pin id): pin names are compared by shape
+            out[side] = json.loads(re.sub(r'"tether\.[0-9a-f]{8}\.[0-9a-f]{16}"', '"tether.<pin>"',
+                                          p.stdout))
         if out["ours"] != out["ref"]:
             raise Skip(f"`{' '.join(argv_tail)} --json` differs")
         n = len(out["ours"]) if isinstance(out["ours"], list) else 1
