@@ -520,6 +520,8 @@ static void accepts(int spec)
 	CHECK_STR(ref, s2);
 
 	/* a fork icechunk commits on, then a conditional reset of it */
+	free(ref);
+	ref = NULL;
 	CHECK_OK(b->ops->fork(b, loc, &from_pin, dev, NULL, &ref, &err));
 	free(ref);
 	ref = NULL;
