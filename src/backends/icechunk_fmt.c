@@ -515,6 +515,14 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 	    ic_fb_vector_table(&root, d, count, 0, &up) != 0 ||
 	    ic_fb_u64(&up, 2, 0, &out->last_update_at) != 0)
 		goto bad;
+	out->nupdates = count;
+	{
+		const char *bs;
+		size_t bn;
+		if (ic_fb_string(&root, 8, &bs, &bn) != 0)
+			goto bad;
+		out->chained = bs != NULL;
+	}
 	return 0;
 bad:
 	ic_repo_release(out);

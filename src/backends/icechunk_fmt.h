@@ -110,6 +110,8 @@ typedef struct ic_repo {
 	size_t nmetadata;
 	uint8_t availability;    /* 0 online, 1 read-only, 2 offline */
 	uint64_t last_update_at; /* the newest ops-log entry's updated_at */
+	size_t nupdates;         /* ops-log entries in this file */
+	bool chained;            /* repo_before_updates is set */
 } ic_repo;
 
 int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out, tt_error *err);

@@ -671,3 +671,57 @@ TT_TEST(delete_store_refuses_foreign_files)
 	json_decref(st);
 	tt_backend_free(b);
 }
+
+/* The ops log is capped at 1000 entries per repo file: past that, the file
+ * keeps the newest entries and chains to the rest through
+ * repo_before_updates (a backup's name).  icechunk 2.x must still read the
+ * repository and write on top of it. */
+TT_TEST(ops_log_cap_chains_to_backups)
+{
+	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/capped", o.tmp), *sid = NULL;
+	json_t *loc = NULL, *st = NULL, *ans = NULL;
+	tt_buf raw = TT_BUF_INIT, fb = TT_BUF_INIT;
+	ic_repo r;
+	int spec = 0;
+
+	CHECK(b && path);
+	loc = loc_of(path);
+	CHECK_OK(b->ops->create(b, loc, "me", &st, &err));
+	for (int i = 0; i < 1005; i++) {
+		tt_pin p;
+		char id[64];
+		snprintf(id, sizeof id, "c0fe5a1e.%016x", i);
+		CHECK_OK(b->ops->pin(b, loc, st, id, &p, &err));
+	}
+	{
+		char *repo = tt_path_join(path, "repo");
+		CHECK(read_all(repo, &raw) == 0);
+		free(repo);
+	}
+	CHECK_OK(ic_container_read((const uint8_t *)raw.ptr, raw.len, IC_FILE_REPO, "repo", 0, &fb,
+				   &spec, &err));
+	CHECK_OK(ic_repo_decode((const uint8_t *)fb.ptr, fb.len, "repo", &r, &err));
+	CHECK_INT(r.ntags, 1005);
+	CHECK(r.nupdates <= 1000);
+	CHECK(r.chained);
+	ic_repo_release(&r);
+	CHECK_MSG(start_oracle(&o, 2) == 0, "real icechunk is needed (scripts/setup.sh)");
+	CHECK((ans = ask(&o, json_pack("[s,s]", "check", path))));
+	json_decref(ans);
+	CHECK((ans = ask(&o, json_pack("[s,s]", "tags", path))));
+	CHECK_INT(json_array_size(json_object_get(ans, "names")), 1005);
+	json_decref(ans);
+	CHECK((sid = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a1"))));
+	tt_proc_finish(o.proc, NULL, NULL, &err);
+	tt_error_clear(&err);
+	tt_buf_release(&raw);
+	tt_buf_release(&fb);
+	free(sid);
+	free(path);
+	json_decref(loc);
+	json_decref(st);
+	tt_backend_free(b);
+}
