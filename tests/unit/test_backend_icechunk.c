@@ -9,6 +9,7 @@
  * beside the source tree ($TETHER_SOURCE_DIR).  The Python used for the
  * real icechunk: $TETHER_PYTHON, else .venv/bin/python in the source tree.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -723,5 +724,77 @@ TT_TEST(ops_log_cap_chains_to_backups)
 	free(path);
 	json_decref(loc);
 	json_decref(st);
+	tt_backend_free(b);
+}
+
+/* Racing conditional forks on a spec-2 repository (threads of one process
+ * stand for tether processes: each call takes its own lock): exactly one
+ * moves the branch, every other one finds it moved. */
+typedef struct racer {
+	tt_backend *b;
+	const json_t *loc, *source, *expected;
+	int rc;
+} racer;
+
+static void *race_fork(void *p)
+{
+	racer *r = p;
+	tt_error err = TT_ERROR_INIT;
+	tt_target src = { TT_TARGET_STATE, NULL, NULL, r->source };
+	tt_expect exp = { TT_EXPECT_STATE, r->expected };
+	char *ref = NULL;
+	r->rc = r->b->ops->fork(r->b, r->loc, &src, "tether.ws.c0fe5a1e.race", &exp, &ref, &err);
+	free(ref);
+	tt_error_clear(&err);
+	return NULL;
+}
+
+TT_TEST(spec2_racing_conditional_forks_one_wins)
+{
+	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/race", o.tmp), *s1 = NULL, *s2 = NULL, *ref = NULL;
+	json_t *loc = NULL, *st0 = NULL, *st1 = NULL, *st2 = NULL, *ans = NULL;
+	racer r[8];
+	pthread_t th[8];
+	int wins = 0, moved = 0;
+
+	CHECK(b && path);
+	loc = loc_of(path);
+	CHECK_OK(b->ops->create(b, loc, "me", &st0, &err));
+	CHECK_MSG(start_oracle(&o, 2) == 0, "real icechunk is needed (scripts/setup.sh)");
+	CHECK((s1 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a1"))));
+	CHECK((s2 = ask_sid(&o, json_pack("[s,s,s,s]", "commit", path, "main", "a2"))));
+	st1 = json_pack("{s:s}", "snapshot_id", s1);
+	st2 = json_pack("{s:s}", "snapshot_id", s2);
+	{
+		tt_target src = { TT_TARGET_STATE, NULL, NULL, st0 };
+		CHECK_OK(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.race", NULL, &ref, &err));
+	}
+	for (int i = 0; i < 8; i++) {
+		r[i] = (racer){ b, loc, i % 2 ? st1 : st2, st0, 1 };
+		CHECK(pthread_create(&th[i], NULL, race_fork, &r[i]) == 0);
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 8; i++) {
+		wins += r[i].rc == 0;
+		moved += r[i].rc == TT_EREFMOVED;
+	}
+	CHECK_INT(wins, 1);
+	CHECK_INT(moved, 7);
+	CHECK((ans = ask(&o, json_pack("[s,s]", "check", path))));
+	json_decref(ans);
+	tt_proc_finish(o.proc, NULL, NULL, &err);
+	tt_error_clear(&err);
+	free(ref);
+	free(s1);
+	free(s2);
+	free(path);
+	json_decref(loc);
+	json_decref(st0);
+	json_decref(st1);
+	json_decref(st2);
 	tt_backend_free(b);
 }
