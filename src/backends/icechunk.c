@@ -986,6 +986,11 @@ static int pin_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 {
 	pin_ctx *pc = ctx;
 	long si = snap_index(v, pc->sid);
+	if (v->repo.create_tag_off)
+		return ierr(err, TT_EBACKEND,
+			    "icechunk repository %s has tag creation disabled (feature flag create_tag); "
+			    "enable it with icechunk to pin here",
+			    v->store.root);
 	if (si < 0)
 		return ierr(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", pc->sid,
 			    v->store.root);
@@ -1135,7 +1140,11 @@ static int name_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 {
 	name_ctx *nc = ctx;
 	bool tag = nc->kind == IC_CHANGE_TAG_DELETE;
-	(void)err;
+	if (tag && v->repo.delete_tag_off)
+		return ierr(err, TT_EBACKEND,
+			    "icechunk repository %s has tag deletion disabled (feature flag delete_tag); "
+			    "enable it with icechunk to release pins here",
+			    v->store.root);
 	if (ic_repo_find_ref(tag ? v->repo.tags : v->repo.branches,
 			     tag ? v->repo.ntags : v->repo.nbranches, nc->name) < 0)
 		return 1;

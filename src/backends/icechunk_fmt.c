@@ -517,6 +517,17 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 		goto bad;
 	out->nupdates = count;
 	{
+		const uint8_t *fd;
+		size_t fn;
+		if (ic_fb_vector(&root, 11, 2, &fd, &fn) != 0)
+			goto bad;
+		for (size_t i = 0; i < fn; i++) {
+			uint16_t flag = rd16(fd + 2 * i);
+			out->create_tag_off |= flag == 4;
+			out->delete_tag_off |= flag == 5;
+		}
+	}
+	{
 		const char *bs;
 		size_t bn;
 		if (ic_fb_string(&root, 8, &bs, &bn) != 0)

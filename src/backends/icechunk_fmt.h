@@ -111,6 +111,8 @@ typedef struct ic_repo {
 	uint8_t availability;    /* 0 online, 1 read-only, 2 offline */
 	uint64_t last_update_at; /* the newest ops-log entry's updated_at */
 	size_t nupdates;         /* ops-log entries in this file */
+	bool create_tag_off;     /* feature flag 4 explicitly disabled */
+	bool delete_tag_off;     /* feature flag 5 explicitly disabled */
 	bool chained;            /* repo_before_updates is set */
 } ic_repo;
 

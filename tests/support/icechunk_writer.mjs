@@ -8,6 +8,7 @@
 //   ["lookup_tag"|"lookup_branch", path, name] -> {ok, snapshot_id}
 //   ["ancestry", path, ref]               -> {ok, entries: [[id, iso, message]]}
 //   ["diff", path, from_sid, to_sid]      -> {ok, diff}
+//   ["set_flag", path, name, bool]         -> {ok} (setFeatureFlag)
 //   ["check", path]                       -> {ok} after opening and reading every ref
 // The WASM build has no local-filesystem storage, so this file supplies one
 // (create-if-absent through link(), replace through rename(), temporaries
@@ -166,6 +167,10 @@ async function run([op, p, ...rest]) {
     case 'diff': {
       const d = await repo.diff({ fromSnapshotId: rest[0], toSnapshotId: rest[1] })
       return { diff: d }
+    }
+    case 'set_flag': {
+      await repo.setFeatureFlag(rest[0], rest[1])
+      return {}
     }
     case 'check': {
       for (const b of await repo.listBranches()) await repo.lookupBranch(b)

@@ -798,3 +798,36 @@ TT_TEST(spec2_racing_conditional_forks_one_wins)
 	json_decref(st2);
 	tt_backend_free(b);
 }
+
+/* A repository where icechunk's create_tag feature is disabled gets no pin
+ * from tether either (icechunk's own writers refuse there too). */
+TT_TEST(spec2_disabled_tag_creation_is_respected)
+{
+	oracle o = { NULL, tt_test_tmpdir(), 0, 0 };
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/flags", o.tmp);
+	json_t *loc = NULL, *st = NULL, *ans = NULL;
+	tt_pin p;
+
+	CHECK(b && path);
+	loc = loc_of(path);
+	CHECK_MSG(start_oracle(&o, 2) == 0, "real icechunk is needed (scripts/setup.sh)");
+	CHECK((ans = ask(&o, json_pack("[s,s]", "create", path))));
+	json_decref(ans);
+	CHECK((ans = ask(&o, json_pack("[s,s,s,b]", "set_flag", path, "create_tag", 0))));
+	json_decref(ans);
+	CHECK_OK(b->ops->fingerprint(b, loc, NULL, &st, &err));
+	CHECK_INT(b->ops->pin(b, loc, st, "c0fe5a1e.0011223344556677", &p, &err), TT_EBACKEND);
+	CHECK(strstr(err.message, "create_tag"));
+	tt_error_clear(&err);
+	CHECK((ans = ask(&o, json_pack("[s,s]", "tags", path))));
+	CHECK_INT(json_array_size(json_object_get(ans, "names")), 0);
+	json_decref(ans);
+	tt_proc_finish(o.proc, NULL, NULL, &err);
+	tt_error_clear(&err);
+	free(path);
+	json_decref(loc);
+	json_decref(st);
+	tt_backend_free(b);
+}
