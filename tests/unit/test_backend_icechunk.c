@@ -283,6 +283,32 @@ TT_TEST(corrupt_and_truncated_files_fail_clearly)
 	tt_backend_free(b);
 }
 
+/* A spec-1 ref that is not {"snapshot": "<id>"} names the file. */
+TT_TEST(corrupt_spec1_ref_fails_clearly)
+{
+	const char *tmp = tt_test_tmpdir();
+	tt_error err = TT_ERROR_INIT;
+	tt_backend *b = backend();
+	char *src = fixture("test-repo-v1"), *dst = tt_path_join(tmp, "repo");
+	char *ref = tt_path_join(dst, "refs/branch.main/ref.json");
+	static const char *const bad[] = { "", "{", "{\"snapshot\": 3}", "{\"snapshot\":\"SHORT\"}",
+					   "[\"NXH3M0HJ7EEJ0699DPP0\"]" };
+	json_t *loc = NULL, *st = NULL;
+	CHECK(b && copy_tree(src, dst) == 0);
+	loc = loc_of(dst);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(tt_write_file_atomic(ref, bad[i], strlen(bad[i]), 0644, &err) == 0);
+		CHECK_INT(b->ops->fingerprint(b, loc, NULL, &st, &err), TT_EPARSE);
+		CHECK(strstr(err.message, "branch.main/ref.json"));
+		tt_error_clear(&err);
+	}
+	json_decref(loc);
+	free(src);
+	free(dst);
+	free(ref);
+	tt_backend_free(b);
+}
+
 /* --- pins on a spec-1 copy --------------------------------------------------------- */
 
 TT_TEST(pin_generations_after_deletion)
