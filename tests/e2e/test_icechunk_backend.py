@@ -233,6 +233,29 @@ def test_spec1_diffs_match_tether_vcs(name, tmp_path, env):
         assert (mine.get("note") or "") == (theirs[spec]["note"] or ""), spec
 
 
+def test_diverged_heads_diff_like_tether_vcs(tmp_path, env, oracle):
+    """Two branches' heads: each side against the newest common snapshot,
+    both directions, with adds, removals and changes on either side."""
+    o = oracle(1)
+    repo = tmp_path / "div.icechunk"
+    base = make_repo(o, repo, "a1", "a2")[-1]
+    o("branch", str(repo), "dev", base)
+    main = o("commit", str(repo), "main", "m1")["snapshot_id"]
+    main = o("remove", str(repo), "main", "a1")["snapshot_id"]
+    dev = o("commit", str(repo), "dev", "d1")["snapshot_id"]
+    dev = o("remove", str(repo), "dev", "a2")["snapshot_id"]
+    specs = [f"{main}:{dev}", f"{dev}:{main}", f"{base}:{dev}"]
+    theirs = reference_api(env, REF_DIFFS, str(repo), *specs)
+    for spec in specs:
+        a, _, c = spec.partition(":")
+        mine = ours(loc(repo), "diff", json.dumps({"snapshot_id": a}),
+                    json.dumps({"snapshot_id": c}))
+        assert [[e["path"], e["change"], e["detail"]] for e in mine["entries"]] == \
+            theirs[spec]["entries"], spec
+        assert (mine.get("note") or "") == (theirs[spec]["note"] or ""), spec
+    assert "diverged at snapshot" in theirs[specs[0]]["note"]
+
+
 # --------------------------------------------------------------------------- #
 # States, pin ids, log and diff equal tether-vcs's (spec 1)
 # --------------------------------------------------------------------------- #

@@ -5,6 +5,8 @@ Each stdin line is a JSON array; each answer is one JSON line:
   ["create", path]                   -> {"ok": true}
   ["commit", path, branch, name]     -> {"ok": true, "snapshot_id": ...}
         (writes a new array `name` on branch and commits)
+  ["branch", path, name, snapshot_id] -> create_branch
+  ["remove", path, branch, name]     -> deletes array `name` and commits
   ["tags", path] / ["branches", path] -> {"ok": true, "names": [...]}
   ["lookup_tag", path, name] / ["lookup_branch", path, name]
   ["ancestry", path, ref]            -> {"ok": true, "entries": [[id, iso, msg], ...]}
@@ -43,6 +45,15 @@ def run(cmd):
         g = zarr.open_group(store=s.store, mode="a")
         g.create_array(name, shape=(2,), dtype="i4")
         return {"snapshot_id": s.commit(f"write {name}")}
+    if op == "branch":
+        r.create_branch(rest[0], rest[1])
+        return {}
+    if op == "remove":
+        branch, name = rest
+        s = r.writable_session(branch)
+        g = zarr.open_group(store=s.store, mode="a")
+        del g[name]
+        return {"snapshot_id": s.commit(f"remove {name}")}
     if op == "tags":
         return {"names": sorted(r.list_tags())}
     if op == "branches":
