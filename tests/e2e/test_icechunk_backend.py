@@ -356,3 +356,28 @@ def test_end_to_end_spec2(tmp_path, tether, env, oracle):
     assert d[0]["detail"]["entries"] == [{"path": "/a2", "change": "added", "detail": "array"}]
     o("check", str(repo))
     assert o("lookup_branch", str(repo), "main")["snapshot_id"] == s2
+
+
+def test_new_and_promote_spec2(tmp_path, tether, env, oracle):
+    """`tether new` forks a branch icechunk 2.x then commits on; `promote`
+    resets main onto it; icechunk keeps writing on main afterwards."""
+    o = oracle(2)
+    repo = tmp_path / "stores" / "arr.icechunk"
+    make_repo(o, repo, "a1")
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=ds, env=env, check=True)
+    tether("init", "--dataset-id", DS, cwd=ds)
+    tether("add", "arr", str(repo), "--kind", "icechunk", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    tether("new", "-b", "feature", "--eager", cwd=ds)
+    branch = f"tether.ws.{DS}.feature"
+    assert o("branches", str(repo))["names"] == ["main", branch]
+    s2 = o("commit", str(repo), branch, "on-feature")["snapshot_id"]
+    tether("commit", "-m", "feature work", cwd=ds)
+    out = tether.json("promote", cwd=ds)
+    assert out["fast_forwarded"] == {"arr": {"snapshot_id": s2}}
+    assert o("lookup_branch", str(repo), "main")["snapshot_id"] == s2
+    s3 = o("commit", str(repo), "main", "after-promote")["snapshot_id"]
+    assert [e[0] for e in o("ancestry", str(repo), "main")["entries"]][:2] == [s3, s2]
+    o("check", str(repo))
