@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -939,6 +940,118 @@ def cmds_lance(what: str):
     return cmds
 
 
+# -- icechunk ------------------------------------------------------------------ #
+ICECHUNK_BUILD = """
+import sys
+import icechunk as ic, zarr
+repo = ic.Repository.create(ic.local_filesystem_storage(sys.argv[1]))
+for k in range(int(sys.argv[2]) - 1):
+    s = repo.writable_session("main")
+    g = zarr.open_group(store=s.store, mode="a")
+    g.attrs["k"] = k
+    s.commit(f"commit {k}")
+"""
+
+ICECHUNK_COMMIT = """
+import sys
+import icechunk as ic, zarr
+repo = ic.Repository.open(ic.local_filesystem_storage(sys.argv[1]))
+s = repo.writable_session("main")
+g = zarr.open_group(store=s.store, mode="a")
+g.attrs["bench"] = sys.argv[2]
+s.commit("bench " + sys.argv[2])
+"""
+
+
+def icechunk_repo(n: int) -> Path:
+    """A spec-1 repository (icechunk 1.x, what tether-vcs drives here) with n
+    snapshots on main, built once under .tmp/bench/."""
+    path = CACHE / f"icechunk-{n}-v{HISTORY_FORMAT}"
+    if not (path / "refs").is_dir():
+        if path.exists():
+            shutil.rmtree(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "ICECHUNK_LOG": "error"}
+        subprocess.run([sys.executable, "-c", ICECHUNK_BUILD, str(path), str(n)], env=env,
+                       check=True, capture_output=True, timeout=3600)
+    return path
+
+
+def prep_icechunk(n: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        env["ICECHUNK_LOG"] = "error"
+        src = icechunk_repo(n)
+        ctx = {"env": env, "sides": sides, "n": n, "reps": 0}
+        for side in ("ours", "ref"):
+            repo = tmp / side / "arr.icechunk"
+            shutil.copytree(src, repo)
+            ds = new_git_repo(tmp / side / "ds", env)
+            exe = sides.exe(side)
+            run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
+            run([exe, "add", "arr", str(repo), "--kind", "icechunk"], ds, env)
+            run([exe, "commit", "-m", "first"], ds, env)
+            ctx[side] = {"ds": ds, "repo": repo}
+        return ctx
+    return prepare
+
+
+def check_icechunk_same(argv_tail: list[str]):
+    def check(ctx: dict) -> str:
+        out = {}
+        for side in ("ours", "ref"):
+            p = run([ctx["sides"].exe(side), *argv_tail, "--json"], ctx[side]["ds"], ctx["env"],
+                    check=False)
+            if p.returncode != 0:
+                raise Skip(f"{who(side)} `{' '.join(argv_tail)}` exited {p.returncode}: "
+                           f"{first_line(p.stderr)}")
+            # each side pins its own copy of the repository (another path,
+            # so another identity and pin id): pin names are compared by shape
+            out[side] = json.loads(re.sub(r'"tether\.[0-9a-f]{8}\.[0-9a-f]{16}"', '"tether.<pin>"',
+                                          p.stdout))
+        if out["ours"] != out["ref"]:
+            raise Skip(f"`{' '.join(argv_tail)} --json` differs")
+        n = len(out["ours"]) if isinstance(out["ours"], list) else 1
+        return f"same `{' '.join(argv_tail)} --json` on both sides ({n} entries)"
+    return check
+
+
+def cmds_icechunk(argv_tail: list[str]):
+    def cmds(ctx: dict, side: str):
+        return [([ctx["sides"].exe(side), *argv_tail], ctx[side]["ds"])]
+    return cmds
+
+
+def before_icechunk_pin(ctx: dict, side: str) -> None:
+    ctx["reps"] += 1
+    subprocess.run([sys.executable, "-c", ICECHUNK_COMMIT, str(ctx[side]["repo"]),
+                    f"{side}-{ctx['reps']}"], env=ctx["env"], check=True, capture_output=True)
+
+
+def check_icechunk_pin(ctx: dict) -> str:
+    pins = {}
+    for side in ("ours", "ref"):
+        before_icechunk_pin(ctx, side)
+        p = run([ctx["sides"].exe(side), "commit", "-m", "check", "--json"], ctx[side]["ds"],
+                ctx["env"], check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `commit` exited {p.returncode}: {first_line(p.stderr)}")
+        pins[side] = json.loads(p.stdout).get("pinned", {}).get("arr")
+        if not pins[side]:
+            raise Skip(f"{who(side)} pinned nothing")
+        tag = ctx[side]["repo"] / "refs" / f"tag.{pins[side]}" / "ref.json"
+        if not tag.is_file():
+            raise Skip(f"{who(side)}'s pin {pins[side]} is not an icechunk tag")
+    return "both sides pin the new head as an icechunk tag"
+
+
+def cmds_icechunk_pin(ctx: dict, side: str):
+    ctx["reps"] += 1
+    return [([ctx["sides"].exe(side), "commit", "-m", f"rep {ctx['reps']}"], ctx[side]["ds"])]
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -950,6 +1063,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
     delta_n = 1000 if quick else 10000
     lance_versions = 100 if quick else 1000
+    n_ice = 200 if quick else 1000
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -1005,6 +1119,21 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"`tether log KEY -n {delta_n} --json` of the same table (every commit)",
               prep_delta(delta_n, delta_n - 50), check_delta_log, cmds_delta_log,
               available=delta_available),
+        Bench("icechunk-fingerprint", f"icechunk-fingerprint-{n_ice}", reps(10),
+              f"`tether snapshot` of one icechunk object, a spec-1 repository with {n_ice} "
+              "snapshots (tether-vcs through the icechunk 1.x package)",
+              prep_icechunk(n_ice), check_icechunk_same(["snapshot"]),
+              cmds_icechunk(["snapshot"])),
+        Bench("icechunk-pin", f"icechunk-pin-{n_ice}", reps(5),
+              f"`tether commit` pinning a new head as an icechunk tag ({n_ice} snapshots; "
+              "the icechunk commit before each rep is not timed)",
+              prep_icechunk(n_ice), check_icechunk_pin, cmds_icechunk_pin,
+              before=before_icechunk_pin),
+        Bench("icechunk-log", f"icechunk-log-{n_ice}", reps(5),
+              f"`tether log arr -n {n_ice}`: the whole ancestry of a {n_ice}-snapshot "
+              "spec-1 repository",
+              prep_icechunk(n_ice), check_icechunk_same(["log", "arr", "-n", str(n_ice)]),
+              cmds_icechunk(["log", "arr", "-n", str(n_ice)])),
     ]
 
 

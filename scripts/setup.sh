@@ -50,3 +50,18 @@ if [ ! -x .cache/bin/toml-test ]; then
   say "building toml-test"
   (cd tools/go && GOFLAGS=-mod=mod go build -o "$top/.cache/bin/toml-test" github.com/toml-lang/toml-test/cmd/toml-test)
 fi
+
+# --- real icechunk 2.x for spec-2 tests (npm, WASM build) --------------------
+# The native addon needs a newer glibc than Debian 12's; the wasm32 build
+# runs anywhere Node does.
+ICECHUNK_JS_VERSION=2.2.2
+icj=.cache/icechunk-js
+if [ "$(cat "$icj/.version" 2>/dev/null)" != "$ICECHUNK_JS_VERSION" ]; then
+  command -v npm >/dev/null || { say "node and npm are required for the icechunk 2.x tests"; exit 1; }
+  say "installing icechunk $ICECHUNK_JS_VERSION (npm, wasm32)"
+  mkdir -p "$icj"
+  [ -f "$icj/package.json" ] || echo '{"private": true}' > "$icj/package.json"
+  (cd "$icj" && npm install -s --no-audit --no-fund "@earthmover/icechunk@$ICECHUNK_JS_VERSION" &&
+    npm install -s --no-audit --no-fund --cpu=wasm32 "@earthmover/icechunk-wasm32-wasi@$ICECHUNK_JS_VERSION")
+  echo "$ICECHUNK_JS_VERSION" > "$icj/.version"
+fi

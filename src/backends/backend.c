@@ -184,6 +184,7 @@ static const struct {
 	{ "git", tt_git_backend_new },
 	{ "delta", tt_delta_backend_new },
 	{ "lance", tt_lance_backend_new },
+	{ "icechunk", tt_icechunk_backend_new },
 };
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,

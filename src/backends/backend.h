@@ -256,5 +256,6 @@ int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
+int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 
 #endif

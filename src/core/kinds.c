@@ -222,7 +222,7 @@ static const tt_kind kinds[] = {
 	  L("metadata_location"), L("identifier"), NULL },
 	{ "icechunk", "stable",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_CREATE,
-	  false, NOT_YET, L("uri"), NONE, L(".icechunk", ".zarr"), NONE, NONE, NONE,
+	  true, NULL, L("uri"), NONE, L(".icechunk", ".zarr"), NONE, NONE, NONE,
 	  L("uri", "path"), icechunk_validate },
 	{ "lance", "stable",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY,

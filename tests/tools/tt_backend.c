@@ -1,0 +1,97 @@
+/*
+ * tt_backend - call one backend operation from end-to-end tests and print
+ * the result as JSON, so they can be compared with what the native tool or
+ * tether-vcs reports for the same store.
+ *
+ *   tt_backend KIND LOCATOR fingerprint [REF]
+ *   tt_backend KIND LOCATOR history [REF] [LIMIT]
+ *   tt_backend KIND LOCATOR diff STATE_A STATE_B
+ *   tt_backend KIND LOCATOR list_pins
+ *   tt_backend KIND LOCATOR list_working_refs
+ *
+ * LOCATOR and STATE are JSON objects.  Exit status: 0 done, 1 the backend
+ * refused (message on stderr), 2 usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "core/kinds.h"
+#include "util/json.h"
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: tt_backend KIND LOCATOR OP [ARGS...]\n");
+	return 2;
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	return json_loads(text, 0, &e);
+}
+
+int main(int argc, char **argv)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_backend *b = NULL;
+	json_t *loc, *out = NULL;
+	const char *op;
+	int rc;
+
+	if (argc < 4)
+		return usage();
+	loc = parse(argv[2]);
+	op = argv[3];
+	if (!loc || !tt_kind_find(argv[1]))
+		return usage();
+	if ((rc = tt_backend_new(&b, tt_kind_find(argv[1]), NULL, NULL, NULL, &err)) != 0)
+		goto done;
+	if (strcmp(op, "fingerprint") == 0) {
+		rc = b->ops->fingerprint(b, loc, argc > 4 ? argv[4] : NULL, &out, &err);
+	} else if (strcmp(op, "history") == 0) {
+		tt_history_entry *h = NULL;
+		size_t n = 0, limit = argc > 5 ? strtoul(argv[5], NULL, 10) : 20;
+		rc = b->ops->history(b, loc, argc > 4 && *argv[4] ? argv[4] : NULL, limit, &h, &n, &err);
+		if (rc == 0) {
+			out = json_array();
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(out, json_pack("{s:s,s:s?,s:s,s:O}", "id", h[i].id,
+								     "when", h[i].when, "message",
+								     h[i].message, "refs", h[i].refs));
+			tt_history_release(h, n);
+		}
+	} else if (strcmp(op, "diff") == 0 && argc > 5) {
+		tt_object_diff d;
+		json_t *sa = parse(argv[4]), *sb = parse(argv[5]);
+		if (!sa || !sb)
+			return usage();
+		rc = b->ops->diff(b, loc, sa, sb, NULL, NULL, &d, &err);
+		if (rc == 0)
+			out = tt_object_diff_json(&d);
+		tt_object_diff_release(&d);
+		json_decref(sa);
+		json_decref(sb);
+	} else if (strcmp(op, "list_pins") == 0) {
+		rc = b->ops->list_pins(b, loc, &out, &err);
+	} else if (strcmp(op, "list_working_refs") == 0) {
+		rc = b->ops->list_working_refs(b, loc, &out, &err);
+	} else {
+		return usage();
+	}
+done:
+	if (rc) {
+		fprintf(stderr, "error: %s\n", tt_error_text(&err));
+		rc = 1;
+	} else {
+		char *text = json_dumps(out, JSON_COMPACT);
+		puts(text ? text : "null");
+		free(text);
+	}
+	json_decref(out);
+	json_decref(loc);
+	tt_backend_free(b);
+	tt_error_clear(&err);
+	return rc;
+}
