@@ -57,7 +57,12 @@ fi
 ICECHUNK_JS_VERSION=2.2.2
 icj=.cache/icechunk-js
 if [ "$(cat "$icj/.version" 2>/dev/null)" != "$ICECHUNK_JS_VERSION" ]; then
-  command -v npm >/dev/null || { say "node and npm are required for the icechunk 2.x tests"; exit 1; }
+  if ! command -v npm >/dev/null; then
+    say "installing node and npm (Debian packages) for the icechunk 2.x tests"
+    SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+  fi
   say "installing icechunk $ICECHUNK_JS_VERSION (npm, wasm32)"
   mkdir -p "$icj"
   [ -f "$icj/package.json" ] || echo '{"private": true}' > "$icj/package.json"

@@ -18,7 +18,7 @@ import path from 'node:path'
 import readline from 'node:readline'
 import { createRequire } from 'node:module'
 
-const require = createRequire(process.env.ICECHUNK_JS_DIR + '/')
+const require = createRequire(path.resolve(process.env.ICECHUNK_JS_DIR || '.cache/icechunk-js') + '/')
 const ic = require('@earthmover/icechunk')
 
 function missing(key) {
