@@ -1046,6 +1046,60 @@ TT_TEST(diff_listing_fast_and_general_readers_agree)
 	tt_backend_free(b);
 }
 
+/* Listings of over a megabyte are read on two threads (one per side): the
+ * diff is the same, unsorted input is still sorted, and a malformed line is
+ * reported for the side it is on. */
+TT_TEST(diff_big_listings_read_side_by_side)
+{
+	enum { N = 20000 };
+	tt_backend *b = file_backend(NULL);
+	tt_buf la = TT_BUF_INIT, lb = TT_BUF_INIT, bad = TT_BUF_INIT;
+	tt_object_diff d;
+	json_t *a = dir_state(N, 0, "a"), *bs = dir_state(N, 1, "b");
+	char *summary;
+
+	CHECK(b != NULL);
+	/* b lists the rows in reverse order: reading must sort it */
+	for (int i = 0; i < N; i++)
+		tt_buf_printf(&la, "{\"p\":\"dir/sub/f%06d\",\"k\":\"%064d\",\"s\":%d}\n", i, i, i);
+	for (int i = N - 1; i >= 0; i--) {
+		if (i == 17)
+			continue; /* removed */
+		tt_buf_printf(&lb, "{\"p\":\"dir/sub/f%06d\",\"k\":\"%064d\",\"s\":%d}\n", i,
+			      i % 1000 == 999 ? i + 1 : i, i);
+	}
+	tt_buf_puts(&lb, "{\"p\":\"dir/sub/zz\",\"k\":\"x\",\"s\":5}\n"); /* added */
+	CHECK(!la.failed && !lb.failed && la.len > (1u << 20) && lb.len > (1u << 20));
+	CHECK_INT(diff_of(b, a, bs, la.ptr, lb.ptr, &d), 0);
+	summary = tt_object_diff_summary(&d);
+	CHECK_STR(summary, "+1 -1 ~20 files");
+	free(summary);
+	CHECK_STR(d.entries[0].path, "dir/sub/f000017");
+	CHECK_STR(d.entries[0].change, "removed");
+	tt_object_diff_release(&d);
+
+	/* a malformed line on either side names that side and line */
+	tt_buf_put(&bad, la.ptr, la.len);
+	tt_buf_puts(&bad, "{\"p\": oops}\n");
+	for (int side = 0; side < 2; side++) {
+		tt_error err = TT_ERROR_INIT;
+		json_t *loc = loc_of("/data/x");
+		const char *x = side ? lb.ptr : bad.ptr, *y = side ? bad.ptr : lb.ptr;
+		CHECK(b->ops->diff(b, loc, a, bs, x, y, &d, &err) != 0);
+		CHECK_MSG(strstr(tt_error_text(&err), side ? "side b is malformed at line 20001"
+							 : "side a is malformed at line 20001"),
+			  "side %d: %s", side, tt_error_text(&err));
+		tt_error_clear(&err);
+		json_decref(loc);
+	}
+	tt_buf_release(&la);
+	tt_buf_release(&lb);
+	tt_buf_release(&bad);
+	json_decref(a);
+	json_decref(bs);
+	tt_backend_free(b);
+}
+
 TT_TEST(diff_sizes_format_like_tether_vcs)
 {
 	static const struct {
