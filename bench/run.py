@@ -555,7 +555,7 @@ def prep_refresh(shard_files: int, shards: int, rss: bool):
         else:
             tree = filedata.small_tree(CACHE, shard_files, shards)
         ds, env = file_dataset(tmp, sides, tree, commit=True)  # our commit fills the cache
-        return {"ds": ds, "env": env, "sides": sides, "files": shard_files * shards,
+        return {"ds": ds, "env": env, "sides": sides, "files": shard_files * shards, "tree": tree,
                 "rss": rss}
     return prepare
 
@@ -573,6 +573,21 @@ def cmds_refresh(ctx: dict, side: str):
     return [([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"])]
 
 
+def stat_walk_floor(tree: Path) -> float | None:
+    """Seconds for `find` to walk the tree and stat every file (the fields
+    the hash cache compares), best of 3; None without GNU find."""
+    argv = ["find", str(tree), "-type", "f", "-printf", "%s %T@ %C@ %i\n"]
+    best = None
+    for _ in range(3):
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if p.returncode != 0:
+            return None
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return best
+
+
 def sum_refresh(ctx: dict, res: "Result") -> str:
     n = ctx["files"]
     per = {s: res.med(s) / n * 1e6 for s in ("ours", "ref")}
@@ -580,6 +595,11 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
                      ours_best_us_per_file=res.min("ours") / n * 1e6)
     text = (f"ours {per['ours']:.2f} µs/file (best {res.min('ours') / n * 1e6:.2f}), "
             f"tether-vcs {per['ref']:.2f} µs/file")
+    floor = stat_walk_floor(ctx["tree"])
+    if floor is not None:
+        res.extra["find_stat_walk_us_per_file"] = floor / n * 1e6
+        text += (f"; for scale, `find -printf` of the same stat fields (one thread, walk and "
+                 f"stat only, best of 3) takes {floor / n * 1e6:.2f} µs/file")
     if ctx["rss"]:
         for side in ("ours", "ref"):
             kib = peak_rss_kib([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"],
@@ -755,7 +775,7 @@ def build_listing_helper(ours: Path) -> Path:
     out = CACHE / "listing_diff"
     if out.exists() and out.stat().st_mtime > max(lib.stat().st_mtime, src.stat().st_mtime):
         return out
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2"],
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2", "libzstd"],
                            capture_output=True, text=True)
     if flags.returncode != 0:
         raise Skip(f"pkg-config: {first_line(flags.stderr)}")
