@@ -508,6 +508,40 @@ TT_TEST(deep_verify_reads_the_commits)
 	free(dir);
 }
 
+/* With every commit still in the log, --deep checks the files a checkpoint
+ * lists too: one of them gone is reported; with the commits before the
+ * checkpoint cleaned up, the check says what it could not see. */
+TT_TEST(deep_verify_sees_files_behind_a_checkpoint)
+{
+	char *dir = copy_fixture("simple_table_with_checkpoint");
+	SKIP_WITHOUT(dir, "the delta fixtures");
+	tt_backend *b = delta_backend();
+	json_t *loc = loc_at(dir, 10), *s = NULL;
+	tt_error err = TT_ERROR_INIT;
+	char *msg = NULL;
+	CHECK_OK(b->ops->fingerprint(b, loc, NULL, &s, &err));
+	CHECK_INT(verify(b, dir, s, true, &msg), TT_VERIFY_OK);
+	free(msg);
+	/* the first commit's file: added before the checkpoint, never removed */
+	CHECK(sh("f=$(grep -o '\"add\":{\"path\":\"[^\"]*' \"$1/_delta_log/00000000000000000000.json\" "
+		 "| head -1 | sed 's/.*\"//') && [ -n \"$f\" ] && ! grep -q \"\\\"remove\\\":{\\\"path\\\":\\\"$f\" "
+		 "\"$1\"/_delta_log/*.json && mv \"$1/$f\" \"$1/gone.parquet\" && echo \"$f\" > \"$1/gone.name\"",
+		 dir, NULL) == 0);
+	CHECK_INT(verify(b, dir, s, true, &msg), TT_VERIFY_MISSING);
+	CHECK_MSG(msg && strstr(msg, "is gone"), "%s", msg ? msg : "");
+	free(msg);
+	/* log cleanup: the commits before the checkpoint removed */
+	CHECK(sh("rm \"$1\"/_delta_log/0000000000000000000[0-9].json", dir, NULL) == 0);
+	CHECK_INT(verify(b, dir, s, true, &msg), TT_VERIFY_OK);
+	CHECK_MSG(msg && strstr(msg, "listed only in the checkpoint at v10 were not checked"), "%s",
+		  msg ? msg : "");
+	free(msg);
+	json_decref(loc);
+	json_decref(s);
+	tt_backend_free(b);
+	free(dir);
+}
+
 /* The commit reader on text: both metric spellings, a MERGE's output rows
  * not counted as additions, inCommitTimestamp beside timestamp, and a
  * corrupt line named by its number. */
