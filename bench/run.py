@@ -1079,7 +1079,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     reps = (lambda full: 3) if quick else (lambda full: full)
     # file backend sizes: full / --quick
     big_n, big_size, big_label = (1024, 212992, "208MiB") if quick else (10240, 212992, "2GiB")
-    small_n, small_label, large_label = (10000, "10k", "100k") if quick else (100000, "100k", "1M")
+    small_n, small_label, large_label = (10000, "10k", "10x10k") if quick else (100000, "100k", "1M")
     mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
     delta_n = 1000 if quick else 10000
     lance_versions = 100 if quick else 1000
