@@ -51,9 +51,11 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	if (cli_flag(cmd, a, "create") || cli_flag(cmd, a, "pick")) {
-		fprintf(stderr, "error: [%s] --%s needs the %s backend, which is not built into this "
-				"tether yet\n", kind->name, cli_flag(cmd, a, "create") ? "create" : "pick",
-			kind->name);
+		fprintf(stderr, "error: [%s] `add --%s` is not built into this tether yet\n"
+				"hint: %s\n", kind->name, cli_flag(cmd, a, "create") ? "create" : "pick",
+			cli_flag(cmd, a, "create")
+				? "create the store with its own tools, then `tether add` it"
+				: "choose the state with `--at`, or add the object as it is now");
 		rc = EXIT_ERROR;
 		goto done;
 	}
