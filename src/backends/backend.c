@@ -6,6 +6,7 @@
  */
 #include "backends/backend.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,23 @@ static const struct {
 	{ "lance", tt_lance_backend_new },
 	{ "icechunk", tt_icechunk_backend_new },
 };
+
+int tt_backend_err(tt_error *err, const char *kind, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tt_error_vset(err, code, fmt, ap);
+	va_end(ap);
+	tt_error_object(err, NULL, kind);
+	return code;
+}
+
+int tt_backend_oom(tt_error *err, const char *kind)
+{
+	tt_error_oom(err);
+	tt_error_object(err, NULL, kind);
+	return TT_ENOMEM;
+}
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
 		   const char *cache_dir, const char *checkout, tt_error *err)

@@ -254,6 +254,11 @@ bool tt_backend_error_code(int code);
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
+/* Set err (printf-style) for a backend of this kind and return code; the
+ * out-of-memory one returns TT_ENOMEM.  Every backend's error helpers. */
+int tt_backend_err(tt_error *err, const char *kind, int code, const char *fmt, ...) TT_PRINTF(4, 5);
+int tt_backend_oom(tt_error *err, const char *kind);
+
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);

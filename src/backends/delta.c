@@ -40,23 +40,8 @@
 
 /* --- errors -------------------------------------------------------------------- */
 
-static int derr(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int derr(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	tt_error_object(err, NULL, KIND);
-	return code;
-}
-
-static int doom(tt_error *err)
-{
-	tt_error_oom(err);
-	tt_error_object(err, NULL, KIND);
-	return TT_ENOMEM;
-}
+#define derr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define doom(err) tt_backend_oom((err), KIND)
 
 /* A reader's error, with the table named and the kind attached. */
 static int named(tt_error *err, int rc, const char *uri)

@@ -62,22 +62,8 @@ typedef struct file_impl {
 
 /* --- errors ------------------------------------------------------------------------ */
 
-static int file_err(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int file_err(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	tt_error_object(err, NULL, KIND);
-	return code;
-}
-
-static int file_oom(tt_error *err)
-{
-	tt_error_oom(err);
-	return tt_error_object(err, NULL, KIND);
-}
+#define file_err(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define file_oom(err) tt_backend_oom((err), KIND)
 
 /* --- URIs -------------------------------------------------------------------------- */
 

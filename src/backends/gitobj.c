@@ -87,23 +87,8 @@ typedef struct gitobj {
 
 /* --- errors and small strings ------------------------------------------------- */
 
-static int gerr(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int gerr(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	tt_error_object(err, NULL, KIND);
-	return code;
-}
-
-static int goom(tt_error *err)
-{
-	tt_error_oom(err);
-	tt_error_object(err, NULL, KIND);
-	return TT_ENOMEM;
-}
+#define gerr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define goom(err) tt_backend_oom((err), KIND)
 
 /* The ASCII characters Python's str.strip() removes (\x1c-\x1f included). */
 static bool py_space(unsigned char c)

@@ -54,23 +54,8 @@
 /* Far beyond any real history; stops a corrupt spec-1 parent cycle. */
 #define MAX_ANCESTRY ((size_t)10 * 1000 * 1000)
 
-static int ierr(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int ierr(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	tt_error_object(err, NULL, KIND);
-	return code;
-}
-
-static int ioom(tt_error *err)
-{
-	tt_error_oom(err);
-	tt_error_object(err, NULL, KIND);
-	return TT_ENOMEM;
-}
+#define ierr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define ioom(err) tt_backend_oom((err), KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 

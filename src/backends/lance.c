@@ -49,21 +49,8 @@
 #define MAX_MANIFEST (256u << 20)
 #define MAX_REF (1u << 20)
 
-static int lerr(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int lerr(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	return tt_error_object(err, NULL, KIND);
-}
-
-static int loom(tt_error *err)
-{
-	tt_error_oom(err);
-	return tt_error_object(err, NULL, KIND);
-}
+#define lerr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define loom(err) tt_backend_oom((err), KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 

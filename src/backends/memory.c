@@ -38,23 +38,8 @@ typedef struct mem_impl {
 
 /* --- errors -------------------------------------------------------------- */
 
-static int mem_err(tt_error *err, int code, const char *fmt, ...) TT_PRINTF(3, 4);
-static int mem_err(tt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tt_error_vset(err, code, fmt, ap);
-	va_end(ap);
-	tt_error_object(err, NULL, KIND);
-	return code;
-}
-
-static int mem_oom(tt_error *err)
-{
-	tt_error_oom(err);
-	tt_error_object(err, NULL, KIND);
-	return TT_ENOMEM;
-}
+#define mem_err(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
+#define mem_oom(err) tt_backend_oom((err), KIND)
 
 /* --- the store and its sessions ------------------------------------------ */
 
