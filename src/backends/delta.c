@@ -28,6 +28,7 @@
 #include "backends/backend.h"
 #include "backends/delta.h"
 #include "backends/file.h"
+#include "util/hash.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -905,22 +906,13 @@ static int replay_commit(const dlog *l, long long v, replay *r, tt_error *err)
 	return rc;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-		return (c | 0x20) - 'a' + 10;
-	return -1;
-}
-
 /* A data file's local path: add.path is a URI-encoded path relative to the
  * table, or an absolute URI (NULL: not a local file, cannot be checked). */
 static char *data_path(const dlog *l, const char *p)
 {
 	tt_buf b = TT_BUF_INIT;
 	for (const char *s = p; *s; s++) {
-		int hi = *s == '%' ? hexval(s[1]) : -1, lo = hi >= 0 ? hexval(s[2]) : -1;
+		int hi = *s == '%' ? tt_hex_digit(s[1]) : -1, lo = hi >= 0 ? tt_hex_digit(s[2]) : -1;
 		if (lo >= 0) {
 			tt_buf_putc(&b, (char)(hi * 16 + lo));
 			s += 2;

@@ -397,11 +397,6 @@ static bool cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *
 	return true;
 }
 
-static int unhex(char ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 static int cache_record_locked(tt_fhash *h, const char *path, const fstat_key *k, const char *hex,
 			       int64_t hashed_at, tt_error *err)
 {
@@ -413,12 +408,8 @@ static int cache_record_locked(tt_fhash *h, const char *path, const fstat_key *k
 	/* Nor is a path that is not UTF-8 (a JSON key cannot hold it). */
 	if (!tt_utf8_valid(path, strlen(path)))
 		return 0;
-	for (int i = 0; i < 32; i++) {
-		int hi = unhex(hex[2 * i]), lo = unhex(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return 0;
-		e.sha[i] = (unsigned char)(hi << 4 | lo);
-	}
+	if (tt_unhex_lower(e.sha, hex, 32) != 0)
+		return 0;
 	e.size = (int64_t)k->size;
 	e.mtime_ns = k->mtime_ns;
 	e.ctime_ns = k->ctime_ns;

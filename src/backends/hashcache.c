@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -270,24 +271,13 @@ static bool eat(parser *ps, char ch)
 	return false;
 }
 
-static int hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 static bool hex4(const char *p, const char *end, uint32_t *out)
 {
 	uint32_t v = 0;
 	if (end - p < 4)
 		return false;
 	for (int i = 0; i < 4; i++) {
-		int d = hexval((unsigned char)p[i]);
+		int d = tt_hex_digit((unsigned char)p[i]);
 		if (d < 0)
 			return false;
 		v = v << 4 | (uint32_t)d;
@@ -448,17 +438,6 @@ static bool parse_int(parser *ps, int64_t *out)
 	return true;
 }
 
-/* Lower-case hex digits to their value; 0x10 for anything else. */
-static const unsigned char lower_hex[256] = {
-#define X16 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10
-	X16, X16, X16,
-	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
-	X16, X16,
-	0x10, 10, 11, 12, 13, 14, 15, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
-	X16, X16, X16, X16, X16, X16, X16, X16, X16,
-#undef X16
-};
-
 /* [size,mtime_ns,ctime_ns,inode,"<64 lower-case hex>",hashed_at] */
 static bool parse_entry(parser *ps, tt_hc_entry *e)
 {
@@ -474,17 +453,8 @@ static bool parse_entry(parser *ps, tt_hc_entry *e)
 	h = ps->p;
 	if (ps->end - h < 66 || h[0] != '"' || h[65] != '"')
 		return false;
-	{
-		unsigned bad = 0;
-		for (int i = 0; i < 32; i++) {
-			unsigned hi = lower_hex[(unsigned char)h[1 + 2 * i]];
-			unsigned lo = lower_hex[(unsigned char)h[2 + 2 * i]];
-			bad |= hi | lo;
-			e->sha[i] = (unsigned char)(hi << 4 | (lo & 15));
-		}
-		if (bad & 0x10)
-			return false;
-	}
+	if (tt_unhex_lower(e->sha, h + 1, 32) != 0)
+		return false;
 	ps->p = h + 66;
 	if (!eat(ps, ',') || !parse_int(ps, &e->hashed_at) || !eat(ps, ']'))
 		return false;
@@ -703,12 +673,7 @@ static char *put_i64(char *o, int64_t v)
 
 void tt_hc_entry_hex(const tt_hc_entry *e, char hex[65])
 {
-	static const char digits[] = "0123456789abcdef";
-	for (int i = 0; i < 32; i++) {
-		hex[2 * i] = digits[e->sha[i] >> 4];
-		hex[2 * i + 1] = digits[e->sha[i] & 15];
-	}
-	hex[64] = '\0';
+	tt_hex(hex, e->sha, 32);
 }
 
 /* Printable ASCII that json.dumps writes as it is. */

@@ -41,6 +41,7 @@
 #include "backends/backend.h"
 #include "backends/file.h"
 #include "backends/icechunk_fmt.h"
+#include "util/hash.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -519,25 +520,14 @@ static char *escape_name(const char *name)
 	return b.len ? tt_buf_detach(&b) : tt_strdup("");
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static char *unescape_name(const char *s)
 {
 	char *out = tt_malloc(strlen(s) + 1), *o = out;
 	if (!out)
 		return NULL;
 	for (; *s; s++) {
-		if (s[0] == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+		if (s[0] == '%' && tt_hex_digit(s[1]) >= 0 && tt_hex_digit(s[2]) >= 0) {
+			*o++ = (char)(tt_hex_digit(s[1]) * 16 + tt_hex_digit(s[2]));
 			s += 2;
 		} else {
 			*o++ = *s;

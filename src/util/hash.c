@@ -18,6 +18,39 @@ void tt_hex(char *out, const uint8_t *in, size_t n)
 	out[2 * n] = '\0';
 }
 
+int tt_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Lower-case hex digits to their value; 0x10 for anything else. */
+static const unsigned char lower_hex[256] = {
+#define X16 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10
+	X16, X16, X16,
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+	X16, X16,
+	0x10, 10, 11, 12, 13, 14, 15, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+	X16, X16, X16, X16, X16, X16, X16, X16, X16,
+#undef X16
+};
+
+int tt_unhex_lower(uint8_t *out, const char *in, size_t n)
+{
+	unsigned bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned hi = lower_hex[(unsigned char)in[2 * i]], lo = lower_hex[(unsigned char)in[2 * i + 1]];
+		bad |= hi | lo;
+		out[i] = (uint8_t)(hi << 4 | (lo & 15));
+	}
+	return bad & 0x10 ? -1 : 0;
+}
+
 /* libb2 wants a non-NULL pointer even for an empty update. */
 static int blake_update(blake2b_state *S, const void *data, size_t len)
 {

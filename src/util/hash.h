@@ -36,5 +36,10 @@ void tt_sha256_abort(tt_sha256 *s);                 /* free without a digest; NU
 int tt_sha256_hex(char hex[65], const void *data, size_t len);
 
 void tt_hex(char *out, const uint8_t *in, size_t n); /* 2n digits + NUL */
+/* The value of one hex digit of either case, or -1. */
+int tt_hex_digit(int c);
+/* in[0..2n), lower-case hex digits only, decoded into out[0..n): 0, or -1
+ * (out then undefined) when any character is not one. */
+int tt_unhex_lower(uint8_t *out, const char *in, size_t n);
 
 #endif

@@ -14,6 +14,7 @@
  * parser and of everything that later walks the tree; tables with many keys
  * get a hash index so lookups stay constant-time.
  */
+#include "util/hash.h"
 #include "util/toml.h"
 
 #include <limits.h>
@@ -650,17 +651,6 @@ static void skip_ws_nl(parser *p)
 /* Strings                                                             */
 /* ------------------------------------------------------------------ */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static void put_utf8(tt_buf *b, uint32_t cp)
 {
 	char u[4];
@@ -713,7 +703,7 @@ static int parse_escape(parser *p)
 	int digits = c == 'u' ? 4 : 8;
 	uint32_t cp = 0;
 	for (int i = 0; i < digits; i++) {
-		int h = hexval(peek(p));
+		int h = tt_hex_digit(peek(p));
 		if (h < 0)
 			return fail_at(p, line, col, "\\%c needs %d hex digits", c, digits);
 		cp = cp << 4 | (uint32_t)h;
@@ -901,7 +891,7 @@ static bool is_token(int c)
 
 static int digit_in(int c, int base)
 {
-	int d = hexval(c);
+	int d = tt_hex_digit(c);
 	return d >= 0 && d < base ? d : -1;
 }
 
