@@ -910,18 +910,7 @@ static int replay_commit(const dlog *l, long long v, replay *r, tt_error *err)
  * table, or an absolute URI (NULL: not a local file, cannot be checked). */
 static char *data_path(const dlog *l, const char *p)
 {
-	tt_buf b = TT_BUF_INIT;
-	for (const char *s = p; *s; s++) {
-		int hi = *s == '%' ? tt_hex_digit(s[1]) : -1, lo = hi >= 0 ? tt_hex_digit(s[2]) : -1;
-		if (lo >= 0) {
-			tt_buf_putc(&b, (char)(hi * 16 + lo));
-			s += 2;
-		} else {
-			tt_buf_putc(&b, *s);
-		}
-	}
-	char *decoded = b.failed ? NULL : tt_buf_detach(&b);
-	tt_buf_release(&b);
+	char *decoded = tt_percent_decode(p);
 	if (!decoded)
 		return NULL;
 	char *out = NULL;

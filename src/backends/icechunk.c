@@ -520,23 +520,6 @@ static char *escape_name(const char *name)
 	return b.len ? tt_buf_detach(&b) : tt_strdup("");
 }
 
-static char *unescape_name(const char *s)
-{
-	char *out = tt_malloc(strlen(s) + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		if (s[0] == '%' && tt_hex_digit(s[1]) >= 0 && tt_hex_digit(s[2]) >= 0) {
-			*o++ = (char)(tt_hex_digit(s[1]) * 16 + tt_hex_digit(s[2]));
-			s += 2;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 /* "refs/<kind>.<escaped name>/<file>" */
 static char *ref_key(const char *kind, const char *name, const char *file)
 {
@@ -655,7 +638,7 @@ static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
 		char *name, sid[IC_ID_CHARS + 1];
 		if (strncmp(d, kind, kl) != 0 || d[kl] != '.')
 			continue;
-		if (!(name = unescape_name(d + kl + 1))) {
+		if (!(name = tt_percent_decode(d + kl + 1))) {
 			rc = ioom(err);
 			break;
 		}

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/hash.h"
 #include "util/mem.h"
 
 #define DEFAULT_READ_MAX ((size_t)64 << 20)
@@ -507,6 +508,24 @@ done:
 }
 
 /* ---- paths ------------------------------------------------------------ */
+
+char *tt_percent_decode(const char *s)
+{
+	char *out = tt_malloc(strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		int hi = *s == '%' ? tt_hex_digit(s[1]) : -1, lo = hi >= 0 ? tt_hex_digit(s[2]) : -1;
+		if (lo >= 0) {
+			*o++ = (char)(hi * 16 + lo);
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+	return out;
+}
 
 char *tt_path_join(const char *a, const char *b)
 {

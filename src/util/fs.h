@@ -49,6 +49,10 @@ void tt_prune_empty_dirs(const char *dir, const char *stop);
 
 /* Join two path parts with one '/' (b is always taken as relative: "a/" +
  * "/b" is "a/b"; an empty part yields the other).  Caller frees.  NULL on OOM. */
+/* s with each %XX (two hex digits) replaced by that byte, as URL
+ * unquoting does; a '%' not followed by two hex digits stays.  NULL when out
+ * of memory. */
+char *tt_percent_decode(const char *s);
 char *tt_path_join(const char *a, const char *b);
 /* The directory part ("." when none), as dirname(1): trailing slashes
  * ignored, "/a" -> "/", "a/b/" -> "a".  Caller frees. */
