@@ -532,6 +532,14 @@ static int by_size_desc(const void *pa, const void *pb)
 	return strcmp(a->path, b->path);
 }
 
+/* The threads set, or (0) one per CPU but at least MIN_DEFAULT_THREADS:
+ * reads and directory listings from cold storage overlap. */
+static unsigned default_threads(unsigned set)
+{
+	unsigned n = set ? set : tt_cpu_count();
+	return !set && n < MIN_DEFAULT_THREADS ? MIN_DEFAULT_THREADS : n;
+}
+
 static int64_t now_of(tt_fhash *h)
 {
 	return h->now_ns ? h->now_ns() : realtime_ns();
@@ -578,11 +586,7 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 	 * what was true when reading began. */
 	started = now_of(h);
 	pthread_mutex_unlock(&h->lock);
-	if (!threads) {
-		threads = tt_cpu_count();
-		if (threads < MIN_DEFAULT_THREADS)
-			threads = MIN_DEFAULT_THREADS; /* reads from cold storage overlap */
-	}
+	threads = default_threads(threads);
 	if ((size_t)threads > n)
 		threads = (unsigned)n;
 	if (!(job.md = EVP_MD_fetch(NULL, "SHA256", NULL))) {
@@ -993,11 +997,7 @@ static unsigned walkers_for(tt_fhash *h)
 	pthread_mutex_lock(&h->lock);
 	n = h->threads;
 	pthread_mutex_unlock(&h->lock);
-	if (!n) {
-		n = tt_cpu_count();
-		if (n < MIN_DEFAULT_THREADS)
-			n = MIN_DEFAULT_THREADS; /* directory reads from cold storage overlap */
-	}
+	n = default_threads(n);
 	return n > 16 ? 16 : n;
 }
 
