@@ -28,9 +28,9 @@
 #include "backends/backend.h"
 #include "backends/delta.h"
 #include "backends/file.h"
-#include "util/hash.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
 

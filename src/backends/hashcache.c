@@ -334,30 +334,6 @@ static bool scan_string(parser *ps, const char **body, size_t *blen, bool *escap
 	return true;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 /* Decode an escaped string body into o (at least len bytes: escapes never
  * grow).  Returns the length, or -1 for a bad escape, -2 for a lone
  * surrogate (valid JSON, but no UTF-8 string can hold it). */
@@ -399,7 +375,7 @@ static long unescape(const char *s, size_t len, char *o)
 		} else if (cp >= 0xdc00 && cp <= 0xdfff) {
 			rc = -2;
 		}
-		n += put_utf8(o + n, cp);
+		n += tt_utf8_put(o + n, cp);
 	}
 	return rc ? rc : (long)n;
 }

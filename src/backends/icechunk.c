@@ -41,9 +41,9 @@
 #include "backends/backend.h"
 #include "backends/file.h"
 #include "backends/icechunk_fmt.h"
-#include "util/hash.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
 

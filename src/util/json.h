@@ -58,6 +58,8 @@ bool tt_utf8_valid(const char *s, size_t len);
  * length and stores it in *cp.  A byte that does not start a well-formed
  * sequence is taken alone, as its own value. */
 size_t tt_utf8_next(const unsigned char *s, size_t avail, uint32_t *cp);
+/* Code point cp (<= U+10FFFF) as UTF-8 into out; returns its length (1-4). */
+size_t tt_utf8_put(char out[4], uint32_t cp);
 
 /*
  * Parse JSON text with jansson, errors as "<what>:<line>:<col>: ...".

@@ -14,7 +14,6 @@
  * parser and of everything that later walks the tree; tables with many keys
  * get a hash index so lookups stay constant-time.
  */
-#include "util/hash.h"
 #include "util/toml.h"
 
 #include <limits.h>
@@ -25,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 #define TOML_MAX_DEPTH 128
@@ -654,20 +655,7 @@ static void skip_ws_nl(parser *p)
 static void put_utf8(tt_buf *b, uint32_t cp)
 {
 	char u[4];
-	size_t n;
-	if (cp < 0x80) {
-		u[0] = (char)cp, n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
-	} else {
-		u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-		u[2] = (char)(0x80 | (cp >> 6 & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	tt_buf_put(b, u, n);
+	tt_buf_put(b, u, tt_utf8_put(u, cp));
 }
 
 /* An escape sequence; p is at the backslash. */
