@@ -1030,6 +1030,19 @@ done:
 	return rc;
 }
 
+/* The head of branch base (a copy), or an error naming the branch. */
+static int base_head(json_t *sys, const char *base, char **head, tt_error *err)
+{
+	const char *h = map_get(sys, "branches", base);
+	if (!h) {
+		char *r = tt_pyv_repr_dup(base);
+		int rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
+		free(r);
+		return rc;
+	}
+	return (*head = tt_strdup(h)) ? 0 : mem_oom(err);
+}
+
 static int mem_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		       const tt_expect *expected, json_t **new_state, tt_error *err)
 {
@@ -1044,16 +1057,8 @@ static int mem_promote(tt_backend *b, const json_t *loc, const tt_target *source
 	    (rc = sys_get(&s, name, &sys, err)) != 0 ||
 	    (rc = require_head(sys, base, expected, "promote", err)) != 0)
 		goto done;
-	if (!map_get(sys, "branches", base)) {
-		char *r = tt_pyv_repr_dup(base);
-		rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
-		free(r);
+	if ((rc = base_head(sys, base, &head, err)) != 0)
 		goto done;
-	}
-	if (!(head = tt_strdup(map_get(sys, "branches", base)))) {
-		rc = mem_oom(err);
-		goto done;
-	}
 	if ((rc = source_sid(sys, loc, source, &target, err)) != 0)
 		goto done;
 	if (strcmp(target, head) != 0) {
@@ -1147,16 +1152,8 @@ static int mem_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	    (rc = sys_get(&s, name, &sys, err)) != 0 ||
 	    (rc = require_head(sys, base, expected, "merge", err)) != 0)
 		goto done;
-	if (!map_get(sys, "branches", base)) {
-		char *r = tt_pyv_repr_dup(base);
-		rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
-		free(r);
+	if ((rc = base_head(sys, base, &head, err)) != 0)
 		goto done;
-	}
-	if (!(head = tt_strdup(map_get(sys, "branches", base)))) {
-		rc = mem_oom(err);
-		goto done;
-	}
 	if ((rc = source_sid(sys, loc, source, &src, err)) != 0)
 		goto done;
 	src_line = ancestors(sys, src);
