@@ -188,21 +188,19 @@ static const struct {
 	{ "icechunk", tt_icechunk_backend_new },
 };
 
-int tt_backend_err(tt_error *err, const char *kind, int code, const char *fmt, ...)
+void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	tt_error_vset(err, code, fmt, ap);
 	va_end(ap);
 	tt_error_object(err, NULL, kind);
-	return code;
 }
 
-int tt_backend_oom(tt_error *err, const char *kind)
+void tt_backend_setoom(tt_error *err, const char *kind)
 {
 	tt_error_oom(err);
 	tt_error_object(err, NULL, kind);
-	return TT_ENOMEM;
 }
 
 int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,

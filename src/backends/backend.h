@@ -254,10 +254,20 @@ bool tt_backend_error_code(int code);
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
-/* Set err (printf-style) for a backend of this kind and return code; the
- * out-of-memory one returns TT_ENOMEM.  Every backend's error helpers. */
-int tt_backend_err(tt_error *err, const char *kind, int code, const char *fmt, ...) TT_PRINTF(4, 5);
-int tt_backend_oom(tt_error *err, const char *kind);
+/* Every backend's error helpers: set err (printf-style, or out of memory)
+ * with the backend's kind attached.  The macros give back the code as an
+ * expression the compiler can see, so `return ERR(...)` keeps flow
+ * analysis exact. */
+void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)
+	TT_PRINTF(4, 5);
+void tt_backend_setoom(tt_error *err, const char *kind);
+static inline int tt_backend_code(int code)
+{
+	return code;
+}
+#define TT_BACKEND_ERR(err, kind, code, ...) \
+	tt_backend_code((tt_backend_seterr((err), (kind), (code), __VA_ARGS__), (code)))
+#define TT_BACKEND_OOM(err, kind) tt_backend_code((tt_backend_setoom((err), (kind)), TT_ENOMEM))
 
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);

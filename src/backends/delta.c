@@ -41,8 +41,8 @@
 
 /* --- errors -------------------------------------------------------------------- */
 
-#define derr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define doom(err) tt_backend_oom((err), KIND)
+#define derr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define doom(err) TT_BACKEND_OOM(err, KIND)
 
 /* A reader's error, with the table named and the kind attached. */
 static int named(tt_error *err, int rc, const char *uri)

@@ -62,8 +62,8 @@ typedef struct file_impl {
 
 /* --- errors ------------------------------------------------------------------------ */
 
-#define file_err(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define file_oom(err) tt_backend_oom((err), KIND)
+#define file_err(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define file_oom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- URIs -------------------------------------------------------------------------- */
 

@@ -87,8 +87,8 @@ typedef struct gitobj {
 
 /* --- errors and small strings ------------------------------------------------- */
 
-#define gerr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define goom(err) tt_backend_oom((err), KIND)
+#define gerr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define goom(err) TT_BACKEND_OOM(err, KIND)
 
 /* The ASCII characters Python's str.strip() removes (\x1c-\x1f included). */
 static bool py_space(unsigned char c)

@@ -55,8 +55,8 @@
 /* Far beyond any real history; stops a corrupt spec-1 parent cycle. */
 #define MAX_ANCESTRY ((size_t)10 * 1000 * 1000)
 
-#define ierr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define ioom(err) tt_backend_oom((err), KIND)
+#define ierr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define ioom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 

@@ -49,8 +49,8 @@
 #define MAX_MANIFEST (256u << 20)
 #define MAX_REF (1u << 20)
 
-#define lerr(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define loom(err) tt_backend_oom((err), KIND)
+#define lerr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define loom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 

@@ -38,8 +38,8 @@ typedef struct mem_impl {
 
 /* --- errors -------------------------------------------------------------- */
 
-#define mem_err(err, code, ...) tt_backend_err((err), KIND, (code), __VA_ARGS__)
-#define mem_oom(err) tt_backend_oom((err), KIND)
+#define mem_err(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
+#define mem_oom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- the store and its sessions ------------------------------------------ */
 
