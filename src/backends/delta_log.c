@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "formats/thrift.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -216,177 +217,6 @@ int tt_delta_commit_files(const char *text, size_t len, const char *what, tt_del
 
 /* --- the Parquet footer (Thrift compact protocol) ------------------------------------ */
 
-enum {
-	CT_STOP = 0, CT_TRUE = 1, CT_FALSE = 2, CT_BYTE = 3, CT_I16 = 4, CT_I32 = 5, CT_I64 = 6,
-	CT_DOUBLE = 7, CT_BINARY = 8, CT_LIST = 9, CT_SET = 10, CT_MAP = 11, CT_STRUCT = 12
-};
-
-#define MAX_DEPTH 32
-
-typedef struct rd {
-	const unsigned char *p, *end;
-	bool bad;
-} rd;
-
-static uint64_t varint(rd *r)
-{
-	uint64_t v = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (r->p >= r->end) {
-			r->bad = true;
-			return 0;
-		}
-		unsigned char b = *r->p++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static int64_t zigzag(rd *r)
-{
-	uint64_t v = varint(r);
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-/* A binary's bytes (not copied). */
-static const unsigned char *binary(rd *r, size_t *n)
-{
-	uint64_t len = varint(r);
-	if (r->bad || len > (uint64_t)(r->end - r->p)) {
-		r->bad = true;
-		*n = 0;
-		return NULL;
-	}
-	const unsigned char *s = r->p;
-	r->p += len;
-	*n = (size_t)len;
-	return s;
-}
-
-static void skip(rd *r, int type, int depth);
-
-/* A list or set header: element count and type. */
-static uint64_t list_header(rd *r, int *etype)
-{
-	if (r->p >= r->end) {
-		r->bad = true;
-		return 0;
-	}
-	unsigned char h = *r->p++;
-	*etype = h & 0x0f;
-	uint64_t n = h >> 4;
-	if (n == 15)
-		n = varint(r);
-	/* Every element takes at least one byte (bools in lists do too). */
-	if (n > (uint64_t)(r->end - r->p))
-		r->bad = true;
-	return r->bad ? 0 : n;
-}
-
-/* The next field header of a struct: its type (CT_STOP at the end) and id. */
-static int field_header(rd *r, int16_t *last, int16_t *id)
-{
-	if (r->p >= r->end) {
-		r->bad = true;
-		return CT_STOP;
-	}
-	unsigned char h = *r->p++;
-	int type = h & 0x0f;
-	if (type == CT_STOP)
-		return CT_STOP;
-	int delta = h >> 4;
-	*id = delta ? (int16_t)(*last + delta) : (int16_t)zigzag(r);
-	*last = *id;
-	return type;
-}
-
-static void skip_struct(rd *r, int depth)
-{
-	int16_t last = 0, id = 0;
-	if (depth > MAX_DEPTH) {
-		r->bad = true;
-		return;
-	}
-	for (;;) {
-		int t = field_header(r, &last, &id);
-		if (r->bad || t == CT_STOP)
-			return;
-		skip(r, t, depth + 1);
-		if (r->bad)
-			return;
-	}
-}
-
-static void skip(rd *r, int type, int depth)
-{
-	size_t n;
-	if (depth > MAX_DEPTH) {
-		r->bad = true;
-		return;
-	}
-	switch (type) {
-	case CT_TRUE:
-	case CT_FALSE:
-		return; /* a field's bool lives in its header */
-	case CT_BYTE:
-		if (r->p >= r->end)
-			r->bad = true;
-		else
-			r->p++;
-		return;
-	case CT_I16:
-	case CT_I32:
-	case CT_I64:
-		(void)varint(r);
-		return;
-	case CT_DOUBLE:
-		if (r->end - r->p < 8)
-			r->bad = true;
-		else
-			r->p += 8;
-		return;
-	case CT_BINARY:
-		(void)binary(r, &n);
-		return;
-	case CT_LIST:
-	case CT_SET: {
-		int et;
-		uint64_t count = list_header(r, &et);
-		for (uint64_t i = 0; i < count && !r->bad; i++) {
-			if (et == CT_TRUE || et == CT_FALSE) /* one byte each in a list */
-				skip(r, CT_BYTE, depth + 1);
-			else
-				skip(r, et, depth + 1);
-		}
-		return;
-	}
-	case CT_MAP: {
-		uint64_t count = varint(r);
-		if (r->bad || count == 0)
-			return;
-		if (r->p >= r->end || count > (uint64_t)(r->end - r->p)) {
-			r->bad = true;
-			return;
-		}
-		unsigned char kv = *r->p++;
-		for (uint64_t i = 0; i < count && !r->bad; i++) {
-			skip(r, kv >> 4 == CT_TRUE || kv >> 4 == CT_FALSE ? CT_BYTE : kv >> 4, depth + 1);
-			skip(r, (kv & 0x0f) == CT_TRUE || (kv & 0x0f) == CT_FALSE ? CT_BYTE : kv & 0x0f,
-			     depth + 1);
-		}
-		return;
-	}
-	case CT_STRUCT:
-		skip_struct(r, depth + 1);
-		return;
-	default:
-		r->bad = true;
-	}
-}
-
 /* What the footer scan found for the metaData.id column. */
 typedef struct id_scan {
 	const unsigned char *value;   /* the agreed value so far */
@@ -397,19 +227,19 @@ typedef struct id_scan {
 
 /* Statistics { 1: max, 2: min, 3: null_count, 4: distinct_count,
  * 5: max_value, 6: min_value, ... }: the single value min == max names. */
-static void read_statistics(rd *r, id_scan *s)
+static void read_statistics(tt_thrift *r, id_scan *s)
 {
 	const unsigned char *v[7] = { 0 };
 	size_t n[7] = { 0 };
 	int16_t last = 0, id = 0;
 	for (;;) {
-		int t = field_header(r, &last, &id);
-		if (r->bad || t == CT_STOP)
+		int t = tt_thrift_field(r, &last, &id);
+		if (r->bad || t == TT_CT_STOP)
 			break;
-		if (t == CT_BINARY && id >= 1 && id <= 6 && id != 3 && id != 4)
-			v[id] = binary(r, &n[id]);
+		if (t == TT_CT_BINARY && id >= 1 && id <= 6 && id != 3 && id != 4)
+			v[id] = tt_thrift_binary(r, &n[id]);
 		else
-			skip(r, t, 4);
+			tt_thrift_skip(r, t);
 	}
 	if (r->bad)
 		return;
@@ -430,25 +260,25 @@ static void read_statistics(rd *r, id_scan *s)
 }
 
 /* ColumnMetaData { 3: path_in_schema list<string>, 12: statistics, ... }. */
-static void read_column_meta(rd *r, id_scan *s)
+static void read_column_meta(tt_thrift *r, id_scan *s)
 {
 	int16_t last = 0, id = 0;
 	bool is_id = false;
 	const unsigned char *stats = NULL;
 	for (;;) {
-		int t = field_header(r, &last, &id);
-		if (r->bad || t == CT_STOP)
+		int t = tt_thrift_field(r, &last, &id);
+		if (r->bad || t == TT_CT_STOP)
 			break;
-		if (id == 3 && t == CT_LIST) {
+		if (id == 3 && t == TT_CT_LIST) {
 			int et;
-			uint64_t count = list_header(r, &et);
+			uint64_t count = tt_thrift_list(r, &et);
 			const unsigned char *part[2] = { 0 };
 			size_t plen[2] = { 0 };
 			for (uint64_t i = 0; i < count && !r->bad; i++) {
 				size_t l;
-				const unsigned char *b = et == CT_BINARY ? binary(r, &l) : NULL;
-				if (et != CT_BINARY)
-					skip(r, et, 4);
+				const unsigned char *b = et == TT_CT_BINARY ? tt_thrift_binary(r, &l) : NULL;
+				if (et != TT_CT_BINARY)
+					tt_thrift_skip_elem(r, et);
 				if (i < 2) {
 					part[i] = b;
 					plen[i] = b ? l : 0;
@@ -457,18 +287,18 @@ static void read_column_meta(rd *r, id_scan *s)
 			is_id = count == 2 && part[0] && part[1] && plen[0] == 8 &&
 				memcmp(part[0], "metaData", 8) == 0 && plen[1] == 2 &&
 				memcmp(part[1], "id", 2) == 0;
-		} else if (id == 12 && t == CT_STRUCT) {
+		} else if (id == 12 && t == TT_CT_STRUCT) {
 			stats = r->p;
-			skip_struct(r, 4);
+			tt_thrift_skip_struct(r);
 		} else {
-			skip(r, t, 4);
+			tt_thrift_skip(r, t);
 		}
 	}
 	if (r->bad || !is_id)
 		return;
 	s->found_column = true;
 	if (stats) {
-		rd sub = { stats, r->end, false };
+		tt_thrift sub = { stats, r->end, false };
 		read_statistics(&sub, s);
 		if (sub.bad)
 			r->bad = true;
@@ -476,39 +306,39 @@ static void read_column_meta(rd *r, id_scan *s)
 }
 
 /* ColumnChunk { 3: meta_data ColumnMetaData, ... }. */
-static void read_column_chunk(rd *r, id_scan *s)
+static void read_column_chunk(tt_thrift *r, id_scan *s)
 {
 	int16_t last = 0, id = 0;
 	for (;;) {
-		int t = field_header(r, &last, &id);
-		if (r->bad || t == CT_STOP)
+		int t = tt_thrift_field(r, &last, &id);
+		if (r->bad || t == TT_CT_STOP)
 			return;
-		if (id == 3 && t == CT_STRUCT)
+		if (id == 3 && t == TT_CT_STRUCT)
 			read_column_meta(r, s);
 		else
-			skip(r, t, 3);
+			tt_thrift_skip(r, t);
 	}
 }
 
 /* RowGroup { 1: columns list<ColumnChunk>, ... }. */
-static void read_row_group(rd *r, id_scan *s)
+static void read_row_group(tt_thrift *r, id_scan *s)
 {
 	int16_t last = 0, id = 0;
 	for (;;) {
-		int t = field_header(r, &last, &id);
-		if (r->bad || t == CT_STOP)
+		int t = tt_thrift_field(r, &last, &id);
+		if (r->bad || t == TT_CT_STOP)
 			return;
-		if (id == 1 && t == CT_LIST) {
+		if (id == 1 && t == TT_CT_LIST) {
 			int et;
-			uint64_t count = list_header(r, &et);
+			uint64_t count = tt_thrift_list(r, &et);
 			for (uint64_t i = 0; i < count && !r->bad; i++) {
-				if (et == CT_STRUCT)
+				if (et == TT_CT_STRUCT)
 					read_column_chunk(r, s);
 				else
-					skip(r, et, 3);
+					tt_thrift_skip_elem(r, et);
 			}
 		} else {
-			skip(r, t, 2);
+			tt_thrift_skip(r, t);
 		}
 	}
 }
@@ -542,23 +372,23 @@ int tt_delta_footer_table_id(const unsigned char *data, size_t len, const char *
 				    "%s: the Parquet footer says %u bytes but the file has only %zu "
 				    "(truncated?)", what, flen, len - 8);
 	/* FileMetaData { 1: version, 2: schema, 3: num_rows, 4: row_groups, ... } */
-	rd r = { data + len - 8 - flen, data + len - 8, false };
+	tt_thrift r = { data + len - 8 - flen, data + len - 8, false };
 	int16_t last = 0, fid = 0;
 	for (;;) {
-		int t = field_header(&r, &last, &fid);
-		if (r.bad || t == CT_STOP)
+		int t = tt_thrift_field(&r, &last, &fid);
+		if (r.bad || t == TT_CT_STOP)
 			break;
-		if (fid == 4 && t == CT_LIST) {
+		if (fid == 4 && t == TT_CT_LIST) {
 			int et;
-			uint64_t count = list_header(&r, &et);
+			uint64_t count = tt_thrift_list(&r, &et);
 			for (uint64_t i = 0; i < count && !r.bad; i++) {
-				if (et == CT_STRUCT)
+				if (et == TT_CT_STRUCT)
 					read_row_group(&r, &s);
 				else
-					skip(&r, et, 1);
+					tt_thrift_skip_elem(&r, et);
 			}
 		} else {
-			skip(&r, t, 1);
+			tt_thrift_skip(&r, t);
 		}
 	}
 	if (r.bad)
