@@ -1,0 +1,42 @@
+/*
+ * formats/parquet.h - one string column of a Parquet file, read.
+ *
+ * Delta checkpoints are Parquet files, and the data files a version needs
+ * are the `add.path` values of its checkpoint.  This reader decodes just
+ * that: a BYTE_ARRAY leaf column outside any repeated field, from the
+ * footer (Thrift compact) through its pages (v1 and v2 data pages, a
+ * dictionary page), definition levels (RLE/bit-packed hybrid, or the old
+ * BIT_PACKED encoding), values in PLAIN or dictionary encoding, pages
+ * stored UNCOMPRESSED or compressed with SNAPPY, GZIP or ZSTD.
+ *
+ * Input is untrusted.  Every offset, length and count is checked against
+ * the file, a page larger than TT_PARQUET_PAGE_MAX is refused, and a
+ * malformed file is TT_EPARSE naming it; a codec or encoding outside the
+ * list above is TT_ECAPABILITY naming it.
+ */
+#ifndef TT_FORMATS_PARQUET_H
+#define TT_FORMATS_PARQUET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/error.h"
+
+#define TT_PARQUET_PAGE_MAX ((size_t)256 << 20)
+
+/* One value of the column (not NUL-terminated; it points into a buffer
+ * that lives until the callback returns).  Non-zero stops the read. */
+typedef int (*tt_parquet_string_fn)(void *ctx, const unsigned char *s, size_t n, tt_error *err);
+
+/*
+ * Call fn for every non-null value of the column whose field names from
+ * the root are path[0..depth) (for instance "add", "path"), in a whole
+ * Parquet file, row group by row group in row order.  *found says whether
+ * the file has the column at all (fn is never called when it has not).
+ * what names the file in errors.
+ */
+int tt_parquet_strings(const unsigned char *data, size_t len, const char *what,
+		       const char *const *path, size_t depth, tt_parquet_string_fn fn, void *ctx,
+		       bool *found, tt_error *err);
+
+#endif
