@@ -28,6 +28,7 @@
 #include "backends/backend.h"
 #include "backends/delta.h"
 #include "backends/file.h"
+#include "formats/parquet.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -875,6 +876,8 @@ static int replay_file(void *ctx, tt_delta_file_action action, const char *path,
 {
 	replay *r = ctx;
 	int rc = 0;
+	if (action == TT_DELTA_SIDECAR)
+		return 0; /* only a V2 checkpoint lists sidecars (checkpoint_files) */
 	if (!r->after) {
 		if (action == TT_DELTA_ADD)
 			rc = json_object_set_new(r->active, path, json_true());
@@ -903,6 +906,149 @@ static int replay_commit(const dlog *l, long long v, replay *r, tt_error *err)
 	}
 	tt_buf_release(&text);
 	free(what);
+	return rc;
+}
+
+/* --- a checkpoint's files ------------------------------------------------------------ */
+
+/* What reading a checkpoint's file lists gathers. */
+typedef struct ckpt_read {
+	replay *r;
+	json_t *sidecars;   /* sidecar file names a V2 checkpoint lists */
+	const char *what;   /* the file being read */
+} ckpt_read;
+
+static int ckpt_value(ckpt_read *c, tt_delta_file_action action, const char *s, size_t n,
+		      tt_error *err)
+{
+	if (!tt_utf8_valid(s, n) || memchr(s, 0, n))
+		return tt_error_set(err, TT_EPARSE, "%s lists a path that is not UTF-8 text",
+				    c->what);
+	json_t *v = json_stringn(s, n);
+	if (!v)
+		return tt_error_oom(err);
+	int rc = 0;
+	if (action == TT_DELTA_SIDECAR)
+		rc = json_array_append_new(c->sidecars, v) ? tt_error_oom(err) : 0;
+	else
+		rc = replay_file(c->r, action, json_string_value(v), err);
+	if (action != TT_DELTA_SIDECAR)
+		json_decref(v);
+	return rc;
+}
+
+static int ckpt_add(void *ctx, const unsigned char *s, size_t n, tt_error *err)
+{
+	return ckpt_value(ctx, TT_DELTA_ADD, (const char *)s, n, err);
+}
+
+static int ckpt_sidecar(void *ctx, const unsigned char *s, size_t n, tt_error *err)
+{
+	return ckpt_value(ctx, TT_DELTA_SIDECAR, (const char *)s, n, err);
+}
+
+static int ckpt_json_action(void *ctx, tt_delta_file_action action, const char *path,
+			    tt_error *err)
+{
+	return ckpt_value(ctx, action, path, strlen(path), err);
+}
+
+/* The add.path column of one Parquet checkpoint file (name relative to
+ * _delta_log), and its sidecar.path column when sidecars may be listed. */
+static int parquet_files(const dlog *l, const char *name, ckpt_read *c, bool sidecars,
+			 tt_error *err)
+{
+	static const char *const add_path[] = { "add", "path" };
+	static const char *const sidecar_path[] = { "sidecar", "path" };
+	tt_buf data = TT_BUF_INIT;
+	char *what = log_path(l, name);
+	bool found_add, found_sidecar = false;
+	int rc = what ? read_log_file(l, name, &data, err) : doom(err);
+
+	c->what = what;
+	if (rc == 0) {
+		rc = tt_parquet_strings((const unsigned char *)data.ptr, data.len, what, add_path, 2,
+					ckpt_add, c, &found_add, err);
+		if (rc == 0 && sidecars)
+			rc = tt_parquet_strings((const unsigned char *)data.ptr, data.len, what,
+						sidecar_path, 2, ckpt_sidecar, c, &found_sidecar, err);
+		if (rc == 0 && !found_add && !found_sidecar)
+			rc = tt_error_set(err, TT_EPARSE, "%s: a Delta checkpoint must have an "
+					  "add.path column", what);
+		if (rc)
+			rc = named(err, rc, l->uri);
+	}
+	c->what = NULL;
+	tt_buf_release(&data);
+	free(what);
+	return rc;
+}
+
+/* A sidecar's file name under _delta_log/_sidecars: the protocol keeps them
+ * all there, so only the last component of the path counts. */
+static char *sidecar_name(const char *path)
+{
+	char *decoded = tt_percent_decode(path);
+	if (!decoded)
+		return NULL;
+	const char *base = strrchr(decoded, '/');
+	base = base ? base + 1 : decoded;
+	char *out = !*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0
+			    ? tt_strdup("")
+			    : tt_asprintf("_sidecars/%s", base);
+	free(decoded);
+	return out;
+}
+
+/*
+ * Feed the data files checkpoint cp lists as live (its add actions, in
+ * every part and every sidecar) to r as added up to its version.  A
+ * malformed file is TT_EBACKEND naming it; a Parquet codec or encoding
+ * tether does not read is TT_ECAPABILITY.
+ */
+static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *err)
+{
+	const ckpt *k = checkpoint_at(l, cp);
+	ckpt_read c = { r, json_array(), NULL };
+	int rc = 0;
+
+	if (!c.sidecars)
+		return doom(err);
+	if (!k) {
+		rc = derr(err, TT_EBACKEND, "delta table %s has no complete checkpoint at v%lld",
+			  l->uri, cp);
+	} else if (k->kind == CP_UUID_JSON) {
+		tt_buf text = TT_BUF_INIT;
+		char *what = log_path(l, k->name);
+		c.what = what;
+		if (!what)
+			rc = doom(err);
+		else if ((rc = read_log_file(l, k->name, &text, err)) == 0 &&
+			 (rc = tt_delta_commit_files(text.ptr, text.len, what, ckpt_json_action, &c,
+						     err)) != 0)
+			rc = named(err, rc, l->uri);
+		tt_buf_release(&text);
+		free(what);
+	} else {
+		for (size_t i = 0; i < l->ncp && rc == 0; i++) {
+			const ckpt *p = &l->cps[i];
+			if (p == k || (k->kind == CP_MULTI && p->version == cp &&
+				       p->kind == CP_MULTI && p->parts == k->parts))
+				rc = parquet_files(l, p->name, &c, true, err);
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < json_array_size(c.sidecars); i++) {
+		char *name = sidecar_name(json_string_value(json_array_get(c.sidecars, i)));
+		if (!name)
+			rc = doom(err);
+		else if (!*name)
+			rc = derr(err, TT_EBACKEND, "delta table %s: checkpoint v%lld lists a sidecar "
+				  "with no file name", l->uri, cp);
+		else
+			rc = parquet_files(l, name, &c, false, err);
+		free(name);
+	}
+	json_decref(c.sidecars);
 	return rc;
 }
 
@@ -1006,12 +1152,25 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	}
 	/* Its files: those live at v, and those a later commit removed (so
 	 * they were live at v).  When every commit from 0 is still in the log,
-	 * the replay starts there and sees every file; otherwise it starts after
-	 * the checkpoint, and the files only the checkpoint lists (reading them
-	 * would mean decoding its Parquet data) are not checked. */
+	 * the replay starts there and sees every file; otherwise it starts from
+	 * the files the checkpoint lists as live (its add.path column). */
 	bool whole = true;
 	for (long long k = 0; base >= 0 && k <= base && whole; k++)
 		whole = has_commit(&l, k);
+	if (!whole) {
+		r.after = false;
+		if (checkpoint_files(&l, base, &r, &why) != 0) {
+			if (why.code == TT_ENOMEM) {
+				rc = doom(err);
+				goto done;
+			}
+			/* A checkpoint Delta cannot read leaves v unreadable; one in a
+			 * codec tether does not decode leaves it unknown. */
+			*status = why.code == TT_ECAPABILITY ? TT_VERIFY_UNKNOWN : TT_VERIFY_MISSING;
+			*message = tt_strdup(tt_error_text(&why));
+			goto done;
+		}
+	}
 	for (long long k = whole ? 0 : base + 1; k <= l.head; k++) {
 		r.after = k > v;
 		if (r.after && !has_commit(&l, k)) {
@@ -1056,10 +1215,6 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	if (unchecked)
 		*message = tt_asprintf("%lld data files found; %lld not on local storage were not "
 				       "checked", checked, unchecked);
-	else if (!whole)
-		*message = tt_asprintf("%lld data files found; the files listed only in the "
-				       "checkpoint at v%lld were not checked (the commits before it "
-				       "are gone from the log)", checked, base);
 done:
 	dlog_release(&l);
 out:

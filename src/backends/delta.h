@@ -52,11 +52,15 @@ int tt_delta_parse_commit(const char *text, size_t len, const char *what, tt_del
 int tt_delta_parse_commit_info(const char *text, size_t len, const char *what,
 			       tt_delta_commit *out, tt_error *err);
 
-/* The actions of a commit that add or remove data files, for a replay. */
-typedef enum tt_delta_file_action { TT_DELTA_ADD, TT_DELTA_REMOVE } tt_delta_file_action;
+/* The actions of a commit or JSON checkpoint that add or remove data files,
+ * and the sidecar files a V2 checkpoint lists, for a replay. */
+typedef enum tt_delta_file_action {
+	TT_DELTA_ADD, TT_DELTA_REMOVE, TT_DELTA_SIDECAR
+} tt_delta_file_action;
 typedef int (*tt_delta_file_fn)(void *ctx, tt_delta_file_action action, const char *path,
 				tt_error *err);
-/* Call fn for every add / remove path (as written: URL-encoded) in order. */
+/* Call fn for every add / remove / sidecar path (as written: URL-encoded)
+ * in order. */
 int tt_delta_commit_files(const char *text, size_t len, const char *what, tt_delta_file_fn fn,
 			  void *ctx, tt_error *err);
 

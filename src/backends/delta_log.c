@@ -194,12 +194,14 @@ typedef struct files_ctx {
 static int files_line(void *ctx, const json_t *line, tt_error *err)
 {
 	files_ctx *f = ctx;
-	static const char *const keys[] = { "add", "remove" };
-	for (int i = 0; i < 2; i++) {
+	static const char *const keys[] = { "add", "remove", "sidecar" };
+	static const tt_delta_file_action actions[] = { TT_DELTA_ADD, TT_DELTA_REMOVE,
+							TT_DELTA_SIDECAR };
+	for (int i = 0; i < 3; i++) {
 		json_t *a = json_object_get(line, keys[i]);
 		json_t *p = json_is_object(a) ? json_object_get(a, "path") : NULL;
 		if (json_is_string(p)) {
-			int rc = f->fn(f->ctx, i ? TT_DELTA_REMOVE : TT_DELTA_ADD, json_string_value(p),
+			int rc = f->fn(f->ctx, actions[i], json_string_value(p),
 				       err);
 			if (rc)
 				return rc;

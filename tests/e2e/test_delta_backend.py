@@ -212,6 +212,57 @@ def test_checkpoint_footer_statistics_or_unknown(tmp_path, tether, env, statisti
     assert state["table_id"] == (want["table_id"] if statistics else "unknown")
 
 
+def test_deep_verify_after_log_cleanup_reads_the_checkpoint(tmp_path, tether, env):
+    """deltalake's own log cleanup (a zero retention) removes the commits
+    before a checkpoint; verify --deep then learns the files the version has
+    from the checkpoint's add.path column, and agrees with deltalake reading
+    the version: a file only the checkpoint lists is missed when it is gone."""
+    table = tmp_path / "stores" / "kept.delta"
+    write_deltalake(str(table), rows(0, 3),
+                    configuration={"delta.logRetentionDuration": "interval 0 seconds"})
+    write_deltalake(str(table), rows(10, 3), mode="append")
+    DeltaTable(str(table)).delete("id = 1")
+    DeltaTable(str(table)).create_checkpoint()
+    DeltaTable(str(table)).cleanup_metadata()
+    write_deltalake(str(table), rows(20, 3), mode="append")
+    log = table / "_delta_log"
+    assert not (log / f"{0:020d}.json").exists(), "deltalake did not clean the log up"
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    tether("add", str(table), "--kind", "delta", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    assert manifest(ds, "kept")["state"] == deltalake_state(table)
+
+    proc = tether("verify", "--deep", cwd=ds, check=False)
+    assert proc.returncode == 0 and re.search(r"ok\s+kept", proc.stdout), proc.stdout + proc.stderr
+    assert "not checked" not in proc.stdout + proc.stderr
+    v3 = DeltaTable(str(table), version=3)
+    v3.to_pyarrow_table()  # deltalake reads it too
+
+    # A file live at v3 that no remaining commit names: only the checkpoint
+    # lists it.  Gone, both deltalake and tether fail the version.
+    commits = "".join(p.read_text() for p in log.glob("*.json"))
+    only_ckpt = [Path(u).name for u in v3.file_uris() if Path(u).name not in commits]
+    assert only_ckpt, "every live file is named by a remaining commit"
+    (table / only_ckpt[0]).rename(tmp_path / "moved.parquet")
+    with pytest.raises(Exception):
+        DeltaTable(str(table), version=3).to_pyarrow_table()
+    proc = tether("verify", "--deep", cwd=ds, check=False)
+    assert re.search(r"missing\s+kept", proc.stdout), proc.stdout + proc.stderr
+    assert only_ckpt[0] in proc.stdout + proc.stderr
+    (tmp_path / "moved.parquet").rename(table / only_ckpt[0])
+    out = tether("verify", "--deep", cwd=ds).stdout
+    assert re.search(r"ok\s+kept", out), out
+
+    # Overwrite and vacuum: v3's files are deleted; v3 is missing, head ok.
+    write_deltalake(str(table), rows(30, 2), mode="overwrite")
+    DeltaTable(str(table)).vacuum(retention_hours=0, enforce_retention_duration=False,
+                                  dry_run=False)
+    with pytest.raises(Exception):
+        DeltaTable(str(table), version=3).to_pyarrow_table()
+    proc = tether("verify", "--deep", cwd=ds, check=False)
+    assert re.search(r"missing\s+kept", proc.stdout), proc.stdout + proc.stderr
+
+
 def commit_info_only(log: Path, version: int) -> None:
     """A commit with only a commitInfo action (no metaData)."""
     (log / f"{version:020d}.json").write_text(
