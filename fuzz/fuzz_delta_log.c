@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int count_file(void *ctx, tt_delta_file_action action, const char *path, tt_error *err)
 {
 	(void)err;
-	if (!path || (action != TT_DELTA_ADD && action != TT_DELTA_REMOVE && action != TT_DELTA_SIDECAR))
+	if (!path || action > TT_DELTA_REMOVE_DV)
 		abort();
 	(*(size_t *)ctx)++;
 	return 0;

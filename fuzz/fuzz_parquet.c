@@ -20,13 +20,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int touch(void *ctx, const unsigned char *s, size_t n, tt_error *err)
+typedef struct seen {
+	unsigned sum;
+	int64_t last;           /* the last value's row in this read */
+} seen;
+
+static int touch(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
 {
-	(void)err;
+	seen *c = ctx;
 	unsigned sum = 0;
+	(void)err;
+	if (row <= c->last)
+		abort(); /* rows only grow within a read */
+	c->last = row;
 	for (size_t i = 0; i < n; i++)
 		sum += s[i]; /* the sanitizer sees a read out of bounds */
-	*(unsigned *)ctx += sum + 1;
+	c->sum += sum + 1;
 	return 0;
 }
 
@@ -44,16 +53,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const nested[] = { "add", "path" };
 	static const char *const flat[] = { "s" };
 	tt_error err = TT_ERROR_INIT;
-	unsigned seen = 0;
+	seen c = { 0, -1 };
 	bool found;
 	int rc;
 
-	rc = tt_parquet_strings(data, size, "fuzz.parquet", nested, 2, touch, &seen, &found, &err);
+	rc = tt_parquet_strings(data, size, "fuzz.parquet", nested, 2, touch, &c, &found, &err);
 	expect_error(rc, &err);
 	if (rc && found)
 		abort();
 	tt_error_clear(&err);
-	rc = tt_parquet_strings(data, size, "fuzz.parquet", flat, 1, touch, &seen, &found, &err);
+	c.last = -1;
+	rc = tt_parquet_strings(data, size, "fuzz.parquet", flat, 1, touch, &c, &found, &err);
 	expect_error(rc, &err);
 	tt_error_clear(&err);
 
@@ -64,9 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			unsigned sum = 0;
 			for (size_t i = 0; i < want; i++)
 				sum += out[i];
-			seen += sum;
+			c.sum += sum;
 		}
 		free(out);
 	}
-	return seen == 0xdeadbeef; /* keeps the reads from being optimised away */
+	return c.sum == 0xdeadbeef; /* keeps the reads from being optimised away */
 }

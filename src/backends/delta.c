@@ -872,18 +872,34 @@ typedef struct replay {
 	bool after;
 } replay;
 
+/* A deletion-vector file live in (base, v]: one count per data file whose
+ * vector it holds, gone at zero. */
+static int count_dv(json_t *set, const char *path, int by)
+{
+	json_int_t n = json_integer_value(json_object_get(set, path)) + by;
+	if (n <= 0) {
+		json_object_del(set, path);
+		return 0;
+	}
+	return json_object_set_new(set, path, json_integer(n));
+}
+
 static int replay_file(void *ctx, tt_delta_file_action action, const char *path, tt_error *err)
 {
 	replay *r = ctx;
 	int rc = 0;
+	bool add = action == TT_DELTA_ADD || action == TT_DELTA_ADD_DV;
+	bool dv = action == TT_DELTA_ADD_DV || action == TT_DELTA_REMOVE_DV;
 	if (action == TT_DELTA_SIDECAR)
 		return 0; /* only a V2 checkpoint lists sidecars (checkpoint_files) */
 	if (!r->after) {
-		if (action == TT_DELTA_ADD)
+		if (dv)
+			rc = count_dv(r->active, path, add ? 1 : -1);
+		else if (add)
 			rc = json_object_set_new(r->active, path, json_true());
 		else
 			json_object_del(r->active, path);
-	} else if (action == TT_DELTA_ADD) {
+	} else if (add) {
 		rc = json_object_set_new(r->later_added, path, json_true());
 	} else if (!json_object_get(r->later_added, path)) {
 		rc = json_object_set_new(r->needed, path, json_true());
@@ -916,6 +932,11 @@ typedef struct ckpt_read {
 	replay *r;
 	json_t *sidecars;   /* sidecar file names a V2 checkpoint lists */
 	const char *what;   /* the file being read */
+	struct dv_row {
+		int64_t row;
+		char type;
+	} *dv_rows;         /* the storage types of one file's deletion vectors */
+	size_t ndv, dv_alloc, dv_at;
 } ckpt_read;
 
 static int ckpt_value(ckpt_read *c, tt_delta_file_action action, const char *s, size_t n,
@@ -937,14 +958,49 @@ static int ckpt_value(ckpt_read *c, tt_delta_file_action action, const char *s, 
 	return rc;
 }
 
-static int ckpt_add(void *ctx, const unsigned char *s, size_t n, tt_error *err)
+static int ckpt_add(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
 {
+	(void)row;
 	return ckpt_value(ctx, TT_DELTA_ADD, (const char *)s, n, err);
 }
 
-static int ckpt_sidecar(void *ctx, const unsigned char *s, size_t n, tt_error *err)
+static int ckpt_sidecar(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
 {
+	(void)row;
 	return ckpt_value(ctx, TT_DELTA_SIDECAR, (const char *)s, n, err);
+}
+
+/* add.deletionVector.storageType, by row. */
+static int ckpt_dv_type(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
+{
+	ckpt_read *c = ctx;
+	if (TT_ARRAY_GROW(c->dv_rows, c->dv_alloc, c->ndv + 1) != 0)
+		return tt_error_oom(err);
+	c->dv_rows[c->ndv].row = row;
+	c->dv_rows[c->ndv].type = n == 1 ? (char)s[0] : '?';
+	c->ndv++;
+	return 0;
+}
+
+/* add.deletionVector.pathOrInlineDv: with the row's storageType, the file. */
+static int ckpt_dv_value(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
+{
+	ckpt_read *c = ctx;
+	char type[2] = { 0, 0 }, *path = NULL;
+	/* Both columns come in row order: the type is at or after c->dv_at. */
+	while (c->dv_at < c->ndv && c->dv_rows[c->dv_at].row < row)
+		c->dv_at++;
+	if (c->dv_at < c->ndv && c->dv_rows[c->dv_at].row == row)
+		type[0] = c->dv_rows[c->dv_at].type;
+	if (!type[0] || tt_delta_dv_file(type, (const char *)s, n, &path) != 0) {
+		if (errno == ENOMEM)
+			return tt_error_oom(err);
+		return tt_error_set(err, TT_EPARSE, "%s: the deletion vector in row %lld is "
+				    "malformed", c->what, (long long)row);
+	}
+	int rc = path ? ckpt_value(c, TT_DELTA_ADD_DV, path, strlen(path), err) : 0;
+	free(path);
+	return rc;
 }
 
 static int ckpt_json_action(void *ctx, tt_delta_file_action action, const char *path,
@@ -960,9 +1016,11 @@ static int parquet_files(const dlog *l, const char *name, ckpt_read *c, bool sid
 {
 	static const char *const add_path[] = { "add", "path" };
 	static const char *const sidecar_path[] = { "sidecar", "path" };
+	static const char *const dv_type[] = { "add", "deletionVector", "storageType" };
+	static const char *const dv_value[] = { "add", "deletionVector", "pathOrInlineDv" };
 	tt_buf data = TT_BUF_INIT;
 	char *what = log_path(l, name);
-	bool found_add, found_sidecar = false;
+	bool found_add, found_sidecar = false, found_dv = false;
 	int rc = what ? read_log_file(l, name, &data, err) : doom(err);
 
 	c->what = what;
@@ -972,6 +1030,14 @@ static int parquet_files(const dlog *l, const char *name, ckpt_read *c, bool sid
 		if (rc == 0 && sidecars)
 			rc = tt_parquet_strings((const unsigned char *)data.ptr, data.len, what,
 						sidecar_path, 2, ckpt_sidecar, c, &found_sidecar, err);
+		/* The files holding the deletion vectors of the adds. */
+		c->ndv = c->dv_at = 0;
+		if (rc == 0)
+			rc = tt_parquet_strings((const unsigned char *)data.ptr, data.len, what,
+						dv_type, 3, ckpt_dv_type, c, &found_dv, err);
+		if (rc == 0 && found_dv && c->ndv)
+			rc = tt_parquet_strings((const unsigned char *)data.ptr, data.len, what,
+						dv_value, 3, ckpt_dv_value, c, &found_dv, err);
 		if (rc == 0 && !found_add && !found_sidecar)
 			rc = tt_error_set(err, TT_EPARSE, "%s: a Delta checkpoint must have an "
 					  "add.path column", what);
@@ -1009,7 +1075,7 @@ static char *sidecar_name(const char *path)
 static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *err)
 {
 	const ckpt *k = checkpoint_at(l, cp);
-	ckpt_read c = { r, json_array(), NULL };
+	ckpt_read c = { r, json_array(), NULL, NULL, 0, 0, 0 };
 	int rc = 0;
 
 	if (!c.sidecars)
@@ -1049,6 +1115,7 @@ static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *er
 		free(name);
 	}
 	json_decref(c.sidecars);
+	free(c.dv_rows);
 	return rc;
 }
 

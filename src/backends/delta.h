@@ -55,14 +55,30 @@ int tt_delta_parse_commit_info(const char *text, size_t len, const char *what,
 /* The actions of a commit or JSON checkpoint that add or remove data files,
  * and the sidecar files a V2 checkpoint lists, for a replay. */
 typedef enum tt_delta_file_action {
-	TT_DELTA_ADD, TT_DELTA_REMOVE, TT_DELTA_SIDECAR
+	TT_DELTA_ADD, TT_DELTA_REMOVE, TT_DELTA_SIDECAR,
+	/* the deletion-vector file an add / remove names (one file may hold
+	 * the vectors of several data files) */
+	TT_DELTA_ADD_DV, TT_DELTA_REMOVE_DV
 } tt_delta_file_action;
 typedef int (*tt_delta_file_fn)(void *ctx, tt_delta_file_action action, const char *path,
 				tt_error *err);
 /* Call fn for every add / remove / sidecar path (as written: URL-encoded)
- * in order. */
+ * in order, each add or remove followed by its deletion vector's file when
+ * it has one stored in a file.  A malformed deletion-vector descriptor is
+ * TT_EPARSE. */
 int tt_delta_commit_files(const char *text, size_t len, const char *what, tt_delta_file_fn fn,
 			  void *ctx, tt_error *err);
+
+/*
+ * The file a deletion vector is stored in, from its descriptor's
+ * storageType and pathOrInlineDv: "u" is a path relative to the table,
+ * `[<prefix>/]deletion_vector_<uuid>.bin`, the UUID Z85-encoded in the
+ * last 20 characters; "p" is an absolute path as written; "i" (inline) has
+ * no file.  *path: malloc'd, or NULL for an inline vector.  Returns 0, or
+ * -1 when the descriptor is malformed (or memory ran out: *path NULL and
+ * errno ENOMEM).
+ */
+int tt_delta_dv_file(const char *storage_type, const char *value, size_t len, char **path);
 
 /*
  * The table id a Parquet checkpoint's footer gives: the statistics of the

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "formats/thrift.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -191,21 +192,98 @@ typedef struct files_ctx {
 	void *ctx;
 } files_ctx;
 
+/* Z85 (ZeroMQ's base-85): five characters to four bytes, big-endian. */
+static int z85_digit(char c)
+{
+	static const char alphabet[] =
+		"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+	const char *at = c ? strchr(alphabet, c) : NULL;
+	return at ? (int)(at - alphabet) : -1;
+}
+
+int tt_delta_dv_file(const char *storage_type, const char *value, size_t len, char **path)
+{
+	*path = NULL;
+	errno = 0;
+	if (strcmp(storage_type, "i") == 0)
+		return 0;
+	if (memchr(value, 0, len))
+		return -1;
+	if (strcmp(storage_type, "p") == 0) {
+		if (!len)
+			return -1;
+		*path = tt_strndup(value, len);
+		return *path ? 0 : -1;
+	}
+	if (strcmp(storage_type, "u") != 0 || len < 20)
+		return -1;
+	unsigned char id[16];
+	const char *z = value + len - 20;
+	for (int g = 0; g < 4; g++) {
+		uint64_t v = 0;
+		for (int k = 0; k < 5; k++) {
+			int d = z85_digit(z[g * 5 + k]);
+			if (d < 0)
+				return -1;
+			v = v * 85 + (uint64_t)d;
+		}
+		if (v > UINT32_MAX)
+			return -1;
+		for (int k = 0; k < 4; k++)
+			id[g * 4 + k] = (unsigned char)(v >> (24 - 8 * k));
+	}
+	char hex[33];
+	tt_hex(hex, id, sizeof id);
+	size_t plen = len - 20;
+	*path = tt_asprintf("%.*s%sdeletion_vector_%.8s-%.4s-%.4s-%.4s-%.12s.bin", (int)plen, value,
+			    plen ? "/" : "", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+	if (!*path)
+		errno = ENOMEM;
+	return *path ? 0 : -1;
+}
+
+/* The deletion vector an add or remove action names: its file to fn. */
+static int dv_of(const files_ctx *f, const json_t *action, tt_delta_file_action kind,
+		 tt_error *err)
+{
+	json_t *dv = json_object_get(action, "deletionVector");
+	if (!json_is_object(dv))
+		return 0;
+	json_t *type = json_object_get(dv, "storageType");
+	json_t *value = json_object_get(dv, "pathOrInlineDv");
+	char *path;
+	if (!json_is_string(type) || !json_is_string(value) ||
+	    tt_delta_dv_file(json_string_value(type), json_string_value(value),
+			     json_string_length(value), &path) != 0) {
+		if (errno == ENOMEM)
+			return tt_error_oom(err);
+		return tt_error_set(err, TT_EPARSE, "a deletion vector's descriptor is malformed "
+				    "(storageType %s, pathOrInlineDv %s)",
+				    json_is_string(type) ? json_string_value(type) : "missing",
+				    json_is_string(value) ? json_string_value(value) : "missing");
+	}
+	int rc = path ? f->fn(f->ctx, kind, path, err) : 0;
+	free(path);
+	return rc;
+}
+
 static int files_line(void *ctx, const json_t *line, tt_error *err)
 {
 	files_ctx *f = ctx;
 	static const char *const keys[] = { "add", "remove", "sidecar" };
 	static const tt_delta_file_action actions[] = { TT_DELTA_ADD, TT_DELTA_REMOVE,
 							TT_DELTA_SIDECAR };
+	static const tt_delta_file_action dvs[] = { TT_DELTA_ADD_DV, TT_DELTA_REMOVE_DV };
 	for (int i = 0; i < 3; i++) {
 		json_t *a = json_object_get(line, keys[i]);
 		json_t *p = json_is_object(a) ? json_object_get(a, "path") : NULL;
-		if (json_is_string(p)) {
-			int rc = f->fn(f->ctx, actions[i], json_string_value(p),
-				       err);
-			if (rc)
-				return rc;
-		}
+		if (!json_is_string(p))
+			continue;
+		int rc = f->fn(f->ctx, actions[i], json_string_value(p), err);
+		if (rc == 0 && i < 2)
+			rc = dv_of(f, a, dvs[i], err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

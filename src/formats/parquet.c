@@ -41,6 +41,7 @@ typedef struct reader {
 	const char *const *path;
 	size_t depth;
 	int max_def;                  /* definition level of a present value */
+	int64_t row;                  /* the next value's row */
 	tt_parquet_string_fn fn;
 	void *ctx;
 	tt_error *err;
@@ -437,6 +438,7 @@ static int read_values(reader *rd, const dict *d, int encoding, const unsigned c
 		}
 	}
 	for (int32_t i = 0; i < num; i++) {
+		int64_t row = rd->row++;
 		uint32_t level = (uint32_t)rd->max_def;
 		if (have_levels && !level_next(lv, &level))
 			return malformed(rd, "a page has fewer definition levels than values");
@@ -457,7 +459,7 @@ static int read_values(reader *rd, const dict *d, int encoding, const unsigned c
 		} else if (!plain_next(&p, end, &s, &n)) {
 			return malformed(rd, "a value runs past its page");
 		}
-		if ((rc = rd->fn(rd->ctx, s, n, rd->err)) != 0)
+		if ((rc = rd->fn(rd->ctx, row, s, n, rd->err)) != 0)
 			return rc;
 	}
 	return 0;
@@ -761,7 +763,7 @@ int tt_parquet_strings(const unsigned char *data, size_t len, const char *what,
 	column[0] = 0;
 	for (size_t i = 0; i < depth && at < sizeof column; i++)
 		at += (size_t)snprintf(column + at, sizeof column - at, "%s%s", i ? "." : "", path[i]);
-	reader rd = { data, len, what, column, path, depth, 0, fn, ctx, err };
+	reader rd = { data, len, what, column, path, depth, 0, 0, fn, ctx, err };
 	if (depth == 0)
 		return tt_error_set(err, TT_EUSAGE, "a Parquet column path is empty");
 	if (len < 12 || memcmp(data, "PAR1", 4) != 0 || memcmp(data + len - 4, "PAR1", 4) != 0)

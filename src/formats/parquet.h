@@ -19,14 +19,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/error.h"
 
 #define TT_PARQUET_PAGE_MAX ((size_t)256 << 20)
 
-/* One value of the column (not NUL-terminated; it points into a buffer
- * that lives until the callback returns).  Non-zero stops the read. */
-typedef int (*tt_parquet_string_fn)(void *ctx, const unsigned char *s, size_t n, tt_error *err);
+/* One value of the column, in row `row` of the file (counting from 0
+ * across row groups).  s is not NUL-terminated and points into a buffer
+ * that lives until the callback returns.  Non-zero stops the read. */
+typedef int (*tt_parquet_string_fn)(void *ctx, int64_t row, const unsigned char *s, size_t n,
+				    tt_error *err);
 
 /*
  * Call fn for every non-null value of the column whose field names from

@@ -263,6 +263,59 @@ def test_deep_verify_after_log_cleanup_reads_the_checkpoint(tmp_path, tether, en
     assert re.search(r"missing\s+kept", proc.stdout), proc.stdout + proc.stderr
 
 
+def test_deep_verify_reads_deletion_vectors_from_a_checkpoint(tmp_path, tether, env):
+    """After log cleanup the deletion vectors come from the checkpoint's
+    add.deletionVector columns, matched to their add by row: a gone vector
+    file makes the version missing, an inline vector needs no file."""
+    import json
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "stores" / "dv.delta"
+    shutil.copytree(DELTA_FIXTURES / "table-with-dv-small", table)
+    for p in [table, *table.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    log = table / "_delta_log"
+    lines = [json.loads(x) for v in (0, 1) for x in (log / f"{v:020d}.json").read_text().splitlines()]
+    table_id = next(a["metaData"]["id"] for a in lines if "metaData" in a)
+    with_dv = [a["add"] for a in lines if "add" in a and a["add"].get("deletionVector")][-1]
+    (table / "plain.parquet").write_bytes(b"x")
+    (table / "inline.parquet").write_bytes(b"x")
+    dv_t = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()),
+                      ("offset", pa.int32()), ("sizeInBytes", pa.int32()),
+                      ("cardinality", pa.int64())])
+    add_t = pa.struct([("path", pa.string()), ("size", pa.int64()), ("deletionVector", dv_t)])
+    adds = [{"path": with_dv["path"], "size": 1, "deletionVector": with_dv["deletionVector"]},
+            None,
+            {"path": "plain.parquet", "size": 1, "deletionVector": None},
+            {"path": "inline.parquet", "size": 1,
+             "deletionVector": {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+                                "offset": None, "sizeInBytes": 40, "cardinality": 1}}]
+    meta = [None, {"id": table_id}, None, None]
+    pq.write_table(pa.table({"add": pa.array(adds, add_t),
+                             "metaData": pa.array(meta, pa.struct([("id", pa.string())]))}),
+                   log / f"{1:020d}.checkpoint.parquet", compression="SNAPPY")
+    for v in (0, 1):
+        (log / f"{v:020d}.json").unlink()
+
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    tether("add", str(table), "--kind", "delta", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    assert manifest(ds, "dv")["state"] == {"version": 1, "table_id": table_id}
+    out = tether("verify", "--deep", cwd=ds).stdout
+    assert re.search(r"ok\s+dv", out), out
+    dv_file = next(table.glob("deletion_vector_*.bin"))
+    dv_file.rename(tmp_path / "dv.moved")
+    proc = tether("verify", "--deep", cwd=ds, check=False)
+    assert re.search(r"missing\s+dv", proc.stdout), proc.stdout + proc.stderr
+    assert dv_file.name in proc.stdout
+    (tmp_path / "dv.moved").rename(dv_file)
+    (table / "plain.parquet").unlink()
+    proc = tether("verify", "--deep", cwd=ds, check=False)
+    assert re.search(r"missing\s+dv", proc.stdout) and "plain.parquet" in proc.stdout, proc.stdout
+
+
 def commit_info_only(log: Path, version: int) -> None:
     """A commit with only a commitInfo action (no metaData)."""
     (log / f"{version:020d}.json").write_text(

@@ -32,8 +32,9 @@ def read_ok(path, column):
     return json.loads(proc.stdout)
 
 
-def expected(path, column):
-    """Non-null values of a dotted column, as pyarrow reads them."""
+def expected(path, column, rows=False):
+    """Non-null values of a dotted column, as pyarrow reads them (with
+    rows: the row of each instead)."""
     table = pq.read_table(path)
     parts = column.split(".")
     arr = table.column(parts[0]).combine_chunks()
@@ -42,7 +43,10 @@ def expected(path, column):
         arr = pa.StructArray.field(arr, p) if arr.null_count == 0 else \
             pa.compute.if_else(arr.is_valid(), pa.StructArray.field(arr, p),
                                pa.nulls(len(arr), type=arr.type.field(p).type))
-    return [v for v in arr.to_pylist() if v is not None]
+    values = arr.to_pylist()
+    if rows:
+        return [i for i, v in enumerate(values) if v is not None]
+    return [v for v in values if v is not None]
 
 
 def checkpoint_like(n, seed, null_every=3):
@@ -84,8 +88,9 @@ def test_values_equal_pyarrow(tmp_path, layout):
         got = read_ok(path, column)
         assert got["found"] is True
         assert got["values"] == expected(path, column), column
-    assert read_ok(path, "add.nothing") == {"found": False, "values": []}
-    assert read_ok(path, "nothing") == {"found": False, "values": []}
+        assert got["rows"] == expected(path, column, rows=True), column
+    assert read_ok(path, "add.nothing") == {"found": False, "values": [], "rows": []}
+    assert read_ok(path, "nothing") == {"found": False, "values": [], "rows": []}
 
 
 def test_dictionary_fallback_and_long_values(tmp_path):

@@ -559,6 +559,63 @@ TT_TEST(deep_verify_sees_files_behind_a_checkpoint)
 	free(dir);
 }
 
+/* A version whose rows were deleted through a deletion vector needs the
+ * vector's file too: Databricks' table-with-dv-small keeps it as
+ * deletion_vector_<uuid>.bin, named by a Z85-encoded UUID in the log. */
+TT_TEST(deep_verify_checks_deletion_vector_files)
+{
+	char *dir = copy_fixture("table-with-dv-small");
+	SKIP_WITHOUT(dir, "the delta fixtures");
+	tt_backend *b = delta_backend();
+	json_t *l1 = loc_at(dir, 1), *l0 = loc_at(dir, 0), *s1 = NULL, *s0 = NULL;
+	tt_error err = TT_ERROR_INIT;
+	char *msg = NULL;
+	CHECK_OK(b->ops->fingerprint(b, l1, NULL, &s1, &err));
+	CHECK_OK(b->ops->fingerprint(b, l0, NULL, &s0, &err));
+	CHECK_INT(verify(b, dir, s1, true, &msg), TT_VERIFY_OK);
+	free(msg);
+	msg = NULL;
+	CHECK(sh("mv \"$1/deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin\" \"$1/dv.moved\"",
+		 dir, NULL) == 0);
+	CHECK_INT(verify(b, dir, s1, true, &msg), TT_VERIFY_MISSING);
+	CHECK_MSG(msg && strstr(msg, "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin"),
+		  "%s", msg ? msg : "");
+	free(msg);
+	msg = NULL;
+	/* v0 had no deletion vector */
+	CHECK_INT(verify(b, dir, s0, true, &msg), TT_VERIFY_OK);
+	free(msg);
+	json_decref(l0);
+	json_decref(l1);
+	json_decref(s0);
+	json_decref(s1);
+	tt_backend_free(b);
+	free(dir);
+}
+
+/* Deletion-vector descriptors to file names, as the Delta protocol spells
+ * them; malformed ones refused. */
+TT_TEST(deletion_vector_file_names)
+{
+	char *path = NULL;
+	CHECK_INT(tt_delta_dv_file("u", "vBn[lx{q8@P<9BNH/isA", 20, &path), 0);
+	CHECK_STR(path, "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin");
+	free(path);
+	CHECK_INT(tt_delta_dv_file("u", "abvBn[lx{q8@P<9BNH/isA", 22, &path), 0);
+	CHECK_STR(path, "ab/deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin");
+	free(path);
+	CHECK_INT(tt_delta_dv_file("p", "s3://b/t/dv.bin", 15, &path), 0);
+	CHECK_STR(path, "s3://b/t/dv.bin");
+	free(path);
+	CHECK_INT(tt_delta_dv_file("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 50, &path), 0);
+	CHECK(path == NULL);
+	CHECK_INT(tt_delta_dv_file("u", "short", 5, &path), -1);
+	CHECK_INT(tt_delta_dv_file("u", "vBn[lx{q8@P<9BNH/is~", 20, &path), -1); /* not Z85 */
+	CHECK_INT(tt_delta_dv_file("u", "#####vBn[lx{q8@P<9BN", 20, &path), -1); /* > 2^32 */
+	CHECK_INT(tt_delta_dv_file("x", "vBn[lx{q8@P<9BNH/isA", 20, &path), -1);
+	CHECK(path == NULL);
+}
+
 /* A V2 checkpoint (UUID-named JSON, Databricks) keeps its add actions in a
  * Parquet sidecar under _delta_log/_sidecars: after log cleanup the files
  * the version has come from there, and a gone one is reported. */
