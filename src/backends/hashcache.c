@@ -196,6 +196,12 @@ static rec *lookup(const tt_hcache *c, const char *key, size_t len, uint64_t h)
 	return s ? &c->recs[s - 1] : NULL;
 }
 
+void tt_hcache_prefetch(const tt_hcache *c, const char *key, size_t len)
+{
+	if (c->nslots)
+		__builtin_prefetch(&c->slots[(size_t)hash_bytes(key, len) & (c->nslots - 1)]);
+}
+
 const tt_hc_entry *tt_hcache_get(const tt_hcache *c, const char *key, size_t len)
 {
 	const rec *r = lookup(c, key, len, hash_bytes(key, len));
@@ -398,6 +404,10 @@ static bool parse_int(parser *ps, int64_t *out)
 	if (*p == '0') {
 		p++;
 	} else {
+		/* 18 digits cannot overflow; only those after them are checked. */
+		const char *easy = ps->end - p > 18 ? p + 18 : ps->end;
+		while (p < easy && *p >= '0' && *p <= '9')
+			v = v * 10 + (unsigned)(*p++ - '0');
 		while (p < ps->end && *p >= '0' && *p <= '9') {
 			unsigned d = (unsigned)(*p++ - '0');
 			if (v > (UINT64_C(9223372036854775808) - d) / 10)
@@ -575,6 +585,10 @@ static bool parse_member(parser *ps)
 	}
 	if (!eat(ps, ':'))
 		return false;
+	/* The key's slot is a cache miss in a table of a million entries: ask
+	 * for it now, and it arrives while the value is parsed. */
+	h = hash_bytes(key, klen);
+	__builtin_prefetch(&ps->c->slots[(size_t)h & (ps->c->nslots - 1)]);
 	skip_ws(ps);
 	vstart = ps->p;
 	memset(&e, 0, sizeof e);
@@ -588,7 +602,6 @@ static bool parse_member(parser *ps)
 		    !tt_utf8_valid(vstart, (size_t)(ps->p - vstart)))
 			return false;
 	}
-	h = hash_bytes(key, klen);
 	r = verbatim ? NULL : lookup(ps->c, key, klen, h);
 	if (!r && !(r = append(ps->c, key, klen, h, verbatim))) {
 		ps->oom = true;

@@ -48,6 +48,10 @@ int tt_hcache_load(tt_hcache *c, char *text, size_t len);
 
 size_t tt_hcache_count(const tt_hcache *c);
 
+/* A hint that key will be looked up soon: its slot is fetched into the
+ * CPU cache meanwhile. */
+void tt_hcache_prefetch(const tt_hcache *c, const char *key, size_t len);
+
 /* The entry for key (len bytes), or NULL. */
 const tt_hc_entry *tt_hcache_get(const tt_hcache *c, const char *key, size_t len);
 
