@@ -803,6 +803,10 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 	DIR *d;
 	int dfd;
 
+	/* tether-vcs hashes and lists names as UTF-8 text; a file whose path is
+	 * not cannot be written into a listing. */
+	bool rel_utf8 = !rel || tt_utf8_valid(rel, strlen(rel));
+
 	if (join_full(&w->full, w->root, rel) != 0)
 		return tt_error_oom(err);
 	if (!(d = opendir(w->full.ptr)))
@@ -842,6 +846,17 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		}
 		if (type != DT_DIR && type != DT_REG && type != DT_LNK)
 			continue; /* FIFOs, sockets, devices: not files */
+		if (type != DT_DIR && (!rel_utf8 || !tt_utf8_valid(de->d_name, strlen(de->d_name)))) {
+			if (child_full(w, rel, de->d_name) != 0) {
+				rc = tt_error_oom(err);
+			} else {
+				rc = tt_error_set(err, TT_EBACKEND,
+						  "file name is not valid UTF-8: %s (rename it, or "
+						  "track its directory some other way)", w->full.ptr);
+				tt_error_object(err, NULL, KIND);
+			}
+			break;
+		}
 		if (type == DT_DIR) {
 			if (add_found(w, rel, de->d_name) != 0) {
 				rc = tt_error_oom(err);
@@ -951,17 +966,31 @@ static int by_path(const void *pa, const void *pb)
 
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
 {
-	static const uint8_t zero = 0;
 	blake2b_state S;
 	uint8_t out[16];
+	/* Rows are gathered into a block before hashing: a call per field costs
+	 * more than the hashing of a hundred bytes. */
+	uint8_t block[16384];
+	size_t used = 0;
 
 	blake2b_init(&S, sizeof out);
 	for (size_t i = 0; i < n; i++) {
-		blake2b_update(&S, (const uint8_t *)rows[i].path, strlen(rows[i].path));
-		blake2b_update(&S, &zero, 1);
-		blake2b_update(&S, (const uint8_t *)rows[i].token, strlen(rows[i].token));
-		blake2b_update(&S, &zero, 1);
+		const char *field[2] = { rows[i].path, rows[i].token };
+		for (int f = 0; f < 2; f++) {
+			size_t len = strlen(field[f]);
+			if (used + len + 1 > sizeof block) {
+				blake2b_update(&S, block, used);
+				used = 0;
+			}
+			if (len + 1 > sizeof block) { /* a path longer than the block */
+				blake2b_update(&S, (const uint8_t *)field[f], len + 1);
+				continue;
+			}
+			memcpy(block + used, field[f], len + 1); /* with its NUL separator */
+			used += len + 1;
+		}
 	}
+	blake2b_update(&S, block, used);
 	blake2b_final(&S, out, sizeof out);
 	tt_hex(hex, out, sizeof out);
 }
@@ -973,6 +1002,120 @@ void tt_file_tree_release(tt_file_tree *t)
 	free(t->rows);
 	free(t->names);
 	memset(t, 0, sizeof *t);
+}
+
+/*
+ * After the walk, the work per entry (sorting, the full paths the cache is
+ * keyed by, the cache lookups) is split across threads too: for a cached
+ * refresh of a large tree it is most of what is left once the kernel has
+ * answered the stats.  Below PARALLEL_MIN entries a thread costs more than
+ * it saves.
+ */
+#define PARALLEL_MIN 16384u
+
+typedef struct sort_part {
+	wentry **v;
+	size_t n;
+} sort_part;
+
+static void sort_one(size_t i, void *arg)
+{
+	sort_part *p = &((sort_part *)arg)[i];
+	qsort(p->v, p->n, sizeof *p->v, by_path);
+}
+
+/* Sort order[0..n) by path: two halves at once, then one merge into tmp
+ * (n slots), which becomes the order. */
+static int sort_entries(wentry ***order, size_t n, unsigned threads, tt_error *err)
+{
+	wentry **v = *order, **tmp;
+	if (n < PARALLEL_MIN || threads < 2) {
+		qsort(v, n, sizeof *v, by_path);
+		return 0;
+	}
+	sort_part parts[2] = { { v, n / 2 }, { v + n / 2, n - n / 2 } };
+	if (!(tmp = tt_reallocarray(NULL, n, sizeof *tmp)))
+		return tt_error_oom(err);
+	int rc = tt_pool_map(2, 2, sort_one, parts, err);
+	if (rc) {
+		free(tmp);
+		return rc;
+	}
+	size_t a = 0, b = 0, o = 0;
+	while (a < parts[0].n && b < parts[1].n)
+		tmp[o++] = strcmp(parts[0].v[a]->path, parts[1].v[b]->path) <= 0 ? parts[0].v[a++]
+										      : parts[1].v[b++];
+	while (a < parts[0].n)
+		tmp[o++] = parts[0].v[a++];
+	while (b < parts[1].n)
+		tmp[o++] = parts[1].v[b++];
+	free(v);
+	*order = tmp;
+	return 0;
+}
+
+/* One slice of the sorted entries: their full paths (in a buffer of its
+ * own), then the cache's answer for each file. */
+typedef struct resolve_part {
+	tt_fhash *h;
+	const char *root;
+	wentry **v;
+	size_t n;
+	tt_buf fulls;
+	miss *misses;           /* room for n */
+	size_t nmiss;
+	uint64_t hits;
+	bool oom;
+} resolve_part;
+
+static void resolve_one(size_t i, void *arg)
+{
+	resolve_part *p = &((resolve_part *)arg)[i];
+	/* str(Path(root) / rel), as join_full builds it, for every file. */
+	size_t rl = strlen(p->root), need = 0;
+	bool dot = strcmp(p->root, ".") == 0;
+	bool slash = !dot && (rl == 0 || p->root[rl - 1] != '/');
+	for (size_t j = 0; j < p->n; j++)
+		if (!p->v[j]->link)
+			need += (dot ? 0 : rl) + slash + strlen(p->v[j]->path) + 1;
+	if (need && tt_buf_grow(&p->fulls, need) != 0) {
+		p->oom = true;
+		return;
+	}
+	/* The buffer has its room: pointers into it stay put. */
+	for (size_t j = 0; j < p->n; j++) {
+		wentry *e = p->v[j];
+		if (e->link)
+			continue;
+		e->full = p->fulls.ptr + p->fulls.len;
+		if (!dot)
+			tt_buf_put(&p->fulls, p->root, rl);
+		if (slash)
+			tt_buf_putc(&p->fulls, '/');
+		tt_buf_put(&p->fulls, e->path, strlen(e->path) + 1);
+	}
+	/* The caller holds h->lock for all the slices: the table only is read.
+	 * Each lookup's slot is asked for a few entries ahead. */
+	enum { AHEAD = 8 };
+	for (size_t j = 0; j < p->n && j < AHEAD; j++)
+		if (!p->v[j]->link)
+			tt_hcache_prefetch(p->h->entries, p->v[j]->full, strlen(p->v[j]->full));
+	for (size_t j = 0; j < p->n; j++) {
+		wentry *e = p->v[j];
+		if (j + AHEAD < p->n && !p->v[j + AHEAD]->link)
+			tt_hcache_prefetch(p->h->entries, p->v[j + AHEAD]->full,
+					   strlen(p->v[j + AHEAD]->full));
+		if (e->link)
+			continue;
+		if (cache_lookup_locked(p->h, e->full, &e->key, e->token)) {
+			p->hits++;
+			continue;
+		}
+		p->misses[p->nmiss].path = e->full;
+		p->misses[p->nmiss].key = e->key;
+		p->misses[p->nmiss].hex = e->token;
+		p->nmiss++;
+	}
 }
 
 /* The cache file is parsed while the walk runs. */
@@ -1032,11 +1175,12 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	walkq q;
 	wentry **order = NULL;        /* the entries sorted by path */
 	unsigned nw = walkers_for(h);
-	tt_buf fulls = TT_BUF_INIT;   /* full paths of the files, NUL-separated */
 	miss *misses = NULL;
 	size_t nmiss = 0;
 	uint64_t hits = 0;
 	loader ld = { h, 0, TT_ERROR_INIT };
+	resolve_part *parts = NULL;
+	unsigned nparts = 0;
 	pthread_t ldt;
 	bool loading = false;
 
@@ -1085,58 +1229,32 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 
 	/* The names buffer has stopped moving: point into it, check, sort. */
-	for (size_t i = 0; i < w.n; i++) {
-		w.items[i].path = w.names.ptr + w.items[i].off;
-		/* tether-vcs hashes and lists names as UTF-8 text; a name that is
-		 * not cannot be written into a listing. */
-		if (!tt_utf8_valid(w.items[i].path, strlen(w.items[i].path))) {
-			if (join_full(&w.full, root, w.items[i].path) != 0)
-				rc = tt_error_oom(err);
-			else
-				rc = tt_error_set(err, TT_EBACKEND,
-						  "file name is not valid UTF-8: %s (rename it, or "
-						  "track its directory some other way)", w.full.ptr);
-			tt_error_object(err, NULL, KIND);
-			goto done;
-		}
-	}
+	for (size_t i = 0; i < w.n; i++)
+		w.items[i].path = w.names.ptr + w.items[i].off; /* UTF-8: walk_dir checked */
 	if (w.n && !(order = tt_reallocarray(NULL, w.n, sizeof *order))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
 	for (size_t i = 0; i < w.n; i++)
 		order[i] = &w.items[i];
-	if (w.n > 1)
-		qsort(order, w.n, sizeof *order, by_path);
+	if (w.n > 1 && (rc = sort_entries(&order, w.n, nw, err)) != 0)
+		goto done;
 
-	/* Full paths (the cache's keys), then the cache's answers. */
-	{
-		size_t *offs = w.n ? tt_reallocarray(NULL, w.n, sizeof *offs) : NULL;
-		if (w.n && !offs) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		for (size_t i = 0; i < w.n; i++) {
-			offs[i] = fulls.len;
-			if (order[i]->link)
-				continue;
-			if (join_full(&w.full, root, order[i]->path) != 0)
-				break;
-			tt_buf_put(&fulls, w.full.ptr, w.full.len + 1);
-		}
-		if (w.full.failed || fulls.failed) {
-			free(offs);
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		for (size_t i = 0; i < w.n; i++)
-			if (!order[i]->link)
-				order[i]->full = fulls.ptr + offs[i];
-		free(offs);
-	}
+	/* Full paths (the cache's keys), then the cache's answers, in slices. */
 	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
 		rc = tt_error_oom(err);
 		goto done;
+	}
+	nparts = w.n < PARALLEL_MIN ? 1 : nw;
+	if (!(parts = tt_calloc(nparts, sizeof *parts))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (unsigned i = 0; i < nparts; i++) {
+		size_t from = w.n * i / nparts, to = w.n * (i + 1) / nparts;
+		parts[i] = (resolve_part){ h, root, order + from, to - from, TT_BUF_INIT,
+					   misses + from, 0, 0, false };
+		tt_buf_init(&parts[i].fulls, 0);
 	}
 	if (loading) {
 		pthread_join(ldt, NULL);
@@ -1148,22 +1266,21 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
-	for (size_t i = 0; rc == 0 && i < w.n; i++) {
-		wentry *e = order[i];
-		if (e->link)
-			continue;
-		if (cache_lookup_locked(h, e->full, &e->key, e->token)) {
-			hits++;
-			continue;
-		}
-		misses[nmiss].path = e->full;
-		misses[nmiss].key = e->key;
-		misses[nmiss].hex = e->token;
-		nmiss++;
-	}
+	if (rc == 0)
+		rc = tt_pool_map(nparts, nparts, resolve_one, parts, err);
 	pthread_mutex_unlock(&h->lock);
 	if (rc)
 		goto done;
+	for (unsigned i = 0; i < nparts; i++) {
+		if (parts[i].oom) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		/* The slices' misses, moved together in order. */
+		memmove(misses + nmiss, parts[i].misses, parts[i].nmiss * sizeof *misses);
+		nmiss += parts[i].nmiss;
+		hits += parts[i].hits;
+	}
 	atomic_fetch_add(&h->hits, hits);
 	if ((rc = hash_misses(h, misses, nmiss, err)) != 0)
 		goto done;
@@ -1209,12 +1326,14 @@ done:
 	free(q.dirs);
 	pthread_mutex_destroy(&q.mu);
 	pthread_cond_destroy(&q.cv);
+	for (unsigned i = 0; parts && i < nparts; i++)
+		tt_buf_release(&parts[i].fulls);
+	free(parts);
 	free(misses);
 	free(order);
 	free(w.items);
 	tt_buf_release(&w.names);
 	tt_buf_release(&w.full);
 	tt_buf_release(&w.scratch);
-	tt_buf_release(&fulls);
 	return rc;
 }

@@ -112,6 +112,47 @@ def test_states_listings_and_ids_match_reference(git_repo, tether, build_dir, en
     assert got == [c["_want"] for c in cases]
 
 
+def test_large_tree_matches_reference(git_repo, tether, tmp_path):
+    """A tree big enough for the walk's work after the stats to be split
+    across threads (sorting, the cache lookups): names that sort
+    differently as whole paths than directory by directory ("a-1" before
+    "a/x", "a.b" before "a/"), nested and unicode; its state and listing
+    equal tether-vcs's, first hashed and then from the cache, and after one
+    file changes."""
+    root = tmp_path / "stores" / "big"
+    names = ["a", "a-1", "a.b", "a b", "a_", "ab", "A", "é", "z~", "0"]
+    n = 0
+    for d1 in names:
+        for d2 in names[:6]:
+            d = root / d1 / d2
+            d.mkdir(parents=True)
+            for i in range(350):
+                stem = names[i % len(names)]
+                (d / f"{stem}{i}").write_bytes(b"%d" % (n % 97))
+                n += 1
+    assert n > 20000
+    tether("init", "--dataset-id", DS, cwd=git_repo)
+    tether("add", "big", str(root), "--kind", "file", cwd=git_repo)
+    tether("commit", "-m", "big", cwd=git_repo)
+    ident, state, listing = reference(root)
+    assert read_manifest(git_repo, "big")["state"] == state
+    name = listing_name("file", ident, state)
+    assert (git_repo / ".tether" / "listings" / name).read_text(encoding="utf-8") == listing
+    # From the cache: clean.  One file's bytes changed: refused as a change
+    # of an immutable object.  The bytes put back (its stat still new, so
+    # only it is hashed again among the cache's hits): clean again.
+    assert status_states(tether, git_repo) == {"big": "clean"}
+    changed = root / "a-1" / "a.b" / "a.b2"
+    before = changed.read_bytes()
+    changed.write_bytes(b"changed")
+    os.utime(changed, ns=(1, 1))
+    assert reference(root)[1]["digest"] != state["digest"]
+    proc = tether("status", "--snapshot", cwd=git_repo, check=False)
+    assert proc.returncode == 1 and "immutable object 'big' changed" in proc.stderr, proc.stderr
+    changed.write_bytes(before)
+    assert status_states(tether, git_repo) == {"big": "clean"}
+
+
 def test_single_files_and_directories_in_one_dataset_read_by_reference(git_repo, tether, ref, tree):
     tether("init", "--dataset-id", DS, cwd=git_repo)
     tether("add", "d", str(tree), "--kind", "file", cwd=git_repo)
