@@ -55,11 +55,17 @@ typedef struct tt_add_opts {
 	const char *file_policy;  /* NULL: [defaults] file */
 	const char *pin_policy;   /* NULL: [defaults] pin */
 	const char *cwd;          /* relative paths resolve here (NULL: the process's) */
+	bool create;              /* experimental: make an empty store there first */
 } tt_add_opts;
 
 /*
- * Register an object: write its manifest, contacting nothing.  *out:
- * {"key", "kind", "derived_key": bool, "experimental": bool, "at": ...}.
+ * Register an object: write its manifest, contacting nothing - unless
+ * create, which has the backend make an empty store at the locator marked
+ * as this dataset's (refused if anything exists there, or the kind cannot
+ * create), records it in the clone's created-store index and, on a
+ * bookmark other than the trunk, forks its working branch.  *out:
+ * {"key", "kind", "derived_key": bool, "experimental": bool, "at": ...,
+ * "created": bool, "locator" (created only), "fork" (a forked branch)}.
  */
 int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *err);
 
