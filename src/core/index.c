@@ -203,8 +203,8 @@ done:
 	return rc;
 }
 
-/* Why a created-store record cannot be acted on (NULL: it can). */
-static const char *created_shape(const json_t *d)
+/* Why a store record cannot be acted on (NULL: it can). */
+static const char *store_shape(const json_t *d)
 {
 	const json_t *bm = json_object_get(d, "bookmark");
 	if (!json_is_string(json_object_get(d, "kind")) || !json_string_length(json_object_get(d, "kind")))
@@ -222,10 +222,10 @@ static const char *created_shape(const json_t *d)
 	return NULL;
 }
 
-int tt_index_read_created(const char *shared_dir, const char *dataset_id, json_t **out,
-			  tt_error *err)
+int tt_index_read_stores(const char *shared_dir, const char *name, const char *dataset_id,
+			 json_t **out, tt_error *err)
 {
-	char *path = tt_path_join(shared_dir, TT_CREATED_FILENAME);
+	char *path = tt_path_join(shared_dir, name);
 	tt_buf text = TT_BUF_INIT;
 	int rc = 0;
 	*out = json_array();
@@ -250,14 +250,14 @@ int tt_index_read_created(const char *shared_dir, const char *dataset_id, json_t
 		}
 		json_t *ds = json_object_get(d, "dataset_id");
 		const char *why = !json_is_string(ds) ? "'dataset_id' is not a string"
-			: strcmp(json_string_value(ds), dataset_id) != 0 ? NULL : created_shape(d);
+			: strcmp(json_string_value(ds), dataset_id) != 0 ? NULL : store_shape(d);
 		if (why) {
 			rc = tt_error_set(err, TT_ECONFIG, "%s:%zu: %s, so the store it records cannot be "
 					  "judged", path, lineno, why);
-			tt_error_hint(err, "this index is this clone's own memory of the stores `add --create` "
-				      "made (never committed); fix or delete that line -- a deleted line only "
-				      "means gc no longer considers that store (`gc --store KIND=LOCATOR` "
-				      "names it again)");
+			tt_error_hint(err, "this index is this clone's own memory of stores (never committed); "
+				      "fix or delete that line -- a deleted line only means gc no longer "
+				      "considers that store%s", strcmp(name, TT_CREATED_FILENAME) == 0
+				      ? " (`gc --store KIND=LOCATOR` names a created one again)" : "");
 			json_decref(d);
 			json_decref(*out);
 			*out = NULL;

@@ -47,14 +47,15 @@ int tt_index_note_created(const char *shared_dir, const char *dataset_id, const 
 int tt_index_forget_store(const char *shared_dir, const char *name, const char *dataset_id,
 			  const json_t *identity, tt_error *err);
 /*
- * The created-store records of one dataset, oldest first, each checked:
- * dataset_id, kind, key and at strings, identity and locator objects,
- * bookmark a string or null.  A torn (undecodable) line is skipped, as
- * every index skips one; a decodable record of this dataset in another
- * shape is TT_ECONFIG naming the file and line, because gc would act on
- * it.  Each record gains "line" (its line number).
+ * The store records (created or touched index `name`) of one dataset,
+ * oldest first, each checked: dataset_id, kind, key and at strings,
+ * identity and a non-empty locator objects, bookmark a string or null.  A
+ * torn (undecodable) line is skipped, as every index skips one; a
+ * decodable record in another shape is TT_ECONFIG naming the file and
+ * line, because gc would act on it.  Each record gains "line" (its line
+ * number).
  */
-int tt_index_read_created(const char *shared_dir, const char *dataset_id, json_t **out,
-			  tt_error *err);
+int tt_index_read_stores(const char *shared_dir, const char *name, const char *dataset_id,
+			 json_t **out, tt_error *err);
 
 #endif
