@@ -189,6 +189,25 @@ def test_undo_leaves_a_store_whose_marker_changed(git_repo, tether, tmp_path):
     assert store.is_dir()
 
 
+def test_undo_with_a_malformed_created_record_removes_nothing(git_repo, tether, tmp_path):
+    """The journal is per checkout but still a file: a `created` record in
+    the wrong shape is reported, and no store is touched."""
+    tether("init", "--dataset-id", DS, cwd=git_repo)
+    store = tmp_path / "m"
+    tether("add", "m", str(store), "--kind", "file", "--create", cwd=git_repo)
+    ops = git_repo / ".tether" / "ops.jsonl"
+    lines = ops.read_text().splitlines()
+    done = json.loads(lines[-1])
+    done["result"]["created"]["locator"] = str(store)
+    ops.write_text("\n".join([*lines[:-1], json.dumps(done)]) + "\n")
+    proc = tether("undo", "--json", cwd=git_repo, check=False)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 3
+    assert out["irreversible"] == ["m: the journal's record of the store it created is malformed; the "
+                                   "store (if any) is left for `gc --delete-stores`"]
+    assert (store / ".tether-owner").exists() and len(created_index(git_repo)) == 1
+
+
 def test_each_undoes_the_others_created_store(tmp_path, tether, ref, env):
     for maker, undoer in ((ref, tether), (tether, ref)):
         root = dataset(maker, env, tmp_path / f"ds-{maker.exe.parent.name}-{len(list(tmp_path.iterdir()))}")
