@@ -242,8 +242,8 @@ const cli_cmd cmd_gc = {
 	"head is pinned or equals the base head, otherwise kept (--force-prune deletes those\n"
 	"too).  --delete-stores also reclaims stores this dataset created (`add --create`)\n"
 	"that nothing references any more, once only tether's own refs remain in them\n"
-	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to release.  When\n"
-	"some actions fail, what the rest did is printed with the failures; exit status 3\n"
-	"if anything was released.",
+	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to\n"
+	"release.  When some actions fail, what the rest did is printed with the failures;\n"
+	"exit status 3 if anything was released.",
 	opts, 0, 0, run,
 };
