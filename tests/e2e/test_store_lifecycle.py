@@ -11,6 +11,7 @@ implementation reclaims or undoes the stores the other made.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -344,6 +345,52 @@ def test_each_reclaims_the_others_created_store(tmp_path, tether, ref, env):
         assert report["kept_stores"] == {} and report["failed"] == {}
         assert not gone.exists() and kept.exists()
         assert [r["key"] for r in created_index(root)] == ["g"]
+
+
+def bookmark_scenario(runner, env, base: Path, commit_on_bookmark: bool) -> list[str]:
+    """A store created on bookmark `feature` (its branch forked at once),
+    then - unregistered, or committed with a pin - left behind when the
+    bookmark is dropped.  Returns every gc plan and the applied report."""
+    root = dataset(runner, env, base / "ds")
+    (base / "plain").mkdir()
+    runner("add", "plain", str(base / "plain"), "--kind", "file", cwd=root)
+    runner("commit", "-m", "base", cwd=root)
+    runner("new", "-b", "feature", cwd=root)
+    runner("add", "g", str(base / "st" / "g.git"), "--kind", "git", "--create", cwd=root)
+    if commit_on_bookmark:
+        runner("commit", "-m", "with g", cwd=root)
+    else:
+        runner("remove", "g", cwd=root)
+    outs = [runner("gc", "--delete-stores", cwd=root).stdout,
+            runner("gc", "--delete-stores", "--prune-bookmarks", cwd=root).stdout]
+    runner("new", "main", cwd=root)
+    git("branch", "-D", "feature", cwd=root, env=env)
+    git("reflog", "expire", "--expire=now", "--all", cwd=root, env=env)
+    git("gc", "-q", "--prune=now", cwd=root, env=env)
+    outs.append(runner("gc", "--delete-stores", "--prune-bookmarks", cwd=root).stdout)
+    outs.append(runner("gc", "--delete-stores", "--prune-bookmarks", "--no-dry-run", "--json", cwd=root).stdout)
+    outs.append(" ".join(sorted(p.name for p in (base / "st").iterdir())))
+    # Pin ids hash the store's path, which differs between the two runs.
+    return [re.sub(r"\b[0-9a-f]{16}\b", "H", o.replace(str(base), "B")) for o in outs]
+
+
+@pytest.mark.parametrize("commit_on_bookmark", [False, True])
+def test_gc_created_on_a_dropped_bookmark_like_tether_vcs(tmp_path, tether, ref, env, commit_on_bookmark):
+    """The store step inside a store: its branch (prune rules) and pins go
+    first, then the store - the same plans and report as tether-vcs."""
+    ours = bookmark_scenario(tether, env, tmp_path / "ours", commit_on_bookmark)
+    theirs = bookmark_scenario(ref, env, tmp_path / "ref", commit_on_bookmark)
+    assert ours == theirs
+    report = json.loads(ours[3])
+    assert report["deleted_stores"] == {"g": "B/st/g.git"} and report["failed"] == {}
+    assert report["deleted_working_refs"] == {"g": [f"tether.ws.{DS}.feature"]}
+    assert len(report["unpinned"].get("git", [])) == (1 if commit_on_bookmark else 0)
+    assert ours[4] == ""
+    if not commit_on_bookmark:
+        assert "kept: working branch tether.ws.5e1f0a7b.feature (gc --prune-bookmarks evaluates it)" in ours[0]
+        assert "kept: branch tether.ws.5e1f0a7b.feature belongs to live bookmark feature" in ours[1]
+    else:
+        assert "1 created store(s) still referenced; kept" in ours[1]
 
 
 def test_gc_store_claims_a_store_the_index_lost(git_repo, tether, tmp_path):
