@@ -393,6 +393,42 @@ def test_gc_created_on_a_dropped_bookmark_like_tether_vcs(tmp_path, tether, ref,
         assert "1 created store(s) still referenced; kept" in ours[1]
 
 
+def test_gc_releases_dead_refs_in_touched_stores_like_tether_vcs(tmp_path, tether, ref, env):
+    """A store this clone pinned in on a bookmark that is gone: no manifest
+    names it, so --delete-stores unpins there, then forgets the store."""
+    outs = {}
+    for who, runner in (("ours", tether), ("ref", ref)):
+        base = tmp_path / who
+        src = base / "src"
+        git("init", "-q", "-b", "main", str(src), cwd=tmp_path, env=env)
+        (src / "f").write_text("1\n")
+        git("add", "f", cwd=src, env=env)
+        git("commit", "-q", "-m", "one", cwd=src, env=env)
+        root = dataset(runner, env, base / "ds")
+        (base / "plain").mkdir()
+        runner("add", "plain", str(base / "plain"), "--kind", "file", cwd=root)
+        runner("commit", "-m", "base", cwd=root)
+        runner("new", "-b", "feature", cwd=root)
+        runner("add", "s", str(src), "--kind", "git", cwd=root)
+        runner("commit", "-m", "with s", cwd=root)
+        runner("new", "main", cwd=root)
+        git("branch", "-D", "feature", cwd=root, env=env)
+        git("reflog", "expire", "--expire=now", "--all", cwd=root, env=env)
+        git("gc", "-q", "--prune=now", cwd=root, env=env)
+        steps = [runner("gc", "--delete-stores", cwd=root).stdout,
+                 runner("gc", "--delete-stores", "--no-dry-run", "--json", cwd=root).stdout,
+                 runner("gc", "--delete-stores", "--no-dry-run", "--json", cwd=root).stdout,
+                 git("tag", "--list", cwd=src, env=env)]
+        outs[who] = [re.sub(r"\b[0-9a-f]{16}\b", "H", o.replace(str(base), "B")) for o in steps]
+        assert not (root / ".git" / "tether-touched.jsonl").read_text().strip()
+    assert outs["ours"] == outs["ref"]
+    plan, first, second, tags = outs["ours"]
+    assert "in a store no manifest names (touched by this clone)" in plan
+    assert json.loads(first)["unpinned"] == {"git": [f"{DS}.H"]}
+    assert json.loads(second)["forgotten_stores"] == ["s"]
+    assert tags == ""
+
+
 def test_gc_store_claims_a_store_the_index_lost(git_repo, tether, tmp_path):
     tether("init", "--dataset-id", DS, cwd=git_repo)
     store = tmp_path / "lost"
