@@ -55,11 +55,17 @@ typedef struct tt_add_opts {
 	const char *file_policy;  /* NULL: [defaults] file */
 	const char *pin_policy;   /* NULL: [defaults] pin */
 	const char *cwd;          /* relative paths resolve here (NULL: the process's) */
+	bool create;              /* experimental: make an empty store there first */
 } tt_add_opts;
 
 /*
- * Register an object: write its manifest, contacting nothing.  *out:
- * {"key", "kind", "derived_key": bool, "experimental": bool, "at": ...}.
+ * Register an object: write its manifest, contacting nothing - unless
+ * create, which has the backend make an empty store at the locator marked
+ * as this dataset's (refused if anything exists there, or the kind cannot
+ * create), records it in the clone's created-store index and, on a
+ * bookmark other than the trunk, forks its working branch.  *out:
+ * {"key", "kind", "derived_key": bool, "experimental": bool, "at": ...,
+ * "created": bool, "locator" (created only), "fork" (a forked branch)}.
  */
 int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *err);
 
@@ -236,8 +242,8 @@ typedef struct tt_gc_opts {
 	const char *const *keep_bookmarks;   /* bookmarks whose branches pruning keeps */
 	size_t nkeep;
 	bool force_prune;                    /* delete stray branches holding unpinned data too */
-	bool delete_stores;                  /* experimental; refused: not built yet */
-	const char *const *stores;           /* "KIND=LOCATOR" (implies delete_stores; refused) */
+	bool delete_stores;                  /* experimental: also reclaim stores this dataset created */
+	const char *const *stores;           /* "KIND=LOCATOR" created stores to consider (implies delete_stores) */
 	size_t nstores;
 } tt_gc_opts;
 
@@ -250,12 +256,19 @@ typedef struct tt_gc_opts {
  * objects and deletes listings no manifest names; it never deletes a
  * branch.  prune_bookmarks judges stray tether.ws.* branches (delete when
  * the head is pinned or equals the base, else keep unless force_prune).
+ * delete_stores (experimental) also considers the stores this dataset
+ * created (the clone's created-store index, plus stores) that no manifest
+ * names: this dataset's refs in them are released and, when the store's
+ * owner marker names this dataset and the backend confirms nothing else
+ * remains, the store is deleted (`delete-store`, last); otherwise
+ * `keep-store` with the reason.  It also releases this dataset's dead refs
+ * in stores this clone touched that no manifest names.
  *
  * Plans then applies under the checkout and repository locks.  *out is the
  * report: {unpinned: {kind: [pin ids]}, kept_pins, deleted_working_refs:
  * {key: [refs]}, kept_working_refs, forgotten_working_refs,
- * deleted_listings: [names], deleted_stores: {}, kept_stores: {},
- * forgotten_stores: [], dry_run, failed: {"<op> <target> (key)": error}}.
+ * deleted_listings: [names], deleted_stores: {key: where}, kept_stores:
+ * {key: reason}, forgotten_stores: [keys], dry_run, failed: {"<op> <target> (key)": error}}.
  * Once the plan is applied the call returns 0 whatever single actions
  * failed: those are in "failed", each attempted independently.
  */

@@ -62,6 +62,9 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /*
 void cli_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* stderr "warning: " */
 int cli_print_json(json_t *v);               /* json.dumps(v, indent=2) + newline */
 void cli_print_help(const cli_cmd *cmd);
+/* Native history as `tether log` prints it: "  <id>  <when>  <message>  [refs]"
+ * ("%3d. " instead of the indent when numbered, as add --pick asks). */
+void cli_print_history(const json_t *entries, bool numbered);
 /*
  * Plans: --from-plan cannot go with --dry-run/--plan (prints the error,
  * returns EXIT_ERROR, else 0); read a saved plan; show a computed plan

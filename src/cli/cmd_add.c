@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "core/kinds.h"
+#include "core/pyvalue.h"
 
 /* Named locator options, in the order they enter the locator. */
 static const char *const field_opts[] = {
@@ -25,6 +26,80 @@ static bool names_path(const cli_cmd *cmd, const cli_args *a, const tt_kind *k)
 				return true;
 	}
 	return false;
+}
+
+/* Which entry the answer names: a number from the list, else an id or the
+ * start of one (the first that matches). */
+static const json_t *chosen_entry(const json_t *entries, const char *answer)
+{
+	size_t n = json_array_size(entries), i;
+	json_t *e;
+	bool digits = *answer != '\0';
+	for (const char *p = answer; *p; p++)
+		digits = digits && *p >= '0' && *p <= '9';
+	if (digits && strlen(answer) < 10) {
+		unsigned long k = strtoul(answer, NULL, 10);
+		if (k >= 1 && k <= n)
+			return json_array_get(entries, k - 1);
+	}
+	json_array_foreach((json_t *)entries, i, e) {
+		const char *id = json_string_value(json_object_get(e, "id"));
+		if (id && strncmp(id, answer, strlen(answer)) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* --pick: list the object's native history numbered and ask on stdin which
+ * entry to start at; the answer becomes the locator's `at`. */
+static int pick(tt_repo *repo, const tt_kind *kind, json_t *loc)
+{
+	tt_error err = TT_ERROR_INIT;
+	json_t *entries = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = EXIT_OK;
+	if (tt_repo_log(repo, NULL, kind->name, loc, NULL, 20, &entries, &err) < 0)
+		return cli_fail(&err);
+	if (!json_array_size(entries)) {
+		fprintf(stderr, "error: [%s] no history to choose from\n", kind->name);
+		json_decref(entries);
+		return EXIT_ERROR;
+	}
+	cli_print_history(entries, true);
+	printf("Pick an entry (number or id) [1]: ");
+	fflush(stdout);
+	ssize_t got = getline(&line, &cap, stdin);
+	if (got < 0) {
+		printf("\n");
+		fprintf(stderr, "error: [%s] --pick asks on stdin which entry to start at, and stdin ended "
+				"without an answer\n"
+				"hint: run it where you can answer, or give the state with `--at ID` (any id "
+				"listed above)\n", kind->name);
+		rc = EXIT_ERROR;
+		goto done;
+	}
+	char *answer = line;
+	while (*answer == ' ' || *answer == '\t')
+		answer++;
+	size_t len = strlen(answer);
+	while (len && strchr(" \t\r\n", answer[len - 1]))
+		answer[--len] = '\0';
+	const json_t *e = chosen_entry(entries, *answer ? answer : "1");
+	if (!e) {
+		char *r = tt_pyv_repr_dup(answer);
+		fprintf(stderr, "error: [%s] no entry matches %s\n"
+				"hint: answer with a number from the list or an id; `--at ID` skips the "
+				"question\n", kind->name, r ? r : answer);
+		free(r);
+		rc = EXIT_ERROR;
+		goto done;
+	}
+	json_object_set(loc, "at", json_object_get(e, "id"));
+done:
+	free(line);
+	json_decref(entries);
+	return rc;
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)
@@ -48,15 +123,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		return rc;
 	if (tt_kind_lookup(&kind, kind_name, &err) < 0) {
 		rc = cli_fail(&err);
-		goto done;
-	}
-	if (cli_flag(cmd, a, "create") || cli_flag(cmd, a, "pick")) {
-		fprintf(stderr, "error: [%s] `add --%s` is not built into this tether yet\n"
-				"hint: %s\n", kind->name, cli_flag(cmd, a, "create") ? "create" : "pick",
-			cli_flag(cmd, a, "create")
-				? "create the store with its own tools, then `tether add` it"
-				: "choose the state with `--at`, or add the object as it is now");
-		rc = EXIT_ERROR;
 		goto done;
 	}
 	/* For a kind whose locator is a path, a lone positional is the LOCATOR
@@ -103,6 +169,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	if (cli_flag(cmd, a, "at"))
 		json_object_set_new(loc, "at", json_string(cli_value(cmd, a, "at")));
+	if (cli_flag(cmd, a, "pick") && (rc = pick(repo, kind, loc)) != EXIT_OK)
+		goto done;
 
 	tt_add_opts opts = {
 		.key = key,
@@ -110,17 +178,22 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.locator = loc,
 		.file_policy = cli_value(cmd, a, "file"),
 		.pin_policy = cli_value(cmd, a, "pin"),
+		.create = cli_flag(cmd, a, "create"),
 	};
 	if (tt_repo_add(repo, &opts, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
 	json_t *at = json_object_get(out, "at");
-	printf("added %s (%s%s)", json_string_value(json_object_get(out, "key")), kind->name,
+	printf("added %s (%s%s%s)", json_string_value(json_object_get(out, "key")), kind->name,
+	       opts.create ? ", created" : "",
 	       json_is_true(json_object_get(out, "derived_key")) ? ", key from the locator" : "");
 	if (json_is_string(at))
 		printf(" at %s", json_string_value(at));
 	printf("\n");
+	if (opts.create)
+		cli_note("the store lifecycle (`--create`, `gc --delete-stores`) is experimental: deleting a "
+			 "store has no `repair`; see docs/store-lifecycle.md");
 	if (json_is_true(json_object_get(out, "experimental")))
 		cli_note("the %s backend is %s: tested against a fake of the service, not the service "
 			 "itself (`tether backends`)", kind->name, kind->maturity);
@@ -141,7 +214,9 @@ static const cli_opt opts[] = {
 	{ "at", 0, OPT_VALUE, "STATE",
 	  "Start at this native state (snapshot id, version, commit or tag) instead of the "
 	  "branch head." },
-	{ "pick", 0, OPT_FLAG, NULL, "List the system's history and choose the base state." },
+	{ "pick", 0, OPT_FLAG, NULL,
+	  "List the system's history (numbered, newest first) and ask on stdin which entry to start "
+	  "at: a number or an id.  Without an answer on stdin it fails; use --at there." },
 	{ "project-id", 0, OPT_VALUE, "ID", "Neon project." },
 	{ "database", 0, OPT_VALUE, "NAME", "Neon/Dolt database." },
 	{ "role", 0, OPT_VALUE, "ROLE", "Neon role for connections." },
@@ -157,7 +232,10 @@ static const cli_opt opts[] = {
 	{ "pin", 0, OPT_VALUE, "native|record",
 	  "native: a tag/branch per commit; record: the state only.  Default: [defaults] pin." },
 	{ "create", 0, OPT_FLAG, NULL,
-	  "Make an empty store at the locator first, marked as this dataset's (experimental)." },
+	  "Make an empty store at the locator first (file directories, git, icechunk), marked as "
+	  "this dataset's; refused if anything exists there.  `gc --delete-stores` removes it once "
+	  "nothing references it; on a bookmark its working branch is forked at once "
+	  "(experimental)." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -169,6 +247,8 @@ const cli_cmd cmd_add = {
 	"locator's `uri`; named options set other fields.  For a kind whose locator is a path\n"
 	"(file, git, icechunk, lance, delta) a lone positional is the LOCATOR and the key is\n"
 	"its last segment less the store suffix.  Relative local paths and a leading ~ are\n"
-	"resolved against the current directory and stored absolute.  Journaled and undoable.",
+	"resolved against the current directory and stored absolute.  --pick lists history\n"
+	"first; --create makes the store (undo removes it again while it is still empty).\n"
+	"Journaled and undoable.",
 	opts, 0, 2, run,
 };

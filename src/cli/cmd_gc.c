@@ -138,11 +138,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			return EXIT_ERROR;
 		}
 	}
-	if (o.delete_stores || o.nstores) {
-		fprintf(stderr, "error: `gc --delete-stores` (experimental: reclaiming created stores) is not "
-				"built into this tether (%s) yet\n", tt_version());
-		return EXIT_ERROR;
-	}
+	if ((o.delete_stores || o.nstores) && !as_json)
+		cli_note("reclaiming created stores is experimental: `delete-store` has no `repair`; fetch "
+			 "every bookmark first, and read the plan");
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	nwarn = tt_repo_warning_count(repo);
@@ -215,10 +213,14 @@ static const cli_opt opts[] = {
 	{ "force-prune", 0, OPT_FLAG, NULL,
 	  "With --prune-bookmarks: delete stray branches even when they hold unpinned writes, a pin-less "
 	  "recorded state, or are the storage itself.  Data on them is lost." },
-	{ "delete-stores", 0, OPT_FLAG, NULL, "Reclaim stores this dataset created (experimental; not built "
-	  "into this tether yet)." },
-	{ "store", 0, OPT_LIST, "KIND=LOCATOR", "A created store to consider (implies --delete-stores; not "
-	  "built into this tether yet)." },
+	{ "delete-stores", 0, OPT_FLAG, NULL,
+	  "Also reclaim stores this dataset created (`add --create`) that nothing references any more: their "
+	  "pins and branches are released and, when only tether's own refs remained, the store is deleted.  "
+	  "Irreversible; fetch every bookmark first (experimental)." },
+	{ "store", 0, OPT_LIST, "KIND=LOCATOR",
+	  "A created store to consider even when this clone's index does not have it (its creator's clone "
+	  "is gone); the owner marker in the store must name this dataset.  Repeatable; implies "
+	  "--delete-stores." },
 	{ "release-foreign", 0, OPT_FLAG, NULL,
 	  "Also release unreferenced pins this clone did not create (kept as `keep-pin` by default)." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
@@ -229,7 +231,7 @@ static const cli_opt opts[] = {
 
 const cli_cmd cmd_gc = {
 	"gc", "[--dry-run | --no-dry-run] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
-	"[--force-prune]] [--plan FILE | --from-plan FILE] [--json]",
+	"[--force-prune]] [--delete-stores] [--store KIND=LOCATOR]... [--plan FILE | --from-plan FILE] [--json]",
 	"Release native pins that no manifest in VCS history references.",
 	"Only pins this clone created are released; any other unreferenced pin is kept and\n"
 	"listed as `keep-pin` (--release-foreign releases those too).  References count\n"
@@ -238,8 +240,10 @@ const cli_cmd cmd_gc = {
 	"workspace's refs for removed objects and deletes unreferenced listings.\n"
 	"--prune-bookmarks evaluates stray `tether.ws.*` branches: one is deleted only if its\n"
 	"head is pinned or equals the base head, otherwise kept (--force-prune deletes those\n"
-	"too).  A dry run by default: pass --no-dry-run (or --from-plan) to release.  When\n"
-	"some actions fail, what the rest did is printed with the failures; exit status 3\n"
-	"if anything was released.",
+	"too).  --delete-stores also reclaims stores this dataset created (`add --create`)\n"
+	"that nothing references any more, once only tether's own refs remain in them\n"
+	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to\n"
+	"release.  When some actions fail, what the rest did is printed with the failures;\n"
+	"exit status 3 if anything was released.",
 	opts, 0, 0, run,
 };

@@ -145,3 +145,35 @@ void cli_print_help(const cli_cmd *cmd)
 	}
 	printf("  %-26s %s\n", "-h, --help", "Show this message and exit.");
 }
+
+void cli_print_history(const json_t *entries, bool numbered)
+{
+	size_t i, width = 0;
+	json_t *e;
+	json_array_foreach((json_t *)entries, i, e) {
+		size_t l = strlen(json_string_value(json_object_get(e, "id")));
+		width = l > width ? l : width;
+	}
+	json_array_foreach((json_t *)entries, i, e) {
+		char when[17] = "";
+		const char *w = json_string_value(json_object_get(e, "when"));
+		snprintf(when, sizeof when, "%s", w ? w : "");
+		for (char *p = when; *p; p++)
+			if (*p == 'T')
+				*p = ' ';
+		tt_buf refs = TT_BUF_INIT;
+		size_t k;
+		json_t *r;
+		json_array_foreach(json_object_get(e, "refs"), k, r)
+			tt_buf_printf(&refs, "%s%s", k ? ", " : "  [", json_string_value(r));
+		if (refs.len)
+			tt_buf_putc(&refs, ']');
+		if (numbered)
+			printf("%3zu. ", i + 1);
+		else
+			printf("  ");
+		printf("%-*s  %-16s  %s%s\n", (int)width, json_string_value(json_object_get(e, "id")), when,
+		       json_string_value(json_object_get(e, "message")), refs.ptr ? refs.ptr : "");
+		tt_buf_release(&refs);
+	}
+}

@@ -147,3 +147,132 @@ done:
 	pthread_mutex_unlock(&index_lock);
 	return rc;
 }
+
+int tt_index_note_created(const char *shared_dir, const char *dataset_id, const char *kind,
+			  const json_t *identity, const json_t *locator, const char *key,
+			  const char *bookmark, tt_error *err)
+{
+	char at[40];
+	int rc;
+	tt_now_iso_micro(at);
+	json_t *rec = json_pack("{s:s,s:s,s:O,s:O,s:s,s:s,s:s?}", "dataset_id", dataset_id, "kind", kind,
+				"identity", identity, "locator", locator, "key", key, "at", at, "bookmark",
+				bookmark);
+	if (!rec)
+		return tt_error_oom(err);
+	if (!bookmark)
+		json_object_set_new(rec, "bookmark", json_null());
+	pthread_mutex_lock(&index_lock);
+	rc = append_record(shared_dir, TT_CREATED_FILENAME, rec, err);
+	pthread_mutex_unlock(&index_lock);
+	json_decref(rec);
+	return rc;
+}
+
+int tt_index_forget_store(const char *shared_dir, const char *name, const char *dataset_id,
+			  const json_t *identity, tt_error *err)
+{
+	int rc = 0;
+	char *path = tt_path_join(shared_dir, name);
+	tt_buf b = TT_BUF_INIT;
+	if (!path)
+		return tt_error_oom(err);
+	pthread_mutex_lock(&index_lock);
+	if (!tt_is_file(path))
+		goto done;
+	json_t *all = tt_index_read(shared_dir, name);
+	size_t i;
+	json_t *d;
+	json_array_foreach(all, i, d) {
+		const char *ds = json_string_value(json_object_get(d, "dataset_id"));
+		json_t *id = json_object_get(d, "identity");
+		if (ds && strcmp(ds, dataset_id) == 0 &&
+		    (id && !json_is_null(id) ? json_equal(id, (json_t *)identity)
+					     : json_object_size(identity) == 0))
+			continue;
+		tt_json_dump(&b, d, py_default);
+		tt_buf_putc(&b, '\n');
+	}
+	json_decref(all);
+	if ((rc = tt_buf_check(&b, err, name)) == 0)
+		rc = tt_write_file_atomic(path, b.ptr, b.len, 0644, err);
+done:
+	pthread_mutex_unlock(&index_lock);
+	tt_buf_release(&b);
+	free(path);
+	return rc;
+}
+
+/* Why a store record cannot be acted on (NULL: it can). */
+static const char *store_shape(const json_t *d)
+{
+	const json_t *bm = json_object_get(d, "bookmark");
+	if (!json_is_string(json_object_get(d, "kind")) || !json_string_length(json_object_get(d, "kind")))
+		return "'kind' is not a non-empty string";
+	if (!json_is_object(json_object_get(d, "identity")))
+		return "'identity' is not a JSON object";
+	if (!json_is_object(json_object_get(d, "locator")) || !json_object_size(json_object_get(d, "locator")))
+		return "'locator' is not a non-empty JSON object";
+	if (json_object_get(d, "key") && !json_is_string(json_object_get(d, "key")))
+		return "'key' is not a string";
+	if (json_object_get(d, "at") && !json_is_string(json_object_get(d, "at")))
+		return "'at' is not a string";
+	if (bm && !json_is_null(bm) && !json_is_string(bm))
+		return "'bookmark' is neither a string nor null";
+	return NULL;
+}
+
+int tt_index_read_stores(const char *shared_dir, const char *name, const char *dataset_id,
+			 json_t **out, tt_error *err)
+{
+	char *path = tt_path_join(shared_dir, name);
+	tt_buf text = TT_BUF_INIT;
+	int rc = 0;
+	*out = json_array();
+	if (!path || !*out) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (!tt_is_file(path))
+		goto done;
+	if ((rc = tt_read_file(path, &text, 256u << 20, err)) < 0)
+		goto done;
+	size_t lineno = 0;
+	for (char *line = text.ptr; *line;) {
+		char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		json_t *d = json_loadb(line, len, JSON_DECODE_ANY, NULL);
+		lineno++;
+		line = nl ? nl + 1 : line + len;
+		if (!json_is_object(d)) {   /* torn or not a record: a memory, skipped */
+			json_decref(d);
+			continue;
+		}
+		json_t *ds = json_object_get(d, "dataset_id");
+		const char *why = !json_is_string(ds) ? "'dataset_id' is not a string"
+			: strcmp(json_string_value(ds), dataset_id) != 0 ? NULL : store_shape(d);
+		if (why) {
+			rc = tt_error_set(err, TT_ECONFIG, "%s:%zu: %s, so the store it records cannot be "
+					  "judged", path, lineno, why);
+			tt_error_hint(err, "this index is this clone's own memory of stores (never committed); "
+				      "fix or delete that line -- a deleted line only means gc no longer "
+				      "considers that store%s", strcmp(name, TT_CREATED_FILENAME) == 0
+				      ? " (`gc --store KIND=LOCATOR` names a created one again)" : "");
+			json_decref(d);
+			json_decref(*out);
+			*out = NULL;
+			goto done;
+		}
+		if (json_is_string(ds) && strcmp(json_string_value(ds), dataset_id) == 0 &&
+		    (json_object_set_new(d, "line", json_integer((json_int_t)lineno)) < 0 ||
+		     json_array_append(*out, d) < 0))
+			rc = tt_error_oom(err);
+		json_decref(d);
+		if (rc < 0)
+			goto done;
+	}
+done:
+	tt_buf_release(&text);
+	free(path);
+	return rc;
+}

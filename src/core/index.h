@@ -7,6 +7,9 @@
  *                         {"dataset_id", "pin_id", "kind", "key", "at"}
  *   tether-touched.jsonl  stores this clone wrote a ref into
  *                         {"dataset_id", "kind", "identity", "locator", "key", "at"}
+ *   tether-created.jsonl  stores this clone made with `add --create`
+ *                         {"dataset_id", "kind", "identity", "locator", "key", "at",
+ *                          "bookmark"}
  * "Memories, not authority": a torn or undecodable line is skipped, and a
  * fresh clone starts without them.
  */
@@ -19,6 +22,7 @@
 
 #define TT_PINNED_FILENAME "tether-pinned.jsonl"
 #define TT_TOUCHED_FILENAME "tether-touched.jsonl"
+#define TT_CREATED_FILENAME "tether-created.jsonl"
 
 /* Every decodable record (a JSON array of objects), oldest first. */
 json_t *tt_index_read(const char *shared_dir, const char *name);
@@ -33,5 +37,25 @@ int tt_index_forget_pinned(const char *shared_dir, const char *dataset_id,
 int tt_index_note_touched(const char *shared_dir, const char *dataset_id, const char *kind,
 			  const json_t *identity, const json_t *locator, const char *key,
 			  tt_error *err);
+
+/* Record a store `add --create` made (bookmark NULL: none). */
+int tt_index_note_created(const char *shared_dir, const char *dataset_id, const char *kind,
+			  const json_t *identity, const json_t *locator, const char *key,
+			  const char *bookmark, tt_error *err);
+/* Drop a dataset's records of one store (by identity) from index `name`
+ * (the created or the touched one). */
+int tt_index_forget_store(const char *shared_dir, const char *name, const char *dataset_id,
+			  const json_t *identity, tt_error *err);
+/*
+ * The store records (created or touched index `name`) of one dataset,
+ * oldest first, each checked: dataset_id, kind, key and at strings,
+ * identity and a non-empty locator objects, bookmark a string or null.  A
+ * torn (undecodable) line is skipped, as every index skips one; a
+ * decodable record in another shape is TT_ECONFIG naming the file and
+ * line, because gc would act on it.  Each record gains "line" (its line
+ * number).
+ */
+int tt_index_read_stores(const char *shared_dir, const char *name, const char *dataset_id,
+			 json_t **out, tt_error *err);
 
 #endif

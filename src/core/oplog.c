@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "core/ids.h"
@@ -27,6 +28,18 @@ void tt_now_iso_seconds(char out[32])
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+}
+
+void tt_now_iso_micro(char out[40])
+{
+	struct timeval tv;
+	struct tm tm;
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	char base[20];
+	if (strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		base[0] = '\0';
+	snprintf(out, 40, "%s.%06ld+00:00", base, (long)tv.tv_usec);
 }
 
 int tt_oplog_append(const char *root, json_t *line, tt_error *err)

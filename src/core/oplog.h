@@ -31,6 +31,8 @@
 
 /* Now as tether-vcs writes `at`: "2026-11-30T03:55:26+00:00". */
 void tt_now_iso_seconds(char out[32]);
+/* ISO 8601 UTC with microseconds, as Python's datetime.now(UTC).isoformat(). */
+void tt_now_iso_micro(char out[40]);
 
 /*
  * Append a finished working-tree operation (add, remove, set): an entry

@@ -2,8 +2,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 
 #include "core/kinds.h"
 #include "core/layout.h"
@@ -222,16 +220,4 @@ int tt_engine_fanout(size_t n, tt_fanout_fn fn, void *ctx, tt_error *err)
 {
 	unsigned threads = n < MAX_FANOUT_THREADS ? (unsigned)n : MAX_FANOUT_THREADS;
 	return tt_pool_map(n, threads ? threads : 1, fn, ctx, err);
-}
-
-void tt_now_iso_micro(char out[40])
-{
-	struct timeval tv;
-	struct tm tm;
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	char base[20];
-	if (strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		base[0] = '\0';
-	snprintf(out, 40, "%s.%06ld+00:00", base, (long)tv.tv_usec);
 }

@@ -11,7 +11,8 @@
  *   - forget-working-ref: this workspace's refs of removed objects;
  *   - with --prune-bookmarks, delete-branch / keep-branch for stray
  *     tether.ws.* branches, judged by their heads;
- *   - delete-listing: listings no manifest names.
+ *   - delete-listing: listings no manifest names;
+ *   - with --delete-stores, the store step of gc_stores.c.
  * Applying it re-checks the preconditions (workspace id, history digest,
  * head, manifest hash), journals the operation, and attempts every action,
  * collecting failures instead of stopping at the first.
@@ -27,6 +28,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/gc.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/fault.h"
@@ -742,11 +744,21 @@ static int context_and_preconditions(gc_state *s, const char *digest, const char
 		json_decref(keep);
 		return rc;
 	}
-	json_t *ctx = json_pack("{s:s,s:b,s:o,s:b,s:n,s:b,s:[],s:b,s:s,s:s?,s:s}",
-				"workspace_id", repo->ws.workspace_id, "prune_bookmarks", o->prune_bookmarks,
-				"keep_bookmarks", keep, "force_prune", o->force_prune, "scope",
-				"delete_stores", false, "stores", "release_foreign", o->release_foreign,
-				"manifest_hash", hash, "vcs_head", head, "history_digest", digest);
+	/* [[kind, {"uri": where}]] per --store, as tether-vcs records them. */
+	json_t *claimed = json_array();
+	for (size_t i = 0; claimed && i < o->nstores; i++) {
+		const char *eq = strchr(o->stores[i], '=');
+		if (eq)
+			json_array_append_new(claimed, json_pack("[s#,{s:s}]", o->stores[i],
+								 (int)(eq - o->stores[i]), "uri", eq + 1));
+	}
+	json_t *ctx = claimed ? json_pack("{s:s,s:b,s:o,s:b,s:n,s:b,s:o,s:b,s:s,s:s?,s:s}",
+					  "workspace_id", repo->ws.workspace_id, "prune_bookmarks",
+					  o->prune_bookmarks, "keep_bookmarks", keep, "force_prune", o->force_prune,
+					  "scope", "delete_stores", o->delete_stores || o->nstores, "stores",
+					  claimed, "release_foreign", o->release_foreign, "manifest_hash", hash,
+					  "vcs_head", head, "history_digest", digest)
+			      : NULL;
 	if (!ctx)
 		return tt_error_oom(err);
 	json_object_foreach(ctx, k, v) {
@@ -981,12 +993,6 @@ static int plan_forget_refs(gc_state *s, tt_error *err)
 
 /* --- --prune-bookmarks ------------------------------------------------------------ */
 
-typedef struct ref_parts {
-	char ds[TT_DATASET_ID_LEN + 1];
-	char *slug;       /* bookmark slug, NULL for a legacy per-workspace ref */
-	char *legacy_ws;  /* 8-hex workspace of a legacy ref, else NULL */
-} ref_parts;
-
 static bool all_digits(const char *s, size_t n)
 {
 	if (!n)
@@ -997,9 +1003,7 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-/* tether.ws.<ds8>.<rest>, with a sibling generation ".<n>" parsed off and a
- * legacy "<ws8>.<slug>" recognized.  False for anything else. */
-static bool working_ref_parts(const char *ref, ref_parts *out)
+bool tt_working_ref_parts(const char *ref, tt_ref_parts *out)
 {
 	size_t pl = strlen(TT_WORKING_REF_PREFIX);
 	memset(out, 0, sizeof *out);
@@ -1036,7 +1040,7 @@ static bool working_ref_parts(const char *ref, ref_parts *out)
 	return true;
 }
 
-static void ref_parts_release(ref_parts *p)
+void tt_ref_parts_release(tt_ref_parts *p)
 {
 	free(p->slug);
 	free(p->legacy_ws);
@@ -1334,17 +1338,17 @@ static int plan_prune(gc_state *s, tt_error *err)
 		json_t *rv;
 		json_array_foreach(refs, r, rv) {
 			const char *ref = json_string_value(rv);
-			ref_parts parts;
+			tt_ref_parts parts;
 			char *origin = NULL;
-			if (!ref || !working_ref_parts(ref, &parts))
+			if (!ref || !tt_working_ref_parts(ref, &parts))
 				continue;
 			if (strcmp(parts.ds, repo->config.dataset_id) != 0) {
 				foreign++;   /* another dataset's branch; not ours to judge */
-				ref_parts_release(&parts);
+				tt_ref_parts_release(&parts);
 				continue;
 			}
 			if (set_has(p.in_use, ref)) {
-				ref_parts_release(&parts);
+				tt_ref_parts_release(&parts);
 				continue;
 			}
 			if (parts.slug && set_has(p.keep_slugs, parts.slug)) {
@@ -1355,7 +1359,7 @@ static int plan_prune(gc_state *s, tt_error *err)
 			} else if (!set_has(p.live_ws, parts.legacy_ws)) {
 				origin = tt_asprintf("legacy workspace %s branch", parts.legacy_ws);
 			}
-			ref_parts_release(&parts);
+			tt_ref_parts_release(&parts);
 			if (!origin)
 				continue;
 			rc = judge_branch(s, &p, m, b, ns, storage, ref, origin, &base_head, err);
@@ -1445,10 +1449,8 @@ done:
 	return rc;
 }
 
-static int refuse_stores(const tt_gc_opts *o, tt_error *err)
+static int check_stores(const tt_gc_opts *o, tt_error *err)
 {
-	if (!o->delete_stores && !o->nstores)
-		return 0;
 	for (size_t i = 0; i < o->nstores; i++) {
 		const char *eq = o->stores[i] ? strchr(o->stores[i], '=') : NULL;
 		if (!eq || eq == o->stores[i] || !eq[1]) {
@@ -1460,8 +1462,109 @@ static int refuse_stores(const tt_gc_opts *o, tt_error *err)
 			return rc;
 		}
 	}
-	return tt_error_set(err, TT_ECAPABILITY, "`gc --delete-stores` (experimental: reclaiming created "
-			    "stores) is not built into this tether (%s) yet", tt_version());
+	return 0;
+}
+
+/* Slugs of the bookmarks this clone can account for (--delete-stores):
+ * live ones (keep) and every bookmark a `new` in a live checkout made. */
+static int store_slugs(gc_state *s, json_t *keep, json_t *known, tt_error *err)
+{
+	tt_repo *repo = s->repo;
+	json_t *marks = NULL, *live = json_object();
+	const char *k;
+	json_t *v;
+	int rc;
+	if (!live)
+		return tt_error_oom(err);
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+		goto done;
+	json_object_foreach(marks, k, v) set_add(live, k);
+	if (repo->ws.bookmark)
+		set_add(live, repo->ws.bookmark);
+	for (size_t i = 0; i < s->co.n; i++)
+		if (s->co.items[i].ws_ok && s->co.items[i].ws.bookmark)
+			set_add(live, s->co.items[i].ws.bookmark);
+	for (size_t i = 0; i < s->o->nkeep; i++)
+		if (s->o->keep_bookmarks[i])
+			set_add(live, s->o->keep_bookmarks[i]);
+	for (size_t l = 0; l < s->journal.n; l++)
+		for (size_t e = 0; e < s->journal.logs[l].count; e++) {
+			const tt_op_entry *op = &s->journal.logs[l].entries[e];
+			const char *bm = json_string_value(json_object_get(op->result, "bookmark"));
+			if (strcmp(op->command, "new") == 0 && bm && *bm)
+				set_add(known, bm);   /* slugged below */
+		}
+	json_object_foreach(live, k, v) {
+		char *slug = NULL;
+		if ((rc = tt_bookmark_slug(&slug, k, err)) < 0)
+			goto done;
+		set_add(keep, slug);
+		set_add(known, slug);
+		free(slug);
+	}
+	/* the `new` bookmarks, slugged (live ones are already there) */
+	json_t *names = json_deep_copy(known);
+	void *tmp;
+	json_object_foreach_safe(names, tmp, k, v) {
+		char *slug = NULL;
+		if (set_has(live, k))
+			continue;
+		if ((rc = tt_bookmark_slug(&slug, k, err)) < 0)
+			break;
+		json_object_del(known, k);
+		set_add(known, slug);
+		free(slug);
+	}
+	json_decref(names);
+done:
+	json_decref(marks);
+	json_decref(live);
+	return rc;
+}
+
+/* The --delete-stores step, with what it needs to know about the world. */
+static int plan_stores(gc_state *s, tt_error *err)
+{
+	tt_repo *repo = s->repo;
+	json_t *in_use = json_object(), *keep = json_object(), *known = json_object();
+	json_t *referenced = json_deep_copy(s->w.referenced);
+	int rc = 0;
+	if (!in_use || !keep || !known || !referenced) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	json_object_update(referenced, s->inflight);
+	size_t total = s->w.norder + s->nworking;
+	for (size_t i = 0; i < total; i++) {
+		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
+		tt_backend *b;
+		json_t *identity = NULL;
+		tt_buf c = TT_BUF_INIT;
+		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
+		    (rc = b->ops->identity(b, m->locator, &identity, err)) < 0) {
+			tt_error_object(err, m->key, m->kind);
+			goto done;
+		}
+		tt_buf_printf(&c, "%s|", m->kind);
+		tt_json_canonical(&c, identity);
+		json_decref(identity);
+		if ((rc = tt_buf_check(&c, err, "identity")) == 0)
+			set_add(in_use, c.ptr);
+		tt_buf_release(&c);
+		if (rc < 0)
+			goto done;
+	}
+	if ((rc = store_slugs(s, keep, known, err)) < 0)
+		goto done;
+	tt_gc_store_ctx ctx = { in_use, keep, known, s->known, referenced };
+	rc = tt_gc_plan_stores(repo, s->plan, &ctx, s->o->prune_bookmarks, s->o->force_prune, s->o->stores,
+			       s->o->nstores, err);
+done:
+	json_decref(in_use);
+	json_decref(keep);
+	json_decref(known);
+	json_decref(referenced);
+	return rc;
 }
 
 /* plan_gc: compute what gc would release, writing nothing but the seeded
@@ -1474,7 +1577,7 @@ static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *
 	*out = NULL;
 	s.repo = repo;
 	s.o = o;
-	if ((rc = refuse_stores(o, err)) < 0)
+	if ((rc = check_stores(o, err)) < 0)
 		return rc;
 	if (!(s.plan = tt_plan_new("gc")) || !(s.w.sigs = json_object()) ||
 	    !(s.w.referenced = json_object()) || !(s.w.skipped = json_object()) ||
@@ -1509,7 +1612,8 @@ static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *
 		goto done;
 	}
 	if ((rc = plan_unpins(&s, err)) < 0 || (rc = plan_forget_refs(&s, err)) < 0 ||
-	    (o->prune_bookmarks && (rc = plan_prune(&s, err)) < 0) || (rc = plan_listings(&s, err)) < 0)
+	    (o->prune_bookmarks && (rc = plan_prune(&s, err)) < 0) || (rc = plan_listings(&s, err)) < 0 ||
+	    ((o->delete_stores || o->nstores) && (rc = plan_stores(&s, err)) < 0))
 		goto done;
 	*out = s.plan;
 	s.plan = NULL;
@@ -1623,12 +1727,6 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 	return 0;
 }
 
-static bool store_op(const char *op)
-{
-	return !strcmp(op, "keep-store") || !strcmp(op, "forget-store") || !strcmp(op, "forget-touched") ||
-	       !strcmp(op, "delete-store");
-}
-
 /* apply_gc: locks held by the caller. */
 static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
 {
@@ -1643,15 +1741,6 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 	if (!(report = new_report(false)) || !(failed = json_object())) {
 		rc = tt_error_oom(err);
 		goto done;
-	}
-	for (size_t i = 0; i < na; i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		if (store_op(a.op)) {
-			rc = tt_error_set(err, TT_ECAPABILITY, "this gc plan reclaims created stores (%s), which is "
-					  "not built into this tether (%s) yet", a.op, tt_version());
-			goto done;
-		}
 	}
 	/* Preflight every branch the plan deletes before the first action: a
 	 * stale head found half-way would leave the plan half-applied. */
@@ -1741,6 +1830,8 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 			tt_pyv_str(&pid, json_object_get(a.params, "pin_id"));
 			map_append(json_object_get(report, "kept_pins"), a.kind, json_string(pid.ptr));
 			tt_buf_release(&pid);
+		} else if (tt_gc_store_op(a.op)) {
+			tt_gc_apply_store(repo, &a, report, journaled ? op_id : NULL, &e);
 		} else if (strcmp(a.op, "delete-listing") == 0) {
 			/* A listing name, never a path: a plan is not authenticated. */
 			if (!*a.target || strchr(a.target, '/') || a.target[0] == '.') {
@@ -1813,6 +1904,8 @@ static json_t *dry_report(const tt_plan *plan)
 			map_append(json_object_get(r, "kept_working_refs"), a.key, json_string(a.target));
 		else if (!strcmp(a.op, "delete-listing"))
 			json_array_append_new(json_object_get(r, "deleted_listings"), json_string(a.target));
+		else if (tt_gc_store_op(a.op))
+			tt_gc_preview_store(&a, r);
 		tt_buf_release(&pid);
 	}
 	if (r)
@@ -1841,7 +1934,7 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 	tt_lock rlock = TT_LOCK_INIT;
 	int rc;
 	*out = NULL;
-	if ((rc = refuse_stores(o, err)) < 0)
+	if ((rc = check_stores(o, err)) < 0)
 		return rc;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		return rc;

@@ -420,16 +420,33 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 	size_t n = 0;
 	char *start = NULL;
 	const json_t *loc = locator;
+	json_t *resolved = NULL;
 	int rc;
 	unsigned caps;
 	*out = NULL;
 	if (kind) {
 		const tt_kind *k;
+		char *cwd = NULL;
 		if ((rc = tt_kind_lookup(&k, kind, err)) < 0 || (rc = tt_engine_backend(repo, kind, &b, err)) < 0)
 			return rc;
 		caps = k->caps;
-		if (ref && !(start = tt_strdup(ref)))
+		/* An unregistered locator's relative paths mean here, as `add`
+		 * (and `add --pick`, which lists before adding) takes them. */
+		if (!(resolved = json_deep_copy(locator ? locator : json_object())) || !(cwd = tt_getcwd())) {
+			json_decref(resolved);
 			return tt_error_oom(err);
+		}
+		rc = tt_absolutize_locator(resolved, kind, cwd, err);
+		free(cwd);
+		if (rc < 0) {
+			json_decref(resolved);
+			return rc;
+		}
+		loc = resolved;
+		if (ref && !(start = tt_strdup(ref))) {
+			json_decref(resolved);
+			return tt_error_oom(err);
+		}
 	} else {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
 		if (!m)
@@ -445,8 +462,8 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 			return rc;
 	}
 	if (!(caps & TT_CAP_HISTORY) || !b->ops->history) {
-		rc = tt_error_set(err, TT_ECAPABILITY, "%s%s%s(%s) cannot list history", key ? "'" : "",
-				  key ? key : "", key ? "' " : "", kind);
+		rc = key ? tt_error_set(err, TT_ECAPABILITY, "'%s' (%s) cannot list history", key, kind)
+			 : tt_error_set(err, TT_ECAPABILITY, "%s backend cannot list history", kind);
 		tt_error_object(err, key, kind);
 		goto done;
 	}
@@ -458,6 +475,7 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 		rc = tt_error_oom(err);
 done:
 	tt_history_release(entries, n);
+	json_decref(resolved);
 	free(start);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include "core/kinds.h"
 #include "core/layout.h"
 #include "core/oplog.h"
+#include "engine/engine.h"
 #include "engine/repo.h"
 #include "util/fs.h"
 #include "util/mem.h"
@@ -177,6 +178,24 @@ static int workspace_text(tt_repo *repo, json_t **out, tt_error *err)
 	return rc;
 }
 
+int tt_engine_register(tt_repo *repo, const char *key, const char *kind, json_t *loc, tt_policy policy,
+		       bool created, tt_error *err)
+{
+	tt_manifest m = { 0 };
+	int rc;
+	if ((rc = tt_manifest_new(&m, key, kind, loc, policy, err)) == 0) {
+		m.created = created;
+		rc = tt_manifest_save(&m, repo->root, err);
+	}
+	tt_manifest_release(&m);
+	if (rc < 0)
+		return rc;
+	/* A re-registered key starts without a working ref; a branch its
+	 * previous incarnation left is found by `gc --prune-bookmarks`. */
+	tt_workspace_forget_key(&repo->ws, key, 0);
+	return tt_workspace_save(&repo->ws, repo->root, err);
+}
+
 static bool blank_at(json_t *at)
 {
 	if (json_is_null(at))
@@ -194,7 +213,6 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 	const tt_kind *kind = NULL;
 	json_t *loc = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
 	char *key = NULL, *cwd = NULL;
-	tt_manifest m = { 0 };
 	bool derived = false;
 	int rc;
 
@@ -256,27 +274,26 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_manifest_new(&m, key, kind->name, loc, policy, err)) < 0 ||
-	    (rc = tt_manifest_save(&m, repo->root, err)) < 0)
-		goto done;
-	/* A re-registered key starts without a working ref; a branch its
-	 * previous incarnation left is found by `gc --prune-bookmarks`. */
-	tt_workspace_forget_key(&repo->ws, key, 0);
-	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
-		goto done;
-	result = json_pack("{s:s}", "key", key);
-	if (!result || (rc = tt_oplog_record(repo->root, "add", result, pre, NULL, err)) < 0) {
-		rc = result ? rc : tt_error_oom(err);
-		goto done;
+	if (opts->create) {
+		if ((rc = tt_engine_add_created(repo, key, kind, loc, &policy, pre, &result, err)) < 0)
+			goto done;
+	} else {
+		if ((rc = tt_engine_register(repo, key, kind->name, loc, policy, false, err)) < 0)
+			goto done;
+		result = json_pack("{s:s}", "key", key);
+		if (!result || (rc = tt_oplog_record(repo->root, "add", result, pre, NULL, err)) < 0) {
+			rc = result ? rc : tt_error_oom(err);
+			goto done;
+		}
 	}
-	*out = json_pack("{s:s,s:s,s:b,s:b,s:O?}", "key", key, "kind", kind->name, "derived_key",
+	*out = json_pack("{s:s,s:s,s:b,s:b,s:O?,s:b,s:O?,s:O?}", "key", key, "kind", kind->name, "derived_key",
 			 derived, "experimental", strcmp(kind->maturity, "stable") != 0, "at",
-			 json_object_get(loc, "at"));
+			 json_object_get(loc, "at"), "created", opts->create, "locator",
+			 opts->create ? loc : NULL, "fork", json_object_get(result, "fork"));
 	if (!*out)
 		rc = tt_error_oom(err);
 done:
 	tt_repo_unlock(repo);
-	tt_manifest_release(&m);
 	json_decref(loc);
 	json_decref(pre);
 	json_decref(wstext);

@@ -246,6 +246,24 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 				}
 				free(msg);
 			}
+		} else if (strcmp(pre.kind, "store_empty") == 0) {
+			/* A created store gc is about to remove: nothing may remain in it
+			 * but tether's own refs the same plan deletes first (ignoring);
+			 * the delete itself asks once more with nothing ignored. */
+			tt_backend *b;
+			json_t *loc = json_object_get(pre.params, "locator");
+			json_t *ignoring = json_object_get(pre.params, "ignoring");
+			const char *kind = json_string_value(json_object_get(pre.params, "backend"));
+			int empty = -1;
+			if (!kind || !json_is_object(loc) || (ignoring && !json_is_null(ignoring) && !json_is_array(ignoring)))
+				rc = stale(&pre, "no store named", err);
+			else if ((rc = tt_engine_backend(repo, kind, &b, err)) == 0) {
+				if (!b->ops->is_ref_empty)
+					rc = stale(&pre, "cannot tell", err);
+				else if ((rc = b->ops->is_ref_empty(b, loc, json_is_array(ignoring) ? ignoring : NULL,
+								   &empty, err)) == 0 && empty != 1)
+					rc = stale(&pre, empty < 0 ? "cannot tell" : "not empty", err);
+			}
 		} else {
 			rc = tt_error_set(err, TT_ESTALEPLAN, "this tether cannot check a '%s' precondition; "
 					  "re-run the plan with the same tether", pre.kind);

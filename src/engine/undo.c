@@ -6,7 +6,8 @@
  * again since.  commit/pull: uncommit (pins stay); new/fork: delete the
  * branches it created (refused when they gained writes, unless --discard),
  * return the working copy and the workspace, delete a bookmark -b made;
- * add/remove/set: restore the manifests; gc: only the irreversible parts
+ * add/remove/set: restore the manifests (an add that created a store also
+ * removes it while it is still empty); gc: only the irreversible parts
  * are reported; promote: refused with the old base heads.
  */
 #include <stdarg.h>
@@ -342,6 +343,9 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 		if ((rc = restore_manifests(repo, json_object_get(target->pre, "objects"), &r, err)) < 0 ||
 		    (rc = restore_workspace(repo, &log, target, &r, false, err)) < 0)
 			goto failed;
+		/* `add --create` made a store: removed again while still empty. */
+		if (strcmp(cmd, "add") == 0)
+			tt_engine_undo_created(repo, target->result, r.restored, r.irreversible);
 	} else if (strcmp(cmd, "new") == 0 || strcmp(cmd, "fork") == 0) {
 		json_t *created = json_object(), *reset = json_object();
 		json_t *res = target->result;

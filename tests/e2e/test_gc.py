@@ -402,9 +402,12 @@ def test_plan_flags_refused(dataset, tether, tmp_path, undone):
     assert proc.returncode == 1 and "edited" in proc.stderr
     proc = tether("gc", "--force-prune", cwd=dataset, check=False)
     assert proc.returncode == 1 and "--force-prune requires --prune-bookmarks" in proc.stderr
-    for args in (["--delete-stores"], ["--store", "memory=sys1"]):
-        proc = tether("gc", *args, cwd=dataset, check=False)
-        assert proc.returncode == 1 and "not built into this tether" in proc.stderr
+    # The store step is planned like the rest (test_store_lifecycle.py has
+    # its scenarios); --store alone implies --delete-stores in the context.
+    proc = tether("gc", "--store", "memory=sys1", "--plan", str(plan_file), cwd=dataset)
+    assert proc.returncode == 0 and "experimental" in proc.stderr
+    context = json.loads(plan_file.read_text())["context"]
+    assert context["delete_stores"] is True and context["stores"] == [["memory", {"uri": "sys1"}]]
     proc = tether("gc", "--store", "nokind", cwd=dataset, check=False)
     assert proc.returncode == 1 and "--store expects KIND=LOCATOR, got 'nokind'" in proc.stderr
 
