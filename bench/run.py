@@ -775,7 +775,7 @@ def build_listing_helper(ours: Path) -> Path:
     out = CACHE / "listing_diff"
     if out.exists() and out.stat().st_mtime > max(lib.stat().st_mtime, src.stat().st_mtime):
         return out
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2", "libzstd"],
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2", "libzstd", "zlib"],
                            capture_output=True, text=True)
     if flags.returncode != 0:
         raise Skip(f"pkg-config: {first_line(flags.stderr)}")
