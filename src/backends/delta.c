@@ -164,7 +164,7 @@ static int cmp_ll(const void *a, const void *b)
 
 static bool has_commit(const dlog *l, long long v)
 {
-	return bsearch(&v, l->commits, l->nc, sizeof *l->commits, cmp_ll) != NULL;
+	return l->nc && bsearch(&v, l->commits, l->nc, sizeof *l->commits, cmp_ll) != NULL;
 }
 
 /* The best complete checkpoint at version v, or NULL: a single file first;
@@ -263,7 +263,8 @@ static int scan(const json_t *loc, dlog *l, tt_error *err)
 	closedir(d);
 	if (rc)
 		return rc;
-	qsort(l->commits, l->nc, sizeof *l->commits, cmp_ll);
+	if (l->nc > 1) /* no commits at all: only a checkpoint is left */
+		qsort(l->commits, l->nc, sizeof *l->commits, cmp_ll);
 	l->head = l->nc ? l->commits[l->nc - 1] : -1;
 	for (size_t i = 0; i < l->ncp; i++)
 		if (l->cps[i].version > l->head && checkpoint_at(l, l->cps[i].version))

@@ -1277,7 +1277,8 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			goto done;
 		}
 		/* The slices' misses, moved together in order. */
-		memmove(misses + nmiss, parts[i].misses, parts[i].nmiss * sizeof *misses);
+		if (parts[i].nmiss)
+			memmove(misses + nmiss, parts[i].misses, parts[i].nmiss * sizeof *misses);
 		nmiss += parts[i].nmiss;
 		hits += parts[i].hits;
 	}
