@@ -60,15 +60,15 @@ int main(int argc, char **argv)
 					collect, out, &found, &err);
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", code_name(rc), tt_error_text(&err));
-		return 1;
+	} else {
+		json_object_set_new(out, "found", json_boolean(found));
+		char *text = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
+		puts(text);
+		free(text);
 	}
-	json_object_set_new(out, "found", json_boolean(found));
-	char *text = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
-	puts(text);
-	free(text);
 	json_decref(out);
 	tt_buf_release(&file);
 	tt_error_clear(&err);
 	free(col);
-	return 0;
+	return rc ? 1 : 0;
 }
