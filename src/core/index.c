@@ -85,40 +85,67 @@ done:
 	return rc;
 }
 
-int tt_index_forget_pinned(const char *shared_dir, const char *dataset_id, const json_t *pin_ids,
-			   tt_error *err)
+/* Rewrite index `name` without the records drop() picks, under the index
+ * lock (an absent file stays absent). */
+typedef bool (*drop_fn)(const json_t *rec, const void *ctx);
+
+static int rewrite_without(const char *shared_dir, const char *name, drop_fn drop,
+			   const void *ctx, tt_error *err)
 {
 	int rc = 0;
-	char *path = tt_path_join(shared_dir, TT_PINNED_FILENAME);
+	char *path = tt_path_join(shared_dir, name);
 	tt_buf b = TT_BUF_INIT;
 	if (!path)
 		return tt_error_oom(err);
 	pthread_mutex_lock(&index_lock);
-	if (!tt_is_file(path) || !json_array_size(pin_ids))
+	if (!tt_is_file(path))
 		goto done;
-	json_t *all = tt_index_read(shared_dir, TT_PINNED_FILENAME);
-	size_t i, j;
-	json_t *d, *id;
+	json_t *all = tt_index_read(shared_dir, name);
+	size_t i;
+	json_t *d;
 	json_array_foreach(all, i, d) {
-		const char *ds = json_string_value(json_object_get(d, "dataset_id"));
-		const char *pid = json_string_value(json_object_get(d, "pin_id"));
-		bool drop = false;
-		json_array_foreach((json_t *)pin_ids, j, id)
-			drop = drop || (ds && pid && strcmp(ds, dataset_id) == 0 &&
-					strcmp(pid, json_string_value(id)) == 0);
-		if (drop)
+		if (drop(d, ctx))
 			continue;
 		tt_json_dump(&b, d, py_default);
 		tt_buf_putc(&b, '\n');
 	}
 	json_decref(all);
-	if ((rc = tt_buf_check(&b, err, TT_PINNED_FILENAME)) == 0)
+	if ((rc = tt_buf_check(&b, err, name)) == 0)
 		rc = tt_write_file_atomic(path, b.ptr, b.len, 0644, err);
 done:
 	pthread_mutex_unlock(&index_lock);
 	tt_buf_release(&b);
 	free(path);
 	return rc;
+}
+
+typedef struct pins_of {
+	const char *dataset_id;
+	const json_t *pin_ids;
+} pins_of;
+
+static bool is_forgotten_pin(const json_t *d, const void *ctx)
+{
+	const pins_of *p = ctx;
+	const char *ds = json_string_value(json_object_get(d, "dataset_id"));
+	const char *pid = json_string_value(json_object_get(d, "pin_id"));
+	size_t j;
+	json_t *id;
+	if (!ds || !pid || strcmp(ds, p->dataset_id) != 0)
+		return false;
+	json_array_foreach((json_t *)p->pin_ids, j, id)
+		if (json_is_string(id) && strcmp(pid, json_string_value(id)) == 0)
+			return true;
+	return false;
+}
+
+int tt_index_forget_pinned(const char *shared_dir, const char *dataset_id, const json_t *pin_ids,
+			   tt_error *err)
+{
+	pins_of p = { dataset_id, pin_ids };
+	if (!json_array_size(pin_ids))
+		return 0;
+	return rewrite_without(shared_dir, TT_PINNED_FILENAME, is_forgotten_pin, &p, err);
 }
 
 int tt_index_note_touched(const char *shared_dir, const char *dataset_id, const char *kind,
@@ -169,38 +196,26 @@ int tt_index_note_created(const char *shared_dir, const char *dataset_id, const 
 	return rc;
 }
 
+typedef struct store_of {
+	const char *dataset_id;
+	const json_t *identity;
+} store_of;
+
+static bool is_forgotten_store(const json_t *d, const void *ctx)
+{
+	const store_of *st = ctx;
+	const char *ds = json_string_value(json_object_get(d, "dataset_id"));
+	json_t *id = json_object_get(d, "identity");
+	return ds && strcmp(ds, st->dataset_id) == 0 &&
+	       (id && !json_is_null(id) ? json_equal(id, (json_t *)st->identity)
+				    : json_object_size(st->identity) == 0);
+}
+
 int tt_index_forget_store(const char *shared_dir, const char *name, const char *dataset_id,
 			  const json_t *identity, tt_error *err)
 {
-	int rc = 0;
-	char *path = tt_path_join(shared_dir, name);
-	tt_buf b = TT_BUF_INIT;
-	if (!path)
-		return tt_error_oom(err);
-	pthread_mutex_lock(&index_lock);
-	if (!tt_is_file(path))
-		goto done;
-	json_t *all = tt_index_read(shared_dir, name);
-	size_t i;
-	json_t *d;
-	json_array_foreach(all, i, d) {
-		const char *ds = json_string_value(json_object_get(d, "dataset_id"));
-		json_t *id = json_object_get(d, "identity");
-		if (ds && strcmp(ds, dataset_id) == 0 &&
-		    (id && !json_is_null(id) ? json_equal(id, (json_t *)identity)
-					     : json_object_size(identity) == 0))
-			continue;
-		tt_json_dump(&b, d, py_default);
-		tt_buf_putc(&b, '\n');
-	}
-	json_decref(all);
-	if ((rc = tt_buf_check(&b, err, name)) == 0)
-		rc = tt_write_file_atomic(path, b.ptr, b.len, 0644, err);
-done:
-	pthread_mutex_unlock(&index_lock);
-	tt_buf_release(&b);
-	free(path);
-	return rc;
+	store_of st = { dataset_id, identity };
+	return rewrite_without(shared_dir, name, is_forgotten_store, &st, err);
 }
 
 /* Why a store record cannot be acted on (NULL: it can). */
