@@ -1068,12 +1068,35 @@ static int bucket_add(json_t *bucket, const char *ns, json_t *content)
 	return 0;
 }
 
+/* Every manifest gc weighs: those of visible history, then the working
+ * tree's and the live checkouts'. */
+static size_t manifest_count(const gc_state *s)
+{
+	return s->w.norder + s->nworking;
+}
+
+static const tt_manifest *manifest_at(const gc_state *s, size_t i)
+{
+	return i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
+}
+
+/* The identity of m's store, by its kind's backend (errors name m). */
+static int manifest_identity(tt_repo *repo, const tt_manifest *m, tt_backend **b,
+			     json_t **identity, tt_error *err)
+{
+	int rc;
+	*identity = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, b, err)) < 0 ||
+	    (rc = (*b)->ops->identity(*b, m->locator, identity, err)) < 0)
+		tt_error_object(err, m->key, m->kind);
+	return rc;
+}
+
 /* States per system: pinned (safe to drop a branch at) or merely recorded. */
 static int state_buckets(gc_state *s, prune_ctx *p, tt_error *err)
 {
-	size_t total = s->w.norder + s->nworking;
-	for (size_t i = 0; i < total; i++) {
-		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
+	for (size_t i = 0; i < manifest_count(s); i++) {
+		const tt_manifest *m = manifest_at(s, i);
 		tt_backend *b;
 		char *ns = NULL;
 		int rc;
@@ -1397,19 +1420,15 @@ static int plan_listings(gc_state *s, tt_error *err)
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	size_t total = s->w.norder + s->nworking;
-	for (size_t i = 0; i < total; i++) {
-		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
+	for (size_t i = 0; i < manifest_count(s); i++) {
+		const tt_manifest *m = manifest_at(s, i);
 		tt_backend *b;
 		json_t *identity = NULL, *content = NULL;
 		char name[TT_LISTING_NAME_MAX];
 		if (!m->state)
 			continue;
-		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
-		    (rc = b->ops->identity(b, m->locator, &identity, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+		if ((rc = manifest_identity(repo, m, &b, &identity, err)) < 0)
 			goto done;
-		}
 		if (!(content = tt_content_state(b->kind, m->state)))
 			rc = tt_error_oom(err);
 		else if ((rc = tt_listing_name(name, m->kind, identity, content, err)) == 0)
@@ -1534,17 +1553,13 @@ static int plan_stores(gc_state *s, tt_error *err)
 		goto done;
 	}
 	json_object_update(referenced, s->inflight);
-	size_t total = s->w.norder + s->nworking;
-	for (size_t i = 0; i < total; i++) {
-		const tt_manifest *m = i < s->w.norder ? &s->w.memo.items[s->w.order[i]] : s->working[i - s->w.norder];
+	for (size_t i = 0; i < manifest_count(s); i++) {
+		const tt_manifest *m = manifest_at(s, i);
 		tt_backend *b;
 		json_t *identity = NULL;
 		tt_buf c = TT_BUF_INIT;
-		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
-		    (rc = b->ops->identity(b, m->locator, &identity, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+		if ((rc = manifest_identity(repo, m, &b, &identity, err)) < 0)
 			goto done;
-		}
 		tt_buf_printf(&c, "%s|", m->kind);
 		tt_json_canonical(&c, identity);
 		json_decref(identity);
