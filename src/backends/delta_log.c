@@ -10,6 +10,7 @@
 #include "formats/thrift.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/num.h"
 #include "util/mem.h"
 
 void tt_delta_commit_release(tt_delta_commit *c)
@@ -429,8 +430,7 @@ int tt_delta_footer_length(const unsigned char tail[8], const char *what, uint32
 	if (memcmp(tail + 4, "PAR1", 4) != 0)
 		return tt_error_set(err, TT_EPARSE,
 				    "%s: not a Parquet file (no PAR1 trailer; truncated?)", what);
-	*len = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 |
-	       (uint32_t)tail[3] << 24;
+	*len = tt_le32(tail);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "util/json.h"
+#include "util/num.h"
 #include "util/mem.h"
 
 static const uint8_t magic[12] = { 0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
@@ -149,11 +150,7 @@ done:
 /* --- flatbuffers ------------------------------------------------------------ */
 
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
+static uint32_t rd32(const uint8_t *p) { return tt_le32(p); }
 static uint64_t rd64(const uint8_t *p) { return rd32(p) | ((uint64_t)rd32(p + 4) << 32); }
 
 static int table_at(const uint8_t *buf, size_t len, size_t pos, ic_fb *out)

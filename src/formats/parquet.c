@@ -12,6 +12,7 @@
 
 #include "formats/snappy.h"
 #include "formats/thrift.h"
+#include "util/num.h"
 
 /* parquet.thrift's enums, the values this reader meets. */
 enum { TYPE_BYTE_ARRAY = 6 };
@@ -58,11 +59,6 @@ static int unsupported(reader *rd, const char *what_kind, const char *name)
 	return tt_error_set(rd->err, TT_ECAPABILITY,
 			    "%s: column %s uses the %s %s, which tether does not read", rd->what,
 			    rd->column, what_kind, name);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static int bit_width(int max)
@@ -376,7 +372,7 @@ static bool plain_next(const unsigned char **p, const unsigned char *end,
 {
 	if (end - *p < 4)
 		return false;
-	uint32_t len = le32(*p);
+	uint32_t len = tt_le32(*p);
 	if ((size_t)(end - *p - 4) < len)
 		return false;
 	*s = *p + 4;
@@ -476,7 +472,7 @@ static int v1_levels(reader *rd, int encoding, int32_t num, const unsigned char 
 	if (encoding == ENC_RLE) {
 		if (end - *p < 4)
 			return malformed(rd, "a page's definition levels are cut short");
-		uint32_t n = le32(*p);
+		uint32_t n = tt_le32(*p);
 		if ((size_t)(end - *p - 4) < n)
 			return malformed(rd, "a page's definition levels run past it");
 		hybrid_init(&lv->h, *p + 4, *p + 4 + n, width);
@@ -768,7 +764,7 @@ int tt_parquet_strings(const unsigned char *data, size_t len, const char *what,
 		return tt_error_set(err, TT_EUSAGE, "a Parquet column path is empty");
 	if (len < 12 || memcmp(data, "PAR1", 4) != 0 || memcmp(data + len - 4, "PAR1", 4) != 0)
 		return malformed(&rd, "not a Parquet file (no PAR1 magic at both ends)");
-	uint32_t flen = le32(data + len - 8);
+	uint32_t flen = tt_le32(data + len - 8);
 	if (flen > len - 12)
 		return malformed(&rd, "the footer is longer than the file");
 	size_t body_end = len - 8 - flen;

@@ -1,8 +1,10 @@
-/* util/num.h - number formatting shared by the JSON and TOML writers. */
+/* util/num.h - numbers: formatting shared by the JSON and TOML writers, and
+ * little-endian integers read from the files of other systems. */
 #ifndef TT_UTIL_NUM_H
 #define TT_UTIL_NUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Format a finite double exactly as Python's repr() does: the shortest
@@ -13,5 +15,11 @@
  */
 #define TT_DOUBLE_REPR_MAX 40
 size_t tt_double_repr(char *out, double v);
+
+/* The little-endian 32-bit integer at p (Parquet, Icechunk, Snappy). */
+static inline uint32_t tt_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 #endif
