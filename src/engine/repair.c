@@ -11,6 +11,7 @@
 
 #include "core/index.h"
 #include "core/oplog.h"
+#include "util/fault.h"
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "util/mem.h"
@@ -271,6 +272,7 @@ apply:
 		json_decref(pre);
 		if (rc < 0)
 			goto done;
+		tt_fault("repair:after-journal");
 	}
 	bool ws_changed = false;
 	for (size_t i = 0; i < tt_plan_action_count(plan); i++) {
@@ -292,6 +294,7 @@ apply:
 				json_t *d = json_pack("{s:s,s:s,s:b}", "key", a.key, "target", a.target, "created", pin.created);
 				tt_oplog_progress(repo->root, op_id, "repin", d, &aerr);
 				json_decref(d);
+				tt_fault("repair:after-repin");
 			}
 		} else if (strcmp(a.op, "refork") == 0) {
 			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
@@ -306,6 +309,7 @@ apply:
 				json_t *d = json_pack("{s:s,s:s}", "key", a.key, "ref", made);
 				tt_oplog_progress(repo->root, op_id, "refork", d, &aerr);
 				json_decref(d);
+				tt_fault("repair:after-refork");
 			}
 			free(made);
 		}

@@ -11,6 +11,7 @@
 
 #include "core/ids.h"
 #include "core/oplog.h"
+#include "util/fault.h"
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "util/mem.h"
@@ -221,6 +222,7 @@ apply:;
 		if (rc < 0)
 			goto done;
 	}
+	tt_fault("restore:after-journal");
 	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
 		tt_plan_action_view v;
 		tt_plan_action_at(plan, a, &v);
@@ -254,10 +256,12 @@ apply:;
 		tt_oplog_progress(repo->root, op_id, "fork", d, err);
 		json_decref(d);
 		free(ref);
+		tt_fault("restore:after-reset");
 		/* Written after each reset: a crash leaves every reset described. */
 		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 			goto failed;
 	}
+	tt_fault("restore:before-done");
 	{
 		json_t *res = json_pack("{s:O,s:O,s:O,s:s,s:n}", "created", created, "reset", reset, "working_refs",
 					done_refs, "from_commit", commit, "at");
