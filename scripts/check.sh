@@ -14,6 +14,9 @@ top=$(pwd)
 export PATH="$top/.cache/bin:$PATH"
 JOBS=$(nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS=${TT_FUZZ_SECONDS:-60}
+# The end-to-end tests spend most of their time waiting on git and the
+# stores' libraries in child processes: one more worker than cores.
+TEST_JOBS=${TT_TEST_JOBS:-$((JOBS + 1))}
 
 total_pass=0
 total_fail=0
@@ -61,7 +64,7 @@ e2e() { # e2e TETHER_BINARY LABEL [pytest args]
   local bin=$1 label=$2; shift 2
   local xml=$logdir/$label-pytest.xml
   TETHER_BIN=$bin TETHER_BUILD_DIR=$(dirname "$bin") .venv/bin/python -m pytest tests/e2e -q -p no:cacheprovider \
-    --junitxml="$xml" "$@" >"$logdir/$label-pytest.log" 2>&1
+    -n "$TEST_JOBS" --junitxml="$xml" "$@" >"$logdir/$label-pytest.log" 2>&1
   local rc=$?
   if [ ! -f "$xml" ]; then
     tail -30 "$logdir/$label-pytest.log"; add 0 1 "$label end-to-end"; return
