@@ -114,15 +114,25 @@ fuzz() {
   if ! CC=clang build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_FUZZ=ON -DTETHER_SANITIZE=ON; then
     tail -20 "$logdir/ninja-build-fuzz.log"; add 0 1 "fuzz build"; return
   fi
-  local p=0 f=0
+  # One target per core at a time; each writes its exit status beside its log.
+  local running=0 names=()
   for fz in build-fuzz/fuzz_*; do
     [ -x "$fz" ] || continue
     local name; name=$(basename "$fz")
+    names+=("$name")
     local corpus=.cache/corpus/$name seeds=fuzz/corpus/${name#fuzz_}
     mkdir -p "$corpus"
     local args=("$corpus"); [ -d "$seeds" ] && args+=("$seeds")
-    if "$fz" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-         -artifact_prefix="$logdir/$name-" "${args[@]}" >"$logdir/$name.log" 2>&1; then
+    ( "$fz" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$logdir/$name-" "${args[@]}" >"$logdir/$name.log" 2>&1
+      echo $? >"$logdir/$name.rc" ) &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
+  done
+  wait
+  local p=0 f=0
+  for name in "${names[@]}"; do
+    if [ "$(cat "$logdir/$name.rc" 2>/dev/null)" = 0 ]; then
       p=$((p + 1)); echo "   $name: $(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$logdir/$name.log" | awk '{print $2}') runs, no findings"
     else
       f=$((f + 1)); echo "   $name: FINDING"; grep -A15 -E 'ERROR|runtime error' "$logdir/$name.log" | head -30
