@@ -141,18 +141,46 @@ fuzz() {
   add $p $f "fuzz (${FUZZ_SECONDS}s per target)"
 }
 
-install_check() { # the installed library and its pkg-config file build a program
-  local prefix=$top/.tmp/install
+install_check() { # the installed library: only the public API exported; pkg-config builds programs on it
+  local prefix=$top/.tmp/install pc
   rm -rf "$prefix"
-  if cmake --install build --prefix "$prefix" >"$logdir/install.log" 2>&1 &&
-     PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig \
-       cc -std=c11 -Wall -Werror examples/backends.c $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig pkg-config --cflags --libs libtether) \
-       -Wl,-rpath,"$prefix/lib" -o "$logdir/backends" >>"$logdir/install.log" 2>&1 &&
-     "$logdir/backends" | grep -q '^memory' ; then
-    add 1 0 "install + pkg-config example"
+  pc=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig
+  local ok=0 n=0
+  if cmake --install build --prefix "$prefix" >"$logdir/install.log" 2>&1; then
+    for ex in backends status; do
+      cc -std=c11 -Wall -Werror "examples/$ex.c" $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs libtether) \
+        -Wl,-rpath,"$prefix/lib" -o "$logdir/$ex" >>"$logdir/install.log" 2>&1 || { echo "   examples/$ex.c does not build"; }
+    done
+    # 1. the example lists the kinds
+    n=$((n + 1)); "$logdir/backends" | grep -q '^memory' && ok=$((ok + 1)) || echo "   examples/backends gave no kinds"
+    # 2. a status through the public API equals the CLI's
+    local ds=$logdir/example-ds
+    rm -rf "$ds"; mkdir -p "$ds/data" && echo x >"$ds/data/x"
+    n=$((n + 1))
+    if (cd "$ds" && git init -q -b main && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m start &&
+        "$top/build/tether" init >/dev/null && "$top/build/tether" add data "$ds/data" --kind file >/dev/null) \
+        >>"$logdir/install.log" 2>&1 &&
+       [ "$(cd "$ds" && "$logdir/status" | python3 -c 'import json,sys; print(sorted((o["key"], o["state"]) for o in json.load(sys.stdin)["objects"]))')" = \
+         "$(cd "$ds" && "$top/build/tether" status --json | python3 -c 'import json,sys; print(sorted((o["key"], o["state"]) for o in json.load(sys.stdin)["objects"]))')" ]; then
+      ok=$((ok + 1))
+    else
+      echo "   examples/status disagrees with tether status"; tail -5 "$logdir/install.log"
+    fi
+    # 3. libtether.so exports the public API and nothing else
+    n=$((n + 1))
+    local lib; lib=$(ls "$prefix"/lib*/libtether.so "$prefix"/lib/*/libtether.so 2>/dev/null | head -1)
+    local extra; extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^tt_' || true)
+    local decl; decl=$(grep -ho 'tt_[a-z_0-9]*(' include/tether/*.h | tr -d '(' | sort -u)
+    local exported; exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep '^tt_' | sort -u)
+    if [ -n "$lib" ] && [ -z "$extra" ] && [ "$decl" = "$exported" ]; then
+      ok=$((ok + 1))
+    else
+      echo "   libtether.so exports beyond its public headers: ${extra:-} $(comm -3 <(echo "$decl") <(echo "$exported") | tr -s ' \n\t' ' ')"
+    fi
   else
-    tail -20 "$logdir/install.log"; add 0 1 "install + pkg-config example"
+    tail -20 "$logdir/install.log"; n=1
   fi
+  add $ok $((n - ok)) "install, exports, pkg-config examples"
 }
 
 echo "== release build (-Werror)"

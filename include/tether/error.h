@@ -10,9 +10,13 @@
 #ifndef TETHER_ERROR_H
 #define TETHER_ERROR_H
 
+#include <tether/export.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+TT_API_BEGIN
 
 typedef enum tt_code {
 	TT_OK = 0,
@@ -63,6 +67,8 @@ const char *tt_code_name(int code);
  * string is owned by the error and lives until the next change to it.
  */
 const char *tt_error_text(tt_error *err);
+
+TT_API_END
 
 #ifdef __cplusplus
 }

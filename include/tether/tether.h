@@ -22,6 +22,8 @@
 extern "C" {
 #endif
 
+TT_API_BEGIN
+
 /* "0.1.0" */
 const char *tt_version(void);
 
@@ -281,6 +283,8 @@ int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *opts, char **plan_json, cha
  * this checkout, the history digest, head and manifests - still hold. */
 int tt_repo_apply_gc_plan(tt_repo *repo, const char *plan_json, size_t len, json_t **out,
 			  tt_error *err);
+
+TT_API_END
 
 #ifdef __cplusplus
 }
