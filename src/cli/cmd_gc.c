@@ -55,8 +55,9 @@ static void print_report(const json_t *r)
 	json_t *v;
 	printf("unpinned %zu pin(s)\n", total(unpinned));
 	print_entries(unpinned);
-	/* kept_pins_shared: those of them this clone made, kept because
-	 * another clone may hold them (not part of the --json report). */
+	/* kept_pins_shared: those kept because another clone may hold them
+	 * although this clone made them, or because a commit naming them
+	 * left this clone (not part of the --json report). */
 	const json_t *shared = json_object_get(r, "kept_pins_shared");
 	size_t nforeign = print_some(kept, shared, false, false);
 	if (nforeign) {
@@ -65,8 +66,8 @@ static void print_report(const json_t *r)
 		print_some(kept, shared, false, true);
 	}
 	if (total(kept) > nforeign) {
-		printf("kept %zu unreferenced pin(s) this clone made that another clone may hold (`tether gc` "
-		       "says why)\n", total(kept) - nforeign);
+		printf("kept %zu unreferenced pin(s) another clone may hold (`tether gc` says why)\n",
+		       total(kept) - nforeign);
 		print_some(kept, shared, true, true);
 	}
 	if (total(deleted)) {
@@ -249,7 +250,7 @@ static const cli_opt opts[] = {
 	{ "release-foreign", 0, OPT_FLAG, NULL,
 	  "Also release unreferenced pins this clone did not create, and those it created while the "
 	  "dataset has a remote (kept as `keep-pin` by default) - once every remote's branches and tags "
-	  "are fetched." },
+	  "are fetched, and never one a commit that left this clone names." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
 	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
@@ -270,15 +271,17 @@ const cli_cmd cmd_gc = {
 	"(`keep-pin`, another clone may hold them).  --release-foreign releases both kinds,\n"
 	"but only after asking every remote for its branches and tags: while a remote has\n"
 	"commits this clone has not fetched, or cannot be reached, every unreferenced pin is\n"
-	"kept.  A repository others cloned from directly cannot see those clones: add each as\n"
-	"a remote (`git remote add`) so gc counts it.  Also forgets this workspace's refs for\n"
-	"removed objects and deletes unreferenced listings.  --prune-bookmarks evaluates\n"
-	"stray `tether.ws.*` branches: one is deleted only if its head is pinned or equals\n"
-	"the base head, otherwise kept (--force-prune deletes those too).  --delete-stores\n"
-	"also reclaims stores this dataset created (`add --create`) that nothing references\n"
-	"any more, once only tether's own refs remain in them (`delete-store`).  A dry run by\n"
-	"default: pass --no-dry-run (or --from-plan) to release.  When some actions fail,\n"
-	"what the rest did is printed with the failures; exit status 3 if anything was\n"
-	"released.",
+	"kept.  Nor is a pin released, even then, that a commit a remote-tracking ref once\n"
+	"held names (pushed or fetched, then rewritten away): clones that fetched it may\n"
+	"still name it.  A repository others cloned from directly cannot see those clones:\n"
+	"add each as a remote (`git remote add`) so gc counts it.  Also forgets this\n"
+	"workspace's refs for removed objects and deletes unreferenced listings.\n"
+	"--prune-bookmarks evaluates stray `tether.ws.*` branches: one is deleted only if its\n"
+	"head is pinned or equals the base head, otherwise kept (--force-prune deletes those\n"
+	"too).  --delete-stores also reclaims stores this dataset created (`add --create`)\n"
+	"that nothing references any more, once only tether's own refs remain in them\n"
+	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to\n"
+	"release.  When some actions fail, what the rest did is printed with the failures;\n"
+	"exit status 3 if anything was released.",
 	opts, 0, 0, run,
 };

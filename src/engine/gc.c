@@ -18,7 +18,9 @@
  *     With --release-foreign both are released, but only once every
  *     remote's branches and tags are fetched: a remote that has commits
  *     this clone lacks, or cannot be listed, keeps them all (kept
- *     "unfetched");
+ *     "unfetched"), and never a pin that a commit a remote-tracking ref
+ *     once held names (pushed or fetched, then rewritten away: kept
+ *     "published"), since clones that fetched it may still name it;
  *   - forget-working-ref: this workspace's refs of removed objects;
  *   - with --prune-bookmarks, delete-branch / keep-branch for stray
  *     tether.ws.* branches, judged by their heads;
@@ -666,6 +668,7 @@ typedef struct gc_state {
 	json_t *inflight;
 	json_t *known;
 	bool remotes_read, unfetched_read;
+	json_t *published;            /* pin ids commits that left this clone name (NULL: not read) */
 	char *remotes;                /* "'origin', 'peer'" (NULL: none) */
 	char *unfetched;              /* why a remote may name pins unseen here (NULL: none) */
 } gc_state;
@@ -685,6 +688,7 @@ static void state_release(gc_state *s)
 	json_decref(s->known);
 	free(s->remotes);
 	free(s->unfetched);
+	json_decref(s->published);
 }
 
 static int note(tt_plan *plan, char *text, tt_error *err)
@@ -952,18 +956,81 @@ static int remote_unfetched(gc_state *s, const char **out, tt_error *err)
 }
 
 /*
+ * The pin ids named by commits that left this clone (or came from another)
+ * and have been rewritten away since (see published_revs): clones that
+ * fetched them may still name their pins.  Read once per plan.
+ */
+static int published_pins(gc_state *s, tt_error *err)
+{
+	tt_vcs *v = s->repo->vcs;
+	json_t *revs = NULL, *files = NULL;
+	tt_manifest_memo memo = { 0 };
+	int rc = 0;
+	if (s->published)
+		return 0;
+	if (!(s->published = json_object()))
+		return tt_error_oom(err);
+	if (!v->ops->published_revs || (rc = v->ops->published_revs(v, &revs, err)) < 0 ||
+	    !json_array_size(revs))
+		goto done;
+	size_t n = json_array_size(revs), i;
+	const char **ids = tt_calloc(n, sizeof *ids);
+	if (!ids || !(memo.texts = json_object())) {
+		free(ids);
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (i = 0; i < n; i++)
+		ids[i] = json_string_value(json_array_get(revs, i));
+	rc = v->ops->files_at_many(v, ids, n, s->w.reldir, &files, err);
+	free(ids);
+	if (rc < 0)
+		goto done;
+	const char *rev, *path;
+	json_t *tree, *text;
+	json_object_foreach(files, rev, tree) {
+		json_object_foreach(tree, path, text) {
+			size_t pi;
+			if (!tt_engine_is_manifest_path(s->w.reldir, path))
+				continue;
+			if ((rc = tt_manifest_memo_get(&memo, text, rev, path, &pi, NULL, err)) < 0)
+				goto done;
+			if (memo.items[pi].pin_id && set_add(s->published, memo.items[pi].pin_id) < 0) {
+				rc = tt_error_oom(err);
+				goto done;
+			}
+		}
+	}
+done:
+	tt_manifest_memo_release(&memo);
+	json_decref(revs);
+	json_decref(files);
+	return rc;
+}
+
+/*
  * The keep-or-release decision for one pin of this dataset that nothing
  * this clone can see names (see the file comment): *why is NULL to
  * release it, otherwise the keep-pin's detail (caller frees); *kept says
  * which caution kept it ("foreign", "shared" or "unfetched").
  */
-static int pin_caution(gc_state *s, bool known, char **why, const char **kept, tt_error *err)
+static int pin_caution(gc_state *s, const char *pid, bool known, char **why, const char **kept,
+		       tt_error *err)
 {
 	const char *remotes = NULL, *unfetched = NULL;
 	int rc;
 	*why = NULL;
 	*kept = NULL;
-	if (!known && !s->o->release_foreign) {
+	if ((rc = published_pins(s, err)) < 0)
+		return rc;
+	if (set_has(s->published, pid)) {
+		/* Known to have left: even --release-foreign keeps it. */
+		*kept = "published";
+		*why = tt_strdup("no manifest in history references it, but a commit a remote-tracking ref "
+				 "held (pushed or fetched, and rewritten since) names it: clones that fetched "
+				 "that commit may still name it (once none does, expiring the remote-tracking "
+				 "reflogs - git reflog expire --expire=now --all - lets gc release it)");
+	} else if (!known && !s->o->release_foreign) {
 		*kept = "foreign";
 		*why = tt_strdup("no manifest in history references it; not created by this clone -- another "
 				 "clone's commits may name it (fetch them, or --release-foreign)");
@@ -1088,7 +1155,7 @@ static int plan_unpins(gc_state *s, tt_error *err)
 			}
 			char *why = NULL;
 			const char *kept = NULL;
-			if ((rc = pin_caution(s, known, &why, &kept, err)) < 0) {
+			if ((rc = pin_caution(s, id, known, &why, &kept, err)) < 0) {
 				json_decref(params);
 				goto next;
 			}

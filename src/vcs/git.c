@@ -469,6 +469,58 @@ static int git_remotes(tt_vcs *v, json_t **out, tt_error *err)
 	return rc;
 }
 
+static int git_published_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf names = TT_BUF_INIT, shas = TT_BUF_INIT, one = TT_BUF_INIT, revs = TT_BUF_INIT;
+	json_t *refs = NULL;
+	int status = 0, rc;
+
+	if (!(*out = json_array()) || !(refs = json_array())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = git_try(v, (const char *const[]){ "for-each-ref", "--format=%(refname)", "refs/remotes/", NULL },
+		     &names, &status, err);
+	if (rc < 0 || status != 0 || (rc = lines_into(refs, &names, err)) < 0)
+		goto done;
+	size_t i;
+	json_t *r;
+	json_array_foreach(refs, i, r) {
+		const char *ref = json_string_value(r);
+		if (bad_rev(ref))
+			continue;
+		/* Every value the ref took; one without a reflog has none. */
+		tt_buf_reset(&one);
+		const char *args[] = { "reflog", "show", "--format=%H", "--end-of-options", ref, "--", NULL };
+		if ((rc = git_try(v, args, &one, &status, err)) < 0)
+			goto done;
+		if (status == 0)
+			tt_buf_put(&shas, one.ptr, one.len);
+	}
+	if (!shas.len)
+		goto done;
+	if ((rc = tt_buf_check(&shas, err, "reflog")) < 0)
+		goto done;
+	/* Those no ref reaches now, with their ancestors no ref reaches. */
+	rc = tt_git_run_input(v->exe, v->root,
+			      (const char *const[]){ "rev-list", "--ignore-missing", "--stdin", "--not", "--all",
+						     NULL },
+			      shas.ptr, shas.len, &revs, true, &status, err);
+	if (rc == 0 && status == 0)
+		rc = lines_into(*out, &revs, err);
+done:
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	json_decref(refs);
+	tt_buf_release(&names);
+	tt_buf_release(&shas);
+	tt_buf_release(&one);
+	tt_buf_release(&revs);
+	return rc;
+}
+
 /* How long listing one remote may take before it counts as unreachable. */
 #define REMOTE_LIST_TIMEOUT_MS 60000
 
@@ -1100,6 +1152,7 @@ static const tt_vcs_ops git_ops = {
 	.refs = git_refs,
 	.remotes = git_remotes,
 	.remote_unfetched = git_remote_unfetched,
+	.published_revs = git_published_revs,
 	.alive_commits = git_alive_commits,
 	.commit_alive = git_commit_alive,
 	.workspace_roots = git_workspace_roots,

@@ -107,6 +107,11 @@ typedef struct tt_vcs_ops {
 	 * lacks, as a JSON array of ref names; TT_EVCS "cannot list remote
 	 * <name>: ..." when it cannot be listed. */
 	int (*remote_unfetched)(tt_vcs *v, const char *name, json_t **out, tt_error *err);
+	/* Commits that left this clone or came from another one and that no
+	 * ref reaches any more: those a remote-tracking ref held (git: its
+	 * reflog) since rewritten away, with their unreachable ancestors.  A
+	 * JSON array of ids; [] when there are none. */
+	int (*published_revs)(tt_vcs *v, json_t **out, tt_error *err);
 	/* For each commit id, whether it is still part of visible history (git:
 	 * reachable from a ref).  A bounded number of VCS calls, whatever n. */
 	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,
