@@ -1012,7 +1012,7 @@ done:
  * The keep-or-release decision for one pin of this dataset that nothing
  * this clone can see names (see the file comment): *why is NULL to
  * release it, otherwise the keep-pin's detail (caller frees); *kept says
- * which caution kept it ("foreign", "shared" or "unfetched").
+ * which caution kept it ("published", "foreign", "shared" or "unfetched").
  */
 static int pin_caution(gc_state *s, const char *pid, bool known, char **why, const char **kept,
 		       tt_error *err)
