@@ -253,8 +253,11 @@ typedef struct tt_gc_opts {
  * Release what nothing references.  A pin is referenced by any manifest in
  * visible VCS history, in this or any other live checkout's working tree,
  * or by an operation still running or interrupted in one of them.  Plain gc
- * unpins this dataset's unreferenced pins that this clone created (others:
- * `keep-pin`, unless release_foreign), forgets the working refs of removed
+ * unpins this dataset's unreferenced pins that this clone created, when the
+ * repository has no remote (others: `keep-pin`, unless release_foreign,
+ * which first requires every remote's branches and tags to be fetched; a pin
+ * a commit that left this clone names is kept either way - see docs/gc.md),
+ * forgets the working refs of removed
  * objects and deletes listings no manifest names; it never deletes a
  * branch.  prune_bookmarks judges stray tether.ws.* branches (delete when
  * the head is pinned or equals the base, else keep unless force_prune).
@@ -270,7 +273,9 @@ typedef struct tt_gc_opts {
  * report: {unpinned: {kind: [pin ids]}, kept_pins, deleted_working_refs:
  * {key: [refs]}, kept_working_refs, forgotten_working_refs,
  * deleted_listings: [names], deleted_stores: {key: where}, kept_stores:
- * {key: reason}, forgotten_stores: [keys], dry_run, failed: {"<op> <target> (key)": error}}.
+ * {key: reason}, forgotten_stores: [keys], dry_run, failed: {"<op> <target> (key)": error},
+ * kept_pins_shared: {kind: [pin ids]}, those of kept_pins kept because
+ * another clone may hold them (not in tether-vcs's report)}.
  * Once the plan is applied the call returns 0 whatever single actions
  * failed: those are in "failed", each attempted independently.
  */

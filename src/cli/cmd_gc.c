@@ -17,14 +17,30 @@ static size_t total(const json_t *map)
 	return n;
 }
 
-static void print_entries(const json_t *map)
+/* map's entries, those in (in) or not in (!in) the same-shaped `only`. */
+static size_t print_some(const json_t *map, const json_t *only, bool in, bool print)
 {
 	const char *k;
-	json_t *v, *x;
-	size_t i;
-	json_object_foreach((json_t *)map, k, v)
-		json_array_foreach(v, i, x)
-			printf("  %s: %s\n", k, json_string_value(x));
+	json_t *v, *x, *y;
+	size_t i, j, n = 0;
+	json_object_foreach((json_t *)map, k, v) {
+		json_array_foreach(v, i, x) {
+			bool found = false;
+			json_array_foreach(json_object_get(only, k), j, y)
+				found = found || json_equal(x, y);
+			if (found != in)
+				continue;
+			n++;
+			if (print)
+				printf("  %s: %s\n", k, json_string_value(x));
+		}
+	}
+	return n;
+}
+
+static void print_entries(const json_t *map)
+{
+	print_some(map, NULL, false, true);
 }
 
 /* tether-vcs's _print_gc_report. */
@@ -39,10 +55,20 @@ static void print_report(const json_t *r)
 	json_t *v;
 	printf("unpinned %zu pin(s)\n", total(unpinned));
 	print_entries(unpinned);
-	if (total(kept)) {
+	/* kept_pins_shared: those kept because another clone may hold them
+	 * although this clone made them, or because a commit naming them
+	 * left this clone (not part of the --json report). */
+	const json_t *shared = json_object_get(r, "kept_pins_shared");
+	size_t nforeign = print_some(kept, shared, false, false);
+	if (nforeign) {
 		printf("kept %zu unreferenced pin(s) this clone did not create (--release-foreign releases)\n",
-		       total(kept));
-		print_entries(kept);
+		       nforeign);
+		print_some(kept, shared, false, true);
+	}
+	if (total(kept) > nforeign) {
+		printf("kept %zu unreferenced pin(s) another clone may hold (`tether gc` says why)\n",
+		       total(kept) - nforeign);
+		print_some(kept, shared, true, true);
 	}
 	if (total(deleted)) {
 		printf("deleted %zu working branch(es)\n", total(deleted));
@@ -222,7 +248,9 @@ static const cli_opt opts[] = {
 	  "is gone); the owner marker in the store must name this dataset.  Repeatable; implies "
 	  "--delete-stores." },
 	{ "release-foreign", 0, OPT_FLAG, NULL,
-	  "Also release unreferenced pins this clone did not create (kept as `keep-pin` by default)." },
+	  "Also release unreferenced pins this clone did not create, and those it created while the "
+	  "dataset has a remote (kept as `keep-pin` by default) - once every remote's branches and tags "
+	  "are fetched, and never one a commit that left this clone names." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
 	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
@@ -234,9 +262,19 @@ const cli_cmd cmd_gc = {
 	"[--force-prune]] [--delete-stores] [--store KIND=LOCATOR]... [--plan FILE | --from-plan FILE] [--json]",
 	"Release native pins that no manifest in VCS history references.",
 	"Only pins this clone created are released; any other unreferenced pin is kept and\n"
-	"listed as `keep-pin` (--release-foreign releases those too).  References count\n"
-	"from every manifest in visible history, the working trees of every live checkout,\n"
-	"and operations still running or interrupted in any of them.  Also forgets this\n"
+	"listed as `keep-pin` (--release-foreign releases those too).  References count from\n"
+	"every manifest in visible history (every ref, remote-tracking ones too), the working\n"
+	"trees of every live checkout, and operations still running or interrupted in any of\n"
+	"them.  A pin's id depends only on the state it holds, so another clone that\n"
+	"committed the same state holds the same pin, and gc cannot see that clone's unpushed\n"
+	"commits: while the dataset has a remote, the pins this clone created are kept too\n"
+	"(`keep-pin`, another clone may hold them).  --release-foreign releases both kinds,\n"
+	"but only after asking every remote for its branches and tags: while a remote has\n"
+	"commits this clone has not fetched, or cannot be reached, every unreferenced pin is\n"
+	"kept.  Nor is a pin released, even then, that a commit a remote-tracking ref once\n"
+	"held names (pushed or fetched, then rewritten away): clones that fetched it may\n"
+	"still name it.  A repository others cloned from directly cannot see those clones:\n"
+	"add each as a remote (`git remote add`) so gc counts it.  Also forgets this\n"
 	"workspace's refs for removed objects and deletes unreferenced listings.\n"
 	"--prune-bookmarks evaluates stray `tether.ws.*` branches: one is deleted only if its\n"
 	"head is pinned or equals the base head, otherwise kept (--force-prune deletes those\n"

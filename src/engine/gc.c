@@ -2,12 +2,25 @@
  * engine/gc.c - `gc`: release what nothing references.
  *
  * The plan (read-only, but for seeding the clone's pinned index the first
- * time it is needed) decides, as tether-vcs decides:
+ * time it is needed) decides, as tether-vcs decides but more cautiously
+ * where other clones are concerned:
  *   - unpin: a pin of this dataset's namespace that no manifest anywhere in
- *     visible history, in this or any other live checkout's working tree, or
- *     in an operation still running or interrupted in any checkout names -
- *     and that this clone created (tether-pinned.jsonl); any other such pin
- *     is a keep-pin until --release-foreign;
+ *     visible history (every ref, remote-tracking ones included), in this or
+ *     any other live checkout's working tree, or in an operation still
+ *     running or interrupted in any checkout names - and that this clone
+ *     may release.  Pin ids depend only on the dataset and the state, and
+ *     stores are shared, so another clone that commits the same state holds
+ *     the same pin, and gc cannot see that clone's unpushed commits.  So,
+ *     without --release-foreign, only a pin this clone created
+ *     (tether-pinned.jsonl) in a clone with no remote is released; a pin it
+ *     did not create is a keep-pin (tether-vcs's caution), and so is one it
+ *     created while the dataset is shared through a remote (kept "shared").
+ *     With --release-foreign both are released, but only once every
+ *     remote's branches and tags are fetched: a remote that has commits
+ *     this clone lacks, or cannot be listed, keeps them all (kept
+ *     "unfetched"), and never a pin that a commit a remote-tracking ref
+ *     once held names (pushed or fetched, then rewritten away: kept
+ *     "published"), since clones that fetched it may still name it;
  *   - forget-working-ref: this workspace's refs of removed objects;
  *   - with --prune-bookmarks, delete-branch / keep-branch for stray
  *     tether.ws.* branches, judged by their heads;
@@ -654,6 +667,10 @@ typedef struct gc_state {
 	gc_walk w;
 	json_t *inflight;
 	json_t *known;
+	bool remotes_read, unfetched_read;
+	json_t *published;            /* pin ids commits that left this clone name (NULL: not read) */
+	char *remotes;                /* "'origin', 'peer'" (NULL: none) */
+	char *unfetched;              /* why a remote may name pins unseen here (NULL: none) */
 } gc_state;
 
 static void state_release(gc_state *s)
@@ -669,6 +686,9 @@ static void state_release(gc_state *s)
 	journals_release(&s->journal);
 	json_decref(s->inflight);
 	json_decref(s->known);
+	free(s->remotes);
+	free(s->unfetched);
+	json_decref(s->published);
 }
 
 static int note(tt_plan *plan, char *text, tt_error *err)
@@ -841,6 +861,200 @@ static char *pin_of_listed(const char *id)
 	return tt_strdup(ok ? pid : id);
 }
 
+/*
+ * The remotes this clone shares the dataset through, quoted and joined
+ * (NULL when it has none), read once per plan.  A clone with a remote is
+ * one of a family: any other clone of it may commit the state a pin holds,
+ * and its pin has the same id.
+ */
+static int sharing_remotes(gc_state *s, const char **out, tt_error *err)
+{
+	if (!s->remotes_read) {
+		json_t *names = NULL;
+		int rc = s->repo->vcs->ops->remotes ? s->repo->vcs->ops->remotes(s->repo->vcs, &names, err) : 0;
+		if (rc < 0)
+			return rc;
+		tt_buf t = TT_BUF_INIT;
+		size_t i;
+		json_t *v;
+		json_array_foreach(names, i, v) {
+			tt_buf_puts(&t, i ? ", " : "");
+			tt_pyv_repr_str(&t, json_string_value(v), strlen(json_string_value(v)));
+		}
+		json_decref(names);
+		if ((rc = tt_buf_check(&t, err, "remotes")) < 0) {
+			tt_buf_release(&t);
+			return rc;
+		}
+		s->remotes = t.len ? tt_buf_detach(&t) : NULL;
+		tt_buf_release(&t);
+		s->remotes_read = true;
+	}
+	*out = s->remotes;
+	return 0;
+}
+
+/*
+ * Why some remote may hold commits that name pins this clone cannot see
+ * (NULL: every remote's branches and tags are here), asked once per plan:
+ * a remote with a branch or tag whose commit was not fetched, or one that
+ * cannot be listed.
+ */
+static int remote_unfetched(gc_state *s, const char **out, tt_error *err)
+{
+	const char *names;
+	int rc;
+	if ((rc = sharing_remotes(s, &names, err)) < 0)
+		return rc;
+	if (!s->unfetched_read && names) {
+		json_t *list = NULL;
+		tt_buf t = TT_BUF_INIT;
+		size_t i, j;
+		json_t *v, *r;
+		if ((rc = s->repo->vcs->ops->remotes(s->repo->vcs, &list, err)) < 0)
+			return rc;
+		json_array_foreach(list, i, v) {
+			const char *name = json_string_value(v);
+			json_t *refs = NULL;
+			tt_error e = TT_ERROR_INIT;
+			if (!s->repo->vcs->ops->remote_unfetched)
+				break;
+			tt_buf_puts(&t, t.len ? "; " : "");
+			if (s->repo->vcs->ops->remote_unfetched(s->repo->vcs, name, &refs, &e) < 0) {
+				tt_buf_printf(&t, "%s, whose commits may name it: fetch it (or remove the remote) "
+					      "first", tt_error_text(&e));
+			} else if (json_array_size(refs)) {
+				tt_buf_puts(&t, "remote ");
+				tt_pyv_repr_str(&t, name, strlen(name));
+				tt_buf_printf(&t, " has %zu branch(es)/tag(s) this clone has not fetched (",
+					      json_array_size(refs));
+				json_array_foreach(refs, j, r) {
+					if (j == 3) {
+						tt_buf_puts(&t, ", ...");
+						break;
+					}
+					tt_buf_printf(&t, "%s%s", j ? ", " : "", json_string_value(r));
+				}
+				tt_buf_puts(&t, "), whose commits may name it: fetch them first");
+			} else if (t.len) {
+				tt_buf_truncate(&t, t.len - 2);
+			}
+			json_decref(refs);
+			tt_error_clear(&e);
+		}
+		json_decref(list);
+		if ((rc = tt_buf_check(&t, err, "remotes")) < 0) {
+			tt_buf_release(&t);
+			return rc;
+		}
+		s->unfetched = t.len ? tt_buf_detach(&t) : NULL;
+		tt_buf_release(&t);
+	}
+	s->unfetched_read = true;
+	*out = s->unfetched;
+	return 0;
+}
+
+/*
+ * The pin ids named by commits that left this clone (or came from another)
+ * and have been rewritten away since (see published_revs): clones that
+ * fetched them may still name their pins.  Read once per plan.
+ */
+static int published_pins(gc_state *s, tt_error *err)
+{
+	tt_vcs *v = s->repo->vcs;
+	json_t *revs = NULL, *files = NULL;
+	tt_manifest_memo memo = { 0 };
+	int rc = 0;
+	if (s->published)
+		return 0;
+	if (!(s->published = json_object()))
+		return tt_error_oom(err);
+	if (!v->ops->published_revs || (rc = v->ops->published_revs(v, &revs, err)) < 0 ||
+	    !json_array_size(revs))
+		goto done;
+	size_t n = json_array_size(revs), i;
+	const char **ids = tt_calloc(n, sizeof *ids);
+	if (!ids || !(memo.texts = json_object())) {
+		free(ids);
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (i = 0; i < n; i++)
+		ids[i] = json_string_value(json_array_get(revs, i));
+	rc = v->ops->files_at_many(v, ids, n, s->w.reldir, &files, err);
+	free(ids);
+	if (rc < 0)
+		goto done;
+	const char *rev, *path;
+	json_t *tree, *text;
+	json_object_foreach(files, rev, tree) {
+		json_object_foreach(tree, path, text) {
+			size_t pi;
+			if (!tt_engine_is_manifest_path(s->w.reldir, path))
+				continue;
+			if ((rc = tt_manifest_memo_get(&memo, text, rev, path, &pi, NULL, err)) < 0)
+				goto done;
+			if (memo.items[pi].pin_id && set_add(s->published, memo.items[pi].pin_id) < 0) {
+				rc = tt_error_oom(err);
+				goto done;
+			}
+		}
+	}
+done:
+	tt_manifest_memo_release(&memo);
+	json_decref(revs);
+	json_decref(files);
+	return rc;
+}
+
+/*
+ * The keep-or-release decision for one pin of this dataset that nothing
+ * this clone can see names (see the file comment): *why is NULL to
+ * release it, otherwise the keep-pin's detail (caller frees); *kept says
+ * which caution kept it ("published", "foreign", "shared" or "unfetched").
+ */
+static int pin_caution(gc_state *s, const char *pid, bool known, char **why, const char **kept,
+		       tt_error *err)
+{
+	const char *remotes = NULL, *unfetched = NULL;
+	int rc;
+	*why = NULL;
+	*kept = NULL;
+	if ((rc = published_pins(s, err)) < 0)
+		return rc;
+	if (set_has(s->published, pid)) {
+		/* Known to have left: even --release-foreign keeps it. */
+		*kept = "published";
+		*why = tt_strdup("no manifest in history references it, but a commit a remote-tracking ref "
+				 "held (pushed or fetched, and rewritten since) names it: clones that fetched "
+				 "that commit may still name it (once none does, expiring the remote-tracking "
+				 "reflogs - git reflog expire --expire=now --all - lets gc release it)");
+	} else if (!known && !s->o->release_foreign) {
+		*kept = "foreign";
+		*why = tt_strdup("no manifest in history references it; not created by this clone -- another "
+				 "clone's commits may name it (fetch them, or --release-foreign)");
+	} else if (!s->o->release_foreign) {
+		if ((rc = sharing_remotes(s, &remotes, err)) < 0)
+			return rc;
+		if (!remotes)
+			return 0;
+		*kept = "shared";
+		*why = tt_asprintf("no manifest in history references it; created by this clone, but the "
+				   "dataset is shared through remote(s) %s: another clone that committed the "
+				   "same state shares this pin, and its unpushed commits may name it (fetch "
+				   "every clone's work, then --release-foreign)", remotes);
+	} else {
+		if ((rc = remote_unfetched(s, &unfetched, err)) < 0)
+			return rc;
+		if (!unfetched)
+			return 0;
+		*kept = "unfetched";
+		*why = tt_asprintf("no manifest in history references it, but %s", unfetched);
+	}
+	return *why ? 0 : tt_error_oom(err);
+}
+
 static int plan_unpins(gc_state *s, tt_error *err)
 {
 	tt_repo *repo = s->repo;
@@ -939,16 +1153,23 @@ static int plan_unpins(gc_state *s, tt_error *err)
 				rc = tt_error_oom(err);
 				goto next;
 			}
-			if (!known && !s->o->release_foreign)
-				rc = tt_plan_action(s->plan, "keep-pin", m->key, m->kind, ref,
-						    "no manifest in history references it; not created by this "
-						    "clone -- another clone's commits may name it (fetch them, or "
-						    "--release-foreign)", params, err);
-			else
+			char *why = NULL;
+			const char *kept = NULL;
+			if ((rc = pin_caution(s, id, known, &why, &kept, err)) < 0) {
+				json_decref(params);
+				goto next;
+			}
+			/* The cautions tether-vcs lacks say which in the plan. */
+			if (kept && strcmp(kept, "foreign") != 0)
+				rc = json_object_set_new(params, "kept", json_string(kept)) < 0 ? tt_error_oom(err) : 0;
+			if (rc == 0 && why)
+				rc = tt_plan_action(s->plan, "keep-pin", m->key, m->kind, ref, why, params, err);
+			else if (rc == 0)
 				rc = tt_plan_action(s->plan, "unpin", m->key, m->kind, ref,
 						    known ? "no manifest in history references it"
 							  : "no manifest in history references it; not created by "
 							    "this clone", params, err);
+			free(why);
 			json_decref(params);
 			if (rc < 0)
 				goto next;
@@ -1746,6 +1967,7 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
 {
 	json_t *report = NULL, *failed = NULL, *pre = NULL, *plan_obj = NULL;
+	json_t *shared = NULL;   /* keep-pins for another clone: the CLI's, not journaled */
 	char op_id[TT_OP_ID_LEN + 1] = "";
 	bool journaled = false, forgot = false;
 	size_t na = tt_plan_action_count(plan);
@@ -1753,7 +1975,7 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 	*out = NULL;
 	if ((rc = tt_engine_check_preconditions(repo, plan, "gc", err)) < 0)
 		return rc;
-	if (!(report = new_report(false)) || !(failed = json_object())) {
+	if (!(shared = json_object()) || !(report = new_report(false)) || !(failed = json_object())) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
@@ -1844,6 +2066,8 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 			tt_buf pid = TT_BUF_INIT;
 			tt_pyv_str(&pid, json_object_get(a.params, "pin_id"));
 			map_append(json_object_get(report, "kept_pins"), a.kind, json_string(pid.ptr));
+			if (json_is_string(json_object_get(a.params, "kept")))
+				map_append(shared, a.kind, json_string(pid.ptr));
 			tt_buf_release(&pid);
 		} else if (tt_gc_store_op(a.op)) {
 			tt_gc_apply_store(repo, &a, report, journaled ? op_id : NULL, &e);
@@ -1888,10 +2112,12 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 		json_decref(result);
 	}
 	json_object_set(report, "failed", failed);
+	json_object_set(report, "kept_pins_shared", shared);
 	*out = report;
 	report = NULL;
 done:
 	json_decref(report);
+	json_decref(shared);
 	json_decref(failed);
 	json_decref(pre);
 	json_decref(plan_obj);
@@ -1909,8 +2135,14 @@ static json_t *dry_report(const tt_plan *plan)
 		tt_pyv_str(&pid, json_object_get(a.params, "pin_id"));
 		if (!strcmp(a.op, "unpin"))
 			map_append(json_object_get(r, "unpinned"), a.kind, json_string(pid.ptr));
-		else if (!strcmp(a.op, "keep-pin"))
+		else if (!strcmp(a.op, "keep-pin")) {
 			map_append(json_object_get(r, "kept_pins"), a.kind, json_string(pid.ptr));
+			if (json_is_string(json_object_get(a.params, "kept"))) {
+				if (!json_object_get(r, "kept_pins_shared"))
+					json_object_set_new(r, "kept_pins_shared", json_object());
+				map_append(json_object_get(r, "kept_pins_shared"), a.kind, json_string(pid.ptr));
+			}
+		}
 		else if (!strcmp(a.op, "forget-working-ref"))
 			map_append(json_object_get(r, "forgotten_working_refs"), a.key, json_string(a.target));
 		else if (!strcmp(a.op, "delete-branch"))

@@ -451,6 +451,199 @@ done:
 	return rc;
 }
 
+static int git_remotes(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	int status = 0, rc;
+
+	if (!(*out = json_array()))
+		return tt_error_oom(err);
+	rc = git_try(v, (const char *const[]){ "remote", NULL }, &b, &status, err);
+	if (rc == 0 && status == 0)
+		rc = lines_into(*out, &b, err);
+	tt_buf_release(&b);
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int git_published_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf names = TT_BUF_INIT, shas = TT_BUF_INIT, one = TT_BUF_INIT, revs = TT_BUF_INIT;
+	json_t *refs = NULL;
+	int status = 0, rc;
+
+	if (!(*out = json_array()) || !(refs = json_array())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = git_try(v, (const char *const[]){ "for-each-ref", "--format=%(refname)", "refs/remotes/", NULL },
+		     &names, &status, err);
+	if (rc < 0 || status != 0 || (rc = lines_into(refs, &names, err)) < 0)
+		goto done;
+	size_t i;
+	json_t *r;
+	json_array_foreach(refs, i, r) {
+		const char *ref = json_string_value(r);
+		if (bad_rev(ref))
+			continue;
+		/* Every value the ref took; one without a reflog has none. */
+		tt_buf_reset(&one);
+		const char *args[] = { "reflog", "show", "--format=%H", "--end-of-options", ref, "--", NULL };
+		if ((rc = git_try(v, args, &one, &status, err)) < 0)
+			goto done;
+		if (status == 0)
+			tt_buf_put(&shas, one.ptr, one.len);
+	}
+	if (!shas.len)
+		goto done;
+	if ((rc = tt_buf_check(&shas, err, "reflog")) < 0)
+		goto done;
+	/* Those no ref reaches now, with their ancestors no ref reaches. */
+	rc = tt_git_run_input(v->exe, v->root,
+			      (const char *const[]){ "rev-list", "--ignore-missing", "--stdin", "--not", "--all",
+						     NULL },
+			      shas.ptr, shas.len, &revs, true, &status, err);
+	if (rc == 0 && status == 0)
+		rc = lines_into(*out, &revs, err);
+done:
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	json_decref(refs);
+	tt_buf_release(&names);
+	tt_buf_release(&shas);
+	tt_buf_release(&one);
+	tt_buf_release(&revs);
+	return rc;
+}
+
+/* How long listing one remote may take before it counts as unreachable. */
+#define REMOTE_LIST_TIMEOUT_MS 60000
+
+static int git_remote_unfetched(tt_vcs *v, const char *name, json_t **out, tt_error *err)
+{
+	static const char *const env_set[] = { "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=",
+					       NULL };
+	const char *argv[NISO + 8];
+	tt_proc_result r;
+	tt_buf ids = TT_BUF_INIT, known = TT_BUF_INIT;
+	json_t *refs = NULL;
+	int rc, status = 0;
+
+	*out = NULL;
+	if (bad_rev(name))
+		return tt_error_set(err, TT_EVCS, "not a remote name: %s", name ? name : "");
+	argv[0] = v->exe;
+	memcpy(argv + 1, isolation, sizeof isolation);
+	size_t k = 1 + NISO;
+	argv[k++] = "ls-remote";
+	argv[k++] = "--heads";
+	argv[k++] = "--tags";
+	argv[k++] = "--end-of-options";
+	argv[k++] = name;
+	argv[k] = NULL;
+	tt_proc_opts opts = { .argv = argv, .cwd = v->root, .env_set = env_set,
+			      .env_unset = tt_git_env_unset, .max_out = GIT_OUTPUT_CAP,
+			      .max_err = 1 << 20, .timeout_ms = REMOTE_LIST_TIMEOUT_MS };
+	tt_proc_result_init(&r);
+	if ((rc = tt_proc_run(&opts, &r, err)) < 0)
+		goto done;
+	if (r.timed_out || r.status != 0) {
+		/* git's first line, with any user:password in a URL masked. */
+		tt_buf why = TT_BUF_INIT;
+		const char *p = r.timed_out ? "timed out" : r.err.len ? r.err.ptr : "failed";
+		const char *end = p + strcspn(p, "\n");
+		while (p < end) {
+			const char *sep = strstr(p, "://");
+			if (!sep || sep >= end) {
+				tt_buf_put(&why, p, (size_t)(end - p));
+				break;
+			}
+			sep += 3;
+			tt_buf_put(&why, p, (size_t)(sep - p));
+			size_t host = strcspn(sep, "/ \t'\"\n");
+			const char *at = memchr(sep, '@', host);
+			if (at) {
+				tt_buf_puts(&why, "***");
+				sep = at;
+			}
+			p = sep;
+		}
+		rc = tt_buf_check(&why, err, "git output");
+		if (rc == 0)
+			rc = tt_error_set(err, TT_EVCS, "cannot list remote %s: %s", name, why.ptr);
+		tt_buf_release(&why);
+		goto done;
+	}
+	/* "<oid>\t<ref>" per line: ask which oids this repository has. */
+	if (!(refs = json_object())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (const char *p = r.out.ptr, *end = r.out.ptr + r.out.len; p < end;) {
+		const char *le = memchr(p, '\n', (size_t)(end - p)), *tab;
+		if (!le)
+			le = end;
+		tab = memchr(p, '\t', (size_t)(le - p));
+		if (tab && tab > p) {
+			char *oid = tt_strndup(p, (size_t)(tab - p)), *ref = tt_strndup(tab + 1, (size_t)(le - tab - 1));
+			if (!oid || !ref || (!json_object_get(refs, oid) &&
+					     json_object_set_new(refs, oid, json_string(ref)) < 0)) {
+				free(oid);
+				free(ref);
+				rc = tt_error_oom(err);
+				goto done;
+			}
+			tt_buf_printf(&ids, "%s\n", oid);
+			free(oid);
+			free(ref);
+		}
+		p = le + 1;
+	}
+	if (!(*out = json_array())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (ids.len) {
+		if ((rc = tt_buf_check(&ids, err, "remote refs")) < 0 ||
+		    (rc = tt_git_run_input(v->exe, v->root,
+					   (const char *const[]){ "cat-file", "--batch-check=%(objectname)", NULL },
+					   ids.ptr, ids.len, &known, false, &status, err)) < 0)
+			goto done;
+		/* One answer per line, in order: "<oid>" or "<oid> missing". */
+		for (const char *p = known.ptr, *end = known.ptr + known.len; p < end;) {
+			const char *le = memchr(p, '\n', (size_t)(end - p));
+			if (!le)
+				le = end;
+			const char *sp = memchr(p, ' ', (size_t)(le - p));
+			if (sp && (size_t)(le - sp) == strlen(" missing") && memcmp(sp, " missing", 8) == 0) {
+				char *oid = tt_strndup(p, (size_t)(sp - p));
+				json_t *ref = oid ? json_object_get(refs, oid) : NULL;
+				free(oid);
+				if (ref && json_array_append(*out, ref) < 0) {
+					rc = tt_error_oom(err);
+					goto done;
+				}
+			}
+			p = le + 1;
+		}
+	}
+done:
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	json_decref(refs);
+	tt_buf_release(&ids);
+	tt_buf_release(&known);
+	tt_proc_result_release(&r);
+	return rc;
+}
+
 static int git_commit_info(tt_vcs *v, const char *const *revs, size_t n, json_t **out, tt_error *err)
 {
 	return tt_git_commit_info(v->exe, v->root, NULL, revs, n, out, err);
@@ -957,6 +1150,9 @@ static const tt_vcs_ops git_ops = {
 	.iter_history_files = git_iter_history_files,
 	.commit_info = git_commit_info,
 	.refs = git_refs,
+	.remotes = git_remotes,
+	.remote_unfetched = git_remote_unfetched,
+	.published_revs = git_published_revs,
 	.alive_commits = git_alive_commits,
 	.commit_alive = git_commit_alive,
 	.workspace_roots = git_workspace_roots,

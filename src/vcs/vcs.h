@@ -98,6 +98,20 @@ typedef struct tt_vcs_ops {
 	 * "bookmark" (jj) / "branch" (git), "tag" (peeled to its commit), and
 	 * last "head" for the working copy (when it has a commit). */
 	int (*refs)(tt_vcs *v, json_t **out, tt_error *err);
+	/* The remotes this clone exchanges history with (git: `git remote`), as
+	 * a JSON array of names; [] when none.  Other clones of the dataset are
+	 * reached through them. */
+	int (*remotes)(tt_vcs *v, json_t **out, tt_error *err);
+	/* The branches and tags remote `name` has now (git ls-remote --heads
+	 * --tags, without prompting, bounded in time) whose commits this clone
+	 * lacks, as a JSON array of ref names; TT_EVCS "cannot list remote
+	 * <name>: ..." when it cannot be listed. */
+	int (*remote_unfetched)(tt_vcs *v, const char *name, json_t **out, tt_error *err);
+	/* Commits that left this clone or came from another one and that no
+	 * ref reaches any more: those a remote-tracking ref held (git: its
+	 * reflog) since rewritten away, with their unreachable ancestors.  A
+	 * JSON array of ids; [] when there are none. */
+	int (*published_revs)(tt_vcs *v, json_t **out, tt_error *err);
 	/* For each commit id, whether it is still part of visible history (git:
 	 * reachable from a ref).  A bounded number of VCS calls, whatever n. */
 	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,
