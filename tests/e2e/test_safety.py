@@ -1,0 +1,120 @@
+"""tether never reads or writes outside the dataset, never commits what a
+crash left, and refuses meaningless input: committed directory symlinks,
+the temporaries of a killed write, limits out of range, keys and paths that
+would be tether's own files, a journal line too deep to read."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    s = tmp_path / "store"
+    s.mkdir()
+    (s / "a.txt").write_text("one\n")
+    return s
+
+
+@pytest.fixture
+def dataset(git_repo, tether, env, store):
+    tether("init", "--dataset-id", "0a1b2c3d", cwd=git_repo)
+    tether("add", "files", str(store), "--kind", "file", "--file", "versioned", cwd=git_repo)
+    tether("commit", "-m", "first", cwd=git_repo)
+    return git_repo
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root (links not followed), with its bytes."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            p = Path(dirpath, name)
+            rel = str(p.relative_to(root))
+            if rel.startswith(".git/") or name == "lock":
+                continue
+            out[rel] = os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+    return out
+
+
+def tracked(root: Path, env) -> list[str]:
+    return git("ls-tree", "-r", "--name-only", "HEAD", cwd=root, env=env).split()
+
+
+# --- input that means nothing ---------------------------------------------------------
+
+@pytest.mark.parametrize("args", [("log", "files", "-n", "-1"),
+                                  ("log", "files", "-n", "99999999999999999999999"),
+                                  ("log", "files", "--limit=-5"),
+                                  ("ops", "-n", "-1"),
+                                  ("diff", "--limit", "-1"),
+                                  ("ops", "-n", "-99999999999999999999999")])
+def test_limit_out_of_range_is_a_usage_error(dataset, tether, args):
+    proc = tether(*args, cwd=dataset, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "invalid value for --limit" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("key,locator,what", [
+    (".tether", "{store}", "segment '.tether' starts with '.'"),
+    ("x/.git", "{store}", "segment '.git' starts with '.'"),
+    (".a.toml.0123456789abcdef.tmp/b", "{store}", "starts with '.'"),
+    ("a.toml/b", "{store}", "directory segment 'a.toml' ends in \".toml\""),
+    ("c", ".tether", "would be tether's own files (.tether)"),
+    ("c", ".tether/objects", "would be tether's own files (.tether)"),
+    ("c", "file://{ds}/.tether/cache", "would be tether's own files (.tether)"),
+    ("c", "tether.toml", "would be tether's own files (tether.toml)"),
+    (None, ".tether", "(the key taken from the locator)"),
+])
+def test_add_refuses_tethers_own_names(dataset, tether, store, key, locator, what):
+    before = tree(dataset)
+    loc = locator.format(store=store, ds=dataset)
+    args = ("add", key, loc) if key else ("add", loc)
+    proc = tether(*args, "--kind", "file", cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert what in proc.stderr, proc.stderr
+    assert tree(dataset) == before
+
+
+def test_add_refuses_a_git_object_inside_tether(dataset, tether):
+    proc = tether("add", "g", str(dataset / ".tether"), "--kind", "git", "--create", cwd=dataset,
+                  check=False)
+    assert proc.returncode == 1
+    assert "[g]" in proc.stderr and "tether's own files" in proc.stderr
+
+
+def deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_deeply_nested_journal_line_refused_with_its_line(dataset, tether, where):
+    ops = dataset / ".tether/ops.jsonl"
+    lines = ops.read_text().splitlines()
+    good = lines[0]
+    text = "\n".join(lines + [deep(5000)] + ([good] if where == "middle" else [])) + "\n"
+    ops.write_text(text)
+    proc = tether("ops", cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stderr.startswith(f"error: .tether/ops.jsonl:{len(lines) + 1}: "), proc.stderr
+    # As a garbage line in the middle is.
+    ops.write_text("\n".join(lines + ["garbage", good]) + "\n")
+    proc = tether("ops", cwd=dataset, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: .tether/ops.jsonl:{len(lines) + 1}: ")
+
+
+def test_torn_last_journal_line_still_skipped(dataset, tether):
+    ops = dataset / ".tether/ops.jsonl"
+    ops.write_text(ops.read_text() + '{"id": "torn00000000", "comm' + "[" * 5000)
+    n = len(tether.json("ops", cwd=dataset))
+    assert n >= 1
