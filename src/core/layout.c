@@ -2,9 +2,14 @@
 #include "core/layout.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/buf.h"
 #include "util/fs.h"
@@ -107,6 +112,98 @@ int tt_key_relpath(char **out, const char *key, tt_error *err)
 		return rc;
 	*out = tt_asprintf("%s/%s.toml", TT_OBJECTS_DIR, key);
 	return *out ? 0 : tt_error_oom(err);
+}
+
+/* --- links out of the dataset ---------------------------------------------- */
+
+static int link_error(const char *root, const char *rel, tt_error *err)
+{
+	char *full = tt_path_join(root, rel);
+	char target[PATH_MAX];
+	ssize_t n = full ? readlink(full, target, sizeof target - 1) : -1;
+	free(full);
+	if (n < 0)
+		n = 0;
+	target[n] = '\0';
+	tt_error_set(err, TT_ECONFIG,
+		     "%s is a symbolic link%s%s%s: tether reads and writes only inside the dataset, and "
+		     "a link (one a clone brought, say) would lead it to files elsewhere", rel,
+		     n ? " (to " : "", target, n ? ")" : "");
+	tt_error_hint(err, "put the real directory or file there instead of the link (a committed "
+			   "link: `git rm` it and restore what it replaced from history), then rerun");
+	return TT_ECONFIG;
+}
+
+int tt_refuse_links(const char *root, const char *rel, tt_error *err)
+{
+	char *sub = tt_strdup(rel);
+	int rc = 0;
+	if (!sub)
+		return tt_error_oom(err);
+	for (char *p = sub;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (*sub) {
+			char *full = tt_path_join(root, sub);
+			struct stat st;
+			if (!full) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			int got = lstat(full, &st);
+			free(full);
+			if (got != 0)
+				break; /* nothing there, nor below it */
+			if (S_ISLNK(st.st_mode)) {
+				rc = link_error(root, sub, err);
+				break;
+			}
+		}
+		if (!c)
+			break;
+		*p = c;
+	}
+	free(sub);
+	return rc;
+}
+
+/* Every entry of <root>/<rel> (one level), which must not be a link. */
+static int refuse_links_in(const char *root, const char *rel, tt_error *err)
+{
+	char *dir = tt_path_join(root, rel);
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	if (!dir)
+		return tt_error_oom(err);
+	free(dir);
+	if (!d)
+		return 0; /* absent (or unreadable: the reader that needs it says so) */
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+			continue;
+		char *sub = tt_asprintf("%s/%s", rel, e->d_name);
+		rc = sub ? tt_refuse_links(root, sub, err) : tt_error_oom(err);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+int tt_check_dataset_links(const char *root, tt_error *err)
+{
+	int rc;
+	if ((rc = tt_refuse_links(root, TT_CONFIG_FILENAME, err)) < 0 ||
+	    (rc = tt_refuse_links(root, TT_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR "/" TT_CACHE_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR "/" TT_LISTINGS_DIR, err)) < 0)
+		return rc;
+	return 0;
 }
 
 int tt_ensure_ignored(const char *root, bool only_present, tt_error *err)

@@ -49,6 +49,23 @@ int tt_validate_key(const char *key, tt_error *err);
 int tt_key_relpath(char **out, const char *key, tt_error *err);
 
 /*
+ * Refuse (TT_ECONFIG, naming the path) a symbolic link at root/rel or at
+ * any directory between root and it; each component is lstat'ed, and one
+ * that does not exist ends the check (nothing below it exists either).
+ * Whatever tether reads or writes in a dataset goes through a check like
+ * this first: a committed link would take it outside the checkout.
+ */
+int tt_refuse_links(const char *root, const char *rel, tt_error *err);
+
+/*
+ * The dataset's own paths: tether.toml, .tether, every entry of .tether,
+ * .tether/cache and .tether/listings (the manifest walk checks every
+ * level of .tether/objects).  Run when a dataset is opened or locked and
+ * before init writes.
+ */
+int tt_check_dataset_links(const char *root, tt_error *err);
+
+/*
  * Make sure .tether/.gitignore lists every per-checkout file.  With
  * only_present, add entries only for such files that exist and are not
  * ignored yet (what a read-only command does; writes nothing otherwise).

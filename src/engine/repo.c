@@ -180,6 +180,9 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
 		tt_error_hint(err, "run `tether init` inside a git repository first");
 		goto done;
 	}
+	/* Before anything of it is read: no link may lead outside. */
+	if ((rc = tt_check_dataset_links(repo->root, err)) < 0)
+		goto done;
 	if ((rc = tt_config_load(&repo->config, repo->root, err)) < 0)
 		goto done;
 	if ((rc = open_vcs(repo, err)) < 0)
@@ -260,6 +263,8 @@ int tt_init(const char *path, const char *dataset_id, json_t **out, tt_error *er
 		rc = tt_error_set(err, TT_ECONFIG, "tether already initialized at %s", root);
 		goto done;
 	}
+	if ((rc = tt_check_dataset_links(root, err)) < 0)
+		goto done;
 	/* Find the VCS before writing anything: a failed init leaves no trace. */
 	if ((rc = tt_vcs_detect(&vcs, root, NULL, "jj", err)) < 0)
 		goto done;

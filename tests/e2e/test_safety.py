@@ -49,6 +49,106 @@ def tracked(root: Path, env) -> list[str]:
     return git("ls-tree", "-r", "--name-only", "HEAD", cwd=root, env=env).split()
 
 
+# --- committed directory symlinks (nothing read or written through them) ------------
+
+LINKED = [".tether", ".tether/objects", ".tether/listings", ".tether/cache"]
+
+
+def link_out(dataset: Path, rel: str, outside: Path) -> None:
+    """Replace dataset/rel with a link to a copy of it at outside, as a
+    hostile commit would bring it."""
+    src = dataset / rel
+    if src.exists():
+        shutil.copytree(src, outside)
+        shutil.rmtree(src)
+    else:
+        outside.mkdir()
+    os.symlink(outside, src)
+
+
+@pytest.mark.parametrize("rel", LINKED)
+@pytest.mark.parametrize("cmd", [("status", "--snapshot"), ("add", "more", "{store}", "--kind", "file"),
+                                 ("commit", "-m", "second"), ("status",)])
+def test_directory_symlink_refused(dataset, tether, store, tmp_path, rel, cmd):
+    (store / "a.txt").write_text("changed, and longer\n")
+    outside = tmp_path / "elsewhere"
+    link_out(dataset, rel, outside)
+    before_out, before_ds = tree(outside), tree(dataset)
+    proc = tether(*(c.format(store=store) for c in cmd), cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"error: {rel} is a symbolic link"), proc.stderr
+    assert "hint: " in proc.stderr
+    assert tree(outside) == before_out
+    assert tree(dataset) == before_ds
+
+
+def test_committed_symlink_in_a_clone_refused(dataset, tether, env, tmp_path):
+    """The hostile case end to end: a commit replaces .tether/objects with a
+    link to a directory of the clone's machine; the clone refuses it."""
+    outside = tmp_path / "victim"
+    outside.mkdir()
+    shutil.rmtree(dataset / ".tether/objects")
+    os.symlink(outside, dataset / ".tether/objects")
+    git("add", "-A", ".tether", cwd=dataset, env=env)
+    git("commit", "-q", "-m", "hostile", cwd=dataset, env=env)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(dataset), str(clone), cwd=tmp_path, env=env)
+    assert (clone / ".tether/objects").is_symlink()
+    proc = tether("add", "x", str(tmp_path), "--kind", "file", cwd=clone, check=False)
+    assert proc.returncode == 1
+    assert ".tether/objects is a symbolic link" in proc.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_symlinked_tether_toml_refused(dataset, tether, tmp_path):
+    outside = tmp_path / "conf.toml"
+    shutil.copy(dataset / "tether.toml", outside)
+    (dataset / "tether.toml").unlink()
+    os.symlink(outside, dataset / "tether.toml")
+    proc = tether("status", cwd=dataset, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: tether.toml is a symbolic link")
+
+
+def test_symlinked_per_checkout_file_refused(dataset, tether, tmp_path):
+    """A link at a per-checkout file (the journal, the lock) would have tether
+    append to or create a file elsewhere."""
+    outside = tmp_path / "journal"
+    shutil.copy(dataset / ".tether/ops.jsonl", outside)
+    (dataset / ".tether/ops.jsonl").unlink()
+    os.symlink(outside, dataset / ".tether/ops.jsonl")
+    before = outside.read_bytes()
+    proc = tether("set", "files", "--pin", "record", cwd=dataset, check=False)
+    assert proc.returncode == 1
+    assert ".tether/ops.jsonl is a symbolic link" in proc.stderr
+    assert outside.read_bytes() == before
+
+
+def test_init_refuses_a_symlinked_tether_dir(git_repo, tether, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.symlink(outside, git_repo / ".tether")
+    proc = tether("init", cwd=git_repo, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: .tether is a symbolic link")
+    assert list(outside.iterdir()) == []
+    assert not (git_repo / "tether.toml").exists()
+
+
+def test_symlinked_listing_refused(dataset, tether, store, tmp_path, env):
+    """diff --content reads the working tree's listings: a link there would
+    show a file from elsewhere."""
+    listings = sorted((dataset / ".tether/listings").iterdir())
+    secret = tmp_path / "secret"
+    secret.write_text('{"path": "leaked-from-outside", "token": "x"}\n')
+    for p in listings:
+        p.unlink()
+        os.symlink(secret, p)
+    proc = tether("status", cwd=dataset, check=False)
+    assert proc.returncode == 1
+    assert ".tether/listings/" in proc.stderr and "symbolic link" in proc.stderr
+
+
 # --- input that means nothing ---------------------------------------------------------
 
 @pytest.mark.parametrize("args", [("log", "files", "-n", "-1"),
