@@ -27,6 +27,8 @@
 #define TT_LOCK_FILENAME "lock"
 #define TT_CACHE_DIR "cache"
 #define TT_CONFIG_VERSION 5
+/* The .tether/.gitignore line for the atomic writers' temporaries. */
+#define TT_TEMP_PATTERN ".*.tmp"
 
 /* Walk up from start to the nearest directory holding tether.toml.
  * Returns a malloc'd absolute path, or NULL (no dataset). */
@@ -64,6 +66,17 @@ int tt_refuse_links(const char *root, const char *rel, tt_error *err);
  * before init writes.
  */
 int tt_check_dataset_links(const char *root, tt_error *err);
+
+/*
+ * Remove the temporaries a killed atomic write left (tt_is_atomic_temp:
+ * ".<name>.<16 hex>.tmp") in .tether, .tether/objects (every level),
+ * .tether/listings and, for tether.toml, the dataset root -- those last
+ * modified before `before` (when this process opened the dataset).  Run
+ * under the checkout lock, where no other writer of these files is at
+ * work.  Best effort: what cannot be removed is never staged anyway.
+ */
+struct timespec;
+void tt_sweep_temps(const char *root, const struct timespec *before);
 
 /*
  * Make sure .tether/.gitignore lists every per-checkout file.  With

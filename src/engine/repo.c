@@ -174,6 +174,7 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
 	if (!repo)
 		return tt_error_oom(err);
 	repo->checkout_lock = (tt_lock)TT_LOCK_INIT;
+	clock_gettime(CLOCK_REALTIME, &repo->opened);
 	if (!(repo->root = tt_find_dataset_root(start_dir ? start_dir : "."))) {
 		rc = tt_error_set(err, TT_ECONFIG, "no tether dataset found at or above %s",
 				  start_dir ? start_dir : ".");
@@ -228,6 +229,9 @@ int tt_repo_lock(tt_repo *repo, tt_error *err)
 	rc = tt_lock_acquire(&repo->checkout_lock, path, "writing in this checkout",
 			     tt_lock_timeout_ms(TT_CHECKOUT_LOCK_TIMEOUT_MS), err);
 	free(path);
+	/* What a killed write of ours left is no one's now: no writer holds it. */
+	if (rc == 0)
+		tt_sweep_temps(repo->root, &repo->opened);
 	if (rc == 0 && (rc = load_checkout_state(repo, err)) < 0)
 		tt_repo_unlock(repo);
 	return rc;

@@ -149,6 +149,83 @@ def test_symlinked_listing_refused(dataset, tether, store, tmp_path, env):
     assert ".tether/listings/" in proc.stderr and "symbolic link" in proc.stderr
 
 
+# --- temporaries a killed write leaves ------------------------------------------------
+
+def test_crash_leftover_temp_is_never_committed(git_repo, tether, env, store):
+    tether("init", "--dataset-id", "0a1b2c3d", cwd=git_repo)
+    git("add", "-A", cwd=git_repo, env=env)
+    git("commit", "-q", "-m", "init", cwd=git_repo, env=env)
+    # Killed between writing the manifest's temporary and renaming it.
+    proc = tether("add", "files", str(store), "--kind", "file", cwd=git_repo, check=False,
+                  env={"TETHER_FAULT": "fs:before-rename"})
+    assert proc.returncode < 0 or proc.returncode == 137
+    temps = [p for p in (git_repo / ".tether").rglob(".*.tmp")]
+    assert temps, "the kill left no temporary"
+    # The documented recovery: rerun, then commit.
+    tether("add", "files", str(store), "--kind", "file", cwd=git_repo)
+    tether("commit", "-m", "first", cwd=git_repo)
+    assert not [f for f in tracked(git_repo, env) if f.endswith(".tmp")]
+    assert not [p for p in (git_repo / ".tether").rglob(".*.tmp")]
+    assert git("status", "--porcelain", cwd=git_repo, env=env) == ""
+
+
+def test_old_gitignore_leftover_temps_not_committed(dataset, tether, env, store):
+    """A dataset whose .gitignore predates the temporaries' pattern (as
+    tether-vcs writes it): the next writing command removes a stale
+    temporary of ours, and commit never stages one it cannot remove."""
+    gi = dataset / ".tether/.gitignore"
+    gi.write_text("".join(f"/{n}\n" for n in ("workspace.toml", "ops.jsonl", "cache", "lock",
+                                              "secrets.toml")))
+    git("commit", "-q", "-am", "old gitignore", cwd=dataset, env=env)
+    ours = dataset / ".tether/objects/.files.toml.0123456789abcdef.tmp"
+    nested = dataset / ".tether/objects/grp/.x.toml.fedcba9876543210.tmp"
+    top = dataset / ".tether/.workspace.toml.00112233445566ff.tmp"
+    root_cfg = dataset / ".tether.toml.aabbccddeeff0011.tmp"
+    foreign = dataset / ".tether/objects/.files.toml.tmp"  # tether-vcs's name: not swept
+    nested.parent.mkdir()
+    for p in (ours, nested, top, root_cfg, foreign):
+        p.write_text("partial")
+    more = store.parent / "more"
+    more.mkdir()
+    (more / "b.txt").write_text("b\n")
+    tether("add", "more", str(more), "--kind", "file", cwd=dataset)
+    tether("commit", "-m", "second", cwd=dataset)
+    for p in (ours, nested, top, root_cfg):
+        assert not p.exists(), p
+    assert foreign.exists()
+    files = tracked(dataset, env)
+    assert not [f for f in files if f.endswith(".tmp")], files
+    assert ".tether/objects/more.toml" in files
+    # A leftover alone is no change to commit (and never blocks pull).
+    proc = tether("commit", "-m", "third", cwd=dataset)
+    assert git("log", "-1", "--format=%s", cwd=dataset, env=env).strip() == "second"
+    assert proc.returncode == 0
+
+
+def test_temp_of_a_running_writer_is_kept(dataset, tether, store):
+    """Only what is older than the process is stale: a temporary modified
+    after the command started may belong to a writer at work."""
+    fresh = dataset / ".tether/objects/.files.toml.0123456789abcdef.tmp"
+    fresh.write_text("in progress")
+    future = time.time() + 3600
+    os.utime(fresh, (future, future))
+    tether("set", "files", "--pin", "record", cwd=dataset)
+    assert fresh.exists()
+
+
+def test_new_gitignore_ignores_temporaries(git_repo, tether, env):
+    tether("init", cwd=git_repo)
+    assert ".*.tmp" in (git_repo / ".tether/.gitignore").read_text().splitlines()
+    for rel in (".tether/objects/.k.toml.0123456789abcdef.tmp", ".tether/..gitignore.0123456789abcdef.tmp",
+                ".tether/listings/.abc.jsonl.0123456789abcdef.tmp"):
+        (git_repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (git_repo / rel).write_text("x")
+        assert git("check-ignore", rel, cwd=git_repo, env=env).strip() == rel
+    (git_repo / ".tether/objects/k.toml").write_text("x")
+    proc = subprocess.run(["git", "check-ignore", ".tether/objects/k.toml"], cwd=git_repo, env=env)
+    assert proc.returncode == 1  # a manifest is not ignored
+
+
 # --- input that means nothing ---------------------------------------------------------
 
 @pytest.mark.parametrize("args", [("log", "files", "-n", "-1"),
