@@ -3,6 +3,7 @@
  *
  *   <root>/tether.toml                 committed configuration
  *   <root>/.tether/.gitignore          committed; ignores the per-checkout files
+ *                                      and the atomic writers' temporaries
  *   <root>/.tether/objects/<key>.toml  committed; one manifest per object
  *   <root>/.tether/listings/           committed; content-addressed listings
  *   <root>/.tether/secrets.toml        per checkout, never committed
