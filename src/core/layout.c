@@ -3,10 +3,12 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +259,17 @@ void tt_sweep_temps(const char *root, const struct timespec *before)
 		sweep_dir(objects, NULL, 64, before);
 		sweep_dir(listings, NULL, 0, before);
 	}
+	/* The hash cache is rewritten without the checkout lock, under an flock
+	 * on its directory (backends/file_hash.c): sweep it holding that. */
+	char *cache = tdir ? tt_path_join(tdir, TT_CACHE_DIR) : NULL;
+	int fd = cache && tt_refuse_links(root, TT_DIR "/" TT_CACHE_DIR, NULL) == 0
+			 ? open(cache, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			sweep_dir(cache, NULL, 0, before);
+		close(fd); /* releases the flock */
+	}
+	free(cache);
 	free(tdir);
 	free(objects);
 	free(listings);

@@ -71,7 +71,8 @@ int tt_check_dataset_links(const char *root, tt_error *err);
 /*
  * Remove the temporaries a killed atomic write left (tt_is_atomic_temp:
  * ".<name>.<16 hex>.tmp") in .tether, .tether/objects (every level),
- * .tether/listings and, for tether.toml, the dataset root -- those last
+ * .tether/listings, .tether/cache (holding the cache's flock) and, for
+ * tether.toml, the dataset root -- those last
  * modified before `before` (when this process opened the dataset).  Run
  * under the checkout lock, where no other writer of these files is at
  * work.  Best effort: what cannot be removed is never staged anyway.

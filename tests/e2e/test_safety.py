@@ -158,7 +158,7 @@ def test_crash_leftover_temp_is_never_committed(git_repo, tether, env, store):
     # Killed between writing the manifest's temporary and renaming it.
     proc = tether("add", "files", str(store), "--kind", "file", cwd=git_repo, check=False,
                   env={"TETHER_FAULT": "fs:before-rename"})
-    assert proc.returncode < 0 or proc.returncode == 137
+    assert proc.returncode in (-9, 137)
     temps = [p for p in (git_repo / ".tether").rglob(".*.tmp")]
     assert temps, "the kill left no temporary"
     # The documented recovery: rerun, then commit.
@@ -167,6 +167,21 @@ def test_crash_leftover_temp_is_never_committed(git_repo, tether, env, store):
     assert not [f for f in tracked(git_repo, env) if f.endswith(".tmp")]
     assert not [p for p in (git_repo / ".tether").rglob(".*.tmp")]
     assert git("status", "--porcelain", cwd=git_repo, env=env) == ""
+
+
+def test_killed_commit_leaves_no_temporary_after_its_rerun(git_repo, tether, env, store):
+    """The first atomic write of a commit is the hash cache's (written under
+    its own flock, not the checkout lock): its temporary goes too."""
+    tether("init", cwd=git_repo)
+    tether("add", "files", str(store), "--kind", "file", cwd=git_repo)
+    proc = tether("commit", "-m", "first", cwd=git_repo, check=False,
+                  env={"TETHER_FAULT": "fs:before-rename"})
+    assert proc.returncode in (-9, 137)
+    assert [p for p in (git_repo / ".tether").rglob(".*.tmp")]
+    tether("commit", "-m", "first", cwd=git_repo)
+    assert [p for p in (git_repo / ".tether").rglob(".*.tmp")] == []
+    assert not [f for f in tracked(git_repo, env) if f.endswith(".tmp")]
+    assert tether.json("verify", cwd=git_repo)
 
 
 def test_old_gitignore_leftover_temps_not_committed(dataset, tether, env, store):
