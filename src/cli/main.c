@@ -2,6 +2,8 @@
  * cli/main.c - `tether`: finds the command, parses its options from the
  * command's own table, runs it, and maps the result to an exit status.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,13 +68,20 @@ static void free_args(cli_args *a)
 	free(a->pos);
 }
 
+/* 0, or -1 (not an integer), -2 (below 0: every count, limit and port is
+ * one), -3 (too big to hold). */
 static int parse_int(const char *s, long long *out)
 {
 	char *end;
 	if (!*s)
 		return -1;
+	errno = 0;
 	*out = strtoll(s, &end, 10);
-	return *end ? -1 : 0;
+	if (*end)
+		return -1;
+	if (errno == ERANGE)
+		return *out < 0 ? -2 : -3;
+	return *out < 0 ? -2 : 0;
 }
 
 /* Parse argv (after the command name).  Returns -1 after printing a usage
@@ -80,6 +89,7 @@ static int parse_int(const char *s, long long *out)
 static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 {
 	bool only_pos = false;
+	int bad;
 	memset(a, 0, sizeof *a);
 	a->pos = tt_calloc((size_t)argc + 1, sizeof *a->pos);
 	if (!a->pos)
@@ -139,8 +149,16 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 				return -1;
 			a->list[idx] = grown;
 			a->list[idx][a->nlist[idx]++] = val;
-		} else if (o->type == OPT_INT && parse_int(val, &a->ivalue[idx]) < 0) {
-			cli_usage_error(cmd, "invalid value for --%s: '%s' is not a valid integer", o->name, val);
+		} else if (o->type == OPT_INT && (bad = parse_int(val, &a->ivalue[idx])) < 0) {
+			if (bad == -1)
+				cli_usage_error(cmd, "invalid value for --%s: '%s' is not a valid integer",
+						o->name, val);
+			else if (bad == -2)
+				cli_usage_error(cmd, "invalid value for --%s: %s is not in the range x>=0",
+						o->name, val);
+			else
+				cli_usage_error(cmd, "invalid value for --%s: %s is too large (at most %lld)",
+						o->name, val, LLONG_MAX);
 			return -1;
 		}
 		a->value[idx] = val;

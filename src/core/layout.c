@@ -2,9 +2,15 @@
 #include "core/layout.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/buf.h"
 #include "util/fs.h"
@@ -109,6 +115,181 @@ int tt_key_relpath(char **out, const char *key, tt_error *err)
 	return *out ? 0 : tt_error_oom(err);
 }
 
+/* --- links out of the dataset ---------------------------------------------- */
+
+static int link_error(const char *root, const char *rel, tt_error *err)
+{
+	char *full = tt_path_join(root, rel);
+	char target[PATH_MAX];
+	ssize_t n = full ? readlink(full, target, sizeof target - 1) : -1;
+	free(full);
+	if (n < 0)
+		n = 0;
+	target[n] = '\0';
+	tt_error_set(err, TT_ECONFIG,
+		     "%s is a symbolic link%s%s%s: tether reads and writes only inside the dataset, and "
+		     "a link (one a clone brought, say) would lead it to files elsewhere", rel,
+		     n ? " (to " : "", target, n ? ")" : "");
+	tt_error_hint(err, "put the real directory or file there instead of the link (a committed "
+			   "link: `git rm` it and restore what it replaced from history), then rerun");
+	return TT_ECONFIG;
+}
+
+int tt_refuse_links(const char *root, const char *rel, tt_error *err)
+{
+	char *sub = tt_strdup(rel);
+	int rc = 0;
+	if (!sub)
+		return tt_error_oom(err);
+	for (char *p = sub;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (*sub) {
+			char *full = tt_path_join(root, sub);
+			struct stat st;
+			if (!full) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			int got = lstat(full, &st);
+			free(full);
+			if (got != 0)
+				break; /* nothing there, nor below it */
+			if (S_ISLNK(st.st_mode)) {
+				rc = link_error(root, sub, err);
+				break;
+			}
+		}
+		if (!c)
+			break;
+		*p = c;
+	}
+	free(sub);
+	return rc;
+}
+
+/* Every entry of <root>/<rel> (one level), which must not be a link. */
+static int refuse_links_in(const char *root, const char *rel, tt_error *err)
+{
+	char *dir = tt_path_join(root, rel);
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	if (!dir)
+		return tt_error_oom(err);
+	free(dir);
+	if (!d)
+		return 0; /* absent (or unreadable: the reader that needs it says so) */
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+			continue;
+		char *sub = tt_asprintf("%s/%s", rel, e->d_name);
+		rc = sub ? tt_refuse_links(root, sub, err) : tt_error_oom(err);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+int tt_check_dataset_links(const char *root, tt_error *err)
+{
+	int rc;
+	if ((rc = tt_refuse_links(root, TT_CONFIG_FILENAME, err)) < 0 ||
+	    (rc = tt_refuse_links(root, TT_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR "/" TT_CACHE_DIR, err)) < 0 ||
+	    (rc = refuse_links_in(root, TT_DIR "/" TT_LISTINGS_DIR, err)) < 0)
+		return rc;
+	return 0;
+}
+
+/* --- temporaries a crash left ------------------------------------------------- */
+
+static bool older(const struct stat *st, const struct timespec *t)
+{
+	return st->st_mtim.tv_sec < t->tv_sec ||
+	       (st->st_mtim.tv_sec == t->tv_sec && st->st_mtim.tv_nsec < t->tv_nsec);
+}
+
+/* Sweep dir (only_base: only the temporaries of that one file), down to
+ * depth more levels of real directories. */
+static void sweep_dir(const char *dir, const char *only_base, int depth, const struct timespec *before)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t bl = only_base ? strlen(only_base) : 0;
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		const char *name = e->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			continue;
+		bool temp = tt_is_atomic_temp(name) &&
+			    (!only_base || (strncmp(name + 1, only_base, bl) == 0 && name[1 + bl] == '.' &&
+					    strlen(name) == 1 + bl + 1 + 16 + 4));
+		if (!temp && depth <= 0)
+			continue;
+		char *full = tt_path_join(dir, name);
+		struct stat st;
+		if (full && lstat(full, &st) == 0) {
+			if (temp && S_ISREG(st.st_mode) && older(&st, before))
+				unlink(full);
+			else if (!temp && depth > 0 && S_ISDIR(st.st_mode))
+				sweep_dir(full, NULL, depth - 1, before);
+		}
+		free(full);
+	}
+	closedir(d);
+}
+
+void tt_sweep_temps(const char *root, const struct timespec *before)
+{
+	char *tdir = tt_path_join(root, TT_DIR);
+	char *objects = tdir ? tt_path_join(tdir, TT_OBJECTS_DIR) : NULL;
+	char *listings = tdir ? tt_path_join(tdir, TT_LISTINGS_DIR) : NULL;
+	/* A link is refused before anything is read; never sweep through one. */
+	if (objects && listings && tt_refuse_links(root, TT_DIR "/" TT_OBJECTS_DIR, NULL) == 0 &&
+	    tt_refuse_links(root, TT_DIR "/" TT_LISTINGS_DIR, NULL) == 0) {
+		sweep_dir(root, TT_CONFIG_FILENAME, 0, before);
+		sweep_dir(tdir, NULL, 0, before);
+		sweep_dir(objects, NULL, 64, before);
+		sweep_dir(listings, NULL, 0, before);
+	}
+	/* The hash cache is rewritten without the checkout lock, under an flock
+	 * on its directory (backends/file_hash.c): sweep it holding that. */
+	char *cache = tdir ? tt_path_join(tdir, TT_CACHE_DIR) : NULL;
+	int fd = cache && tt_refuse_links(root, TT_DIR "/" TT_CACHE_DIR, NULL) == 0
+			 ? open(cache, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			sweep_dir(cache, NULL, 0, before);
+		close(fd); /* releases the flock */
+	}
+	free(cache);
+	free(tdir);
+	free(objects);
+	free(listings);
+}
+
+/* Whether text has line (a "\r\n" ending counts as "\n"). */
+static bool has_line(const char *text, const char *line)
+{
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t raw = e ? (size_t)(e - p) : strlen(p), l = raw;
+		if (l && p[l - 1] == '\r')
+			l--;
+		if (l == strlen(line) && memcmp(p, line, l) == 0)
+			return true;
+		p = e ? e + 1 : p + raw;
+	}
+	return false;
+}
+
 int tt_ensure_ignored(const char *root, bool only_present, tt_error *err)
 {
 	char *path = tt_tether_path(root, ".gitignore");
@@ -129,16 +310,7 @@ int tt_ensure_ignored(const char *root, bool only_present, tt_error *err)
 	for (size_t i = 0; i < sizeof untracked / sizeof untracked[0]; i++) {
 		char line[64];
 		snprintf(line, sizeof line, "/%s", untracked[i]);
-		bool listed = false;
-		for (const char *p = text.ptr; *p && !listed;) {
-			const char *e = strchr(p, '\n');
-			size_t l = e ? (size_t)(e - p) : strlen(p);
-			if (l && p[l - 1] == '\r')
-				l--;
-			listed = l == strlen(line) && memcmp(p, line, l) == 0;
-			p = e ? e + 1 : p + l;
-		}
-		if (listed)
+		if (has_line(text.ptr, line))
 			continue;
 		if (only_present) {
 			char *f = tt_tether_path(root, untracked[i]);
@@ -149,6 +321,13 @@ int tt_ensure_ignored(const char *root, bool only_present, tt_error *err)
 		}
 		tt_buf_printf(&out, "%s\n", line);
 		added = true;
+	}
+	/* The temporaries a killed atomic write leaves, at every level of
+	 * .tether: a new file gets the pattern, an old one when it is being
+	 * rewritten anyway (tether's staging leaves them out regardless). */
+	if (added || (!exists && !only_present)) {
+		if (!has_line(text.ptr, TT_TEMP_PATTERN))
+			tt_buf_printf(&out, "%s\n", TT_TEMP_PATTERN);
 	}
 	if ((rc = tt_buf_check(&out, err, ".tether/.gitignore")) < 0)
 		goto done;

@@ -3,6 +3,7 @@
  *
  *   <root>/tether.toml                 committed configuration
  *   <root>/.tether/.gitignore          committed; ignores the per-checkout files
+ *                                      and the atomic writers' temporaries
  *   <root>/.tether/objects/<key>.toml  committed; one manifest per object
  *   <root>/.tether/listings/           committed; content-addressed listings
  *   <root>/.tether/secrets.toml        per checkout, never committed
@@ -27,6 +28,8 @@
 #define TT_LOCK_FILENAME "lock"
 #define TT_CACHE_DIR "cache"
 #define TT_CONFIG_VERSION 5
+/* The .tether/.gitignore line for the atomic writers' temporaries. */
+#define TT_TEMP_PATTERN ".*.tmp"
 
 /* Walk up from start to the nearest directory holding tether.toml.
  * Returns a malloc'd absolute path, or NULL (no dataset). */
@@ -47,6 +50,35 @@ int tt_validate_key(const char *key, tt_error *err);
 /* The manifest path of a key relative to .tether ("objects/a/b.toml").
  * Validates the key.  Caller frees *out. */
 int tt_key_relpath(char **out, const char *key, tt_error *err);
+
+/*
+ * Refuse (TT_ECONFIG, naming the path) a symbolic link at root/rel or at
+ * any directory between root and it; each component is lstat'ed, and one
+ * that does not exist ends the check (nothing below it exists either).
+ * Whatever tether reads or writes in a dataset goes through a check like
+ * this first: a committed link would take it outside the checkout.
+ */
+int tt_refuse_links(const char *root, const char *rel, tt_error *err);
+
+/*
+ * The dataset's own paths: tether.toml, .tether, every entry of .tether,
+ * .tether/cache and .tether/listings (the manifest walk checks every
+ * level of .tether/objects).  Run when a dataset is opened or locked and
+ * before init writes.
+ */
+int tt_check_dataset_links(const char *root, tt_error *err);
+
+/*
+ * Remove the temporaries a killed atomic write left (tt_is_atomic_temp:
+ * ".<name>.<16 hex>.tmp") in .tether, .tether/objects (every level),
+ * .tether/listings, .tether/cache (holding the cache's flock) and, for
+ * tether.toml, the dataset root -- those last
+ * modified before `before` (when this process opened the dataset).  Run
+ * under the checkout lock, where no other writer of these files is at
+ * work.  Best effort: what cannot be removed is never staged anyway.
+ */
+struct timespec;
+void tt_sweep_temps(const char *root, const struct timespec *before);
 
 /*
  * Make sure .tether/.gitignore lists every per-checkout file.  With

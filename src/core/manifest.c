@@ -312,6 +312,12 @@ int tt_manifests_load(tt_manifest_set *set, const char *root, tt_error *err)
 	memset(set, 0, sizeof *set);
 	if (!objdir)
 		return tt_error_oom(err);
+	/* Also after a checkout changed the tree: the links a commit brought. */
+	if ((rc = tt_check_dataset_links(root, err)) < 0 ||
+	    (rc = tt_refuse_links(root, TT_DIR "/" TT_OBJECTS_DIR, err)) < 0) {
+		free(objdir);
+		return rc;
+	}
 	if (tt_is_dir(objdir))
 		rc = walk(set, objdir, "", 0, err);
 	free(objdir);
@@ -354,6 +360,15 @@ static char *manifest_path(const char *root, const char *key, tt_error *err)
 	char *rel = NULL, *p;
 	if (tt_key_relpath(&rel, key, err) < 0)
 		return NULL;
+	char *under = tt_asprintf(TT_DIR "/%s", rel);
+	if (!under || tt_refuse_links(root, under, err) < 0) {
+		if (!under)
+			tt_error_oom(err);
+		free(under);
+		free(rel);
+		return NULL;
+	}
+	free(under);
 	p = tt_tether_path(root, rel);
 	free(rel);
 	if (!p)

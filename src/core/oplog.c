@@ -711,9 +711,11 @@ int tt_oplog_parse(const char *text, size_t len, const char *what, tt_oplog *out
 				rc = tt_error_oom(err);
 				goto done;
 			}
-			if (last)
-				continue; /* a torn final line from an interrupted append */
+			/* A complete document (one nested too deep to read, say) is
+			 * no torn append, last line or not: refused like any other. */
 			int kind = json_classify(s + b, e - b);
+			if (last && kind != J_COMPLETE)
+				continue; /* a torn final line from an interrupted append */
 			if (kind == J_INCOMPLETE)
 				continue; /* a torn line a later append closed */
 			rc = tt_error_set(err, TT_EPARSE, "%s:%zu: %s: %s", st.what, line,

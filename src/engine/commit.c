@@ -641,11 +641,11 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		if (text && (rc = b->ops->identity(b, m->locator, &identity, err)) == 0 &&
 		    (content = tt_content_state(b->kind, m->state)) &&
 		    (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
-			char *rel = tt_asprintf(TT_LISTINGS_DIR "/%s", name);
-			char *path = rel ? tt_tether_path(repo->root, rel) : NULL;
+			char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
+			char *path = rel ? tt_path_join(repo->root, rel) : NULL;
 			if (!path)
 				rc = tt_error_oom(err);
-			else if (!tt_exists(path) &&
+			else if ((rc = tt_refuse_links(repo->root, rel, err)) == 0 && !tt_exists(path) &&
 				 (rc = tt_write_file_atomic(path, text, strlen(text), 0644, err)) == 0)
 				json_array_append_new(written_listings, json_string(path));
 			free(rel);

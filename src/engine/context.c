@@ -66,6 +66,9 @@ static int engine_backend_locked(tt_repo *repo, const char *kind, tt_backend **o
 		rc = tt_error_oom(err);
 		goto done;
 	}
+	/* The cache is written where it is: never through a link. */
+	if ((rc = tt_refuse_links(repo->root, TT_DIR "/" TT_CACHE_DIR, err)) < 0)
+		goto done;
 	/* The git object backend runs the same git the dataset does: secrets
 	 * [vcs] git_path/jj_path apply unless [backends.git] names its own. */
 	if (strcmp(kind, "git") == 0) {

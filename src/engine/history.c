@@ -517,7 +517,7 @@ static char *listing_for(tt_repo *repo, const tt_manifest *m, const char *rev)
 	} else {
 		char *path = tt_path_join(repo->root, rel);
 		tt_buf buf = TT_BUF_INIT;
-		if (path && tt_is_file(path) && tt_read_file(path, &buf, 1u << 30, &ignored) == 0)
+		if (path && tt_refuse_links(repo->root, rel, &ignored) == 0 && tt_is_file(path) && tt_read_file(path, &buf, 1u << 30, &ignored) == 0)
 			text = tt_buf_detach(&buf);
 		tt_buf_release(&buf);
 		free(path);

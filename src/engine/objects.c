@@ -11,6 +11,7 @@
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "engine/repo.h"
+#include "backends/file.h"
 #include "util/fs.h"
 #include "util/mem.h"
 
@@ -167,6 +168,70 @@ char *tt_default_key(const json_t *locator, const char *kind)
 	return name;
 }
 
+/*
+ * A new key must not collide with tether's own names: no segment starting
+ * with '.' (.tether, .git, the ".<name>.<hex>.tmp" temporaries a killed
+ * write leaves, which .tether/.gitignore ignores), and no directory
+ * segment ending in ".toml" (objects/a.toml/ would be the file of key "a").
+ * Reading keeps tether-vcs's rules (tt_validate_key): this is for add only.
+ */
+static int refuse_reserved_key(const char *key, bool derived, tt_error *err)
+{
+	for (const char *seg = key; *seg;) {
+		const char *end = strchr(seg, '/');
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+		if (seg[0] == '.' || (end && len >= 5 && strncmp(end - 5, ".toml", 5) == 0)) {
+			tt_error_set(err, TT_ECONFIG,
+				     "object key '%s'%s: %s '%.*s' %s", key,
+				     derived ? " (the key taken from the locator)" : "",
+				     seg[0] == '.' ? "segment" : "directory segment", (int)len, seg,
+				     seg[0] == '.' ? "starts with '.', which tether keeps for its own "
+						     "files (.tether, the temporaries of its writes)"
+						   : "ends in \".toml\", so its manifests' directory would be "
+						     "another key's manifest file");
+			tt_error_hint(err, "give the object another key: `tether add KEY LOCATOR --kind ...`");
+			return TT_ECONFIG;
+		}
+		if (!end)
+			break;
+		seg = end + 1;
+	}
+	return 0;
+}
+
+/* A locator's local path must not be tether's own files: .tether (or
+ * anything in it) or tether.toml. */
+static int refuse_own_paths(tt_repo *repo, const tt_kind *k, const json_t *loc, tt_error *err)
+{
+	char *tdir = tt_path_join(repo->root, TT_DIR), *cfg = tt_config_path(repo->root);
+	int rc = tdir && cfg ? 0 : tt_error_oom(err);
+	for (const char *const *key = k->local_path_keys; rc == 0 && key && *key; key++) {
+		json_t *v = json_object_get(loc, *key);
+		if (!json_is_string(v) || !json_string_length(v))
+			continue;
+		char *real = NULL;
+		int local = tt_file_local_path(json_string_value(v), &real);
+		if (local == 0 || (local > 0 && real[0] != '/')) {
+			free(real);
+			continue; /* a remote store, or a relative path no add writes */
+		}
+		size_t tl = strlen(tdir);
+		bool in_tdir = real && strncmp(real, tdir, tl) == 0 && (real[tl] == '\0' || real[tl] == '/');
+		if (!real)
+			rc = tt_error_oom(err);
+		else if (in_tdir || strcmp(real, cfg) == 0) {
+			rc = tt_error_set(err, TT_ECONFIG, "a %s object at %s would be tether's own files "
+					  "(%s): tether keeps the dataset's manifests, journal and caches there",
+					  k->name, real, in_tdir ? TT_DIR : TT_CONFIG_FILENAME);
+			tt_error_hint(err, "track a store outside %s and %s", TT_DIR, TT_CONFIG_FILENAME);
+		}
+		free(real);
+	}
+	free(tdir);
+	free(cfg);
+	return rc;
+}
+
 static int workspace_text(tt_repo *repo, json_t **out, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
@@ -252,8 +317,12 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_validate_key(key, err)) < 0)
+	if ((rc = tt_validate_key(key, err)) < 0 || (rc = refuse_reserved_key(key, derived, err)) < 0)
 		goto done;
+	if ((rc = refuse_own_paths(repo, kind, loc, err)) < 0) {
+		tt_error_object(err, key, kind->name);
+		goto done;
+	}
 	if (tt_manifests_find(&repo->objects, key)) {
 		rc = tt_error_set(err, TT_ECONFIG, "object already exists: %s%s", key,
 				  derived ? " (the key taken from the locator)" : "");

@@ -174,12 +174,16 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
 	if (!repo)
 		return tt_error_oom(err);
 	repo->checkout_lock = (tt_lock)TT_LOCK_INIT;
+	clock_gettime(CLOCK_REALTIME, &repo->opened);
 	if (!(repo->root = tt_find_dataset_root(start_dir ? start_dir : "."))) {
 		rc = tt_error_set(err, TT_ECONFIG, "no tether dataset found at or above %s",
 				  start_dir ? start_dir : ".");
 		tt_error_hint(err, "run `tether init` inside a git repository first");
 		goto done;
 	}
+	/* Before anything of it is read: no link may lead outside. */
+	if ((rc = tt_check_dataset_links(repo->root, err)) < 0)
+		goto done;
 	if ((rc = tt_config_load(&repo->config, repo->root, err)) < 0)
 		goto done;
 	if ((rc = open_vcs(repo, err)) < 0)
@@ -225,6 +229,9 @@ int tt_repo_lock(tt_repo *repo, tt_error *err)
 	rc = tt_lock_acquire(&repo->checkout_lock, path, "writing in this checkout",
 			     tt_lock_timeout_ms(TT_CHECKOUT_LOCK_TIMEOUT_MS), err);
 	free(path);
+	/* What a killed write of ours left is no one's now: no writer holds it. */
+	if (rc == 0)
+		tt_sweep_temps(repo->root, &repo->opened);
 	if (rc == 0 && (rc = load_checkout_state(repo, err)) < 0)
 		tt_repo_unlock(repo);
 	return rc;
@@ -260,6 +267,8 @@ int tt_init(const char *path, const char *dataset_id, json_t **out, tt_error *er
 		rc = tt_error_set(err, TT_ECONFIG, "tether already initialized at %s", root);
 		goto done;
 	}
+	if ((rc = tt_check_dataset_links(root, err)) < 0)
+		goto done;
 	/* Find the VCS before writing anything: a failed init leaves no trace. */
 	if ((rc = tt_vcs_detect(&vcs, root, NULL, "jj", err)) < 0)
 		goto done;

@@ -10,6 +10,8 @@
 
 #include <tether/tether.h>
 
+#include <time.h>
+
 #include "core/config.h"
 #include "core/manifest.h"
 #include "core/secrets.h"
@@ -27,6 +29,7 @@ struct tt_repo {
 	char **warnings;
 	size_t nwarnings, warnings_alloc;
 	tt_lock checkout_lock;
+	struct timespec opened;  /* when this process opened it (CLOCK_REALTIME) */
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
 };

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/fault.h"
 #include "util/hash.h"
 #include "util/mem.h"
 
@@ -110,6 +111,19 @@ static int open_temp(const char *path, const char *dir, mode_t mode, char **tmp,
 	return tt_error_set(err, TT_EIO, "cannot create a temporary file in %s: too many collisions", dir);
 }
 
+bool tt_is_atomic_temp(const char *name)
+{
+	size_t n = strlen(name);
+	/* "." <at least one byte> "." <16 hex> ".tmp" */
+	if (n < 1 + 1 + 1 + 16 + 4 || name[0] != '.' || strcmp(name + n - 4, ".tmp") != 0 ||
+	    name[n - 4 - 16 - 1] != '.')
+		return false;
+	for (size_t i = n - 4 - 16; i < n - 4; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	return true;
+}
+
 /* Checks shared by the writers; on success *dir is the (created) parent. */
 static int prepare_parent(const char *path, char **dir, tt_error *err)
 {
@@ -152,6 +166,7 @@ int tt_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 		rc = tt_error_errno(err, errno, "cannot write %s", tmp);
 		goto done;
 	}
+	tt_fault("fs:before-rename");
 	if (rename(tmp, path) != 0) {
 		rc = tt_error_errno(err, errno, "cannot replace %s", path);
 		goto done;

@@ -17,6 +17,9 @@
  * subject to the umask; a symlink at path is replaced, not followed.
  */
 int tt_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, tt_error *err);
+/* Whether a file name is one of the temporaries above (".<name>.<16 hex>.tmp"),
+ * which a process killed mid-write leaves behind. */
+bool tt_is_atomic_temp(const char *name);
 
 /* Create path only if absent, fsync'd: TT_EEXISTS if present (a dangling
  * symlink counts).  Parent directories are created.  The content goes to a

@@ -778,6 +778,16 @@ done:
 	return rc;
 }
 
+/* A file name the atomic writers leave when killed (".<name>[.<hex>].tmp",
+ * tether-vcs's and ours): never part of a dataset commit. */
+static bool temp_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t n = strlen(base);
+	return base[0] == '.' && n > 5 && strcmp(base + n - 4, ".tmp") == 0;
+}
+
 static int git_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
 {
 	argv_list a = { 0 };
@@ -789,11 +799,22 @@ static int git_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out
 	av_add(&a, "status");
 	av_add(&a, "--porcelain");
 	av_add(&a, "--untracked-files=all");
+	av_add(&a, "-z");
 	av_add(&a, "--");
 	av_add_all(&a, relpaths, n);
-	if ((rc = git_av(v, &a, &b, err)) == 0)
-		for (size_t i = 0; i < b.len && !*out; i++)
-			*out = !(b.ptr[i] == ' ' || b.ptr[i] == '\n' || b.ptr[i] == '\t' || b.ptr[i] == '\r');
+	/* "XY path\0" (a rename or copy: "XY new\0old\0"); an untracked
+	 * temporary a killed write left is nothing to commit (temp_name). */
+	if ((rc = git_av(v, &a, &b, err)) == 0) {
+		for (size_t i = 0; i < b.len && !*out;) {
+			const char *e = b.ptr + i;
+			size_t l = strnlen(e, b.len - i);
+			bool untracked_temp = l > 3 && e[0] == '?' && e[1] == '?' && temp_name(e + 3);
+			*out = l > 0 && !untracked_temp;
+			i += l + 1;
+			if (l > 0 && (e[0] == 'R' || e[0] == 'C'))
+				i += strnlen(b.ptr + i, i < b.len ? b.len - i : 0) + 1;
+		}
+	}
 	av_release(&a);
 	tt_buf_release(&b);
 	return rc;
@@ -843,6 +864,48 @@ done:
 	return rc;
 }
 
+/*
+ * Unstage the temporaries `add` just staged (newly added files only): an
+ * older .tether/.gitignore does not ignore them, and a crash's leftover
+ * must not reach history.  A temporary already tracked keeps whatever add
+ * staged (its deletion, typically).
+ */
+static int unstage_temps(tt_vcs *v, const char *const *relpaths, size_t n, tt_error *err)
+{
+	argv_list diff = { 0 }, reset = { 0 };
+	tt_buf out = TT_BUF_INIT;
+	int rc;
+	av_add(&diff, "--literal-pathspecs");
+	av_add(&diff, "diff");
+	av_add(&diff, "--cached");
+	av_add(&diff, "--name-only");
+	av_add(&diff, "--diff-filter=A");
+	av_add(&diff, "-z");
+	av_add(&diff, "--");
+	av_add_all(&diff, relpaths, n);
+	if ((rc = git_av(v, &diff, &out, err)) < 0)
+		goto done;
+	av_add(&reset, "--literal-pathspecs");
+	av_add(&reset, "reset");
+	av_add(&reset, "-q");
+	av_add(&reset, "--");
+	size_t base = reset.n;
+	for (size_t i = 0; i < out.len;) {
+		const char *name = out.ptr + i;
+		size_t l = strnlen(name, out.len - i);
+		if (i + l < out.len && temp_name(name))
+			av_add(&reset, name);
+		i += l + 1;
+	}
+	if (reset.n > base || reset.oom)
+		rc = git_av(v, &reset, NULL, err);
+done:
+	av_release(&diff);
+	av_release(&reset);
+	tt_buf_release(&out);
+	return rc;
+}
+
 static int git_commit(tt_vcs *v, const char *const *relpaths, size_t n, const char *message,
 		      const char *advance, char **out, tt_error *err)
 {
@@ -878,6 +941,8 @@ static int git_commit(tt_vcs *v, const char *const *relpaths, size_t n, const ch
 		goto done;
 	}
 	rc = git_av(v, &add, NULL, err);
+	if (rc == 0)
+		rc = unstage_temps(v, relpaths, n, err);
 	if (rc == 0)
 		rc = git_av(v, &commit, NULL, err);
 	if (rc < 0) {

@@ -422,3 +422,18 @@ TT_TEST(getcwd_is_absolute)
 	CHECK(cwd && cwd[0] == '/');
 	free(cwd);
 }
+
+TT_TEST(atomic_temp_names)
+{
+	/* The names open_temp makes, and nothing else: the sweep after a crash
+	 * removes only these. */
+	CHECK(tt_is_atomic_temp(".a.toml.0123456789abcdef.tmp"));
+	CHECK(tt_is_atomic_temp("..gitignore.fedcba9876543210.tmp"));
+	CHECK(!tt_is_atomic_temp("a.toml.0123456789abcdef.tmp"));
+	CHECK(!tt_is_atomic_temp(".a.toml.tmp"));
+	CHECK(!tt_is_atomic_temp(".a.toml.0123456789ABCDEF.tmp"));
+	CHECK(!tt_is_atomic_temp(".a.toml.0123456789abcde.tmp"));
+	CHECK(!tt_is_atomic_temp(".0123456789abcdef.tmp"));
+	CHECK(!tt_is_atomic_temp(".a.toml.0123456789abcdef.tmp.toml"));
+	CHECK(!tt_is_atomic_temp(""));
+}
