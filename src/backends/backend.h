@@ -203,6 +203,15 @@ typedef struct tt_backend_ops {
 	int (*check_quiescence)(tt_backend *b, const json_t *loc, const char *working_ref,
 				tt_error *err);
 
+	/* Clear what an interrupted fork of `name` left (the branch's files
+	 * written, its ref not), so the fork can be made again; a ref that
+	 * exists, or files that are more than such a leftover, are left alone.
+	 * The engine calls it only when this checkout's journal shows a fork of
+	 * that name that never finished.  *cleared: something was removed.
+	 * NULL: the kind leaves nothing half-made. */
+	int (*clear_partial_fork)(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
+				  tt_error *err);
+
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
 

@@ -39,6 +39,7 @@
 #include "backends/file.h"
 #include "formats/lance_manifest.h"
 #include "util/buf.h"
+#include "util/fault.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -1090,8 +1091,19 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = loom(err);
 		goto done;
 	}
-	if (s->ops->exists(s, bfile) || s->ops->exists(s, tree)) {
+	if (s->ops->exists(s, bfile)) {
 		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
+		goto done;
+	}
+	if (s->ops->exists(s, tree)) {
+		/* Files without the branch file: a fork that was interrupted (or
+		 * one being made right now). */
+		char *path = local_path(s, tree);
+		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
+			  "branch file -- a fork was interrupted there, or another is creating it now; "
+			  "if none is, remove it (rm -r %s) and run the command again",
+			  name, s->root, path ? path : tree, path ? path : tree);
+		free(path);
 		goto done;
 	}
 	if (!is_main(src)) {
@@ -1138,6 +1150,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
+	tt_fault("fork:lance-before-ref");
 	meta = json_object();
 	if (!meta ||
 	    json_object_set_new(meta, "parentBranch", is_main(src) ? json_null() : json_string(src)) ||
@@ -1350,6 +1363,85 @@ done:
 	json_decref(branches);
 	json_decref(st);
 	free(target);
+	lstore_close(&s);
+	return rc;
+}
+
+/* A temp file a create-only write leaves when killed: ".<name>.<hex>.tmp". */
+static bool temp_name(const char *n)
+{
+	size_t len = strlen(n);
+	return n[0] == '.' && len > 5 && strcmp(n + len - 4, ".tmp") == 0;
+}
+
+static bool manifest_name(const char *n)
+{
+	size_t len = strlen(n);
+	return n[0] != '.' && len > 9 && strcmp(n + len - 9, ".manifest") == 0;
+}
+
+/* tree/<name>/ holds no more than create_branch writes before the branch
+ * file: nothing but _versions/, and in it one manifest and temp files. */
+static int half_made_fork(lstore *s, const char *tree, bool *yes, tt_error *err)
+{
+	char **names = NULL, *vdir = NULL;
+	size_t n = 0, manifests = 0;
+	int rc;
+	*yes = false;
+	if ((rc = s->ops->list(s, tree, &names, &n, err)) < 0)
+		return rc;
+	bool only_versions = true;
+	for (size_t i = 0; i < n; i++)
+		only_versions &= strcmp(names[i], "_versions") == 0;
+	free_names(names, n);
+	names = NULL;
+	if (!only_versions)
+		return 0;
+	if (!(vdir = tt_asprintf("%s/_versions", tree)))
+		return loom(err);
+	if ((rc = s->ops->list(s, vdir, &names, &n, err)) == 0) {
+		bool ok = true;
+		for (size_t i = 0; i < n; i++) {
+			if (manifest_name(names[i]))
+				manifests++;
+			else if (!temp_name(names[i]))
+				ok = false;
+		}
+		*yes = ok && manifests <= 1;
+	}
+	free_names(names, n);
+	free(vdir);
+	return rc;
+}
+
+static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
+				    tt_error *err)
+{
+	lstore s;
+	char *bfile = NULL, *tree = NULL;
+	bool half = false;
+	int rc;
+	*cleared = false;
+	if (!name || is_main(name) || !branch_name_ok(name))
+		return 0;
+	if ((rc = open_store(b, loc, &s, err)) < 0)
+		return rc;
+	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name))) {
+		rc = loom(err);
+		goto done;
+	}
+	if (s.ops->exists(&s, bfile) || !s.ops->exists(&s, tree))
+		goto done;
+	if ((rc = half_made_fork(&s, tree, &half, err)) < 0 || !half)
+		goto done;
+	if ((rc = s.ops->remove_tree(&s, tree, err)) < 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	*cleared = true;
+done:
+	free(bfile);
+	free(tree);
 	lstore_close(&s);
 	return rc;
 }
@@ -1717,6 +1809,7 @@ static const tt_backend_ops lance_ops = {
 	.delete_working_ref = lance_delete_working_ref,
 	.list_working_refs = lance_list_working_refs,
 	.working_ref_blockers = lance_working_ref_blockers,
+	.clear_partial_fork = lance_clear_partial_fork,
 	.open = lance_open,
 	.diff = lance_diff,
 	.history = lance_history,

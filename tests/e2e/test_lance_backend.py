@@ -375,3 +375,42 @@ def test_corrupt_manifest_is_named_and_nothing_written(dataset, tether, table, e
     assert str(table) in proc.stderr
     assert git("rev-parse", "HEAD", cwd=dataset, env=env) == head
     assert not (table / "_refs").exists()
+
+
+# --------------------------------------------------------------------------- #
+# A fork killed half-way is finished by the rerun
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("leftover", ["manifest", "tempfile"])
+def test_fork_killed_before_its_branch_file_is_finished_by_the_rerun(dataset, tether, table, env,
+                                                                      leftover):
+    """Killed between the branch's manifest and its branch file (or while
+    the manifest was being written, leaving only a temp file), the store
+    holds tree/<branch>/ with no branch.  The same `new` again finishes the
+    fork; pylance opens the branch; repair and gc have nothing left over."""
+    tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
+    pin = tether.json("commit", "-m", "first", cwd=dataset)["pinned"]["tbl"]
+    branch = f"tether.ws.{DS}.exp"
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "fork:lance-before-ref"})
+    assert proc.returncode != 0
+    versions = table / "tree" / branch / "_versions"
+    made = sorted(versions.iterdir())
+    assert len(made) == 1 and made[0].name.endswith(".manifest")
+    assert branch not in lance.dataset(str(table)).branches.list()
+    if leftover == "tempfile":
+        # As a kill inside the manifest's write leaves it.
+        made[0].rename(versions / f".{made[0].name}.0123456789abcdef.tmp")
+
+    tether("new", "-b", "exp", "--eager", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list()
+    assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2, 3, 4]
+    assert not [p for p in versions.iterdir() if p.name.endswith(".tmp")]
+    write(table, [10], branch=branch)
+    tether("commit", "-m", "on the branch", cwd=dataset)
+    assert tether.json("verify", cwd=dataset)["tbl"]["status"] == "ok"
+    tether("repair", cwd=dataset)
+    tether("gc", "--no-dry-run", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list() and pin in ds.tags.list()
+    assert sorted(ds.checkout_version((branch, None)).to_table()["x"].to_pylist()) == [1, 2, 3, 4, 10]
