@@ -709,7 +709,7 @@ static int reload_objects(tt_repo *repo, tt_error *err)
 	return rc;
 }
 
-int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_error *err)
+int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
 	json_t *pre = NULL, *position = NULL, *wstext = NULL, *heads = json_object(), *plan_json = NULL;
@@ -720,6 +720,8 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 	char op_id[TT_OP_ID_LEN + 1];
 	int rc;
 
+	if (partial)
+		*partial = false;
 	if (strcmp(tt_plan_command(plan), "new") != 0)
 		return tt_error_set(err, TT_ECONFIG, "expected a new plan, got '%s'", tt_plan_command(plan));
 	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "new", err)) < 0)
@@ -980,9 +982,29 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 			   "failed", failed_keys);
 	json_decref(forked);
 	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
-	if (rc == 0 && why.len)
-		rc = tt_error_set(err, TT_EBACKEND, "could not fork working refs (the others were forked and "
-				  "recorded; run `new` again for the rest):%s", why.ptr);
+	if (rc == 0 && why.len) {
+		/* The bookmark, the workspace and the other forks stand: the same
+		 * command again forks the rest (see resuming_new). */
+		tt_buf again = TT_BUF_INIT;
+		tt_buf_puts(&again, "tether new");
+		if (create)
+			tt_buf_printf(&again, " -b %s", bookmark);
+		if (rev)
+			tt_buf_printf(&again, " %s", rev);
+		if (json_is_true(json_object_get(ctx, "eager")))
+			tt_buf_puts(&again, " --eager");
+		if (json_is_true(json_object_get(ctx, "shared")))
+			tt_buf_puts(&again, " --shared");
+		if (json_is_true(json_object_get(ctx, "discard")))
+			tt_buf_puts(&again, " --discard");
+		rc = tt_error_set(err, TT_EBACKEND, "could not fork every working ref (the others were forked "
+				  "and recorded):%s", why.ptr);
+		tt_error_hint(err, "fix what is named above, then run `%s` again: it finishes this `new`",
+			      again.ptr);
+		tt_buf_release(&again);
+		if (partial)
+			*partial = true;
+	}
 	tt_buf_release(&why);
 	goto done;
 
@@ -1271,8 +1293,12 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size
 		}
 		goto done;
 	}
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_engine_apply_new(repo, plan, verify, err)) < 0)
-		goto done;
+	bool partial = false;
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 ||
+	    (rc = tt_engine_apply_new(repo, plan, verify, &partial, err)) < 0) {
+		if (!partial)
+			goto done;
+	}
 	if (out)
 		*out = json_pack("{s:s?,s:O,s:O,s:O,s:{}}", "bookmark", repo->ws.bookmark, "working_refs",
 				 repo->ws.working_refs, "pending_forks", repo->ws.pending_forks, "fork_points",

@@ -414,3 +414,43 @@ def test_fork_killed_before_its_branch_file_is_finished_by_the_rerun(dataset, te
     ds = lance.dataset(str(table))
     assert branch in ds.branches.list() and pin in ds.tags.list()
     assert sorted(ds.checkout_version((branch, None)).to_table()["x"].to_pylist()) == [1, 2, 3, 4, 10]
+
+
+def test_new_that_cannot_fork_one_object_is_partial_and_its_rerun_finishes(dataset, tether, tmp_path,
+                                                                            env):
+    """`new -b X --eager` switches to X, forks the objects it can and
+    records them; one it cannot fork makes it a partial success (exit 3)
+    naming the rerun, and that literal rerun finishes it."""
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    good, bad = stores / "good.lance", stores / "bad.lance"
+    for uri in (good, bad):
+        write(uri, [1, 2], "create")
+        tether("add", uri.stem, str(uri), "--kind", "lance", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    branch = f"tether.ws.{DS}.exp"
+    # Someone else's files where bad's branch would go: not a branch, not ours.
+    (bad / "tree" / branch / "data").mkdir(parents=True)
+    (bad / "tree" / branch / "data" / "theirs.lance").write_text("x")
+
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "bad" in proc.stderr and str(bad / "tree" / branch) in proc.stderr
+    assert "`tether new -b exp --eager` again" in proc.stderr
+    assert git("symbolic-ref", "--short", "HEAD", cwd=dataset, env=env).strip() == "exp"
+    assert branch in lance.dataset(str(good)).branches.list()
+    assert (bad / "tree" / branch / "data" / "theirs.lance").exists()   # never cleared
+
+    shutil.rmtree(bad / "tree")
+    tether("new", "-b", "exp", "--eager", cwd=dataset)
+    for uri in (good, bad):
+        ds = lance.dataset(str(uri))
+        assert branch in ds.branches.list()
+        assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2]
+    ws = (dataset / ".tether/workspace.toml").read_text()
+    assert f'good = "{branch}"' in ws and f'bad = "{branch}"' in ws
+    # A bookmark this checkout did not just make is still refused.
+    tether("new", "-b", "other", cwd=dataset)
+    git("checkout", "-q", "exp", cwd=dataset, env=env)
+    proc = tether("new", "-b", "other", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "bookmark 'other' exists" in proc.stderr
