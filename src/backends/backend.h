@@ -163,6 +163,13 @@ typedef struct tt_backend_ops {
 		       const tt_expect *expected, json_t **new_state, tt_error *err);
 	int (*merge)(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
 		     const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err);
+	/* Whether promote (merge false) or merge could move the base onto
+	 * source now, moving nothing: TT_EBACKEND naming what stands in the way
+	 * (a lock file left behind, a dirty or missing checkout) and its fix.
+	 * promote asks it of every object before it moves any.  NULL: the move
+	 * itself is the only check. */
+	int (*check_move)(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
+			  tt_error *err);
 	/* *answer: 1 yes, 0 no, -1 unknown. */
 	int (*ancestor_of)(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			   const tt_target *descendant, int *answer, tt_error *err);
