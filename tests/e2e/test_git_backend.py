@@ -456,3 +456,22 @@ def test_status_of_a_store_leaves_no_index_lock(tmp_path, dataset, tether, env):
     tether("promote", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
     calls = [l for l in log.read_text().splitlines() if " status " in f" {l} "]
     assert calls and all("--no-optional-locks" in l for l in calls), calls
+
+
+def test_fork_onto_a_stale_ref_lock_is_partial_and_names_the_fix(dataset, tether, code, env):
+    """A ref lock a killed git left where the working branch goes: `new`
+    switches and records what it can, exits 3 naming the lock and the
+    rerun, and once the lock is removed that rerun finishes the fork."""
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    branch = f"tether.ws.{DS}.feat"
+    lock = code / ".git" / "refs" / "heads" / f"{branch}.lock"
+    lock.write_text("")
+    proc = tether("new", "-b", "feat", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert (f"{lock} exists: another git process is running in {code}, or one crashed; "
+            f"if none is running, remove it: rm {lock}") in proc.stderr
+    assert "`tether new -b feat --eager` again" in proc.stderr
+    lock.unlink()
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    assert head(code, env, branch) == head(code, env)
