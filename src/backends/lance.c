@@ -1078,7 +1078,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	tt_lance_manifest m;
 	tt_buf raw = TT_BUF_INIT, out = TT_BUF_INIT;
 	json_t *parent = NULL, *ident = NULL, *meta = NULL;
-	char *tree = NULL, *rel = NULL, *src_root = NULL, *text = NULL, *bfile = NULL, hex[33],
+	char *tree = NULL, *vdir = NULL, *rel = NULL, *src_root = NULL, *text = NULL, *bfile = NULL, hex[33],
 	     why[256], stamp[48];
 	int64_t now_s;
 	int32_t now_ns;
@@ -1095,15 +1095,23 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 		goto done;
 	}
-	if (s->ops->exists(s, tree)) {
-		/* Files without the branch file: a fork that was interrupted (or
-		 * one being made right now). */
-		char *path = local_path(s, tree);
+	if (!(vdir = tt_asprintf("%s/_versions", tree))) {
+		rc = loom(err);
+		goto done;
+	}
+	if (s->ops->exists(s, vdir)) {
+		/* Versions without the branch file: a fork that was interrupted
+		 * (or one being made right now). */
+		char *path = local_path(s, vdir);
 		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
 			  "branch file -- a fork was interrupted there, or another is creating it now; "
 			  "if none is, remove it (rm -r %s) and run the command again",
-			  name, s->root, path ? path : tree, path ? path : tree);
+			  name, s->root, path ? path : vdir, path ? path : vdir);
 		free(path);
+		goto done;
+	}
+	if (s->ops->exists(s, tree)) {
+		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 		goto done;
 	}
 	if (!is_main(src)) {
@@ -1181,6 +1189,7 @@ done:
 	json_decref(ident);
 	json_decref(meta);
 	free(tree);
+	free(vdir);
 	free(rel);
 	free(src_root);
 	free(text);
@@ -1380,45 +1389,34 @@ static bool manifest_name(const char *n)
 	return n[0] != '.' && len > 9 && strcmp(n + len - 9, ".manifest") == 0;
 }
 
-/* tree/<name>/ holds no more than create_branch writes before the branch
- * file: nothing but _versions/, and in it one manifest and temp files. */
-static int half_made_fork(lstore *s, const char *tree, bool *yes, tt_error *err)
+/* tree/<name>/_versions holds no more than create_branch writes there
+ * before the branch file: one manifest, and temp files. */
+static int half_made_versions(lstore *s, const char *vdir, bool *yes, tt_error *err)
 {
-	char **names = NULL, *vdir = NULL;
+	char **names = NULL;
 	size_t n = 0, manifests = 0;
+	bool ok = true;
 	int rc;
 	*yes = false;
-	if ((rc = s->ops->list(s, tree, &names, &n, err)) < 0)
+	if ((rc = s->ops->list(s, vdir, &names, &n, err)) < 0)
 		return rc;
-	bool only_versions = true;
-	for (size_t i = 0; i < n; i++)
-		only_versions &= strcmp(names[i], "_versions") == 0;
-	free_names(names, n);
-	names = NULL;
-	if (!only_versions)
-		return 0;
-	if (!(vdir = tt_asprintf("%s/_versions", tree)))
-		return loom(err);
-	if ((rc = s->ops->list(s, vdir, &names, &n, err)) == 0) {
-		bool ok = true;
-		for (size_t i = 0; i < n; i++) {
-			if (manifest_name(names[i]))
-				manifests++;
-			else if (!temp_name(names[i]))
-				ok = false;
-		}
-		*yes = ok && manifests <= 1;
+	for (size_t i = 0; i < n; i++) {
+		if (manifest_name(names[i]))
+			manifests++;
+		else if (!temp_name(names[i]))
+			ok = false;
 	}
+	*yes = ok && manifests <= 1;
 	free_names(names, n);
-	free(vdir);
-	return rc;
+	return 0;
 }
 
 static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
 				    tt_error *err)
 {
 	lstore s;
-	char *bfile = NULL, *tree = NULL;
+	char *bfile = NULL, *tree = NULL, *vdir = NULL, **left = NULL;
+	size_t nleft = 0;
 	bool half = false;
 	int rc;
 	*cleared = false;
@@ -1426,22 +1424,27 @@ static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char
 		return 0;
 	if ((rc = open_store(b, loc, &s, err)) < 0)
 		return rc;
-	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name))) {
+	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name)) ||
+	    !(vdir = tt_asprintf("%s/_versions", tree))) {
 		rc = loom(err);
 		goto done;
 	}
-	if (s.ops->exists(&s, bfile) || !s.ops->exists(&s, tree))
+	if (s.ops->exists(&s, bfile) || !s.ops->exists(&s, vdir))
 		goto done;
-	if ((rc = half_made_fork(&s, tree, &half, err)) < 0 || !half)
+	if ((rc = half_made_versions(&s, vdir, &half, err)) < 0 || !half)
 		goto done;
-	if ((rc = s.ops->remove_tree(&s, tree, err)) < 0) {
+	/* Only the versions: a branch nested under the name keeps its tree. */
+	if ((rc = s.ops->remove_tree(&s, vdir, err)) < 0 || (rc = s.ops->list(&s, tree, &left, &nleft, err)) < 0 ||
+	    (!nleft && (rc = s.ops->remove_tree(&s, tree, err)) < 0)) {
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
 	*cleared = true;
 done:
+	free_names(left, nleft);
 	free(bfile);
 	free(tree);
+	free(vdir);
 	lstore_close(&s);
 	return rc;
 }

@@ -221,20 +221,23 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 			break;
 		if (!e->command || strcmp(e->command, "new") != 0 || json_is_string(e->undone_by))
 			continue;
-		/* The newest `new`: it must be the one that made the bookmark. */
+		/* The newest `new`s, unfinished, on this bookmark: back to the one
+		 * that made it (earlier reruns may have stopped short too). */
 		json_t *ctx = json_object_get(e->plan, "context");
 		const char *bm = json_string_value(json_object_get(ctx, "bookmark"));
-		if (!json_is_true(json_object_get(ctx, "create")) || !bm || strcmp(bm, bookmark) != 0)
-			break;
 		json_t *failed = json_object_get(e->result, "failed");
 		bool unfinished = tt_op_incomplete(e) || json_is_string(failed) || json_array_size(failed);
+		if (!bm || strcmp(bm, bookmark) != 0 || !unfinished)
+			break;
+		if (!json_is_true(json_object_get(ctx, "create")))
+			continue;
 		const char *made_at = resolved;
 		if (!tt_op_incomplete(e) && json_is_string(json_object_get(json_object_get(e->result, "vcs"), "id")))
 			made_at = json_string_value(json_object_get(json_object_get(e->result, "vcs"), "id"));
 		else if (!made_at)
 			made_at = json_string_value(json_object_get(json_object_get(e->pre, "vcs"), "id"));
 		const char *now = json_string_value(json_object_get(known, bookmark));
-		*yes = unfinished && made_at && now && strcmp(made_at, now) == 0;
+		*yes = made_at && now && strcmp(made_at, now) == 0;
 		break;
 	}
 	tt_oplog_free(&log);

@@ -430,16 +430,20 @@ def test_new_that_cannot_fork_one_object_is_partial_and_its_rerun_finishes(datas
     tether("commit", "-m", "first", cwd=dataset)
     branch = f"tether.ws.{DS}.exp"
     # Someone else's files where bad's branch would go: not a branch, not ours.
-    (bad / "tree" / branch / "data").mkdir(parents=True)
-    (bad / "tree" / branch / "data" / "theirs.lance").write_text("x")
+    theirs = bad / "tree" / branch / "_versions" / "theirs.txt"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("x")
 
     proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False)
     assert proc.returncode == 3, proc.stderr
-    assert "bad" in proc.stderr and str(bad / "tree" / branch) in proc.stderr
+    assert f"[bad] lance branch {branch} is half-made" in proc.stderr
+    assert f"(rm -r {theirs.parent})" in proc.stderr
     assert "`tether new -b exp --eager` again" in proc.stderr
     assert git("symbolic-ref", "--short", "HEAD", cwd=dataset, env=env).strip() == "exp"
     assert branch in lance.dataset(str(good)).branches.list()
-    assert (bad / "tree" / branch / "data" / "theirs.lance").exists()   # never cleared
+    # The rerun does not clear what it did not leave.
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3 and theirs.exists()
 
     shutil.rmtree(bad / "tree")
     tether("new", "-b", "exp", "--eager", cwd=dataset)
@@ -454,3 +458,17 @@ def test_new_that_cannot_fork_one_object_is_partial_and_its_rerun_finishes(datas
     git("checkout", "-q", "exp", cwd=dataset, env=env)
     proc = tether("new", "-b", "other", cwd=dataset, check=False)
     assert proc.returncode == 1 and "bookmark 'other' exists" in proc.stderr
+
+
+def test_lazy_fork_killed_in_a_writable_open_is_finished_by_the_rerun(dataset, tether, table, env):
+    tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "exp", cwd=dataset)
+    branch = f"tether.ws.{DS}.exp"
+    proc = tether("open", "tbl", "--writable", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "fork:lance-before-ref"})
+    assert proc.returncode != 0 and (table / "tree" / branch / "_versions").is_dir()
+    tether("open", "tbl", "--writable", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list()
+    assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2, 3, 4]
