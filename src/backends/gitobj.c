@@ -1206,8 +1206,17 @@ static int update_ref(tt_backend *b, const char *repo, const char *branch, const
 				continue;
 			}
 		}
-		if (strstr(why, "cannot lock ref") && (rc = no_ref_lock_left(b, repo, branch, err)) < 0)
-			goto done;
+		if (strstr(why, "cannot lock ref")) {
+			/* Still where it was after the retries: a lock nobody holds
+			 * any more (a git killed mid-write) is named with the fix. */
+			free(now);
+			now = NULL;
+			if ((rc = branch_sha(b, repo, branch, &now, err)) < 0)
+				goto done;
+			if ((strcmp(now, old) == 0 || (strcmp(old, ZERO_SHA) == 0 && !now[0])) &&
+			    (rc = no_ref_lock_left(b, repo, branch, err)) < 0)
+				goto done;
+		}
 		rc = moved_or_failed(b, repo, branch, old, why, what, err);
 		goto done;
 	}
@@ -1260,9 +1269,6 @@ static int git_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 			}
 		}
 		/* Already at the source and expected there: left alone. */
-		if (!(exists[0] && strcmp(exists, sha) == 0 && strcmp(sha, old) == 0) &&
-		    (rc = no_ref_lock_left(b, repo, name, err)) < 0)
-			goto done;
 		if (!(exists[0] && strcmp(exists, sha) == 0 && strcmp(sha, old) == 0) &&
 		    (rc = update_ref(b, repo, name, sha, old, "fork", err)) < 0)
 			goto done;
