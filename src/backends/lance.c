@@ -1101,8 +1101,15 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	}
 	if (s->ops->exists(s, vdir)) {
 		/* Versions without the branch file: a fork that was interrupted
-		 * (or one being made right now). */
-		char *path = local_path(s, vdir);
+		 * (or one being made right now).  The fix names the tree when it
+		 * holds nothing else (a branch nested under the name stays). */
+		char **names = NULL;
+		size_t n = 0;
+		tt_error ignored = TT_ERROR_INIT;
+		bool alone = s->ops->list(s, tree, &names, &n, &ignored) == 0 && n == 1;
+		free_names(names, n);
+		tt_error_clear(&ignored);
+		char *path = local_path(s, alone ? tree : vdir);
 		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
 			  "branch file -- a fork was interrupted there, or another is creating it now; "
 			  "if none is, remove it (rm -r %s) and run the command again",
