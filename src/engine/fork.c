@@ -9,6 +9,10 @@
  * during `new` with --eager; `pin = "record"` objects fork at once, since
  * only a branch keeps their recorded state from expiring.  A branch holding
  * writes no commit pinned is never reset without --discard.
+ *
+ * An interrupted or partial `new` is finished by running it again: a
+ * `new -b X` that made X resumes on it (resuming_new), and a fork killed
+ * half-way has its leftover cleared first (interrupted_fork_of).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -5,9 +5,11 @@
  * merge where the kind has one, refused otherwise), and when everything
  * fast-forwarded the trunk bookmark moves to the bookmark's commit.
  *
- * The bookmark lands whole or not at all: one refusal holds the rest.
- * Merges run before fast-forwards, which run only once every merge landed;
- * every base moves only from the head the plan reviewed.
+ * The bookmark lands whole or not at all: one refusal holds the rest, and
+ * what would stop one object's move (a lock file git left, a dirty
+ * checkout: the backend's check_move) is asked of every object before any
+ * moves.  Merges run before fast-forwards, which run only once every merge
+ * landed; every base moves only from the head the plan reviewed.
  */
 #include <stdlib.h>
 #include <string.h>
