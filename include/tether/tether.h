@@ -159,6 +159,9 @@ typedef struct tt_new_opts {
  * forkable object.  With plan_json non-NULL, only plan (*plan_json,
  * *plan_text).  from_plan (may be NULL): apply that saved plan instead.
  * *out: {bookmark, working_refs, pending_forks, fork_points, adopted}.
+ * When some objects could not fork but the rest of the `new` took effect,
+ * the call fails naming them and the rerun that finishes it, and *out is
+ * set as well (a partial success).
  */
 int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, size_t from_len,
 		char **plan_json, char **plan_text, json_t **out, tt_error *err);

@@ -163,6 +163,13 @@ typedef struct tt_backend_ops {
 		       const tt_expect *expected, json_t **new_state, tt_error *err);
 	int (*merge)(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
 		     const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err);
+	/* Whether promote (merge false) or merge could move the base onto
+	 * source now, moving nothing: TT_EBACKEND naming what stands in the way
+	 * (a lock file left behind, a dirty or missing checkout) and its fix.
+	 * promote asks it of every object before it moves any.  NULL: the move
+	 * itself is the only check. */
+	int (*check_move)(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
+			  tt_error *err);
 	/* *answer: 1 yes, 0 no, -1 unknown. */
 	int (*ancestor_of)(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			   const tt_target *descendant, int *answer, tt_error *err);
@@ -202,6 +209,15 @@ typedef struct tt_backend_ops {
 	/* NEEDS_QUIESCENCE: TT_EBACKEND when writers are active. */
 	int (*check_quiescence)(tt_backend *b, const json_t *loc, const char *working_ref,
 				tt_error *err);
+
+	/* Clear what an interrupted fork of `name` left (the branch's files
+	 * written, its ref not), so the fork can be made again; a ref that
+	 * exists, or files that are more than such a leftover, are left alone.
+	 * The engine calls it only when this checkout's journal shows a fork of
+	 * that name that never finished.  *cleared: something was removed.
+	 * NULL: the kind leaves nothing half-made. */
+	int (*clear_partial_fork)(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
+				  tt_error *err);
 
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;

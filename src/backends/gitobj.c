@@ -333,6 +333,7 @@ static int git_failed(const char *const *args, const tt_proc_result *r, tt_error
 		return goom(err);
 	}
 	gerr(err, TT_EBACKEND, "git %s failed: %s", cmd.ptr, why);
+	tt_git_lock_hint(err, why, "that repository");
 	tt_buf_release(&cmd);
 	free(why);
 	return TT_EBACKEND;
@@ -573,7 +574,9 @@ static int checked_out(tt_backend *b, const char *repo, char **out, tt_error *er
 /* Uncommitted changes in the checkout (untracked files count). */
 static int worktree_dirty(tt_backend *b, const char *repo, bool *dirty, tt_error *err)
 {
-	const char *const args[] = { "status", "--porcelain", NULL };
+	/* No optional lock: a status killed (or failing on a full disk) must
+	 * not leave .git/index.lock behind to stop the next write. */
+	const char *const args[] = { "--no-optional-locks", "status", "--porcelain", NULL };
 	char *out = NULL;
 	int rc = git_run(b, repo, args, &out, err);
 	*dirty = rc == 0 && out[0] != '\0';
@@ -1121,6 +1124,36 @@ static int old_value(const tt_expect *expected, char **out, tt_error *err)
  * the branch is not at old - what the compare-and-swap refuses; anything
  * else (a locked ref, permissions) is the failure itself.
  */
+/* A lock file (git's "<file>.lock") that a git killed mid-write, or one
+ * failing on a full disk, leaves stops every later write of that file:
+ * TT_EBACKEND naming it and the fix when it is there.  lock: a path inside
+ * the git directory ("index.lock", "refs/heads/main.lock"). */
+static int no_lock_left(tt_backend *b, const char *repo, const char *lock, tt_error *err)
+{
+	const char *const args[] = { "rev-parse", "--git-path", lock, NULL };
+	char *rel = NULL, *path = NULL;
+	struct stat st;
+	int rc = git_run(b, repo, args, &rel, err);
+	if (rc < 0)
+		return rc;
+	if (!(path = rel[0] == '/' ? tt_strdup(rel) : tt_path_join(repo, rel)))
+		rc = goom(err);
+	else if (lstat(path, &st) == 0)
+		rc = gerr(err, TT_EBACKEND, "%s exists: another git process is running in %s, or one "
+			  "crashed; if none is running, remove it: rm %s", path, repo, path);
+	free(rel);
+	free(path);
+	return rc;
+}
+
+static int no_ref_lock_left(tt_backend *b, const char *repo, const char *branch, tt_error *err)
+{
+	char *lock = tt_asprintf("refs/heads/%s.lock", branch);
+	int rc = lock ? no_lock_left(b, repo, lock, err) : goom(err);
+	free(lock);
+	return rc;
+}
+
 static int moved_or_failed(tt_backend *b, const char *repo, const char *branch, const char *old,
 			   const char *why, const char *what, tt_error *err)
 {
@@ -1172,6 +1205,17 @@ static int update_ref(tt_backend *b, const char *repo, const char *branch, const
 				nanosleep(&ts, NULL);
 				continue;
 			}
+		}
+		if (strstr(why, "cannot lock ref")) {
+			/* Still where it was after the retries: a lock nobody holds
+			 * any more (a git killed mid-write) is named with the fix. */
+			free(now);
+			now = NULL;
+			if ((rc = branch_sha(b, repo, branch, &now, err)) < 0)
+				goto done;
+			if ((strcmp(now, old) == 0 || (strcmp(old, ZERO_SHA) == 0 && !now[0])) &&
+			    (rc = no_ref_lock_left(b, repo, branch, err)) < 0)
+				goto done;
 		}
 		rc = moved_or_failed(b, repo, branch, old, why, what, err);
 		goto done;
@@ -1699,6 +1743,9 @@ static int fast_forward(tt_backend *b, const char *repo, const char *base, const
 				  base);
 			goto done;
 		}
+		if ((rc = no_lock_left(b, repo, "index.lock", err)) < 0 ||
+		    (rc = no_ref_lock_left(b, repo, base, err)) < 0)
+			goto done;
 		/* `merge --ff-only` moves HEAD, the index and the files together
 		 * and has no old-value form: on this path the head compared
 		 * above is a check before the act (a commit landing in between
@@ -1773,6 +1820,84 @@ done:
 	free(target);
 	free(head);
 	free(old);
+	free(full);
+	return rc;
+}
+
+/* Whether promote (or merge) could move the base onto source now, asking
+ * the questions fast_forward and git_merge ask before they move, and
+ * moving nothing. */
+static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
+			  tt_error *err)
+{
+	char *repo = NULL, *base = NULL, *src = NULL, *target = NULL, *head = NULL, *now = NULL,
+	     *where = NULL, *full = NULL;
+	bool dirty = false;
+	int rc, anc;
+
+	if ((rc = repo_path(b, loc, &repo, err)) < 0 ||
+	    (rc = base_branch_in(b, repo, loc, &base, err)) < 0 ||
+	    (rc = source_ref(loc, source, &src, err)) < 0 ||
+	    (rc = rev_commit(b, repo, src, true, &target, err)) < 0 ||
+	    (rc = checked_out(b, repo, &now, err)) < 0)
+		goto done;
+	bool here = now && strcmp(now, base) == 0;
+	if (merge && !here) {
+		rc = gerr(err, TT_EBACKEND, "git merges into the checked-out branch; check out %s first",
+			  base);
+		goto done;
+	}
+	if (!(full = tt_asprintf("refs/heads/%s", base))) {
+		rc = goom(err);
+		goto done;
+	}
+	{
+		const char *const args[] = { "rev-parse", "--verify", full, NULL };
+		if ((rc = git_run(b, repo, args, &head, err)) < 0)
+			goto done;
+	}
+	if (strcmp(head, target) == 0)
+		goto done; /* nothing to move */
+	if (!merge) {
+		if ((rc = is_ancestor(b, repo, head, target, &anc, err)) < 0)
+			goto done;
+		if (anc != 1) {
+			rc = gerr(err, TT_EBACKEND,
+				  "%s moved to %.12s, which is not an ancestor of %.12s; merge instead",
+				  base, head, target);
+			goto done;
+		}
+	}
+	if (here) {
+		if ((rc = worktree_dirty(b, repo, &dirty, err)) < 0)
+			goto done;
+		if (dirty) {
+			rc = gerr(err, TT_EBACKEND, "%s is checked out with uncommitted changes; commit or "
+				  "stash them first", base);
+			goto done;
+		}
+		if ((rc = no_lock_left(b, repo, "index.lock", err)) < 0)
+			goto done;
+	} else {
+		if ((rc = worktree_of(b, repo, base, true, &where, err)) < 0)
+			goto done;
+		if (where) {
+			rc = gerr(err, TT_EBACKEND,
+				  "%s is checked out in %s; moving it from here would leave that "
+				  "checkout describing another commit -- promote from there, or check "
+				  "out another branch there first", base, where);
+			goto done;
+		}
+	}
+	rc = no_ref_lock_left(b, repo, base, err);
+done:
+	free(repo);
+	free(base);
+	free(src);
+	free(target);
+	free(head);
+	free(now);
+	free(where);
 	free(full);
 	return rc;
 }
@@ -1854,6 +1979,9 @@ static int git_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 			  base);
 		goto done;
 	}
+	if ((rc = no_lock_left(b, repo, "index.lock", err)) < 0 ||
+	    (rc = no_ref_lock_left(b, repo, base, err)) < 0)
+		goto done;
 	/* `git merge` works on the checkout and has no old-value form: the
 	 * reviewed head is compared right before it, a check rather than a
 	 * swap. */
@@ -2050,7 +2178,7 @@ static int empty_in(tt_backend *b, const char *repo, const json_t *loc, const js
 {
 	const char *const refs_args[] = { "for-each-ref", "--format=%(refname:short)", "refs/heads/",
 					  "refs/tags/", NULL };
-	const char *const status_args[] = { "status", "--porcelain", "--ignored",
+	const char *const status_args[] = { "--no-optional-locks", "status", "--porcelain", "--ignored",
 					    "--untracked-files=all", NULL };
 	char *base = NULL, *refs = NULL, *head = NULL, *dirty = NULL;
 	const char *s;
@@ -2172,6 +2300,7 @@ static const tt_backend_ops git_ops = {
 	.open = git_open,
 	.promote = git_promote,
 	.merge = git_merge,
+	.check_move = git_check_move,
 	.ancestor_of = git_ancestor_of,
 	.diff = git_diff,
 	.history = git_history,

@@ -39,6 +39,7 @@
 #include "backends/file.h"
 #include "formats/lance_manifest.h"
 #include "util/buf.h"
+#include "util/fault.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -1077,7 +1078,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	tt_lance_manifest m;
 	tt_buf raw = TT_BUF_INIT, out = TT_BUF_INIT;
 	json_t *parent = NULL, *ident = NULL, *meta = NULL;
-	char *tree = NULL, *rel = NULL, *src_root = NULL, *text = NULL, *bfile = NULL, hex[33],
+	char *tree = NULL, *vdir = NULL, *rel = NULL, *src_root = NULL, *text = NULL, *bfile = NULL, hex[33],
 	     why[256], stamp[48];
 	int64_t now_s;
 	int32_t now_ns;
@@ -1090,7 +1091,33 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = loom(err);
 		goto done;
 	}
-	if (s->ops->exists(s, bfile) || s->ops->exists(s, tree)) {
+	if (s->ops->exists(s, bfile)) {
+		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
+		goto done;
+	}
+	if (!(vdir = tt_asprintf("%s/_versions", tree))) {
+		rc = loom(err);
+		goto done;
+	}
+	if (s->ops->exists(s, vdir)) {
+		/* Versions without the branch file: a fork that was interrupted
+		 * (or one being made right now).  The fix names the tree when it
+		 * holds nothing else (a branch nested under the name stays). */
+		char **names = NULL;
+		size_t n = 0;
+		tt_error ignored = TT_ERROR_INIT;
+		bool alone = s->ops->list(s, tree, &names, &n, &ignored) == 0 && n == 1;
+		free_names(names, n);
+		tt_error_clear(&ignored);
+		char *path = local_path(s, alone ? tree : vdir);
+		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
+			  "branch file -- a fork was interrupted there, or another is creating it now; "
+			  "if none is, remove it (rm -r %s) and run the command again",
+			  name, s->root, path ? path : vdir, path ? path : vdir);
+		free(path);
+		goto done;
+	}
+	if (s->ops->exists(s, tree)) {
 		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 		goto done;
 	}
@@ -1138,6 +1165,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
+	tt_fault("fork:lance-before-ref");
 	meta = json_object();
 	if (!meta ||
 	    json_object_set_new(meta, "parentBranch", is_main(src) ? json_null() : json_string(src)) ||
@@ -1168,6 +1196,7 @@ done:
 	json_decref(ident);
 	json_decref(meta);
 	free(tree);
+	free(vdir);
 	free(rel);
 	free(src_root);
 	free(text);
@@ -1350,6 +1379,79 @@ done:
 	json_decref(branches);
 	json_decref(st);
 	free(target);
+	lstore_close(&s);
+	return rc;
+}
+
+/* A temp file a create-only write leaves when killed: ".<name>.<hex>.tmp". */
+static bool temp_name(const char *n)
+{
+	size_t len = strlen(n);
+	return n[0] == '.' && len > 5 && strcmp(n + len - 4, ".tmp") == 0;
+}
+
+static bool manifest_name(const char *n)
+{
+	size_t len = strlen(n);
+	return n[0] != '.' && len > 9 && strcmp(n + len - 9, ".manifest") == 0;
+}
+
+/* tree/<name>/_versions holds no more than create_branch writes there
+ * before the branch file: one manifest, and temp files. */
+static int half_made_versions(lstore *s, const char *vdir, bool *yes, tt_error *err)
+{
+	char **names = NULL;
+	size_t n = 0, manifests = 0;
+	bool ok = true;
+	int rc;
+	*yes = false;
+	if ((rc = s->ops->list(s, vdir, &names, &n, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (manifest_name(names[i]))
+			manifests++;
+		else if (!temp_name(names[i]))
+			ok = false;
+	}
+	*yes = ok && manifests <= 1;
+	free_names(names, n);
+	return 0;
+}
+
+static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
+				    tt_error *err)
+{
+	lstore s;
+	char *bfile = NULL, *tree = NULL, *vdir = NULL, **left = NULL;
+	size_t nleft = 0;
+	bool half = false;
+	int rc;
+	*cleared = false;
+	if (!name || is_main(name) || !branch_name_ok(name))
+		return 0;
+	if ((rc = open_store(b, loc, &s, err)) < 0)
+		return rc;
+	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name)) ||
+	    !(vdir = tt_asprintf("%s/_versions", tree))) {
+		rc = loom(err);
+		goto done;
+	}
+	if (s.ops->exists(&s, bfile) || !s.ops->exists(&s, vdir))
+		goto done;
+	if ((rc = half_made_versions(&s, vdir, &half, err)) < 0 || !half)
+		goto done;
+	/* Only the versions: a branch nested under the name keeps its tree. */
+	if ((rc = s.ops->remove_tree(&s, vdir, err)) < 0 || (rc = s.ops->list(&s, tree, &left, &nleft, err)) < 0 ||
+	    (!nleft && (rc = s.ops->remove_tree(&s, tree, err)) < 0)) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	*cleared = true;
+done:
+	free_names(left, nleft);
+	free(bfile);
+	free(tree);
+	free(vdir);
 	lstore_close(&s);
 	return rc;
 }
@@ -1717,6 +1819,7 @@ static const tt_backend_ops lance_ops = {
 	.delete_working_ref = lance_delete_working_ref,
 	.list_working_refs = lance_list_working_refs,
 	.working_ref_blockers = lance_working_ref_blockers,
+	.clear_partial_fork = lance_clear_partial_fork,
 	.open = lance_open,
 	.diff = lance_diff,
 	.history = lance_history,

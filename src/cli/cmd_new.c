@@ -9,7 +9,7 @@
 
 static int run_new(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
+	tt_error err = TT_ERROR_INIT, unforked = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	char *pj = NULL, *pt = NULL;
@@ -33,10 +33,17 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	};
 	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
 		goto done;
+	bool partial = false;
 	if (tt_repo_new(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
 			dry ? NULL : &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
+		/* With *out: the new took effect except for the objects named. */
+		partial = out != NULL;
+		if (!partial) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+		unforked = err;
+		err = (tt_error)TT_ERROR_INIT;
 	}
 	if (dry) {
 		rc = cli_show_plan(cmd, a, pj, pt);
@@ -47,6 +54,8 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	const char *bm = json_string_value(json_object_get(out, "bookmark"));
+	if (!bm && partial)
+		goto done;
 	if (!bm) {
 		printf("on no bookmark: read-only (`tether new -b NAME` to write)\n");
 		goto done;
@@ -77,6 +86,12 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	json_object_foreach(json_object_get(out, "pending_forks"), key, ref)
 		printf("  %s -> %s  (created on first writable open)\n", key, json_string_value(ref));
 done:
+	if (partial && rc == EXIT_OK) {
+		cli_fail(&unforked);
+		rc = EXIT_PARTIAL;
+	}
+	tt_error_clear(&unforked);
+	tt_error_clear(&err);
 	free(pj);
 	free(pt);
 	tt_buf_release(&saved);

@@ -443,6 +443,9 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	const char *message = json_string_value(json_object_get(tt_plan_context(plan), "message"));
 	if (vcs && (rc = check_on_bookmark(repo, err)) < 0)
 		goto done;
+	/* Before the first pin: a stale lock would stop the commit at its end. */
+	if (vcs && repo->vcs->ops->check_commit && (rc = repo->vcs->ops->check_commit(repo->vcs, err)) < 0)
+		goto done;
 	size_t na = tt_plan_action_count(plan);
 	outs = tt_calloc(na ? na : 1, sizeof *outs);
 	created = tt_calloc(na ? na : 1, sizeof *created);

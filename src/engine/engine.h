@@ -91,7 +91,11 @@ int tt_engine_check_preconditions(tt_repo *repo, const struct tt_plan *plan, con
 
 /* new's two halves (engine/fork.c). */
 int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, struct tt_plan **out, tt_error *err);
-int tt_engine_apply_new(tt_repo *repo, const struct tt_plan *plan, bool verify, tt_error *err);
+/* *partial (may be NULL): the error is that some objects could not fork
+ * while the rest of the `new` took effect and was recorded; the message
+ * names the rerun that finishes it. */
+int tt_engine_apply_new(tt_repo *repo, const struct tt_plan *plan, bool verify, bool *partial,
+			tt_error *err);
 
 /* promote's two halves (engine/promote.c). */
 int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, struct tt_plan **out, tt_error *err);

@@ -9,6 +9,10 @@
  * during `new` with --eager; `pin = "record"` objects fork at once, since
  * only a branch keeps their recorded state from expiring.  A branch holding
  * writes no commit pinned is never reset without --discard.
+ *
+ * An interrupted or partial `new` is finished by running it again: a
+ * `new -b X` that made X resumes on it (resuming_new), and a fork killed
+ * half-way has its leftover cleared first (interrupted_fork_of).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +81,47 @@ int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, 
 	return 0;
 }
 
+/* This checkout's journal holds an earlier operation that set out to fork
+ * `name` for key and never finished: files of that name without its ref are
+ * what it left when it was killed.  Every caller has journaled its own
+ * operation before it forks (under the checkout lock), so the newest entry
+ * is the running one and is not counted. */
+static bool interrupted_fork_of(tt_repo *repo, const char *key, const char *name)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	tt_error ignored = TT_ERROR_INIT;
+	bool found = false;
+	if (tt_oplog_read(repo->root, &log, &ignored) < 0) {
+		tt_error_clear(&ignored);
+		return false;
+	}
+	for (size_t i = 0; i + 1 < log.count && !found; i++) {
+		const tt_op_entry *e = &log.entries[i];
+		if (!tt_op_incomplete(e) || !e->command)
+			continue;
+		if (strcmp(e->command, "fork") == 0) {
+			/* A writable open's lazy fork: of what the workspace has pending. */
+			const char *p = json_string_value(json_object_get(repo->ws.pending_forks, key));
+			found = p && strcmp(p, name) == 0;
+			continue;
+		}
+		if (strcmp(e->command, "new") != 0 && strcmp(e->command, "restore") != 0)
+			continue;
+		size_t k;
+		json_t *a;
+		json_array_foreach(json_object_get(e->plan, "actions"), k, a) {
+			const char *op = json_string_value(json_object_get(a, "op"));
+			const char *ak = json_string_value(json_object_get(a, "key"));
+			const char *at = json_string_value(json_object_get(a, "target"));
+			if (op && ak && at && strcmp(op, "fork") == 0 && strcmp(ak, key) == 0 &&
+			    strcmp(at, name) == 0)
+				found = true;
+		}
+	}
+	tt_oplog_free(&log);
+	return found;
+}
+
 /* Fork branch `name` for m from its pin, moving it only from expected. */
 int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
 				 const tt_expect *expected, char **ref_out, tt_error *err)
@@ -105,6 +150,14 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 		}
 		free(msg);
 		tt_error_clear(err);
+	}
+	if (b->ops->clear_partial_fork && expected && expected->kind == TT_EXPECT_ABSENT &&
+	    interrupted_fork_of(repo, m->key, name)) {
+		/* Finish what the killed run began: its leftover goes, the fork
+		 * is made again. */
+		bool cleared = false;
+		if ((rc = b->ops->clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
+			return tt_error_object(err, m->key, m->kind);
 	}
 	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
@@ -142,6 +195,59 @@ static bool generation_suffix(const char *name)
 
 /* --- plan ------------------------------------------------------------------ */
 
+/* `new -b bookmark [rev]` run again after it created the bookmark and then
+ * was killed or could not fork every object: the checkout is still on the
+ * bookmark it made, at the commit it made it at, so the rerun finishes that
+ * `new` rather than refuse the bookmark as someone else's. */
+static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known, const char *resolved,
+			bool *yes, tt_error *err)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	char *here = NULL;
+	int rc;
+	*yes = false;
+	if (!repo->ws.bookmark || strcmp(repo->ws.bookmark, bookmark) != 0)
+		return 0;
+	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+		return rc;
+	bool on_it = here && strcmp(here, bookmark) == 0;
+	free(here);
+	if (!on_it)
+		return 0;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_oplog_read(repo->root, &log, &ignored) < 0) {
+		tt_error_clear(&ignored);
+		return 0;
+	}
+	for (size_t i = 0;; i++) {
+		const tt_op_entry *e = tt_oplog_newest(&log, i);
+		if (!e)
+			break;
+		if (!e->command || strcmp(e->command, "new") != 0 || json_is_string(e->undone_by))
+			continue;
+		/* The newest `new`s, unfinished, on this bookmark: back to the one
+		 * that made it (earlier reruns may have stopped short too). */
+		json_t *ctx = json_object_get(e->plan, "context");
+		const char *bm = json_string_value(json_object_get(ctx, "bookmark"));
+		json_t *failed = json_object_get(e->result, "failed");
+		bool unfinished = tt_op_incomplete(e) || json_is_string(failed) || json_array_size(failed);
+		if (!bm || strcmp(bm, bookmark) != 0 || !unfinished)
+			break;
+		if (!json_is_true(json_object_get(ctx, "create")))
+			continue;
+		const char *made_at = resolved;
+		if (!tt_op_incomplete(e) && json_is_string(json_object_get(json_object_get(e->result, "vcs"), "id")))
+			made_at = json_string_value(json_object_get(json_object_get(e->result, "vcs"), "id"));
+		else if (!made_at)
+			made_at = json_string_value(json_object_get(json_object_get(e->pre, "vcs"), "id"));
+		const char *now = json_string_value(json_object_get(known, bookmark));
+		*yes = made_at && now && strcmp(made_at, now) == 0;
+		break;
+	}
+	tt_oplog_free(&log);
+	return 0;
+}
+
 int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_error *err)
 {
 	tt_manifest_set at = { 0 };
@@ -161,7 +267,15 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 	bool eager = o->eager < 0 ? strcmp(repo->config.new_fork, "eager") == 0 : o->eager > 0;
 	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &known, err)) < 0)
 		goto done;
-	if (o->bookmark) {
+	bool resume = false;
+	if (o->bookmark && json_object_get(known, o->bookmark) &&
+	    (rc = resuming_new(repo, o->bookmark, known, resolved, &resume, err)) < 0)
+		goto done;
+	if (resume) {
+		/* Finish on the bookmark as it is: no switch, nothing created. */
+		bookmark = tt_strdup(o->bookmark);
+		objects = &repo->objects;
+	} else if (o->bookmark) {
 		if (json_object_get(known, o->bookmark)) {
 			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' exists; `tether new %s` joins it",
 					  o->bookmark, o->bookmark);
@@ -214,7 +328,7 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	ctx = json_pack("{s:s?,s:s?,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "rev", o->rev, "bookmark", bookmark,
+	ctx = json_pack("{s:s?,s:s?,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "rev", resume ? NULL : o->rev, "bookmark", bookmark,
 			"create", create, "shared", o->shared, "keep", o->keep, "eager", eager, "discard",
 			o->discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
 	const char *ck;
@@ -485,7 +599,7 @@ preconditions:
 		goto done;
 	{
 		json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-		json_t *params = o->rev ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		json_t *params = o->rev && !resume ? json_pack("{s:s}", "rev", o->rev) : NULL;
 		rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
 				     "manifests at the target differ from the plan; re-run the plan", err);
 		if (rc == 0)
@@ -602,7 +716,7 @@ static int reload_objects(tt_repo *repo, tt_error *err)
 	return rc;
 }
 
-int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_error *err)
+int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
 	json_t *pre = NULL, *position = NULL, *wstext = NULL, *heads = json_object(), *plan_json = NULL;
@@ -613,6 +727,8 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 	char op_id[TT_OP_ID_LEN + 1];
 	int rc;
 
+	if (partial)
+		*partial = false;
 	if (strcmp(tt_plan_command(plan), "new") != 0)
 		return tt_error_set(err, TT_ECONFIG, "expected a new plan, got '%s'", tt_plan_command(plan));
 	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "new", err)) < 0)
@@ -873,9 +989,29 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 			   "failed", failed_keys);
 	json_decref(forked);
 	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
-	if (rc == 0 && why.len)
-		rc = tt_error_set(err, TT_EBACKEND, "could not fork working refs (the others were forked and "
-				  "recorded; run `new` again for the rest):%s", why.ptr);
+	if (rc == 0 && why.len) {
+		/* The bookmark, the workspace and the other forks stand: the same
+		 * command again forks the rest (see resuming_new). */
+		tt_buf again = TT_BUF_INIT;
+		tt_buf_puts(&again, "tether new");
+		if (create)
+			tt_buf_printf(&again, " -b %s", bookmark);
+		if (rev)
+			tt_buf_printf(&again, " %s", rev);
+		if (json_is_true(json_object_get(ctx, "eager")))
+			tt_buf_puts(&again, " --eager");
+		if (json_is_true(json_object_get(ctx, "shared")))
+			tt_buf_puts(&again, " --shared");
+		if (json_is_true(json_object_get(ctx, "discard")))
+			tt_buf_puts(&again, " --discard");
+		rc = tt_error_set(err, TT_EBACKEND, "could not fork every working ref (the others were forked "
+				  "and recorded):%s", why.ptr);
+		tt_error_hint(err, "fix what is named above, then run `%s` again: it finishes this `new`",
+			      again.ptr);
+		tt_buf_release(&again);
+		if (partial)
+			*partial = true;
+	}
 	tt_buf_release(&why);
 	goto done;
 
@@ -1164,8 +1300,12 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size
 		}
 		goto done;
 	}
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_engine_apply_new(repo, plan, verify, err)) < 0)
-		goto done;
+	bool partial = false;
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 ||
+	    (rc = tt_engine_apply_new(repo, plan, verify, &partial, err)) < 0) {
+		if (!partial)
+			goto done;
+	}
 	if (out)
 		*out = json_pack("{s:s?,s:O,s:O,s:O,s:{}}", "bookmark", repo->ws.bookmark, "working_refs",
 				 repo->ws.working_refs, "pending_forks", repo->ws.pending_forks, "fork_points",

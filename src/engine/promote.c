@@ -5,9 +5,11 @@
  * merge where the kind has one, refused otherwise), and when everything
  * fast-forwarded the trunk bookmark moves to the bookmark's commit.
  *
- * The bookmark lands whole or not at all: one refusal holds the rest.
- * Merges run before fast-forwards, which run only once every merge landed;
- * every base moves only from the head the plan reviewed.
+ * The bookmark lands whole or not at all: one refusal holds the rest, and
+ * what would stop one object's move (a lock file git left, a dirty
+ * checkout: the backend's check_move) is asked of every object before any
+ * moves.  Merges run before fast-forwards, which run only once every merge
+ * landed; every base moves only from the head the plan reviewed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -523,6 +525,22 @@ static void move_one(size_t i, void *ctx)
 		tt_error_object(&j->err, j->key, j->kind);
 }
 
+/* Could this job's base move now?  Asked of every job before any moves. */
+static void check_one(size_t i, void *ctx)
+{
+	move_job *j = &((move_job *)ctx)[i];
+	tt_backend *b;
+	j->err = (tt_error)TT_ERROR_INIT;
+	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0 || !b->ops->check_move)
+		goto done;
+	tt_target what = { .kind = TT_TARGET_STATE, .state = json_object_get(j->params, "target_state") };
+	b->ops->check_move(b, json_object_get(j->params, "locator"), &what, strcmp(j->op, "merge") == 0,
+			   &j->err);
+done:
+	if (j->err.code)
+		tt_error_object(&j->err, j->key, j->kind);
+}
+
 int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
@@ -578,6 +596,31 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 			else
 				nff++;
 		}
+	/* Whole or not at all: what would stop one object (a lock file left
+	 * behind, a dirty checkout) is found before any object moves. */
+	tt_engine_prepare(repo);
+	if (nmerge + nff && (rc = tt_engine_fanout(nmerge + nff, check_one, jobs, err)) < 0)
+		goto done;
+	{
+		tt_buf names = TT_BUF_INIT;
+		for (size_t i = 0; i < nmerge + nff; i++)
+			if (jobs[i].err.code) {
+				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", jobs[i].key);
+				json_object_set_new(failed, jobs[i].key, json_string(tt_error_text(&jobs[i].err)));
+			}
+		for (size_t i = 0; names.len && i < nmerge + nff; i++)
+			if (!jobs[i].err.code) {
+				char *h = tt_asprintf("would %s: held because %s cannot move now, and a bookmark "
+						      "lands whole or not at all", jobs[i].op, names.ptr);
+				json_object_set_new(held, jobs[i].key, json_string(h ? h : ""));
+				free(h);
+			}
+		for (size_t i = 0; i < nmerge + nff; i++)
+			tt_error_clear(&jobs[i].err);
+		if (names.len)
+			nmerge = nff = 0; /* nothing moves, nothing to journal */
+		tt_buf_release(&names);
+	}
 	if (nmerge + nff) {
 		tt_buf wb = TT_BUF_INIT;
 		rc = tt_workspace_render(&wb, &repo->ws, err);

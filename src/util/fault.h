@@ -4,7 +4,8 @@
  * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
  * "commit:before-vcs-commit", "commit:after-vcs-commit", ...,
  * "fs:before-rename": every atomic file write, its temporary written and
- * not yet renamed into place); when the
+ * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
+ * between the branch's manifest and its branch file); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave
  * things.  Tests then check that rerunning the command, `repair` or `gc`

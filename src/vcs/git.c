@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/fs.h"
 #include "util/mem.h"
@@ -24,6 +25,50 @@ static const char *const isolation[] = {
 #define NISO (sizeof isolation / sizeof isolation[0])
 
 #define GIT_OUTPUT_CAP ((size_t)512 << 20)
+
+static void chomp(tt_buf *b);
+
+static char *lock_in(const char *why)
+{
+	const char *start = why ? strstr(why, "Unable to create '") : NULL;
+	const char *end = start ? strstr(start, ".lock': File exists") : NULL;
+	if (!end)
+		return NULL;
+	start += strlen("Unable to create '");
+	return tt_strndup(start, (size_t)(end - start) + strlen(".lock"));
+}
+
+void tt_git_lock_hint(tt_error *err, const char *why, const char *dir)
+{
+	char *lock = lock_in(why);
+	if (lock && tt_exists(lock))
+		tt_error_hint(err, "%s exists: another git process is running in %s, or one crashed; if none "
+			      "is running, remove it: rm %s", lock, dir, lock);
+	free(lock);
+}
+
+int tt_git_no_lock_left(const char *exe, const char *dir, const char *lock, tt_error *err)
+{
+	const char *const args[] = { "rev-parse", "--git-path", lock, NULL };
+	tt_buf rel = TT_BUF_INIT;
+	char *path = NULL;
+	struct stat st;
+	int rc = tt_git_run(exe, dir, args, &rel, false, NULL, err);
+	if (rc < 0)
+		goto done;
+	chomp(&rel);
+	if (!rel.ptr || !rel.ptr[0])
+		goto done;
+	if (!(path = rel.ptr[0] == '/' ? tt_strdup(rel.ptr) : tt_path_join(dir, rel.ptr)))
+		rc = tt_error_oom(err);
+	else if (lstat(path, &st) == 0)
+		rc = tt_error_set(err, TT_EVCS, "%s exists: another git process is running in %s, or one "
+				  "crashed; if none is running, remove it: rm %s", path, dir, path);
+done:
+	tt_buf_release(&rel);
+	free(path);
+	return rc;
+}
 
 int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
 		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
@@ -56,6 +101,7 @@ int tt_git_run_input(const char *exe, const char *dir, const char *const *args, 
 			while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
 				wl--;
 			rc = tt_error_set(err, TT_EVCS, "command failed (git %s): %.*s", cmd.ptr, (int)wl, why);
+			tt_git_lock_hint(err, why, dir);
 			tt_buf_release(&cmd);
 		} else if (out) {
 			tt_buf_put(out, r.out.ptr, r.out.len);
@@ -796,6 +842,7 @@ static int git_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out
 
 	*out = false;
 	av_add(&a, "--literal-pathspecs");
+	av_add(&a, "--no-optional-locks"); /* a status must never leave index.lock */
 	av_add(&a, "status");
 	av_add(&a, "--porcelain");
 	av_add(&a, "--untracked-files=all");
@@ -988,6 +1035,11 @@ done:
 	tt_buf_release(&there);
 	tt_buf_release(&missing);
 	return rc;
+}
+
+static int git_check_commit(tt_vcs *v, tt_error *err)
+{
+	return tt_git_no_lock_left(v->exe, v->root, "index.lock", err);
 }
 
 static int git_position(tt_vcs *v, json_t **out, tt_error *err)
@@ -1223,6 +1275,7 @@ static const tt_vcs_ops git_ops = {
 	.workspace_roots = git_workspace_roots,
 	.dirty = git_dirty,
 	.commit = git_commit,
+	.check_commit = git_check_commit,
 	.position = git_position,
 	.goto_position = git_goto_position,
 	.uncommit = git_uncommit,

@@ -138,6 +138,9 @@ typedef struct tt_vcs_ops {
 	 */
 	int (*commit)(tt_vcs *v, const char *const *relpaths, size_t n, const char *message,
 		      const char *advance, char **out, tt_error *err);
+	/* Nothing a crashed VCS process left stops a commit now (git: a
+	 * .git/index.lock): TT_EVCS naming it and the fix.  NULL: no check. */
+	int (*check_commit)(tt_vcs *v, tt_error *err);
 	/* Where the working copy is, as data goto_position returns to: {kind,
 	 * id, commit, ...}; git adds branch (null when detached; id and commit
 	 * are null on an unborn branch), jj parent and empty. */
@@ -191,6 +194,13 @@ extern const char *const tt_git_env_unset[];
  * unless allow_fail (then *status tells). */
 int tt_git_run(const char *exe, const char *dir, const char *const *args, tt_buf *out,
 	       bool allow_fail, int *status, tt_error *err);
+/* When git's stderr (why) says a lock file of dir's repository exists,
+ * hint at removing it: a git killed mid-write, or one failing on a full
+ * disk, leaves it and it stops every later write there. */
+void tt_git_lock_hint(tt_error *err, const char *why, const char *dir);
+/* TT_EVCS "<path> exists: ... remove it: rm <path>" when lock (a path in
+ * dir's git directory, "index.lock") is there; 0 when not. */
+int tt_git_no_lock_left(const char *exe, const char *dir, const char *lock, tt_error *err);
 /* tt_git_run with input (len bytes) written to git's stdin. */
 int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
 		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err);

@@ -387,3 +387,91 @@ def test_secrets_git_path_runs_object_git(dataset, tether, code, env, tmp_path):
     calls = log.read_text().splitlines()
     assert any(f"-C {code}" in c and "tag" in c.split() for c in calls), calls
     assert tags(code, env) == [pin]
+
+
+# --------------------------------------------------------------------------- #
+# A lock git left behind: reported with the fix, and promote moves nothing
+# --------------------------------------------------------------------------- #
+def two_stores_on_a_bookmark(tmp_path, dataset, tether, env):
+    """Stores a and b (main checked out), each with a commit on the
+    bookmark's working branch, committed in the dataset."""
+    stores = []
+    for name in ("a", "b"):
+        repo = tmp_path / "stores" / name
+        repo.mkdir(parents=True)
+        git("init", "-q", "-b", "main", cwd=repo, env=env)
+        commit_file(repo, "f.txt", "one\n", env, "one")
+        tether("add", str(repo), "--kind", "git", cwd=dataset)
+        stores.append(repo)
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    branch = f"tether.ws.{DS}.feat"
+    for repo in stores:
+        git("checkout", "-q", branch, cwd=repo, env=env)
+        commit_file(repo, "f.txt", "two\n", env, "two")
+        git("checkout", "-q", "main", cwd=repo, env=env)
+    tether("commit", "-m", "on feat", cwd=dataset)
+    return stores
+
+
+def head(repo: Path, env, ref: str = "main") -> str:
+    return git("rev-parse", ref, cwd=repo, env=env).strip()
+
+
+def test_promote_with_a_stale_index_lock_moves_nothing_and_says_how_to_fix(tmp_path, dataset, tether,
+                                                                          env):
+    """A store's .git/index.lock (a git killed, or failing on a full disk,
+    leaves it) would stop its fast-forward after the other store's landed:
+    promote checks every object first and moves none, naming the lock and
+    the command that clears it; once cleared, it lands whole."""
+    a, b = two_stores_on_a_bookmark(tmp_path, dataset, tether, env)
+    before = {r: head(r, env) for r in (a, b)}
+    trunk = head(dataset, env, "main")
+    lock = b / ".git" / "index.lock"
+    lock.write_text("")
+
+    proc = tether("promote", cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert (f"{lock} exists: another git process is running in {b}, or one crashed; "
+            f"if none is running, remove it: rm {lock}") in out
+    assert {r: head(r, env) for r in (a, b)} == before
+    assert head(dataset, env, "main") == trunk
+
+    lock.unlink()
+    tether("promote", cwd=dataset)
+    branch = f"tether.ws.{DS}.feat"
+    assert all(head(r, env) == head(r, env, branch) for r in (a, b))
+    assert head(dataset, env, "main") != trunk
+
+
+def test_status_of_a_store_leaves_no_index_lock(tmp_path, dataset, tether, env):
+    """tether's own `git status` in a store takes no optional lock, so a
+    kill (or a full disk) there cannot leave .git/index.lock behind."""
+    a, b = two_stores_on_a_bookmark(tmp_path, dataset, tether, env)
+    log = tmp_path / "git-calls"
+    wrapper = tmp_path / "git-wrapper"
+    wrapper.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec git \"$@\"\n")
+    wrapper.chmod(0o755)
+    tether("promote", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
+    calls = [l for l in log.read_text().splitlines() if " status " in f" {l} "]
+    assert calls and all("--no-optional-locks" in l for l in calls), calls
+
+
+def test_fork_onto_a_stale_ref_lock_is_partial_and_names_the_fix(dataset, tether, code, env):
+    """A ref lock a killed git left where the working branch goes: `new`
+    switches and records what it can, exits 3 naming the lock and the
+    rerun, and once the lock is removed that rerun finishes the fork."""
+    tether("add", str(code), "--kind", "git", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    branch = f"tether.ws.{DS}.feat"
+    lock = code / ".git" / "refs" / "heads" / f"{branch}.lock"
+    lock.write_text("")
+    proc = tether("new", "-b", "feat", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert (f"{lock} exists: another git process is running in {code}, or one crashed; "
+            f"if none is running, remove it: rm {lock}") in proc.stderr
+    assert "`tether new -b feat --eager` again" in proc.stderr
+    lock.unlink()
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    assert head(code, env, branch) == head(code, env)

@@ -375,3 +375,100 @@ def test_corrupt_manifest_is_named_and_nothing_written(dataset, tether, table, e
     assert str(table) in proc.stderr
     assert git("rev-parse", "HEAD", cwd=dataset, env=env) == head
     assert not (table / "_refs").exists()
+
+
+# --------------------------------------------------------------------------- #
+# A fork killed half-way is finished by the rerun
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("leftover", ["manifest", "tempfile"])
+def test_fork_killed_before_its_branch_file_is_finished_by_the_rerun(dataset, tether, table, env,
+                                                                      leftover):
+    """Killed between the branch's manifest and its branch file (or while
+    the manifest was being written, leaving only a temp file), the store
+    holds tree/<branch>/ with no branch.  The same `new` again finishes the
+    fork; pylance opens the branch; repair and gc have nothing left over."""
+    tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
+    pin = tether.json("commit", "-m", "first", cwd=dataset)["pinned"]["tbl"]
+    branch = f"tether.ws.{DS}.exp"
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "fork:lance-before-ref"})
+    assert proc.returncode != 0
+    versions = table / "tree" / branch / "_versions"
+    made = sorted(versions.iterdir())
+    assert len(made) == 1 and made[0].name.endswith(".manifest")
+    assert branch not in lance.dataset(str(table)).branches.list()
+    if leftover == "tempfile":
+        # As a kill inside the manifest's write leaves it.
+        made[0].rename(versions / f".{made[0].name}.0123456789abcdef.tmp")
+
+    tether("new", "-b", "exp", "--eager", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list()
+    assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2, 3, 4]
+    assert not [p for p in versions.iterdir() if p.name.endswith(".tmp")]
+    write(table, [10], branch=branch)
+    tether("commit", "-m", "on the branch", cwd=dataset)
+    assert tether.json("verify", cwd=dataset)["tbl"]["status"] == "ok"
+    tether("repair", cwd=dataset)
+    tether("gc", "--no-dry-run", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list() and pin in ds.tags.list()
+    assert sorted(ds.checkout_version((branch, None)).to_table()["x"].to_pylist()) == [1, 2, 3, 4, 10]
+
+
+def test_new_that_cannot_fork_one_object_is_partial_and_its_rerun_finishes(dataset, tether, tmp_path,
+                                                                            env):
+    """`new -b X --eager` switches to X, forks the objects it can and
+    records them; one it cannot fork makes it a partial success (exit 3)
+    naming the rerun, and that literal rerun finishes it."""
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    good, bad = stores / "good.lance", stores / "bad.lance"
+    for uri in (good, bad):
+        write(uri, [1, 2], "create")
+        tether("add", uri.stem, str(uri), "--kind", "lance", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    branch = f"tether.ws.{DS}.exp"
+    # Someone else's files where bad's branch would go: not a branch, not ours.
+    theirs = bad / "tree" / branch / "_versions" / "theirs.txt"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("x")
+
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert f"[bad] lance branch {branch} is half-made" in proc.stderr
+    assert f"(rm -r {theirs.parent.parent})" in proc.stderr
+    assert "`tether new -b exp --eager` again" in proc.stderr
+    assert git("symbolic-ref", "--short", "HEAD", cwd=dataset, env=env).strip() == "exp"
+    assert branch in lance.dataset(str(good)).branches.list()
+    # The rerun does not clear what it did not leave.
+    proc = tether("new", "-b", "exp", "--eager", cwd=dataset, check=False)
+    assert proc.returncode == 3 and theirs.exists()
+
+    shutil.rmtree(bad / "tree")
+    tether("new", "-b", "exp", "--eager", cwd=dataset)
+    for uri in (good, bad):
+        ds = lance.dataset(str(uri))
+        assert branch in ds.branches.list()
+        assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2]
+    ws = (dataset / ".tether/workspace.toml").read_text()
+    assert f'good = "{branch}"' in ws and f'bad = "{branch}"' in ws
+    # A bookmark this checkout did not just make is still refused.
+    tether("new", "-b", "other", cwd=dataset)
+    git("checkout", "-q", "exp", cwd=dataset, env=env)
+    proc = tether("new", "-b", "other", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "bookmark 'other' exists" in proc.stderr
+
+
+def test_lazy_fork_killed_in_a_writable_open_is_finished_by_the_rerun(dataset, tether, table, env):
+    tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "exp", cwd=dataset)
+    branch = f"tether.ws.{DS}.exp"
+    proc = tether("open", "tbl", "--writable", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "fork:lance-before-ref"})
+    assert proc.returncode != 0 and (table / "tree" / branch / "_versions").is_dir()
+    tether("open", "tbl", "--writable", cwd=dataset)
+    ds = lance.dataset(str(table))
+    assert branch in ds.branches.list()
+    assert ds.checkout_version((branch, None)).to_table()["x"].to_pylist() == [1, 2, 3, 4]

@@ -35,3 +35,25 @@ def test_pull_moves_an_at_object_onto_the_branch(git_repo, tether, store, mem):
     out = tether.json("pull", cwd=git_repo)
     assert "m1" in out["committed"]
     assert "\nat = " not in (git_repo / ".tether/objects/m1.toml").read_text()
+
+
+def test_a_stale_index_lock_in_the_dataset_stops_pull_and_commit_before_they_pin(dataset, tether, mem):
+    """The dataset's .git/index.lock (a git killed, or failing on a full
+    disk, leaves it) would stop the commit after the pins were made: pull
+    and commit find it first, name it and the fix, and change nothing."""
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"up": 1})
+    lock = dataset / ".git" / "index.lock"
+    lock.write_text("")
+    tags = mem.show("sys1")["tags"]
+    ops = (dataset / ".tether/ops.jsonl").read_text()
+    for command in (["pull"], ["commit", "-m", "second"]):
+        proc = tether(*command, cwd=dataset, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert (f"{lock} exists: another git process is running in {dataset}, or one crashed; "
+                f"if none is running, remove it: rm {lock}") in proc.stderr
+        assert mem.show("sys1")["tags"] == tags
+        assert (dataset / ".tether/ops.jsonl").read_text() == ops
+    lock.unlink()
+    out = tether.json("pull", cwd=dataset)
+    assert "m1" in out["committed"] and out["vcs_commit"]
