@@ -1,0 +1,94 @@
+"""Interrupted commands finish by running them again: pull and undo killed
+at each of their fault points (TETHER_FAULT), and the journal closing what
+a rerun, repair or gc finished so that gc can release an interrupted
+commit's pins once nothing needs them."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import git
+from test_commit import DS, dataset, mem, store  # noqa: F401  (fixtures)
+
+PIN0 = f"tether.{DS}.fc778424e1b91640"
+
+
+def journal(root):
+    return [json.loads(l) for l in (root / ".tether/ops.jsonl").read_text().splitlines() if l.strip()]
+
+
+def incomplete(root):
+    lines = journal(root)
+    done = {l["done"] for l in lines if "done" in l}
+    return [l for l in lines if l.get("status") == "started" and l["id"] not in done]
+
+
+def pin_of(root, key):
+    text = (root / ".tether/objects" / f"{key}.toml").read_text()
+    return text.split('ref = "')[1].split('"')[0] if "[pin]" in text else None
+
+
+def state_of(root, key):
+    text = (root / ".tether/objects" / f"{key}.toml").read_text()
+    return text.split('snapshot_id = "')[1].split('"')[0]
+
+
+def pulled(dataset, tether, mem, env):
+    """The dataset after `commit` then a pull of one upstream write."""
+    tether("commit", "-m", "first", cwd=dataset)
+    sid = mem("sys1", {"up": 1})
+    start = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    return sid, start
+
+
+def check_pull_result(dataset, tether, mem, env, sid, start):
+    """What an uninterrupted pull leaves: one commit on top of where it
+    started carrying the pulled manifest, its pin at the pulled state, a
+    clean working tree, no pin left over, nothing incomplete."""
+    head = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    assert git("rev-parse", "HEAD~1", cwd=dataset, env=env).strip() == start
+    assert git("log", "-1", "--format=%s", cwd=dataset, env=env).strip() == "pull main: 1 object"
+    assert git("status", "--porcelain", cwd=dataset, env=env).strip() == ""
+    assert state_of(dataset, "m1") == sid
+    tags = {t: s for t, s in mem.show("sys1")["tags"].items() if t.startswith(f"tether.{DS}.")}
+    assert tags[pin_of(dataset, "m1")] == sid
+    assert set(tags) == {PIN0, pin_of(dataset, "m1")}
+    assert incomplete(dataset) == []
+    ops = tether.json("ops", cwd=dataset)
+    assert all(o["status"] == "done" for o in ops)
+    assert "INCOMPLETE" not in tether("ops", cwd=dataset).stdout
+    assert tether("verify", cwd=dataset).returncode == 0
+    # The pull is what `undo` takes back.
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "pull" and out["irreversible"] == []
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == start
+    return head
+
+
+@pytest.mark.parametrize("point", ["pull:after-journal", "pull:after-pin", "pull:after-manifests",
+                                   "pull:before-vcs-commit", "pull:after-vcs-commit"])
+def test_pull_killed_then_rerun_finishes_it(dataset, tether, mem, env, point):
+    sid, start = pulled(dataset, tether, mem, env)
+    proc = tether("pull", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    tether("pull", cwd=dataset)
+    check_pull_result(dataset, tether, mem, env, sid, start)
+
+
+def test_pull_rerun_leaves_the_users_own_edits_alone(dataset, tether, mem, env):
+    pulled(dataset, tether, mem, env)
+    proc = tether("pull", cwd=dataset, check=False, env={"TETHER_FAULT": "pull:before-vcs-commit"})
+    assert proc.returncode != 0
+    m2 = dataset / ".tether/objects/m2.toml"
+    m2.write_text(m2.read_text() + "# mine\n")
+    proc = tether("pull", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "uncommitted edits" in proc.stderr
+    assert m2.read_text().endswith("# mine\n")
+
+
+def test_pull_fault_points_are_not_commits(dataset, tether, mem):
+    """A pull is killed at its own points, not at commit's."""
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"up": 1})
+    tether("pull", cwd=dataset, env={"TETHER_FAULT": "commit:after-pin"})
