@@ -92,3 +92,82 @@ def test_pull_fault_points_are_not_commits(dataset, tether, mem):
     tether("commit", "-m", "first", cwd=dataset)
     mem("sys1", {"up": 1})
     tether("pull", cwd=dataset, env={"TETHER_FAULT": "commit:after-pin"})
+
+
+# --- undo ------------------------------------------------------------------------
+
+
+def two_commits(dataset, tether, mem, env):
+    tether("commit", "-m", "first", cwd=dataset)
+    first = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    mem("sys1", {"x": 1})
+    tether("commit", "-m", "second", cwd=dataset)
+    second = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    return first, second
+
+
+def check_undo_result(dataset, tether, env, first, second):
+    """What an uninterrupted undo of the second commit leaves."""
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == first
+    assert "objects/m1.toml" in git("status", "--porcelain", cwd=dataset, env=env)
+    assert incomplete(dataset) == []
+    ops = tether.json("ops", cwd=dataset)
+    undos = [o for o in ops if o["command"] == "undo"]
+    assert len(undos) == 1 and undos[0]["status"] == "done"
+    second_op = next(o for o in ops if o["command"] == "commit" and o["result"].get("vcs_commit") == second)
+    assert second_op["undone_by"] == undos[0]["id"]
+    assert "INCOMPLETE" not in tether("ops", cwd=dataset).stdout
+
+
+@pytest.mark.parametrize("point", ["undo:after-journal", "undo:after-uncommit", "undo:after-restore"])
+def test_undo_killed_then_rerun_finishes_it(dataset, tether, mem, env, point):
+    first, second = two_commits(dataset, tether, mem, env)
+    proc = tether("undo", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit" and out["irreversible"] == []
+    check_undo_result(dataset, tether, env, first, second)
+    # The first commit is still there, and is what the next undo takes back.
+    parent = git("rev-parse", f"{first}~1", cwd=dataset, env=env).strip()
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit" and out["irreversible"] == []
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == parent
+
+
+def drop_tag(store_path, tag):
+    data = json.loads(store_path.read_text())
+
+    def walk(node):
+        if isinstance(node, dict):
+            if tag in node:
+                del node[tag]
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(data)
+    store_path.write_text(json.dumps(data))
+
+
+def test_undo_killed_then_repair_then_undo_finishes_it(dataset, tether, mem, env, store):
+    first, second = two_commits(dataset, tether, mem, env)
+    proc = tether("undo", cwd=dataset, check=False, env={"TETHER_FAULT": "undo:after-uncommit"})
+    assert proc.returncode != 0
+    pin = pin_of(dataset, "m1")
+    drop_tag(store, pin)
+    out = tether.json("repair", cwd=dataset)
+    assert out["repinned"]
+    assert tether.json("ops", cwd=dataset)[0]["command"] == "repair"
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit"
+    check_undo_result(dataset, tether, env, first, second)
+
+
+def test_undo_after_a_repair_reaches_past_it(dataset, tether, mem, env, store):
+    first, second = two_commits(dataset, tether, mem, env)
+    drop_tag(store, pin_of(dataset, "m1"))
+    assert tether.json("repair", cwd=dataset)["repinned"]
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit"
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == first
