@@ -1953,6 +1953,19 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 		return rc;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		return rc;
+	/* Interrupted commits and pulls the checkout has moved past since, with
+	 * no uncommitted manifests left of them, are closed first: the pins
+	 * they cut are then weighed like any other. */
+	if (!o->dry_run) {
+		json_t *moot = NULL;
+		if ((rc = repo_lock(repo, &rlock, err)) < 0 ||
+		    (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_MOVED, &moot, err)) < 0 ||
+		    (rc = tt_engine_close_interrupted(repo, moot, NULL, "gc", err)) < 0) {
+			json_decref(moot);
+			goto done;
+		}
+		json_decref(moot);
+	}
 	/* Plan and apply under one lock: nothing in this checkout moves between. */
 	if ((rc = plan_gc(repo, o, &plan, err)) < 0)
 		goto done;
@@ -1961,8 +1974,7 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 			rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = repo_lock(repo, &rlock, err)) == 0)
-		rc = apply_gc(repo, plan, out, err);
+	rc = apply_gc(repo, plan, out, err);
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);

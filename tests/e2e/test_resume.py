@@ -171,3 +171,97 @@ def test_undo_after_a_repair_reaches_past_it(dataset, tether, mem, env, store):
     out = tether.json("undo", cwd=dataset)
     assert out["command"] == "commit"
     assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == first
+
+
+# --- the journal closes what was finished -----------------------------------------
+
+
+def dataset_tags(mem):
+    return {t for t in mem.show("sys1")["tags"] if t.startswith(f"tether.{DS}.")}
+
+
+def crashed_commit(dataset, tether, mem, point="commit:after-pin"):
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"x": 1})
+    proc = tether("commit", "-m", "second", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    leaked = dataset_tags(mem) - {PIN0}
+    assert len(leaked) == 1
+    return leaked.pop()
+
+
+def test_rerun_of_a_crashed_commit_closes_it_and_gc_releases_its_pin(dataset, tether, mem):
+    leaked = crashed_commit(dataset, tether, mem)
+    mem("sys1", {"x": 2})     # the state it pinned is never committed
+    tether("commit", "-m", "second", cwd=dataset)
+    assert incomplete(dataset) == []
+    now = pin_of(dataset, "m1")
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert dataset_tags(mem) == {PIN0, now}
+    assert leaked != now
+    assert tether("verify", cwd=dataset).returncode == 0
+
+
+def test_repair_closes_a_crashed_commit_and_gc_releases_its_pin(dataset, tether, mem):
+    leaked = crashed_commit(dataset, tether, mem)
+    tether("repair", cwd=dataset)
+    assert incomplete(dataset) == []
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert leaked not in dataset_tags(mem) and PIN0 in dataset_tags(mem)
+    assert tether("verify", cwd=dataset).returncode == 0
+    # Rerunning the commit afterwards cuts the same pin again.
+    tether("commit", "-m", "second", cwd=dataset)
+    assert pin_of(dataset, "m1") == leaked and leaked in dataset_tags(mem)
+
+
+def test_gc_closes_a_crashed_commit_the_checkout_moved_past(dataset, tether, mem, env):
+    leaked = crashed_commit(dataset, tether, mem)
+    (dataset / "README").write_text("moved on\n")
+    git("commit", "-q", "-am", "unrelated", cwd=dataset, env=env)
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert incomplete(dataset) == []
+    assert leaked not in dataset_tags(mem) and PIN0 in dataset_tags(mem)
+
+
+def test_gc_keeps_the_pins_of_a_crash_with_uncommitted_manifests(dataset, tether, mem, env):
+    leaked = crashed_commit(dataset, tether, mem, "commit:before-vcs-commit")
+    (dataset / "README").write_text("moved on\n")
+    git("commit", "-q", "-m", "unrelated", "README", cwd=dataset, env=env)
+    tether("repair", cwd=dataset)
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert incomplete(dataset)
+    assert leaked in dataset_tags(mem)
+
+
+@pytest.mark.parametrize("point", ["commit:after-journal", "commit:after-pin", "commit:after-manifests",
+                                   "commit:before-vcs-commit", "commit:after-vcs-commit"])
+def test_crashed_commit_shows_complete_after_its_rerun(dataset, tether, mem, env, point):
+    tether("commit", "-m", "first", cwd=dataset)
+    start = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    mem("sys1", {"x": 1})
+    proc = tether("commit", "-m", "second", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0
+    [entry] = incomplete(dataset)
+    tether("commit", "-m", "second", cwd=dataset)
+    assert incomplete(dataset) == []
+    assert "INCOMPLETE" not in tether("ops", cwd=dataset).stdout
+    ops = {o["id"]: o for o in tether.json("ops", cwd=dataset)}
+    assert ops[entry["id"]]["status"] == "done"
+    assert git("rev-parse", "HEAD~1", cwd=dataset, env=env).strip() == start
+    assert git("status", "--porcelain", cwd=dataset, env=env).strip() == ""
+    # One undo takes the second commit back, whichever run landed it.
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit" and out["irreversible"] == []
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == start
+    if point == "commit:after-vcs-commit":
+        assert out["undone"] == entry["id"]     # it had landed: finished, not superseded
+    # Nothing of the second commit is left to undo: the next undo is the first's.
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "commit"
+
+
+def test_tether_vcs_reads_the_closing_records(dataset, tether, ref, mem):
+    crashed_commit(dataset, tether, mem)
+    tether("commit", "-m", "second", cwd=dataset)
+    proc = ref("ops", cwd=dataset)
+    assert proc.returncode == 0 and "INCOMPLETE" not in proc.stdout
