@@ -242,8 +242,22 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 			add_line(r->skipped, "%s: object no longer registered; %s left", key, json_string_value(ref));
 			continue;
 		}
-		if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->delete_working_ref &&
-		    b->ops->delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
+		json_t *refs = NULL;
+		bool gone = false;
+		/* Finishing an interrupted undo: a branch it deleted is gone already. */
+		if (r->resuming && tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->list_working_refs &&
+		    b->ops->list_working_refs(b, m->locator, &refs, &derr) == 0) {
+			size_t k;
+			json_t *x;
+			gone = true;
+			json_array_foreach(refs, k, x) gone &= strcmp(json_string_value(x), json_string_value(ref)) != 0;
+		}
+		json_decref(refs);
+		tt_error_clear(&derr);
+		if (gone)
+			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
+		else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->delete_working_ref &&
+			 b->ops->delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
 		else {
 			char *msg = tt_asprintf("%s: could not delete %s: %s", key, json_string_value(ref),
@@ -471,6 +485,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					json_decref(now);
 					goto failed;
 				}
+				tt_fault("undo:after-vcs");
 				json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
 				went_back = true;
 				tt_manifest_set fresh;
@@ -478,6 +493,11 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					tt_manifests_release(&repo->objects);
 					repo->objects = fresh;
 				}
+			} else if (r.resuming && json_equal(json_object_get(now, "id"), json_object_get(before, "id")) &&
+				   json_equal(json_object_get(now, "branch"), json_object_get(before, "branch"))) {
+				/* The interrupted undo had returned it already. */
+				json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
+				went_back = true;
 			} else {
 				json_array_append_new(r.skipped, json_string("VCS working copy has moved since; not returning it"));
 			}

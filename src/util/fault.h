@@ -4,7 +4,8 @@
  * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
  * "commit:after-manifests", "commit:before-vcs-commit",
  * "commit:after-vcs-commit"; the same five as "pull:..." for a pull;
- * "undo:after-journal", "undo:after-uncommit", "undo:after-restore";
+ * "undo:after-journal", "undo:after-uncommit", "undo:after-vcs" (an undone
+ * `new` returned the working copy), "undo:after-restore";
  * "new:...", "promote:...", "gc:...", ...); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave

@@ -265,3 +265,19 @@ def test_tether_vcs_reads_the_closing_records(dataset, tether, ref, mem):
     tether("commit", "-m", "second", cwd=dataset)
     proc = ref("ops", cwd=dataset)
     assert proc.returncode == 0 and "INCOMPLETE" not in proc.stdout
+
+
+@pytest.mark.parametrize("point", ["undo:after-journal", "undo:after-vcs", "undo:after-restore"])
+def test_undo_of_new_killed_then_rerun_finishes_it(dataset, tether, mem, env, point):
+    branch = f"tether.ws.{DS}.feature"
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feature", "--eager", cwd=dataset)
+    proc = tether("undo", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "new" and out["irreversible"] == []
+    assert branch not in mem.show("sys1")["branches"]
+    assert git("symbolic-ref", "--short", "HEAD", cwd=dataset, env=env).strip() == "main"
+    assert "feature" not in git("branch", "--list", cwd=dataset, env=env)
+    assert 'bookmark = "main"' in (dataset / ".tether/workspace.toml").read_text()
+    assert incomplete(dataset) == []
