@@ -520,10 +520,12 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		*out = json_pack("{s:n,s:{},s:[],s:O}", "vcs_commit", "pinned", "unrecoverable",
 				 "unchanged", unchanged);
 		rc = *out ? 0 : tt_error_oom(err);
-		if (rc == 0 && (rc = tt_engine_close_interrupted(repo, interrupted, NULL,
-								 is_pull ? "a later pull" : "a later commit", err)) < 0) {
-			json_decref(*out);
-			*out = NULL;
+		if (rc == 0) {
+			/* Best effort: an entry left open only keeps its pins longer. */
+			tt_error ignored = TT_ERROR_INIT;
+			tt_engine_close_interrupted(repo, interrupted, NULL, is_pull ? "a later pull" : "a later commit",
+						    &ignored);
+			tt_error_clear(&ignored);
 		}
 		goto done;
 	}
@@ -717,9 +719,10 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		goto done;
 	if (vcs) {
 		char why[64];
+		tt_error ignored = TT_ERROR_INIT;
 		snprintf(why, sizeof why, "%s %s", is_pull ? "pull" : "commit", op_id);
-		if ((rc = tt_engine_close_interrupted(repo, interrupted, op_id, why, err)) < 0)
-			goto done;
+		tt_engine_close_interrupted(repo, interrupted, op_id, why, &ignored);
+		tt_error_clear(&ignored);
 	}
 	goto report;
 

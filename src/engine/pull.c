@@ -56,11 +56,15 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 	tt_oplog log = TT_OPLOG_INIT;
 	json_t *back = json_object();
 	char *head = NULL, *reldir = NULL;
-	int rc;
+	int rc = 0;
 	if (!back)
 		return tt_error_oom(err);
-	if ((rc = tt_oplog_read(repo->root, &log, err)) < 0)
+	if (tt_oplog_read(repo->root, &log, err) < 0) {
+		/* An unreadable journal names no pull to finish; the dirty
+		 * manifests are then refused as anyone's. */
+		tt_error_clear(err);
 		goto done;
+	}
 	const tt_op_entry *e = NULL;
 	for (size_t i = 0; i < log.count && !e; i++) {
 		const tt_op_entry *x = tt_oplog_newest(&log, i);
@@ -260,8 +264,11 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 		/* Nothing to commit; an interrupted pull before this one is moot. */
 		if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0 &&
 		    (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) == 0 &&
-		    (rc = tt_workspace_save(&repo->ws, repo->root, err)) == 0)
-			rc = tt_engine_close_interrupted(repo, interrupted, NULL, "a later pull", err);
+		    (rc = tt_workspace_save(&repo->ws, repo->root, err)) == 0) {
+			tt_error ignored = TT_ERROR_INIT;  /* best effort, as after a commit */
+			tt_engine_close_interrupted(repo, interrupted, NULL, "a later pull", &ignored);
+			tt_error_clear(&ignored);
+		}
 	} else {
 		char text[256];
 		size_t n = json_object_size(committed);

@@ -145,12 +145,15 @@ int tt_engine_scan_interrupted(tt_repo *repo, tt_close_mode mode, json_t **out, 
 {
 	tt_oplog log = TT_OPLOG_INIT;
 	bool checked = false, dirty = false;
-	int rc;
+	int rc = 0;
 	*out = json_array();
 	if (!*out)
 		return tt_error_oom(err);
-	if ((rc = tt_oplog_read(repo->root, &log, err)) < 0)
+	if (tt_oplog_read(repo->root, &log, err) < 0) {
+		/* Unreadable: nothing is closed, so no pin is released for it. */
+		tt_error_clear(err);
 		goto done;
+	}
 	bool newest = true;
 	for (size_t i = 0; i < log.count; i++) {
 		const tt_op_entry *e = tt_oplog_newest(&log, i);
