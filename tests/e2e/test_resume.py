@@ -5,6 +5,7 @@ commit's pins once nothing needs them."""
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
 
@@ -281,3 +282,23 @@ def test_undo_of_new_killed_then_rerun_finishes_it(dataset, tether, mem, env, po
     assert "feature" not in git("branch", "--list", cwd=dataset, env=env)
     assert 'bookmark = "main"' in (dataset / ".tether/workspace.toml").read_text()
     assert incomplete(dataset) == []
+
+
+@pytest.mark.parametrize("point", ["pull:after-manifests", "pull:after-vcs-commit"])
+def test_pull_on_a_bookmark_killed_then_rerun(dataset, tether, mem, env, point):
+    branch = f"tether.ws.{DS}.feature"
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feature", "--eager", cwd=dataset)
+    sid = mem("sys1", {"f": 1}, branch=branch)
+    start = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    proc = tether("pull", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    tether("pull", cwd=dataset)
+    assert git("rev-parse", "HEAD~1", cwd=dataset, env=env).strip() == start
+    assert git("status", "--porcelain", cwd=dataset, env=env).strip() == ""
+    assert state_of(dataset, "m1") == sid
+    assert incomplete(dataset) == []
+    ws = tomllib.loads((dataset / ".tether/workspace.toml").read_text())
+    assert ws["base_states"]["m1"] == {"snapshot_id": sid}
+    status = tether.json("status", cwd=dataset)
+    assert status["stale"] is False and status["stale_keys"] == []
