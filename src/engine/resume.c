@@ -51,8 +51,9 @@ static const char *started_at(const tt_op_entry *e)
 }
 
 /* Every object the entry set out to pin or record has, in the (clean)
- * working tree, the state and pin the entry planned. */
-static bool manifests_match(tt_repo *repo, const tt_op_entry *e)
+ * working tree, the state and pin the entry planned; with none (a commit of
+ * manifest edits alone), the commit carries the entry's message. */
+static bool manifests_match(tt_repo *repo, const tt_op_entry *e, const json_t *info)
 {
 	json_t *actions = json_is_object(e->plan) ? json_object_get(e->plan, "actions") : NULL;
 	size_t i, n = 0;
@@ -71,7 +72,11 @@ static bool manifests_match(tt_repo *repo, const tt_op_entry *e)
 			return false;
 		n++;
 	}
-	return n > 0;
+	if (n)
+		return true;
+	const char *msg = json_string_value(json_object_get(json_object_get(e->plan, "context"), "message"));
+	const char *said = json_string_value(json_object_get(info, "message"));
+	return msg && said && strcmp(msg, said) == 0;
 }
 
 /* The commit an interrupted entry landed, judged from the VCS: its progress
@@ -108,7 +113,7 @@ static int landed_commit(tt_repo *repo, const tt_op_entry *e, char **out, tt_err
 	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
 	const char *first = json_string_value(json_array_get(parents, 0));
 	bool child = before ? first && strcmp(first, before) == 0 : json_array_size(parents) == 0;
-	if (child && manifests_match(repo, e)) {
+	if (child && manifests_match(repo, e, json_array_get(info, 0))) {
 		*out = head;
 		head = NULL;
 	}

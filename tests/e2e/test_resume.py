@@ -302,3 +302,18 @@ def test_pull_on_a_bookmark_killed_then_rerun(dataset, tether, mem, env, point):
     assert ws["base_states"]["m1"] == {"snapshot_id": sid}
     status = tether.json("status", cwd=dataset)
     assert status["stale"] is False and status["stale_keys"] == []
+
+
+def test_commit_of_a_removal_killed_after_landing_is_what_undo_takes_back(dataset, tether, env):
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("remove", "m2", cwd=dataset)
+    start = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    proc = tether("commit", "-m", "drop m2", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "commit:after-vcs-commit"})
+    assert proc.returncode != 0
+    [entry] = incomplete(dataset)
+    tether("commit", "-m", "drop m2", cwd=dataset)
+    assert incomplete(dataset) == []
+    out = tether.json("undo", cwd=dataset)
+    assert out["undone"] == entry["id"]
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == start
