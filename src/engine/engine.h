@@ -126,6 +126,11 @@ int tt_engine_scan_interrupted(tt_repo *repo, tt_close_mode mode, json_t **out, 
  * (marked undone by `by`, NULL: by themselves).  why names the closer. */
 int tt_engine_close_interrupted(tt_repo *repo, json_t *found, const char *by, const char *why,
 				tt_error *err);
+/* A repair or gc that finished without a failure closes the interrupted
+ * runs of the same command before it (not self) that it redid: those whose
+ * plan context has the same value for every one of fields (NULL-ended). */
+int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *context,
+			   const char *const *fields, const char *self, const char *why, tt_error *err);
 
 /* The repository-wide lock (the VCS's shared dir, 60 s): commit, new,
  * promote and gc of one clone take turns across its checkouts. */

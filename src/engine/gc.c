@@ -1975,6 +1975,14 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 		goto done;
 	}
 	rc = apply_gc(repo, plan, out, err);
+	/* An interrupted gc with the same options is redone by this one. */
+	if (rc == 0 && !json_object_size(json_object_get(*out, "failed"))) {
+		static const char *const options[] = { "prune_bookmarks", "keep_bookmarks", "force_prune",
+						       "delete_stores", "stores", "release_foreign", NULL };
+		tt_error ignored = TT_ERROR_INIT;
+		tt_engine_close_reruns(repo, "gc", tt_plan_context(plan), options, NULL, "a later gc", &ignored);
+		tt_error_clear(&ignored);
+	}
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);

@@ -13,6 +13,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "util/fault.h"
 #include "util/mem.h"
 
 typedef struct walk_ctx {
@@ -275,6 +276,7 @@ apply:
 		json_decref(pre);
 		if (rc < 0)
 			goto done;
+		tt_fault("repair:after-journal");
 	}
 	bool ws_changed = false;
 	for (size_t i = 0; i < tt_plan_action_count(plan); i++) {
@@ -296,6 +298,7 @@ apply:
 				json_t *d = json_pack("{s:s,s:s,s:b}", "key", a.key, "target", a.target, "created", pin.created);
 				tt_oplog_progress(repo->root, op_id, "repin", d, &aerr);
 				json_decref(d);
+				tt_fault("repair:after-repin");
 			}
 		} else if (strcmp(a.op, "refork") == 0) {
 			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
@@ -338,6 +341,12 @@ apply:
 		tt_error ignored = TT_ERROR_INIT;
 		/* Best effort, like the done mark: a later repair closes them. */
 		tt_engine_close_interrupted(repo, moot, op_id[0] ? op_id : NULL, why, &ignored);
+		tt_error_clear(&ignored);
+		/* An interrupted repair of the same scope is redone by this one. */
+		static const char *const scope[] = { "all_history", "keys", NULL };
+		if (!json_object_size(failed))
+			tt_engine_close_reruns(repo, "repair", tt_plan_context(plan), scope, op_id[0] ? op_id : NULL,
+					       why, &ignored);
 		tt_error_clear(&ignored);
 	}
 done:

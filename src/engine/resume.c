@@ -249,3 +249,33 @@ int tt_engine_close_interrupted(tt_repo *repo, json_t *found, const char *by, co
 		rc = tt_workspace_save(&repo->ws, repo->root, err);
 	return rc;
 }
+
+int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *context,
+			   const char *const *fields, const char *self, const char *why, tt_error *err)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	int rc = 0;
+	if (tt_oplog_read(repo->root, &log, err) < 0) {
+		tt_error_clear(err);
+		return 0;
+	}
+	for (size_t i = 0; i < log.count && rc == 0; i++) {
+		const tt_op_entry *e = &log.entries[i];
+		if (strcmp(e->command, command) != 0 || !tt_op_incomplete(e) || json_is_string(e->parent) ||
+		    (self && strcmp(e->id, self) == 0))
+			continue;
+		json_t *then = json_object_get(e->plan, "context");
+		bool same = json_is_object(then);
+		for (size_t f = 0; same && fields[f]; f++) {
+			json_t *a = json_object_get(context, fields[f]), *b = json_object_get(then, fields[f]);
+			same = (!a && !b) || (a && b && json_equal(a, b));
+		}
+		if (!same)
+			continue;
+		json_t *line = json_pack("{s:s,s:{s:s},s:{}}", "done", e->id, "result", "finished_by", why, "pre");
+		rc = line ? tt_oplog_append(repo->root, line, err) : tt_error_oom(err);
+		json_decref(line);
+	}
+	tt_oplog_free(&log);
+	return rc;
+}

@@ -6,6 +6,7 @@
  * "commit:after-vcs-commit"; the same five as "pull:..." for a pull;
  * "undo:after-journal", "undo:after-uncommit", "undo:after-vcs" (an undone
  * `new` returned the working copy), "undo:after-restore";
+ * "repair:after-journal", "repair:after-repin";
  * "new:...", "promote:...", "gc:...", ...); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave

@@ -317,3 +317,41 @@ def test_commit_of_a_removal_killed_after_landing_is_what_undo_takes_back(datase
     out = tether.json("undo", cwd=dataset)
     assert out["undone"] == entry["id"]
     assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == start
+
+
+@pytest.mark.parametrize("point", ["repair:after-journal", "repair:after-repin"])
+def test_repair_killed_then_rerun_closes_it(dataset, tether, mem, store, point):
+    tether("commit", "-m", "first", cwd=dataset)
+    drop_tag(store, PIN0)
+    proc = tether("repair", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    tether("repair", cwd=dataset)
+    assert PIN0 in dataset_tags(mem)
+    assert incomplete(dataset) == []
+    assert tether("verify", cwd=dataset).returncode == 0
+
+
+@pytest.mark.parametrize("point", ["gc:after-journal", "gc:after-unpin"])
+def test_gc_killed_then_rerun_closes_it(dataset, tether, mem, env, point):
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"x": 1})
+    tether("commit", "-m", "second", cwd=dataset)
+    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    proc = tether("gc", "--no-dry-run", cwd=dataset, check=False, env={"TETHER_FAULT": point})
+    assert proc.returncode != 0 and incomplete(dataset)
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert incomplete(dataset) == []
+    assert dataset_tags(mem) == {PIN0}
+    assert "INCOMPLETE" not in tether("ops", cwd=dataset).stdout
+
+
+def test_a_narrower_gc_leaves_an_interrupted_one_open(dataset, tether, mem, env):
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"x": 1})
+    tether("commit", "-m", "second", cwd=dataset)
+    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    proc = tether("gc", "--no-dry-run", "--prune-bookmarks", cwd=dataset, check=False,
+                  env={"TETHER_FAULT": "gc:after-journal"})
+    assert proc.returncode != 0
+    tether("gc", "--no-dry-run", cwd=dataset)
+    assert [e["command"] for e in incomplete(dataset)] == ["gc"]
