@@ -118,7 +118,7 @@ typedef enum tt_close_mode {
  * The interrupted (incomplete) commits and pulls of this checkout's journal
  * that mode may close, each as {id, landed: the commit it landed or absent,
  * result}; taken before the closing command does anything.  Under the
- * checkout and repository locks.
+ * checkout lock (the journal and the working copy are this checkout's).
  */
 int tt_engine_scan_interrupted(tt_repo *repo, tt_close_mode mode, json_t **out, tt_error *err);
 /* Close what tt_engine_scan_interrupted found, once the command that

@@ -262,8 +262,7 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 	json_t *pinned = json_object();
 	if (!json_object_size(committed)) {
 		/* Nothing to commit; an interrupted pull before this one is moot. */
-		if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0 &&
-		    (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) == 0 &&
+		if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) == 0 &&
 		    (rc = tt_workspace_save(&repo->ws, repo->root, err)) == 0) {
 			tt_error ignored = TT_ERROR_INIT;  /* best effort, as after a commit */
 			tt_engine_close_interrupted(repo, interrupted, NULL, "a later pull", &ignored);
