@@ -79,10 +79,11 @@ static bool manifests_match(tt_repo *repo, const tt_op_entry *e, const json_t *i
 	return msg && said && strcmp(msg, said) == 0;
 }
 
-/* The commit an interrupted entry landed, judged from the VCS: its progress
- * record, or HEAD when HEAD's first parent is where the entry started and
- * the manifests there are the entry's.  NULL: it did not land. */
-static int landed_commit(tt_repo *repo, const tt_op_entry *e, char **out, tt_error *err)
+/* The commit an interrupted entry landed: its progress record says, or
+ * (judge_head) HEAD is it when HEAD's first parent is where the entry
+ * started and the manifests there are the entry's.  NULL: it did not land. */
+static int landed_commit(tt_repo *repo, const tt_op_entry *e, bool judge_head, char **out,
+			 tt_error *err)
 {
 	const char *before = started_at(e);
 	char *head = NULL;
@@ -99,8 +100,8 @@ static int landed_commit(tt_repo *repo, const tt_op_entry *e, char **out, tt_err
 			*out = tt_strdup(c);
 		}
 	}
-	if (*out)
-		return *out ? 0 : tt_error_oom(err);
+	if (*out || !judge_head)
+		return 0;
 	tt_error none = TT_ERROR_INIT;
 	if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0 || !head ||
 	    (before && strcmp(head, before) == 0)) {
@@ -176,8 +177,9 @@ int tt_engine_scan_interrupted(tt_repo *repo, tt_close_mode mode, json_t **out, 
 		if (dirty && mode != TT_CLOSE_RERUN)
 			break; /* uncommitted manifests: a rerun still has work to do */
 		char *landed = NULL;
-		/* Judging "landed" needs manifests that are the committed ones. */
-		if (is_newest && !dirty && (rc = landed_commit(repo, e, &landed, err)) < 0)
+		/* Its progress says so; or, for the newest, the VCS does (which
+		 * needs manifests that are the committed ones). */
+		if ((rc = landed_commit(repo, e, is_newest && !dirty, &landed, err)) < 0)
 			goto done;
 		if (mode == TT_CLOSE_MOVED && !landed) {
 			/* gc: only what the checkout has moved past since. */
