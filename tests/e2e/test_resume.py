@@ -261,11 +261,15 @@ def test_crashed_commit_shows_complete_after_its_rerun(dataset, tether, mem, env
     assert out["command"] == "commit"
 
 
-def test_tether_vcs_reads_the_closing_records(dataset, tether, ref, mem):
+def test_tether_vcs_reads_the_closing_records(dataset, tether, ref, mem, env):
     crashed_commit(dataset, tether, mem)
+    first = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
     tether("commit", "-m", "second", cwd=dataset)
     proc = ref("ops", cwd=dataset)
     assert proc.returncode == 0 and "INCOMPLETE" not in proc.stdout
+    # tether-vcs's undo takes back the rerun, not the moot entry before it.
+    ref("undo", cwd=dataset)
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == first
 
 
 @pytest.mark.parametrize("point", ["undo:after-journal", "undo:after-vcs", "undo:after-restore"])
