@@ -402,6 +402,15 @@ static void mark_base_states(tt_repo *repo, const outcome *outs, size_t n)
 	}
 }
 
+/* commit's fault points, named for the command the plan is: pull applies
+ * a commit plan too. */
+static void fault_at(bool pull, const char *point)
+{
+	char name[64];
+	snprintf(name, sizeof name, "%s:%s", pull ? "pull" : "commit", point);
+	tt_fault(name);
+}
+
 static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_commit)
 {
 	json_t *pinned = json_object(), *unrec = json_array();
@@ -427,6 +436,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	size_t ncreated = 0;
 	json_t *pre = NULL, *texts = NULL, *position = NULL, *wstext = NULL, *paths = NULL;
 	json_t *unchanged = json_array(), *written_listings = json_array(), *plan_json = NULL;
+	json_t *interrupted = NULL;
 	char op_id[TT_OP_ID_LEN + 1] = "";
 	char *vcs_commit = NULL;
 	int rc;
@@ -445,6 +455,10 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		goto done;
 	/* Before the first pin: a stale lock would stop the commit at its end. */
 	if (vcs && repo->vcs->ops->check_commit && (rc = repo->vcs->ops->check_commit(repo->vcs, err)) < 0)
+		goto done;
+	bool is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
+	/* Earlier runs that were interrupted: this one finishes them. */
+	if (vcs && (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) < 0)
 		goto done;
 	size_t na = tt_plan_action_count(plan);
 	outs = tt_calloc(na ? na : 1, sizeof *outs);
@@ -509,6 +523,13 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		*out = json_pack("{s:n,s:{},s:[],s:O}", "vcs_commit", "pinned", "unrecoverable",
 				 "unchanged", unchanged);
 		rc = *out ? 0 : tt_error_oom(err);
+		if (rc == 0) {
+			/* Best effort: an entry left open only keeps its pins longer. */
+			tt_error ignored = TT_ERROR_INIT;
+			tt_engine_close_interrupted(repo, interrupted, NULL, is_pull ? "a later pull" : "a later commit",
+						    &ignored);
+			tt_error_clear(&ignored);
+		}
 		goto done;
 	}
 
@@ -536,10 +557,9 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		rc = plan_json ? tt_error_oom(err) : err->code;
 		goto done;
 	}
-	bool is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
 	if ((rc = tt_oplog_begin(repo->root, is_pull ? "pull" : "commit", plan_json, pre, NULL, op_id, err)) < 0)
 		goto done;
-	tt_fault("commit:after-journal");
+	fault_at(is_pull, "after-journal");
 
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
@@ -596,7 +616,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 					if (rc < 0)
 						goto failed;
 				}
-				tt_fault("commit:after-pin");
+				fault_at(is_pull, "after-pin");
 			}
 			o->has_pin = true;
 		} else {
@@ -660,6 +680,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		if (rc < 0)
 			goto failed;
 	}
+	fault_at(is_pull, "after-manifests");
 	if (nouts) {
 		json_t *keys = json_array(), *detail = NULL;
 		for (size_t i = 0; i < nouts; i++)
@@ -677,14 +698,14 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
 		for (size_t i = 0; pv && i < np; i++)
 			pv[i] = json_string_value(json_array_get(paths, i));
-		tt_fault("commit:before-vcs-commit");
+		fault_at(is_pull, "before-vcs-commit");
 		rc = pv ? repo->vcs->ops->commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
 						 &vcs_commit, err)
 			: tt_error_oom(err);
 		free(pv);
 		if (rc < 0)
 			goto failed;
-		tt_fault("commit:after-vcs-commit");
+		fault_at(is_pull, "after-vcs-commit");
 		json_t *detail = json_pack("{s:s}", "commit", vcs_commit);
 		rc = tt_oplog_progress(repo->root, op_id, "vcs-commit", detail, err);
 		json_decref(detail);
@@ -699,6 +720,13 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	json_decref(result);
 	if (rc < 0)
 		goto done;
+	if (vcs) {
+		char why[64];
+		tt_error ignored = TT_ERROR_INIT;
+		snprintf(why, sizeof why, "%s %s", is_pull ? "pull" : "commit", op_id);
+		tt_engine_close_interrupted(repo, interrupted, op_id, why, &ignored);
+		tt_error_clear(&ignored);
+	}
 	goto report;
 
 failed:
@@ -768,6 +796,7 @@ done:
 	json_decref(unchanged);
 	json_decref(written_listings);
 	json_decref(plan_json);
+	json_decref(interrupted);
 	return rc;
 }
 

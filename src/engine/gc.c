@@ -2185,6 +2185,19 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 		return rc;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		return rc;
+	/* Interrupted commits and pulls the checkout has moved past since, with
+	 * no uncommitted manifests left of them, are closed first: the pins
+	 * they cut are then weighed like any other. */
+	if (!o->dry_run) {
+		json_t *moot = NULL;
+		if ((rc = repo_lock(repo, &rlock, err)) < 0 ||
+		    (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_MOVED, &moot, err)) < 0 ||
+		    (rc = tt_engine_close_interrupted(repo, moot, NULL, "gc", err)) < 0) {
+			json_decref(moot);
+			goto done;
+		}
+		json_decref(moot);
+	}
 	/* Plan and apply under one lock: nothing in this checkout moves between. */
 	if ((rc = plan_gc(repo, o, &plan, err)) < 0)
 		goto done;
@@ -2193,8 +2206,15 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 			rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = repo_lock(repo, &rlock, err)) == 0)
-		rc = apply_gc(repo, plan, out, err);
+	rc = apply_gc(repo, plan, out, err);
+	/* An interrupted gc with the same options is redone by this one. */
+	if (rc == 0 && !json_object_size(json_object_get(*out, "failed"))) {
+		static const char *const options[] = { "prune_bookmarks", "keep_bookmarks", "force_prune",
+						       "delete_stores", "stores", "release_foreign", NULL };
+		tt_error ignored = TT_ERROR_INIT;
+		tt_engine_close_reruns(repo, "gc", tt_plan_context(plan), options, NULL, "a later gc", &ignored);
+		tt_error_clear(&ignored);
+	}
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);

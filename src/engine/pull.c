@@ -8,8 +8,11 @@
 #include <string.h>
 
 #include "core/kinds.h"
+#include "core/layout.h"
+#include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "util/fs.h"
 #include "util/mem.h"
 
 typedef struct head_job {
@@ -40,11 +43,116 @@ done:
 		tt_error_object(&j->err, j->m->key, j->m->kind);
 }
 
+/*
+ * An interrupted pull of this checkout that wrote manifests but never
+ * committed them (the VCS is still where it started): put those manifests
+ * back as committed, so this pull starts where that one did and finishes it
+ * (its journal entry is closed once this one succeeds).  Only a manifest
+ * that is still exactly the committed one or the interrupted pull's own
+ * write is touched; anything else is the user's, and nothing is put back.
+ */
+static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	json_t *back = json_object();
+	char *head = NULL, *reldir = NULL;
+	int rc = 0;
+	if (!back)
+		return tt_error_oom(err);
+	if (tt_oplog_read(repo->root, &log, err) < 0) {
+		/* An unreadable journal names no pull to finish; the dirty
+		 * manifests are then refused as anyone's. */
+		tt_error_clear(err);
+		goto done;
+	}
+	const tt_op_entry *e = NULL;
+	for (size_t i = 0; i < log.count && !e; i++) {
+		const tt_op_entry *x = tt_oplog_newest(&log, i);
+		if (strcmp(x->command, "commit") == 0 || strcmp(x->command, "pull") == 0)
+			e = x;
+	}
+	if (!e || strcmp(e->command, "pull") != 0 || !tt_op_incomplete(e) || json_is_string(e->parent))
+		goto done;
+	const char *before = json_string_value(json_object_get(json_object_get(e->pre, "vcs"), "commit"));
+	tt_error none = TT_ERROR_INIT;
+	if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0 || !head || !before ||
+	    strcmp(head, before) != 0) {
+		tt_error_clear(&none);
+		goto done;
+	}
+	if (!(reldir = tt_engine_objects_reldir(repo))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(e->plan, "actions"), i, a) {
+		const char *op = json_string_value(json_object_get(a, "op"));
+		const char *key = json_string_value(json_object_get(a, "key"));
+		json_t *params = json_object_get(a, "params");
+		if (!op || !key || (strcmp(op, "pin") != 0 && strcmp(op, "record") != 0))
+			continue;
+		char *rel = tt_asprintf("%s/%s.toml", reldir, key), *then = NULL, *now = NULL;
+		size_t then_len = 0;
+		if (!rel) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		rc = repo->vcs->ops->read_file_at(repo->vcs, head, rel, &then, &then_len, err);
+		free(rel);
+		if (rc == 0)
+			rc = tt_manifest_read_text(&now, repo->root, key, err);
+		bool same = rc == 0 && then && now && strlen(now) == then_len && memcmp(now, then, then_len) == 0;
+		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
+		const char *pid = json_string_value(json_object_get(params, "pin_id"));
+		bool ours = rc == 0 && then && m && m->state &&
+			    tt_engine_same(m, m->state, json_object_get(params, "state")) &&
+			    (strcmp(op, "record") == 0 || (m->pin_id && pid && strcmp(m->pin_id, pid) == 0));
+		if (rc == 0 && !same && ours)
+			json_object_set_new(back, key, json_stringn(then, then_len));
+		free(then);
+		free(now);
+		if (rc < 0)
+			goto done;
+		if (!same && !ours) {
+			json_object_clear(back); /* someone else's edit: leave everything */
+			goto done;
+		}
+	}
+	const char *key;
+	json_t *text;
+	json_object_foreach(back, key, text) {
+		char *rel = NULL, *path = NULL;
+		if ((rc = tt_key_relpath(&rel, key, err)) < 0)
+			goto done;
+		path = tt_tether_path(repo->root, rel);
+		free(rel);
+		rc = path ? tt_write_file_atomic(path, json_string_value(text), json_string_length(text), 0644, err)
+			  : tt_error_oom(err);
+		free(path);
+		if (rc < 0)
+			goto done;
+	}
+	if (json_object_size(back)) {
+		tt_manifest_set fresh;
+		if ((rc = tt_manifests_load(&fresh, repo->root, err)) < 0)
+			goto done;
+		tt_manifests_release(&repo->objects);
+		repo->objects = fresh;
+	}
+done:
+	tt_oplog_free(&log);
+	json_decref(back);
+	free(head);
+	free(reldir);
+	return rc;
+}
+
 int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
 		 const char *message, json_t **out, tt_error *err)
 {
 	json_t *keys = NULL, *committed = json_object(), *unchanged = json_array(), *skipped = json_object();
-	json_t *fetched = json_object(), *result = NULL;
+	json_t *fetched = json_object(), *result = NULL, *interrupted = NULL;
 	head_job *jobs = NULL;
 	size_t njobs = 0;
 	tt_plan *plan = NULL;
@@ -79,6 +187,9 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 		free(here);
 		json_decref(marks);
 		if (rc < 0)
+			goto done;
+		/* ... unless they are an interrupted pull's, which this one finishes. */
+		if ((rc = rewind_interrupted_pull(repo, err)) < 0)
 			goto done;
 		size_t n = strlen(repo->vcs->root);
 		const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
@@ -150,7 +261,13 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 	char *vcs_commit = NULL;
 	json_t *pinned = json_object();
 	if (!json_object_size(committed)) {
-		rc = tt_workspace_save(&repo->ws, repo->root, err);
+		/* Nothing to commit; an interrupted pull before this one is moot. */
+		if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) == 0 &&
+		    (rc = tt_workspace_save(&repo->ws, repo->root, err)) == 0) {
+			tt_error ignored = TT_ERROR_INIT;  /* best effort, as after a commit */
+			tt_engine_close_interrupted(repo, interrupted, NULL, "a later pull", &ignored);
+			tt_error_clear(&ignored);
+		}
 	} else {
 		char text[256];
 		size_t n = json_object_size(committed);
@@ -201,5 +318,6 @@ cleanup:
 	json_decref(skipped);
 	json_decref(fetched);
 	json_decref(result);
+	json_decref(interrupted);
 	return rc;
 }

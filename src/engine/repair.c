@@ -14,6 +14,7 @@
 #include "util/fault.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "util/fault.h"
 #include "util/mem.h"
 
 typedef struct walk_ctx {
@@ -54,7 +55,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 	tt_oplog log = TT_OPLOG_INIT;
 	tt_lock rlock = TT_LOCK_INIT;
 	json_t *keys = NULL, *seen = json_object(), *repinned = json_object(), *reforked = json_object();
-	json_t *failed = json_object(), *notes = NULL;
+	json_t *failed = json_object(), *notes = NULL, *moot = NULL;
 	char digest[17], op_id[TT_OP_ID_LEN + 1] = "", *reldir = NULL;
 	int rc;
 	if (out)
@@ -261,6 +262,10 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 apply:
 	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
+	/* Interrupted commits and pulls with no uncommitted manifests left of
+	 * them: their work is in history or moot, closed once this repair is. */
+	if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_REPAIR, &moot, err)) < 0)
+		goto done;
 	if (tt_plan_write_count(plan)) {
 		json_t *pj = tt_plan_to_object(plan, err);
 		tt_buf wb = TT_BUF_INIT;
@@ -332,6 +337,20 @@ apply:
 		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
 		tt_error_clear(&ignored);
 	}
+	{
+		char why[32];
+		snprintf(why, sizeof why, "repair%s%s", op_id[0] ? " " : "", op_id);
+		tt_error ignored = TT_ERROR_INIT;
+		/* Best effort, like the done mark: a later repair closes them. */
+		tt_engine_close_interrupted(repo, moot, op_id[0] ? op_id : NULL, why, &ignored);
+		tt_error_clear(&ignored);
+		/* An interrupted repair of the same scope is redone by this one. */
+		static const char *const scope[] = { "all_history", "keys", NULL };
+		if (!json_object_size(failed))
+			tt_engine_close_reruns(repo, "repair", tt_plan_context(plan), scope, op_id[0] ? op_id : NULL,
+					       why, &ignored);
+		tt_error_clear(&ignored);
+	}
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);
@@ -347,5 +366,6 @@ cleanup:
 	json_decref(reforked);
 	json_decref(failed);
 	json_decref(notes);
+	json_decref(moot);
 	return rc;
 }

@@ -9,6 +9,12 @@
  * add/remove/set: restore the manifests (an add that created a store also
  * removes it while it is still empty); gc: only the irreversible parts
  * are reported; promote: refused with the old base heads.
+ *
+ * An undo that was interrupted is finished by running `undo` again: the
+ * newest entry (finished repairs aside, which only rebuild what manifests
+ * already promise and are passed over) being an undo that never finished,
+ * it is completed under its own id, and a commit it had already uncommitted
+ * is recognised as such rather than uncommitting the one before.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -17,11 +23,13 @@
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
+#include "util/fault.h"
 #include "util/fs.h"
 #include "util/mem.h"
 
 typedef struct undo_report {
 	json_t *restored, *irreversible, *skipped;
+	bool resuming;  /* finishing an undo that was interrupted */
 } undo_report;
 
 static void add_line(json_t *list, const char *fmt, ...) TT_PRINTF(2, 3);
@@ -83,7 +91,14 @@ static int restore_workspace(tt_repo *repo, const tt_oplog *log, const tt_op_ent
 				      !((repo->ws.bookmark == NULL && after->bookmark == NULL) ||
 					(repo->ws.bookmark && after->bookmark &&
 					 strcmp(repo->ws.bookmark, after->bookmark) == 0)));
-	if (bm_changed && !bm_kept) {
+	/* Finishing an interrupted undo: a bookmark it already put back is back. */
+	bool bm_back = r->resuming && bm_changed &&
+		       ((repo->ws.bookmark == NULL && before.bookmark == NULL) ||
+			(repo->ws.bookmark && before.bookmark && strcmp(repo->ws.bookmark, before.bookmark) == 0));
+	if (bm_back) {
+		bm_kept = false;
+		tt_buf_puts(&changed, "bookmark");
+	} else if (bm_changed && !bm_kept) {
 		tt_workspace_set_bookmark(&repo->ws, before.bookmark, err);
 		tt_buf_puts(&changed, "bookmark");
 	}
@@ -100,6 +115,11 @@ static int restore_workspace(tt_repo *repo, const tt_oplog *log, const tt_op_ent
 			json_t *cur = json_object_get(repo->ws.t, k);                                \
 			if ((was && then && json_equal(was, then)) || (!was && !then))               \
 				continue;                                                            \
+			if (r->resuming && ((cur && was && json_equal(cur, was)) || (!cur && !was))) { \
+				json_object_set(tables_seen, #t, json_true());                       \
+				json_object_set(keys_seen, k, json_true());                          \
+				continue;                                                            \
+			}                                                                            \
 			if (!((cur && then && json_equal(cur, then)) || (!cur && !then))) {          \
 				tt_buf_printf(&later, "%s%s of %s", later.len ? ", " : "", #t, k);   \
 				continue;                                                            \
@@ -222,8 +242,22 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 			add_line(r->skipped, "%s: object no longer registered; %s left", key, json_string_value(ref));
 			continue;
 		}
-		if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->delete_working_ref &&
-		    b->ops->delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
+		json_t *refs = NULL;
+		bool gone = false;
+		/* Finishing an interrupted undo: a branch it deleted is gone already. */
+		if (r->resuming && tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->list_working_refs &&
+		    b->ops->list_working_refs(b, m->locator, &refs, &derr) == 0) {
+			size_t k;
+			json_t *x;
+			gone = true;
+			json_array_foreach(refs, k, x) gone &= strcmp(json_string_value(x), json_string_value(ref)) != 0;
+		}
+		json_decref(refs);
+		tt_error_clear(&derr);
+		if (gone)
+			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
+		else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->delete_working_ref &&
+			 b->ops->delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
 		else {
 			char *msg = tt_asprintf("%s: could not delete %s: %s", key, json_string_value(ref),
@@ -251,11 +285,41 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 	return 0;
 }
 
+/*
+ * Whether commit has already been turned back into working-copy changes:
+ * the working copy sits on its first parent (on an unborn branch for a root
+ * commit) with the manifests differing from there, as an uncommit leaves it
+ * (an undo interrupted after its uncommit, or a `git reset --soft`).
+ * Uncommitting again would take back the commit before it.
+ */
+static int already_uncommitted(tt_repo *repo, const char *commit, bool *out, tt_error *err)
+{
+	json_t *info = NULL, *pos = NULL;
+	bool dirty = false;
+	int rc;
+	*out = false;
+	const char *revs[] = { commit };
+	if ((rc = repo->vcs->ops->commit_info(repo->vcs, revs, 1, &info, err)) < 0 ||
+	    (rc = repo->vcs->ops->position(repo->vcs, &pos, err)) < 0)
+		goto done;
+	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
+	const char *parent = json_string_value(json_array_get(parents, 0));
+	const char *here = json_string_value(json_object_get(pos, "commit"));
+	bool on_parent = parent ? here && strcmp(here, parent) == 0 : !here && json_array_size(info) == 1;
+	if (on_parent && (rc = tt_engine_objects_dirty(repo, &dirty, err)) < 0)
+		goto done;
+	*out = on_parent && dirty;
+done:
+	json_decref(info);
+	json_decref(pos);
+	return rc;
+}
+
 int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err)
 {
 	tt_oplog log = TT_OPLOG_INIT;
 	tt_lock rlock = TT_LOCK_INIT;
-	undo_report r = { json_array(), json_array(), json_array() };
+	undo_report r = { json_array(), json_array(), json_array(), false };
 	char undo_id[TT_OP_ID_LEN + 1] = "";
 	json_t *pre = NULL, *wstext = NULL;
 	int rc;
@@ -265,13 +329,35 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_oplog_read(repo->root, &log, err)) < 0)
 		goto done;
 	const tt_op_entry *target = NULL;
+	/* An undo that was interrupted is finished first, under its own entry:
+	 * the newest entry but for repairs (which only rebuild what manifests
+	 * already promise), an undo that never finished, of an entry not undone. */
+	const tt_op_entry *resume = NULL;
 	for (size_t i = 0; i < log.count; i++) {
 		const tt_op_entry *e = tt_oplog_newest(&log, i);
+		if (strcmp(e->command, "repair") == 0)
+			continue;
+		if (strcmp(e->command, "undo") == 0 && tt_op_incomplete(e) && json_is_string(e->undoes)) {
+			const tt_op_entry *t = tt_oplog_find(&log, json_string_value(e->undoes));
+			if (t && !json_is_string(t->undone_by) && !tt_op_incomplete(t) &&
+			    (!op_id || strcmp(op_id, e->id) == 0 || strcmp(op_id, t->id) == 0)) {
+				resume = e;
+				target = t;
+			}
+		}
+		break;
+	}
+	for (size_t i = 0; i < log.count && !target; i++) {
+		const tt_op_entry *e = tt_oplog_newest(&log, i);
+		/* By default a finished repair is passed over, as undos are. */
+		if (!op_id && strcmp(e->command, "repair") == 0 && !tt_op_incomplete(e))
+			continue;
 		if (op_id ? strcmp(e->id, op_id) == 0 : (json_is_null(e->undoes) && !json_is_string(e->undone_by))) {
 			target = e;
 			break;
 		}
 	}
+	r.resuming = resume != NULL;
 	if (!target) {
 		rc = op_id ? tt_error_set(err, TT_ECONFIG, "no operation '%s' in this workspace's log", op_id)
 			   : tt_error_set(err, TT_ECONFIG, "nothing to undo");
@@ -313,17 +399,28 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 	if (rc < 0)
 		goto done;
 	pre = json_pack("{s:O,s:s}", "workspace", wstext, "target", target->id);
-	if ((rc = tt_oplog_begin_ex(repo->root, "undo", NULL, pre, target->id, NULL, undo_id, err)) < 0)
+	if (resume)
+		snprintf(undo_id, sizeof undo_id, "%s", resume->id);
+	else if ((rc = tt_oplog_begin_ex(repo->root, "undo", NULL, pre, target->id, NULL, undo_id, err)) < 0)
 		goto done;
+	tt_fault("undo:after-journal");
 
 	const char *cmd = target->command;
 	if (strcmp(cmd, "commit") == 0 || strcmp(cmd, "pull") == 0) {
 		const char *commit = json_string_value(json_object_get(target->result, "vcs_commit"));
 		if (commit) {
-			bool did = false;
-			if ((rc = repo->vcs->ops->uncommit(repo->vcs, commit, &did, err)) < 0)
+			bool did = false, already = false;
+			if ((rc = repo->vcs->ops->uncommit(repo->vcs, commit, &did, err)) < 0 ||
+			    (!did && (rc = already_uncommitted(repo, commit, &already, err)) < 0))
 				goto failed;
-			if (did) {
+			if (did)
+				tt_fault("undo:after-uncommit");
+			if (already) {
+				char *m = tt_asprintf("%.12s was already uncommitted (the working copy is on its parent, "
+						      "its manifests working-tree changes; pins kept)", commit);
+				json_array_append_new(r.restored, json_string(m ? m : ""));
+				free(m);
+			} else if (did) {
 				char *m = tt_asprintf("uncommitted %.12s; its manifests are working-tree changes again "
 						      "(pins kept)", commit);
 				json_array_append_new(r.restored, json_string(m ? m : ""));
@@ -388,6 +485,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					json_decref(now);
 					goto failed;
 				}
+				tt_fault("undo:after-vcs");
 				json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
 				went_back = true;
 				tt_manifest_set fresh;
@@ -395,6 +493,11 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					tt_manifests_release(&repo->objects);
 					repo->objects = fresh;
 				}
+			} else if (r.resuming && json_equal(json_object_get(now, "id"), json_object_get(before, "id")) &&
+				   json_equal(json_object_get(now, "branch"), json_object_get(before, "branch"))) {
+				/* The interrupted undo had returned it already. */
+				json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
+				went_back = true;
 			} else {
 				json_array_append_new(r.skipped, json_string("VCS working copy has moved since; not returning it"));
 			}
@@ -474,6 +577,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 		tt_buf_release(&lines);
 		goto failed;
 	}
+	tt_fault("undo:after-restore");
 	char *summary = tt_op_summary(target);
 	char *sline = tt_asprintf("%s %s", target->command, summary ? summary : "");
 	json_t *result = json_pack("{s:s,s:O,s:O,s:O}", "summary", sline ? sline : "", "restored", r.restored,

@@ -2,7 +2,13 @@
  * util/fault.h - crash injection for tests.
  *
  * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
- * "commit:before-vcs-commit", "commit:after-vcs-commit", ...,
+ * "commit:after-manifests", "commit:before-vcs-commit",
+ * "commit:after-vcs-commit"; the same five as "pull:..." for a pull;
+ * "undo:after-journal", "undo:after-uncommit", "undo:after-vcs" (an undone
+ * `new` returned the working copy), "undo:after-restore";
+ * "repair:after-journal", "repair:after-repin", "repair:after-refork";
+ * "restore:after-journal", "restore:after-reset", "restore:before-done";
+ * "new:...", "promote:...", "gc:...";
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
  * between the branch's manifest and its branch file); when the
