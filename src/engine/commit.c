@@ -402,14 +402,6 @@ static void mark_base_states(tt_repo *repo, const outcome *outs, size_t n)
 	}
 }
 
-/* commit's fault points, named for the command the plan is: pull applies
- * a commit plan too. */
-static void fault_at(bool pull, const char *point)
-{
-	char name[64];
-	snprintf(name, sizeof name, "%s:%s", pull ? "pull" : "commit", point);
-	tt_fault(name);
-}
 
 static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_commit)
 {
@@ -559,7 +551,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	}
 	if ((rc = tt_oplog_begin(repo->root, is_pull ? "pull" : "commit", plan_json, pre, NULL, op_id, err)) < 0)
 		goto done;
-	fault_at(is_pull, "after-journal");
+	tt_fault(is_pull ? "pull:after-journal" : "commit:after-journal");
 
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
@@ -616,7 +608,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 					if (rc < 0)
 						goto failed;
 				}
-				fault_at(is_pull, "after-pin");
+				tt_fault(is_pull ? "pull:after-pin" : "commit:after-pin");
 			}
 			o->has_pin = true;
 		} else {
@@ -680,7 +672,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		if (rc < 0)
 			goto failed;
 	}
-	fault_at(is_pull, "after-manifests");
+	tt_fault(is_pull ? "pull:after-manifests" : "commit:after-manifests");
 	if (nouts) {
 		json_t *keys = json_array(), *detail = NULL;
 		for (size_t i = 0; i < nouts; i++)
@@ -698,14 +690,14 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
 		for (size_t i = 0; pv && i < np; i++)
 			pv[i] = json_string_value(json_array_get(paths, i));
-		fault_at(is_pull, "before-vcs-commit");
+		tt_fault(is_pull ? "pull:before-vcs-commit" : "commit:before-vcs-commit");
 		rc = pv ? repo->vcs->ops->commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
 						 &vcs_commit, err)
 			: tt_error_oom(err);
 		free(pv);
 		if (rc < 0)
 			goto failed;
-		fault_at(is_pull, "after-vcs-commit");
+		tt_fault(is_pull ? "pull:after-vcs-commit" : "commit:after-vcs-commit");
 		json_t *detail = json_pack("{s:s}", "commit", vcs_commit);
 		rc = tt_oplog_progress(repo->root, op_id, "vcs-commit", detail, err);
 		json_decref(detail);

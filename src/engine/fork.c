@@ -81,6 +81,11 @@ int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, 
 	return 0;
 }
 
+/* How many sibling names of a working branch a rerun checks for what its
+ * killed run left (more siblings than this mean a bookmark re-forked that
+ * often while pins held every earlier branch). */
+#define TT_FORK_SIBLINGS_CLEARED 16
+
 /* This checkout's journal holds an earlier operation that set out to fork
  * `name` for key and never finished: files of that name without its ref are
  * what it left when it was killed.  Every caller has journaled its own
@@ -151,13 +156,25 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 		free(msg);
 		tt_error_clear(err);
 	}
-	if (b->ops->clear_partial_fork && expected && expected->kind == TT_EXPECT_ABSENT &&
-	    interrupted_fork_of(repo, m->key, name)) {
+	if (b->ops->clear_partial_fork && expected && interrupted_fork_of(repo, m->key, name)) {
 		/* Finish what the killed run began: its leftover goes, the fork
-		 * is made again. */
+		 * is made again.  A reset of a branch that pins hold forks a
+		 * sibling (name.2, name.3, ...) instead, so the killed run may have
+		 * left one of those: a backend clears only a name that has no ref
+		 * and holds no more than one half-written version. */
 		bool cleared = false;
-		if ((rc = b->ops->clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
+		if (expected->kind == TT_EXPECT_ABSENT &&
+		    (rc = b->ops->clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
 			return tt_error_object(err, m->key, m->kind);
+		for (unsigned n = 2; n <= TT_FORK_SIBLINGS_CLEARED; n++) {
+			char *sib = tt_asprintf("%s.%u", name, n);
+			if (!sib)
+				return tt_error_oom(err);
+			rc = b->ops->clear_partial_fork(b, m->locator, sib, &cleared, err);
+			free(sib);
+			if (rc < 0)
+				return tt_error_object(err, m->key, m->kind);
+		}
 	}
 	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
@@ -206,8 +223,10 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 	char *here = NULL;
 	int rc;
 	*yes = false;
-	if (!repo->ws.bookmark || strcmp(repo->ws.bookmark, bookmark) != 0)
-		return 0;
+	/* The workspace may still name the bookmark it left: a kill between
+	 * the switch and the workspace write (only an interrupted `new`, not a
+	 * partial one, which wrote its workspace). */
+	bool ws_on_it = repo->ws.bookmark && strcmp(repo->ws.bookmark, bookmark) == 0;
 	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
 		return rc;
 	bool on_it = here && strcmp(here, bookmark) == 0;
@@ -235,6 +254,8 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 			break;
 		if (!json_is_true(json_object_get(ctx, "create")))
 			continue;
+		if (!ws_on_it && !tt_op_incomplete(e))
+			break;
 		const char *made_at = resolved;
 		if (!tt_op_incomplete(e) && json_is_string(json_object_get(json_object_get(e->result, "vcs"), "id")))
 			made_at = json_string_value(json_object_get(json_object_get(e->result, "vcs"), "id"));

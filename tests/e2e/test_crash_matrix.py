@@ -49,20 +49,26 @@ deltalake = pytest.importorskip("deltalake")
 DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
 COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair"]
+# Scenarios: one per command, and more where a command's points need another
+# starting state ("undo-new": undo of a `new`, which returns the working copy).
+SCENARIOS = COMMANDS + ["undo-new"]
+SCENARIO_OF = {"undo:after-vcs": "undo-new"}
 RANDOM_KILLS = 3
 
 
 def fault_points() -> list[str]:
     points = set()
     for path in (ROOT / "src").rglob("*.c"):
-        points.update(re.findall(r'tt_fault\("([a-z-]+:[a-z-]+)"\)', path.read_text()))
+        for call in re.findall(r"tt_fault\(([^;]*)\);", path.read_text()):
+            points.update(re.findall(r'"([a-z-]+:[a-z-]+)"', call))
     return sorted(points)
 
 
 # Points below the commands, and the commands of the matrix that reach them:
 # "fs:before-rename" is every atomic file write; "fork:*" are inside a
 # backend's fork, which new and restore run here.
-LAYERS = {"fs": COMMANDS, "fork": ["new", "restore"]}
+# (An undo of a commit writes no file of its own: only its journal lines.)
+LAYERS = {"fs": [c for c in SCENARIOS if c != "undo"], "fork": ["new", "restore"]}
 POINTS = [p for p in fault_points() if p.split(":")[0] in COMMANDS] + \
     [f"{c}@{p}" for p in fault_points() for c in LAYERS.get(p.split(":")[0], [])]
 
@@ -304,6 +310,9 @@ def prep(w: World, command: str) -> list[str]:
     if command == "pull":
         w.write("main")
         return ["pull"]
+    if command == "undo-new":
+        w.run("new", "-b", "feature", "--eager")
+        return ["undo"]
     if command == "undo":
         w.write("main")
         w.run("commit", "-m", "second")
@@ -358,6 +367,12 @@ def check_outcome(w: World, command: str) -> None:
         assert clean() == []
     elif command == "undo":
         assert w.rev("HEAD") == w.first
+    elif command == "undo-new":
+        ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
+        assert ws["bookmark"] == "main" and not ws.get("working_refs"), ws
+        assert w.git("symbolic-ref", "--short", "HEAD").strip() == "main"
+        refs = w.native_refs()
+        assert not any(WS in refs[s] for s in ("code", "arr", "t")), refs
     elif command == "repair":
         # the lost working branch is back at its fork point; pins are checked below
         ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
@@ -397,7 +412,7 @@ def test_killed_at_named_point_converges(world, point):
     if generic:
         point = generic
     else:
-        command = point.split(":")[0]
+        command = SCENARIO_OF.get(point, point.split(":")[0])
     argv = prep(world, command)
     mark = len(world.journal())
     p = world.run(*argv, check=False, env={"TETHER_FAULT": point})
@@ -415,7 +430,7 @@ DURATIONS: dict[str, float] = {}
 
 
 @pytest.mark.parametrize("seed", range(RANDOM_KILLS))
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", SCENARIOS)
 def test_killed_at_random_moment_converges(world, tether, command, seed):
     argv = prep(world, command)
     mark = len(world.journal())
