@@ -107,10 +107,11 @@ def kept(report: dict) -> set[str]:
 # --- gc ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pushed", [False, True], ids=["unpushed", "pushed"])
+# Without a shared remote there is nowhere to push: that family runs unpushed only.
+@pytest.mark.parametrize("family,pushed", [("shared-remote", False), ("shared-remote", True),
+                                           ("no-shared-remote", False)],
+                         ids=["shared-unpushed", "shared-pushed", "no-shared-unpushed"], indirect=["family"])
 def test_gc_keeps_the_pin_another_clone_committed(family, tether, env, mem, pushed):
-    if pushed and family.remote is None:
-        pytest.skip("without a shared remote there is nowhere to push")
     new_state(family, mem, env)
     made = pins(tether.json("commit", "-m", "in a", cwd=family.a))
     assert set(made) == {"m1", "code"}
@@ -148,12 +149,12 @@ def test_gc_keeps_the_pin_another_clone_committed(family, tether, env, mem, push
     verify(tether, family.b)
 
 
+@pytest.mark.parametrize("family", ["no-shared-remote"], indirect=True)  # the seed has no remote
 def test_gc_in_the_source_of_a_clone_keeps_what_the_clone_named(family, tether, env, mem):
     """A repository others cloned from directly knows its clones only as
     remotes: one added for the clone makes gc keep what that clone holds,
     even with --release-foreign while the clone has commits not fetched."""
-    if family.remote is not None:
-        pytest.skip("the seed has no remote in either family: one run covers it")
+    assert family.remote is None
     seed = family.seed
     git("clone", "-q", str(seed), str(family.b.parent / "c"), cwd=seed, env=env)
     c = family.b.parent / "c"
@@ -175,11 +176,11 @@ def test_gc_in_the_source_of_a_clone_keeps_what_the_clone_named(family, tether, 
     assert [a for a in plan["actions"] if a["params"].get("pin_id") in ids] == []
 
 
+@pytest.mark.parametrize("family", ["shared-remote"], indirect=True)  # both clones fetch from it
 def test_a_pin_whose_commit_left_this_clone_is_kept_after_a_rewrite(family, tether, env, mem):
     """Pushed, fetched by B, then rewritten away (a force-push): the commit
     left A, so even --release-foreign keeps the pin B's history names."""
-    if family.remote is None:
-        pytest.skip("needs a remote both clones fetch from")
+    assert family.remote is not None
     new_state(family, mem, env)
     made = pins(tether.json("commit", "-m", "in a", cwd=family.a))
     git("push", "-q", "origin", "main", cwd=family.a, env=env)
@@ -200,9 +201,9 @@ def test_a_pin_whose_commit_left_this_clone_is_kept_after_a_rewrite(family, teth
         "unpin", "unpin"]
 
 
+@pytest.mark.parametrize("family", ["shared-remote"], indirect=True)  # a remote to make unreachable
 def test_an_unreachable_remote_keeps_every_unreferenced_pin(family, tether, env, mem):
-    if family.remote is None:
-        pytest.skip("the seed is reachable")
+    assert family.remote is not None
     new_state(family, mem, env)
     made = pins(tether.json("commit", "-m", "in a", cwd=family.a))
     git("reset", "-q", "--hard", "HEAD~1", cwd=family.a, env=env)
