@@ -174,13 +174,20 @@ class MemoryHandle(Handle):
     ref: str
 
 
+_ICECHUNK_REPOS: dict[str, Any] = {}
+"""Opened Icechunk repositories by path: a session reads the refs afresh,
+so one Repository serves every open of a store."""
+
+
 def _icechunk(d: dict[str, Any], key: str) -> IcechunkHandle:
     uri = d["uri"]
     ic = _import("icechunk", "icechunk", key=key, kind="icechunk")
     path = _local_path(uri)
     if path is None:
         raise BackendError(f"this package opens local Icechunk repositories only, not {uri}", key=key, kind="icechunk")
-    repo = ic.Repository.open(ic.local_filesystem_storage(path))
+    repo = _ICECHUNK_REPOS.get(path)
+    if repo is None:
+        repo = _ICECHUNK_REPOS[path] = ic.Repository.open(ic.local_filesystem_storage(path))
     ro = bool(d["read_only"])
     branch, tag, sid = d.get("branch"), d.get("tag"), d.get("snapshot_id")
     if branch and not ro:
