@@ -329,3 +329,38 @@ def test_docstrings_are_the_cli_help():
 
 def test_the_package_is_typed():
     assert (Path(tether.__file__).parent / "py.typed").is_file()
+
+
+def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    repo = Repo.init(dataset)
+    repo.add("code", "git", {"uri": str(git_store)})
+    repo.add("notes", "file", {"uri": str(f)})
+    seen: list[tuple[str, str, int, int]] = []
+    repo = Repo.find(dataset, progress=lambda *a: seen.append(a))
+    repo.status()
+    assert sorted(k for _, k, _, _ in seen) == ["code", "notes"]
+    assert sorted(d for _, _, d, _ in seen) == [1, 2] and {(p, t) for p, _, _, t in seen} == {("snapshot", 2)}
+    repo.progress = None
+    repo.status()
+    assert len(seen) == 2
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_failing_progress_callback_does_not_break_the_call(dataset, git_store):
+    repo = _committed(dataset, git_store)
+
+    def boom(*args: object) -> None:
+        raise RuntimeError("callback failed")
+
+    repo.progress = boom
+    assert repo.status().objects[0].state_label == "clean"
+
+
+def test_progress_true_without_tqdm_prints_lines(dataset, git_store, monkeypatch, capsys):
+    repo = _committed(dataset, git_store)
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    repo.progress = True
+    repo.status()
+    assert "snapshot: 1/1 code" in capsys.readouterr().err

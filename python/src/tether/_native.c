@@ -259,6 +259,7 @@ typedef struct {
 	PyObject_HEAD
 	tt_repo *repo;
 	PyThread_type_lock lock;
+	PyObject *progress; /* callable(phase, key, done, total) or NULL */
 } RepoObject;
 
 /* Run stmt without the GIL, holding the Repo's lock. */
@@ -299,6 +300,7 @@ static void Repo_dealloc(RepoObject *self)
 {
 	if (self->repo)
 		tt_repo_free(self->repo);
+	Py_CLEAR(self->progress);
 	if (self->lock)
 		PyThread_free_lock(self->lock);
 	Py_TYPE(self)->tp_free((PyObject *)self);
@@ -827,7 +829,41 @@ static PyObject *Repo_gc(RepoObject *self, PyObject *args, PyObject *kw)
 	return finish(rc, out, &err);
 }
 
+/* libtether's progress hook: may run on a worker thread, so take the GIL. */
+static void progress_trampoline(void *ctx, const char *phase, const char *key, size_t done, size_t total)
+{
+	RepoObject *self = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+	if (self->progress) {
+		PyObject *r = PyObject_CallFunction(self->progress, "ssnn", phase, key, (Py_ssize_t)done,
+						    (Py_ssize_t)total);
+		if (r)
+			Py_DECREF(r);
+		else
+			PyErr_WriteUnraisable(self->progress);
+	}
+	PyGILState_Release(g);
+}
+
+static PyObject *Repo_set_progress(RepoObject *self, PyObject *fn)
+{
+	CHECK_OPEN(self);
+	if (fn != Py_None && !PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+		return NULL;
+	}
+	PyObject *old = self->progress;
+	Py_XINCREF(fn == Py_None ? NULL : fn);
+	self->progress = fn == Py_None ? NULL : fn;
+	/* Under the Repo's lock, so no call is running while the hook changes. */
+	UNLOCKED(self, tt_repo_set_progress(self->repo, self->progress ? progress_trampoline : NULL, self));
+	Py_XDECREF(old);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef Repo_methods[] = {
+	{ "set_progress", (PyCFunction)Repo_set_progress, METH_O,
+	  "Call fn(phase, key, done, total) as objects finish long steps (None: stop)." },
 	{ "objects", (PyCFunction)Repo_objects, METH_NOARGS, "The working tree's manifests {key: dict}." },
 	{ "keys", (PyCFunction)Repo_keys, METH_NOARGS, "Every registered key, sorted." },
 	{ "current_rev", (PyCFunction)Repo_current_rev, METH_NOARGS, "The working copy's commit." },

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, Union
 
 from tether import _help, _native
 from tether.backends import HistoryEntry, ObjectDiff, Tier, VerifyReport
@@ -252,6 +252,37 @@ def _keys(keys: Sequence[str] | str | None) -> list[str] | None:
     return list(keys)
 
 
+Progress = Union[Callable[[str, str, int, int], object], bool, None]
+"""A progress receiver: fn(phase, key, done, total), True for a bar, or None."""
+
+
+class _Bar:
+    """Progress as a tqdm bar per phase (tqdm imported on first report), or
+    one stderr line per object when tqdm is not installed."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, phase: str, key: str, done: int, total: int) -> None:
+        if self._bar is None:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                self._bar = False
+            else:
+                self._bar = tqdm(total=total, desc=phase, unit="object", leave=False)
+        if self._bar is False:
+            import sys
+
+            print(f"{phase}: {done}/{total} {key}", file=sys.stderr)
+        else:
+            self._bar.set_postfix_str(key, refresh=False)
+            self._bar.update(1)
+            if done >= total:
+                self._bar.close()
+                self._bar = None
+
+
 class _Vcs:
     """The dataset's version control, as far as a script needs it."""
 
@@ -290,12 +321,18 @@ class Repo:
     # -- opening ---------------------------------------------------------- #
 
     @classmethod
-    def find(cls, path: Path | str = ".", *, allow_outdated: bool = False) -> Repo:
+    def find(cls, path: Path | str = ".", *, allow_outdated: bool = False, progress: Progress = None) -> Repo:
         """Open the dataset whose `tether.toml` is at or above `path`.
 
-        Raises `ConfigError` when there is none, or when the checkout's
-        per-checkout files are tracked by git."""
-        return cls(_native.Repo(os.fspath(path)))
+        `progress` (this package only): a callable `fn(phase, key, done,
+        total)` called as each object finishes a long step (`snapshot`), or
+        `True` for a `tqdm` bar on stderr (plain lines without tqdm); see
+        `Repo.progress`.  Raises `ConfigError` when there is no dataset, or
+        when the checkout's per-checkout files are tracked by git."""
+        repo = cls(_native.Repo(os.fspath(path)))
+        if progress is not None:
+            repo.progress = progress
+        return repo
 
     @classmethod
     @_doc("init")
@@ -305,6 +342,23 @@ class Repo:
             dataset_id = getattr(config, "dataset_id", None)
         _native.init(os.fspath(path), dataset_id)
         return cls.find(path)
+
+    # -- progress --------------------------------------------------------- #
+
+    @property
+    def progress(self) -> Progress:
+        """What receives progress reports: `None`, `True` (a bar) or a callable."""
+        return getattr(self, "_progress", None)
+
+    @progress.setter
+    def progress(self, value: Progress) -> None:
+        self._progress = value
+        if value is None or value is False:
+            self._n.set_progress(None)
+        elif value is True:
+            self._n.set_progress(_Bar())
+        else:
+            self._n.set_progress(value)
 
     # -- what it is ------------------------------------------------------- #
 
