@@ -4,6 +4,7 @@ package on libtether).  scripts/bench-python.sh runs it under both in one go.
 
     python bench/python_api.py make DIR        # a dataset with git, file, lance, icechunk objects
     python bench/python_api.py time DIR [-n N] # one JSON line of timings
+    python bench/python_api.py cli DIR --bin B # the same through the CLI binary B
 """
 
 from __future__ import annotations
@@ -94,15 +95,34 @@ def run(top: Path, n: int) -> None:
     print(json.dumps(out))
 
 
+def run_cli(top: Path, n: int, binary: str) -> None:
+    """The same operations as `tether` CLI processes (spawn included)."""
+    ds = top / "dataset"
+
+    def cli(*args: str):
+        return lambda: subprocess.run([binary, *args], cwd=ds, check=True, capture_output=True)
+
+    keys = sorted(p.stem for p in (ds / ".tether" / "objects").glob("*.toml"))
+    out = {"impl": "CLI", "objects": len(keys), "n": n,
+           "find+status": timed(cli("status", "--snapshot", "--json"), n),
+           "find+status(no snapshot)": timed(cli("status", "--no-snapshot", "--json"), n)}
+    for key in keys:
+        out[f"open {key}"] = timed(cli("open", key, "--read-only", "--json"), n)
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["make", "time"])
+    ap.add_argument("what", choices=["make", "time", "cli"])
     ap.add_argument("dir", type=Path)
     ap.add_argument("-n", type=int, default=30)
     ap.add_argument("--files", type=int, default=500)
+    ap.add_argument("--bin", default="tether", help="the CLI binary (cli mode)")
     a = ap.parse_args()
     if a.what == "make":
         make(a.dir, a.files)
+    elif a.what == "cli":
+        run_cli(a.dir, a.n, a.bin)
     else:
         run(a.dir, a.n)
     sys.exit(0)
