@@ -550,9 +550,13 @@ class Repo:
 
     def plan_commit(
         self, message: str, *, keys: Sequence[str] | None = None, strict: bool = False, force: bool = False,
-        do_snapshot: bool = True,
+        do_snapshot: bool = True, fetched: dict[str, State] | None = None,
     ) -> Plan:
-        """The commit's plan, applied by `apply_commit`."""
+        """The commit's plan, applied by `apply_commit`.  (`fetched`, states
+        read elsewhere to commit instead of fingerprinting, is refused: use
+        `pull`.)"""
+        if fetched is not None:
+            raise TetherError("plan_commit(fetched=...) is not in this build; `pull` commits fetched heads")
         plan = _plan(self._n.commit(message, _keys(keys), False, strict, force, not do_snapshot, plan_only=True))
         plan.context.setdefault("message", message)
         return plan
@@ -689,7 +693,10 @@ class Repo:
     def plan_gc(
         self, *, prune_bookmarks: bool = False, keep_bookmarks: set[str] | None = None, force_prune: bool = False,
         delete_stores: bool = False, stores: Sequence[tuple[str, dict]] = (), release_foreign: bool = False,
+        scope: Any = None,
     ) -> Plan:
+        if scope is not None:
+            raise TetherError("plan_gc(scope=...) is not in this build yet")
         args = self._gc_args(prune_bookmarks, keep_bookmarks, force_prune, delete_stores, stores, release_foreign)
         return _plan(self._n.gc(plan_only=True, **args))
 
