@@ -260,6 +260,11 @@ const char *tt_repo_bookmark(const tt_repo *repo);
  * content state, as tether-vcs's compute_pin_id. */
 int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, const json_t *state,
 		      const char *dataset_id, tt_error *err);
+/* A state's listing file name, "<hash20>.jsonl", as tether-vcs's listing_name. */
+int tt_compute_listing_name(char out[32], const char *kind, const json_t *identity, const json_t *state,
+			    tt_error *err);
+/* The store branch of a bookmark, "tether.ws.<dataset8>.<slug>"; *out is malloc'd. */
+int tt_compute_working_ref_name(char **out, const char *dataset_id, const char *bookmark, tt_error *err);
 /* The manifest hash (64 hex digits) of {key: manifest} in tt_repo_objects's
  * shape (only key, kind, locator, policy, state, pin, recoverable count). */
 int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err);

@@ -66,6 +66,18 @@ int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, co
 	return tt_pin_id(out, dataset_id, kind, identity, state, err);
 }
 
+int tt_compute_listing_name(char out[32], const char *kind, const json_t *identity, const json_t *state,
+			    tt_error *err)
+{
+	return tt_listing_name(out, kind, identity, state, err);
+}
+
+int tt_compute_working_ref_name(char **out, const char *dataset_id, const char *bookmark, tt_error *err)
+{
+	*out = NULL;
+	return tt_working_ref_name(out, dataset_id, bookmark, err);
+}
+
 static int str_field(const json_t *obj, const char *name, const char **out, const char *key, tt_error *err)
 {
 	const json_t *v = json_object_get(obj, name);

@@ -35,7 +35,16 @@ from tether.errors import (
 _native._set_error_factory(_from_native)
 
 from tether import backends, handles, oplog  # noqa: E402
-from tether.manifest import ObjectManifest, Pin, Policy, compute_pin_id, manifest_hash, ref_for_pin  # noqa: E402
+from tether.manifest import (  # noqa: E402
+    ObjectManifest,
+    Pin,
+    Policy,
+    compute_pin_id,
+    listing_name,
+    manifest_hash,
+    ref_for_pin,
+    working_ref_name,
+)
 from tether.oplog import OpEntry  # noqa: E402
 from tether.plan import Action, Plan, Precondition  # noqa: E402
 from tether.repo import (  # noqa: E402
@@ -100,7 +109,9 @@ __all__ = [
     "backends",
     "compute_pin_id",
     "handles",
+    "listing_name",
     "manifest_hash",
     "oplog",
     "ref_for_pin",
+    "working_ref_name",
 ]

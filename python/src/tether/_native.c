@@ -947,6 +947,42 @@ static PyObject *mod_compute_pin_id(PyObject *m, PyObject *args)
 	return PyUnicode_FromString(out);
 }
 
+static PyObject *mod_listing_name(PyObject *m, PyObject *args)
+{
+	const char *kind;
+	PyObject *identity, *state;
+	if (!PyArg_ParseTuple(args, "sOO", &kind, &identity, &state))
+		return NULL;
+	json_t *ji = from_py(identity, 0);
+	json_t *js = ji ? from_py(state, 0) : NULL;
+	if (!js) {
+		json_decref(ji);
+		return NULL;
+	}
+	char out[32];
+	tt_error err = TT_ERROR_INIT;
+	int rc = tt_compute_listing_name(out, kind, ji, js, &err);
+	json_decref(ji);
+	json_decref(js);
+	if (rc < 0)
+		return raise_tt(&err);
+	return PyUnicode_FromString(out);
+}
+
+static PyObject *mod_working_ref_name(PyObject *m, PyObject *args)
+{
+	const char *ds, *bookmark;
+	if (!PyArg_ParseTuple(args, "ss", &ds, &bookmark))
+		return NULL;
+	char *out = NULL;
+	tt_error err = TT_ERROR_INIT;
+	if (tt_compute_working_ref_name(&out, ds, bookmark, &err) < 0) {
+		free(out);
+		return raise_tt(&err);
+	}
+	return give_str(out);
+}
+
 static PyObject *mod_manifest_hash(PyObject *m, PyObject *arg)
 {
 	json_t *j = from_py(arg, 0);
@@ -977,6 +1013,8 @@ static PyMethodDef mod_methods[] = {
 	{ "backends", mod_backends, METH_NOARGS, "The kinds this libtether knows." },
 	{ "init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS, "tt_init" },
 	{ "compute_pin_id", mod_compute_pin_id, METH_VARARGS, "compute_pin_id(kind, identity, state, dataset_id)" },
+	{ "listing_name", mod_listing_name, METH_VARARGS, "listing_name(kind, identity, state)" },
+	{ "working_ref_name", mod_working_ref_name, METH_VARARGS, "working_ref_name(dataset_id, bookmark)" },
 	{ "manifest_hash", mod_manifest_hash, METH_O, "manifest_hash({key: manifest dict})" },
 	{ "_set_error_factory", mod_set_error_factory, METH_O, "Install the exception factory." },
 	{ NULL, NULL, 0, NULL },

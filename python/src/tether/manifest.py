@@ -15,8 +15,10 @@ __all__ = [
     "Pin",
     "Policy",
     "compute_pin_id",
+    "listing_name",
     "manifest_hash",
     "ref_for_pin",
+    "working_ref_name",
 ]
 
 REF_PREFIX = "tether."
@@ -119,6 +121,16 @@ def compute_pin_id(kind: str, identity: Locator, state: State, dataset_id: str) 
     locator identity) in the dataset ``dataset_id``: ``<dataset8>.<hash16>``.
     ``state`` is the content state (volatile fields removed)."""
     return _native.compute_pin_id(kind, dict(identity), dict(state), dataset_id)
+
+
+def listing_name(kind: str, identity: Locator, state: State) -> str:
+    """The file name (under `.tether/listings/`) of a state's per-file listing."""
+    return _native.listing_name(kind, dict(identity), dict(state))
+
+
+def working_ref_name(dataset_id: str, bookmark: str) -> str:
+    """The store branch that stands for a bookmark: `tether.ws.<dataset8>.<slug>`."""
+    return _native.working_ref_name(dataset_id, bookmark)
 
 
 def ref_for_pin(pin_id: str) -> str:

@@ -17,7 +17,18 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from tether import TETHER_REV_ENV, CapabilityError, ConfigError, Repo, TetherError, compute_pin_id, manifest_hash, ref_for_pin
+from tether import (
+    TETHER_REV_ENV,
+    CapabilityError,
+    ConfigError,
+    Repo,
+    TetherError,
+    compute_pin_id,
+    listing_name,
+    manifest_hash,
+    ref_for_pin,
+    working_ref_name,
+)
 
 
 def _repo(dataset: Path) -> Repo:
@@ -60,6 +71,8 @@ def test_pin_ids_and_manifest_hash_are_computable_from_the_manifests(dataset, gi
     assert m.pin.id.startswith(repo.config.dataset_id + ".")
     # The same inputs give the same id in every implementation.
     assert compute_pin_id("file", {"path": "/x"}, {"type": "file"}, "abcdef12") == "abcdef12.624b2b611287b6c4"
+    assert listing_name("file", {"path": "/x"}, {"type": "file"}) == "624b2b611287b6c4bb3b.jsonl"
+    assert working_ref_name("abcdef12", "feat/x y") == "tether.ws.abcdef12.feat-x-y-b483c3"
     assert manifest_hash(Repo.find(dataset).objects) == Repo.find(dataset).status(do_snapshot=False).manifest_hash
 
 
