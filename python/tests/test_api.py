@@ -364,3 +364,26 @@ def test_progress_true_without_tqdm_prints_lines(dataset, git_store, monkeypatch
     repo.progress = True
     repo.status()
     assert "snapshot: 1/1 code" in capsys.readouterr().err
+
+
+def test_an_unopened_native_repo_raises_instead_of_crashing():
+    raw = tether._native.Repo.__new__(tether._native.Repo)
+    with pytest.raises(RuntimeError):
+        raw.root
+    with pytest.raises(RuntimeError):
+        raw.status()
+
+
+def test_values_cross_the_boundary_both_ways(dataset, tmp_path):
+    repo = Repo.init(dataset)
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    loc = {"uri": str(f), "note": "caf\u00e9 \u2603", "n": 2**40, "x": 0.5, "flag": True, "list": [1, "a"]}
+    with pytest.raises(TypeError):
+        repo.add("f", "file", {"uri": object()})
+    with pytest.raises(TypeError):
+        repo.add("f", "file", {1: "x"})
+    with pytest.raises(OverflowError):
+        repo.add("f", "file", {"uri": str(f), "n": 2**80})
+    m = repo.add("f", "file", loc)  # written to the manifest, read back
+    assert m.locator == loc

@@ -313,16 +313,39 @@ static PyObject *cstr_or_none(const char *s)
 	return PyUnicode_FromString(s);
 }
 
-static PyObject *Repo_get_root(RepoObject *self, void *c) { return cstr_or_none(tt_repo_root(self->repo)); }
+/* Getters on a Repo whose __init__ never succeeded raise instead of crashing. */
+static int getter_open(RepoObject *self)
+{
+	if (self->repo)
+		return 1;
+	PyErr_SetString(PyExc_RuntimeError, "the repository is not open");
+	return 0;
+}
+
+static PyObject *Repo_get_root(RepoObject *self, void *c)
+{
+	return getter_open(self) ? cstr_or_none(tt_repo_root(self->repo)) : NULL;
+}
 static PyObject *Repo_get_dataset_id(RepoObject *self, void *c)
 {
-	return cstr_or_none(tt_repo_dataset_id(self->repo));
+	return getter_open(self) ? cstr_or_none(tt_repo_dataset_id(self->repo)) : NULL;
 }
-static PyObject *Repo_get_trunk(RepoObject *self, void *c) { return cstr_or_none(tt_repo_trunk(self->repo)); }
-static PyObject *Repo_get_bookmark(RepoObject *self, void *c) { return cstr_or_none(tt_repo_bookmark(self->repo)); }
-static PyObject *Repo_get_vcs_kind(RepoObject *self, void *c) { return cstr_or_none(tt_repo_vcs_kind(self->repo)); }
+static PyObject *Repo_get_trunk(RepoObject *self, void *c)
+{
+	return getter_open(self) ? cstr_or_none(tt_repo_trunk(self->repo)) : NULL;
+}
+static PyObject *Repo_get_bookmark(RepoObject *self, void *c)
+{
+	return getter_open(self) ? cstr_or_none(tt_repo_bookmark(self->repo)) : NULL;
+}
+static PyObject *Repo_get_vcs_kind(RepoObject *self, void *c)
+{
+	return getter_open(self) ? cstr_or_none(tt_repo_vcs_kind(self->repo)) : NULL;
+}
 static PyObject *Repo_get_warnings(RepoObject *self, void *c)
 {
+	if (!getter_open(self))
+		return NULL;
 	size_t n = tt_repo_warning_count(self->repo);
 	PyObject *l = PyList_New((Py_ssize_t)n);
 	for (size_t i = 0; l && i < n; i++) {
