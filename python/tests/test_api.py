@@ -387,3 +387,12 @@ def test_values_cross_the_boundary_both_ways(dataset, tmp_path):
         repo.add("f", "file", {"uri": str(f), "n": 2**80})
     m = repo.add("f", "file", loc)  # written to the manifest, read back
     assert m.locator == loc
+
+
+def test_progress_true_draws_a_tqdm_bar(dataset, git_store, capsys):
+    pytest.importorskip("tqdm")
+    repo = _committed(dataset, git_store)
+    repo.progress = True
+    repo.status()
+    err = capsys.readouterr().err
+    assert "snapshot:" in err and "/1 " in err  # the bar, cleared once done (leave=False)

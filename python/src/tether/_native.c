@@ -857,13 +857,15 @@ static void progress_trampoline(void *ctx, const char *phase, const char *key, s
 {
 	RepoObject *self = ctx;
 	PyGILState_STATE g = PyGILState_Ensure();
-	if (self->progress) {
-		PyObject *r = PyObject_CallFunction(self->progress, "ssnn", phase, key, (Py_ssize_t)done,
-						    (Py_ssize_t)total);
+	PyObject *fn = self->progress;
+	if (fn) {
+		Py_INCREF(fn); /* the callback may run while another thread replaces it */
+		PyObject *r = PyObject_CallFunction(fn, "ssnn", phase, key, (Py_ssize_t)done, (Py_ssize_t)total);
 		if (r)
 			Py_DECREF(r);
 		else
-			PyErr_WriteUnraisable(self->progress);
+			PyErr_WriteUnraisable(fn);
+		Py_DECREF(fn);
 	}
 	PyGILState_Release(g);
 }
