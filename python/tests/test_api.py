@@ -170,6 +170,15 @@ def test_new_open_promote_with_plans(dataset, git_store):
     assert report.fast_forwarded["code"]["sha"] == head and report.trunk_moved
 
 
+def test_materialize_fork_makes_the_deferred_branch(dataset, git_store):
+    repo = _committed(dataset, git_store)
+    repo.new(bookmark="later")
+    assert git(git_store, "for-each-ref", "refs/heads/tether.ws.*") == ""
+    branch = repo.materialize_fork("code")
+    assert branch == tether.working_ref_name(repo.dataset_id, "later")
+    assert git(git_store, "rev-parse", branch) == git(git_store, "rev-parse", "main")
+
+
 def test_pull_commits_what_moved_upstream(dataset, git_store):
     repo = _committed(dataset, git_store)
     head = _advance(git_store, "upstream")

@@ -479,19 +479,21 @@ class Repo:
             snapshot_at=out.get("snapshot_at"),
         )
 
-    def _cached_states(self) -> dict[str, State]:
-        # The fingerprints status used are the ones it cached in this
-        # checkout's workspace.toml.
+    def _workspace(self) -> dict[str, Any]:
+        # This checkout's workspace.toml, for what libtether's results leave
+        # out (the fingerprints status used, a fork's branch name).
         try:
             import tomllib
         except ImportError:  # Python < 3.11: no reader at hand
             return {}
         try:
             with open(self.root / ".tether" / "workspace.toml", "rb") as fh:
-                ws = tomllib.load(fh)
+                return tomllib.load(fh)
         except (OSError, ValueError):
             return {}
-        snap = ws.get("last_snapshot") or ws.get("workspace", {}).get("last_snapshot") or {}
+
+    def _cached_states(self) -> dict[str, State]:
+        snap = self._workspace().get("last_snapshot") or {}
         return {k: dict(v) for k, v in snap.items() if isinstance(v, dict)}
 
     @_doc("verify")
@@ -596,9 +598,10 @@ class Repo:
         return from_description(self._n.open_object(key, rev, ro))
 
     def materialize_fork(self, key: str) -> str:
-        """Create `key`'s deferred working branch now; returns the branch."""
-        d = self._n.open_object(key, None, 0)
-        return str(d.get("branch") or d.get("ref") or d.get("address"))
+        """Create `key`'s deferred working branch now (a writable open does
+        the same); returns the branch."""
+        self._n.open_object(key, None, 0)
+        return str(self._workspace().get("working_refs", {})[key])
 
     # -- landing ---------------------------------------------------------- #
 
