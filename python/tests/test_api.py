@@ -66,6 +66,15 @@ def test_init_find_and_properties(dataset):
     assert again.objects == {}
 
 
+def test_find_warns_as_libtether_warns(dataset):
+    Repo.init(dataset)
+    secrets = dataset / ".tether" / "secrets.toml"
+    secrets.write_text("")
+    secrets.chmod(0o644)
+    with pytest.warns(UserWarning, match="secrets.toml"):
+        Repo.find(dataset)
+
+
 def test_add_returns_the_manifest_with_policy_and_remove_forgets_it(dataset, git_store):
     repo = Repo.init(dataset)
     m = repo.add(None, "git", {"uri": str(git_store)}, policy=Policy(file="immutable", pin="record"))

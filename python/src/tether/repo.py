@@ -8,6 +8,7 @@ turned into the report type tether-vcs returns for it.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +331,8 @@ class Repo:
         `Repo.progress`.  Raises `ConfigError` when there is no dataset, or
         when the checkout's per-checkout files are tracked by git."""
         repo = cls(_native.Repo(os.fspath(path)))
+        for warning in repo.warnings:
+            warnings.warn(warning, stacklevel=2)
         if progress is not None:
             repo.progress = progress
         return repo
