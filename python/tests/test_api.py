@@ -288,28 +288,29 @@ def test_import_loads_no_store_library():
     assert out.strip() == "[]"
 
 
-def test_the_gil_is_released_during_a_call(dataset, git_store):
-    # A Python thread keeps running while libtether works in another.
+def test_the_gil_is_released_during_a_call(dataset, git_store, monkeypatch):
+    # A snapshot in another thread waits for the checkout lock, held here.
+    # Were the GIL held through that wait, this thread could not run until
+    # the call gave up; it runs at once.
+    import fcntl
+    import time
+
     repo = _committed(dataset, git_store)
-    ticks = 0
-    stop = threading.Event()
-
-    def spin() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-
-    t = threading.Thread(target=spin)
-    t.start()
-    try:
-        before = ticks
-        for _ in range(20):
-            repo.status()
-        during = ticks - before
-    finally:
-        stop.set()
-        t.join()
-    assert during > 0
+    monkeypatch.setenv("TETHER_LOCK_TIMEOUT_MS", "3000")
+    outcome: list[object] = []
+    with open(dataset / ".tether" / "lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t = threading.Thread(target=lambda: outcome.append(repo.snapshot()))
+        t.start()
+        time.sleep(0.2)  # the call is waiting on the lock now
+        start = time.monotonic()
+        for _ in range(10):
+            time.sleep(0.01)
+        ran_for = time.monotonic() - start
+        fcntl.flock(held, fcntl.LOCK_UN)
+    t.join()
+    assert ran_for < 1.0
+    assert outcome and "code" in outcome[0]  # the call went on once the lock was free
 
 
 def test_one_repo_shared_between_threads_is_serialised(dataset, git_store):
