@@ -183,7 +183,9 @@ def test_materialize_fork_makes_the_deferred_branch(dataset, git_store):
     repo = _committed(dataset, git_store)
     repo.new(bookmark="later")
     assert git(git_store, "for-each-ref", "refs/heads/tether.ws.*") == ""
+    assert repo.workspace.pending_forks == {"code": tether.working_ref_name(repo.dataset_id, "later")}
     branch = repo.materialize_fork("code")
+    assert repo.workspace.working_refs == {"code": branch} and repo.workspace.bookmark == "later"
     assert branch == tether.working_ref_name(repo.dataset_id, "later")
     assert git(git_store, "rev-parse", branch) == git(git_store, "rev-parse", "main")
 

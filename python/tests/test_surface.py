@@ -22,7 +22,7 @@ REFERENCE = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python"
 REPORTS = [
     "StatusReport", "ObjectStatus", "CommitResult", "SetReport", "PullReport", "GcReport", "PromoteReport",
     "RepairReport", "UndoReport", "DiffEntry", "VcsDrift", "OpEntry", "Plan", "Action", "Precondition",
-    "ObjectManifest", "Pin", "Policy",
+    "ObjectManifest", "Pin", "Policy", "WorkspaceState",
 ]
 HANDLES = ["FileHandle", "GitHandle", "IcechunkHandle", "LanceHandle", "DeltaHandle", "MemoryHandle"]
 ERRORS = [

@@ -14,6 +14,7 @@ __all__ = [
     "ObjectManifest",
     "Pin",
     "Policy",
+    "WorkspaceState",
     "compute_pin_id",
     "listing_name",
     "manifest_hash",
@@ -114,6 +115,43 @@ class ObjectManifest:
             "recoverable": self.recoverable,
             "origin": self.origin,
         }
+
+
+@dataclass
+class WorkspaceState:
+    """This checkout's own state (`.tether/workspace.toml`, never committed):
+    the bookmark it works on, each object's working branch and what it was
+    forked from, and the last snapshot.  A read-only view: libtether writes
+    it."""
+
+    workspace_id: str = ""
+    bookmark: str | None = None
+    base_states: dict[str, State] = field(default_factory=dict)
+    working_refs: dict[str, str] = field(default_factory=dict)
+    pending_forks: dict[str, str] = field(default_factory=dict)
+    pending_resets: dict[str, State] = field(default_factory=dict)
+    fork_points: dict[str, State] = field(default_factory=dict)
+    last_snapshot: dict[str, State] = field(default_factory=dict)
+    last_snapshot_at: str | None = None
+    last_snapshot_errors: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WorkspaceState:
+        def table(name: str) -> dict[str, Any]:
+            return {k: (dict(v) if isinstance(v, dict) else v) for k, v in (d.get(name) or {}).items()}
+
+        return cls(
+            workspace_id=str(d.get("workspace_id") or ""),
+            bookmark=d.get("bookmark"),
+            base_states=table("base_states"),
+            working_refs=table("working_refs"),
+            pending_forks=table("pending_forks"),
+            pending_resets=table("pending_resets"),
+            fork_points=table("fork_points"),
+            last_snapshot=table("last_snapshot"),
+            last_snapshot_at=d.get("last_snapshot_at"),
+            last_snapshot_errors=table("last_snapshot_errors"),
+        )
 
 
 def compute_pin_id(kind: str, identity: Locator, state: State, dataset_id: str) -> str:

@@ -18,7 +18,7 @@ from tether import _help, _native
 from tether.backends import HistoryEntry, ObjectDiff, Tier, VerifyReport
 from tether.errors import MultiObjectError, TetherError
 from tether.handles import Handle, from_description
-from tether.manifest import ObjectManifest, Pin, Policy, ref_for_pin
+from tether.manifest import ObjectManifest, Pin, Policy, WorkspaceState, ref_for_pin
 from tether.oplog import OpEntry
 from tether.plan import Plan, _plan
 
@@ -393,6 +393,11 @@ class Repo:
         return _Vcs(self._n)
 
     @property
+    def workspace(self) -> WorkspaceState:
+        """This checkout's workspace state, read afresh (Python 3.11+; empty before)."""
+        return WorkspaceState.from_dict(self._workspace())
+
+    @property
     def warnings(self) -> list[str]:
         return self._n.warnings
 
@@ -496,8 +501,7 @@ class Repo:
             return {}
 
     def _cached_states(self) -> dict[str, State]:
-        snap = self._workspace().get("last_snapshot") or {}
-        return {k: dict(v) for k, v in snap.items() if isinstance(v, dict)}
+        return self.workspace.last_snapshot
 
     @_doc("verify")
     def verify(
@@ -604,7 +608,7 @@ class Repo:
         """Create `key`'s deferred working branch now (a writable open does
         the same); returns the branch."""
         self._n.open_object(key, None, 0)
-        return str(self._workspace().get("working_refs", {})[key])
+        return self.workspace.working_refs[key]
 
     # -- landing ---------------------------------------------------------- #
 
