@@ -417,3 +417,20 @@ def test_progress_true_draws_a_tqdm_bar(dataset, git_store, capsys):
     repo.status()
     err = capsys.readouterr().err
     assert "snapshot:" in err and "/1 " in err  # the bar, cleared once done (leave=False)
+
+
+def test_a_progress_callback_that_refers_to_its_repo_is_collected(dataset):
+    import gc
+    import weakref
+
+    Repo.init(dataset)
+    class Marker:
+        pass
+
+    repo = Repo.find(dataset)
+    native, marker = repo._n, Marker()
+    repo.progress = lambda *a, _n=native, _m=marker: None  # a cycle: Repo -> callback -> Repo
+    ref = weakref.ref(marker)
+    del repo, native, marker
+    gc.collect()
+    assert ref() is None

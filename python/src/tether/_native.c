@@ -296,8 +296,24 @@ static int Repo_init(RepoObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+/* The progress callable may refer back to this Repo: take part in the GC. */
+static int Repo_traverse(RepoObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->progress);
+	return 0;
+}
+
+static int Repo_clear(RepoObject *self)
+{
+	if (self->repo && self->progress)
+		tt_repo_set_progress(self->repo, NULL, NULL);
+	Py_CLEAR(self->progress);
+	return 0;
+}
+
 static void Repo_dealloc(RepoObject *self)
 {
+	PyObject_GC_UnTrack(self);
 	if (self->repo)
 		tt_repo_free(self->repo);
 	Py_CLEAR(self->progress);
@@ -918,7 +934,9 @@ static PyMethodDef Repo_methods[] = {
 static PyTypeObject RepoType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tether._native.Repo",
 	.tp_basicsize = sizeof(RepoObject),
-	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = (traverseproc)Repo_traverse,
+	.tp_clear = (inquiry)Repo_clear,
 	.tp_doc = "An open libtether dataset (tt_repo).",
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)Repo_init,
