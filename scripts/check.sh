@@ -4,7 +4,9 @@
 # Stages (each adds its counts to the total):
 #   1. release build with -Werror; unit tests (one executable per module)
 #   2. the toml-test suite against our TOML decoder and encoder
-#   3. end-to-end and compatibility tests (pytest driving the real binary)
+#   3. end-to-end and compatibility tests (pytest driving the real binary);
+#      the Python package (python/) in its own virtualenv, .venv-py, and its
+#      recipe test file again under tether-vcs (.venv)
 #   4. fuzz targets for a bounded time (libFuzzer under clang)
 #   5. ASan+UBSan build; unit and end-to-end tests again under it
 # Set TT_CHECK_QUICK=1 to skip the sanitizer pass and fuzzing while iterating.
@@ -183,12 +185,63 @@ install_check() { # the installed library: only the public API exported; pkg-con
   add $ok $((n - ok)) "install, exports, pkg-config examples"
 }
 
+junit_counts() { # junit_counts XML -> "passed failed skipped"
+  .venv/bin/python - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+suites = [r] if r.tag == "testsuite" else list(r)
+t = sum(int(s.get("tests", 0)) for s in suites)
+f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+s = sum(int(s.get("skipped", 0)) for s in suites)
+print(t - f - s, f, s)
+PY
+}
+
+pytest_stage() { # pytest_stage PYTHON LABEL PATH -- pytest PATH under PYTHON, counted
+  local py=$1 label=$2 path=$3 slug=${2// /-}
+  local xml=$logdir/$slug-pytest.xml
+  TETHER_BIN=$top/build/tether "$py" -m pytest "$path" -q -p no:cacheprovider --junitxml="$xml" \
+    >"$logdir/$slug-pytest.log" 2>&1
+  local rc=$?
+  if [ ! -f "$xml" ]; then tail -30 "$logdir/$slug-pytest.log"; add 0 1 "$label"; return; fi
+  local p f s
+  read -r p f s <<<"$(junit_counts "$xml")"
+  if [ "$f" -gt 0 ] || { [ $rc -ne 0 ] && [ $rc -ne 5 ]; }; then
+    grep -E '^(FAILED|ERROR)' "$logdir/$slug-pytest.log" | head -40
+    [ "$f" -gt 0 ] || f=1
+  fi
+  [ "$s" -gt 0 ] && echo "   ($s skipped: see $logdir/$slug-pytest.log)"
+  add "$p" "$f" "$label"
+}
+
+python_pkg() { # the Python package on libtether, in .venv-py (idempotent: deps once, the package each run)
+  local venv=$top/.venv-py req=python/tests/requirements.txt log=$logdir/venv-py.log
+  local want; want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv" >"$log" 2>&1; then
+    tail -20 "$log"; add 0 1 "python package"; return
+  fi
+  if [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+    if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >>"$log" 2>&1; then
+      tail -20 "$log"; add 0 1 "python package"; return
+    fi
+    echo "$want" >"$venv/.requirements.sha256"
+  fi
+  # Link the release build's libtether.a (pip install ./python alone builds its own).
+  if ! TETHER_LIBTETHER_DIR=$top/build "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+      --no-deps --no-build-isolation --force-reinstall ./python >>"$log" 2>&1; then
+    tail -30 "$log"; add 0 1 "python package"; return
+  fi
+  pytest_stage "$venv/bin/python" "python package" python/tests
+  pytest_stage .venv/bin/python "python recipes on tether-vcs" python/tests/recipes
+}
+
 echo "== release build (-Werror)"
 if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_WERROR=ON; then
   unit build release
   toml_suite build
   e2e "$top/build/tether" release
   install_check
+  python_pkg
 else
   tail -40 "$logdir/ninja-build.log"; add 0 1 "release build"
 fi

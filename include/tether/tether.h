@@ -238,6 +238,42 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
  */
 json_t *tt_backends(void);
 
+/*
+ * Progress: fn is called as each object finishes a long step (phase
+ * "snapshot": a fingerprint), with done of total finished.  It may run on a
+ * worker thread; calls are never concurrent.  fn NULL: no reports.
+ */
+typedef void (*tt_progress_fn)(void *ctx, const char *phase, const char *key, size_t done, size_t total);
+void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx);
+
+/* --- read-only views for language bindings -------------------------------- */
+
+/*
+ * The working tree's manifests, read afresh from disk: {key: {key, kind,
+ * locator, policy: {file, pin}, state|null, pin: {id, ref}|null,
+ * captured_at|null, recoverable, origin: "adopted"|"created"}}.
+ */
+int tt_repo_objects(tt_repo *repo, json_t **out, tt_error *err);
+/* The working copy's commit (git: HEAD), full length; *out is malloc'd. */
+int tt_repo_current_rev(tt_repo *repo, char **out, tt_error *err);
+/* "git" or "jj". */
+const char *tt_repo_vcs_kind(const tt_repo *repo);
+/* The bookmark this checkout works on, or NULL (a read-only working copy). */
+const char *tt_repo_bookmark(const tt_repo *repo);
+
+/* A pin id, "<dataset8>.<hash16>", over kind, the locator identity and the
+ * content state, as tether-vcs's compute_pin_id. */
+int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, const json_t *state,
+		      const char *dataset_id, tt_error *err);
+/* A state's listing file name, "<hash20>.jsonl", as tether-vcs's listing_name. */
+int tt_compute_listing_name(char out[32], const char *kind, const json_t *identity, const json_t *state,
+			    tt_error *err);
+/* The store branch of a bookmark, "tether.ws.<dataset8>.<slug>"; *out is malloc'd. */
+int tt_compute_working_ref_name(char **out, const char *dataset_id, const char *bookmark, tt_error *err);
+/* The manifest hash (64 hex digits) of {key: manifest} in tt_repo_objects's
+ * shape (only key, kind, locator, policy, state, pin, recoverable count). */
+int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err);
+
 /* --- gc ------------------------------------------------------------------- */
 
 typedef struct tt_gc_opts {

@@ -32,6 +32,8 @@ struct tt_repo {
 	struct timespec opened;  /* when this process opened it (CLOCK_REALTIME) */
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
+	tt_progress_fn progress;        /* tt_repo_set_progress; NULL: none */
+	void *progress_ctx;
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the

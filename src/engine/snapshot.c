@@ -4,6 +4,7 @@
  * object against its committed manifest.
  */
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core/kinds.h"
@@ -78,7 +79,20 @@ typedef struct fp_job {
 	bool moving;
 	json_t *state;        /* result */
 	tt_error err;
+	size_t *done, total;  /* progress: finished so far (shared), of total */
 } fp_job;
+
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void report_progress(const fp_job *job)
+{
+	if (!job->repo->progress)
+		return;
+	pthread_mutex_lock(&progress_lock);
+	size_t done = ++*job->done;
+	job->repo->progress(job->repo->progress_ctx, "snapshot", job->m->key, done, job->total);
+	pthread_mutex_unlock(&progress_lock);
+}
 
 static void fingerprint_one(size_t i, void *ctx)
 {
@@ -103,6 +117,7 @@ done:
 	if (job->err.code)
 		tt_error_object(&job->err, job->m->key, job->m->kind);
 	json_decref(loc);
+	report_progress(job);
 }
 
 /* An Observed object under `file = "immutable"` may not change at all. */
@@ -156,6 +171,11 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 		job->err = (tt_error)TT_ERROR_INIT;
 		if ((rc = tt_engine_working_ref(repo, m, &job->ref, err)) < 0)
 			goto done;
+	}
+	size_t finished = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		jobs[i].done = &finished;
+		jobs[i].total = njobs;
 	}
 	if ((rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err)) < 0)
 		goto done;

@@ -1,0 +1,119 @@
+"""tether: version control (fingerprints, pins, forks) for datasets that
+live in other systems -- the Python API on libtether, the C engine.
+
+The entry point is `Repo`, with the names, report types and errors of
+tether-vcs's Python API, so scripts written for it run unchanged:
+
+    >>> from tether import Repo
+    >>> repo = Repo.find(".")
+    >>> repo.commit("baseline")            # pin every object, commit the manifests
+    >>> repo.new(bookmark="relabel")       # a bookmark: a branch per store, off the pins
+    >>> handle = repo.open("zarr/imaging")  # writable; this open forks the branch
+"""
+
+from __future__ import annotations
+
+from tether import _native
+from tether.errors import (
+    BackendError,
+    CapabilityError,
+    ConfigError,
+    ImmutableObjectModified,
+    MergeConflict,
+    MultiObjectError,
+    PinDriftError,
+    RefMovedError,
+    StalePlanError,
+    StaleWorkingCopyError,
+    TetherError,
+    UnpinnedStateError,
+    UsageError,
+    VcsError,
+    _from_native,
+)
+
+_native._set_error_factory(_from_native)
+
+from tether import backends, handles, oplog  # noqa: E402
+from tether.manifest import (  # noqa: E402
+    ObjectManifest,
+    Pin,
+    Policy,
+    WorkspaceState,
+    compute_pin_id,
+    listing_name,
+    manifest_hash,
+    ref_for_pin,
+    working_ref_name,
+)
+from tether.oplog import OpEntry  # noqa: E402
+from tether.plan import Action, Plan, Precondition  # noqa: E402
+from tether.repo import (  # noqa: E402
+    TETHER_REV_ENV,
+    CommitResult,
+    DiffEntry,
+    GcReport,
+    ObjectStatus,
+    PromoteReport,
+    PullReport,
+    RepairReport,
+    Repo,
+    RepoConfig,
+    SetReport,
+    StatusReport,
+    UndoReport,
+    VcsDrift,
+)
+
+__version__ = "0.1.0"
+"""This package's version."""
+
+libtether_version = _native.version()
+"""The version of the libtether it is built on."""
+
+__all__ = [
+    "TETHER_REV_ENV",
+    "Action",
+    "BackendError",
+    "CapabilityError",
+    "CommitResult",
+    "ConfigError",
+    "DiffEntry",
+    "GcReport",
+    "ImmutableObjectModified",
+    "MergeConflict",
+    "MultiObjectError",
+    "ObjectManifest",
+    "ObjectStatus",
+    "OpEntry",
+    "Pin",
+    "PinDriftError",
+    "Plan",
+    "Policy",
+    "Precondition",
+    "PromoteReport",
+    "PullReport",
+    "RefMovedError",
+    "RepairReport",
+    "Repo",
+    "RepoConfig",
+    "SetReport",
+    "StalePlanError",
+    "StaleWorkingCopyError",
+    "StatusReport",
+    "TetherError",
+    "UndoReport",
+    "UnpinnedStateError",
+    "UsageError",
+    "VcsDrift",
+    "VcsError",
+    "WorkspaceState",
+    "backends",
+    "compute_pin_id",
+    "handles",
+    "listing_name",
+    "manifest_hash",
+    "oplog",
+    "ref_for_pin",
+    "working_ref_name",
+]
