@@ -77,6 +77,101 @@ static json_t *vcs_paths(tt_repo *repo)
 	return out;
 }
 
+/* The listing name of m's recorded state ("" when it has no state or the
+ * kind keeps no listings). */
+static int state_listing_name(tt_repo *repo, const tt_manifest *m, char name[TT_LISTING_NAME_MAX],
+			      tt_error *err)
+{
+	tt_backend *b;
+	json_t *identity = NULL, *content = NULL;
+	int rc = 0;
+	name[0] = '\0';
+	if (!m->state || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+		tt_error_clear(err);
+		return 0;
+	}
+	if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+		if (!(content = tt_content_state(b->kind, m->state)))
+			rc = tt_error_oom(err);
+		else
+			rc = tt_listing_name(name, m->kind, identity, content, err);
+	}
+	json_decref(identity);
+	json_decref(content);
+	if (rc < 0)
+		name[0] = '\0';
+	return rc;
+}
+
+/* What a selective commit hands the VCS: each key's manifest and the
+ * listing of its state where one is stored, nothing else under .tether/. */
+static json_t *object_paths(tt_repo *repo, const json_t *keys, tt_error *err)
+{
+	const char *rel = relroot(repo);
+	json_t *out = json_array();
+	size_t i;
+	json_t *kv;
+	if (!out) {
+		tt_error_oom(err);
+		return NULL;
+	}
+	json_array_foreach(keys, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
+		char *mrel = NULL, *p;
+		char name[TT_LISTING_NAME_MAX];
+		if (!m)
+			continue;
+		if (tt_key_relpath(&mrel, m->key, err) < 0)
+			goto fail;
+		p = tt_asprintf("%s%s" TT_DIR "/%s", rel, *rel ? "/" : "", mrel);
+		free(mrel);
+		if (!p || json_array_append_new(out, json_string(p)) != 0) {
+			free(p);
+			tt_error_oom(err);
+			goto fail;
+		}
+		free(p);
+		if (state_listing_name(repo, m, name, err) < 0)
+			goto fail;
+		if (!name[0])
+			continue;
+		char *lrel = tt_asprintf(TT_LISTINGS_DIR "/%s", name);
+		char *abs = lrel ? tt_tether_path(repo->root, lrel) : NULL;
+		bool there = abs && tt_is_file(abs);
+		free(abs);
+		free(lrel);
+		if (!there)
+			continue;
+		p = tt_asprintf("%s%s" TT_DIR "/" TT_LISTINGS_DIR "/%s", rel, *rel ? "/" : "", name);
+		bool dup = false;
+		size_t j;
+		json_t *q;
+		json_array_foreach(out, j, q)
+			dup |= p && strcmp(json_string_value(q), p) == 0;
+		if (!p || (!dup && json_array_append_new(out, json_string(p)) != 0)) {
+			free(p);
+			tt_error_oom(err);
+			goto fail;
+		}
+		free(p);
+	}
+	return out;
+fail:
+	json_decref(out);
+	return NULL;
+}
+
+/* The paths a commit hands the VCS: with keys, only those objects'. */
+static json_t *commit_paths(tt_repo *repo, const json_t *keys, tt_error *err)
+{
+	json_t *p;
+	if (keys)
+		return object_paths(repo, keys, err);
+	if (!(p = vcs_paths(repo)))
+		tt_error_oom(err);
+	return p;
+}
+
 static bool array_has(const json_t *arr, const char *s)
 {
 	size_t i;
@@ -604,7 +699,13 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		tt_plan_action_at(plan, i, &a);
 		any_objects |= strcmp(a.op, "pin") == 0 || strcmp(a.op, "record") == 0;
 	}
-	paths = vcs_paths(repo);
+	json_t *sel = json_object_get(tt_plan_context(plan), "keys");
+	if (!json_is_array(sel))
+		sel = NULL;
+	if (!(paths = commit_paths(repo, sel, err))) {
+		rc = err->code;
+		goto done;
+	}
 	bool dirty = false;
 	if (vcs && !any_objects) {
 		size_t np = json_array_size(paths);
@@ -783,7 +884,10 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	}
 	if (vcs) {
 		json_decref(paths);
-		paths = vcs_paths(repo);
+		if (!(paths = commit_paths(repo, sel, err))) {
+			rc = err->code;
+			goto failed;
+		}
 		size_t np = json_array_size(paths);
 		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
 		for (size_t i = 0; pv && i < np; i++)
