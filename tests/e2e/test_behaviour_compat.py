@@ -1,0 +1,167 @@
+"""Behaviours scripts branch on, run through tether-vcs 0.1.0b7 and through
+ours on the same scenario: exit codes, error lines, the dataset's committed
+files and working-tree status, and the stores' refs must agree (after
+normalising only times and ids)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+DS = "5ca1ab1e"
+
+
+def fixed_env(env, n=1):
+    e = dict(env)
+    stamp = f"2026-01-0{n}T00:00:00+00:00"
+    e.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
+    return e
+
+
+def make_world(root: Path, env) -> tuple[Path, Path]:
+    """A dataset repository `ds` and a git store `code` beside it, with fixed
+    dates so both implementations' worlds have the same shas."""
+    code, ds = root / "code", root / "ds"
+    code.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=code, env=env)
+    (code / "model.py").write_text("weights = 1\n")
+    git("add", ".", cwd=code, env=fixed_env(env))
+    git("commit", "-q", "-m", "initial model", cwd=code, env=fixed_env(env))
+    ds.mkdir()
+    git("init", "-q", "-b", "main", cwd=ds, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=ds, env=fixed_env(env))
+    return ds, code
+
+
+def error_line(stderr: str) -> str | None:
+    for line in stderr.splitlines():
+        if line.startswith("error: "):
+            return line
+    return None
+
+
+def observe(ds: Path, code: Path, env) -> dict:
+    head = git("rev-parse", "HEAD", cwd=ds, env=env).strip()
+    return {
+        "tree": git("ls-tree", "-r", "--name-only", "HEAD", cwd=ds, env=env).splitlines(),
+        "status": sorted(git("status", "--porcelain", "--untracked-files=all", cwd=ds,
+                             env=env).splitlines()),
+        "commits": int(git("rev-list", "--count", head, cwd=ds, env=env)),
+        "refs": git("for-each-ref", "--format=%(refname) %(objectname)", cwd=code,
+                    env=env).splitlines(),
+    }
+
+
+def run_both(tmp_path, env, tether, ref, steps, *, setup=None):
+    """Run steps (argument tuples) in a fresh world per implementation;
+    returns {"ours": ..., "theirs": ...} with each step's exit code and error
+    line, and the world as it was left."""
+    out = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        # One place for both worlds (the store's path is part of its pin
+        # ids); each is moved aside once observed.
+        root = tmp_path / "world"
+        ds, code = make_world(root, env)
+        if setup:
+            setup(ds, code)
+        runs = [runner(*args, cwd=ds, check=False) for args in steps]
+        world = observe(ds, code, env)
+        root.rename(tmp_path / name)
+        out[name] = {
+            "rcs": [r.returncode for r in runs],
+            "errors": [error_line(r.stderr) for r in runs],
+            "runs": runs,
+            "world": world,
+            "ds": tmp_path / name / "ds",
+            "code": tmp_path / name / "code",
+        }
+    return out
+
+
+def assert_same(both, *, errors=True):
+    ours, theirs = both["ours"], both["theirs"]
+    assert ours["rcs"] == theirs["rcs"], (ours["errors"], theirs["errors"])
+    if errors:
+        assert ours["errors"] == theirs["errors"]
+    assert ours["world"] == theirs["world"]
+
+
+INIT = ("init", "--dataset-id", DS)
+
+
+# --- 1. a native branch space is committed and pulled whole -----------------
+
+def test_commit_and_pull_of_part_of_a_shared_branch_space_are_refused(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("add", "b", "../code", "--kind", "git"),
+        ("commit", "a", "-m", "x"),
+        ("pull", "--key", "a"),
+        ("commit", "a", "b", "-m", "x"),
+        ("pull", "--key", "b"),
+    ])
+    assert_same(both)
+    ours = both["ours"]
+    assert ours["rcs"] == [0, 0, 0, 1, 1, 0, 1]
+    assert "a shares a native branch space with b" in ours["errors"][3]
+    assert "`tether commit a b`" in ours["errors"][3]
+    assert "`tether pull --key a --key b`" in ours["errors"][4]
+
+
+# --- 2. commit KEY... commits only those objects' files ---------------------
+
+def test_selective_commit_commits_only_the_named_objects(tmp_path, env, tether, ref):
+    def setup(ds, code):
+        other = code.parent / "other"
+        other.mkdir()
+        (other / "f.txt").write_text("file store\n")
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("add", "data", "../other", "--kind", "file"),
+        ("commit", "a", "-m", "only a"),
+        ("commit", "-m", "all"),
+        ("remove", "data"),
+        ("add", "c", "../other", "--kind", "file"),
+        ("commit", "c", "-m", "only c"),
+    ], setup=setup)
+    assert_same(both)
+    tree = both["ours"]["world"]["tree"]
+    # data's removal stays uncommitted: only c's manifest and listing went in.
+    assert ".tether/objects/data.toml" in tree and ".tether/objects/c.toml" in tree
+    assert " D .tether/objects/data.toml" in both["ours"]["world"]["status"]
+
+
+def test_first_selective_commit_leaves_the_config_uncommitted(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("add", "b", "../code", "--kind", "git"),
+        ("commit", "a", "b", "-m", "x"),
+    ])
+    assert_same(both)
+    assert both["ours"]["world"]["tree"] == [".tether/objects/a.toml", ".tether/objects/b.toml"]
+    assert "?? tether.toml" in both["ours"]["world"]["status"]
+
+
+# --- 3. committing the removal of the last object ----------------------------
+
+def test_commit_after_removing_the_last_object_succeeds(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("remove", "a"),
+        ("commit", "-m", "gone"),
+    ])
+    assert_same(both)
+    assert both["ours"]["rcs"] == [0, 0, 0, 0, 0]
+    for name in ("ours", "theirs"):
+        last = json.loads((both[name]["ds"] / ".tether/ops.jsonl").read_text().splitlines()[-1])
+        assert "failed_after_commit" not in last["result"], name
