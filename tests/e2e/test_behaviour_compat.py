@@ -44,9 +44,20 @@ def error_line(stderr: str) -> str | None:
     return None
 
 
+TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+IDS = re.compile(r"\b[0-9a-f]{32}\b|\b[0-9a-f]{12}\b")
+
+
+def normalise(text: str) -> str:
+    """Times and random ids (workspace ids, journal ids) out of a text."""
+    return IDS.sub("<id>", TIMES.sub("<time>", text))
+
+
 def observe(ds: Path, code: Path, env) -> dict:
     head = git("rev-parse", "HEAD", cwd=ds, env=env).strip()
+    ws = ds / ".tether/workspace.toml"
     return {
+        "workspace": normalise(ws.read_text()) if ws.exists() else None,
         "tree": git("ls-tree", "-r", "--name-only", "HEAD", cwd=ds, env=env).splitlines(),
         "status": sorted(git("status", "--porcelain", "--untracked-files=all", cwd=ds,
                              env=env).splitlines()),
@@ -67,7 +78,7 @@ def run_both(tmp_path, env, tether, ref, steps, *, setup=None):
         root = tmp_path / "world"
         ds, code = make_world(root, env)
         if setup:
-            setup(ds, code)
+            setup(ds, code, env)
         runs = [runner(*args, cwd=ds, check=False) for args in steps]
         world = observe(ds, code, env)
         root.rename(tmp_path / name)
@@ -116,7 +127,7 @@ def test_commit_and_pull_of_part_of_a_shared_branch_space_are_refused(tmp_path, 
 # --- 2. commit KEY... commits only those objects' files ---------------------
 
 def test_selective_commit_commits_only_the_named_objects(tmp_path, env, tether, ref):
-    def setup(ds, code):
+    def setup(ds, code, env):
         other = code.parent / "other"
         other.mkdir()
         (other / "f.txt").write_text("file store\n")
@@ -165,3 +176,61 @@ def test_commit_after_removing_the_last_object_succeeds(tmp_path, env, tether, r
     for name in ("ours", "theirs"):
         last = json.loads((both[name]["ds"] / ".tether/ops.jsonl").read_text().splitlines()[-1])
         assert "failed_after_commit" not in last["result"], name
+
+
+# --- 4. restore --at REF, and a restore with no source -----------------------
+
+def side_branch(ds, code, env):
+    """A branch made outside tether, one commit ahead of main."""
+    git("branch", "side", cwd=code, env=env)
+    wt = code.parent / "wt-side"
+    git("worktree", "add", "-q", str(wt), "side", cwd=code, env=env)
+    (wt / "model.py").write_text("weights = 2\n")
+    git("commit", "-q", "-am", "outside", cwd=wt, env=fixed_env(env, 2))
+    git("worktree", "remove", "--force", str(wt), cwd=code, env=env)
+
+
+def test_restore_at_a_native_ref(tmp_path, env, tether, ref):
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("restore", "a"),                      # no source
+        ("restore", "a", "--at", "side"),      # on the trunk
+        ("new", "-b", "feat"),
+        ("restore", "a", "--at", "nosuch"),
+        ("restore", "a", "--at", " "),
+        ("restore", "a", "--from", "HEAD", "--at", "side"),
+        ("restore", "a", "--at", "side", "--json"),
+        ("status", "--json"),
+        ("commit", "-m", "from side"),
+    ], setup=side_branch)
+    assert_same(both)
+    ours, theirs = both["ours"], both["theirs"]
+    assert ours["rcs"] == [0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 0]
+    assert ours["errors"][3] == "error: restore takes --from REV or --at REF (one of them)"
+    assert json.loads(ours["runs"][9].stdout) == json.loads(theirs["runs"][9].stdout) == {
+        "from": None, "at": "side", "working_refs": {"a": "tether.ws.5ca1ab1e.feat"}}
+    status = [json.loads(x["runs"][10].stdout)["objects"][0] for x in (ours, theirs)]
+    assert status[0]["state"] == status[1]["state"] == "modified"
+    # main and side are untouched; the bookmark's branch is a copy of side.
+    refs = dict(line.split() for line in ours["world"]["refs"])
+    assert refs["refs/heads/tether.ws.5ca1ab1e.feat"] == refs["refs/heads/side"]
+    assert refs["refs/heads/main"] != refs["refs/heads/side"]
+
+
+def test_restore_from_a_plan_keeps_its_source(tmp_path, env, tether, ref):
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat"),
+        ("restore", "a", "--at", "side", "--plan", "../r.plan"),
+        ("restore", "a", "--from-plan", "../r.plan", "--at", "main"),
+        ("restore", "a", "--from-plan", "../r.plan", "--from", "HEAD"),
+        ("restore", "a", "--from-plan", "../r.plan", "--at", "side"),
+    ], setup=side_branch)
+    assert_same(both)
+    assert both["ours"]["rcs"] == [0, 0, 0, 0, 0, 1, 1, 0]
