@@ -203,6 +203,10 @@ typedef struct tt_backend_ops {
 	int (*check_quiescence)(tt_backend *b, const json_t *loc, const char *working_ref,
 				tt_error *err);
 
+	/* Refuse at `add` a locator its store contradicts (git: a `remote` the
+	 * repository has not configured).  Default: nothing to check. */
+	int (*check_locator)(tt_backend *b, const json_t *loc, tt_error *err);
+
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
 

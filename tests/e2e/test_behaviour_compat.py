@@ -234,3 +234,27 @@ def test_restore_from_a_plan_keeps_its_source(tmp_path, env, tether, ref):
     ], setup=side_branch)
     assert_same(both)
     assert both["ours"]["rcs"] == [0, 0, 0, 0, 0, 1, 1, 0]
+
+
+# --- 5. add --remote names a remote the repository has ------------------------
+
+def test_add_refuses_a_remote_the_repository_lacks(tmp_path, env, tether, ref):
+    def setup(ds, code, env):
+        bare = code.parent / "pins.git"
+        git("init", "-q", "--bare", str(bare), cwd=code.parent, env=env)
+        git("remote", "add", "pins", str(bare), cwd=code, env=env)
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git", "--remote", "origin"),
+        ("add", "b", "../code", "--kind", "git", "--remote", "pins"),
+        ("commit", "-m", "one"),
+    ], setup=setup)
+    assert_same(both)
+    ours = both["ours"]
+    assert ours["rcs"] == [0, 1, 0, 0]
+    assert "'origin' is not a remote configured in" in ours["errors"][1]
+    assert ours["world"]["tree"] == [".tether/.gitignore", ".tether/objects/b.toml", "tether.toml"]
+    assert not (ours["ds"] / ".tether/objects/a.toml").exists()
+    bare = ours["code"].parent / "pins.git"
+    assert "tether.5ca1ab1e." in git("tag", cwd=bare, env=env)
