@@ -118,6 +118,21 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 	return 0;
 }
 
+/* Sort a JSON array of strings in place (byte order, as Python sorts). */
+static void sort_strings(json_t *arr)
+{
+	size_t n = json_array_size(arr);
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			json_t *a = json_array_get(arr, j - 1), *b = json_array_get(arr, j);
+			if (strcmp(json_string_value(a), json_string_value(b)) <= 0)
+				break;
+			json_incref(a);
+			json_array_set(arr, j - 1, b);
+			json_array_set_new(arr, j, a);
+		}
+}
+
 static bool list_has(const json_t *list, const char *s)
 {
 	size_t i;
@@ -844,11 +859,23 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 	json_object_foreach(repo->ws.fork_points, k, v)
 		if (json_object_get(leftovers, k))
 			json_object_set(fp, k, v);
-	/* What each new branch was created from: promote's baseline. */
-	json_object_foreach(working, k, v) {
-		const tt_manifest *m = tt_manifests_find(&repo->objects, k);
-		if (m && m->state && !json_object_get(reused, k))
-			json_object_set(fp, k, m->state);
+	/* What each new branch was created from: promote's baseline.  Only
+	 * branches this `new` forked (and their sharers): an upstream branch on
+	 * the trunk has no fork point, and a recorded one would go stale. */
+	{
+		json_t *from_here = json_deep_copy(forked);
+		for (size_t i = 0; i < na; i++) {
+			tt_plan_action_view a;
+			tt_plan_action_at(plan, i, &a);
+			if (strcmp(a.op, "share") == 0 && json_object_get(working, a.key))
+				json_object_set_new(from_here, a.key, json_true());
+		}
+		json_object_foreach(from_here, k, v) {
+			const tt_manifest *m = tt_manifests_find(&repo->objects, k);
+			if (m && m->state)
+				json_object_set(fp, k, m->state);
+		}
+		json_decref(from_here);
 	}
 	json_object_update(fp, reused);
 	json_decref(repo->ws.fork_points);
@@ -867,12 +894,23 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 	tt_error perr = TT_ERROR_INIT;
 	repo->vcs->ops->position(repo->vcs, &now, &perr);
 	tt_error_clear(&perr);
-	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:O,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
+	/* As tether-vcs journals it: the reused keys, and the heads of the
+	 * branches reset as a late `pre`. */
+	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
+	json_object_foreach(reused, k, v)
+		json_array_append_new(reused_keys, json_string(k));
+	sort_strings(reused_keys);
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].ref && jobs[i].expected.kind == TT_EXPECT_STATE)
+			json_object_set(json_object_get(done_pre, "heads"), jobs[i].m->key,
+					(json_t *)jobs[i].expected.state);
+	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
 			   "created_bookmark", create ? bookmark : NULL, "created", created, "reset", reset,
-			   "reused", reused, "adopted", "working_refs", working, "pending_forks", pending,
+			   "reused", reused_keys, "adopted", "working_refs", working, "pending_forks", pending,
 			   "failed", failed_keys);
 	json_decref(forked);
-	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
+	rc = tt_oplog_done(repo->root, op_id, result, done_pre, NULL, err);
+	json_decref(done_pre);
 	if (rc == 0 && why.len)
 		rc = tt_error_set(err, TT_EBACKEND, "could not fork working refs (the others were forked and "
 				  "recorded; run `new` again for the rest):%s", why.ptr);

@@ -258,3 +258,42 @@ def test_add_refuses_a_remote_the_repository_lacks(tmp_path, env, tether, ref):
     assert not (ours["ds"] / ".tether/objects/a.toml").exists()
     bare = ours["code"].parent / "pins.git"
     assert "tether.5ca1ab1e." in git("tag", cwd=bare, env=env)
+
+
+# --- 6. `new` onto the trunk keeps no fork points; `new`'s journal shape -----
+
+def journal(ds: Path, env) -> list[dict]:
+    """The journal's records, with this dataset's own commit ids, times and
+    journal ids normalised."""
+    text = (ds / ".tether/ops.jsonl").read_text()
+    for sha in git("rev-list", "--all", cwd=ds, env=env).split():
+        text = text.replace(sha, "<commit>")
+    return [json.loads(normalise(line)) for line in text.splitlines()]
+
+
+def done_records(ds: Path, env, command: str) -> list[dict]:
+    records = journal(ds, env)
+    started = {r["id"]: r["command"] for r in records if "command" in r}
+    return [{"result": r["result"], "pre": r["pre"]} for r in records
+            if "done" in r and started.get(r["done"]) == command]
+
+
+def test_new_onto_the_trunk_records_no_fork_points(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat", "--eager", "--json"),
+        ("new", "main", "--json"),
+        ("new", "feat", "--json"),
+        ("new", "main", "--json"),
+    ])
+    assert_same(both)
+    ours, theirs = both["ours"], both["theirs"]
+    for i in (3, 4, 5, 6):
+        assert json.loads(ours["runs"][i].stdout) == json.loads(theirs["runs"][i].stdout)
+    assert json.loads(ours["runs"][6].stdout)["fork_points"] == {}
+    assert "fork_points" not in ours["world"]["workspace"]
+    mine, reference = done_records(ours["ds"], env, "new"), done_records(theirs["ds"], env, "new")
+    assert mine == reference
+    assert mine[1]["result"]["reused"] == [] and mine[1]["pre"] == {"heads": {}}
