@@ -5,6 +5,7 @@ normalising only times and ids)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -297,3 +298,133 @@ def test_new_onto_the_trunk_records_no_fork_points(tmp_path, env, tether, ref):
     mine, reference = done_records(ours["ds"], env, "new"), done_records(theirs["ds"], env, "new")
     assert mine == reference
     assert mine[1]["result"]["reused"] == [] and mine[1]["pre"] == {"heads": {}}
+
+
+# --- 7. exit codes on missing values, compared mechanically -----------------
+
+def reference_commands():
+    """Each tether-vcs command this build implements, with its options that
+    take a value, read from tether-vcs's own command-line definition."""
+    from typer.main import get_command
+    from tether.cli import app
+
+    ours = {"init", "backends", "add", "set", "remove", "status", "snapshot", "commit",
+            "verify", "diff", "log", "new", "open", "pull", "restore", "promote", "gc",
+            "ops", "undo", "repair"}
+    out = {}
+    for name, c in sorted(get_command(app).commands.items()):
+        if name in ours:
+            out[name] = [p.opts[0] for p in c.params
+                         if p.param_type_name != "argument" and not p.is_flag]
+    return out
+
+
+def missing_value_invocations():
+    """Every command bare, with only an object key, and with an unknown
+    option; every option that takes a value given none; and the paths where
+    a command's own checks find something missing.  Ordered so nothing
+    before the last few changes the dataset."""
+    invs = []
+    commands = reference_commands()
+    for name, opts in commands.items():
+        if name in ("undo", "remove"):
+            continue
+        invs += [(name,), (name, "a"), (name, "--nosuch")]
+        invs += [(name, "a", opt) for opt in opts]
+    invs += [
+        ("add", "--kind", "file"), ("add", "../d"), ("add", "x", "--kind", "file"),
+        ("add", "x", "../d", "--kind", "file", "--set", "bad"),
+        ("add", "x", "../d", "--kind", "nosuchkind"),
+        ("commit",), ("commit", "a"), ("commit", "--from-plan", "../nofile"),
+        ("restore", "a"), ("restore", "a", "--from", "HEAD", "--at", "main"),
+        ("restore", "--from", "HEAD"), ("gc", "--force-prune"), ("gc", "--store", "bad"),
+        ("set", "a"), ("log",), ("open",), ("remove",), ("undo", "nosuchid"),
+        ("undo", "--nosuch"), ("remove", "--nosuch"), ("diff", "HEAD", "HEAD", "HEAD"),
+        ("status", "nosuch"), ("ops", "-n", "x"), ("init", "--dataset-id", "zz"),
+        ("new", "--plan", "../p", "--from-plan", "../p"),
+        ("set",), ("remove", "a"), ("set",), ("set", "--all"),
+    ]
+    return invs
+
+
+def reference_in_process(args, cwd: Path, env) -> int:
+    """tether-vcs's exit code for args, run in this process through its own
+    command-line app (a subprocess per probe costs a second of imports)."""
+    from typer.testing import CliRunner
+    from tether.cli import app
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return result.exit_code
+
+
+def test_exit_codes_on_missing_values_match(tmp_path, env, tether, ref):
+    steps = [INIT, ("add", "a", "../code", "--kind", "git"), ("commit", "-m", "one")]
+    invs = missing_value_invocations()
+    codes = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = tmp_path / "world"
+        ds, code = make_world(root, env)
+        (root / "d").mkdir()
+        (root / "d" / "f.txt").write_text("y\n")
+        for step in steps:
+            runner(*step, cwd=ds)
+        if name == "ours":
+            codes[name] = [tether(*inv, cwd=ds, check=False).returncode for inv in invs]
+        else:
+            codes[name] = [reference_in_process(inv, ds, env) for inv in invs]
+        root.rename(tmp_path / name)
+    differ = [(" ".join(inv), o, t) for inv, o, t in zip(invs, codes["ours"], codes["theirs"])
+              if o != t]
+    assert differ == []
+    # The ones this issue names.
+    code_of = dict(zip(map(tuple, invs), codes["ours"]))
+    assert code_of[("add", "--kind", "file")] == 1
+    assert code_of[("set",)] == 1
+    assert code_of[("restore", "a")] == 1
+    assert code_of[("restore", "--from", "HEAD")] == 2
+
+
+# --- deliberate differences (docs/compatibility.md) --------------------------
+
+def test_contradicting_flags_are_refused_not_last_wins(tmp_path, env, tether, ref):
+    """tether-vcs lets the last of two contradicting flags win silently (or
+    picks one); ours refuses the ambiguous command line as a usage error and
+    writes nothing."""
+    contradictions = [
+        ("new", "-b", "x", "--eager", "--lazy", "--dry-run"),
+        ("status", "--snapshot", "--no-snapshot"),
+        ("open", "a", "--read-only", "--writable"),
+        ("set", "a", "--all", "--pin", "record"),
+        # tether-vcs lets --pick replace --at (here it then fails on the
+        # relative path it never resolved for the history listing).
+        ("add", "x", "../code", "--kind", "git", "--at", "HEAD", "--pick"),
+    ]
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT, ("add", "a", "../code", "--kind", "git"), ("commit", "-m", "one"),
+        *contradictions,
+    ])
+    assert both["ours"]["rcs"] == [0, 0, 0, 2, 2, 2, 2, 2]
+    assert both["theirs"]["rcs"][:7] == [0, 0, 0, 0, 0, 0, 0]
+    assert both["theirs"]["rcs"][7] != 2
+    assert both["ours"]["world"]["status"] == []
+
+
+def test_restore_from_plan_needs_no_keys(tmp_path, env, tether, ref):
+    """A saved restore plan names its objects: ours applies it without KEY
+    arguments; tether-vcs requires KEYs there (exit 2) and then ignores
+    them."""
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT, ("add", "a", "../code", "--kind", "git"), ("commit", "-m", "one"),
+        ("new", "-b", "feat"),
+        ("restore", "a", "--from", "main", "--plan", "../r.plan"),
+        ("restore", "--from-plan", "../r.plan"),
+        ("restore", "a", "--from-plan", "../r.plan"),
+    ])
+    assert both["ours"]["rcs"] == [0, 0, 0, 0, 0, 0, 1]
+    assert both["theirs"]["rcs"] == [0, 0, 0, 0, 0, 2, 0]
+    assert both["ours"]["world"]["workspace"] == both["theirs"]["world"]["workspace"]
