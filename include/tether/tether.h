@@ -162,7 +162,9 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
 		char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
- * A native handle description {type, address, read_only, key, ...}.  rev
+ * A native handle description {key, read_only, address, type, ...} as
+ * tether-vcs gives it: key the store's path or URI, type the handle class
+ * ("GitHandle"); the object key and kind are `object` and `kind`.  rev
  * (or $TETHER_REV): read-only at that commit's pin.  read_only: 1, 0, or
  * -1 (writable for forkable objects, creating the deferred fork first).
  */

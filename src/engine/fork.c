@@ -1063,6 +1063,32 @@ done:
 	return rc;
 }
 
+/* A handle as tether-vcs describes it: `key` the store's path or URI, `type`
+ * its handle class; the object key and kind stay as `object` and `kind`. */
+static void handle_shape(json_t *h, const char *object)
+{
+	static const char *const classes[][2] = {
+		{ "git", "GitHandle" },         { "file", "FileHandle" },   { "icechunk", "IcechunkHandle" },
+		{ "lance", "LanceHandle" },     { "delta", "DeltaHandle" }, { "memory", "MemoryHandle" },
+		{ "neon", "NeonHandle" },       { "iceberg", "IcebergHandle" },
+		{ "ducklake", "DuckLakeHandle" }, { "dolt", "DoltHandle" },
+	};
+	const char *kind = json_string_value(json_object_get(h, "type"));
+	json_t *where = json_object_get(h, "path");
+	if (!json_is_string(where))
+		where = json_object_get(h, "uri");
+	if (!json_is_string(where))
+		where = json_object_get(h, "system");
+	json_object_set_new(h, "key", json_is_string(where) ? json_copy(where) : json_string(object));
+	json_object_set_new(h, "object", json_string(object));
+	if (!kind)
+		return;
+	json_object_set_new(h, "kind", json_string(kind));
+	for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+		if (strcmp(kind, classes[i][0]) == 0)
+			json_object_set_new(h, "type", json_string(classes[i][1]));
+}
+
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
@@ -1169,7 +1195,7 @@ done:
 	tt_manifests_release(&at);
 	free(ref);
 	if (rc == 0 && *out)
-		json_object_set_new(*out, "key", json_string(key));
+		handle_shape(*out, key);
 	return rc;
 }
 

@@ -428,3 +428,31 @@ def test_restore_from_plan_needs_no_keys(tmp_path, env, tether, ref):
     assert both["ours"]["rcs"] == [0, 0, 0, 0, 0, 0, 1]
     assert both["theirs"]["rcs"] == [0, 0, 0, 0, 0, 2, 0]
     assert both["ours"]["world"]["workspace"] == both["theirs"]["world"]["workspace"]
+
+
+# --- JSON shapes --------------------------------------------------------------
+
+def with_data_dir(ds, code, env):
+    (code.parent / "d").mkdir()
+    (code.parent / "d" / "f.txt").write_text("y\n")
+
+
+def test_open_json_names_the_store_and_the_handle_class(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("add", "f", "../d", "--kind", "file"),
+        ("commit", "-m", "one"),
+        ("open", "a", "--json"),
+        ("open", "f", "--json"),
+        ("open", "a", "-r", "HEAD", "--json"),
+    ], setup=with_data_dir)
+    assert_same(both)
+    for i in (4, 5, 6):
+        mine = json.loads(both["ours"]["runs"][i].stdout)
+        theirs = json.loads(both["theirs"]["runs"][i].stdout)
+        assert {k: mine[k] for k in theirs} == theirs
+        assert list(mine)[:len(theirs)] == list(theirs)
+    mine = json.loads(both["ours"]["runs"][4].stdout)
+    assert mine["type"] == "GitHandle" and mine["key"] == str(tmp_path / "world" / "code")
+    assert mine["object"] == "a" and mine["kind"] == "git"
