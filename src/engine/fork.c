@@ -500,7 +500,8 @@ preconditions:
 		goto done;
 	{
 		json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-		json_t *params = o->rev ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		/* {"rev": null} without one, as tether-vcs records it. */
+		json_t *params = json_pack("{s:s?}", "rev", o->rev);
 		rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
 				     "manifests at the target differ from the plan; re-run the plan", err);
 		if (rc == 0)

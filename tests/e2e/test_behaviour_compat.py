@@ -456,3 +456,94 @@ def test_open_json_names_the_store_and_the_handle_class(tmp_path, env, tether, r
     mine = json.loads(both["ours"]["runs"][4].stdout)
     assert mine["type"] == "GitHandle" and mine["key"] == str(tmp_path / "world" / "code")
     assert mine["object"] == "a" and mine["kind"] == "git"
+
+
+def test_errors_name_the_backend_kind(tmp_path, env, tether, ref):
+    """A backend's error is prefixed with its kind in text, JSON, the
+    workspace's cached errors and the journal (text may add the key)."""
+    def setup(ds, code, env):
+        (code / "model.py").write_text("dirty\n")
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("add", "f", "../missing", "--kind", "file"),
+        ("status", "--json"),
+        ("commit", "a", "-m", "x"),
+        ("commit", "-m", "x"),
+    ], setup=setup)
+    ours, theirs = both["ours"], both["theirs"]
+    assert ours["rcs"] == theirs["rcs"] == [0, 0, 0, 1, 1, 1]
+    assert ours["errors"][4] == theirs["errors"][4] == \
+        "error: [git] refusing to pin a dirty working tree (set allow_dirty)"
+    assert "[file] path does not exist:" in ours["runs"][5].stderr
+    status = [json.loads(x["runs"][3].stdout) for x in (ours, theirs)]
+    errors = [{o["key"]: o["error"] for o in s["objects"]} for s in status]
+    assert errors[0] == errors[1]
+    assert errors[0]["f"].startswith("[file] path does not exist")
+    assert ours["world"]["workspace"] == theirs["world"]["workspace"]
+    assert 'error = "[file] path does not exist' in ours["world"]["workspace"]
+    failed = [[r["result"].get("failed") for r in done_records(x["ds"], env, "commit")]
+              for x in (ours, theirs)]
+    assert failed[0] == failed[1] == ["[git] refusing to pin a dirty working tree (set allow_dirty)"]
+
+
+def test_status_json_vcs_drift_has_no_message(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("add", "b", "../d", "--kind", "file"),
+        ("commit", "-m", "two"),
+    ], setup=with_data_dir)
+    shown = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        ds = both[name]["ds"]
+        root = tmp_path / "world"
+        (tmp_path / name).rename(root)  # back where the store's path points
+        try:
+            ds = root / "ds"
+            git("reset", "-q", "--hard", "HEAD~1", cwd=ds, env=env)
+            shown[name] = runner.json("status", cwd=ds)["vcs_drift"]
+            text = runner("status", cwd=ds).stderr
+            assert "is no longer in VCS history" in text
+        finally:
+            root.rename(tmp_path / name)
+    assert [sorted(d) for d in shown["ours"]] == [sorted(d) for d in shown["theirs"]] == \
+        [["commit", "op", "referenced"]]
+    assert shown["ours"] == [dict(d, op=shown["ours"][0]["op"], commit=shown["ours"][0]["commit"])
+                             for d in shown["theirs"]]
+
+
+def plan_shape(text: str) -> dict:
+    """A saved plan without what differs by run (times, ids, hashes)."""
+    plan = json.loads(normalise(text))
+    return {
+        "command": plan["command"],
+        "context": sorted(plan["context"]),
+        "notes": plan["notes"],
+        "preconditions": [{k: v for k, v in p.items() if k != "expected"}
+                          for p in plan["preconditions"]],
+        "actions": [{k: v for k, v in a.items() if k != "params"} for a in plan["actions"]],
+    }
+
+
+def test_plans_carry_the_same_preconditions(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "x", "--dry-run", "--json"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat", "--dry-run", "--json"),
+        ("new", "-b", "feat", "--eager"),
+        ("promote", "--dry-run", "--json"),
+        ("restore", "a", "--from", "main", "--dry-run", "--json"),
+        ("gc", "--dry-run", "--json"),
+    ])
+    assert_same(both)
+    for i in (2, 4, 6, 7, 8):
+        mine = plan_shape(both["ours"]["runs"][i].stdout)
+        theirs = plan_shape(both["theirs"]["runs"][i].stdout)
+        assert mine == theirs, i
+    new_plan = json.loads(both["ours"]["runs"][4].stdout)
+    assert new_plan["preconditions"][0]["params"] == {"rev": None}
