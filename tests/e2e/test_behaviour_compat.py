@@ -547,3 +547,19 @@ def test_plans_carry_the_same_preconditions(tmp_path, env, tether, ref):
         assert mine == theirs, i
     new_plan = json.loads(both["ours"]["runs"][4].stdout)
     assert new_plan["preconditions"][0]["params"] == {"rev": None}
+
+
+def test_version_names_the_tether_vcs_release_plans_carry(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        ("--version",),
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("gc", "--dry-run", "--json"),
+    ])
+    assert_same(both)
+    mine = both["ours"]["runs"][0].stdout
+    theirs = both["theirs"]["runs"][0].stdout.split()[1]
+    assert mine == f"tether 0.1.0 (tether-vcs {theirs} compatible)\n"
+    for name in ("ours", "theirs"):
+        assert json.loads(both[name]["runs"][4].stdout)["tether_version"] == theirs
