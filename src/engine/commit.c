@@ -611,6 +611,31 @@ static void mark_base_states(tt_repo *repo, const outcome *outs, size_t n)
 	}
 }
 
+/* tether-vcs's object order: its manifests' paths ("<key>.toml") compared
+ * segment by segment, so "a/x" comes before "a.y". */
+static int path_order(const char *a, const char *b)
+{
+	for (;;) {
+		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+		bool lasta = !a[la], lastb = !b[lb];
+		char sa[1024], sb[1024];
+		snprintf(sa, sizeof sa, "%.*s%s", (int)la, a, lasta ? ".toml" : "");
+		snprintf(sb, sizeof sb, "%.*s%s", (int)lb, b, lastb ? ".toml" : "");
+		int c = strcmp(sa, sb);
+		if (c || (lasta && lastb))
+			return c ? c : 0;
+		if (lasta || lastb)
+			return lasta ? -1 : 1;
+		a += la + 1;
+		b += lb + 1;
+	}
+}
+
+static int outcome_order(const void *x, const void *y)
+{
+	return path_order(((const outcome *)x)->key, ((const outcome *)y)->key);
+}
+
 static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_commit)
 {
 	json_t *pinned = json_object(), *unrec = json_array();
@@ -909,6 +934,8 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	mark_base_states(repo, outs, nouts);
 	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto failed;
+	/* Reported (and journaled) in tether-vcs's order. */
+	qsort(outs, nouts, sizeof *outs, outcome_order);
 	json_t *result = journal_result(outs, nouts, vcs_commit);
 	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
 	json_decref(result);

@@ -563,3 +563,23 @@ def test_version_names_the_tether_vcs_release_plans_carry(tmp_path, env, tether,
     assert mine == f"tether 0.1.0 (tether-vcs {theirs} compatible)\n"
     for name in ("ours", "theirs"):
         assert json.loads(both[name]["runs"][4].stdout)["tether_version"] == theirs
+
+
+def test_commit_json_lists_objects_in_tether_vcs_order(tmp_path, env, tether, ref):
+    """tether-vcs reports a commit's objects in its manifests' path order
+    ("a/x" before "a.y"), not in key order."""
+    keys = ["b", "a/x", "a.y", "A", "z0", "a0"]
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        *[("add", k, "../d", "--kind", "file", "--pin", "record") for k in keys],
+        ("add", "g", "../code", "--kind", "git"),
+        ("commit", "-m", "one", "--json"),
+    ], setup=with_data_dir)
+    assert_same(both)
+    mine = json.loads(both["ours"]["runs"][-1].stdout)
+    theirs = json.loads(both["theirs"]["runs"][-1].stdout)
+    assert mine["unrecoverable"] == theirs["unrecoverable"] == ["A", "a/x", "a.y", "a0", "b", "z0"]
+    assert list(mine["pinned"]) == list(theirs["pinned"])
+    journaled = [[r["result"]["unrecoverable"] for r in done_records(both[n]["ds"], env, "commit")]
+                 for n in ("ours", "theirs")]
+    assert journaled[0] == journaled[1]
