@@ -583,3 +583,29 @@ def test_commit_json_lists_objects_in_tether_vcs_order(tmp_path, env, tether, re
     journaled = [[r["result"]["unrecoverable"] for r in done_records(both[n]["ds"], env, "commit")]
                  for n in ("ours", "theirs")]
     assert journaled[0] == journaled[1]
+
+
+def test_diff_content_gives_non_ascii_paths_as_they_are(tmp_path, env, tether, ref):
+    """Deliberate difference: tether-vcs passes on git's C-quoted form of a
+    non-ASCII path ("\\303\\274n\\303\\257.txt", quotes included, from
+    core.quotePath); ours gives the path itself, which is what a script can
+    open. ASCII paths, spaces included, agree."""
+    def setup(ds, code, env):
+        git("tag", "v1", cwd=code, env=env)
+        (code / "ünï.txt").write_text("hi\n")
+        (code / "sp ace.txt").write_text("b\n")
+        git("add", ".", cwd=code, env=fixed_env(env, 2))
+        git("commit", "-q", "-m", "two", cwd=code, env=fixed_env(env, 2))
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git", "--at", "v1"),
+        ("commit", "-m", "one"),
+        ("pull",),
+        ("diff", "HEAD~1", "HEAD", "--content", "--json"),
+    ], setup=setup)
+    assert_same(both)
+    paths = [[e["path"] for d in json.loads(both[n]["runs"][4].stdout)
+              for e in (d.get("detail") or {}).get("entries", [])] for n in ("ours", "theirs")]
+    assert sorted(paths[0]) == ["sp ace.txt", "ünï.txt"]
+    assert sorted(paths[1]) == ['"\\303\\274n\\303\\257.txt"', "sp ace.txt"]
