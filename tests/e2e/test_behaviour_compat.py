@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,13 @@ def run_both(tmp_path, env, tether, ref, steps, *, setup=None):
         ds, code = make_world(root, env)
         if setup:
             setup(ds, code, env)
-        runs = [runner(*args, cwd=ds, check=False) for args in steps]
+        runs = []
+        for args in steps:
+            if callable(args):  # a step outside tether, e.g. a write to a store
+                args(ds, code, env)
+                runs.append(subprocess.CompletedProcess([], 0, "", ""))
+            else:
+                runs.append(runner(*args, cwd=ds, check=False))
         world = observe(ds, code, env)
         root.rename(tmp_path / name)
         out[name] = {
@@ -98,7 +105,8 @@ def assert_same(both, *, errors=True):
     ours, theirs = both["ours"], both["theirs"]
     assert ours["rcs"] == theirs["rcs"], (ours["errors"], theirs["errors"])
     if errors:
-        assert ours["errors"] == theirs["errors"]
+        assert [e and normalise(e) for e in ours["errors"]] == \
+            [e and normalise(e) for e in theirs["errors"]]
     assert ours["world"] == theirs["world"]
 
 
@@ -273,9 +281,10 @@ def journal(ds: Path, env) -> list[dict]:
 
 
 def done_records(ds: Path, env, command: str) -> list[dict]:
-    records = journal(ds, env)
-    started = {r["id"]: r["command"] for r in records if "command" in r}
-    return [{"result": r["result"], "pre": r["pre"]} for r in records
+    """The done records of command's entries (normalised as journal())."""
+    raw = [json.loads(line) for line in (ds / ".tether/ops.jsonl").read_text().splitlines()]
+    started = {r["id"]: r["command"] for r in raw if "command" in r}
+    return [{"result": n["result"], "pre": n["pre"]} for r, n in zip(raw, journal(ds, env))
             if "done" in r and started.get(r["done"]) == command]
 
 
@@ -609,3 +618,31 @@ def test_diff_content_gives_non_ascii_paths_as_they_are(tmp_path, env, tether, r
               for e in (d.get("detail") or {}).get("entries", [])] for n in ("ours", "theirs")]
     assert sorted(paths[0]) == ["sp ace.txt", "ünï.txt"]
     assert sorted(paths[1]) == ['"\\303\\274n\\303\\257.txt"', "sp ace.txt"]
+
+
+def test_refused_undo_journals_the_full_report(tmp_path, env, tether, ref):
+    """Undoing a promote is refused (tether never moves a base branch back);
+    the journal records the whole report, as tether-vcs does."""
+    def write_on_branch(ds, code, env):
+        wt = code.parent / "wt"
+        git("worktree", "add", "-q", str(wt), f"tether.ws.{DS}.feat", cwd=code, env=env)
+        (wt / "model.py").write_text("weights = 2\n")
+        git("commit", "-q", "-am", "retrain", cwd=wt, env=fixed_env(env, 2))
+        git("worktree", "remove", "--force", str(wt), cwd=code, env=env)
+
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat", "--eager"),
+        write_on_branch,
+        ("commit", "-m", "retrained"),
+        ("promote",),
+        ("undo",),
+    ])
+    assert_same(both)
+    assert both["ours"]["rcs"][-1] == 1
+    mine, theirs = (done_records(both[n]["ds"], env, "undo") for n in ("ours", "theirs"))
+    assert mine == theirs
+    assert sorted(mine[0]["result"]) == ["failed", "irreversible", "restored", "skipped", "summary"]
+    assert mine[0]["result"]["failed"] == "nothing restored"
