@@ -167,7 +167,9 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
 		char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
- * A native handle description {type, address, read_only, key, ...}.  rev
+ * A native handle description {key, read_only, address, type, ...} as
+ * tether-vcs gives it: key the store's path or URI, type the handle class
+ * ("GitHandle"); the object key and kind are `object` and `kind`.  rev
  * (or $TETHER_REV): read-only at that commit's pin.  read_only: 1, 0, or
  * -1 (writable for forkable objects, creating the deferred fork first).
  */
@@ -216,11 +218,13 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool a
 		   char **plan_text, json_t **out, tt_error *err);
 
 /*
- * Reset the named objects' working branches to what rev pinned.  dry_run:
- * plan only.  *out: {from, working_refs: {key: ref}}.
+ * Reset the named objects' working branches to what rev pinned, or (at
+ * instead of rev) start them from the native ref or state at in each
+ * object's store.  dry_run: plan only.  *out: {from, at, working_refs:
+ * {key: ref}}.
  */
 int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
-		    bool discard, bool dry_run, const char *from_plan, size_t from_len,
+		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*

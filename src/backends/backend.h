@@ -219,6 +219,10 @@ typedef struct tt_backend_ops {
 	int (*clear_partial_fork)(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
 				  tt_error *err);
 
+	/* Refuse at `add` a locator its store contradicts (git: a `remote` the
+	 * repository has not configured).  Default: nothing to check. */
+	int (*check_locator)(tt_backend *b, const json_t *loc, tt_error *err);
+
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
 

@@ -801,11 +801,37 @@ done:
  * must be one the repository already has configured - a clone must not
  * choose where your code is pushed.  *out NULL: none.
  */
+static int configured_remote(tt_backend *b, const char *repo, const json_t *named, char **out,
+			     tt_error *err);
+
 static int pin_remote(tt_backend *b, const json_t *loc, const char *repo, char **out,
 		      tt_error *err)
 {
 	const json_t *local = secret_value(b, loc, "remote");
 	const json_t *named = json_object_get(loc, "remote");
+	int rc;
+
+	*out = NULL;
+	if (tt_pyv_truthy(local)) {
+		/* From secrets: any URL or path, but never an option. */
+		if (!(*out = tt_pyv_str_dup(local)))
+			return goom(err);
+		if ((rc = guard(*out, "remote", err)) < 0) {
+			free(*out);
+			*out = NULL;
+		}
+		return rc;
+	}
+	if (!tt_pyv_truthy(named))
+		return 0;
+	return configured_remote(b, repo, named, out, err);
+}
+
+/* The remote a committed locator names (named), which must be one the
+ * repository at repo already has configured. */
+static int configured_remote(tt_backend *b, const char *repo, const json_t *named, char **out,
+			     tt_error *err)
+{
 	const char *const args[] = { "remote", NULL };
 	char *listing = NULL, *r = NULL;
 	const char *s;
@@ -814,16 +840,6 @@ static int pin_remote(tt_backend *b, const json_t *loc, const char *repo, char *
 	int rc = 0;
 	lines it;
 
-	*out = NULL;
-	if (tt_pyv_truthy(local)) {
-		/* From secrets: any URL or path, but never an option. */
-		if (!(*out = tt_pyv_str_dup(local)))
-			return goom(err);
-		rc = guard(*out, "remote", err);
-		goto done;
-	}
-	if (!tt_pyv_truthy(named))
-		return 0;
 	if (!(*out = tt_pyv_str_dup(named)))
 		return goom(err);
 	if ((rc = guard(*out, "remote", err)) < 0 || (rc = git_run(b, repo, args, &listing, err)) < 0)
@@ -846,6 +862,21 @@ done:
 		free(*out);
 		*out = NULL;
 	}
+	return rc;
+}
+
+/* At `add`: a committed `remote` must be one the repository has. */
+static int git_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
+{
+	const json_t *named = json_object_get(loc, "remote");
+	char *repo = NULL, *remote = NULL;
+	int rc;
+	if (!named || json_is_null(named))
+		return 0;
+	if ((rc = repo_path(b, loc, &repo, err)) == 0)
+		rc = configured_remote(b, repo, named, &remote, err);
+	free(repo);
+	free(remote);
 	return rc;
 }
 
@@ -2309,6 +2340,7 @@ static const tt_backend_ops git_ops = {
 	.is_ref_empty = git_is_ref_empty,
 	.delete_store = git_delete_store,
 	.base_branch = git_base_branch,
+	.check_locator = git_check_locator,
 	.free = git_free,
 };
 

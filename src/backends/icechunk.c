@@ -2594,6 +2594,9 @@ static const tt_backend_ops ic_ops = {
 	.delete_store = ic_delete_store,
 	.effective_capabilities = ic_effective_caps,
 	.base_branch = ic_base_branch,
+	.promote_hint = "Icechunk has no merge; re-apply the writes on a fresh fork of the base "
+			"branch, or reset the base with repo.reset_branch() if losing its newer "
+			"snapshots is intended",
 	.free = ic_free,
 };
 

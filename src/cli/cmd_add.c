@@ -115,12 +115,16 @@ static int run(const cli_cmd *cmd, cli_args *a)
 
 	if (!kind_name)
 		return cli_usage_error(cmd, "missing option '--kind'");
-	if (!key)
-		return cli_usage_error(cmd, "add needs a KEY, a LOCATOR, or both");
 	if (cli_flag(cmd, a, "at") && cli_flag(cmd, a, "pick"))
 		return cli_usage_error(cmd, "--at and --pick both choose the initial state; give one");
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
+	/* As tether-vcs: the missing object is an error (1), not a usage error. */
+	if (!key) {
+		tt_error_set(&err, TT_ECONFIG, "add needs a KEY, a LOCATOR, or both");
+		rc = cli_fail(&err);
+		goto done;
+	}
 	if (tt_kind_lookup(&kind, kind_name, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;

@@ -1,4 +1,4 @@
-/* cli/cmd_restore.c - `tether restore KEY... --from REV`. */
+/* cli/cmd_restore.c - `tether restore KEY... --from REV | --at REF`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +17,22 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_buf saved = TT_BUF_INIT;
 	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
-	if (!from_plan && !cli_value(cmd, a, "from"))
-		return cli_usage_error(cmd, "missing option '--from'");
+	const char *rev = cli_value(cmd, a, "from"), *at = cli_value(cmd, a, "at");
 	if (!from_plan && !a->npos)
 		return cli_usage_error(cmd, "missing argument KEY");
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
+	/* As tether-vcs: a missing or doubled source is an error (1), not a
+	 * usage error. */
+	if (!from_plan && !rev == !at) {
+		tt_error_set(&err, TT_ECONFIG, "restore takes --from REV or --at REF (one of them)");
+		rc = cli_fail(&err);
+		goto done;
+	}
 	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
 		goto done;
-	if (tt_repo_restore(repo, a->pos, a->npos, cli_value(cmd, a, "from"), cli_flag(cmd, a, "discard"), dry,
+	if (tt_repo_restore(repo, a->pos, a->npos, rev, at, cli_flag(cmd, a, "discard"), dry,
 			    from_plan ? saved.ptr : NULL, saved.len, &pj, &pt, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
@@ -39,10 +45,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		rc = cli_print_json(out);
 		goto done;
 	}
-	const char *k;
+	const char *k, *src_at = json_string_value(json_object_get(out, "at"));
+	const char *source = src_at ? src_at : json_string_value(json_object_get(out, "from"));
 	json_t *v;
 	json_object_foreach(json_object_get(out, "working_refs"), k, v)
-			printf("  %s -> %s\n", k, json_string_value(v));
+		printf("%s -> %s  (from %s%s%s%s)\n", k, json_string_value(v), source ? source : "None",
+		       src_at ? "; " : "", src_at ? src_at : "", src_at ? " is untouched" : "");
 done:
 	tt_buf_release(&saved);
 	free(pj);
@@ -53,7 +61,10 @@ done:
 }
 
 static const cli_opt opts[] = {
-	{ "from", 0, OPT_VALUE, "REV", "The dataset revision whose pins to restore (required)." },
+	{ "from", 0, OPT_VALUE, "REV", "The dataset revision whose pins to restore." },
+	{ "at", 0, OPT_VALUE, "REF", "Instead of --from: start each branch from this native ref or state in "
+				      "its store (a branch, tag or state id, as `add --at` takes); REF itself "
+				      "is never moved or written." },
 	{ "discard", 0, OPT_FLAG, NULL, "Reset a branch even if it holds writes nobody committed." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Show what would be reset; write nothing." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
@@ -63,11 +74,13 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_restore = {
-	"restore", "KEY... --from REV [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"restore", "KEY... (--from REV | --at REF) [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	"Reset objects' working branches to what a dataset revision pinned.",
 	"The per-object `jj restore --from`: each KEY's working branch is reset onto (or\n"
 	"created from) REV's pin; nothing else moves.  The next commit pins it, and promote\n"
 	"treats the branch as forked from REV.  Writes nobody committed are refused without\n"
-	"--discard.",
+	"--discard.  --at REF starts the branch from a native ref or state instead (a\n"
+	"branch made outside tether); the object reads as modified until the next commit.\n"
+	"Refused on the trunk bookmark.",
 	opts, 0, 4096, run,
 };

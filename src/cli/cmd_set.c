@@ -32,7 +32,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		argv_keys = a->pos;
 	}
 	if (!n) {
-		rc = cli_usage_error(cmd, "give one or more KEY, or --all");
+		/* As tether-vcs: an error (1), not a usage error. */
+		tt_error_set(&err, TT_ECONFIG, "give one or more KEY, or --all");
+		rc = cli_fail(&err);
 		goto done;
 	}
 	if (tt_repo_set_policy(repo, argv_keys, n, cli_value(cmd, a, "file"), cli_value(cmd, a, "pin"),

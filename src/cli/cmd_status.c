@@ -57,6 +57,11 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 	json_array_foreach(objects, i, o)
 		failed |= json_is_string(json_object_get(o, "error"));
 	if (cli_flag(cmd, a, "json")) {
+		/* tether-vcs's vcs_drift entries are {op, commit, referenced}; the
+		 * message is what the text output prints. */
+		json_t *d;
+		json_array_foreach(json_object_get(out, "vcs_drift"), i, d)
+			json_object_del(d, "message");
 		cli_print_json(out);
 		rc = failed ? EXIT_ERROR : EXIT_OK;
 		goto done;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/plan.h"
 #include "util/mem.h"
 
 static const cli_cmd *const commands[] = {
@@ -182,7 +183,9 @@ int main(int argc, char **argv)
 	}
 	const char *name = argv[1];
 	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
-		printf("tether %s\n", tt_version());
+		/* Scripts written for tether-vcs read which release this behaves as;
+		 * it is also every saved plan's tether_version. */
+		printf("tether %s (tether-vcs %s compatible)\n", tt_version(), TT_PLAN_TETHER_VERSION);
 		return EXIT_OK;
 	}
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {

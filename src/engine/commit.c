@@ -77,6 +77,213 @@ static json_t *vcs_paths(tt_repo *repo)
 	return out;
 }
 
+/* The listing name of m's recorded state ("" when it has no state or the
+ * kind keeps no listings). */
+static int state_listing_name(tt_repo *repo, const tt_manifest *m, char name[TT_LISTING_NAME_MAX],
+			      tt_error *err)
+{
+	tt_backend *b;
+	json_t *identity = NULL, *content = NULL;
+	int rc = 0;
+	name[0] = '\0';
+	if (!m->state || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+		tt_error_clear(err);
+		return 0;
+	}
+	if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+		if (!(content = tt_content_state(b->kind, m->state)))
+			rc = tt_error_oom(err);
+		else
+			rc = tt_listing_name(name, m->kind, identity, content, err);
+	}
+	json_decref(identity);
+	json_decref(content);
+	if (rc < 0)
+		name[0] = '\0';
+	return rc;
+}
+
+/* What a selective commit hands the VCS: each key's manifest and the
+ * listing of its state where one is stored, nothing else under .tether/. */
+static json_t *object_paths(tt_repo *repo, const json_t *keys, tt_error *err)
+{
+	const char *rel = relroot(repo);
+	json_t *out = json_array();
+	size_t i;
+	json_t *kv;
+	if (!out) {
+		tt_error_oom(err);
+		return NULL;
+	}
+	json_array_foreach(keys, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
+		char *mrel = NULL, *p;
+		char name[TT_LISTING_NAME_MAX];
+		if (!m)
+			continue;
+		if (tt_key_relpath(&mrel, m->key, err) < 0)
+			goto fail;
+		p = tt_asprintf("%s%s" TT_DIR "/%s", rel, *rel ? "/" : "", mrel);
+		free(mrel);
+		if (!p || json_array_append_new(out, json_string(p)) != 0) {
+			free(p);
+			tt_error_oom(err);
+			goto fail;
+		}
+		free(p);
+		if (state_listing_name(repo, m, name, err) < 0)
+			goto fail;
+		if (!name[0])
+			continue;
+		char *lrel = tt_asprintf(TT_LISTINGS_DIR "/%s", name);
+		char *abs = lrel ? tt_tether_path(repo->root, lrel) : NULL;
+		bool there = abs && tt_is_file(abs);
+		free(abs);
+		free(lrel);
+		if (!there)
+			continue;
+		p = tt_asprintf("%s%s" TT_DIR "/" TT_LISTINGS_DIR "/%s", rel, *rel ? "/" : "", name);
+		bool dup = false;
+		size_t j;
+		json_t *q;
+		json_array_foreach(out, j, q)
+			dup |= p && strcmp(json_string_value(q), p) == 0;
+		if (!p || (!dup && json_array_append_new(out, json_string(p)) != 0)) {
+			free(p);
+			tt_error_oom(err);
+			goto fail;
+		}
+		free(p);
+	}
+	return out;
+fail:
+	json_decref(out);
+	return NULL;
+}
+
+/* The paths a commit hands the VCS: with keys, only those objects'. */
+static json_t *commit_paths(tt_repo *repo, const json_t *keys, tt_error *err)
+{
+	json_t *p;
+	if (keys)
+		return object_paths(repo, keys, err);
+	if (!(p = vcs_paths(repo)))
+		tt_error_oom(err);
+	return p;
+}
+
+static bool array_has(const json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		if (strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+int tt_engine_branch_scope(tt_repo *repo, const tt_manifest *m, char **out, tt_error *err)
+{
+	tt_backend *b;
+	json_t *identity = NULL;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+		return rc;
+	if (b->ops->branch_scope)
+		return b->ops->branch_scope(b, m->locator, out, err);
+	if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+		tt_buf sb = TT_BUF_INIT;
+		tt_json_canonical(&sb, identity);
+		if (!(*out = tt_buf_detach(&sb)))
+			rc = tt_error_oom(err);
+	}
+	json_decref(identity);
+	return rc;
+}
+
+int tt_engine_require_whole_scopes(tt_repo *repo, const json_t *selected, const char *verb, tt_error *err)
+{
+	json_t *scopes = json_object(), *named = json_object(), *missing = json_object(), *kinds = json_object();
+	size_t i;
+	json_t *kv;
+	int rc = 0;
+	if (!scopes || !named || !missing || !kinds) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	json_array_foreach(selected, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
+		if (m)
+			json_object_set_new(kinds, m->kind, json_true());
+	}
+	/* (kind, scope) -> [member keys], every registered object of those kinds. */
+	for (i = 0; i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		char *scope = NULL, *sk;
+		if (!json_object_get(kinds, m->kind))
+			continue;
+		if ((rc = tt_engine_branch_scope(repo, m, &scope, err)) < 0)
+			goto done;
+		sk = tt_asprintf("%s|%s", m->kind, scope ? scope : "");
+		free(scope);
+		if (!sk) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		json_t *members = json_object_get(scopes, sk);
+		if (!members) {
+			members = json_array();
+			json_object_set_new(scopes, sk, members);
+		}
+		free(sk);
+		json_array_append_new(members, json_string(m->key));
+	}
+	const char *sk;
+	json_t *members;
+	json_object_foreach(scopes, sk, members) {
+		size_t left = 0, j;
+		json_t *k;
+		json_array_foreach(members, j, k)
+			left += !array_has(selected, json_string_value(k));
+		if (!left || left == json_array_size(members))
+			continue;
+		json_array_foreach(members, j, k)
+			json_object_set_new(array_has(selected, json_string_value(k)) ? named : missing,
+					    json_string_value(k), json_true());
+	}
+	if (!json_object_size(missing))
+		goto done;
+	{
+		tt_buf nb = TT_BUF_INIT, mb = TT_BUF_INIT, again = TT_BUF_INIT;
+		bool pull = strcmp(verb, "pull") == 0;
+		/* Sorted: the keys are listed as the objects are (byte order). */
+		for (i = 0; i < repo->objects.n; i++) {
+			const char *key = repo->objects.items[i].key;
+			if (json_object_get(named, key))
+				tt_buf_printf(&nb, "%s%s", nb.len ? ", " : "", key);
+			if (json_object_get(missing, key))
+				tt_buf_printf(&mb, "%s%s", mb.len ? ", " : "", key);
+			if (json_object_get(missing, key) || array_has(selected, key))
+				tt_buf_printf(&again, "%s%s%s", again.len ? " " : "", pull ? "--key " : "", key);
+		}
+		size_t nn = json_object_size(named), nm = json_object_size(missing);
+		rc = tt_error_set(err, TT_ECONFIG, "%s share%s a native branch space with %s: one pin and one "
+				  "working branch for all of them, so they %s together; add %s to the selection "
+				  "(`tether %s %s`)", nb.ptr ? nb.ptr : "", nn == 1 ? "s" : "", mb.ptr ? mb.ptr : "",
+				  verb, nm == 1 ? "it" : "them", verb, again.ptr ? again.ptr : "");
+		tt_buf_release(&nb);
+		tt_buf_release(&mb);
+		tt_buf_release(&again);
+	}
+done:
+	json_decref(scopes);
+	json_decref(named);
+	json_decref(missing);
+	json_decref(kinds);
+	return rc;
+}
+
 static int manifest_text(const tt_manifest *m, json_t **out, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
@@ -106,6 +313,8 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 	int rc;
 
 	*out = NULL;
+	if (keys && (rc = tt_engine_require_whole_scopes(repo, keys, fetched ? "pull" : "commit", err)) < 0)
+		goto done;
 	if (fetched) {
 		if (!(states = json_deep_copy(fetched))) {
 			rc = tt_error_oom(err);
@@ -402,6 +611,30 @@ static void mark_base_states(tt_repo *repo, const outcome *outs, size_t n)
 	}
 }
 
+/* tether-vcs's object order: its manifests' paths ("<key>.toml") compared
+ * segment by segment, so "a/x" comes before "a.y". */
+static int path_order(const char *a, const char *b)
+{
+	for (;;) {
+		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+		bool lasta = !a[la], lastb = !b[lb];
+		char sa[1024], sb[1024];
+		snprintf(sa, sizeof sa, "%.*s%s", (int)la, a, lasta ? ".toml" : "");
+		snprintf(sb, sizeof sb, "%.*s%s", (int)lb, b, lastb ? ".toml" : "");
+		int c = strcmp(sa, sb);
+		if (c || (lasta && lastb))
+			return c ? c : 0;
+		if (lasta || lastb)
+			return lasta ? -1 : 1;
+		a += la + 1;
+		b += lb + 1;
+	}
+}
+
+static int outcome_order(const void *x, const void *y)
+{
+	return path_order(((const outcome *)x)->key, ((const outcome *)y)->key);
+}
 
 static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_commit)
 {
@@ -499,7 +732,13 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		tt_plan_action_at(plan, i, &a);
 		any_objects |= strcmp(a.op, "pin") == 0 || strcmp(a.op, "record") == 0;
 	}
-	paths = vcs_paths(repo);
+	json_t *sel = json_object_get(tt_plan_context(plan), "keys");
+	if (!json_is_array(sel))
+		sel = NULL;
+	if (!(paths = commit_paths(repo, sel, err))) {
+		rc = err->code;
+		goto done;
+	}
 	bool dirty = false;
 	if (vcs && !any_objects) {
 		size_t np = json_array_size(paths);
@@ -685,7 +924,10 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	}
 	if (vcs) {
 		json_decref(paths);
-		paths = vcs_paths(repo);
+		if (!(paths = commit_paths(repo, sel, err))) {
+			rc = err->code;
+			goto failed;
+		}
 		size_t np = json_array_size(paths);
 		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
 		for (size_t i = 0; pv && i < np; i++)
@@ -707,6 +949,8 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	mark_base_states(repo, outs, nouts);
 	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto failed;
+	/* Reported (and journaled) in tether-vcs's order. */
+	qsort(outs, nouts, sizeof *outs, outcome_order);
 	json_t *result = journal_result(outs, nouts, vcs_commit);
 	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
 	json_decref(result);

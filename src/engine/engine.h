@@ -57,6 +57,17 @@ int tt_engine_fanout(size_t n, tt_fanout_fn fn, void *ctx, tt_error *err);
 int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json_t **out,
 		     tt_error *err);
 
+/* The native resource that owns m's branches, as a string (the backend's
+ * branch_scope, else its canonical identity). */
+int tt_engine_branch_scope(tt_repo *repo, const tt_manifest *m, char **out, tt_error *err);
+
+/* Refuse a `commit` or `pull` (verb) selection naming only some of the
+ * objects of one native branch space (one kind and branch scope): they
+ * share a pin and a working branch.  TT_ECONFIG naming the missing keys
+ * and the command that takes them all. */
+int tt_engine_require_whole_scopes(tt_repo *repo, const json_t *selected, const char *verb,
+				   tt_error *err);
+
 /*
  * Fingerprint concurrently and cache in workspace.toml.  keys: a JSON array
  * to limit to (NULL: all).  upstream: objects without a working ref are read

@@ -188,6 +188,21 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 	return 0;
 }
 
+/* Sort a JSON array of strings in place (byte order, as Python sorts). */
+static void sort_strings(json_t *arr)
+{
+	size_t n = json_array_size(arr);
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			json_t *a = json_array_get(arr, j - 1), *b = json_array_get(arr, j);
+			if (strcmp(json_string_value(a), json_string_value(b)) <= 0)
+				break;
+			json_incref(a);
+			json_array_set(arr, j - 1, b);
+			json_array_set_new(arr, j, a);
+		}
+}
+
 static bool list_has(const json_t *list, const char *s)
 {
 	size_t i;
@@ -620,7 +635,8 @@ preconditions:
 		goto done;
 	{
 		json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-		json_t *params = o->rev && !resume ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		/* {"rev": null} without one (or on a resume), as tether-vcs records it. */
+		json_t *params = json_pack("{s:s?}", "rev", resume ? NULL : o->rev);
 		rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
 				     "manifests at the target differ from the plan; re-run the plan", err);
 		if (rc == 0)
@@ -981,11 +997,23 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 	json_object_foreach(repo->ws.fork_points, k, v)
 		if (json_object_get(leftovers, k))
 			json_object_set(fp, k, v);
-	/* What each new branch was created from: promote's baseline. */
-	json_object_foreach(working, k, v) {
-		const tt_manifest *m = tt_manifests_find(&repo->objects, k);
-		if (m && m->state && !json_object_get(reused, k))
-			json_object_set(fp, k, m->state);
+	/* What each new branch was created from: promote's baseline.  Only
+	 * branches this `new` forked (and their sharers): an upstream branch on
+	 * the trunk has no fork point, and a recorded one would go stale. */
+	{
+		json_t *from_here = json_deep_copy(forked);
+		for (size_t i = 0; i < na; i++) {
+			tt_plan_action_view a;
+			tt_plan_action_at(plan, i, &a);
+			if (strcmp(a.op, "share") == 0 && json_object_get(working, a.key))
+				json_object_set_new(from_here, a.key, json_true());
+		}
+		json_object_foreach(from_here, k, v) {
+			const tt_manifest *m = tt_manifests_find(&repo->objects, k);
+			if (m && m->state)
+				json_object_set(fp, k, m->state);
+		}
+		json_decref(from_here);
 	}
 	json_object_update(fp, reused);
 	json_decref(repo->ws.fork_points);
@@ -1004,12 +1032,23 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 	tt_error perr = TT_ERROR_INIT;
 	repo->vcs->ops->position(repo->vcs, &now, &perr);
 	tt_error_clear(&perr);
-	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:O,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
+	/* As tether-vcs journals it: the reused keys, and the heads of the
+	 * branches reset as a late `pre`. */
+	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
+	json_object_foreach(reused, k, v)
+		json_array_append_new(reused_keys, json_string(k));
+	sort_strings(reused_keys);
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].ref && jobs[i].expected.kind == TT_EXPECT_STATE)
+			json_object_set(json_object_get(done_pre, "heads"), jobs[i].m->key,
+					(json_t *)jobs[i].expected.state);
+	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
 			   "created_bookmark", create ? bookmark : NULL, "created", created, "reset", reset,
-			   "reused", reused, "adopted", "working_refs", working, "pending_forks", pending,
+			   "reused", reused_keys, "adopted", "working_refs", working, "pending_forks", pending,
 			   "failed", failed_keys);
 	json_decref(forked);
-	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
+	rc = tt_oplog_done(repo->root, op_id, result, done_pre, NULL, err);
+	json_decref(done_pre);
 	if (rc == 0 && why.len) {
 		/* The bookmark, the workspace and the other forks stand: the same
 		 * command again forks the rest (see resuming_new). */
@@ -1182,6 +1221,32 @@ done:
 	return rc;
 }
 
+/* A handle as tether-vcs describes it: `key` the store's path or URI, `type`
+ * its handle class; the object key and kind stay as `object` and `kind`. */
+static void handle_shape(json_t *h, const char *object)
+{
+	static const char *const classes[][2] = {
+		{ "git", "GitHandle" },         { "file", "FileHandle" },   { "icechunk", "IcechunkHandle" },
+		{ "lance", "LanceHandle" },     { "delta", "DeltaHandle" }, { "memory", "MemoryHandle" },
+		{ "neon", "NeonHandle" },       { "iceberg", "IcebergHandle" },
+		{ "ducklake", "DuckLakeHandle" }, { "dolt", "DoltHandle" },
+	};
+	const char *kind = json_string_value(json_object_get(h, "type"));
+	json_t *where = json_object_get(h, "path");
+	if (!json_is_string(where))
+		where = json_object_get(h, "uri");
+	if (!json_is_string(where))
+		where = json_object_get(h, "system");
+	json_object_set_new(h, "key", json_is_string(where) ? json_copy(where) : json_string(object));
+	json_object_set_new(h, "object", json_string(object));
+	if (!kind)
+		return;
+	json_object_set_new(h, "kind", json_string(kind));
+	for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+		if (strcmp(kind, classes[i][0]) == 0)
+			json_object_set_new(h, "type", json_string(classes[i][1]));
+}
+
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
@@ -1288,7 +1353,7 @@ done:
 	tt_manifests_release(&at);
 	free(ref);
 	if (rc == 0 && *out)
-		json_object_set_new(*out, "key", json_string(key));
+		handle_shape(*out, key);
 	return rc;
 }
 

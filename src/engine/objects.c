@@ -332,6 +332,18 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 	}
 	if (kind->validate_locator && (rc = kind->validate_locator(loc, repo->vcs->root, err)) < 0)
 		goto done;
+	/* What only the store can answer (a git remote it has configured) is
+	 * refused here too, not at the first commit. */
+	{
+		tt_backend *b;
+		tt_error berr = TT_ERROR_INIT;
+		if (tt_engine_backend(repo, kind->name, &b, &berr) == 0 && b->ops->check_locator &&
+		    (rc = b->ops->check_locator(b, loc, err)) < 0) {
+			tt_error_clear(&berr);
+			goto done;
+		}
+		tt_error_clear(&berr);
+	}
 	tt_policy policy = repo->config.defaults;
 	if ((opts->file_policy && (rc = tt_policy_set(&policy, "file", opts->file_policy, err)) < 0) ||
 	    (opts->pin_policy && (rc = tt_policy_set(&policy, "pin", opts->pin_policy, err)) < 0))

@@ -110,7 +110,7 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 		json_t *bc = bookmark_commit ? json_string(bookmark_commit) : json_null();
 		json_t *h = json_string(hash);
 		json_t *pb = json_pack("{s:O}", "bookmark", bm);
-		json_t *pr = o->rev ? json_pack("{s:s}", "rev", o->rev) : NULL;
+		json_t *pr = json_pack("{s:s?}", "rev", o->rev); /* {"rev": null}, as tether-vcs */
 		char d1[256], d2[256];
 		snprintf(d1, sizeof d1, "this promote plan was made on %s; the checkout is on {observed} now; "
 			 "re-run the plan", bookmark ? bookmark : "no bookmark");

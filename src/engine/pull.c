@@ -172,7 +172,8 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 				  bookmark);
 		goto done;
 	}
-	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
+	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
+	    (nsel && (rc = tt_engine_require_whole_scopes(repo, keys, "pull", err)) < 0))
 		goto done;
 	/* Uncommitted manifest edits would be swept into the pull's commit. */
 	{

@@ -13,11 +13,96 @@
 #include "core/oplog.h"
 #include "util/fault.h"
 #include "core/plan.h"
+#include "core/index.h"
+#include "core/pyvalue.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 
+/* Fork branch `name` for key from a native state (what `--at` resolved),
+ * moving it only from expected. */
+static int fork_from_state(tt_repo *repo, const tt_manifest *m, const json_t *state, const char *name,
+			   const tt_expect *expected, char **ref_out, tt_error *err)
+{
+	tt_backend *b;
+	int rc;
+	*ref_out = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+		return tt_error_object(err, m->key, m->kind);
+	if (!b->ops->fork) {
+		tt_error_set(err, TT_ECAPABILITY, "%s backend cannot fork", m->kind);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	tt_target src = { .kind = TT_TARGET_STATE, .state = state };
+	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
+		return tt_error_object(err, m->key, m->kind);
+	json_t *identity = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)
+		tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind, identity,
+				      m->locator, m->key, &ignored);
+	json_decref(identity);
+	tt_error_clear(&ignored);
+	return 0;
+}
+
+/* What `at` resolves to in m's store (its upstream locator, at `at`). */
+static int resolve_at(tt_repo *repo, const tt_manifest *m, const char *at, json_t **state, tt_error *err)
+{
+	tt_backend *b;
+	json_t *loc;
+	int rc;
+	*state = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+		return rc;
+	if (!(loc = json_deep_copy(m->locator)) || json_object_set_new(loc, "at", json_string(at)) != 0) {
+		json_decref(loc);
+		return tt_error_oom(err);
+	}
+	rc = b->ops->fingerprint(b, loc, NULL, state, err);
+	json_decref(loc);
+	return rc;
+}
+
+static bool blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '\f' && *s != '\v')
+			return false;
+	return true;
+}
+
+/* A --from or --at given with --from-plan must be the plan's own. */
+static int plan_source_matches(const tt_plan *plan, const char *rev, const char *at, tt_error *err)
+{
+	const char *flags[2] = { "--from", "--at" }, *given[2] = { rev, at };
+	const char *fields[2] = { "from_rev", "at" };
+	for (int i = 0; i < 2; i++) {
+		if (!given[i])
+			continue;
+		json_t *p = json_object_get(tt_plan_context(plan), fields[i]);
+		tt_buf planned = TT_BUF_INIT;
+		bool made = p && !json_is_null(p);
+		if (made)
+			tt_pyv_str(&planned, p);
+		bool same = made && planned.ptr && strcmp(planned.ptr, given[i]) == 0;
+		if (!same) {
+			if (made)
+				tt_error_set(err, TT_ECONFIG, "this restore plan was made with %s %s, not %s %s; apply "
+					     "it without %s, or re-run the plan", flags[i], planned.ptr, flags[i],
+					     given[i], flags[i]);
+			else
+				tt_error_set(err, TT_ECONFIG, "this restore plan was made with no %s, not %s %s; apply "
+					     "it without %s, or re-run the plan", flags[i], flags[i], given[i], flags[i]);
+		}
+		tt_buf_release(&planned);
+		if (!same)
+			return err->code;
+	}
+	return 0;
+}
+
 int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
-		    bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
+		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
 		    char **plan_text, json_t **out, tt_error *err)
 {
 	tt_manifest_set then = { 0 };
@@ -33,28 +118,37 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		if ((rc = tt_repo_lock(repo, err)) < 0)
 			goto cleanup;
 		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0 ||
+		    (rc = plan_source_matches(plan, rev, at, err)) < 0 ||
 		    (rc = tt_engine_check_preconditions(repo, plan, "restore", err)) < 0)
 			goto done;
-		commit = tt_strdup(json_string_value(json_object_get(tt_plan_context(plan), "from_commit")));
+		const char *c = json_string_value(json_object_get(tt_plan_context(plan), "from_commit"));
+		commit = c ? tt_strdup(c) : NULL;
 		rev = json_string_value(json_object_get(tt_plan_context(plan), "from_rev"));
+		at = json_string_value(json_object_get(tt_plan_context(plan), "at"));
 		goto apply;
 	}
-	if (!rev)
-		return tt_error_set(err, TT_EUSAGE, "restore takes a source: --from REV");
+	if (!rev == !at)
+		return tt_error_set(err, TT_ECONFIG, "restore takes one source: a revision (--from REV) or a "
+				    "native ref or state (--at REF)");
+	if (at && blank(at))
+		return tt_error_set(err, TT_ECONFIG, "--at needs a native ref or state; an empty one would "
+				    "start the branch from the upstream head");
 	if (!nsel)
-		return tt_error_set(err, TT_EUSAGE, "restore needs at least one key");
+		return tt_error_set(err, TT_ECONFIG, "restore needs at least one key");
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		goto cleanup;
 	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
-	    (rc = tt_engine_objects_at(repo, rev, &then, &commit, err)) < 0 ||
+	    (rev && (rc = tt_engine_objects_at(repo, rev, &then, &commit, err)) < 0) ||
 	    (rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
 		goto done;
 	if (!(plan = tt_plan_new("restore"))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	json_t *ctx = json_pack("{s:s,s:s,s:b,s:s,s:s}", "from_rev", rev, "from_commit", commit, "discard", discard,
-				"manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	json_t *ctx = json_pack("{s:s?,s:s?,s:b,s:s,s:s}", "from_rev", rev, "from_commit", commit, "discard",
+				discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	if (at)
+		json_object_set_new(ctx, "at", json_string(at));
 	const char *ck;
 	json_t *cv;
 	json_object_foreach(ctx, ck, cv)
@@ -82,8 +176,31 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		const tt_manifest *m = tt_manifests_find(&then, key);
 		unsigned caps = tt_engine_caps(repo, now);
 		const char *refuse = NULL;
-		char why[256];
-		if (!m) {
+		char why[1024];
+		json_t *start = NULL;
+		if (at) {
+			if (tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
+				snprintf(why, sizeof why, "on the trunk (%s) the working ref is the upstream branch "
+					 "itself, which restore never moves: restore on a bookmark (`tether new -b "
+					 "NAME`), or re-register the object at it (`tether add ... --at REF`), or "
+					 "`tether pull`", tt_config_trunk(&repo->config));
+				refuse = why;
+			} else if (!(caps & TT_CAP_FORK)) {
+				snprintf(why, sizeof why, "%s objects cannot fork: no working branch", now->kind);
+				refuse = why;
+			} else {
+				tt_error rerr = TT_ERROR_INIT;
+				if (resolve_at(repo, now, at, &start, &rerr) < 0) {
+					tt_buf r = TT_BUF_INIT;
+					tt_pyv_repr_str(&r, at, strlen(at));
+					snprintf(why, sizeof why, "cannot resolve %s in its store: %s", r.ptr,
+						 tt_error_text(&rerr));
+					tt_buf_release(&r);
+					refuse = why;
+				}
+				tt_error_clear(&rerr);
+			}
+		} else if (!m) {
 			snprintf(why, sizeof why, "not registered at %s", rev);
 			refuse = why;
 		} else if (!(caps & TT_CAP_FORK) || tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
@@ -96,6 +213,7 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 			refuse = why;
 		}
 		if (refuse) {
+			json_decref(start);
 			tt_plan_action(plan, "refuse", key, now->kind, NULL, refuse, NULL, err);
 			continue;
 		}
@@ -108,10 +226,18 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		else if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, repo->ws.bookmark, err)) < 0)
 			goto done;
 		tt_buf text = TT_BUF_INIT, det = TT_BUF_INIT, st = TT_BUF_INIT;
-		tt_manifest_render(&text, m, err);
-		tt_short_state(&st, m->state);
-		tt_buf_printf(&det, "from %s: %s", rev, m->pin_id ? m->pin_ref : st.ptr);
-		json_t *params = json_pack("{s:s,s:O}", "then", text.ptr, "then_state", m->state);
+		json_t *params;
+		if (start) {
+			tt_short_state(&st, start);
+			tt_buf_printf(&det, "from %s: %s (a copy; %s is untouched)", at, st.ptr, at);
+			params = json_pack("{s:s,s:O,s:O}", "at", at, "at_state", start, "then_state", start);
+		} else {
+			tt_manifest_render(&text, m, err);
+			tt_short_state(&st, m->state);
+			tt_buf_printf(&det, "from %s: %s", rev, m->pin_id ? m->pin_ref : st.ptr);
+			params = json_pack("{s:s,s:O}", "then", text.ptr, "then_state", m->state);
+		}
+		json_decref(start);
 		tt_backend *b;
 		json_t *refs = NULL, *head = NULL;
 		bool present = false;
@@ -228,19 +354,31 @@ apply:;
 		tt_plan_action_at(plan, a, &v);
 		if (strcmp(v.op, "fork") != 0)
 			continue;
-		tt_manifest src;
-		json_t *t = json_object_get(v.params, "then");
-		if ((rc = tt_manifest_parse(&src, json_string_value(t), json_string_length(t), "plan", err)) < 0)
-			goto failed;
 		json_t *h = json_object_get(v.params, "head");
 		tt_expect exp = json_object_get(v.params, "existing")
 					? (json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL })
 					: (tt_expect){ TT_EXPECT_ABSENT, NULL };
 		char *ref = NULL;
-		rc = tt_engine_fork_from_manifest(repo, &src, v.target, &exp, &ref, err);
-		tt_manifest_release(&src);
-		if (rc < 0)
-			goto failed;
+		json_t *at_state = json_object_get(v.params, "at_state");
+		if (at_state) {
+			const tt_manifest *now = tt_manifests_find(&repo->objects, v.key);
+			if (!now) {
+				rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' is no longer registered; re-run the plan",
+						  v.key);
+				goto failed;
+			}
+			if ((rc = fork_from_state(repo, now, at_state, v.target, &exp, &ref, err)) < 0)
+				goto failed;
+		} else {
+			tt_manifest src;
+			json_t *t = json_object_get(v.params, "then");
+			if ((rc = tt_manifest_parse(&src, json_string_value(t), json_string_length(t), "plan", err)) < 0)
+				goto failed;
+			rc = tt_engine_fork_from_manifest(repo, &src, v.target, &exp, &ref, err);
+			tt_manifest_release(&src);
+			if (rc < 0)
+				goto failed;
+		}
 		json_t *ts = json_object_get(v.params, "then_state");
 		json_object_set_new(repo->ws.working_refs, v.key, json_string(ref));
 		json_object_del(repo->ws.pending_forks, v.key);
@@ -263,12 +401,12 @@ apply:;
 	}
 	tt_fault("restore:before-done");
 	{
-		json_t *res = json_pack("{s:O,s:O,s:O,s:s,s:n}", "created", created, "reset", reset, "working_refs",
-					done_refs, "from_commit", commit, "at");
+		json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?}", "created", created, "reset", reset, "working_refs",
+					done_refs, "from_commit", commit, "at", at);
 		rc = tt_oplog_done(repo->root, op_id, res, NULL, NULL, err);
 		json_decref(res);
 		if (rc == 0)
-			*out = json_pack("{s:s?,s:O}", "from", rev, "working_refs", done_refs);
+			*out = json_pack("{s:s?,s:s?,s:O}", "from", rev, "at", at, "working_refs", done_refs);
 	}
 	goto done;
 failed:

@@ -244,8 +244,13 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 		/* One error naming every failing object. */
 		tt_buf msg = TT_BUF_INIT;
 		tt_buf_printf(&msg, "%zu object(s) could not be fingerprinted:", json_object_size(errors));
-		json_object_foreach(errors, key, v)
-			tt_buf_printf(&msg, "\n  %s", json_string_value(json_object_get(v, "error")));
+		json_object_foreach(errors, key, v) {
+			/* "key: [kind] ...": the text names the backend, the line the object. */
+			const char *text = json_string_value(json_object_get(v, "error"));
+			size_t kl = strlen(key);
+			bool named = text && text[0] == '[' && strncmp(text + 1, key, kl) == 0 && text[kl + 1] == ']';
+			tt_buf_printf(&msg, "\n  %s%s%s", named ? "" : key, named ? "" : ": ", text ? text : "");
+		}
 		rc = tt_error_set(err, TT_EBACKEND, "%s", msg.ptr);
 		tt_buf_release(&msg);
 		goto done;

@@ -322,6 +322,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 	undo_report r = { json_array(), json_array(), json_array(), false };
 	char undo_id[TT_OP_ID_LEN + 1] = "";
 	json_t *pre = NULL, *wstext = NULL;
+	bool nothing_restored = false;
 	int rc;
 	*out = NULL;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
@@ -575,6 +576,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 			tt_buf_printf(&lines, "\n  %s", json_string_value(l));
 		rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (%s):%s", target->id, target->command, lines.ptr);
 		tt_buf_release(&lines);
+		nothing_restored = true;
 		goto failed;
 	}
 	tt_fault("undo:after-restore");
@@ -596,7 +598,14 @@ failed:
 		/* Refused before touching anything: a failed attempt, not an
 		 * interrupted one. */
 		tt_error ignored = TT_ERROR_INIT;
-		json_t *f = json_pack("{s:s}", "failed", tt_error_text(err));
+		/* The full report, as tether-vcs journals a refused undo. */
+		char *fsum = tt_op_summary(target);
+		char *fline = tt_asprintf("%s %s", target->command, fsum ? fsum : "");
+		json_t *f = json_pack("{s:s,s:O,s:O,s:O,s:s}", "summary", fline ? fline : "", "restored", r.restored,
+				      "irreversible", r.irreversible, "skipped", r.skipped, "failed",
+				      nothing_restored ? "nothing restored" : tt_error_text(err));
+		free(fsum);
+		free(fline);
 		tt_oplog_done(repo->root, undo_id, f, NULL, NULL, &ignored);
 		json_decref(f);
 		tt_error_clear(&ignored);

@@ -106,10 +106,28 @@ int tt_error_hint(tt_error *err, const char *fmt, ...)
 	return err->code;
 }
 
+/* Does message start with "[name]"? */
+static bool bracketed(const char *message, const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	return name && message[0] == '[' && strncmp(message + 1, name, n) == 0 && message[n + 1] == ']';
+}
+
 int tt_error_object(tt_error *err, const char *key, const char *kind)
 {
 	if (!err)
 		return TT_ERROR;
+	/* An error a backend raised names its kind in its text, as tether-vcs
+	 * words it ("[git] ..."): the engine adding the object's key later does
+	 * not rename it.  One the engine raises about an object names the key. */
+	if (!key && kind && !err->key && !err->kind && err->message && err->message != oom_message &&
+	    !bracketed(err->message, kind)) {
+		char *msg = tt_asprintf("[%s] %s", kind, err->message);
+		if (msg) {
+			free_message(err);
+			err->message = msg;
+		}
+	}
 	/* Each name fills in once: a backend names its kind, the engine then
 	 * adds the object's key. */
 	if (key && !err->key)
@@ -171,10 +189,9 @@ const char *tt_error_text(tt_error *err)
 	const char *who = err->key ? err->key : err->kind;
 	if (!who)
 		return err->message;
-	/* Already prefixed (a backend wrote "[key] ..." itself). */
-	size_t wl = strlen(who);
-	if (err->message[0] == '[' && strncmp(err->message + 1, who, wl) == 0 &&
-	    err->message[wl + 1] == ']')
+	/* Already prefixed: a backend's "[kind] ...", or "[key] ..." written
+	 * by whoever raised it. */
+	if (bracketed(err->message, err->key) || bracketed(err->message, err->kind))
 		return err->message;
 	char *msg = tt_asprintf("[%s] %s", who, err->message);
 	if (!msg)

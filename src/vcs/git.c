@@ -1,6 +1,7 @@
 /* vcs/git.c - the git adapter (see vcs.h). */
 #include "vcs/vcs.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -869,6 +870,33 @@ static int git_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out
 
 static int git_bookmark_set(tt_vcs *v, const char *name, const char *rev, tt_error *err);
 
+/* Whether a directory holds anything git tracks: a file or symlink at any
+ * depth.  An empty directory (the objects directory once the last object is
+ * removed) is never in a commit's tree. */
+static bool holds_a_file(const char *dir, int depth)
+{
+	DIR *d = depth < 64 ? opendir(dir) : NULL;
+	struct dirent *e;
+	struct stat st;
+	bool found = false;
+	if (!d)
+		return depth >= 64;
+	while (!found && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *p = tt_path_join(dir, e->d_name);
+		if (!p)
+			found = true; /* out of memory: assume it does, and check */
+		else if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			found = holds_a_file(p, depth + 1);
+		else
+			found = true;
+		free(p);
+	}
+	closedir(d);
+	return found;
+}
+
 /* The paths (of n) present in the working tree but absent from commit's
  * tree, listed into missing ("a, b, c, ..."); *count how many. */
 static int missing_from(tt_vcs *v, const char *commit, const char *const *relpaths, size_t n,
@@ -883,7 +911,7 @@ static int missing_from(tt_vcs *v, const char *commit, const char *const *relpat
 	*count = 0;
 	for (size_t i = 0; i < n; i++) {
 		char *abs = tt_path_join(v->root, relpaths[i]);
-		bool present = abs && tt_exists(abs);
+		bool present = abs && tt_exists(abs) && (!tt_is_dir(abs) || holds_a_file(abs, 0));
 		free(abs);
 		if (!present || strpbrk(relpaths[i], "\n\r"))
 			continue;

@@ -254,7 +254,7 @@ def test_backends_text(tmp_path, tether):
 
 
 def test_help_and_version(tmp_path, tether):
-    assert tether("--version", cwd=tmp_path).stdout == "tether 0.1.0\n"
+    assert tether("--version", cwd=tmp_path).stdout == "tether 0.1.0 (tether-vcs 0.1.0b7 compatible)\n"
     top = tether("--help", cwd=tmp_path).stdout
     for cmd in ("init", "add", "set", "remove", "backends", "status", "snapshot", "commit"):
         assert f"  {cmd} " in top

@@ -381,3 +381,28 @@ def test_new_and_promote_spec2(tmp_path, tether, env, oracle):
     s3 = o("commit", str(repo), "main", "after-promote")["snapshot_id"]
     assert [e[0] for e in o("ancestry", str(repo), "main")["entries"]][:2] == [s3, s2]
     o("check", str(repo))
+
+
+def test_refused_promote_plan_carries_the_icechunk_hint(tmp_path, tether, ref, env, oracle):
+    """main moved since the fork and Icechunk cannot merge: both CLIs plan
+    the same refusal on one dataset, ending with tether-vcs's hint."""
+    o = oracle(1)  # the spec tether-vcs's icechunk reads
+    repo = tmp_path / "stores" / "arr.icechunk"
+    make_repo(o, repo, "a1")
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=ds, env=env, check=True)
+    tether("init", "--dataset-id", DS, cwd=ds)
+    tether("add", "arr", str(repo), "--kind", "icechunk", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    tether("new", "-b", "feature", "--eager", cwd=ds)
+    o("commit", str(repo), f"tether.ws.{DS}.feature", "on-feature")
+    o("commit", str(repo), "main", "on-main")
+    tether("commit", "-m", "feature work", cwd=ds)
+    plans = [json.loads(r("promote", "--dry-run", "--json", cwd=ds).stdout) for r in (tether, ref)]
+    details = [[(a["op"], a["key"], a["detail"]) for a in p["actions"]] for p in plans]
+    assert details[0] == details[1]
+    assert details[0][0][0] == "refuse"
+    assert details[0][0][2].endswith("; Icechunk has no merge; re-apply the writes on a fresh fork "
+                                      "of the base branch, or reset the base with repo.reset_branch() "
+                                      "if losing its newer snapshots is intended")

@@ -289,7 +289,7 @@ TT_TEST(memory_merge_three_way_and_conflicts)
 	CHECK(merged == NULL);
 	want = json_pack("[s]", "a");
 	CHECK(json_equal(conflicts, want));
-	CHECK_STR(err.message, "1 key(s) changed on both main and mrg:s2");
+	CHECK_STR(err.message, "[memory] 1 key(s) changed on both main and mrg:s2");
 	after = sid_at(b, loc, NULL);
 	CHECK_STR(after, head); /* the base is untouched */
 	json_decref(conflicts);
@@ -348,7 +348,7 @@ TT_TEST(memory_merge_fast_forward_and_promote_refusal)
 	CHECK_OK(write_json("ff", "main", "{\"y\": 1}", NULL, &err));
 	CHECK_OK(write_json("ff", ws, "{\"x\": 2}", NULL, &err));
 	CHECK_INT(b->ops->promote(b, loc, &src, &none, &st, &err), TT_EBACKEND);
-	CHECK_STR(err.message, "main moved to ff:s2, which is not an ancestor of ff:s3");
+	CHECK_STR(err.message, "[memory] main moved to ff:s2, which is not an ancestor of ff:s3");
 	/* A stale expected is checked first. */
 	tt_expect stale = { TT_EXPECT_STATE, base };
 	CHECK_INT(b->ops->promote(b, loc, &src, &stale, &st, &err), TT_EREFMOVED);
@@ -422,7 +422,7 @@ TT_TEST(memory_history_at_and_handles)
 	json_decref(h);
 	h = NULL;
 	CHECK_INT(b->ops->open(b, loc, &gone, true, &h, &err), TT_EBACKEND);
-	CHECK_STR(err.message, "unknown ref 'nope'");
+	CHECK_STR(err.message, "[memory] unknown ref 'nope'");
 	/* Never the base: deleting main is a no-op. */
 	CHECK_OK(b->ops->delete_working_ref(b, loc, "main", &err));
 	free(atsid);
@@ -492,7 +492,7 @@ TT_TEST(memory_delete_store_and_create)
 	json_decref(st);
 	st = NULL;
 	CHECK_INT(b->ops->create(b, loc, "ffffffff", &st, &err), TT_EBACKEND);
-	CHECK_STR(err.message, "system 'life' already exists");
+	CHECK_STR(err.message, "[memory] system 'life' already exists");
 	/* A tag makes it not empty, unless the plan is deleting it. */
 	json_t *s0 = json_pack("{s:s}", "snapshot_id", "life:s0");
 	tt_pin pin;
@@ -688,7 +688,7 @@ TT_TEST(backend_check_expected)
 	CHECK_OK(tt_check_expected(b, loc, "tether.ws.c0fe5a1e.x", &absent, &err));
 	tt_expect want0 = { TT_EXPECT_STATE, s0 };
 	CHECK_INT(tt_check_expected(b, loc, "tether.ws.c0fe5a1e.x", &want0, &err), TT_EREFMOVED);
-	CHECK_STR(err.message, "fork: tether.ws.c0fe5a1e.x is gone, expected snapshot_id=chk:s0");
+	CHECK_STR(err.message, "[memory] fork: tether.ws.c0fe5a1e.x is gone, expected snapshot_id=chk:s0");
 	tt_target src = { TT_TARGET_STATE, NULL, NULL, s0 };
 	CHECK_OK(b->ops->fork(b, loc, &src, "tether.ws.c0fe5a1e.x", &none, &ws, &err));
 	CHECK_INT(tt_check_expected(b, loc, ws, &absent, &err), TT_EREFMOVED);
