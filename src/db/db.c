@@ -140,6 +140,12 @@ int tt_db_query(tt_db *db, const char *sql, const tt_db_value *params, size_t n,
 	return db->ops->exec(db, sql, params, n, out, err);
 }
 
+int tt_db_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
+		    tt_error *err)
+{
+	return nrows ? db->ops->exec_many(db, sql, params, ncols, nrows, err) : 0;
+}
+
 void tt_db_rows_release(tt_db_rows *rows)
 {
 	if (!rows)

@@ -93,12 +93,18 @@ int tt_db_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t n, 
 int tt_db_query(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
 		tt_error *err);
 void tt_db_rows_release(tt_db_rows *rows);
+/* Run one statement for each of nrows parameter rows (params row-major,
+ * ncols per row), prepared once: bulk inserts and upserts. */
+int tt_db_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
+		    tt_error *err);
 
 /* Backend entry points behind tt_db_open (db_sqlite.c, db_pg.c). */
 typedef struct tt_db_ops {
 	const char *kind;
 	int (*exec)(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
 		    tt_error *err);
+	int (*exec_many)(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
+			 tt_error *err);
 	void (*close)(tt_db *db);
 } tt_db_ops;
 

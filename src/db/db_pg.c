@@ -24,6 +24,8 @@ static int pg_fail_result(tt_db *db, tt_error *err, const PGresult *res)
 	return tt_db_fail(db, err, code, primary ? primary : PQresultErrorMessage(res));
 }
 
+static void row_values(const tt_db_value *params, size_t n, const char **values, char (*ints)[24]);
+
 static int pg_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
 		   tt_error *err)
 {
@@ -35,14 +37,7 @@ static int pg_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t
 		free(ints);
 		return tt_error_oom(err);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (params[i].type == TT_DB_INT) {
-			snprintf(ints[i], sizeof ints[i], "%lld", params[i].i);
-			values[i] = ints[i];
-		} else if (params[i].type == TT_DB_TEXT) {
-			values[i] = params[i].text;
-		}
-	}
+	row_values(params, n, values, ints);
 	/* The extended protocol: one statement, parameters never in the text. */
 	int sent = PQsendQueryParams(c, sql, (int)n, NULL, values, NULL, NULL, 0);
 	free(values);
@@ -105,6 +100,78 @@ static int pg_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t
 	return ret;
 }
 
+/* Text values of one parameter row (ints formatted into ints). */
+static void row_values(const tt_db_value *params, size_t n, const char **values, char (*ints)[24])
+{
+	for (size_t i = 0; i < n; i++) {
+		values[i] = NULL;
+		if (params[i].type == TT_DB_INT) {
+			snprintf(ints[i], sizeof ints[i], "%lld", params[i].i);
+			values[i] = ints[i];
+		} else if (params[i].type == TT_DB_TEXT) {
+			values[i] = params[i].text;
+		}
+	}
+}
+
+/* Prepared once, then sent in pipelined batches: one round trip per batch
+ * rather than per row. */
+static int pg_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
+			tt_error *err)
+{
+	PGconn *c = db->impl;
+	enum { BATCH = 512 };
+	PGresult *res = PQprepare(c, "", sql, (int)ncols, NULL);
+	int ret = 0;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		ret = pg_fail_result(db, err, res);
+	PQclear(res);
+	if (ret < 0)
+		return ret;
+	const char **values = tt_calloc(ncols ? ncols : 1, sizeof *values);
+	char (*ints)[24] = tt_calloc(ncols ? ncols : 1, sizeof *ints);
+	if (!values || !ints || !PQenterPipelineMode(c)) {
+		free(values);
+		free(ints);
+		return values && ints ? pg_fail_conn(db, err, TT_EBACKEND) : tt_error_oom(err);
+	}
+	for (size_t start = 0; ret == 0 && start < nrows; start += BATCH) {
+		size_t end = start + BATCH < nrows ? start + BATCH : nrows;
+		for (size_t r = start; ret == 0 && r < end; r++) {
+			row_values(params + r * ncols, ncols, values, ints);
+			if (!PQsendQueryPrepared(c, "", (int)ncols, values, NULL, NULL, 0))
+				ret = pg_fail_conn(db, err, TT_EBACKEND);
+		}
+		if (ret == 0 && !PQpipelineSync(c))
+			ret = pg_fail_conn(db, err, TT_EBACKEND);
+		if (ret < 0)
+			break;
+		for (;;) {
+			res = PQgetResult(c);
+			if (!res) {
+				if (PQstatus(c) != CONNECTION_OK) {
+					if (ret == 0)
+						ret = pg_fail_conn(db, err, TT_EBACKEND);
+					break;
+				}
+				continue;
+			}
+			ExecStatusType st = PQresultStatus(res);
+			if (st == PGRES_PIPELINE_SYNC) {
+				PQclear(res);
+				break;
+			}
+			if (ret == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_PIPELINE_ABORTED)
+				ret = pg_fail_result(db, err, res);
+			PQclear(res);
+		}
+	}
+	PQexitPipelineMode(c);
+	free(values);
+	free(ints);
+	return ret;
+}
+
 static void pg_close(tt_db *db)
 {
 	if (db->impl)
@@ -112,7 +179,7 @@ static void pg_close(tt_db *db)
 	db->impl = NULL;
 }
 
-static const tt_db_ops pg_ops = { "postgres", pg_exec, pg_close };
+static const tt_db_ops pg_ops = { "postgres", pg_exec, pg_exec_many, pg_close };
 
 int tt_db_pg_open(tt_db *db, const char *dsn, tt_error *err)
 {

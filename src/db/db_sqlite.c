@@ -71,28 +71,11 @@ static int sq_fail(tt_db *db, tt_error *err, int rc)
 	return tt_db_fail(db, err, TT_EBACKEND, sqlite3_errmsg(s->h));
 }
 
-static int sq_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
-		   tt_error *err)
+/* Bind $1..$n by name (a statement may leave some out). */
+static int bind(sqlite3_stmt *st, const tt_db_value *params, size_t n)
 {
-	sq_impl *s = db->impl;
-	sqlite3_stmt *st = NULL;
-	const char *tail = NULL;
-	int rc = sqlite3_prepare_v2(s->h, sql, -1, &st, &tail);
-	if (rc != SQLITE_OK)
-		return sq_fail(db, err, rc);
-	if (!st)
-		return tt_db_fail(db, err, TT_EUSAGE, "the statement is empty");
-	int ret = 0;
-	if (tail && !only_trivia(tail)) {
-		ret = tt_db_fail(db, err, TT_ECONFIG, "only one SQL statement may run here; remove what follows the first");
-		goto done;
-	}
-	if (db->opts.read_only && !sqlite3_stmt_readonly(st)) {
-		ret = tt_db_fail(db, err, TT_ECONFIG, "the database is open read-only and this statement writes; "
-					       "only a query that reads is allowed");
-		goto done;
-	}
-	for (size_t i = 0; i < n; i++) {
+	int rc = SQLITE_OK;
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
 		char name[24];
 		snprintf(name, sizeof name, "$%zu", i + 1);
 		int idx = sqlite3_bind_parameter_index(st, name);
@@ -104,10 +87,59 @@ static int sq_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t
 			rc = sqlite3_bind_int64(st, idx, params[i].i);
 		else
 			rc = sqlite3_bind_text(st, idx, params[i].text, -1, SQLITE_STATIC);
-		if (rc != SQLITE_OK) {
+	}
+	return rc;
+}
+
+static int sq_prepare(tt_db *db, const char *sql, sqlite3_stmt **st, tt_error *err)
+{
+	sq_impl *s = db->impl;
+	const char *tail = NULL;
+	int rc = sqlite3_prepare_v2(s->h, sql, -1, st, &tail);
+	if (rc != SQLITE_OK)
+		return sq_fail(db, err, rc);
+	if (!*st)
+		return tt_db_fail(db, err, TT_EUSAGE, "the statement is empty");
+	if (tail && !only_trivia(tail))
+		return tt_db_fail(db, err, TT_ECONFIG, "only one SQL statement may run here; remove what follows the first");
+	if (db->opts.read_only && !sqlite3_stmt_readonly(*st))
+		return tt_db_fail(db, err, TT_ECONFIG, "the database is open read-only and this statement writes; "
+					     "only a query that reads is allowed");
+	return 0;
+}
+
+static int sq_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
+			tt_error *err)
+{
+	sq_impl *s = db->impl;
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare(db, sql, &st, err);
+	arm(s, db->opts.timeout_ms);
+	for (size_t r = 0; ret == 0 && r < nrows; r++) {
+		int rc = bind(st, params + r * ncols, ncols);
+		while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc != SQLITE_DONE && rc != SQLITE_OK)
 			ret = sq_fail(db, err, rc);
-			goto done;
-		}
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+	s->armed = false;
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_exec(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
+		   tt_error *err)
+{
+	sq_impl *s = db->impl;
+	sqlite3_stmt *st = NULL;
+	int rc, ret = sq_prepare(db, sql, &st, err);
+	if (ret < 0)
+		goto done;
+	if ((rc = bind(st, params, n)) != SQLITE_OK) {
+		ret = sq_fail(db, err, rc);
+		goto done;
 	}
 	size_t bytes = 0, alloc = 0;
 	if (out) {
@@ -164,7 +196,7 @@ static void sq_close(tt_db *db)
 	db->impl = NULL;
 }
 
-static const tt_db_ops sqlite_ops = { "sqlite", sq_exec, sq_close };
+static const tt_db_ops sqlite_ops = { "sqlite", sq_exec, sq_exec_many, sq_close };
 
 int tt_db_sqlite_open(tt_db *db, const char *path, tt_error *err)
 {
