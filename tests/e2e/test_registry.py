@@ -187,3 +187,105 @@ def test_export_revs_and_json(history, tether, ref, tmp_path):
     assert proc.returncode == 1 and "--format must be one of" in proc.stderr
     proc = tether("export", str(tmp_path / "y.sqlite"), "--rev", "nope", cwd=history, check=False)
     assert proc.returncode == 1 and "could not resolve revision" in proc.stderr
+
+
+# --- publish ----------------------------------------------------------------
+
+from pg import PASSWORD, pg_db, postgres_server  # noqa: E402,F401  (fixtures)
+
+TABLES = ("tether_meta", "commits", "commit_parents", "refs", "objects", "object_states",
+          "listings", "listing_entries", "workspace")
+
+
+def pg_tables(server, db, schema):
+    out = {}
+    for t in TABLES:
+        rows = server.psql(f"SELECT row_to_json(x)::text FROM {schema}.{t} x", db=db)
+        rows = [json.loads(r[0]) for r in rows]
+        if t == "tether_meta":
+            rows = [r for r in rows if r["key"] not in VOLATILE_META]
+        out[t] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    cols = server.psql(
+        "SELECT table_name, column_name, data_type, ordinal_position FROM information_schema.columns "
+        f"WHERE table_schema = '{schema}' ORDER BY table_name, ordinal_position", db=db)
+    keys = server.psql(
+        "SELECT tc.table_name, kcu.column_name FROM information_schema.table_constraints tc "
+        "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
+        f"AND kcu.table_schema = tc.table_schema WHERE tc.table_schema = '{schema}' "
+        "AND tc.constraint_type = 'PRIMARY KEY' ORDER BY 1, kcu.ordinal_position", db=db)
+    views = server.psql(f"SELECT table_name FROM information_schema.views WHERE table_schema = '{schema}' "
+                        "ORDER BY 1", db=db)
+    out["_columns"], out["_keys"], out["_views"] = cols, keys, views
+    return out
+
+
+def no_secret(proc):
+    assert PASSWORD not in proc.stdout and PASSWORD not in proc.stderr
+
+
+def test_publish_matches_reference(history, tether, ref, pg_db):
+    server, db = pg_db
+    dsn = server.dsn(db)
+    r = ref("publish", "--to", dsn, "--schema", "theirs", "--listings", cwd=history)
+    o = tether("publish", "--to", dsn, "--schema", "ours", "--listings", cwd=history)
+    no_secret(o)
+    assert "note: export/publish/import are experimental" in o.stderr
+    assert o.stdout.splitlines()[0] == r.stdout.splitlines()[0].replace("'theirs'", "'ours'")
+    assert pg_tables(server, db, "ours") == pg_tables(server, db, "theirs")
+    # Again: every commit is already there, nothing duplicates.
+    again = tether.json("publish", "--schema", "ours", cwd=history, env={"TETHER_PUBLISH_DSN": dsn})
+    assert again["skipped_commits"] == 4 and again["upserted"]["objects"] == 0
+    theirs_again = ref.json("publish", "--schema", "theirs", cwd=history,
+                            env={"TETHER_PUBLISH_DSN": dsn})
+    assert again == {**theirs_again, "schema": "ours"}
+    assert server.psql("SELECT count(*) FROM ours.commits", db=db) == [["4"]]
+    assert pg_tables(server, db, "ours") == pg_tables(server, db, "theirs")
+    assert server.psql("SELECT count(*) FROM ours.objects_head", db=db) == [["2"]]
+
+
+def test_publish_dry_run_writes_nothing(history, tether, ref, pg_db):
+    server, db = pg_db
+    dsn = server.dsn(db)
+    ours = tether.json("publish", "--to", dsn, "--dry-run", cwd=history)
+    theirs = ref.json("publish", "--to", dsn, "--dry-run", cwd=history)
+    for plan in (ours, theirs):
+        plan.pop("created_at"), plan.pop("digest")
+    assert ours == theirs
+    assert [a["op"] for a in ours["actions"]] == ["upsert"] * 6
+    assert server.psql("SELECT to_regnamespace('tether') IS NULL", db=db) == [["t"]]
+    text = tether("publish", "--to", dsn, "--dry-run", cwd=history).stdout
+    assert text.startswith("plan: publish (6 write(s))") and "tether.objects" in text
+
+
+def test_publish_failure_leaves_nothing_half_written(history, tether, pg_db):
+    server, db = pg_db
+    dsn = server.dsn(db)
+    # Killed in the middle of the transaction: the server rolls it all back.
+    proc = tether("publish", "--to", dsn, cwd=history, check=False,
+                  env={"TETHER_FAULT": "publish:mid-transaction"})
+    assert proc.returncode != 0
+    assert server.psql("SELECT to_regnamespace('tether') IS NULL", db=db) == [["t"]]
+    # A statement the server refuses (refs gets a column publish cannot fill)
+    # after commits and objects were written: nothing stays.
+    server.psql("CREATE SCHEMA tether; CREATE TABLE tether.refs (name TEXT, kind TEXT, "
+                "commit_id TEXT, owner TEXT NOT NULL, PRIMARY KEY (name, kind))", db=db)
+    proc = tether("publish", "--to", dsn, cwd=history, check=False)
+    assert proc.returncode == 1
+    no_secret(proc)
+    assert f"PostgreSQL database '{db}' on server 127.0.0.1:{server.port}" in proc.stderr
+    assert "owner" in proc.stderr
+    assert server.psql("SELECT to_regclass('tether.commits') IS NULL", db=db) == [["t"]]
+    assert server.psql("SELECT count(*) FROM tether.refs", db=db) == [["0"]]
+
+
+def test_publish_errors_never_print_the_password(history, tether, pg_db):
+    server, db = pg_db
+    bad = server.dsn(db).replace(PASSWORD, PASSWORD + "x")
+    proc = tether("publish", "--to", bad, cwd=history, check=False)
+    assert proc.returncode == 1 and "password authentication failed" in proc.stderr
+    assert PASSWORD not in proc.stderr and PASSWORD not in proc.stdout
+    assert f"on server 127.0.0.1:{server.port}" in proc.stderr
+    proc = tether("publish", cwd=history, check=False)
+    assert proc.returncode == 1 and "a Postgres DSN is required" in proc.stderr
+    proc = tether("publish", "--to", server.dsn(db), "--schema", "x;drop", cwd=history, check=False)
+    assert proc.returncode == 1 and "invalid SQL identifier" in proc.stderr
