@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -289,3 +290,178 @@ def test_publish_errors_never_print_the_password(history, tether, pg_db):
     assert proc.returncode == 1 and "a Postgres DSN is required" in proc.stderr
     proc = tether("publish", "--to", server.dsn(db), "--schema", "x;drop", cwd=history, check=False)
     assert proc.returncode == 1 and "invalid SQL identifier" in proc.stderr
+
+
+# --- import -----------------------------------------------------------------
+
+@pytest.fixture
+def repos(tmp_path, env):
+    """Three small git repositories a registry can list."""
+    out = {}
+    for name in ("c1", "c2", "c3"):
+        r = tmp_path / "stores" / name
+        r.mkdir(parents=True)
+        git("init", "-q", "-b", "main", cwd=r, env=env)
+        (r / "f").write_text(name)
+        git("add", "f", cwd=r, env=env)
+        git("commit", "-q", "-m", "init", cwd=r, env=env)
+        out[name] = str(r)
+    return out
+
+
+def empty_dataset(path: Path, runner, env) -> Path:
+    path.mkdir()
+    git("init", "-q", "-b", "main", cwd=path, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=path, env=env)
+    runner("init", "--dataset-id", DS, cwd=path)
+    return path
+
+
+def manifests(root: Path) -> dict[str, str]:
+    """Manifest texts by path, less captured_at (a commit's clock)."""
+    d = root / ".tether" / "objects"
+    return {p.relative_to(d).as_posix(): re.sub(r'(?m)^captured_at = .*\n', "", p.read_text())
+            for p in sorted(d.rglob("*.toml"))}
+
+
+def sqlite_registry(path: Path, rows):
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE IF EXISTS registry")
+    con.execute("CREATE TABLE registry (key TEXT, kind TEXT, uri TEXT, policy_pin TEXT, owner TEXT)")
+    con.executemany("INSERT INTO registry VALUES (?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+
+
+def test_import_sqlite_sync_undo_matches_reference(tmp_path, tether, ref, env, repos):
+    reg = tmp_path / "reg.sqlite"
+    sqlite_registry(reg, [("a", "git", repos["c1"], None, "x"), ("team/b", "git", repos["c2"], "record", "y")])
+    ours = empty_dataset(tmp_path / "ours", tether, env)
+    theirs = empty_dataset(tmp_path / "theirs", ref, env)
+    for runner, root in ((tether, ours), (ref, theirs)):
+        plan = runner.json("import", str(reg), "--table", "registry", "--dry-run", cwd=root)
+        assert [(a["op"], a["key"]) for a in plan["actions"]] == [("add", "a"), ("add", "team/b")]
+        assert plan["notes"] == ["ignored columns: owner"]
+        out = runner.json("import", str(reg), "--table", "registry", cwd=root)
+        assert out == {"added": ["a", "team/b"], "updated": [], "removed": [], "unchanged": []}
+    assert manifests(ours) == manifests(theirs) and len(manifests(ours)) == 2
+    tether("commit", "-m", "imported", cwd=ours)
+    ref("commit", "-m", "imported", cwd=theirs)
+    first = manifests(ours)
+    # The registry changes: a's policy, b gone, c new.
+    sqlite_registry(reg, [("a", "git", repos["c1"], "record", "x"), ("c", "git", repos["c3"], None, "z")])
+    for runner, root in ((tether, ours), (ref, theirs)):
+        text = runner("import", str(reg), "--query", "SELECT key, kind, uri, policy_pin FROM registry",
+                      "--sync", cwd=root).stdout
+        assert text.splitlines()[0] == "added 1, updated 1, removed 1, unchanged 0"
+    assert manifests(ours) == manifests(theirs)
+    assert set(manifests(ours)) == {"a.toml", "c.toml"}
+    assert 'pin = "record"' in manifests(ours)["a.toml"]
+    # Unchanged rows are reported as such.
+    out = tether.json("import", str(reg), "--table", "registry", "--sync", cwd=ours)
+    assert out["unchanged"] == ["a", "c"] and not out["added"]
+    # undo restores the manifests the sync replaced.
+    proc = tether("undo", cwd=ours)
+    assert "import" in proc.stdout
+    assert manifests(ours) == first
+    assert tether.json("status", cwd=ours)["objects"]
+
+
+def test_import_refuses_writing_and_multiple_statements(tmp_path, tether, env, repos):
+    reg = tmp_path / "reg.sqlite"
+    sqlite_registry(reg, [("a", "git", repos["c1"], None, "x")])
+    ds = empty_dataset(tmp_path / "ds", tether, env)
+    for q in ("DELETE FROM registry RETURNING key, kind, uri",
+              "SELECT key, kind, uri FROM registry; DROP TABLE registry",
+              "INSERT INTO registry (key, kind, uri) VALUES ('z', 'git', '/x') RETURNING *"):
+        proc = tether("import", str(reg), "--query", q, cwd=ds, check=False)
+        assert proc.returncode == 1, q
+        assert f"SQLite database {reg}" in proc.stderr
+    con = sqlite3.connect(reg)
+    assert con.execute("SELECT count(*) FROM registry").fetchone()[0] == 1
+    assert manifests(ds) == {}
+    proc = tether("import", str(reg), cwd=ds, check=False)
+    assert proc.returncode == 1 and "exactly one of --table or --query" in proc.stderr
+    proc = tether("import", str(reg), "--table", "registry; drop", cwd=ds, check=False)
+    assert proc.returncode == 1 and "invalid table name" in proc.stderr
+    proc = tether("import", str(tmp_path / "missing.sqlite"), "--table", "t", cwd=ds, check=False)
+    assert proc.returncode == 1 and "import source not found" in proc.stderr
+
+
+def test_import_query_from_secrets_not_from_the_committed_file(tmp_path, tether, env, repos):
+    reg = tmp_path / "reg.sqlite"
+    sqlite_registry(reg, [("a", "git", repos["c1"], None, "x"), ("b", "git", repos["c2"], None, "x")])
+    ds = empty_dataset(tmp_path / "ds", tether, env)
+    secrets = ds / ".tether" / "secrets.toml"
+    secrets.write_text("[import]\nquery = \"SELECT key, kind, uri FROM registry WHERE key = 'b'\"\n")
+    secrets.chmod(0o600)
+    assert tether.json("import", str(reg), cwd=ds)["added"] == ["b"]
+    # A committed tether.toml that chooses SQL is refused by name.
+    cfg = ds / "tether.toml"
+    cfg.write_text(cfg.read_text() + "\n[import]\nquery = \"DELETE FROM registry\"\n")
+    proc = tether("import", str(reg), cwd=ds, check=False)
+    assert proc.returncode == 1 and "[import]" in proc.stderr and "query" in proc.stderr
+    assert set(manifests(ds)) == {"b.toml"}
+
+
+def test_import_csv_and_jsonl(tmp_path, tether, ref, env, repos):
+    rows = [{"key": "a", "kind": "git", "uri": repos["c1"], "note": "x, \"y\""},
+            {"key": "b", "kind": "git", "locator_json": json.dumps({"uri": repos["c2"]})}]
+    with (tmp_path / "reg.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["key", "kind", "uri", "locator_json", "note"])
+        w.writeheader()
+        w.writerows(rows)
+    (tmp_path / "reg.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for src in ("reg.csv", "reg.jsonl"):
+        ours = empty_dataset(tmp_path / f"ours-{src}", tether, env)
+        theirs = empty_dataset(tmp_path / f"theirs-{src}", ref, env)
+        a = tether.json("import", str(tmp_path / src), "--dry-run", cwd=ours)
+        b = ref.json("import", str(tmp_path / src), "--dry-run", cwd=theirs)
+        for p in (a, b):
+            p.pop("created_at"), p.pop("digest"), p["context"].pop("manifest_hash")
+            for pre in p["preconditions"]:
+                pre.pop("expected")
+        assert a == b
+        tether("import", str(tmp_path / src), cwd=ours)
+        ref("import", str(tmp_path / src), cwd=theirs)
+        assert manifests(ours) == manifests(theirs) and len(manifests(ours)) == 2
+
+
+def test_import_postgres_sync_undo_and_read_only(tmp_path, tether, ref, env, repos, pg_db):
+    server, db = pg_db
+    server.psql("CREATE TABLE registry (key TEXT, kind TEXT, uri TEXT, policy_pin TEXT, "
+                "meta JSONB)", db=db)
+    server.psql(f"INSERT INTO registry VALUES ('a', 'git', '{repos['c1']}', NULL, '{{}}'), "
+                f"('b', 'git', '{repos['c2']}', 'record', NULL)", db=db)
+    dsn = server.dsn(db)
+    query = "SELECT key, kind, uri, policy_pin FROM registry"
+    ours = empty_dataset(tmp_path / "ours", tether, env)
+    theirs = empty_dataset(tmp_path / "theirs", ref, env)
+    for runner, root in ((tether, ours), (ref, theirs)):
+        out = runner.json("import", dsn, "--query", query, cwd=root)
+        assert out["added"] == ["a", "b"]
+    assert manifests(ours) == manifests(theirs)
+    before = manifests(ours)
+    server.psql(f"DELETE FROM registry WHERE key = 'b'; UPDATE registry SET uri = '{repos['c3']}' "
+                "WHERE key = 'a'", db=db)
+    for runner, root in ((tether, ours), (ref, theirs)):
+        out = runner.json("import", dsn, "--table", "registry", "--sync", cwd=root)
+        assert out == {"added": [], "updated": ["a"], "removed": ["b"], "unchanged": []}
+    assert manifests(ours) == manifests(theirs)
+    assert repos["c3"] in manifests(ours)["a.toml"]
+    tether("undo", cwd=ours)
+    assert manifests(ours) == before
+    # Hostile queries: the read-only transaction refuses any write, and
+    # only one statement runs.
+    for q in ("WITH d AS (DELETE FROM registry RETURNING key, kind, uri) SELECT * FROM d",
+              "SELECT key, kind, uri FROM registry; DROP TABLE registry",
+              "SELECT set_config('transaction_read_only', 'off', true), key, kind, uri FROM registry"):
+        proc = tether("import", dsn, "--query", q, cwd=ours, check=False)
+        assert proc.returncode == 1, q
+        assert f"PostgreSQL database '{db}' on server 127.0.0.1:{server.port}" in proc.stderr
+        no_secret(proc)
+    proc = tether("import", dsn, "--query", "WITH d AS (DELETE FROM registry RETURNING key, kind, uri) "
+                  "SELECT * FROM d", cwd=ours, check=False)
+    assert "read-only transaction" in proc.stderr
+    assert server.psql("SELECT count(*) FROM registry", db=db) == [["1"]]
+    assert manifests(ours) == before
