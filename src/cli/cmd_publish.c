@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "engine/registry.h"
+#include "engine/repo.h"
 
 void cli_print_row_counts(const json_t *counts);
 
@@ -12,23 +13,28 @@ static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT;
 	bool json = cli_flag(cmd, a, "json"), dry = cli_flag(cmd, a, "dry-run");
-	/* The DSN never comes from a committed file: the flag or the environment. */
-	const char *to = cli_value(cmd, a, "to");
-	if (!to || !*to)
-		to = getenv("TETHER_PUBLISH_DSN");
-	if (!to || !*to) {
-		fprintf(stderr, "error: a Postgres DSN is required: --to or $TETHER_PUBLISH_DSN\n");
-		return EXIT_ERROR;
-	}
 	const char *schema = cli_value(cmd, a, "schema");
 	if (!schema)
 		schema = "tether";
-	if (!json)
-		cli_note("%s", TT_REGISTRY_NOTE);
 	tt_repo *repo = NULL;
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
+	/* The DSN never comes from a committed file: the flag, the environment,
+	 * or this checkout's secrets.toml [publish] dsn. */
+	const char *to = cli_value(cmd, a, "to");
+	if (!to || !*to)
+		to = getenv("TETHER_PUBLISH_DSN");
+	if (!to || !*to)
+		to = json_string_value(json_object_get(json_object_get(repo->secrets.doc, "publish"), "dsn"));
+	if (!to || !*to) {
+		fprintf(stderr, "error: a Postgres DSN is required: --to or $TETHER_PUBLISH_DSN\n");
+		fprintf(stderr, "hint: or set [publish] dsn in .tether/secrets.toml\n");
+		tt_repo_free(repo);
+		return EXIT_ERROR;
+	}
+	if (!json)
+		cli_note("%s", TT_REGISTRY_NOTE);
 	int ri = cli_opt_index(cmd, "rev");
 	tt_export_opts o = { a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false };
 	tt_bundle b = { 0 };
@@ -68,7 +74,9 @@ done:
 }
 
 static const cli_opt opts[] = {
-	{ "to", 0, OPT_VALUE, "DSN", "Postgres DSN (postgresql://...). Defaults to $TETHER_PUBLISH_DSN." },
+	{ "to", 0, OPT_VALUE, "DSN",
+	  "Postgres DSN (postgresql://...). Defaults to $TETHER_PUBLISH_DSN, then [publish] dsn in "
+	  ".tether/secrets.toml." },
 	{ "schema", 0, OPT_VALUE, "NAME", "Target schema name (default tether)." },
 	{ "rev", 'r', OPT_LIST, "REV", "Publish only these revisions (repeatable)." },
 	{ "listings", 0, OPT_FLAG, NULL, "Include per-file listings (listings, listing_entries)." },

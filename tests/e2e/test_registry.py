@@ -288,6 +288,13 @@ def test_publish_errors_never_print_the_password(history, tether, pg_db):
     assert f"on server 127.0.0.1:{server.port}" in proc.stderr
     proc = tether("publish", cwd=history, check=False)
     assert proc.returncode == 1 and "a Postgres DSN is required" in proc.stderr
+    # This checkout's secrets may name it (never the committed tether.toml).
+    secrets = history / ".tether" / "secrets.toml"
+    secrets.write_text(f'[publish]\ndsn = "{server.dsn(db)}"\n')
+    secrets.chmod(0o600)
+    proc = tether("publish", cwd=history)
+    no_secret(proc)
+    assert server.psql("SELECT count(*) FROM tether.commits", db=db) == [["4"]]
     proc = tether("publish", "--to", server.dsn(db), "--schema", "x;drop", cwd=history, check=False)
     assert proc.returncode == 1 and "invalid SQL identifier" in proc.stderr
 
