@@ -96,6 +96,29 @@ TT_TEST(sqlite_refuses_second_statement_writes_and_big_results)
 	free(path);
 }
 
+TT_TEST(sqlite_statement_timeout)
+{
+	char *path = db_path("c.sqlite");
+	tt_db *db = NULL;
+	tt_error err = TT_ERROR_INIT;
+	tt_db_opts o = { .create = true, .timeout_ms = 200 };
+	CHECK(tt_db_open(&db, path, &o, &err) == 0);
+	tt_db_rows r;
+	/* A query that never ends is stopped at the deadline. */
+	int rc = tt_db_query(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+				 "SELECT count(*) FROM c", NULL, 0, &r, &err);
+	CHECK_INT(rc, TT_ELIMIT);
+	CHECK(strstr(tt_error_text(&err), "longer than 200 ms") != NULL);
+	tt_error_clear(&err);
+	tt_db_rows_release(&r);
+	/* The connection stays usable. */
+	CHECK(tt_db_query(db, "SELECT 42", NULL, 0, &r, &err) == 0);
+	CHECK_STR(r.cells[0], "42");
+	tt_db_rows_release(&r);
+	tt_db_close(db);
+	free(path);
+}
+
 TT_TEST(sqlite_open_errors_name_the_file)
 {
 	tt_db *db = NULL;
