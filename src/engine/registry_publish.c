@@ -14,7 +14,6 @@
 #include "db/db.h"
 #include "engine/registry.h"
 #include "util/buf.h"
-#include "util/fault.h"
 #include "util/mem.h"
 
 static const char *pg_type(tt_reg_type t)
@@ -212,8 +211,6 @@ int tt_registry_publish(const tt_bundle *b, const char *dsn, const char *schema,
 		json_decref(keep);
 		if (rc < 0)
 			goto done;
-		if (!dry_run && t == 4)
-			tt_fault("publish:mid-transaction");
 	}
 	if (dry_run)
 		tt_db_rollback(db);

@@ -2,9 +2,7 @@
  * util/fault.h - crash injection for tests.
  *
  * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
- * "commit:before-vcs-commit", "commit:after-vcs-commit",
- * "publish:mid-transaction" (after objects are upserted, before COMMIT),
- * ...); when the
+ * "commit:before-vcs-commit", "commit:after-vcs-commit", ...); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave
  * things.  Tests then check that rerunning the command, `repair` or `gc`

@@ -192,7 +192,12 @@ def test_export_revs_and_json(history, tether, ref, tmp_path):
 
 # --- publish ----------------------------------------------------------------
 
-from pg import PASSWORD, pg_db, postgres_server  # noqa: E402,F401  (fixtures)
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+from pg import PASSWORD, PG_BIN, pg_db, postgres_server  # noqa: E402,F401  (fixtures)
 
 TABLES = ("tether_meta", "commits", "commit_parents", "refs", "objects", "object_states",
           "listings", "listing_entries", "workspace")
@@ -261,13 +266,9 @@ def test_publish_dry_run_writes_nothing(history, tether, ref, pg_db):
 def test_publish_failure_leaves_nothing_half_written(history, tether, pg_db):
     server, db = pg_db
     dsn = server.dsn(db)
-    # Killed in the middle of the transaction: the server rolls it all back.
-    proc = tether("publish", "--to", dsn, cwd=history, check=False,
-                  env={"TETHER_FAULT": "publish:mid-transaction"})
-    assert proc.returncode != 0
-    assert server.psql("SELECT to_regnamespace('tether') IS NULL", db=db) == [["t"]]
     # A statement the server refuses (refs gets a column publish cannot fill)
-    # after commits and objects were written: nothing stays.
+    # after commits and objects were written: nothing stays, not even the
+    # tables publish created.
     server.psql("CREATE SCHEMA tether; CREATE TABLE tether.refs (name TEXT, kind TEXT, "
                 "commit_id TEXT, owner TEXT NOT NULL, PRIMARY KEY (name, kind))", db=db)
     proc = tether("publish", "--to", dsn, cwd=history, check=False)
@@ -277,6 +278,54 @@ def test_publish_failure_leaves_nothing_half_written(history, tether, pg_db):
     assert "owner" in proc.stderr
     assert server.psql("SELECT to_regclass('tether.commits') IS NULL", db=db) == [["t"]]
     assert server.psql("SELECT count(*) FROM tether.refs", db=db) == [["0"]]
+
+
+def test_publish_killed_mid_transaction_leaves_nothing(history, tether, pg_db):
+    server, db = pg_db
+    dsn = server.dsn(db)
+    tether("publish", "--to", dsn, "--rev", "HEAD~3", cwd=history)
+    assert server.psql("SELECT count(*) FROM tether.commits", db=db) == [["1"]]
+    # Another session holds refs: the next publish writes tether_meta,
+    # commits and commit_parents, then waits on it - and is killed there.
+    env = dict(os.environ, PGPASSWORD=PASSWORD)
+    holder = subprocess.Popen(
+        [str(PG_BIN / "psql"), "-X", "-q", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tether",
+         "-d", db, "-c", "BEGIN; LOCK TABLE tether.refs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120)"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    publisher = None
+    try:
+        deadline = time.time() + 30
+        while server.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                          "WHERE c.relname = 'refs' AND l.granted", db=db) == [["0"]]:
+            assert time.time() < deadline, "the lock holder never got its lock"
+            time.sleep(0.1)
+        publisher = subprocess.Popen([str(tether.exe), "publish", "--to", dsn], cwd=history, env=tether.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while server.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tether' "
+                          "AND wait_event_type = 'Lock'", db=db) == [["0"]]:
+            assert publisher.poll() is None, publisher.stderr.read()
+            assert time.time() < deadline, "publish never reached refs"
+            time.sleep(0.1)
+        publisher.send_signal(signal.SIGKILL)
+        publisher.wait(timeout=30)
+    finally:
+        if publisher and publisher.poll() is None:
+            publisher.kill()
+        server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE '%pg_sleep(120)%' AND pid <> pg_backend_pid()", db=db)
+        holder.wait(timeout=30)
+    # The server ends the dead client's transaction: what it wrote is gone.
+    deadline = time.time() + 30
+    while server.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tether'",
+                      db=db) != [["0"]]:
+        assert time.time() < deadline, "the killed publish's session never ended"
+        time.sleep(0.1)
+    assert server.psql("SELECT count(*) FROM tether.commits", db=db) == [["1"]]
+    assert server.psql("SELECT count(*) FROM tether.commit_parents", db=db) == [["0"]]
+    # And the next publish completes from there.
+    tether("publish", "--to", dsn, cwd=history)
+    assert server.psql("SELECT count(*) FROM tether.commits", db=db) == [["4"]]
 
 
 def test_publish_errors_never_print_the_password(history, tether, pg_db):
