@@ -179,6 +179,14 @@ static void pg_close(tt_db *db)
 	db->impl = NULL;
 }
 
+/* The library never prints: the server's notices ("already exists,
+ * skipping") are dropped instead of going to stderr. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
 static const tt_db_ops pg_ops = { "postgres", pg_exec, pg_exec_many, pg_close };
 
 int tt_db_pg_open(tt_db *db, const char *dsn, tt_error *err)
@@ -225,6 +233,7 @@ int tt_db_pg_open(tt_db *db, const char *dsn, tt_error *err)
 		return tt_error_oom(err);
 	if (PQstatus(c) != CONNECTION_OK)
 		return pg_fail_conn(db, err, TT_EBACKEND);
+	PQsetNoticeProcessor(c, quiet, NULL);
 	char set[64];
 	snprintf(set, sizeof set, "SET statement_timeout = %d", db->opts.timeout_ms);
 	int rc = pg_exec(db, set, NULL, 0, NULL, err);

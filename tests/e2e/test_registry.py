@@ -244,6 +244,9 @@ def test_publish_matches_reference(history, tether, ref, pg_db):
     theirs_again = ref.json("publish", "--schema", "theirs", cwd=history,
                             env={"TETHER_PUBLISH_DSN": dsn})
     assert again == {**theirs_again, "schema": "ours"}
+    # The server's notices (schema and tables already exist) are not printed.
+    quiet = tether("publish", "--schema", "ours", "--to", dsn, cwd=history)
+    assert "NOTICE" not in quiet.stderr and "already exists" not in quiet.stderr
     assert server.psql("SELECT count(*) FROM ours.commits", db=db) == [["4"]]
     assert pg_tables(server, db, "ours") == pg_tables(server, db, "theirs")
     assert server.psql("SELECT count(*) FROM ours.objects_head", db=db) == [["2"]]
