@@ -529,3 +529,37 @@ def test_import_postgres_sync_undo_and_read_only(tmp_path, tether, ref, env, rep
     assert "read-only transaction" in proc.stderr
     assert server.psql("SELECT count(*) FROM registry", db=db) == [["1"]]
     assert manifests(ours) == before
+
+
+BAD_ROWS = [
+    ({"key": "a", "kind": "nope", "uri": "/x"},),
+    ({"key": "b", "kind": "git", "uri": "C1"}, {"key": "b", "kind": "git", "uri": "C2"}),
+    ({"key": "a", "kind": "file", "uri": "C1"},),
+    ({"key": "b", "kind": "git", "locator_json": "[1]"},),
+    ({"key": "../x", "kind": "git", "uri": "C1"},),
+    ({"key": "q", "kind": "git"},),
+    ({"key": "q", "kind": "git", "uri": "C1", "policy_pin": "sometimes"},),
+    ({"key": "", "kind": "git", "uri": "C1"},),
+]
+
+
+@pytest.mark.parametrize("rows", BAD_ROWS, ids=range(len(BAD_ROWS)))
+def test_import_refusals_match_reference(tmp_path, tether, ref, env, repos, rows):
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"key": "a", "kind": "git", "uri": repos["c1"]}) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    bad.write_text(text.replace('"C1"', json.dumps(repos["c1"])).replace('"C2"', json.dumps(repos["c2"])))
+    errors = []
+    for runner, name in ((tether, "ours"), (ref, "theirs")):
+        root = empty_dataset(tmp_path / name, runner, env)
+        runner("import", str(good), cwd=root)
+        before = manifests(root)
+        proc = runner("import", str(bad), "--sync", cwd=root, check=False)
+        assert proc.returncode == 1, proc.stdout
+        assert manifests(root) == before
+        errors.append([ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")][-1])
+    ours, theirs = errors
+    if "needs `key` and `kind`" in theirs:  # the row is shown in each language's notation
+        ours, theirs = ours.split(": {")[0], theirs.split(": {")[0]
+    assert ours.split(" (")[0] == theirs.split(" (")[0]
