@@ -563,3 +563,17 @@ def test_import_refusals_match_reference(tmp_path, tether, ref, env, repos, rows
     if "needs `key` and `kind`" in theirs:  # the row is shown in each language's notation
         ours, theirs = ours.split(": {")[0], theirs.split(": {")[0]
     assert ours.split(" (")[0] == theirs.split(" (")[0]
+
+
+def test_export_workspace_on_a_working_branch_matches_reference(tmp_path, tether, ref, env, repos):
+    root = empty_dataset(tmp_path / "ds", ref, env)
+    ref("add", "code", repos["c1"], "--kind", "git", cwd=root)
+    ref("commit", "-m", "one", cwd=root)
+    ref("new", "-b", "feature", "--eager", cwd=root)
+    ref("status", cwd=root)
+    for runner, name in ((ref, "r"), (tether, "o")):
+        runner("export", str(tmp_path / name), "--format", "jsonl", "--workspace", cwd=root)
+    rows = (tmp_path / "o" / "workspace.jsonl").read_text()
+    assert "tether.ws.0a1b2c3d.feature" in rows
+    for t in ("workspace", "refs", "objects", "commits"):
+        assert (tmp_path / "o" / f"{t}.jsonl").read_bytes() == (tmp_path / "r" / f"{t}.jsonl").read_bytes(), t
