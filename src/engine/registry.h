@@ -31,7 +31,12 @@
 			 "the schema may change before 0.2"
 
 /* The tables of one export: rows as JSON objects keyed by column (JSON
- * columns hold the JSON value itself), in the tables' fixed order. */
+ * columns hold the JSON value itself), in the tables' fixed order.  A row
+ * may keep the columns it shares with other rows in a shared object under
+ * TT_REG_SHARED (an objects row: everything but commit_id comes from its
+ * manifest): read cells with tt_reg_row_get, whole rows with
+ * tt_reg_row_full. */
+#define TT_REG_SHARED "_shared"
 typedef struct tt_bundle {
 	json_t *tables;      /* {name: [row, ...]}, every table present */
 	char *head;          /* the working copy's commit, or NULL */
@@ -114,3 +119,7 @@ extern const size_t tt_reg_nviews;
  * sorted ASCII JSON, booleans as sqlite ("1"/"0"), csv ("True"/"False") or
  * postgres ("true"/"false"), integers in decimal.  Caller frees. */
 char *tt_reg_cell_text(const tt_reg_column *c, const json_t *v, const char *dialect);
+/* A row's cell (borrowed; NULL when absent), looking through TT_REG_SHARED. */
+json_t *tt_reg_row_get(const json_t *row, const char *column);
+/* The row with its shared columns merged in (a new reference). */
+json_t *tt_reg_row_full(const json_t *row);

@@ -168,6 +168,26 @@ char *tt_reg_cell_text(const tt_reg_column *c, const json_t *v, const char *dial
 	return tt_buf_detach(&b);
 }
 
+json_t *tt_reg_row_get(const json_t *row, const char *column)
+{
+	json_t *v = json_object_get(row, column);
+	return v ? v : json_object_get(json_object_get(row, TT_REG_SHARED), column);
+}
+
+json_t *tt_reg_row_full(const json_t *row)
+{
+	json_t *shared = json_object_get(row, TT_REG_SHARED);
+	if (!shared)
+		return json_incref((json_t *)row);
+	json_t *out = json_copy(shared);
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)row, k, v)
+		if (strcmp(k, TT_REG_SHARED) && out)
+			json_object_set(out, k, v);
+	return out;
+}
+
 /* --- building --------------------------------------------------------------- */
 
 /* What one distinct manifest contributes, computed once however many
@@ -179,6 +199,7 @@ typedef struct derived {
 	char ident_hash[33]; /* "" when identity is NULL */
 	json_t *content;     /* content state (NULL before the first commit) */
 	char state_hash[33]; /* "" when content is NULL */
+	json_t *row;         /* its objects columns but commit_id, shared by every commit's row */
 } derived;
 
 typedef struct commit_objs {
@@ -507,6 +528,7 @@ static void builder_release(builder *bd)
 {
 	for (size_t i = 0; i < bd->nder; i++) {
 		free(bd->der[i].canonical);
+		json_decref(bd->der[i].row);
 		json_decref(bd->der[i].identity);
 		json_decref(bd->der[i].content);
 	}
@@ -636,16 +658,23 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 		for (size_t j = 0; j < co->n; j++) {
 			const tt_manifest *m = &bd.memo.items[co->idx[j]];
 			derived *d = &bd.der[co->idx[j]];
-			json_t *uri = json_object_get(m->locator, "uri");
-			json_t *row = json_pack("{s:s,s:s,s:s,s:O,s:O,s:O,s:o,s:s,s:s,s:O,s:o,s:o,s:o,s:b,s:o}",
-						"commit_id", co->commit, "key", m->key, "kind", m->kind, "uri",
-						uri ? uri : json_null(), "locator_json", m->locator, "identity_json",
-						d->identity ? d->identity : json_null(), "identity_hash",
-						jstr_or_null(d->ident_hash), "policy_file", m->policy.file, "policy_pin",
-						m->policy.pin, "state_json", m->state ? m->state : json_null(),
-						"state_hash", jstr_or_null(d->state_hash), "pin_id", pin_json(m, false),
-						"pin_ref", pin_json(m, true), "recoverable", m->recoverable,
-						"captured_at", jstr_or_null(m->captured_at));
+			if (!d->row) {
+				json_t *uri = json_object_get(m->locator, "uri");
+				d->row = json_pack("{s:s,s:s,s:O,s:O,s:O,s:o,s:s,s:s,s:O,s:o,s:o,s:o,s:b,s:o}", "key",
+						   m->key, "kind", m->kind, "uri", uri ? uri : json_null(), "locator_json",
+						   m->locator, "identity_json", d->identity ? d->identity : json_null(),
+						   "identity_hash", jstr_or_null(d->ident_hash), "policy_file",
+						   m->policy.file, "policy_pin", m->policy.pin, "state_json",
+						   m->state ? m->state : json_null(), "state_hash",
+						   jstr_or_null(d->state_hash), "pin_id", pin_json(m, false), "pin_ref",
+						   pin_json(m, true), "recoverable", m->recoverable, "captured_at",
+						   jstr_or_null(m->captured_at));
+				if (!d->row) {
+					rc = tt_error_oom(err);
+					goto done;
+				}
+			}
+			json_t *row = json_pack("{s:s,s:O}", "commit_id", co->commit, TT_REG_SHARED, d->row);
 			if ((rc = push(tables, "objects", row, err)) < 0)
 				goto done;
 			if (!m->state || !d->content)

@@ -119,7 +119,7 @@ static int upsert(tt_db *db, const char *schema, const tt_reg_table *tb, json_t 
 	for (size_t r = 0; rc == 0 && r < n; r++) {
 		json_t *row = json_array_get(rows, r);
 		for (size_t c = 0; c < nc; c++) {
-			json_t *v = json_object_get(row, tb->columns[c].name);
+			json_t *v = tt_reg_row_get(row, tb->columns[c].name);
 			if (!v || json_is_null(v))
 				continue;
 			char *t = tt_reg_cell_text(&tb->columns[c], v, "postgres");

@@ -49,7 +49,7 @@ static int bind_rows(const tt_reg_table *t, json_t *rows, const char *dialect, t
 		json_t *row = json_array_get(rows, r);
 		for (size_t c = 0; c < nc; c++) {
 			const tt_reg_column *col = &t->columns[c];
-			json_t *v = json_object_get(row, col->name);
+			json_t *v = tt_reg_row_get(row, col->name);
 			tt_db_value *out = &(*vals)[r * nc + c];
 			if (!v || json_is_null(v)) {
 				out->type = TT_DB_NULL;
@@ -221,7 +221,7 @@ static int table_csv(tt_buf *out, const tt_reg_table *tb, json_t *rows, tt_error
 	json_t *row;
 	json_array_foreach(rows, r, row) {
 		for (size_t c = 0; c < tb->ncolumns; c++) {
-			char *s = tt_reg_cell_text(&tb->columns[c], json_object_get(row, tb->columns[c].name), "csv");
+			char *s = tt_reg_cell_text(&tb->columns[c], tt_reg_row_get(row, tb->columns[c].name), "csv");
 			if (c)
 				tt_buf_putc(out, ',');
 			csv_field(out, s);
@@ -237,7 +237,9 @@ static int table_jsonl(tt_buf *out, json_t *rows, tt_error *err)
 	size_t r;
 	json_t *row;
 	json_array_foreach(rows, r, row) {
-		int rc = tt_json_dump(out, row, (tt_json_style){ -1, true, true, false });
+		json_t *full = tt_reg_row_full(row);
+		int rc = full ? tt_json_dump(out, full, (tt_json_style){ -1, true, true, false }) : TT_ENOMEM;
+		json_decref(full);
 		if (rc < 0)
 			return tt_error_set(err, rc, "cannot write a JSONL row");
 		tt_buf_putc(out, '\n');
@@ -265,7 +267,7 @@ static int table_parquet(tt_buf *out, const tt_reg_table *tb, json_t *rows, tt_e
 	for (size_t r = 0; r < n; r++) {
 		json_t *row = json_array_get(rows, r);
 		for (size_t c = 0; c < nc; c++) {
-			json_t *v = json_object_get(row, tb->columns[c].name);
+			json_t *v = tt_reg_row_get(row, tb->columns[c].name);
 			tt_parquet_cell *cell = &cells[r * nc + c];
 			if (!v || json_is_null(v)) {
 				cell->null = true;
