@@ -7,8 +7,6 @@
 #include "engine/registry.h"
 #include "engine/repo.h"
 
-/* "  <name padded>  <n:>7> row(s)" per table. */
-void cli_print_row_counts(const json_t *counts);
 void cli_print_row_counts(const json_t *counts)
 {
 	const char *k;

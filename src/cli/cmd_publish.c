@@ -7,8 +7,6 @@
 #include "engine/registry.h"
 #include "engine/repo.h"
 
-void cli_print_row_counts(const json_t *counts);
-
 static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT;
