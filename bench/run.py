@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -383,6 +384,97 @@ def check_verify(ctx: dict) -> str:
 
 def cmds_verify(ctx: dict, side: str):
     return [([ctx["sides"].exe(side), "verify", "--all-history"], ctx["ds"])]
+
+
+# -- export (the registry tables) ---------------------------------------------- #
+EXPORT_FORMAT = "1"
+
+
+def manifest_text(key: str, uri: str, n: int) -> str:
+    """A committed file-object manifest as tether-vcs writes it (version n)."""
+    digest = f"{n:08x}{zlib.crc32(key.encode()):08x}".ljust(32, "0")[:32]
+    return (f'key = "{key}"\nkind = "file"\nrecoverable = false\n'
+            f'captured_at = "2026-01-01T00:{n // 60 % 60:02d}:{n % 60:02d}.000000+00:00"\n\n'
+            f'[locator]\nuri = "{uri}"\n\n[policy]\nfile = "versioned"\npin = "native"\n\n'
+            f'[state]\ntype = "dir"\ncount = 1\nsize = {n + 3}\ndigest = "{digest}"\n')
+
+
+def export_dataset(commits: int, objects: int, ref: Path) -> Path:
+    """`commits` dataset commits over `objects` file objects, each commit
+    re-recording one object.  tether-vcs inits the dataset; the manifests
+    are written as it writes them and committed with git directly (building
+    this through `pull` would take the reference hours), cached under
+    .tmp/bench/."""
+    key = f"export-v{EXPORT_FORMAT}-tether-vcs-{ref_version()}-{commits}x{objects}"
+    base = CACHE / key
+    stamp = base / "READY"
+    if stamp.exists() and stamp.read_text() == f"{key}\n{base}\n":
+        return base
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    home = base / "home"
+    home.mkdir()
+    env = isolated_env(home)
+    ds = new_git_repo(base / "ds", env)
+    run([ref, "init", "--dataset-id", DATASET_ID], ds, env)
+    objdir = ds / ".tether" / "objects"
+    objdir.mkdir(parents=True, exist_ok=True)
+    for k in range(1, objects + 1):
+        (objdir / f"f{k}.toml").write_text(manifest_text(f"f{k}", str(base / "stores" / f"d{k}"), 0))
+    git("add", "-A", cwd=ds, env=env)
+    git("commit", "-q", "-m", "c0", cwd=ds, env=env)
+    for n in range(1, commits):
+        k = (n - 1) % objects + 1
+        (objdir / f"f{k}.toml").write_text(manifest_text(f"f{k}", str(base / "stores" / f"d{k}"), n))
+        git("commit", "-q", "-am", f"c{n}", cwd=ds, env=env)
+    stamp.write_text(f"{key}\n{base}\n")
+    return base
+
+
+def prep_export(commits: int, objects: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        base = export_dataset(commits, objects, sides.ref)
+        home = tmp / "home"
+        home.mkdir()
+        ds = tmp / "ds"
+        shutil.copytree(base / "ds", ds, symlinks=True)
+        return {"ds": ds, "env": isolated_env(home), "sides": sides, "out": tmp / "out"}
+    return prepare
+
+
+def export_rows(path: Path) -> dict:
+    import sqlite3
+    con = sqlite3.connect(path)
+    out = {}
+    for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        rows = con.execute(f"SELECT * FROM {name}").fetchall()
+        if name == "tether_meta":
+            rows = [r for r in rows if r[0] not in ("exported_at", "tether_version")]
+        out[name] = sorted(rows, key=repr)
+    con.close()
+    return out
+
+
+def check_export(ctx: dict) -> str:
+    got = {}
+    ctx["out"].mkdir(exist_ok=True)
+    for side in ("ours", "ref"):
+        target = ctx["out"] / f"check-{side}.sqlite"
+        p = run([ctx["sides"].exe(side), "export", str(target)], ctx["ds"], ctx["env"], check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `export` exited {p.returncode}: {first_line(p.stderr)}")
+        got[side] = export_rows(target)
+    if got["ours"] != got["ref"]:
+        differ = [t for t in got["ref"] if got["ours"].get(t) != got["ref"][t]]
+        raise Skip(f"the exported tables differ: {', '.join(differ)}")
+    return (f"same rows: {len(got['ref']['commits'])} commits, {len(got['ref']['objects'])} "
+            f"objects, {len(got['ref']['object_states'])} object states")
+
+
+def cmds_export(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "export", str(ctx["out"] / f"{side}.sqlite")], ctx["ds"])]
+
 
 
 # --------------------------------------------------------------------------- #
@@ -1084,6 +1176,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     delta_n = 1000 if quick else 10000
     lance_versions = 100 if quick else 1000
     n_ice = 200 if quick else 1000
+    exp_commits, exp_objects = (20, 100) if quick else (200, 1000)
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -1098,6 +1191,10 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"{objects} file objects (history built by tether-vcs)",
               prep_verify(commits, objects), check_verify, cmds_verify,
               available=verify_available),
+        Bench("export", f"export-{exp_commits}x{exp_objects}", reps(3),
+              f"`tether export FILE.sqlite` of {exp_commits} dataset commits × {exp_objects} "
+              "file objects (every table, SQLite)",
+              prep_export(exp_commits, exp_objects), check_export, cmds_export),
         Bench("file-first-fingerprint", f"file-first-fingerprint-{big_label}", reps(5),
               f"`tether snapshot` of one file object on {big_n} files, {big_label} "
               "(page cache warm), with the hash cache deleted before each rep",

@@ -82,5 +82,9 @@ int cli_open_repo(tt_repo **out);
 extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_status, cmd_snapshot,
 	cmd_commit, cmd_verify, cmd_log, cmd_diff, cmd_new, cmd_open, cmd_promote, cmd_gc, cmd_ops,
 	cmd_pull, cmd_undo, cmd_repair, cmd_restore;
+/* The registry commands (experimental), and their per-table counts
+ * ("  <table padded>  <n:>7> row(s)", cmd_export.c). */
+extern const cli_cmd cmd_export, cmd_publish, cmd_import;
+void cli_print_row_counts(const json_t *counts);
 
 #endif

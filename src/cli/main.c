@@ -17,6 +17,7 @@ static const cli_cmd *const commands[] = {
 	&cmd_status, &cmd_snapshot, &cmd_commit, &cmd_verify, &cmd_diff, &cmd_log,
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
+	&cmd_export, &cmd_publish, &cmd_import,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -24,7 +25,7 @@ static const cli_cmd *const commands[] = {
  * gets a clear answer instead of "unknown command". */
 static const char *const later[] = {
 	"abandon", "drop", "forget-workspace",
-	"upgrade", "export", "publish", "import",
+	"upgrade",
 };
 
 static void print_main_help(void)

@@ -382,7 +382,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 		goto done;
 	}
 	static const char *const handled[] = { "commit", "pull", "new", "fork", "gc", "promote", "add",
-						"remove", "set" };
+						"remove", "set", "import" };
 	bool known = false;
 	for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
 		known |= strcmp(target->command, handled[i]) == 0;
@@ -437,7 +437,8 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 			    (rc = restore_workspace(repo, &log, target, &r, false, err)) < 0)
 				goto failed;
 		}
-	} else if (strcmp(cmd, "add") == 0 || strcmp(cmd, "remove") == 0 || strcmp(cmd, "set") == 0) {
+	} else if (strcmp(cmd, "add") == 0 || strcmp(cmd, "remove") == 0 || strcmp(cmd, "set") == 0 ||
+		   strcmp(cmd, "import") == 0) {
 		if ((rc = restore_manifests(repo, json_object_get(target->pre, "objects"), &r, err)) < 0 ||
 		    (rc = restore_workspace(repo, &log, target, &r, false, err)) < 0)
 			goto failed;

@@ -12,6 +12,7 @@
 
 #include "formats/snappy.h"
 #include "formats/thrift.h"
+#include "util/buf.h"
 #include "util/num.h"
 
 /* parquet.thrift's enums, the values this reader meets. */
@@ -830,4 +831,261 @@ done:
 		*found = false;
 	free(schema);
 	return rc;
+}
+
+/* --- the writer ------------------------------------------------------------- */
+
+/* Thrift compact-protocol output: field headers carry the id delta when it
+ * fits in 4 bits. */
+typedef struct tw {
+	tt_buf *b;
+	int16_t last[8];  /* previous field id per nesting level */
+	int depth;
+} tw;
+
+static void tw_varint(tw *w, uint64_t v)
+{
+	while (v >= 0x80) {
+		tt_buf_putc(w->b, (char)((v & 0x7f) | 0x80));
+		v >>= 7;
+	}
+	tt_buf_putc(w->b, (char)v);
+}
+
+static void tw_zigzag(tw *w, int64_t v)
+{
+	tw_varint(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static void tw_field(tw *w, int16_t id, int type)
+{
+	int16_t delta = (int16_t)(id - w->last[w->depth]);
+	if (delta > 0 && delta <= 15) {
+		tt_buf_putc(w->b, (char)(delta << 4 | type));
+	} else {
+		tt_buf_putc(w->b, (char)type);
+		tw_zigzag(w, id);
+	}
+	w->last[w->depth] = id;
+}
+
+static void tw_i32(tw *w, int16_t id, int32_t v)
+{
+	tw_field(w, id, TT_CT_I32);
+	tw_zigzag(w, v);
+}
+
+static void tw_i64(tw *w, int16_t id, int64_t v)
+{
+	tw_field(w, id, TT_CT_I64);
+	tw_zigzag(w, v);
+}
+
+static void tw_binary(tw *w, int16_t id, const char *s, size_t n)
+{
+	tw_field(w, id, TT_CT_BINARY);
+	tw_varint(w, n);
+	tt_buf_put(w->b, s, n);
+}
+
+static void tw_begin(tw *w, int16_t id)  /* a struct field */
+{
+	if (id)
+		tw_field(w, id, TT_CT_STRUCT);
+	w->last[++w->depth] = 0;
+}
+
+static void tw_end(tw *w)
+{
+	tt_buf_putc(w->b, TT_CT_STOP);
+	w->depth--;
+}
+
+static void tw_list(tw *w, int16_t id, int etype, size_t n)
+{
+	tw_field(w, id, TT_CT_LIST);
+	if (n < 15) {
+		tt_buf_putc(w->b, (char)(n << 4 | (size_t)etype));
+	} else {
+		tt_buf_putc(w->b, (char)(0xf0 | etype));
+		tw_varint(w, n);
+	}
+}
+
+static void tw_list_begin_elem(tw *w)  /* a struct element of a list */
+{
+	w->last[++w->depth] = 0;
+}
+
+enum { PQ_BOOLEAN = 0, PQ_INT64 = 2, PQ_BYTE_ARRAY = 6 };
+
+/* Definition levels as RLE runs (bit width 1), with the v1 length prefix. */
+static void put_def_levels(tt_buf *page, const tt_parquet_cell *cells, size_t ncols, size_t col, size_t nrows)
+{
+	tt_buf rl = TT_BUF_INIT;
+	tw w = { &rl, { 0 }, 0 };
+	size_t r = 0;
+	while (r < nrows) {
+		bool def = !cells[r * ncols + col].null;
+		size_t run = 1;
+		while (r + run < nrows && !cells[(r + run) * ncols + col].null == def)
+			run++;
+		tw_varint(&w, (uint64_t)run << 1);
+		tt_buf_putc(&rl, def ? 1 : 0);
+		r += run;
+	}
+	unsigned char len[4] = { (unsigned char)rl.len, (unsigned char)(rl.len >> 8),
+				 (unsigned char)(rl.len >> 16), (unsigned char)(rl.len >> 24) };
+	tt_buf_put(page, len, 4);
+	tt_buf_put(page, rl.ptr, rl.len);
+	tt_buf_release(&rl);
+}
+
+static void put_values(tt_buf *page, const tt_parquet_column *c, const tt_parquet_cell *cells, size_t ncols,
+		       size_t col, size_t nrows)
+{
+	unsigned char bits = 0;
+	int nbits = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		const tt_parquet_cell *v = &cells[r * ncols + col];
+		if (v->null)
+			continue;
+		if (c->type == TT_PARQUET_STRING) {
+			uint32_t n = (uint32_t)v->n;
+			unsigned char len[4] = { (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+						 (unsigned char)(n >> 24) };
+			tt_buf_put(page, len, 4);
+			tt_buf_put(page, v->s, v->n);
+		} else if (c->type == TT_PARQUET_INT64) {
+			unsigned char le[8];
+			uint64_t u = (uint64_t)v->i;
+			for (int k = 0; k < 8; k++)
+				le[k] = (unsigned char)(u >> (8 * k));
+			tt_buf_put(page, le, 8);
+		} else {
+			if (v->i)
+				bits |= (unsigned char)(1u << nbits);
+			if (++nbits == 8) {
+				tt_buf_putc(page, (char)bits);
+				bits = 0;
+				nbits = 0;
+			}
+		}
+	}
+	if (nbits)
+		tt_buf_putc(page, (char)bits);
+}
+
+int tt_parquet_write(tt_buf *out, const tt_parquet_column *cols, size_t ncols, const tt_parquet_cell *cells,
+		     size_t nrows, const char *created_by, tt_error *err)
+{
+	if (nrows > INT32_MAX)
+		return tt_error_set(err, TT_ELIMIT, "a Parquet table of %zu rows is more than one page holds", nrows);
+	size_t base = out->len;
+	int64_t *offsets = calloc(ncols ? ncols : 1, sizeof *offsets);
+	int64_t *sizes = calloc(ncols ? ncols : 1, sizeof *sizes);
+	if (!offsets || !sizes) {
+		free(offsets);
+		free(sizes);
+		return tt_error_oom(err);
+	}
+	tt_buf_put(out, "PAR1", 4);
+	int64_t total = 0;
+	for (size_t c = 0; nrows && c < ncols; c++) {
+		tt_buf page = TT_BUF_INIT, hdr = TT_BUF_INIT;
+		put_def_levels(&page, cells, ncols, c, nrows);
+		put_values(&page, &cols[c], cells, ncols, c, nrows);
+		if (page.len > INT32_MAX) {
+			tt_buf_release(&page);
+			free(offsets);
+			free(sizes);
+			return tt_error_set(err, TT_ELIMIT, "Parquet column %s is larger than one page holds", cols[c].name);
+		}
+		tw w = { &hdr, { 0 }, 0 };
+		tw_begin(&w, 0);              /* PageHeader */
+		tw_i32(&w, 1, 0);             /* type: DATA_PAGE */
+		tw_i32(&w, 2, (int32_t)page.len);
+		tw_i32(&w, 3, (int32_t)page.len);
+		tw_begin(&w, 5);              /* DataPageHeader */
+		tw_i32(&w, 1, (int32_t)nrows);
+		tw_i32(&w, 2, 0);             /* PLAIN */
+		tw_i32(&w, 3, 3);             /* definition levels: RLE */
+		tw_i32(&w, 4, 3);             /* repetition levels: RLE */
+		tw_end(&w);
+		tw_end(&w);
+		offsets[c] = (int64_t)(out->len - base);
+		sizes[c] = (int64_t)(hdr.len + page.len);
+		total += sizes[c];
+		tt_buf_put(out, hdr.ptr, hdr.len);
+		tt_buf_put(out, page.ptr, page.len);
+		tt_buf_release(&hdr);
+		tt_buf_release(&page);
+	}
+	/* FileMetaData. */
+	size_t footer = out->len;
+	tw w = { out, { 0 }, 0 };
+	tw_begin(&w, 0);
+	tw_i32(&w, 1, 1);                     /* version */
+	tw_list(&w, 2, TT_CT_STRUCT, ncols + 1);
+	tw_list_begin_elem(&w);               /* the root */
+	tw_binary(&w, 4, "schema", 6);
+	tw_i32(&w, 5, (int32_t)ncols);
+	tw_end(&w);
+	for (size_t c = 0; c < ncols; c++) {
+		tw_list_begin_elem(&w);
+		int type = cols[c].type == TT_PARQUET_STRING ? PQ_BYTE_ARRAY
+			   : cols[c].type == TT_PARQUET_INT64 ? PQ_INT64 : PQ_BOOLEAN;
+		tw_i32(&w, 1, type);
+		tw_i32(&w, 3, 1);             /* OPTIONAL */
+		tw_binary(&w, 4, cols[c].name, strlen(cols[c].name));
+		if (cols[c].type == TT_PARQUET_STRING) {
+			tw_i32(&w, 6, 0);     /* converted type UTF8 */
+			tw_begin(&w, 10);     /* LogicalType union */
+			tw_begin(&w, 1);      /* STRING: StringType {} */
+			tw_end(&w);
+			tw_end(&w);
+		}
+		tw_end(&w);
+	}
+	tw_i64(&w, 3, (int64_t)nrows);
+	tw_list(&w, 4, TT_CT_STRUCT, nrows ? 1 : 0);
+	if (nrows) {
+		tw_list_begin_elem(&w);       /* RowGroup */
+		tw_list(&w, 1, TT_CT_STRUCT, ncols);
+		for (size_t c = 0; c < ncols; c++) {
+			tw_list_begin_elem(&w);   /* ColumnChunk */
+			tw_i64(&w, 2, offsets[c]);
+			tw_begin(&w, 3);          /* ColumnMetaData */
+			int type = cols[c].type == TT_PARQUET_STRING ? PQ_BYTE_ARRAY
+				   : cols[c].type == TT_PARQUET_INT64 ? PQ_INT64 : PQ_BOOLEAN;
+			tw_i32(&w, 1, type);
+			tw_list(&w, 2, TT_CT_I32, 2);
+			tw_zigzag(&w, 0);         /* PLAIN */
+			tw_zigzag(&w, 3);         /* RLE */
+			tw_list(&w, 3, TT_CT_BINARY, 1);
+			tw_varint(&w, strlen(cols[c].name));
+			tt_buf_puts(out, cols[c].name);
+			tw_i32(&w, 4, 0);         /* UNCOMPRESSED */
+			tw_i64(&w, 5, (int64_t)nrows);
+			tw_i64(&w, 6, sizes[c]);
+			tw_i64(&w, 7, sizes[c]);
+			tw_i64(&w, 9, offsets[c]);
+			tw_end(&w);
+			tw_end(&w);
+		}
+		tw_i64(&w, 2, total);
+		tw_i64(&w, 3, (int64_t)nrows);
+		tw_end(&w);
+	}
+	if (created_by)
+		tw_binary(&w, 6, created_by, strlen(created_by));
+	tw_end(&w);
+	size_t flen = out->len - footer;
+	unsigned char len[4] = { (unsigned char)flen, (unsigned char)(flen >> 8), (unsigned char)(flen >> 16),
+				 (unsigned char)(flen >> 24) };
+	tt_buf_put(out, len, 4);
+	tt_buf_put(out, "PAR1", 4);
+	free(offsets);
+	free(sizes);
+	return tt_buf_check(out, err, "a Parquet file");
 }

@@ -42,4 +42,34 @@ int tt_parquet_strings(const unsigned char *data, size_t len, const char *what,
 		       const char *const *path, size_t depth, tt_parquet_string_fn fn, void *ctx,
 		       bool *found, tt_error *err);
 
+/* --- writing ---------------------------------------------------------------
+ *
+ * A small writer for flat tables: every column OPTIONAL, one row group
+ * (none for an empty table), one v1 data page per column, PLAIN values,
+ * RLE definition levels, UNCOMPRESSED.  Column types: UTF-8 strings
+ * (BYTE_ARRAY, logical type STRING), 64-bit integers and booleans - what
+ * pyarrow, DuckDB and this reader all read.
+ */
+typedef enum tt_parquet_type { TT_PARQUET_STRING, TT_PARQUET_INT64, TT_PARQUET_BOOL } tt_parquet_type;
+
+typedef struct tt_parquet_column {
+	const char *name;
+	tt_parquet_type type;
+} tt_parquet_column;
+
+/* One cell: null, or s (n bytes) for a string, i for an integer or a
+ * boolean (non-zero true). */
+typedef struct tt_parquet_cell {
+	bool null;
+	const char *s;
+	size_t n;
+	int64_t i;
+} tt_parquet_cell;
+
+struct tt_buf;
+/* Append a whole Parquet file of nrows rows (cells row-major, ncols per
+ * row) to out.  created_by names the writer in the footer. */
+int tt_parquet_write(struct tt_buf *out, const tt_parquet_column *cols, size_t ncols,
+		     const tt_parquet_cell *cells, size_t nrows, const char *created_by, tt_error *err);
+
 #endif

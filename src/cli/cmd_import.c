@@ -1,0 +1,107 @@
+/* cli/cmd_import.c - `tether import` (experimental). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "engine/registry.h"
+#include "engine/repo.h"
+
+static void print_keys(const char *label, const json_t *keys)
+{
+	size_t i;
+	json_t *k;
+	json_array_foreach((json_t *)keys, i, k)
+		printf("  %s %s\n", label, json_string_value(k));
+}
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	int rc = cli_plan_flags_conflict(cmd, a);
+	if (rc)
+		return rc;
+	bool json = cli_flag(cmd, a, "json");
+	if (!json)
+		cli_note("%s", TT_REGISTRY_NOTE);
+	tt_repo *repo = NULL;
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	const char *source = a->pos[0], *table = cli_value(cmd, a, "table"), *query = cli_value(cmd, a, "query");
+	const char *from = cli_value(cmd, a, "from-plan");
+	json_t *rows = NULL, *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	tt_buf saved = TT_BUF_INIT;
+	if (from) {
+		if ((rc = cli_read_plan(from, &saved)))
+			goto done;
+		if (tt_registry_apply_import(repo, saved.ptr, saved.len, &out, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+	} else {
+		/* A standing query lives in secrets.toml, never in the committed file
+		 * (a tether.toml that sets one is refused when the dataset opens). */
+		if (!table && !query)
+			query = json_string_value(json_object_get(json_object_get(repo->secrets.doc, "import"), "query"));
+		if (tt_registry_read_source(source, table, query, &rows, &err) < 0 ||
+		    tt_registry_plan_import(repo, rows, cli_flag(cmd, a, "sync"), &pj, &pt, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+		if (cli_flag(cmd, a, "dry-run") || cli_value(cmd, a, "plan")) {
+			rc = cli_show_plan(cmd, a, pj, pt);
+			goto done;
+		}
+		if (tt_registry_apply_import(repo, pj, strlen(pj), &out, &err) < 0) {
+			rc = cli_fail(&err);
+			goto done;
+		}
+	}
+	json_t *added = json_object_get(out, "added"), *updated = json_object_get(out, "updated");
+	json_t *removed = json_object_get(out, "removed"), *unchanged = json_object_get(out, "unchanged");
+	if (json) {
+		rc = cli_print_json(out);
+		goto done;
+	}
+	printf("added %zu, updated %zu, removed %zu, unchanged %zu\n", json_array_size(added),
+	       json_array_size(updated), json_array_size(removed), json_array_size(unchanged));
+	print_keys("added  ", added);
+	print_keys("updated", updated);
+	print_keys("removed", removed);
+	if (json_array_size(added) || json_array_size(updated))
+		printf("run `tether commit` to record their states\n");
+done:
+	tt_buf_release(&saved);
+	free(pj);
+	free(pt);
+	json_decref(rows);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "table", 0, OPT_VALUE, "NAME", "SQL sources: read every row of this table." },
+	{ "query", 0, OPT_VALUE, "SQL",
+	  "SQL sources: run this query (must yield key, kind, and locator columns).  Defaults to "
+	  "[import] query in .tether/secrets.toml." },
+	{ "sync", 0, OPT_FLAG, NULL, "Also remove registered objects the source does not list." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show the add/update/remove plan; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of re-reading." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_import = {
+	"import", "SOURCE [--table NAME | --query SQL] [--sync] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"[experimental] Register or sync objects from a registry query.",
+	"SOURCE is a Postgres DSN, a SQLite file, a .csv or a .jsonl.  Rows carry `key`, `kind`,\n"
+	"and any of `uri`, `locator_json`, `policy_file`, `policy_pin`, `at`; write the mapping\n"
+	"from your registry's columns in SQL.  The query runs alone in a read-only transaction.\n"
+	"Import changes what is tracked (manifests only; `tether undo` takes it back) - run\n"
+	"`tether commit` afterwards to record states.  `--sync` removes objects the source no\n"
+	"longer lists.",
+	opts, 1, 1, run,
+};
