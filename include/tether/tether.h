@@ -219,6 +219,17 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
+ * recover: tether's refs in each selected object's store (selectors: keys
+ * or "prefix/"; none: every object, scoped false), grouped by the dataset
+ * id they carry, and the steps that take them back.  Read-only.  *out: the
+ * `recover --json` object {dataset_id, trunk, pinned, suggested_dataset_id,
+ * scoped, objects, datasets, steps}; an object whose store could not be
+ * listed carries its "error" (the call still succeeds).
+ */
+int tt_repo_recover(tt_repo *repo, const char *const *selectors, size_t n, bool scoped, json_t **out,
+		    tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

@@ -82,5 +82,7 @@ int cli_open_repo(tt_repo **out);
 extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_status, cmd_snapshot,
 	cmd_commit, cmd_verify, cmd_log, cmd_diff, cmd_new, cmd_open, cmd_promote, cmd_gc, cmd_ops,
 	cmd_pull, cmd_undo, cmd_repair, cmd_restore;
+/* The rest of the lifecycle. */
+extern const cli_cmd cmd_recover;
 
 #endif

@@ -14,6 +14,7 @@ static const cli_cmd *const commands[] = {
 	&cmd_status, &cmd_snapshot, &cmd_commit, &cmd_verify, &cmd_diff, &cmd_log,
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
+	&cmd_recover,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

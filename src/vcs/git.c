@@ -1,5 +1,6 @@
 /* vcs/git.c - the git adapter (see vcs.h). */
 #include "vcs/vcs.h"
+#include "vcs/git_lifecycle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -969,6 +970,11 @@ static const tt_vcs_ops git_ops = {
 	.bookmarks = git_bookmarks,
 	.bookmark_set = git_bookmark_set,
 	.bookmark_delete = git_bookmark_delete,
+	.exclusive_commits = tt_git_exclusive_commits,
+	.remote_counterparts = tt_git_remote_counterparts,
+	.forget_workspace = tt_git_forget_workspace,
+	.abandon = tt_git_abandon,
+	.drop_bookmark = tt_git_drop_bookmark,
 	.free = git_free,
 };
 
