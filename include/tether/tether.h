@@ -230,6 +230,16 @@ int tt_repo_recover(tt_repo *repo, const char *const *selectors, size_t n, bool 
 		    tt_error *err);
 
 /*
+ * forget-workspace: remove a workspace's workspace.toml and ops.jsonl and
+ * have the VCS stop tracking its checkout (git's main worktree stays).
+ * workspace_id: full or 8 characters (NULL: this one).  dry_run: plan only
+ * (*plan_json, *plan_text).  from_plan: apply that saved plan.  *out:
+ * {workspace, removed_files, vcs, failed}.
+ */
+int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
+			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

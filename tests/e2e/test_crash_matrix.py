@@ -48,7 +48,7 @@ deltalake = pytest.importorskip("deltalake")
 
 DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
-COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair"]
+COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair", "forget-workspace"]
 RANDOM_KILLS = 3
 
 
@@ -310,6 +310,12 @@ def prep(w: World, command: str) -> list[str]:
         w.git_code("tag", "-d", m["code"]["pin"]["ref"])
         lance.dataset(str(w.table)).tags.delete(m["t"]["pin"]["ref"])
         return ["repair"]
+    if command == "forget-workspace":
+        w.peer = w.tmp / "peer"
+        w.git("worktree", "add", "-q", "-b", "peer-wt", str(w.peer))
+        w.tether("status", cwd=w.peer)
+        wid = tomllib.loads((w.peer / ".tether/workspace.toml").read_text())["workspace_id"]
+        return ["forget-workspace", wid]
     raise AssertionError(f"no crash scenario for the command {command!r}: add one to prep()")
 
 
@@ -357,6 +363,11 @@ def check_outcome(w: World, command: str) -> None:
         # the lost working branch is back at its fork point; pins are checked below
         ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
         assert w.git_code("rev-parse", f"refs/heads/{WS}").strip() == ws["fork_points"]["code"]["sha"]
+    elif command == "forget-workspace":
+        # its state is gone (the VCS half goes with the rerun while the
+        # state file is still there to find the checkout by)
+        assert not (w.peer / ".tether/workspace.toml").exists()
+        assert (w.ds / ".tether/workspace.toml").exists()
 
 
 def recover(w: World, argv: list[str], mark: int, label: str) -> None:

@@ -1,0 +1,143 @@
+"""forget-workspace, abandon and drop against tether-vcs: the same
+scenario run by each implementation on its own copy gives the same JSON,
+journal records, manifests and refs (paths and commit ids normalised)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+DS = "0a1b2c3d"
+
+
+def commit_file(repo: Path, name: str, text: str, env, message: str | None = None) -> str:
+    (repo / name).write_text(text)
+    git("add", name, cwd=repo, env=env)
+    git("commit", "-q", "-m", message or f"write {name}", cwd=repo, env=env)
+    return git("rev-parse", "HEAD", cwd=repo, env=env).strip()
+
+
+def ops(root: Path) -> list[dict]:
+    path = root / ".tether/ops.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+
+
+def norm(value, base: Path, *ids: str):
+    """Paths under base and random ids out of the way."""
+    text = json.dumps(value, sort_keys=True)
+    for i in ids:
+        text = text.replace(i, "<ws>").replace(i[:8], "<ws>")
+    text = text.replace(str(base.resolve()), "<tmp>").replace(str(base), "<tmp>")
+    text = re.sub(r'"(id|at|created_at|digest)": "[^"]*"', r'"\1": "<x>"', text)
+    text = re.sub(r"\b[0-9a-f]{40}\b", "<commit>", text)
+    text = re.sub(r"\b[0-9a-f]{12}\b", "<c12>", text)
+    return json.loads(text)
+
+
+def make_dataset(base: Path, env, runner) -> dict:
+    """A dataset tracking one git store, with one commit on main."""
+    store = base / "stores" / "code"
+    store.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    commit_file(store, "a.txt", "one\n", env)
+    root = base / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    (root / "README").write_text("dataset\n")
+    git("add", "README", cwd=root, env=env)
+    git("commit", "-q", "-m", "start", cwd=root, env=env)
+    runner("init", "--dataset-id", DS, cwd=root)
+    runner("add", "code", str(store), "--kind", "git", cwd=root)
+    runner("commit", "-m", "first", cwd=root)
+    return {"root": root, "store": store}
+
+
+@pytest.fixture
+def pair(tmp_path, env, tether, ref):
+    """The same dataset twice: one driven by us, one by tether-vcs."""
+    out = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        base = tmp_path / name
+        base.mkdir()
+        out[name] = (base, make_dataset(base, env, runner), runner)
+    return out
+
+
+# --- forget-workspace ----------------------------------------------------------
+
+
+def add_worktree(root: Path, env, runner, name: str, bookmark: str | None = None) -> Path:
+    wt = root.parent / name
+    git("worktree", "add", "-q", "-b", f"wt-{name}", str(wt), cwd=root, env=env)
+    if bookmark:
+        runner("new", "-b", bookmark, "--eager", cwd=wt)
+    else:
+        runner("status", cwd=wt)
+    return wt
+
+
+def workspace_id(root: Path) -> str:
+    text = (root / ".tether/workspace.toml").read_text()
+    return re.search(r'workspace_id = "([0-9a-f]+)"', text).group(1)
+
+
+def test_forget_other_workspace_same_as_tether_vcs(pair, env):
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        wt = add_worktree(d["root"], env, runner, "peer", "feat")
+        wid = workspace_id(wt)
+        plan = runner.json("forget-workspace", wid[:8], "--dry-run", cwd=d["root"])
+        out = runner.json("forget-workspace", wid, cwd=d["root"])
+        assert not wt.exists()
+        assert "peer" not in git("worktree", "list", cwd=d["root"], env=env)
+        entry = ops(d["root"])[-1]
+        results[name] = norm({"plan": plan, "out": out, "entry": entry}, base, wid)
+        # The store's branch belongs to the bookmark: untouched.
+        assert f"tether.ws.{DS}.feat" in git("branch", "--list", cwd=d["store"], env=env)
+    assert results["ours"]["out"] == results["theirs"]["out"]
+    assert results["ours"]["plan"] == results["theirs"]["plan"]
+    o, t = results["ours"]["entry"], results["theirs"]["entry"]
+    for k in ("command", "status", "result", "plan", "parent", "undoes", "undone_by", "progress"):
+        assert o[k] == t[k], k
+    assert o["pre"].keys() == t["pre"].keys() == {"workspace"}
+
+
+def test_forget_current_main_worktree_keeps_checkout(pair, env):
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        wid = workspace_id(d["root"])
+        out = runner.json("forget-workspace", cwd=d["root"])
+        assert not (d["root"] / ".tether/workspace.toml").exists()
+        assert not (d["root"] / ".tether/ops.jsonl").exists()
+        assert (d["root"] / ".tether/objects/code.toml").exists()
+        results[name] = norm(out, base, wid)
+        # The next command starts a fresh workspace.
+        runner("status", cwd=d["root"])
+    assert results["ours"] == results["theirs"]
+    assert results["ours"]["vcs"] is None
+
+
+def test_forget_unknown_workspace_is_a_note(pair):
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        plan = runner.json("forget-workspace", "deadbeef", "--dry-run", cwd=d["root"])
+        results[name] = norm(plan, base)
+        assert runner.json("forget-workspace", "deadbeef", cwd=d["root"])["removed_files"] == []
+    assert results["ours"] == results["theirs"]
+    assert results["ours"]["notes"][0] == "workspace deadbeef: no live checkout found"
+
+
+def test_forget_from_saved_plan_and_each_applies_the_others(pair, env, tmp_path):
+    (ob, od, ours), (tb, td, theirs) = pair["ours"], pair["theirs"]
+    for runner, maker, applier, d in ((ours, ours, theirs, od), (theirs, theirs, ours, td)):
+        wt = add_worktree(d["root"], env, maker, "peer")
+        plan = tmp_path / f"plan-{id(d)}.json"
+        maker("forget-workspace", workspace_id(wt), "--plan", str(plan), cwd=d["root"])
+        applier("forget-workspace", "--from-plan", str(plan), cwd=d["root"])
+        assert not wt.exists()
