@@ -240,6 +240,15 @@ int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_r
 			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*
+ * abandon: drop the commits revs name from VCS history, later commits
+ * keeping their manifests exactly; a bookmark on one moves to the nearest
+ * kept ancestor.  Then plan gc (applied when gc).  Journaled, not
+ * undoable.  *out: {abandoned, gc_plan, gc_applied, gc_report (when
+ * applied), bookmarks_moved, gc_plan_text}.
+ */
+int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

@@ -198,15 +198,24 @@ int tt_git_drop_bookmark(tt_vcs *v, const char *bookmark, const json_t *commits,
 }
 
 /* ---- abandon ------------------------------------------------------------ */
+/*
+ * The rebase that drops a commit runs in a throwaway detached worktree
+ * under the git dir, so a crash at any moment leaves this checkout, its
+ * branch and its files as they were; only the last step (the branch moves
+ * with `reset --keep`, other refs with a compare-and-swap update-ref)
+ * touches them.  Every rewritten descendant then gets its dataset
+ * directory back exactly as it was before.
+ */
 
 static const char *const isolation[] = {
 	"-c", "color.ui=never", "-c", "log.showSignature=false", "-c", "core.quotePath=false",
+	"-c", "core.hooksPath=/dev/null",
 };
 #define NISO (sizeof isolation / sizeof isolation[0])
 
-/* git with extra environment and stdin; stdout into out (chomped when
- * chomp).  A non-zero exit is TT_EVCS unless status is asked for. */
-static int genv(tt_vcs *v, const char *const *args, const char *const *env, const char *input,
+/* git in cwd with extra environment and stdin; stdout into out (trailing
+ * newlines dropped).  A non-zero exit is TT_EVCS unless status is asked. */
+static int genv(tt_vcs *v, const char *cwd, const char *const *args, const char *const *env, const char *input,
 		tt_buf *out, int *status, tt_error *err)
 {
 	size_t nargs = 0;
@@ -218,7 +227,7 @@ static int genv(tt_vcs *v, const char *const *args, const char *const *env, cons
 	argv[0] = v->exe;
 	memcpy(argv + 1, isolation, sizeof isolation);
 	memcpy(argv + 1 + NISO, args, nargs * sizeof *args);
-	tt_proc_opts o = { .argv = argv, .cwd = v->root, .env_set = env, .env_unset = tt_git_env_unset,
+	tt_proc_opts o = { .argv = argv, .cwd = cwd ? cwd : v->root, .env_set = env, .env_unset = tt_git_env_unset,
 			   .stdin_data = input, .stdin_len = input ? strlen(input) : 0,
 			   .max_out = (size_t)512 << 20, .max_err = 1 << 20 };
 	tt_proc_result r;
@@ -248,14 +257,14 @@ static int genv(tt_vcs *v, const char *const *args, const char *const *env, cons
 	return rc;
 }
 
-static int rev_list(tt_vcs *v, const char *const *args, json_t **out, tt_error *err)
+static int list_of(tt_vcs *v, const char *cwd, const char *const *args, json_t **out, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
 	int rc;
 	*out = json_array();
 	if (!*out)
 		return tt_error_oom(err);
-	if ((rc = genv(v, args, NULL, NULL, &b, NULL, err)) == 0)
+	if ((rc = genv(v, cwd, args, NULL, NULL, &b, NULL, err)) == 0)
 		rc = words_into(*out, &b, err);
 	tt_buf_release(&b);
 	if (rc < 0) {
@@ -275,296 +284,272 @@ static bool arr_has(const json_t *arr, const char *s)
 	return false;
 }
 
-/* Write files ({path: text}) into the working tree. */
-static int write_files(tt_vcs *v, const json_t *files, tt_error *err)
+/* Write files ({path: text}) under dir. */
+static int write_files(const char *dir, const json_t *files, tt_error *err)
 {
 	const char *path;
 	json_t *text;
 	json_object_foreach((json_t *)files, path, text) {
-		char *full = tt_path_join(v->root, path), *dir = full ? tt_dirname(full) : NULL;
-		int rc = !full || !dir ? tt_error_oom(err) : tt_mkdirs(dir, 0777, err);
+		char *full = tt_path_join(dir, path), *parent = full ? tt_dirname(full) : NULL;
+		int rc = !full || !parent ? tt_error_oom(err) : tt_mkdirs(parent, 0777, err);
 		if (rc == 0)
 			rc = tt_write_file_atomic(full, json_string_value(text), json_string_length(text), 0666, err);
 		free(full);
-		free(dir);
+		free(parent);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
-/* git rebase --onto parent commit; a conflict inside keep_dir is settled
- * with the original descendant's files (before), anything else aborts. */
-static int rebase_dropping(tt_vcs *v, const char *commit, const char *parent, const json_t *before,
+/* In worktree wt: rebase the detached head onto parent without commit; a
+ * conflict inside keep_dir is settled with the original descendant's files
+ * (before), anything else aborts. */
+static int rebase_dropping(tt_vcs *v, const char *wt, const char *commit, const char *parent, const json_t *before,
 			   const char *keep_dir, tt_error *err)
 {
 	static const char *const env[] = { "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", NULL };
-	tt_buf b = TT_BUF_INIT, errb = TT_BUF_INIT;
+	tt_buf b = TT_BUF_INIT, outside = TT_BUF_INIT;
 	json_t *conflicted = NULL;
 	int status = 0, rc;
 	size_t kl = strlen(keep_dir);
-	rc = genv(v, (const char *const[]){ "rebase", "--onto", parent, commit, NULL }, env, NULL, NULL, &status, err);
+	rc = genv(v, wt, (const char *const[]){ "rebase", "-q", "--onto", parent, commit, NULL }, env, NULL, NULL, &status,
+		  err);
 	while (rc == 0 && status != 0) {
 		int st2 = 0;
-		if ((rc = genv(v, (const char *const[]){ "rev-parse", "--verify", "--quiet", "REBASE_HEAD", NULL }, NULL,
+		if ((rc = genv(v, wt, (const char *const[]){ "rev-parse", "--verify", "--quiet", "REBASE_HEAD", NULL }, NULL,
 			       NULL, &b, &st2, err)) < 0)
 			break;
 		if (st2 != 0) {
-			rc = tt_error_set(err, TT_EVCS, "git rebase failed");
+			rc = tt_error_set(err, TT_EVCS, "git rebase failed while abandoning %.12s", commit);
 			break;
 		}
-		char *original = tt_strdup(b.ptr);
+		char original[80];
+		snprintf(original, sizeof original, "%s", b.ptr);
 		json_decref(conflicted);
-		if (!original || (rc = rev_list(v, (const char *const[]){ "diff", "--name-only", "--diff-filter=U", NULL },
-						&conflicted, err)) < 0) {
-			free(original);
-			rc = rc < 0 ? rc : tt_error_oom(err);
+		if ((rc = list_of(v, wt, (const char *const[]){ "diff", "--name-only", "--diff-filter=U", NULL }, &conflicted,
+				  err)) < 0)
 			break;
-		}
-		tt_buf_reset(&errb);
+		tt_buf_reset(&outside);
 		size_t i;
 		json_t *f;
 		json_array_foreach(conflicted, i, f) {
 			const char *p = json_string_value(f);
 			if (!(strncmp(p, keep_dir, kl) == 0 && p[kl] == '/'))
-				tt_buf_printf(&errb, "%s%s", errb.len ? ", " : "", p);
+				tt_buf_printf(&outside, "%s%s", outside.len ? ", " : "", p);
 		}
 		const json_t *mine = json_object_get(before, original);
-		if (errb.len || !mine) {
-			genv(v, (const char *const[]){ "rebase", "--abort", NULL }, NULL, NULL, NULL, &st2, err);
-			rc = tt_error_set(err, TT_EVCS, "git: abandoning conflicts outside the dataset (%s); resolve by hand",
-					  errb.len ? errb.ptr : "");
-			if (!errb.len) {
-				free(err->message);
-				err->message = tt_asprintf("git: abandoning conflicts outside the dataset (%.12s); resolve by hand",
-							   original);
-			}
-			free(original);
+		if (outside.len || !mine) {
+			if (outside.len)
+				rc = tt_error_set(err, TT_EVCS, "git: abandoning conflicts outside the dataset (%s); resolve by hand",
+						  outside.ptr);
+			else
+				rc = tt_error_set(err, TT_EVCS, "git: abandoning conflicts outside the dataset (%.12s); resolve by hand",
+						  original);
 			break;
 		}
-		free(original);
-		if ((rc = write_files(v, mine, err)) < 0 ||
-		    (rc = genv(v, (const char *const[]){ "add", "--", keep_dir, NULL }, NULL, NULL, NULL, NULL, err)) < 0)
+		if ((rc = write_files(wt, mine, err)) < 0 ||
+		    (rc = genv(v, wt, (const char *const[]){ "add", "--", keep_dir, NULL }, NULL, NULL, NULL, NULL, err)) < 0)
 			break;
-		rc = genv(v, (const char *const[]){ "rebase", "--continue", NULL }, env, NULL, NULL, &status, err);
+		rc = genv(v, wt, (const char *const[]){ "rebase", "--continue", NULL }, env, NULL, NULL, &status, err);
 	}
 	json_decref(conflicted);
 	tt_buf_release(&b);
-	tt_buf_release(&errb);
+	tt_buf_release(&outside);
 	return rc;
 }
 
-/*
- * Rewrite every commit (rev-list --all, oldest first) whose keep_dir files
- * desired replaces, and every descendant of one; refs follow.  *mapping:
- * {old: new}.
- */
-static int rewrite_history(tt_vcs *v, const char *keep_dir, const json_t *desired, json_t **mapping,
-			   tt_error *err)
+/* A commit like new_commit (tree, message, author, committer) on parent
+ * whose keep_dir is old_commit's: *out the new id. */
+static int with_old_dir(tt_vcs *v, const char *wt, const char *index_env, const char *new_commit, const char *parent,
+			const char *old_commit, const char *keep_dir, char **out, tt_error *err)
 {
-	json_t *commits = NULL, *map = json_object(), *pos = NULL;
 	tt_buf b = TT_BUF_INIT, meta = TT_BUF_INIT;
-	char *gitdir = NULL, *index = NULL, *index_env = NULL;
-	int rc;
-	*mapping = NULL;
-	if (!map)
-		return tt_error_oom(err);
-	if ((rc = v->ops->position(v, &pos, err)) < 0 ||
-	    (rc = rev_list(v, (const char *const[]){ "rev-list", "--reverse", "--topo-order", "--all", NULL }, &commits,
-			   err)) < 0 ||
-	    (rc = genv(v, (const char *const[]){ "rev-parse", "--absolute-git-dir", NULL }, NULL, NULL, &b, NULL, err)) < 0)
-		goto done;
-	gitdir = tt_strdup(b.ptr);
-	index = gitdir ? tt_asprintf("%s/tether-rewrite-%ld.index", gitdir, (long)getpid()) : NULL;
-	index_env = index ? tt_asprintf("GIT_INDEX_FILE=%s", index) : NULL;
-	if (!index_env) {
+	const char *const ienv[] = { index_env, NULL };
+	char *spec = tt_asprintf("%s:%s", old_commit, keep_dir), *prefix = tt_asprintf("--prefix=%s/", keep_dir);
+	char *tree = NULL, *message = NULL;
+	char *e[7] = { 0 };
+	int rc, status = 0;
+	*out = NULL;
+	if (!spec || !prefix) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	const char *const ienv[] = { index_env, NULL };
-	size_t i;
-	json_t *c;
-	json_array_foreach(commits, i, c) {
-		const char *commit = json_string_value(c);
-		json_t *parents = NULL;
-		if ((rc = rev_list(v, (const char *const[]){ "rev-list", "--parents", "-n1", commit, NULL }, &parents,
-				   err)) < 0)
-			goto done;
-		json_array_remove(parents, 0);
-		bool moved = false;
-		size_t j;
-		json_t *p;
-		json_array_foreach(parents, j, p) {
-			json_t *np = json_object_get(map, json_string_value(p));
-			if (np) {
-				json_array_set(parents, j, np);
-				moved = true;
-			}
-		}
-		const json_t *want = json_object_get(desired, commit);
-		json_t *files = NULL;
-		bool changed = false;
-		if (want && json_object_size(want)) {
-			if ((rc = v->ops->files_at(v, commit, keep_dir, &files, err)) < 0) {
-				json_decref(parents);
-				goto done;
-			}
-			changed = json_object_size(files) && !json_equal(files, (json_t *)want);
-		}
-		json_decref(files);
-		char *tree_spec = tt_asprintf("%s^{tree}", commit);
-		if (!tree_spec || (rc = genv(v, (const char *const[]){ "rev-parse", tree_spec, NULL }, NULL, NULL, &b, NULL,
-					    err)) < 0) {
-			free(tree_spec);
-			json_decref(parents);
-			rc = rc < 0 ? rc : tt_error_oom(err);
-			goto done;
-		}
-		free(tree_spec);
-		char *tree = tt_strdup(b.ptr);
-		if (changed) {
-			rc = genv(v, (const char *const[]){ "read-tree", tree, NULL }, ienv, NULL, NULL, NULL, err);
-			const char *path;
-			json_t *text;
-			json_object_foreach((json_t *)want, path, text) {
-				if (rc < 0)
-					break;
-				if ((rc = genv(v, (const char *const[]){ "hash-object", "-w", "--stdin", NULL }, NULL,
-					       json_string_value(text), &b, NULL, err)) < 0)
-					break;
-				char *info = tt_asprintf("100644,%s,%s", b.ptr, path);
-				rc = info ? genv(v, (const char *const[]){ "update-index", "--add", "--cacheinfo", info, NULL },
-						 ienv, NULL, NULL, NULL, err)
-					  : tt_error_oom(err);
-				free(info);
-			}
-			if (rc == 0 && (rc = genv(v, (const char *const[]){ "write-tree", NULL }, ienv, NULL, &b, NULL, err)) == 0) {
-				free(tree);
-				tree = tt_strdup(b.ptr);
-			}
-		} else if (!moved) {
-			free(tree);
-			json_decref(parents);
-			continue;
-		}
-		if (rc == 0)
-			rc = genv(v, (const char *const[]){ "log", "-1", "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B",
-							    commit, NULL }, NULL, NULL, &meta, NULL, err);
-		if (rc < 0) {
-			free(tree);
-			json_decref(parents);
-			goto done;
-		}
-		/* meta ends where its last newline was chomped: %B keeps one */
-		const char *f[7];
-		const char *q = meta.ptr, *end = meta.ptr + meta.len;
-		for (int k = 0; k < 7; k++) {
-			f[k] = q;
-			if (k < 6) {
-				const char *z = memchr(q, '\0', (size_t)(end - q));
-				q = z ? z + 1 : end;
-			}
-		}
-		char *e[7] = { tt_asprintf("GIT_AUTHOR_NAME=%s", f[0]), tt_asprintf("GIT_AUTHOR_EMAIL=%s", f[1]),
-			       tt_asprintf("GIT_AUTHOR_DATE=%s", f[2]), tt_asprintf("GIT_COMMITTER_NAME=%s", f[3]),
-			       tt_asprintf("GIT_COMMITTER_EMAIL=%s", f[4]), tt_asprintf("GIT_COMMITTER_DATE=%s", f[5]),
-			       NULL };
-		char *message = tt_asprintf("%.*s\n", (int)(end - f[6]), f[6]);
-		const char **av = tt_calloc(3 + 2 * json_array_size(parents) + 1, sizeof *av);
-		size_t na = 0;
-		if (av) {
-			av[na++] = "commit-tree";
-			av[na++] = tree;
-			json_array_foreach(parents, j, p) {
-				av[na++] = "-p";
-				av[na++] = json_string_value(p);
-			}
-		}
-		rc = av && message && e[5] ? genv(v, av, (const char *const *)e, message, &b, NULL, err) : tt_error_oom(err);
-		if (rc == 0)
-			json_object_set_new(map, commit, json_string(b.ptr));
-		for (int k = 0; k < 6; k++)
-			free(e[k]);
-		free(message);
-		free(av);
-		free(tree);
-		json_decref(parents);
-		if (rc < 0)
-			goto done;
-	}
-	if (json_object_size(map)) {
-		json_t *lines = NULL;
-		if ((rc = genv(v, (const char *const[]){ "for-each-ref", "--format=%(refname) %(objectname) %(objecttype)",
-							 NULL }, NULL, NULL, &b, NULL, err)) < 0)
-			goto done;
-		lines = json_array();
-		if (!lines || (rc = words_into(lines, &b, err)) < 0) {
-			json_decref(lines);
-			rc = rc < 0 ? rc : tt_error_oom(err);
-			goto done;
-		}
-		for (size_t k = 0; k + 2 < json_array_size(lines) + 0 && rc == 0; k += 3) {
-			const char *name = json_string_value(json_array_get(lines, k));
-			const char *sha = json_string_value(json_array_get(lines, k + 1));
-			const char *kind = json_string_value(json_array_get(lines, k + 2));
-			json_t *to = json_object_get(map, sha);
-			if (strcmp(kind, "commit") == 0 && to)
-				rc = genv(v, (const char *const[]){ "update-ref", name, json_string_value(to), sha, NULL }, NULL,
-					  NULL, NULL, NULL, err);
-		}
-		json_decref(lines);
-		if (rc < 0)
-			goto done;
-		const json_t *branch = json_object_get(pos, "branch");
-		const char *at = json_string_value(json_object_get(pos, "commit"));
-		if (json_is_string(branch)) {
-			rc = genv(v, (const char *const[]){ "reset", "-q", NULL }, NULL, NULL, NULL, NULL, err);
-		} else if (at && json_object_get(map, at)) {
-			rc = genv(v, (const char *const[]){ "update-ref", "--no-deref", "HEAD",
-							    json_string_value(json_object_get(map, at)), NULL },
-				  NULL, NULL, NULL, NULL, err);
-			if (rc == 0)
-				rc = genv(v, (const char *const[]){ "reset", "-q", NULL }, NULL, NULL, NULL, NULL, err);
+	if ((rc = genv(v, wt, (const char *const[]){ "read-tree", new_commit, NULL }, ienv, NULL, NULL, NULL, err)) < 0 ||
+	    (rc = genv(v, wt, (const char *const[]){ "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", keep_dir, NULL },
+		       ienv, NULL, NULL, NULL, err)) < 0 ||
+	    (rc = genv(v, wt, (const char *const[]){ "rev-parse", "--verify", "--quiet", spec, NULL }, NULL, NULL, &b, &status,
+		       err)) < 0)
+		goto done;
+	if (status == 0 &&
+	    (rc = genv(v, wt, (const char *const[]){ "read-tree", prefix, spec, NULL }, ienv, NULL, NULL, NULL, err)) < 0)
+		goto done;
+	if ((rc = genv(v, wt, (const char *const[]){ "write-tree", NULL }, ienv, NULL, &b, NULL, err)) < 0)
+		goto done;
+	tree = tt_strdup(b.ptr);
+	if ((rc = genv(v, wt, (const char *const[]){ "log", "-1", "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B",
+						     new_commit, NULL }, NULL, NULL, &meta, NULL, err)) < 0)
+		goto done;
+	const char *f[7], *q = meta.ptr, *end = meta.ptr + meta.len;
+	for (int k = 0; k < 7; k++) {
+		f[k] = q;
+		if (k < 6) {
+			const char *z = memchr(q, '\0', (size_t)(end - q));
+			q = z ? z + 1 : end;
 		}
 	}
-	if (rc == 0) {
-		*mapping = map;
-		map = NULL;
+	static const char *const names[6] = { "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+					      "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE" };
+	for (int k = 0; k < 6; k++) {
+		const char *z = memchr(f[k], '\0', (size_t)(end - f[k]));
+		e[k] = tt_asprintf("%s=%.*s", names[k], (int)((z ? z : end) - f[k]), f[k]);
 	}
+	message = tt_asprintf("%.*s\n", (int)(end - f[6]), f[6]);
+	if (!tree || !message || !e[5]) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = genv(v, wt, (const char *const[]){ "commit-tree", tree, "-p", parent, NULL }, (const char *const *)e,
+		       message, &b, NULL, err)) < 0)
+		goto done;
+	if (!(*out = tt_strdup(b.ptr)))
+		rc = tt_error_oom(err);
 done:
-	if (index)
-		unlink(index);
-	free(index);
-	free(index_env);
-	free(gitdir);
-	json_decref(commits);
-	json_decref(pos);
-	json_decref(map);
+	for (int k = 0; k < 6; k++)
+		free(e[k]);
+	free(spec);
+	free(prefix);
+	free(tree);
+	free(message);
 	tt_buf_release(&b);
 	tt_buf_release(&meta);
+	return rc;
+}
+
+/* Abandon one commit of the checked-out history: *mapping gains {old
+ * descendant: new}; *new_head the branch's new head. */
+static int abandon_one(tt_vcs *v, const char *gitdir, const char *commit, const char *head, const char *keep_dir,
+		       json_t *mapping, char **new_head, tt_error *err)
+{
+	tt_buf b = TT_BUF_INIT;
+	json_t *desc = NULL, *newdesc = NULL, *before = json_object();
+	char *parent = NULL, *wt = NULL, *index = NULL, *index_env = NULL;
+	int rc, status = 0;
+	*new_head = NULL;
+	char *pspec = tt_asprintf("%s^", commit);
+	if (!pspec || !before) {
+		free(pspec);
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = genv(v, NULL, (const char *const[]){ "rev-parse", "--verify", "--quiet", pspec, NULL }, NULL, NULL, &b, &status,
+		  err);
+	free(pspec);
+	if (rc < 0)
+		goto done;
+	if (status != 0 || !b.len) {
+		rc = tt_error_set(err, TT_EVCS, "git: cannot abandon the root commit %.12s", commit);
+		goto done;
+	}
+	parent = tt_strdup(b.ptr);
+	char *range = tt_asprintf("%s..%s", commit, head);
+	rc = parent && range ? list_of(v, NULL, (const char *const[]){ "rev-list", "--reverse", range, NULL }, &desc, err)
+			     : tt_error_oom(err);
+	free(range);
+	if (rc < 0)
+		goto done;
+	if (!json_array_size(desc)) {
+		*new_head = parent;
+		parent = NULL;
+		goto done;
+	}
+	size_t j;
+	json_t *d;
+	json_array_foreach(desc, j, d) {
+		json_t *files = NULL;
+		if ((rc = v->ops->files_at(v, json_string_value(d), keep_dir, &files, err)) < 0)
+			goto done;
+		json_object_set_new(before, json_string_value(d), files);
+	}
+	wt = tt_asprintf("%s/tether-abandon-%ld", gitdir, (long)getpid());
+	index = tt_asprintf("%s/tether-abandon-%ld.index", gitdir, (long)getpid());
+	index_env = index ? tt_asprintf("GIT_INDEX_FILE=%s", index) : NULL;
+	if (!wt || !index_env) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	genv(v, NULL, (const char *const[]){ "worktree", "remove", "--force", wt, NULL }, NULL, NULL, NULL, &status, err);
+	if ((rc = genv(v, NULL, (const char *const[]){ "worktree", "add", "-q", "--detach", wt, head, NULL }, NULL, NULL,
+		       NULL, NULL, err)) < 0)
+		goto done;
+	if ((rc = rebase_dropping(v, wt, commit, parent, before, keep_dir, err)) < 0)
+		goto cleanup;
+	range = tt_asprintf("%s..HEAD", parent);
+	rc = range ? list_of(v, wt, (const char *const[]){ "rev-list", "--reverse", range, NULL }, &newdesc, err)
+		   : tt_error_oom(err);
+	free(range);
+	if (rc < 0)
+		goto cleanup;
+	if (json_array_size(newdesc) != json_array_size(desc)) {
+		rc = tt_error_set(err, TT_EVCS,
+				  "git: abandoning %.12s would drop or merge %zu later commit(s) (merges in between?); "
+				  "rebase by hand", commit, json_array_size(desc) - json_array_size(newdesc));
+		goto cleanup;
+	}
+	/* Every rewritten descendant keeps its dataset files exactly. */
+	char *tip = tt_strdup(parent);
+	json_array_foreach(newdesc, j, d) {
+		char *fixed = NULL;
+		const char *old = json_string_value(json_array_get(desc, j));
+		if (!tip || (rc = with_old_dir(v, wt, index_env, json_string_value(d), tip, old, keep_dir, &fixed, err)) < 0)
+			break;
+		json_object_set_new(mapping, old, json_string(fixed));
+		free(tip);
+		tip = fixed;
+	}
+	if (rc == 0)
+		*new_head = tip;
+	else
+		free(tip);
+cleanup:
+	genv(v, NULL, (const char *const[]){ "worktree", "remove", "--force", wt, NULL }, NULL, NULL, NULL, &status, err);
+	if (index)
+		unlink(index);
+done:
+	free(parent);
+	free(wt);
+	free(index);
+	free(index_env);
+	json_decref(desc);
+	json_decref(newdesc);
+	json_decref(before);
+	tt_buf_release(&b);
 	return rc;
 }
 
 int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *keep_dir, json_t **ids_out,
 		   json_t **rewritten, tt_error *err)
 {
-	json_t *ids = json_array(), *done = json_array(), *mapping = json_object();
-	json_t *desc = NULL, *newdesc = NULL, *before = NULL, *desired = NULL, *fixed = NULL;
+	json_t *ids = json_array(), *done = json_array(), *mapping = json_object(), *lines = NULL;
 	tt_buf b = TT_BUF_INIT;
-	char *head = NULL;
+	char *head = NULL, *gitdir = NULL;
 	int rc = 0, status = 0;
 	*ids_out = *rewritten = NULL;
 	if (!ids || !done || !mapping) {
 		rc = tt_error_oom(err);
 		goto out;
 	}
-	if ((rc = genv(v, (const char *const[]){ "status", "--porcelain", "--untracked-files=no", NULL }, NULL, NULL, &b,
-		       NULL, err)) < 0)
+	if ((rc = genv(v, NULL, (const char *const[]){ "status", "--porcelain", "--untracked-files=no", NULL }, NULL, NULL,
+		       &b, NULL, err)) < 0)
 		goto out;
 	if (b.len) {
 		rc = tt_error_set(err, TT_EVCS, "git: commit or stash your changes before abandoning");
 		goto out;
 	}
+	if ((rc = genv(v, NULL, (const char *const[]){ "rev-parse", "--absolute-git-dir", NULL }, NULL, NULL, &b, NULL,
+		       err)) < 0)
+		goto out;
+	gitdir = tt_strdup(b.ptr);
 	for (size_t i = 0; i < n; i++) {
 		char *id = NULL;
 		if ((rc = v->ops->resolve(v, revs[i], &id, err)) < 0)
@@ -582,98 +567,54 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 			goto out;
 		if (arr_has(done, commit))
 			continue;
-		if ((rc = genv(v, (const char *const[]){ "merge-base", "--is-ancestor", commit, head, NULL }, NULL, NULL,
+		if ((rc = genv(v, NULL, (const char *const[]){ "merge-base", "--is-ancestor", commit, head, NULL }, NULL, NULL,
 			       NULL, &status, err)) < 0)
 			goto out;
 		if (status != 0) {
+			/* Already out of history (an abandon that was interrupted
+			 * after its rewrite landed): nothing left to do. */
+			bool alive = true;
+			if ((rc = v->ops->commit_alive(v, commit, &alive, err)) < 0)
+				goto out;
+			if (!alive) {
+				json_array_append(done, c);
+				continue;
+			}
 			rc = tt_error_set(err, TT_EVCS,
 					  "git: %.12s is not on the current branch; tether can only abandon commits of "
 					  "the checked-out history", commit);
 			goto out;
 		}
-		char *pspec = tt_asprintf("%s^", commit);
-		if (!pspec) {
-			rc = tt_error_oom(err);
+		json_t *mine = json_object();
+		char *new_head = NULL;
+		if (!mine || (rc = abandon_one(v, gitdir, commit, head, keep_dir, mine, &new_head, err)) < 0) {
+			json_decref(mine);
+			rc = rc < 0 ? rc : tt_error_oom(err);
 			goto out;
 		}
-		rc = genv(v, (const char *const[]){ "rev-parse", "--verify", "--quiet", pspec, NULL }, NULL, NULL, &b, &status,
-			  err);
-		free(pspec);
+		/* The one step that changes this checkout: the branch (or the
+		 * detached HEAD) and the files move together, refusing to
+		 * overwrite local edits; refs on rewritten commits follow. */
+		rc = genv(v, NULL, (const char *const[]){ "reset", "-q", "--keep", new_head, NULL }, NULL, NULL, NULL, NULL, err);
+		free(new_head);
+		if (rc == 0) {
+			json_decref(lines);
+			rc = list_of(v, NULL, (const char *const[]){ "for-each-ref", "--format=%(refname) %(objectname) %(objecttype)",
+								      NULL }, &lines, err);
+		}
+		for (size_t k = 0; rc == 0 && k + 2 < json_array_size(lines); k += 3) {
+			const char *name = json_string_value(json_array_get(lines, k));
+			const char *sha = json_string_value(json_array_get(lines, k + 1));
+			const char *kind = json_string_value(json_array_get(lines, k + 2));
+			json_t *to = json_object_get(mine, sha);
+			if (strcmp(kind, "commit") == 0 && to)
+				rc = genv(v, NULL, (const char *const[]){ "update-ref", name, json_string_value(to), sha, NULL },
+					  NULL, NULL, NULL, NULL, err);
+		}
+		json_object_update(mapping, mine);
+		json_decref(mine);
 		if (rc < 0)
 			goto out;
-		if (status != 0 || !b.len) {
-			rc = tt_error_set(err, TT_EVCS, "git: cannot abandon the root commit %.12s", commit);
-			goto out;
-		}
-		char *parent = tt_strdup(b.ptr);
-		char *range = tt_asprintf("%s..%s", commit, head);
-		json_decref(desc);
-		desc = NULL;
-		rc = parent && range ? rev_list(v, (const char *const[]){ "rev-list", "--reverse", range, NULL }, &desc, err)
-				     : tt_error_oom(err);
-		free(range);
-		if (rc < 0) {
-			free(parent);
-			goto out;
-		}
-		json_decref(before);
-		before = json_object();
-		size_t j;
-		json_t *d;
-		json_array_foreach(desc, j, d) {
-			json_t *files = NULL;
-			if ((rc = v->ops->files_at(v, json_string_value(d), keep_dir, &files, err)) < 0) {
-				free(parent);
-				goto out;
-			}
-			json_object_set_new(before, json_string_value(d), files);
-		}
-		if (!json_array_size(desc)) {
-			rc = genv(v, (const char *const[]){ "reset", "--hard", parent, NULL }, NULL, NULL, NULL, NULL, err);
-			free(parent);
-			if (rc < 0)
-				goto out;
-			json_array_append(done, c);
-			continue;
-		}
-		if ((rc = rebase_dropping(v, commit, parent, before, keep_dir, err)) < 0) {
-			free(parent);
-			goto out;
-		}
-		range = tt_asprintf("%s..HEAD", parent);
-		free(parent);
-		json_decref(newdesc);
-		newdesc = NULL;
-		rc = range ? rev_list(v, (const char *const[]){ "rev-list", "--reverse", range, NULL }, &newdesc, err)
-			   : tt_error_oom(err);
-		free(range);
-		if (rc < 0)
-			goto out;
-		if (json_array_size(newdesc) != json_array_size(desc)) {
-			rc = tt_error_set(err, TT_EVCS,
-					  "git: the rebase that abandons %.12s left %zu commits where there were %zu",
-					  commit, json_array_size(newdesc), json_array_size(desc));
-			goto out;
-		}
-		json_decref(desired);
-		desired = json_object();
-		json_array_foreach(newdesc, j, d)
-			json_object_set(desired, json_string_value(d),
-					json_object_get(before, json_string_value(json_array_get(desc, j))));
-		json_decref(fixed);
-		fixed = NULL;
-		if ((rc = rewrite_history(v, keep_dir, desired, &fixed, err)) < 0)
-			goto out;
-		const char *last = json_string_value(json_array_get(desc, json_array_size(desc) - 1));
-		if (json_object_size(fixed) && json_object_size(json_object_get(before, last)) &&
-		    (rc = genv(v, (const char *const[]){ "checkout", "HEAD", "--", keep_dir, NULL }, NULL, NULL, NULL, NULL,
-			       err)) < 0)
-			goto out;
-		json_array_foreach(desc, j, d) {
-			const char *nd = json_string_value(json_array_get(newdesc, j));
-			json_t *f = json_object_get(fixed, nd);
-			json_object_set_new(mapping, json_string_value(d), json_string(f ? json_string_value(f) : nd));
-		}
 		json_array_append(done, c);
 	}
 	*ids_out = ids;
@@ -681,14 +622,11 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 	ids = mapping = NULL;
 out:
 	free(head);
+	free(gitdir);
 	json_decref(ids);
 	json_decref(done);
 	json_decref(mapping);
-	json_decref(desc);
-	json_decref(newdesc);
-	json_decref(before);
-	json_decref(desired);
-	json_decref(fixed);
+	json_decref(lines);
 	tt_buf_release(&b);
 	return rc;
 }

@@ -48,7 +48,8 @@ deltalake = pytest.importorskip("deltalake")
 
 DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
-COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair", "forget-workspace"]
+COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair", "forget-workspace",
+            "abandon"]
 RANDOM_KILLS = 3
 
 
@@ -316,6 +317,11 @@ def prep(w: World, command: str) -> list[str]:
         w.tether("status", cwd=w.peer)
         wid = tomllib.loads((w.peer / ".tether/workspace.toml").read_text())["workspace_id"]
         return ["forget-workspace", wid]
+    if command == "abandon":
+        for msg in ("second", "third"):
+            w.write("main")
+            w.run("commit", "-m", msg)
+        return ["abandon", w.rev("HEAD~1")]
     raise AssertionError(f"no crash scenario for the command {command!r}: add one to prep()")
 
 
@@ -363,6 +369,9 @@ def check_outcome(w: World, command: str) -> None:
         # the lost working branch is back at its fork point; pins are checked below
         ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
         assert w.git_code("rev-parse", f"refs/heads/{WS}").strip() == ws["fork_points"]["code"]["sha"]
+    elif command == "abandon":
+        assert subjects(w) == ["third", "first", "start"], subjects(w)
+        assert w.git("status", "--porcelain", "--untracked-files=no") == ""
     elif command == "forget-workspace":
         # its state is gone (the VCS half goes with the rerun while the
         # state file is still there to find the checkout by)

@@ -37,6 +37,9 @@ def norm(value, base: Path, *ids: str):
     text = re.sub(r'"(id|at|created_at|digest)": "[^"]*"', r'"\1": "<x>"', text)
     text = re.sub(r"\b[0-9a-f]{40}\b", "<commit>", text)
     text = re.sub(r"\b[0-9a-f]{12}\b", "<c12>", text)
+    text = re.sub(r"\b[0-9a-f]{16}\b", "<h16>", text)
+    text = re.sub(r"\b[0-9a-f]{64}\b", "<h64>", text)
+    text = re.sub(r"\b[0-9a-f]{32}\b", "<h32>", text)
     return json.loads(text)
 
 
@@ -141,3 +144,86 @@ def test_forget_from_saved_plan_and_each_applies_the_others(pair, env, tmp_path)
         maker("forget-workspace", workspace_id(wt), "--plan", str(plan), cwd=d["root"])
         applier("forget-workspace", "--from-plan", str(plan), cwd=d["root"])
         assert not wt.exists()
+
+
+# --- abandon -------------------------------------------------------------------
+
+
+def three_commits(d, env, runner):
+    for msg in ("second", "third"):
+        commit_file(d["store"], "a.txt", f"{msg}\n", env)
+        runner("commit", "-m", msg, cwd=d["root"])
+
+
+def manifests_at(root: Path, env, rev: str) -> dict:
+    names = git("ls-tree", "--name-only", f"{rev}:.tether/objects", cwd=root, env=env).split()
+    return {n: git("show", f"{rev}:.tether/objects/{n}", cwd=root, env=env) for n in names}
+
+
+def subjects(root: Path, env) -> list[str]:
+    return git("log", "--format=%s", "HEAD", cwd=root, env=env).splitlines()
+
+
+def tags(store: Path, env) -> list[str]:
+    return sorted(git("tag", "--list", cwd=store, env=env).split())
+
+
+@pytest.mark.parametrize("gc", [False, True])
+def test_abandon_middle_commit_same_as_tether_vcs(pair, env, gc):
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        three_commits(d, env, runner)
+        root = d["root"]
+        head_manifests = manifests_at(root, env, "HEAD")
+        second = git("rev-parse", "HEAD~1", cwd=root, env=env).strip()
+        out = runner.json("abandon", second, *(["--gc"] if gc else []), cwd=root)
+        assert subjects(root, env) == ["third", "first", "start"]
+        # the later commit keeps its manifests exactly
+        assert manifests_at(root, env, "HEAD") == head_manifests
+        assert git("status", "--porcelain", cwd=root, env=env) == ""
+        entry = [e for e in ops(root) if e.get("command") == "abandon"][-1]
+        assert entry["result"]["abandoned"] == [second]
+        results[name] = {
+            "out": norm(out, base),
+            "entry": norm({k: entry[k] for k in ("command", "status", "plan", "parent", "progress")}, base),
+            "result": sorted(entry["result"]), "pre": sorted(entry["pre"]),
+            "unreferenced": norm(entry["result"]["unreferenced"], base),
+            "tags": norm(tags(d["store"], env), base),
+        }
+    o, t = results["ours"], results["theirs"]
+    for k in o:
+        assert o[k] == t[k], (k, json.dumps(o[k], indent=1, sort_keys=True), json.dumps(t[k], indent=1, sort_keys=True))
+    assert len(o["unreferenced"]) == 1
+    assert (len(o["tags"]) == 2) == gc
+
+
+def test_abandon_head_moves_branch_and_text_matches(pair, env):
+    texts = {}
+    for name, (base, d, runner) in pair.items():
+        three_commits(d, env, runner)
+        root = d["root"]
+        first = git("rev-parse", "HEAD~2", cwd=root, env=env).strip()
+        out = runner("abandon", "HEAD", cwd=root).stdout
+        assert subjects(root, env) == ["second", "first", "start"]
+        texts[name] = re.sub(r"\b[0-9a-f]{16}\b", "<h16>", re.sub(r"\b[0-9a-f]{12}\b", "<c12>", out))
+        entry = [e for e in ops(root) if e.get("command") == "abandon"][-1]
+        assert entry["result"]["rewritten_commits"] == {}
+        assert first in git("log", "--format=%H", cwd=root, env=env)
+    assert texts["ours"] == texts["theirs"]
+    assert "(not applied; `tether gc --no-dry-run` releases these, or re-run with --gc)" in texts["ours"]
+
+
+def test_abandon_refusals_same_as_tether_vcs(pair, env):
+    for name, (base, d, runner) in pair.items():
+        root = d["root"]
+        root_commit = git("rev-list", "--max-parents=0", "HEAD", cwd=root, env=env).strip()
+        p = runner("abandon", root_commit, cwd=root, check=False)
+        assert p.returncode == 1 and "cannot abandon the root commit" in p.stderr
+        (root / "README").write_text("edited\n")
+        p = runner("abandon", "HEAD", cwd=root, check=False)
+        assert p.returncode == 1 and "commit or stash your changes" in p.stderr
+        git("checkout", "README", cwd=root, env=env)
+        three_commits(d, env, runner)
+        git("switch", "-q", "-c", "other", "HEAD~1", cwd=root, env=env)
+        p = runner("abandon", "main", cwd=root, check=False)
+        assert p.returncode == 1 and "is not on the current branch" in p.stderr, p.stderr
