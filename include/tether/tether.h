@@ -249,6 +249,18 @@ int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_r
 int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err);
 
 /*
+ * drop: throw bookmark away - leave it when this checkout is on it (for
+ * to, default the trunk), drop the commits only it reaches, delete it,
+ * then gc --prune-bookmarks for its branches alone (force_prune: also those
+ * holding unpinned writes; delete_stores: the experimental created-store
+ * step).  dry_run: plan only.  from_plan: apply that saved plan.  *out:
+ * {bookmark, left_for, abandoned, gc: the gc report}.  Not undoable.
+ */
+int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
+		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
+		 tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

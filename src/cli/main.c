@@ -14,14 +14,13 @@ static const cli_cmd *const commands[] = {
 	&cmd_status, &cmd_snapshot, &cmd_commit, &cmd_verify, &cmd_diff, &cmd_log,
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
-	&cmd_recover, &cmd_forget_workspace, &cmd_abandon,
+	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* Commands of tether that this build does not have yet: named, so a user
  * gets a clear answer instead of "unknown command". */
 static const char *const later[] = {
-	"drop",
 	"upgrade", "export", "publish", "import",
 };
 

@@ -656,7 +656,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 		rc = pre ? err->code : tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, NULL, op_id, err)) < 0)
+	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, repo->op_parent, op_id, err)) < 0)
 		goto done;
 	tt_fault("new:after-journal");
 	if (create) {

@@ -29,6 +29,7 @@ struct tt_repo {
 	tt_lock checkout_lock;
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
+	const char *op_parent;          /* the operation journaled steps belong to (drop), or NULL */
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the

@@ -49,7 +49,7 @@ deltalake = pytest.importorskip("deltalake")
 DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
 COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair", "forget-workspace",
-            "abandon"]
+            "abandon", "drop"]
 RANDOM_KILLS = 3
 
 
@@ -317,6 +317,9 @@ def prep(w: World, command: str) -> list[str]:
         w.tether("status", cwd=w.peer)
         wid = tomllib.loads((w.peer / ".tether/workspace.toml").read_text())["workspace_id"]
         return ["forget-workspace", wid]
+    if command == "drop":
+        on_feature(w)  # and stay on it: the drop leaves for main first
+        return ["drop", "feature", "--no-dry-run"]
     if command == "abandon":
         for msg in ("second", "third"):
             w.write("main")
@@ -369,6 +372,10 @@ def check_outcome(w: World, command: str) -> None:
         # the lost working branch is back at its fork point; pins are checked below
         ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
         assert w.git_code("rev-parse", f"refs/heads/{WS}").strip() == ws["fork_points"]["code"]["sha"]
+    elif command == "drop":
+        assert w.git("branch", "--list", "feature") == ""
+        refs = w.native_refs()
+        assert not any(WS in r for r in refs.values()), refs
     elif command == "abandon":
         assert subjects(w) == ["third", "first", "start"], subjects(w)
         assert w.git("status", "--porcelain", "--untracked-files=no") == ""

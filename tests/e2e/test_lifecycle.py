@@ -227,3 +227,95 @@ def test_abandon_refusals_same_as_tether_vcs(pair, env):
         git("switch", "-q", "-c", "other", "HEAD~1", cwd=root, env=env)
         p = runner("abandon", "main", cwd=root, check=False)
         assert p.returncode == 1 and "is not on the current branch" in p.stderr, p.stderr
+
+
+# --- drop ----------------------------------------------------------------------
+
+WSFEAT = f"tether.ws.{DS}.feat"
+
+
+def feature_work(d, env, runner, leave: bool):
+    """Bookmark feat with one commit pinning a write on its store branch;
+    leave for main unless asked to stay."""
+    root, store = d["root"], d["store"]
+    runner("new", "-b", "feat", "--eager", cwd=root)
+    git("switch", "-q", WSFEAT, cwd=store, env=env)
+    commit_file(store, "b.txt", "feature\n", env)
+    git("switch", "-q", "main", cwd=store, env=env)
+    runner("commit", "-m", "feature work", cwd=root)
+    if leave:
+        runner("new", "main", cwd=root)
+
+
+def branches(store: Path, env) -> list[str]:
+    return sorted(git("for-each-ref", "--format=%(refname:short)", "refs/heads/", cwd=store, env=env).split())
+
+
+def drop_entry(root: Path) -> dict:
+    lines = ops(root)
+    entry = [e for e in lines if e.get("command") == "drop"][-1]
+    done = [e for e in lines if e.get("done") == entry["id"]]
+    progress = [{k: v for k, v in e.items() if k != "progress"} for e in lines if e.get("progress") == entry["id"]]
+    return {"entry": {k: entry[k] for k in ("command", "status", "parent")}, "plan_actions": entry["plan"]["actions"],
+            "result": done[-1]["result"] if done else None, "progress": progress,
+            "steps": sorted(e["command"] for e in lines if e.get("parent") == entry["id"])}
+
+
+@pytest.mark.parametrize("leave", [True, False])
+def test_drop_same_as_tether_vcs(pair, env, leave):
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        feature_work(d, env, runner, leave)
+        root = d["root"]
+        preview = runner.json("drop", "feat", cwd=root)
+        text = runner("drop", "feat", cwd=root).stdout
+        assert text.endswith("(not applied; `--no-dry-run` drops it)\n")
+        assert "feat" in git("branch", "--list", cwd=root, env=env)
+        out = runner.json("drop", "feat", "--no-dry-run", cwd=root)
+        assert "feat" not in git("branch", "--list", "feat", cwd=root, env=env)
+        assert git("symbolic-ref", "--short", "HEAD", cwd=root, env=env).strip() == "main"
+        assert WSFEAT not in branches(d["store"], env)
+        ws = (root / ".tether/workspace.toml").read_text()
+        assert 'bookmark = "main"' in ws
+        results[name] = norm({"preview": preview, "out": out, "journal": drop_entry(root),
+                              "tags": tags(d["store"], env), "text": text}, base)
+    o, t = results["ours"], results["theirs"]
+    for k in o:
+        assert o[k] == t[k], (k, json.dumps(o[k], indent=1, sort_keys=True), json.dumps(t[k], indent=1, sort_keys=True))
+    assert len(o["out"]["abandoned"]) == 1
+
+
+def test_drop_refusals_same_as_tether_vcs(pair, env):
+    for name, (base, d, runner) in pair.items():
+        root = d["root"]
+        errors = []
+        for args in (["main"], ["nope"], ["feat", "--to", "nope"]):
+            if args[0] == "feat":
+                runner("new", "-b", "feat", cwd=root)
+            p = runner("drop", *args, cwd=root, check=False)
+            assert p.returncode == 1, p
+            errors.append(p.stderr)
+        runner("new", "main", cwd=root)
+        wt = add_worktree(root, env, runner, "peer")
+        runner("new", "feat", cwd=wt)
+        p = runner("drop", "feat", cwd=root, check=False)
+        assert p.returncode == 1
+        errors.append(re.sub(r"[0-9a-f]{8}", "<ws>", p.stderr))
+        results = errors
+        if name == "ours":
+            ours = results
+        else:
+            assert ours == results
+    assert "'main' is the trunk bookmark; it cannot be dropped" in ours[0]
+    assert "no bookmark 'nope'" in ours[1]
+
+
+def test_drop_from_saved_plan_each_applies_the_others(pair, env, tmp_path):
+    (ob, od, ours), (tb, td, theirs) = pair["ours"], pair["theirs"]
+    for maker, applier, d in ((ours, theirs, od), (theirs, ours, td)):
+        feature_work(d, env, maker, True)
+        plan = tmp_path / f"drop-{id(d)}.json"
+        maker("drop", "feat", "--plan", str(plan), cwd=d["root"])
+        applier("drop", "feat", "--from-plan", str(plan), cwd=d["root"])
+        assert "feat" not in git("branch", "--list", "feat", cwd=d["root"], env=env)
+        assert WSFEAT not in branches(d["store"], env)
