@@ -150,6 +150,7 @@ typedef struct tt_new_opts {
 	bool keep;             /* keep working refs; refresh the baseline only */
 	int eager;             /* 1 fork now, 0 lazily, -1 tether.toml [new] fork */
 	bool discard;          /* reset branches holding writes no commit pinned */
+	bool adopt;            /* take the bookmark's existing store branches as they are */
 } tt_new_opts;
 
 /*

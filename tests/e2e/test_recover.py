@@ -128,3 +128,67 @@ def test_unknown_key_is_refused(tmp_path, env, tether, stores):
     root = new_dataset(tmp_path, env, tether, "ds", DS, stores)
     out = tether("recover", "nope", cwd=root, check=False)
     assert out.returncode == 1 and "nope" in out.stderr
+
+
+def write_on_branch(store: Path, branch: str, env) -> str:
+    git("switch", "-q", branch, cwd=store, env=env)
+    commit_file(store, "b.txt", "never committed by the dataset\n", env)
+    git("switch", "-q", "main", cwd=store, env=env)
+    return git("rev-parse", branch, cwd=store, env=env).strip()
+
+
+def test_new_adopt_takes_the_lost_branches_as_they_are(tmp_path, env, tether, ref, stores):
+    """The recover steps, run: a commit on the trunk, then `new -b feat
+    --adopt` takes feat's branches with the write nobody committed; both
+    implementations print and record the same."""
+    lost = new_dataset(tmp_path, env, tether, "lost", DS, stores)
+    tether("commit", "-m", "first", cwd=lost)
+    tether("new", "-b", "feat", "--eager", cwd=lost)
+    branch = f"tether.ws.{DS}.feat"
+    head = write_on_branch(stores["code"], branch, env)
+    shutil.rmtree(lost)
+    outs = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = new_dataset(tmp_path, env, runner, f"again-{name}", DS, stores)
+        runner("commit", "-m", "Recover main", cwd=root)
+        args = ["new", "-b", "feat", "--adopt", "--", "main"]
+        plan = json.loads(runner("new", "-b", "feat", "--adopt", "--dry-run", "--json", "main", cwd=root).stdout)
+        text = runner(*args, cwd=root).stdout
+        assert git("rev-parse", branch, cwd=stores["code"], env=env).strip() == head
+        outs[name] = {"plan": [(a["op"], a["key"], a["target"], a["detail"]) for a in plan["actions"]],
+                      "text": text, "ws": (root / ".tether/workspace.toml").read_text()}
+        # the next commit pins the adopted write
+        runner("commit", "-m", "Recover feat", cwd=root)
+        m = (root / ".tether/objects/code.toml").read_text()
+        assert head in m
+        git("switch", "-q", "main", cwd=root, env=env)
+        shutil.rmtree(root / ".tether")  # let the other implementation start afresh on the same stores
+        git("checkout", "-q", "--", ".", cwd=root, env=env)
+    assert outs["ours"]["plan"] == outs["theirs"]["plan"]
+    assert outs["ours"]["text"] == outs["theirs"]["text"]
+    assert "(adopted as it is; at sha=" in outs["ours"]["text"]
+
+
+def test_new_adopt_refusals_same_as_tether_vcs(tmp_path, env, tether, ref, stores):
+    msgs = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = new_dataset(tmp_path, env, runner, f"ds-{name}", DS, stores)
+        runner("commit", "-m", "first", cwd=root)
+        a = runner("new", "main", "--adopt", cwd=root, check=False)
+        b = runner("new", "-b", "x", "--adopt", "--keep", cwd=root, check=False)
+        msgs[name] = (a.returncode, a.stderr, b.returncode, b.stderr)
+    assert msgs["ours"] == msgs["theirs"]
+    assert msgs["ours"][0] == 1 and msgs["ours"][2] == 1
+
+
+def test_open_with_password_same_as_tether_vcs(tmp_path, env, tether, ref, stores):
+    """--with-password is accepted; an address with no credential prints
+    the same either way, and --json ignores it."""
+    root = new_dataset(tmp_path, env, tether, "ds", DS, stores)
+    tether("commit", "-m", "first", cwd=root)
+    for args in (["open", "code"], ["open", "code", "--with-password"]):
+        ours, theirs = tether(*args, cwd=root), ref(*args, cwd=root)
+        assert ours.stdout == theirs.stdout, args
+    plain = tether.json("open", "code", cwd=root)
+    assert tether.json("open", "code", "--with-password", cwd=root) == plain
+    assert ref.json("open", "code", "--with-password", cwd=root)["address"] == plain["address"]
