@@ -2,7 +2,10 @@
  * util/fault.h - crash injection for tests.
  *
  * TETHER_FAULT names a point ("commit:after-journal", "commit:after-pin",
- * "commit:before-vcs-commit", "commit:after-vcs-commit", ...); when the
+ * "commit:before-vcs-commit", "commit:after-vcs-commit", ...; the rest of
+ * the lifecycle: "drop:after-journal", "drop:after-leave",
+ * "drop:after-delete-bookmark", "abandon:after-rewrite",
+ * "abandon:after-journal", "forget-workspace:after-journal"); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave
  * things.  Tests then check that rerunning the command, `repair` or `gc`
