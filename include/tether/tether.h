@@ -262,6 +262,20 @@ int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delet
 		 tt_error *err);
 
 /*
+ * upgrade: bring a dataset an older tether-vcs wrote to this format.
+ * tt_repo_open_outdated opens one whose tether.toml records an older
+ * version (only for this).  dry_run: plan only; from_plan: apply a saved
+ * plan.  *out: {from_version, to_version, renamed_pins, renamed_branches,
+ * rewritten_commits, refingerprinted, rewritten_manifests,
+ * rewritten_indexes, copied_listings, failed, vcs_commit}.  A dataset that
+ * needs a part this build lacks is refused, naming it, before anything is
+ * written.
+ */
+int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err);
+int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
+		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
  * This checkout's journal, newest first (at most limit entries): *out the
  * `ops --json` list, *text (may be NULL) the text lines.
  */

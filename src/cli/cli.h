@@ -83,7 +83,7 @@ extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_s
 	cmd_commit, cmd_verify, cmd_log, cmd_diff, cmd_new, cmd_open, cmd_promote, cmd_gc, cmd_ops,
 	cmd_pull, cmd_undo, cmd_repair, cmd_restore;
 /* The rest of the lifecycle. */
-extern const cli_cmd cmd_recover, cmd_forget_workspace, cmd_abandon, cmd_drop;
+extern const cli_cmd cmd_recover, cmd_forget_workspace, cmd_abandon, cmd_drop, cmd_upgrade;
 /* tether-vcs's _print_gc_report (cmd_gc.c). */
 void cli_print_gc_report(const json_t *report);
 

@@ -15,13 +15,14 @@ static const cli_cmd *const commands[] = {
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
 	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop,
+	&cmd_upgrade,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* Commands of tether that this build does not have yet: named, so a user
  * gets a clear answer instead of "unknown command". */
 static const char *const later[] = {
-	"upgrade", "export", "publish", "import",
+	"export", "publish", "import",
 };
 
 static void print_main_help(void)
