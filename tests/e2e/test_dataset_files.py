@@ -260,6 +260,9 @@ def test_help_and_version(tmp_path, tether):
         assert h1 == h2 and h1.startswith(f"usage: tether {cmd} ")
     proc = tether("frobnicate", cwd=tmp_path, check=False)
     assert proc.returncode == 2
-    proc = tether("drop", cwd=tmp_path, check=False)
+    proc = tether("export", cwd=tmp_path, check=False)
     assert proc.returncode == 1 and "not built into this tether" in proc.stderr
+    for cmd in ("recover", "drop", "abandon", "forget-workspace", "upgrade"):
+        assert f"  {cmd} " in top
+        assert tether("help", cmd, cwd=tmp_path).stdout.startswith(f"usage: tether {cmd} ")
     assert tether(cwd=tmp_path, check=False).returncode == 2
