@@ -550,6 +550,27 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 		       err)) < 0)
 		goto out;
 	gitdir = tt_strdup(b.ptr);
+	if (!gitdir) {
+		rc = tt_error_oom(err);
+		goto out;
+	}
+	{
+		/* Throwaway worktrees an interrupted abandon left behind go first. */
+		json_t *roots = NULL;
+		tt_error ig = TT_ERROR_INIT;
+		char *prefix = tt_asprintf("%s/tether-abandon-", gitdir);
+		if (prefix && v->ops->workspace_roots(v, &roots, &ig) == 0) {
+			size_t k;
+			json_t *r;
+			json_array_foreach(roots, k, r)
+				if (strncmp(json_string_value(r), prefix, strlen(prefix)) == 0)
+					genv(v, NULL, (const char *const[]){ "worktree", "remove", "--force", json_string_value(r),
+									     NULL }, NULL, NULL, NULL, &status, &ig);
+		}
+		tt_error_clear(&ig);
+		json_decref(roots);
+		free(prefix);
+	}
 	for (size_t i = 0; i < n; i++) {
 		char *id = NULL;
 		if ((rc = v->ops->resolve(v, revs[i], &id, err)) < 0)
