@@ -192,3 +192,22 @@ def test_open_with_password_same_as_tether_vcs(tmp_path, env, tether, ref, store
     plain = tether.json("open", "code", cwd=root)
     assert tether.json("open", "code", "--with-password", cwd=root) == plain
     assert ref.json("open", "code", "--with-password", cwd=root)["address"] == plain["address"]
+
+
+def test_legacy_per_workspace_branches_get_restore_steps(tmp_path, env, tether, ref, stores):
+    """Branches named before bookmarks (tether.ws.<ds>.<ws8>.<key...>) are
+    listed per workspace, each with a `restore --at` onto recover-<ws>,
+    and refs with no readable id are flagged - as tether-vcs reports them."""
+    for repo in stores.values():
+        git("branch", f"tether.ws.{DS}.1234abcd.code-a1b2c3", cwd=repo, env=env)
+    git("branch", f"tether.ws.{DS}.feat", cwd=stores["code"], env=env)
+    git("branch", f"tether.ws.{DS}.feat.2", cwd=stores["code"], env=env)
+    git("branch", "tether.ws.nothex.x", cwd=stores["docs"], env=env)
+    git("tag", f"tether.{DS}.00112233aabbccdd", cwd=stores["docs"], env=env)
+    root = new_dataset(tmp_path, env, tether, "again", DS, stores)
+    report, text = same_report(tether, ref, root)
+    legacy = report["datasets"][0]["legacy"]
+    assert legacy and legacy[0]["workspace"] == "1234abcd"
+    assert any("restore --at" in (s["command"] or "") for s in report["steps"])
+    assert "feat (generation 2)" in text
+    assert report["objects"][1]["unrecognized"] == ["tether.ws.nothex.x"]
