@@ -81,6 +81,6 @@ jj_bin=$(scripts/jj-path.sh)
 if [ ! -x "$jj_bin" ]; then
   command -v cargo >/dev/null || { say "cargo (Rust) is required to build jj-cli $JJ_VERSION"; exit 1; }
   say "building jj-cli $JJ_VERSION into $(dirname "$(dirname "$jj_bin")") (long; once per machine)"
-  nice -n 10 cargo install jj-cli --version "$JJ_VERSION" --locked -j "${JJ_BUILD_JOBS:-1}" \
+  nice -n 10 cargo install jj-cli --version "$JJ_VERSION" --locked -j "${JJ_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
     --root "$(dirname "$(dirname "$jj_bin")")" >&2
 fi
