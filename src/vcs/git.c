@@ -1014,7 +1014,12 @@ int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *
 	int rc = 0;
 
 	*out = NULL;
-	if (jj_root && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
+	/* A colocated jj repository (.jj beside .git) is driven through its
+	 * .git: jj imports what git commits and branches (its bookmarks) on
+	 * its next command.  A jj repository without a git working copy here
+	 * needs the jj adapter. */
+	bool colocated = jj_root && git_root && strcmp(jj_root, git_root) == 0;
+	if (jj_root && !colocated && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
 		rc = tt_error_set(err, TT_EVCS, "the dataset at %s is a jj repository; this tether "
 				  "drives git only so far", jj_root);
 		if (git_root)
