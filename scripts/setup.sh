@@ -71,3 +71,17 @@ if [ "$(cat "$icj/.version" 2>/dev/null)" != "$ICECHUNK_JS_VERSION" ]; then
     npm install -s --no-audit --no-fund --cpu=wasm32 "@earthmover/icechunk-wasm32-wasi@$ICECHUNK_JS_VERSION")
   echo "$ICECHUNK_JS_VERSION" > "$icj/.version"
 fi
+
+# --- real jj (jj-cli from crates.io) for the colocated-jj tests ---------------
+# A long build (tens of minutes on two cores), so the binary lives in a
+# per-machine cache outside the checkout, keyed by version: a fresh clone or
+# a CI run on a machine that built it once reuses it.  The tests find it
+# through $TETHER_JJ or this path (scripts/jj-path.sh prints it).
+JJ_VERSION=${JJ_VERSION:-$(scripts/jj-path.sh --version)}
+jj_bin=$(scripts/jj-path.sh)
+if [ ! -x "$jj_bin" ]; then
+  command -v cargo >/dev/null || { say "cargo (Rust) is required to build jj-cli $JJ_VERSION"; exit 1; }
+  say "building jj-cli $JJ_VERSION into $(dirname "$(dirname "$jj_bin")") (long; once per machine)"
+  nice -n 10 cargo install jj-cli --version "$JJ_VERSION" --locked -j "${JJ_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
+    --root "$(dirname "$(dirname "$jj_bin")")" >&2
+fi

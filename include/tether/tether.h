@@ -152,6 +152,7 @@ typedef struct tt_new_opts {
 	bool keep;             /* keep working refs; refresh the baseline only */
 	int eager;             /* 1 fork now, 0 lazily, -1 tether.toml [new] fork */
 	bool discard;          /* reset branches holding writes no commit pinned */
+	bool adopt;            /* take the bookmark's existing store branches as they are */
 } tt_new_opts;
 
 /*
@@ -225,6 +226,62 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool a
  */
 int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
 		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len,
+		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
+ * recover: tether's refs in each selected object's store (selectors: keys
+ * or "prefix/"; none: every object, scoped false), grouped by the dataset
+ * id they carry, and the steps that take them back.  Read-only.  *out: the
+ * `recover --json` object {dataset_id, trunk, pinned, suggested_dataset_id,
+ * scoped, objects, datasets, steps}; an object whose store could not be
+ * listed carries its "error" (the call still succeeds).
+ */
+int tt_repo_recover(tt_repo *repo, const char *const *selectors, size_t n, bool scoped, json_t **out,
+		    tt_error *err);
+
+/*
+ * forget-workspace: remove a workspace's workspace.toml and ops.jsonl and
+ * have the VCS stop tracking its checkout (git's main worktree stays).
+ * workspace_id: full or 8 characters (NULL: this one).  dry_run: plan only
+ * (*plan_json, *plan_text).  from_plan: apply that saved plan.  *out:
+ * {workspace, removed_files, vcs, failed}.
+ */
+int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
+			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
+ * abandon: drop the commits revs name from VCS history, later commits
+ * keeping their manifests exactly; a bookmark on one moves to the nearest
+ * kept ancestor.  Then plan gc (applied when gc).  Journaled, not
+ * undoable.  *out: {abandoned, gc_plan, gc_applied, gc_report (when
+ * applied), bookmarks_moved, gc_plan_text}.
+ */
+int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err);
+
+/*
+ * drop: throw bookmark away - leave it when this checkout is on it (for
+ * to, default the trunk), drop the commits only it reaches, delete it,
+ * then gc --prune-bookmarks for its branches alone (force_prune: also those
+ * holding unpinned writes; delete_stores: the experimental created-store
+ * step).  dry_run: plan only.  from_plan: apply that saved plan.  *out:
+ * {bookmark, left_for, abandoned, gc: the gc report}.  Not undoable.
+ */
+int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
+		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
+		 tt_error *err);
+
+/*
+ * upgrade: bring a dataset an older tether-vcs wrote to this format.
+ * tt_repo_open_outdated opens one whose tether.toml records an older
+ * version (only for this).  dry_run: plan only; from_plan: apply a saved
+ * plan.  *out: {from_version, to_version, renamed_pins, renamed_branches,
+ * rewritten_commits, refingerprinted, rewritten_manifests,
+ * rewritten_indexes, copied_listings, failed, vcs_commit}.  A dataset that
+ * needs a part this build lacks is refused, naming it, before anything is
+ * written.
+ */
+int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err);
+int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
 
 /*

@@ -86,5 +86,9 @@ extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_s
  * ("  <table padded>  <n:>7> row(s)", cmd_export.c). */
 extern const cli_cmd cmd_export, cmd_publish, cmd_import;
 void cli_print_row_counts(const json_t *counts);
+/* The rest of the lifecycle. */
+extern const cli_cmd cmd_recover, cmd_forget_workspace, cmd_abandon, cmd_drop, cmd_upgrade;
+/* tether-vcs's _print_gc_report (cmd_gc.c). */
+void cli_print_gc_report(const json_t *report);
 
 #endif

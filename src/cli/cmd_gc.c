@@ -285,3 +285,8 @@ const cli_cmd cmd_gc = {
 	"exit status 3 if anything was released.",
 	opts, 0, 0, run,
 };
+
+void cli_print_gc_report(const json_t *report)
+{
+	print_report(report);
+}

@@ -11,7 +11,7 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT, unforked = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
-	json_t *out = NULL;
+	json_t *out = NULL, *adopted_detail = NULL;
 	char *pj = NULL, *pt = NULL;
 	tt_buf saved = TT_BUF_INIT;
 	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
@@ -30,6 +30,7 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		.keep = cli_flag(cmd, a, "keep"),
 		.eager = cli_flag(cmd, a, "eager") ? 1 : cli_flag(cmd, a, "lazy") ? 0 : -1,
 		.discard = cli_flag(cmd, a, "discard"),
+		.adopt = cli_flag(cmd, a, "adopt"),
 	};
 	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
 		goto done;
@@ -49,6 +50,8 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		rc = cli_show_plan(cmd, a, pj, pt);
 		goto done;
 	}
+	adopted_detail = json_incref(json_object_get(out, "adopted_detail"));
+	json_object_del(out, "adopted_detail");
 	if (cli_flag(cmd, a, "json")) {
 		rc = cli_print_json(out);
 		goto done;
@@ -79,9 +82,14 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		json_t *k;
 		json_array_foreach(keys, i, k)
 			present |= strcmp(json_string_value(k), key) == 0;
-		printf("  %s -> %s%s\n", key, json_string_value(ref),
-		       present ? "" : "  (not at this revision; branch kept for gc)");
+		const char *how = json_string_value(json_object_get(adopted_detail, key));
+		if (how)
+			printf("  %s -> %s  (%s)\n", key, json_string_value(ref), how);
+		else
+			printf("  %s -> %s%s\n", key, json_string_value(ref),
+			       present ? "" : "  (not at this revision; branch kept for gc)");
 	}
+	json_decref(adopted_detail);
 	json_decref(keys);
 	json_object_foreach(json_object_get(out, "pending_forks"), key, ref)
 		printf("  %s -> %s  (created on first writable open)\n", key, json_string_value(ref));
@@ -95,6 +103,7 @@ done:
 	free(pj);
 	free(pt);
 	tt_buf_release(&saved);
+	json_decref(adopted_detail);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;
@@ -108,6 +117,11 @@ static const cli_opt new_opts[] = {
 	{ "eager", 0, OPT_FLAG, NULL, "Create every working branch now." },
 	{ "lazy", 0, OPT_FLAG, NULL, "Create working branches on the first writable open (default)." },
 	{ "discard", 0, OPT_FLAG, NULL, "Reset working branches even if they hold uncommitted writes." },
+	{ "adopt", 0, OPT_FLAG, NULL,
+	  "Take the bookmark's existing store branches (tether.ws.<dataset>.<bookmark>, its highest .N "
+	  "generation where there are several) as they are, whatever they hold -- the branches of a dataset "
+	  "whose repository was lost (`tether recover`). Objects with no such branch fork as usual. Not on "
+	  "the trunk." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Show which branches would be forked; write nothing." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
 	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
@@ -116,7 +130,7 @@ static const cli_opt new_opts[] = {
 };
 
 const cli_cmd cmd_new = {
-	"new", "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] "
+	"new", "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] [--adopt] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	"Start working on a bookmark: its store branches become your working refs.",
 	"`tether new -b NAME [REV]` creates bookmark NAME (at REV, default here) and forks a\n"
@@ -150,13 +164,20 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 		const char *k;
 		json_t *v;
 		json_object_foreach(out, k, v)
-			if (!json_object_get(shown, k))
+			if (!json_object_get(shown, k) && strcmp(k, "url_with_password") != 0)
 				json_object_set(shown, k, v);
 		rc = cli_print_json(shown);
 		json_decref(shown);
 		goto done;
 	}
-	printf("%s\n", json_string_value(json_object_get(out, "address")));
+	/* A connection URL is redacted unless asked (shell history and CI
+	 * logs keep stdout); a backend whose handle carries a credential puts
+	 * the full URL in url_with_password.  Never under --json. */
+	const json_t *full = json_object_get(out, "url_with_password");
+	if (cli_flag(cmd, a, "with-password") && json_is_string(full))
+		printf("%s\n", json_string_value(full));
+	else
+		printf("%s\n", json_string_value(json_object_get(out, "address")));
 done:
 	json_decref(out);
 	tt_repo_free(repo);
@@ -167,12 +188,15 @@ static const cli_opt open_opts[] = {
 	{ "rev", 'r', OPT_VALUE, "REV", "Open read-only at what this dataset commit pinned." },
 	{ "read-only", 0, OPT_FLAG, NULL, "A read-only handle." },
 	{ "writable", 0, OPT_FLAG, NULL, "A writable handle (forkable objects; forks lazily)." },
+	{ "with-password", 0, OPT_FLAG, NULL,
+	  "Print a connection URL with its password (Neon); by default the password is redacted. "
+	  "Never honoured under --json." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_open = {
-	"open", "KEY [-r REV] [--read-only | --writable] [--json]",
+	"open", "KEY [-r REV] [--read-only | --writable] [--with-password] [--json]",
 	"Print the native address of an object's handle.",
 	"Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
 	"deferred fork is created first -- and everything else read-only.  With -r REV the\n"

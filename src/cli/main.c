@@ -18,15 +18,10 @@ static const cli_cmd *const commands[] = {
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
 	&cmd_export, &cmd_publish, &cmd_import,
+	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop,
+	&cmd_upgrade,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
-
-/* Commands of tether that this build does not have yet: named, so a user
- * gets a clear answer instead of "unknown command". */
-static const char *const later[] = {
-	"abandon", "drop", "forget-workspace",
-	"upgrade",
-};
 
 static void print_main_help(void)
 {
@@ -37,10 +32,7 @@ static void print_main_help(void)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		printf("  %-12s %s\n", commands[i]->name, commands[i]->summary);
 	printf("  %-12s %s\n", "help", "Show help for tether or one command.");
-	printf("\nnot in this build yet:");
-	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-		printf("%s %s", i ? "," : "", later[i]);
-	printf("\n\n`tether COMMAND --help` describes one command.\n");
+	printf("\n`tether COMMAND --help` describes one command.\n");
 }
 
 static const cli_cmd *find_command(const char *name)
@@ -53,13 +45,6 @@ static const cli_cmd *find_command(const char *name)
 
 static int unknown_command(const char *name)
 {
-	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
-		if (strcmp(later[i], name) == 0) {
-			fprintf(stderr, "error: `tether %s` is not built into this tether (%s) yet\n", name,
-				tt_version());
-			return EXIT_ERROR;
-		}
-	}
 	return cli_usage_error(NULL, "no such command '%s'", name);
 }
 

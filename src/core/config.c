@@ -121,6 +121,14 @@ static int check_backend_table(const toml_value *tbl, const char *kind, const ch
 	return 0;
 }
 
+/* `upgrade` reads a dataset of an older format (this thread only). */
+static _Thread_local bool accept_outdated;
+
+void tt_config_accept_outdated(bool yes)
+{
+	accept_outdated = yes;
+}
+
 int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file, tt_error *err)
 {
 	toml_value *doc = NULL;
@@ -153,7 +161,7 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 		tt_error_hint(err, "upgrade tether to a release that reads format %lld", (long long)version);
 		goto done;
 	}
-	if (version < TT_CONFIG_VERSION) {
+	if (version < TT_CONFIG_VERSION && !accept_outdated) {
 		rc = tt_error_set(err, TT_ECONFIG, "%s: tether.toml is version %lld; this tether expects %d",
 				  file, (long long)version, TT_CONFIG_VERSION);
 		tt_error_hint(err, "bring the dataset forward with tether-vcs 0.1.0b7 (`pip install "

@@ -51,6 +51,9 @@ int tt_config_new(tt_config *c, const char *dataset_id, tt_error *err);
  */
 int tt_config_parse(tt_config *c, const char *text, size_t len, const char *filename, tt_error *err);
 int tt_config_load(tt_config *c, const char *root, tt_error *err);
+/* Let this thread's parses accept a [tether] version older than this
+ * tether's (for `upgrade` only; c->version then tells). */
+void tt_config_accept_outdated(bool yes);
 /* The file as tether-vcs writes it. */
 int tt_config_render(tt_buf *out, const tt_config *c, tt_error *err);
 int tt_config_save(const tt_config *c, const char *root, tt_error *err);

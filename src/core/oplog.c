@@ -102,6 +102,21 @@ int tt_oplog_record(const char *root, const char *command, json_t *result, json_
 	return rc;
 }
 
+int tt_oplog_record_plan(const char *root, const char *command, json_t *plan, json_t *result, json_t *pre,
+			 const char *parent, char *id_out, tt_error *err)
+{
+	char id[TT_OP_ID_LEN + 1];
+	int rc;
+	json_t *e = new_entry(command, plan, result, pre, NULL, parent, "done", id, err);
+	if (!e)
+		return err && err->code ? err->code : TT_ENOMEM;
+	rc = tt_oplog_append(root, e, err);
+	json_decref(e);
+	if (rc == 0 && id_out)
+		memcpy(id_out, id, sizeof id);
+	return rc;
+}
+
 int tt_oplog_begin_ex(const char *root, const char *command, json_t *plan, json_t *pre,
 		      const char *undoes, const char *parent, char id_out[TT_OP_ID_LEN + 1],
 		      tt_error *err)

@@ -42,6 +42,11 @@ void tt_now_iso_micro(char out[40]);
 int tt_oplog_record(const char *root, const char *command, json_t *result, json_t *pre,
 		    char *id_out, tt_error *err);
 
+/* The same with the applied plan (Plan.to_dict(); NULL: null) and the
+ * operation it is a step of (NULL: none): Repo._log_op. */
+int tt_oplog_record_plan(const char *root, const char *command, json_t *plan, json_t *result, json_t *pre,
+			 const char *parent, char *id_out, tt_error *err);
+
 /* Append any line (already shaped) and fsync. */
 int tt_oplog_append(const char *root, json_t *line, tt_error *err);
 

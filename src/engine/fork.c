@@ -284,6 +284,102 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 	return 0;
 }
 
+/* new --adopt for one object: this dataset's branch for bookmark in its
+ * store, taken as it is (the highest generation where the store made
+ * siblings), or a refusal when the store cannot say.  1: an action was
+ * planned; 0: no such branch (fork as usual). */
+static long adopt_generation(const char *ref)
+{
+	const char *dot = strrchr(ref, '.');
+	if (!dot || !dot[1] || strncmp(ref, TT_WORKING_REF_PREFIX, strlen(TT_WORKING_REF_PREFIX)) != 0)
+		return 0;
+	for (const char *p = dot + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return 0;
+	return strtol(dot + 1, NULL, 10);
+}
+
+static int plan_adopt(tt_repo *repo, tt_plan *plan, const tt_manifest *m, tt_backend *b, const char *bookmark,
+		      tt_error *err)
+{
+	json_t *refs = NULL, *found = json_array(), *full = NULL, *head = NULL, *params = NULL;
+	char *slug = NULL, *wanted = NULL;
+	tt_error lerr = TT_ERROR_INIT;
+	tt_buf d = TT_BUF_INIT, hs = TT_BUF_INIT;
+	int rc = 0;
+	if (!found || (rc = tt_bookmark_slug(&slug, bookmark, err)) < 0 ||
+	    (rc = tt_working_ref_name(&wanted, repo->config.dataset_id, bookmark, err)) < 0)
+		goto done;
+	if (!b->ops->list_working_refs || b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+		tt_buf_printf(&d, "could not list branches (%s); whether %s's branch exists is unknown, so there is nothing "
+				  "to adopt or fork", lerr.code ? tt_error_text(&lerr) : "cannot list", bookmark);
+		rc = tt_plan_action(plan, "refuse", m->key, m->kind, wanted, d.ptr, NULL, err);
+		rc = rc < 0 ? rc : 1;
+		goto done;
+	}
+	/* this dataset's branches of the bookmark: the name, or name.<n> */
+	size_t i, wl = strlen(wanted);
+	json_t *r;
+	json_array_foreach(refs, i, r) {
+		const char *ref = json_string_value(r);
+		if (!ref || strncmp(ref, wanted, wl) != 0)
+			continue;
+		if (ref[wl] == '\0' || (ref[wl] == '.' && adopt_generation(ref) > 0 && !strchr(ref + wl + 1, '.')))
+			json_array_append(found, r);
+	}
+	if (!json_array_size(found))
+		goto done;
+	/* stable sort by generation (none = 1) */
+	for (size_t a2 = 1; a2 < json_array_size(found); a2++)
+		for (size_t c = a2; c > 0; c--) {
+			long g1 = adopt_generation(json_string_value(json_array_get(found, c - 1)));
+			long g2 = adopt_generation(json_string_value(json_array_get(found, c)));
+			if ((g1 ? g1 : 1) <= (g2 ? g2 : 1))
+				break;
+			json_t *t = json_incref(json_array_get(found, c));
+			json_array_set(found, c, json_array_get(found, c - 1));
+			json_array_set_new(found, c - 1, t);
+		}
+	const char *ref = json_string_value(json_array_get(found, json_array_size(found) - 1));
+	tt_error_clear(&lerr);
+	if (b->ops->fingerprint(b, m->locator, ref, &full, &lerr) < 0) {
+		tt_buf_printf(&d, "%s exists but its head could not be read (%s); it is not adopted blind", ref,
+			      tt_error_text(&lerr));
+		rc = tt_plan_action(plan, "refuse", m->key, m->kind, ref, d.ptr, NULL, err);
+		rc = rc < 0 ? rc : 1;
+		goto done;
+	}
+	long gen = adopt_generation(ref);
+	tt_short_state(&hs, full);
+	tt_buf_puts(&d, "adopted ");
+	if (json_array_size(found) > 1)
+		tt_buf_printf(&d, "as it is: generation %ld, the highest of %zu", gen ? gen : 1, json_array_size(found));
+	else
+		tt_buf_puts(&d, "as it is");
+	tt_buf_printf(&d, "; at %s, %s", hs.ptr,
+		      same_state(m, full, m->state) ? "the pin" : "writes no commit here pins; the next commit pins them");
+	const json_t *mine = json_object_get(repo->ws.working_refs, m->key);
+	const json_t *fp = json_is_string(mine) && strcmp(json_string_value(mine), ref) == 0
+				   ? json_object_get(repo->ws.fork_points, m->key)
+				   : NULL;
+	params = json_pack("{s:O,s:O,s:b,s:o}", "head", full, "fork_point", fp ? fp : (m->state ? m->state : json_null()),
+			   "adopted", 1, "generation", gen ? json_integer(gen) : json_null());
+	rc = params ? tt_plan_action(plan, "adopt", m->key, m->kind, ref, d.ptr, params, err) : tt_error_oom(err);
+	rc = rc < 0 ? rc : 1;
+done:
+	tt_error_clear(&lerr);
+	tt_buf_release(&d);
+	tt_buf_release(&hs);
+	free(slug);
+	free(wanted);
+	json_decref(refs);
+	json_decref(found);
+	json_decref(full);
+	json_decref(head);
+	json_decref(params);
+	return rc;
+}
+
 int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_error *err)
 {
 	tt_manifest_set at = { 0 };
@@ -296,6 +392,11 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 	int rc;
 
 	*out = NULL;
+	if (o->adopt && (o->keep || o->discard)) {
+		rc = tt_error_set(err, TT_ECONFIG, "--adopt takes the bookmark's branches as they are; %s",
+				  o->keep ? "--keep keeps this workspace's working refs instead" : "--discard would reset them");
+		goto done;
+	}
 	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, &resolved, err)) < 0)
 		goto done;
 	if (o->rev)
@@ -374,6 +475,23 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 			goto done;
 	const char *trunk = tt_config_trunk(&repo->config);
 	bool on_trunk = bookmark && strcmp(bookmark, trunk) == 0;
+	if (o->adopt) {
+		tt_plan_set_context(plan, "adopt", json_true(), err);
+		if (!bookmark || on_trunk) {
+			tt_buf d = TT_BUF_INIT;
+			if (bookmark)
+				tt_buf_printf(&d, "--adopt takes a bookmark's own store branches; the trunk '%s' has none -- its "
+						  "working refs are the upstream branches themselves", bookmark);
+			else
+				tt_buf_puts(&d, "--adopt needs a bookmark: `tether new -b NAME --adopt`, or `tether new NAME "
+						"--adopt` to join one");
+			json_t *params = json_pack("{s:s?}", "bookmark", bookmark);
+			rc = tt_plan_action(plan, "refuse", NULL, NULL, NULL, d.ptr, params, err);
+			json_decref(params);
+			tt_buf_release(&d);
+			goto preconditions;
+		}
+	}
 	if (o->keep) {
 		rc = tt_plan_note(plan, "keep: refresh the baseline only; working refs unchanged", err);
 		goto preconditions;
@@ -493,6 +611,19 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 			if (rc < 0)
 				break;
 			continue;
+		}
+		if (o->adopt) {
+			int taken = plan_adopt(repo, plan, m, b, bookmark, err);
+			if (taken < 0) {
+				rc = taken;
+				free(scope_key);
+				break;
+			}
+			if (taken) {
+				json_object_set_new(scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", "adopt"));
+				free(scope_key);
+				continue;
+			}
 		}
 		/* The bookmark's branch may already exist: its head decides. */
 		json_t *refs = NULL, *head = NULL;
@@ -809,7 +940,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		rc = pre ? err->code : tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, NULL, op_id, err)) < 0)
+	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, repo->op_parent, op_id, err)) < 0)
 		goto done;
 	tt_fault("new:after-journal");
 	if (create) {
@@ -1392,10 +1523,20 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size
 		if (!partial)
 			goto done;
 	}
-	if (out)
-		*out = json_pack("{s:s?,s:O,s:O,s:O,s:{}}", "bookmark", repo->ws.bookmark, "working_refs",
+	if (out) {
+		json_t *adopted = json_object(), *details = json_object();
+		for (size_t i = 0; adopted && details && i < tt_plan_action_count(plan); i++) {
+			tt_plan_action_view a;
+			tt_plan_action_at(plan, i, &a);
+			if (strcmp(a.op, "adopt") == 0 && json_is_true(json_object_get(a.params, "adopted"))) {
+				json_object_set_new(adopted, a.key, json_string(a.target));
+				json_object_set_new(details, a.key, json_string(a.detail));
+			}
+		}
+		*out = json_pack("{s:s?,s:O,s:O,s:O,s:o,s:o}", "bookmark", repo->ws.bookmark, "working_refs",
 				 repo->ws.working_refs, "pending_forks", repo->ws.pending_forks, "fork_points",
-				 repo->ws.fork_points, "adopted");
+				 repo->ws.fork_points, "adopted", adopted, "adopted_detail", details);
+	}
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);

@@ -118,6 +118,16 @@ done:
 	return rc;
 }
 
+static void append_unique_str(json_t *arr, const char *v)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x)
+		if (strcmp(json_string_value(x), v) == 0)
+			return;
+	json_array_append_new(arr, json_string(v));
+}
+
 /* repo->warnings, each text once (as Python's warnings registry shows it). */
 static void warn(tt_repo *repo, char *msg)
 {
@@ -550,6 +560,8 @@ typedef struct gc_walk {
 	json_t *sigs;        /* signature set */
 	json_t *referenced;  /* pin id set */
 	json_t *skipped;     /* kind -> count */
+	json_t *excluded;    /* drop's preview: commits walked as if gone (set), or NULL */
+	tt_manifest_memo dropped; /* their manifests */
 } gc_walk;
 
 static void walk_release(gc_walk *w)
@@ -557,6 +569,8 @@ static void walk_release(gc_walk *w)
 	for (size_t i = 0; w->ns && i < w->memo.n; i++)
 		free(w->ns[i]);
 	tt_manifest_memo_release(&w->memo);
+	tt_manifest_memo_release(&w->dropped);
+	json_decref(w->excluded);
 	free(w->ns);
 	free(w->seen);
 	free(w->order);
@@ -600,6 +614,18 @@ static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *e
 	gc_walk *w = ctx;
 	const char *path;
 	json_t *text;
+	if (w->excluded && set_has(w->excluded, commit)) {
+		/* drop's preview: as if abandoned - not references, but states
+		 * a branch head of the dropped bookmark may sit on */
+		json_object_foreach(files, path, text) {
+			size_t di;
+			int rc;
+			if (tt_engine_is_manifest_path(w->reldir, path) &&
+			    (rc = tt_manifest_memo_get(&w->dropped, text, commit, path, &di, NULL, err)) < 0)
+				return rc;
+		}
+		return 0;
+	}
 	json_object_foreach(files, path, text) {
 		size_t pi;
 		bool fresh;
@@ -671,6 +697,7 @@ typedef struct gc_state {
 	json_t *published;            /* pin ids commits that left this clone name (NULL: not read) */
 	char *remotes;                /* "'origin', 'peer'" (NULL: none) */
 	char *unfetched;              /* why a remote may name pins unseen here (NULL: none) */
+	const tt_gc_scope *scope;     /* drop's, or NULL */
 } gc_state;
 
 static void state_release(gc_state *s)
@@ -781,6 +808,20 @@ static int context_and_preconditions(gc_state *s, const char *digest, const char
 			      : NULL;
 	if (!ctx)
 		return tt_error_oom(err);
+	if (s->scope) {
+		json_t *sb = json_array(), *se = json_array(), *sg = json_array();
+		for (size_t i = 0; i < s->scope->nbookmarks; i++)
+			append_unique_str(sb, s->scope->bookmarks[i]);
+		for (size_t i = 0; i < s->scope->nexcluded; i++)
+			append_unique_str(se, s->scope->excluded_commits[i]);
+		for (size_t i = 0; i < s->scope->ngone; i++)
+			append_unique_str(sg, s->scope->gone_bookmarks[i]);
+		sort_strings(sb);
+		sort_strings(se);
+		sort_strings(sg);
+		json_object_set_new(ctx, "scope", json_pack("{s:o,s:o,s:o}", "bookmarks", sb, "excluded_commits", se,
+							    "gone_bookmarks", sg));
+	}
 	json_object_foreach(ctx, k, v) {
 		if ((rc = tt_plan_set_context(s->plan, k, v, err)) < 0) {
 			json_decref(ctx);
@@ -1274,6 +1315,8 @@ typedef struct prune_ctx {
 	json_t *in_use;
 	json_t *live_ws;
 	char *my_slug;
+	json_t *dropped;     /* drop: ns -> [states the dropped commits pinned or recorded] */
+	json_t *only_slugs;  /* drop: judge only these bookmarks' branches (set), or NULL */
 } prune_ctx;
 
 static int bucket_add(json_t *bucket, const char *ns, json_t *content)
@@ -1368,6 +1411,8 @@ static int prune_setup(gc_state *s, prune_ctx *p, tt_error *err)
 	for (size_t i = 0; i < s->o->nkeep; i++)
 		if (s->o->keep_bookmarks[i])
 			set_add(live, s->o->keep_bookmarks[i]);
+	for (size_t i = 0; s->scope && i < s->scope->ngone; i++)
+		json_object_del(live, s->scope->gone_bookmarks[i]);
 	json_t *sorted = json_array();
 	json_object_foreach(live, k, v) json_array_append_new(sorted, json_string(k));
 	sort_strings(sorted);
@@ -1445,6 +1490,8 @@ static void prune_release(prune_ctx *p)
 	json_decref(p->keep_slugs);
 	json_decref(p->in_use);
 	json_decref(p->live_ws);
+	json_decref(p->dropped);
+	json_decref(p->only_slugs);
 	free(p->my_slug);
 }
 
@@ -1495,6 +1542,8 @@ static int judge_branch(gc_state *s, prune_ctx *p, const tt_manifest *m, tt_back
 			tt_buf st = TT_BUF_INIT;
 			if (list_has_value(json_object_get(p->pinned, ns), head))
 				safe = "head is pinned";
+			else if (p->dropped && list_has_value(json_object_get(p->dropped, ns), head))
+				safe = "head was committed by a dropped commit";
 			else if (*base_head && tt_pyv_eq(head, *base_head))
 				safe = "head equals the base branch";
 			else if (list_has_value(json_object_get(p->recorded, ns), head) &&
@@ -1533,6 +1582,48 @@ done:
 	return rc;
 }
 
+/* drop's scope: which bookmarks' branches to judge, and the states the
+ * dropped commits pinned or recorded. */
+static int scope_setup(gc_state *s, prune_ctx *p, tt_error *err)
+{
+	const tt_gc_scope *sc = s->scope;
+	if (!sc)
+		return 0;
+	p->only_slugs = json_object();
+	p->dropped = json_object();
+	if (!p->only_slugs || !p->dropped)
+		return tt_error_oom(err);
+	for (size_t i = 0; i < sc->nbookmarks; i++) {
+		char *slug = NULL;
+		int rc = tt_bookmark_slug(&slug, sc->bookmarks[i], err);
+		if (rc < 0)
+			return rc;
+		set_add(p->only_slugs, slug);
+		free(slug);
+	}
+	size_t total = sc->ndropped + s->w.dropped.n;
+	for (size_t i = 0; i < total; i++) {
+		const tt_manifest *m = i < sc->ndropped ? &sc->dropped[i] : &s->w.dropped.items[i - sc->ndropped];
+		tt_backend *b;
+		char *ns = NULL;
+		int rc;
+		if (!m->state || kind_gone(m->kind))
+			continue;
+		if ((rc = tt_engine_backend(s->repo, m->kind, &b, err)) < 0 ||
+		    (rc = namespace_key(b, m->kind, m->locator, &ns, err)) < 0) {
+			tt_error_object(err, m->key, m->kind);
+			return rc;
+		}
+		json_t *content = tt_content_state(b->kind, m->state);
+		rc = content ? bucket_add(p->dropped, ns, content) : -1;
+		json_decref(content);
+		free(ns);
+		if (rc < 0)
+			return tt_error_oom(err);
+	}
+	return 0;
+}
+
 static int plan_prune(gc_state *s, tt_error *err)
 {
 	tt_repo *repo = s->repo;
@@ -1541,7 +1632,7 @@ static int plan_prune(gc_state *s, tt_error *err)
 	int rc;
 	if (!systems)
 		return tt_error_oom(err);
-	if ((rc = prune_setup(s, &p, err)) < 0)
+	if ((rc = prune_setup(s, &p, err)) < 0 || (rc = scope_setup(s, &p, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < repo->objects.n; i++) {
 		const tt_manifest *m = &repo->objects.items[i];
@@ -1591,7 +1682,8 @@ static int plan_prune(gc_state *s, tt_error *err)
 				tt_ref_parts_release(&parts);
 				continue;
 			}
-			if (set_has(p.in_use, ref)) {
+			if (set_has(p.in_use, ref) ||
+			    (p.only_slugs && !(parts.slug && set_has(p.only_slugs, parts.slug)))) {
 				tt_ref_parts_release(&parts);
 				continue;
 			}
@@ -1805,7 +1897,8 @@ done:
 
 /* plan_gc: compute what gc would release, writing nothing but the seeded
  * pinned index. */
-static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err)
+static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out,
+			  tt_error *err)
 {
 	gc_state s = { 0 };
 	char digest[17], *head = NULL, *reldir = NULL;
@@ -1813,6 +1906,13 @@ static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *
 	*out = NULL;
 	s.repo = repo;
 	s.o = o;
+	s.scope = scope;
+	if (scope && scope->nexcluded) {
+		if (!(s.w.excluded = json_object()))
+			return tt_error_oom(err);
+		for (size_t i = 0; i < scope->nexcluded; i++)
+			set_add(s.w.excluded, scope->excluded_commits[i]);
+	}
 	if ((rc = check_stores(o, err)) < 0)
 		return rc;
 	if (!(s.plan = tt_plan_new("gc")) || !(s.w.sigs = json_object()) ||
@@ -1859,6 +1959,16 @@ done:
 	free(head);
 	free(reldir);
 	return rc;
+}
+
+static int plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err)
+{
+	return plan_gc_scoped(repo, o, NULL, out, err);
+}
+
+int tt_gc_plan_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out, tt_error *err)
+{
+	return plan_gc_scoped(repo, o, scope, out, err);
 }
 
 /* --- apply --------------------------------------------------------------------------- */
@@ -1999,7 +2109,7 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 			rc = pre ? err->code : tt_error_oom(err);
 			goto done;
 		}
-		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, NULL, op_id, err)) < 0)
+		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, repo->op_parent, op_id, err)) < 0)
 			goto done;
 		journaled = true;
 		tt_fault("gc:after-journal");
@@ -2263,4 +2373,9 @@ int tt_repo_apply_gc_plan(tt_repo *repo, const char *text, size_t len, json_t **
 done:
 	tt_plan_free(plan);
 	return rc;
+}
+
+int tt_gc_apply(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+{
+	return apply_gc(repo, plan, out, err);
 }

@@ -53,4 +53,25 @@ void tt_gc_apply_store(tt_repo *repo, const tt_plan_action_view *a, json_t *repo
 /* What a dry run reports for one store verb. */
 void tt_gc_preview_store(const tt_plan_action_view *a, json_t *report);
 
+/* `drop`'s view of gc (tether-vcs's GcScope): judge only these bookmarks'
+ * branches (the plan's context gains "scope"), walk history as if
+ * excluded_commits were gone (their manifests join dropped), treat
+ * gone_bookmarks as not live; a branch whose head a dropped manifest
+ * pinned or recorded may be deleted ("head was committed by a dropped
+ * commit"). */
+typedef struct tt_gc_scope {
+	const char *const *bookmarks;
+	size_t nbookmarks;
+	const char *const *excluded_commits;
+	size_t nexcluded;
+	const char *const *gone_bookmarks;
+	size_t ngone;
+	const tt_manifest *dropped;
+	size_t ndropped;
+} tt_gc_scope;
+
+int tt_gc_plan_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out, tt_error *err);
+/* Apply a gc plan; the caller holds the checkout and repository locks. */
+int tt_gc_apply(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err);
+
 #endif

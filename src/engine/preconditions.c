@@ -140,6 +140,13 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 				}
 				json_decref(marks);
 			}
+		} else if (strcmp(pre.kind, "config_version") == 0) {
+			if (!json_is_integer(pre.expected) ||
+			    json_integer_value(pre.expected) != (json_int_t)repo->config.version) {
+				char now[24];
+				snprintf(now, sizeof now, "%d", repo->config.version);
+				rc = stale(&pre, now, err);
+			}
 		} else if (strcmp(pre.kind, "ref_absent") == 0 || strcmp(pre.kind, "ref_present") == 0) {
 			tt_backend *b;
 			json_t *loc, *refs = NULL;

@@ -34,6 +34,7 @@ struct tt_repo {
 	size_t nbackends, backends_alloc;
 	tt_progress_fn progress;        /* tt_repo_set_progress; NULL: none */
 	void *progress_ctx;
+	const char *op_parent;          /* the operation journaled steps belong to (drop), or NULL */
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the

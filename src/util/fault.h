@@ -8,7 +8,10 @@
  * `new` returned the working copy), "undo:after-restore";
  * "repair:after-journal", "repair:after-repin", "repair:after-refork";
  * "restore:after-journal", "restore:after-reset", "restore:before-done";
- * "new:...", "promote:...", "gc:...";
+ * "new:...", "promote:...", "gc:..."; the rest of the lifecycle:
+ * "drop:after-journal", "drop:after-leave", "drop:after-delete-bookmark",
+ * "abandon:after-rewrite", "abandon:after-journal",
+ * "forget-workspace:after-journal";
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
  * between the branch's manifest and its branch file); when the

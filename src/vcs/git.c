@@ -1,5 +1,6 @@
 /* vcs/git.c - the git adapter (see vcs.h). */
 #include "vcs/vcs.h"
+#include "vcs/git_lifecycle.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -1311,6 +1312,11 @@ static const tt_vcs_ops git_ops = {
 	.bookmarks = git_bookmarks,
 	.bookmark_set = git_bookmark_set,
 	.bookmark_delete = git_bookmark_delete,
+	.exclusive_commits = tt_git_exclusive_commits,
+	.remote_counterparts = tt_git_remote_counterparts,
+	.forget_workspace = tt_git_forget_workspace,
+	.abandon = tt_git_abandon,
+	.drop_bookmark = tt_git_drop_bookmark,
 	.free = git_free,
 };
 
@@ -1350,7 +1356,12 @@ int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *
 	int rc = 0;
 
 	*out = NULL;
-	if (jj_root && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
+	/* A colocated jj repository (.jj beside .git) is driven through its
+	 * .git: jj imports what git commits and branches (its bookmarks) on
+	 * its next command.  A jj repository without a git working copy here
+	 * needs the jj adapter. */
+	bool colocated = jj_root && git_root && strcmp(jj_root, git_root) == 0;
+	if (jj_root && !colocated && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
 		rc = tt_error_set(err, TT_EVCS, "the dataset at %s is a jj repository; this tether "
 				  "drives git only so far", jj_root);
 		if (git_root)

@@ -167,6 +167,24 @@ typedef struct tt_vcs_ops {
 	int (*bookmark_set)(tt_vcs *v, const char *name, const char *rev, tt_error *err);
 	int (*bookmark_delete)(tt_vcs *v, const char *name, tt_error *err);
 
+	/* ---- the rest of the lifecycle (drop, abandon, forget-workspace) -- */
+	/* The commits only bookmark reaches, oldest first (git: what no other
+	 * ref under refs/ reaches); TT_EVCS when there is no such bookmark. */
+	int (*exclusive_commits)(tt_vcs *v, const char *bookmark, json_t **out, tt_error *err);
+	/* Remote-tracking counterparts of bookmark ("origin/NAME"), sorted. */
+	int (*remote_counterparts)(tt_vcs *v, const char *bookmark, json_t **out, tt_error *err);
+	/* Stop tracking the checkout at root (git: worktree remove; the main
+	 * worktree stays).  *out: what was done, or NULL when nothing was. */
+	int (*forget_workspace)(tt_vcs *v, const char *root, char **out, tt_error *err);
+	/* Drop revs from history; later commits keep keep_dir (the dataset's
+	 * .tether) exactly as it was.  *ids: the resolved commits, *rewritten:
+	 * {old descendant: new commit}. */
+	int (*abandon)(tt_vcs *v, const char *const *revs, size_t n, const char *keep_dir,
+		       json_t **ids, json_t **rewritten, tt_error *err);
+	/* Delete bookmark whose exclusive commits are commits (git: the branch
+	 * goes, and with it what only it reached). */
+	int (*drop_bookmark)(tt_vcs *v, const char *bookmark, const json_t *commits, tt_error *err);
+
 	void (*free)(tt_vcs *v);
 } tt_vcs_ops;
 

@@ -116,3 +116,24 @@ def git_repo(tmp_path: Path, env: dict[str, str]) -> Path:
     git("add", "README", cwd=repo, env=env)
     git("commit", "-q", "-m", "start", cwd=repo, env=env)
     return repo
+
+
+def jj_path() -> Path:
+    """The real jj the tests drive: $TETHER_JJ, else the per-machine cache
+    scripts/setup.sh builds it into (scripts/jj-path.sh says where)."""
+    out = subprocess.run([str(ROOT / "scripts" / "jj-path.sh")], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    return Path(out)
+
+
+@pytest.fixture
+def jj_bin() -> Path:
+    """jj, or skip -- except under `make check` (TETHER_REQUIRE_JJ=1), where
+    a missing jj is a failure: `make setup` builds it."""
+    p = jj_path()
+    if not os.access(p, os.X_OK):
+        msg = f"jj not built: {p} (scripts/setup.sh builds it)"
+        if os.environ.get("TETHER_REQUIRE_JJ") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return p

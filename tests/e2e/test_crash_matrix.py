@@ -48,7 +48,8 @@ deltalake = pytest.importorskip("deltalake")
 
 DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
-COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair"]
+COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair",
+            "forget-workspace", "abandon", "drop"]
 # Scenarios: one per command, and more where a command's points need another
 # starting state ("undo-new": undo of a `new`, which returns the working copy).
 SCENARIOS = COMMANDS + ["undo-new"]
@@ -324,6 +325,20 @@ def prep(w: World, command: str) -> list[str]:
         w.git_code("tag", "-d", m["code"]["pin"]["ref"])
         lance.dataset(str(w.table)).tags.delete(m["t"]["pin"]["ref"])
         return ["repair"]
+    if command == "forget-workspace":
+        w.peer = w.tmp / "peer"
+        w.git("worktree", "add", "-q", "-b", "peer-wt", str(w.peer))
+        w.tether("status", cwd=w.peer)
+        wid = tomllib.loads((w.peer / ".tether/workspace.toml").read_text())["workspace_id"]
+        return ["forget-workspace", wid]
+    if command == "drop":
+        on_feature(w)  # and stay on it: the drop leaves for main first
+        return ["drop", "feature", "--no-dry-run"]
+    if command == "abandon":
+        for msg in ("second", "third"):
+            w.write("main")
+            w.run("commit", "-m", msg)
+        return ["abandon", w.rev("HEAD~1")]
     raise AssertionError(f"no crash scenario for the command {command!r}: add one to prep()")
 
 
@@ -377,6 +392,18 @@ def check_outcome(w: World, command: str) -> None:
         # the lost working branch is back at its fork point; pins are checked below
         ws = tomllib.loads((w.ds / ".tether/workspace.toml").read_text())
         assert w.git_code("rev-parse", f"refs/heads/{WS}").strip() == ws["fork_points"]["code"]["sha"]
+    elif command == "drop":
+        assert w.git("branch", "--list", "feature") == ""
+        refs = w.native_refs()
+        assert not any(WS in r for r in refs.values()), refs
+    elif command == "abandon":
+        assert subjects(w) == ["third", "first", "start"], subjects(w)
+        assert w.git("status", "--porcelain", "--untracked-files=no") == ""
+    elif command == "forget-workspace":
+        # its state is gone (the VCS half goes with the rerun while the
+        # state file is still there to find the checkout by)
+        assert not (w.peer / ".tether/workspace.toml").exists()
+        assert (w.ds / ".tether/workspace.toml").exists()
 
 
 def recover(w: World, argv: list[str], mark: int, label: str) -> None:

@@ -1,0 +1,114 @@
+/* cli/cmd_drop.c - `tether drop`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
+	bool json = cli_flag(cmd, a, "json"), no_dry = cli_flag(cmd, a, "no-dry-run");
+	/* --dry-run/--no-dry-run: the last one given wins; default dry */
+	int di = cli_opt_index(cmd, "dry-run"), ni = cli_opt_index(cmd, "no-dry-run");
+	bool dry_given = a->seen[di] > 0;
+	if (dry_given && no_dry)
+		no_dry = false; /* both: click keeps the last; treated as a preview */
+	bool dry = !no_dry || plan_out;
+	(void)ni;
+	tt_buf saved = TT_BUF_INIT;
+	if (from_plan && (dry_given || plan_out)) {
+		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with --dry-run or --plan\n");
+		return EXIT_ERROR;
+	}
+	if (cli_flag(cmd, a, "delete-stores") && !json)
+		cli_note("reclaiming created stores is experimental: `delete-store` has no `repair`; read the plan");
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+		goto done;
+	if (tt_repo_drop(repo, a->npos ? a->pos[0] : NULL, cli_value(cmd, a, "to"), cli_flag(cmd, a, "delete-stores"),
+			 cli_flag(cmd, a, "force-prune"), dry && !from_plan, from_plan ? saved.ptr : NULL, saved.len, &pj,
+			 &pt, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry && !from_plan) {
+		rc = cli_show_plan(cmd, a, pj, pt);
+		if (!json)
+			printf("(not applied; `--no-dry-run` drops it)\n");
+		goto done;
+	}
+	const json_t *gc = json_object_get(out, "gc");
+	if (json) {
+		static const char *const keys[] = { "unpinned", "deleted_working_refs", "kept_working_refs",
+						    "forgotten_working_refs", "deleted_listings", "deleted_stores",
+						    "kept_stores", "forgotten_stores" };
+		json_t *g = json_is_object(gc) ? json_object() : json_null();
+		for (size_t i = 0; json_is_object(gc) && i < sizeof keys / sizeof keys[0]; i++) {
+			json_t *v = json_object_get(gc, keys[i]);
+			json_object_set(g, keys[i], v ? v : json_object());
+		}
+		json_t *j = json_pack("{s:O,s:O,s:O,s:o}", "bookmark", json_object_get(out, "bookmark"), "left_for",
+				      json_object_get(out, "left_for") ? json_object_get(out, "left_for") : json_null(),
+				      "abandoned", json_object_get(out, "abandoned"), "gc", g);
+		cli_print_json(j);
+		json_decref(j);
+		goto done;
+	}
+	const char *bookmark = json_string_value(json_object_get(out, "bookmark"));
+	if (json_is_string(json_object_get(out, "left_for")))
+		printf("left %s for %s\n", bookmark, json_string_value(json_object_get(out, "left_for")));
+	const json_t *ab = json_object_get(out, "abandoned");
+	printf("dropped %s: %zu commit(s)", bookmark, json_array_size(ab));
+	if (json_array_size(ab)) {
+		printf(" (");
+		size_t i;
+		json_t *c;
+		json_array_foreach(ab, i, c)
+			printf("%s%.12s", i ? ", " : "", json_string_value(c));
+		printf(")");
+	}
+	printf("\n");
+	if (json_is_object(gc))
+		cli_print_gc_report(gc);
+done:
+	tt_buf_release(&saved);
+	free(pj);
+	free(pt);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "to", 0, OPT_VALUE, "BOOKMARK", "Where to leave for when this checkout is on the bookmark (default: the trunk)." },
+	{ "delete-stores", 0, OPT_FLAG, NULL, "Also reclaim stores created on it (experimental; see `gc`)." },
+	{ "force-prune", 0, OPT_FLAG, NULL, "Delete its branches even when they hold unpinned writes. Data on them is lost." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Only show the plan (default)." },
+	{ "no-dry-run", 0, OPT_FLAG, NULL, "Drop it." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_drop = {
+	"drop", "BOOKMARK [--to BOOKMARK] [--delete-stores] [--force-prune] [--dry-run/--no-dry-run | --plan FILE | "
+		"--from-plan FILE] [--json]",
+	"Throw a bookmark away: its commits, the bookmark, and its store leftovers.",
+	"The opposite of `promote`, in one step: leave the bookmark if this checkout is on it\n"
+	"(`--to`, default the trunk), drop the commits only it reaches, delete it, then release\n"
+	"what it held in the stores -- `gc --prune-bookmarks` for this bookmark alone, under its\n"
+	"rules (a branch with unpinned writes is kept unless `--force-prune`; `--delete-stores`\n"
+	"adds the experimental created-store step).  Refused for the trunk and for a bookmark\n"
+	"another live checkout works on.  Dry-run by default: the plan shows the store side as it\n"
+	"will be once the commits are gone.  Not undoable by tether (`jj undo` / the reflog bring\n"
+	"the commits back; `repair` the pins and branches).",
+	opts, 1, 1, run,
+};

@@ -1,0 +1,91 @@
+/* cli/cmd_forget.c - `tether forget-workspace`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	tt_buf saved = TT_BUF_INIT;
+	if (cli_plan_flags_conflict(cmd, a))
+		return EXIT_ERROR;
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+		goto done;
+	if (tt_repo_forget_workspace(repo, a->npos ? a->pos[0] : NULL, dry && !from_plan, from_plan ? saved.ptr : NULL,
+				     saved.len, &pj, &pt, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry && !from_plan) {
+		rc = cli_show_plan(cmd, a, pj, pt);
+		goto done;
+	}
+	json_t *failed = json_object_get(out, "failed");
+	if (cli_flag(cmd, a, "json")) {
+		cli_print_json(out);
+	} else {
+		printf("forgot workspace %s\n", json_string_value(json_object_get(out, "workspace")));
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_object_get(out, "removed_files"), i, v)
+			printf("  removed  %s\n", json_string_value(v));
+		if (json_is_string(json_object_get(out, "vcs")))
+			printf("  vcs      %s\n", json_string_value(json_object_get(out, "vcs")));
+		fflush(stdout);
+		/* sorted by target */
+		const char **keys = calloc(json_object_size(failed) + 1, sizeof *keys);
+		size_t n = 0;
+		const char *k;
+		json_object_foreach(failed, k, v)
+			if (keys)
+				keys[n++] = k;
+		for (size_t x = 1; keys && x < n; x++)
+			for (size_t y = x; y > 0 && strcmp(keys[y - 1], keys[y]) > 0; y--) {
+				const char *t = keys[y];
+				keys[y] = keys[y - 1];
+				keys[y - 1] = t;
+			}
+		for (size_t x = 0; keys && x < n; x++)
+			fprintf(stderr, "  FAILED   %s: %s\n", keys[x], json_string_value(json_object_get(failed, keys[x])));
+		free(keys);
+	}
+	rc = json_object_size(failed) ? EXIT_PARTIAL : EXIT_OK;
+done:
+	tt_buf_release(&saved);
+	free(pj);
+	free(pt);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show the plan; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_forget_workspace = {
+	"forget-workspace", "[WORKSPACE_ID] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	"Forget a workspace: its state files and the VCS checkout.",
+	"`jj workspace forget` / `git worktree remove` plus tether's half in one step: the\n"
+	"workspace's `workspace.toml` and `ops.jsonl` are removed and the VCS stops tracking the\n"
+	"checkout (git's main worktree is left; jj leaves the directory).  Store branches belong\n"
+	"to bookmarks, not workspaces, so none are touched -- delete the bookmark and `gc\n"
+	"--prune-bookmarks` for that.  Forgetting the current workspace means the next tether\n"
+	"command here starts a fresh one.  WORKSPACE_ID: full or 8 characters (default: this\n"
+	"workspace).  Exit code 3 if a step failed.",
+	opts, 0, 1, run,
+};

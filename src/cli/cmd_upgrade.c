@@ -1,0 +1,100 @@
+/* cli/cmd_upgrade.c - `tether upgrade`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int run(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	char *pj = NULL, *pt = NULL;
+	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
+	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
+	tt_buf saved = TT_BUF_INIT;
+	int rc;
+	if (cli_plan_flags_conflict(cmd, a))
+		return EXIT_ERROR;
+	if (tt_repo_open_outdated(&repo, ".", &err) < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < tt_repo_warning_count(repo); i++)
+		cli_warning("%s", tt_repo_warning(repo, i));
+	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+		goto done;
+	if (tt_repo_upgrade(repo, cli_flag(cmd, a, "ignore-immutable"), dry && !from_plan, from_plan ? saved.ptr : NULL,
+			    saved.len, &pj, &pt, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (dry && !from_plan) {
+		rc = cli_show_plan(cmd, a, pj, pt);
+		goto done;
+	}
+	json_t *failed = json_object_get(out, "failed");
+	if (cli_flag(cmd, a, "json")) {
+		cli_print_json(out);
+	} else {
+		long long f = json_integer_value(json_object_get(out, "from_version"));
+		long long t = json_integer_value(json_object_get(out, "to_version"));
+		if (f == t)
+			printf("already at version %lld\n", t);
+		else
+			printf("upgraded v%lld -> v%lld\n", f, t);
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(out, "renamed_pins"), k, v)
+			printf("  pin     %s -> %s\n", k, json_string_value(v));
+		json_object_foreach(json_object_get(out, "renamed_branches"), k, v)
+			printf("  branch  %s -> %s\n", k, json_string_value(v));
+		if (json_object_size(json_object_get(out, "rewritten_commits")))
+			printf("  rewrote %zu commit(s); other clones must re-sync\n",
+			       json_object_size(json_object_get(out, "rewritten_commits")));
+		size_t i;
+		json_array_foreach(json_object_get(out, "refingerprinted"), i, v)
+			printf("  rehashed %s\n", json_string_value(v));
+		json_array_foreach(json_object_get(out, "rewritten_manifests"), i, v)
+			printf("  rewrote  %s\n", json_string_value(v));
+		json_object_foreach(json_object_get(out, "rewritten_indexes"), k, v)
+			printf("  index   %s: %lld record(s)\n", k, (long long)json_integer_value(v));
+		if (json_array_size(json_object_get(out, "copied_listings")))
+			printf("  listings %zu stored under new names\n", json_array_size(json_object_get(out, "copied_listings")));
+		if (json_is_string(json_object_get(out, "vcs_commit")))
+			printf("  commit  %.12s\n", json_string_value(json_object_get(out, "vcs_commit")));
+		fflush(stdout);
+		json_object_foreach(failed, k, v)
+			fprintf(stderr, "  FAILED  %s: %s\n", k, json_string_value(v));
+	}
+	rc = json_object_size(failed) ? EXIT_PARTIAL : EXIT_OK;
+done:
+	tt_buf_release(&saved);
+	free(pj);
+	free(pt);
+	json_decref(out);
+	tt_repo_free(repo);
+	return rc;
+}
+
+static const cli_opt opts[] = {
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show what the upgrade would do; write nothing." },
+	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
+	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
+	{ "ignore-immutable", 0, OPT_FLAG, NULL, "jj: also rewrite commits jj marks immutable (pushed history)." },
+	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cmd_upgrade = {
+	"upgrade", "[--dry-run | --plan FILE | --from-plan FILE] [--ignore-immutable] [--json]",
+	"Bring a dataset made by an older tether up to this version.",
+	"One migration whose parts run on what the dataset shows, not on the version it\n"
+	"recorded; the new `[tether] version` is written once at the end and one VCS commit\n"
+	"lands it.  A dataset at the current version is left as it is.  This build brings a\n"
+	"0.1.0b1-b3 dataset (version 4) forward when 0.1.0b3 left nothing under an old identity\n"
+	"or state; a dataset that needs another part (the alpha formats' ref renames and\n"
+	"history rewrites, manifest moves, file identity and state rewrites) is refused before\n"
+	"anything is written, naming the part: tether-vcs 0.1.0b7's `tether upgrade` does them.\n"
+	"Run `--dry-run` first.  Exit code 3 marks a partially applied step.",
+	opts, 0, 0, run,
+};

@@ -1,0 +1,596 @@
+/*
+ * engine/drop.c - `drop`: throw a bookmark away, the opposite of
+ * `promote`, in one step: leave it if this checkout is on it (`new` to
+ * --to, default the trunk), drop the commits only it reaches, delete it,
+ * then release what it held in the stores - `gc --prune-bookmarks` for this
+ * bookmark alone.  Refused for the trunk and for a bookmark another live
+ * checkout works on.  The plan's store actions are a preview made as if
+ * the commits were gone; the apply re-plans them live after the VCS half.
+ * Not undoable by tether.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/oplog.h"
+#include "core/plan.h"
+#include "engine/engine.h"
+#include "engine/gc.h"
+#include "util/fault.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+/* Python's repr of a str, for the messages that quote names with it. */
+static char *repr(const char *s)
+{
+	tt_buf b = TT_BUF_INIT;
+	tt_pyv_repr_str(&b, s, strlen(s));
+	return tt_buf_detach(&b);
+}
+
+/* "<lead> 'name' <mid> a, b; <tail>" */
+static int holders_error(tt_error *err, const json_t *holders, const char *lead, const char *name, const char *mid,
+			 const char *tail)
+{
+	tt_buf names = TT_BUF_INIT;
+	size_t i;
+	json_t *h;
+	json_array_foreach(holders, i, h)
+		tt_buf_printf(&names, "%s%s", i ? ", " : "", json_string_value(h));
+	char *r = repr(name);
+	int rc = tt_error_set(err, TT_ECONFIG, "%s%s%s%s%s", lead, r ? r : name, mid, names.ptr ? names.ptr : "", tail);
+	free(r);
+	tt_buf_release(&names);
+	return rc;
+}
+
+static bool on_bookmark(tt_repo *repo, const char *bookmark, tt_error *err)
+{
+	char *here = NULL;
+	bool on = false;
+	if (repo->vcs->ops->current_bookmark(repo->vcs, &here, err) == 0)
+		on = here && strcmp(here, bookmark) == 0;
+	free(here);
+	return on;
+}
+
+static const char **string_list(const json_t *arr, size_t extra)
+{
+	const char **out = tt_calloc(json_array_size(arr) + extra + 1, sizeof *out);
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x)
+		if (out)
+			out[i] = json_string_value(x);
+	return out;
+}
+
+/* The manifests the commits held (locators made absolute). */
+static int dropped_manifests(tt_repo *repo, const json_t *commits, tt_manifest_set *out, tt_error *err)
+{
+	json_t *files_by = NULL;
+	char *reldir = tt_engine_objects_reldir(repo);
+	const char **ids = string_list(commits, 0);
+	int rc = 0;
+	if (!reldir || !ids) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (json_array_size(commits) &&
+	    (rc = repo->vcs->ops->files_at_many(repo->vcs, ids, json_array_size(commits), reldir, &files_by, err)) < 0)
+		goto done;
+	const char *rev;
+	json_t *files;
+	json_object_foreach(files_by, rev, files) {
+		const char *path;
+		json_t *text;
+		json_object_foreach(files, path, text) {
+			if (!tt_engine_is_manifest_path(reldir, path))
+				continue;
+			tt_manifest m;
+			tt_error ig = TT_ERROR_INIT;
+			if (tt_manifest_parse(&m, json_string_value(text), json_string_length(text), path, &ig) == 0) {
+				tt_absolutize_locator(m.locator, m.kind, repo->root, &ig);
+				if (TT_ARRAY_GROW(out->items, out->alloc, out->n + 1) == 0)
+					out->items[out->n++] = m;
+				else
+					tt_manifest_release(&m);
+			}
+			tt_error_clear(&ig);
+		}
+	}
+done:
+	free(reldir);
+	free(ids);
+	json_decref(files_by);
+	return rc;
+}
+
+/* The commits an interrupted drop of bookmark planned (its journal entry
+ * never finished), or NULL: a rerun picks up its store side. */
+static json_t *interrupted_drop(tt_repo *repo, const char *bookmark)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	tt_error ig = TT_ERROR_INIT;
+	json_t *found = NULL;
+	if (tt_oplog_read(repo->root, &log, &ig) == 0) {
+		for (size_t i = log.count; i-- > 0 && !found;) {
+			const tt_op_entry *e = &log.entries[i];
+			if (strcmp(e->command, "drop") != 0)
+				continue;
+			json_t *ctx = json_object_get(e->plan, "context");
+			const char *b = json_string_value(json_object_get(ctx, "bookmark"));
+			if (!b || strcmp(b, bookmark) != 0)
+				continue;
+			if (tt_op_incomplete(e))
+				found = json_deep_copy(json_object_get(ctx, "commits"));
+			break;
+		}
+	}
+	tt_oplog_free(&log);
+	tt_error_clear(&ig);
+	if (found && !json_is_array(found)) {
+		json_decref(found);
+		found = NULL;
+	}
+	return found;
+}
+
+static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
+		     tt_plan **out, tt_error *err)
+{
+	const char *trunk = tt_config_trunk(&repo->config);
+	json_t *marks = NULL, *holders = NULL, *commits = NULL, *remotes = NULL, *infos = NULL, *ctx = NULL;
+	char *head = NULL, *r = NULL;
+	char digest[17];
+	tt_plan *plan = NULL, *preview = NULL;
+	tt_manifest_set saved_objects = { 0 }, at = { 0 };
+	json_t *saved_refs = NULL, *saved_pending = NULL;
+	bool swapped = false;
+	const char **excluded = NULL;
+	int rc;
+	*out = NULL;
+	if (strcmp(bookmark, trunk) == 0) {
+		r = repr(bookmark);
+		rc = tt_error_set(err, TT_ECONFIG, "%s is the trunk bookmark; it cannot be dropped", r ? r : bookmark);
+		goto done;
+	}
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+		goto done;
+	json_t *resumed = NULL;
+	if (!json_object_get(marks, bookmark) && !(resumed = interrupted_drop(repo, bookmark))) {
+		r = repr(bookmark);
+		rc = tt_error_set(err, TT_ECONFIG, "no bookmark %s", r ? r : bookmark);
+		goto done;
+	}
+	if ((rc = tt_engine_bookmark_holders(repo, bookmark, &holders, err)) < 0)
+		goto done;
+	if (json_array_size(holders)) {
+		rc = holders_error(err, holders, "bookmark ", bookmark, " is worked on by checkout(s) ",
+				   "; `tether forget-workspace` or `tether new` there first");
+		goto done;
+	}
+	const char *destination = to ? to : trunk;
+	if (strcmp(destination, trunk) != 0 && !json_object_get(marks, destination)) {
+		r = repr(destination);
+		rc = tt_error_set(err, TT_ECONFIG, "no bookmark %s to leave for", r ? r : destination);
+		goto done;
+	}
+	if (!repo->vcs->ops->exclusive_commits) {
+		rc = tt_error_set(err, TT_EVCS, "this VCS cannot tell which commits only one bookmark reaches");
+		goto done;
+	}
+	if (resumed)
+		commits = resumed;
+	else if ((rc = repo->vcs->ops->exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
+		goto done;
+	bool here = !resumed && on_bookmark(repo, bookmark, err);
+	if (err->code) {
+		rc = err->code;
+		goto done;
+	}
+	if (here) {
+		json_decref(holders);
+		holders = NULL;
+		if ((rc = tt_engine_bookmark_holders(repo, destination, &holders, err)) < 0)
+			goto done;
+		if (json_array_size(holders)) {
+			rc = holders_error(err, holders, "cannot leave for ", destination, ": checkout(s) ",
+					   " work on it; `--to` another bookmark");
+			goto done;
+		}
+	}
+	if (repo->vcs->ops->remote_counterparts &&
+	    (rc = repo->vcs->ops->remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
+		goto done;
+	{
+		tt_error none = TT_ERROR_INIT;
+		if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
+			head = NULL;
+		tt_error_clear(&none);
+	}
+	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
+		goto done;
+	if (!(plan = tt_plan_new("drop"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	ctx = json_pack("{s:s,s:O,s:s?,s:b,s:b,s:s,s:s?,s:s}", "bookmark", bookmark, "commits", commits, "leave",
+			here ? destination : NULL, "delete_stores", delete_stores, "force_prune", force_prune,
+			"workspace_id", repo->ws.workspace_id, "vcs_head", head, "history_digest", digest);
+	if (!ctx) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(ctx, k, v) tt_plan_set_context(plan, k, v, err);
+	if (resumed) {
+		/* An interrupted drop got past deleting the bookmark: what is
+		 * left is its store side. */
+		tt_plan_set_context(plan, "resume", json_true(), err);
+		tt_plan_note(plan, "resuming an interrupted drop: the bookmark and its commits are gone already; what is "
+				   "left is the store side", err);
+	}
+	tt_buf d = TT_BUF_INIT;
+	json_t *x = json_string(repo->ws.workspace_id);
+	tt_plan_require(plan, "workspace_id", x, NULL, NULL,
+			"this drop plan was made in another checkout; re-run the plan here", err);
+	json_decref(x);
+	tt_buf_printf(&d, "this checkout is on {observed} now, not %s as when the drop plan was made (or as its "
+			  "workspace file says); `tether new` to settle it, then re-run the plan",
+		      repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
+	x = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
+	tt_plan_require(plan, "workspace_bookmark", x, NULL, NULL, d.ptr, err);
+	json_decref(x);
+	x = json_string(digest);
+	tt_plan_require(plan, "history_digest", x, NULL, NULL,
+			"history changed since the drop plan was made; re-run the plan", err);
+	json_decref(x);
+	json_t *params = json_pack("{s:s}", "bookmark", bookmark);
+	tt_buf_reset(&d);
+	tt_buf_printf(&d, "bookmark %s moved since the drop plan was made (now at {observed}); re-run the plan",
+		      bookmark);
+	tt_plan_require(plan, "bookmark_head", json_object_get(marks, bookmark), bookmark, params, d.ptr, err);
+	tt_buf_reset(&d);
+	tt_buf_printf(&d, "another checkout started working on %s ({observed}); re-run the plan", bookmark);
+	tt_plan_require(plan, "no_new_holders", NULL, NULL, params, d.ptr, err);
+	json_decref(params);
+	x = head ? json_string(head) : json_null();
+	tt_plan_require(plan, "vcs_head", x, NULL, NULL,
+			"the working copy moved since the drop plan was made; re-run the plan", err);
+	json_decref(x);
+	if (here && !resumed) {
+		tt_buf_reset(&d);
+		tt_buf_printf(&d, "this checkout is on %s; `new %s` first", bookmark, destination);
+		tt_plan_action(plan, "leave-bookmark", NULL, NULL, destination, d.ptr, NULL, err);
+	}
+	tt_buf_release(&d);
+	if (json_array_size(commits) && !resumed) {
+		const char **ids = string_list(commits, 0);
+		if (!ids || (rc = repo->vcs->ops->commit_info(repo->vcs, ids, json_array_size(commits), &infos, err)) < 0) {
+			free(ids);
+			rc = rc < 0 ? rc : tt_error_oom(err);
+			goto done;
+		}
+		free(ids);
+	}
+	size_t i;
+	json_t *c;
+	json_array_foreach(resumed ? NULL : commits, i, c) {
+		const char *id = json_string_value(c);
+		char subject[1024] = "";
+		size_t j;
+		json_t *info;
+		json_array_foreach(infos, j, info) {
+			if (strcmp(json_string_value(json_object_get(info, "commit_id")), id) != 0)
+				continue;
+			const char *msg = json_string_value(json_object_get(info, "message"));
+			if (msg) {
+				size_t l = strcspn(msg, "\r\n");
+				snprintf(subject, sizeof subject, "%.*s", (int)l, msg);
+			}
+		}
+		char short_id[13];
+		snprintf(short_id, sizeof short_id, "%.12s", id);
+		json_t *pp = json_pack("{s:s}", "commit", id);
+		tt_plan_action(plan, "abandon-commit", NULL, NULL, short_id, subject, pp, err);
+		json_decref(pp);
+	}
+	if (!resumed)
+		tt_plan_action(plan, "delete-bookmark", NULL, NULL, bookmark, "jj: goes with its commits; git: the branch",
+			       NULL, err);
+	if ((rc = err->code) < 0)
+		goto done;
+	/* The store side, as gc will see it once the commits are gone; from
+	 * the destination's manifests while this checkout is on the bookmark. */
+	excluded = string_list(commits, 1);
+	size_t nex = json_array_size(commits);
+	if (!excluded) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (here) {
+		if ((rc = tt_engine_objects_at(repo, destination, &at, NULL, err)) < 0)
+			goto done;
+		saved_objects = repo->objects;
+		repo->objects = at;
+		at = (tt_manifest_set){ 0 };
+		saved_refs = repo->ws.working_refs;
+		saved_pending = repo->ws.pending_forks;
+		repo->ws.working_refs = json_object();
+		repo->ws.pending_forks = json_object();
+		swapped = true;
+		if (head)
+			excluded[nex++] = head;
+	}
+	tt_gc_opts o = { .prune_bookmarks = true, .force_prune = force_prune, .delete_stores = delete_stores };
+	const char *one[] = { bookmark };
+	tt_manifest_set gone_set = { 0 };
+	if (resumed && (rc = dropped_manifests(repo, commits, &gone_set, err)) < 0)
+		goto done;
+	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .excluded_commits = excluded, .nexcluded = nex,
+			      .gone_bookmarks = one, .ngone = 1, .dropped = gone_set.items, .ndropped = gone_set.n };
+	rc = tt_gc_plan_scoped(repo, &o, &scope, &preview, err);
+	tt_manifests_release(&gone_set);
+	if (swapped) {
+		tt_manifests_release(&repo->objects);
+		repo->objects = saved_objects;
+		json_decref(repo->ws.working_refs);
+		json_decref(repo->ws.pending_forks);
+		repo->ws.working_refs = saved_refs;
+		repo->ws.pending_forks = saved_pending;
+	}
+	if (rc < 0)
+		goto done;
+	for (i = 0; i < tt_plan_action_count(preview); i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(preview, i, &a);
+		tt_plan_action(plan, a.op, a.key, a.kind, a.target, a.detail, a.params, err);
+	}
+	for (i = 0; i < tt_plan_note_count(preview); i++)
+		tt_plan_note(plan, tt_plan_note_at(preview, i), err);
+	if (json_array_size(remotes)) {
+		tt_buf n = TT_BUF_INIT;
+		json_array_foreach(remotes, i, c)
+			tt_buf_printf(&n, "%s%s", i ? ", " : "", json_string_value(c));
+		tt_buf_printf(&n, " %s; ", json_array_size(commits) ? "still reach its commits" : "also exist");
+		if (strcmp(repo->vcs->ops->kind, "jj") == 0)
+			tt_buf_puts(&n, "the deletion goes with the next `jj git push`");
+		else
+			tt_buf_printf(&n, "`git push <remote> --delete %s` removes them", bookmark);
+		tt_plan_note(plan, n.ptr, err);
+		tt_buf_release(&n);
+	}
+	if (tt_plan_write_count(preview))
+		tt_plan_note(plan, "store actions are what gc will plan once the commits are gone; they are re-planned at "
+				   "apply", err);
+	if ((rc = err->code) < 0)
+		goto done;
+	*out = plan;
+	plan = NULL;
+done:
+	tt_manifests_release(&at);
+	tt_plan_free(plan);
+	tt_plan_free(preview);
+	free(excluded);
+	free(head);
+	free(r);
+	json_decref(marks);
+	json_decref(holders);
+	json_decref(commits);
+	json_decref(remotes);
+	json_decref(infos);
+	json_decref(ctx);
+	return rc;
+}
+
+static json_t *empty_gc_report(void)
+{
+	return json_pack("{s:b,s:{},s:{},s:{},s:{},s:{},s:[],s:{},s:{},s:[],s:{}}", "dry_run", 0, "unpinned",
+			 "kept_pins", "deleted_working_refs", "kept_working_refs", "forgotten_working_refs",
+			 "deleted_listings", "deleted_stores", "kept_stores", "forgotten_stores", "failed");
+}
+
+static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan), *commits = NULL, *dropped_files = NULL, *pre = NULL, *pos = NULL;
+	json_t *gc_report = NULL, *result = NULL;
+	tt_plan *gc_plan = NULL, *new_plan = NULL;
+	tt_manifest_set dropped = { 0 };
+	const char **ids = NULL;
+	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
+	const char *leave = json_string_value(json_object_get(ctx, "leave"));
+	const char *left_for = NULL;
+	bool deleted = false;
+	char op_id[TT_OP_ID_LEN + 1] = "";
+	int rc;
+	*out = NULL;
+	if ((rc = tt_engine_check_preconditions(repo, plan, "drop", err)) < 0)
+		return rc;
+	if (!bookmark)
+		return tt_error_set(err, TT_ESTALEPLAN, "this drop plan names no bookmark; re-run the plan");
+	/* The commits only the bookmark reaches depend on every other
+	 * bookmark, which no precondition watches: derive them again. */
+	bool resume = json_is_true(json_object_get(ctx, "resume"));
+	if (resume) {
+		json_t *marks = NULL;
+		if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+			return rc;
+		bool back = json_object_get(marks, bookmark) != NULL;
+		json_decref(marks);
+		if (back)
+			return tt_error_set(err, TT_ESTALEPLAN, "bookmark %s exists again since the drop plan was made; re-run "
+								"the plan", bookmark);
+		commits = json_deep_copy(json_object_get(ctx, "commits"));
+	} else if ((rc = repo->vcs->ops->exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
+		return rc;
+	json_t *planned = json_object_get(ctx, "commits");
+	bool same = json_array_size(planned) == json_array_size(commits);
+	tt_buf gained = TT_BUF_INIT;
+	size_t i, nplanned = json_array_size(planned);
+	json_t *c;
+	json_array_foreach(planned, i, c) {
+		bool found = false;
+		size_t j;
+		json_t *x;
+		json_array_foreach(commits, j, x)
+			found |= json_equal(c, x);
+		if (!found) {
+			same = false;
+			tt_buf_printf(&gained, "%s%.12s", gained.len ? ", " : "", json_string_value(c));
+		}
+	}
+	if (!same) {
+		rc = tt_error_set(err, TT_ESTALEPLAN,
+				  "the commits only %s reaches changed since the drop plan was made (%zu planned, %zu now%s%s); "
+				  "re-run the plan", bookmark, nplanned, json_array_size(commits),
+				  gained.len ? "; another bookmark now reaches " : "", gained.len ? gained.ptr : "");
+		tt_buf_release(&gained);
+		goto done;
+	}
+	tt_buf_release(&gained);
+	bool here = !resume && on_bookmark(repo, bookmark, err);
+	if (err->code) {
+		rc = err->code;
+		goto done;
+	}
+	if (here != (leave != NULL) && !resume) {
+		rc = tt_error_set(err, TT_ESTALEPLAN, "this checkout %s %s%s, unlike when the drop plan was made; re-run the plan",
+				  here ? "is on" : "is no longer on", bookmark, here ? " now" : "");
+		goto done;
+	}
+	tt_buf wb = TT_BUF_INIT;
+	tt_workspace_render(&wb, &repo->ws, err);
+	if ((rc = repo->vcs->ops->position(repo->vcs, &pos, err)) < 0) {
+		tt_buf_release(&wb);
+		goto done;
+	}
+	pre = json_pack("{s:O,s:s}", "vcs", pos, "workspace", wb.ptr ? wb.ptr : "");
+	tt_buf_release(&wb);
+	json_t *pj = tt_plan_to_object(plan, err);
+	rc = pre && pj ? tt_oplog_begin(repo->root, "drop", pj, pre, NULL, op_id, err) : tt_error_oom(err);
+	json_decref(pj);
+	if (rc < 0)
+		goto done;
+	tt_fault("drop:after-journal");
+	repo->op_parent = op_id;
+	/* What the dropped commits pinned: no references once they are gone,
+	 * but the branch sweep may delete a head one of them pinned. */
+	if ((rc = dropped_manifests(repo, commits, &dropped, err)) < 0)
+		goto fail;
+	if (leave && !resume) {
+		for (i = 0; i < repo->objects.n; i++) {
+			tt_manifest m;
+			tt_error ig = TT_ERROR_INIT;
+			if (tt_manifest_copy(&m, &repo->objects.items[i], &ig) == 0 &&
+			    TT_ARRAY_GROW(dropped.items, dropped.alloc, dropped.n + 1) == 0)
+				dropped.items[dropped.n++] = m;
+			tt_error_clear(&ig);
+		}
+		tt_new_opts no = { .rev = leave, .eager = -1 };
+		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) < 0 ||
+		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, err)) < 0)
+			goto fail;
+		left_for = leave;
+		json_t *dd = json_pack("{s:s}", "target", leave);
+		tt_oplog_progress(repo->root, op_id, "leave-bookmark", dd, err);
+		json_decref(dd);
+		tt_fault("drop:after-leave");
+	}
+	if (!resume && (rc = repo->vcs->ops->drop_bookmark(repo->vcs, bookmark, commits, err)) < 0)
+		goto fail;
+	deleted = true;
+	json_t *dd = json_pack("{s:s}", "target", bookmark);
+	tt_oplog_progress(repo->root, op_id, "delete-bookmark", dd, err);
+	json_decref(dd);
+	tt_fault("drop:after-delete-bookmark");
+	tt_manifests_release(&repo->objects);
+	if ((rc = tt_manifests_load(&repo->objects, repo->root, err)) < 0)
+		goto fail;
+	tt_gc_opts o = { .prune_bookmarks = true,
+			 .force_prune = json_is_true(json_object_get(ctx, "force_prune")),
+			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")) };
+	const char *one[] = { bookmark };
+	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .dropped = dropped.items, .ndropped = dropped.n };
+	if ((rc = tt_gc_plan_scoped(repo, &o, &scope, &gc_plan, err)) < 0)
+		goto fail;
+	if (tt_plan_write_count(gc_plan)) {
+		if ((rc = tt_gc_apply(repo, gc_plan, &gc_report, err)) < 0)
+			goto fail;
+	} else if (!(gc_report = empty_gc_report())) {
+		rc = tt_error_oom(err);
+		goto fail;
+	}
+	json_t *gcj = json_deep_copy(gc_report);
+	json_object_del(gcj, "failed");
+	result = json_pack("{s:s,s:s?,s:O,s:o}", "bookmark", bookmark, "left_for", left_for, "abandoned", commits, "gc",
+			   gcj);
+	{
+		tt_error ig = TT_ERROR_INIT;
+		tt_oplog_done(repo->root, op_id, result, NULL, NULL, &ig);
+		tt_error_clear(&ig);
+	}
+	*out = json_pack("{s:s,s:s?,s:O,s:O}", "bookmark", bookmark, "left_for", left_for, "abandoned", commits, "gc",
+			 gc_report);
+	if (!*out)
+		rc = tt_error_oom(err);
+	goto done;
+fail:
+	{
+		tt_error ig = TT_ERROR_INIT;
+		json_t *fr = json_pack("{s:s,s:s?,s:o,s:s}", "bookmark", bookmark, "left_for", left_for, "abandoned",
+				       deleted ? json_incref(commits) : json_array(), "failed", tt_error_text(err));
+		tt_oplog_done(repo->root, op_id, fr, NULL, NULL, &ig);
+		json_decref(fr);
+		tt_error_clear(&ig);
+	}
+done:
+	repo->op_parent = NULL;
+	tt_manifests_release(&dropped);
+	tt_plan_free(gc_plan);
+	tt_plan_free(new_plan);
+	free(ids);
+	json_decref(commits);
+	json_decref(dropped_files);
+	json_decref(pre);
+	json_decref(pos);
+	json_decref(gc_report);
+	json_decref(result);
+	return rc;
+}
+
+int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
+		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
+		 tt_error *err)
+{
+	tt_plan *plan = NULL;
+	tt_lock rlock = TT_LOCK_INIT;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	if (from_plan) {
+		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
+			goto done;
+	} else if ((rc = plan_drop(repo, bookmark, to, delete_stores, force_prune, &plan, err)) < 0) {
+		goto done;
+	}
+	if (dry_run && !from_plan) {
+		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
+			*plan_json = tt_buf_detach(&jb);
+			*plan_text = tt_buf_detach(&tb);
+		}
+		tt_buf_release(&jb);
+		tt_buf_release(&tb);
+		goto done;
+	}
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
+		rc = apply_drop(repo, plan, out, err);
+done:
+	tt_lock_release(&rlock);
+	tt_repo_unlock(repo);
+	tt_plan_free(plan);
+	return rc;
+}
