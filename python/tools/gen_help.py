@@ -6,6 +6,7 @@ docstrings carry the CLI's own text.  Run after changing a command's help:
 
 from __future__ import annotations
 
+import os
 import pprint
 import subprocess
 import sys
@@ -20,7 +21,9 @@ COMMANDS = [
 def help_texts(binary: str) -> dict[str, str]:
     out = {}
     for cmd in COMMANDS:
-        text = subprocess.run([binary, cmd, "--help"], capture_output=True, text=True, check=True).stdout
+        env = {**os.environ, "COLUMNS": "80"}  # the width a page is wrapped to off a terminal
+        text = subprocess.run([binary, cmd, "--help"], capture_output=True, text=True, check=True,
+                              env=env).stdout
         out[cmd] = text.rstrip("\n")
     return out
 
