@@ -524,6 +524,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	}
 	json_t *gcj = json_deep_copy(gc_report);
 	json_object_del(gcj, "failed");
+	json_object_del(gcj, "kept_pins_shared"); /* the text report's, not the journal's */
 	result = json_pack("{s:s,s:s?,s:O,s:o}", "bookmark", bookmark, "left_for", left_for, "abandoned", commits, "gc",
 			   gcj);
 	{
