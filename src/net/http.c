@@ -29,6 +29,7 @@
 struct tt_http_client {
 	tt_http_opts o;
 	char *proxy, *no_proxy, *ca_file, *user_agent;
+	struct curl_slist *resolve;
 	CURLSH *share;
 	pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
 };
@@ -80,6 +81,7 @@ void tt_http_client_free(tt_http_client *c)
 	free(c->no_proxy);
 	free(c->ca_file);
 	free(c->user_agent);
+	curl_slist_free_all(c->resolve);
 	free(c);
 }
 
@@ -120,6 +122,12 @@ int tt_http_client_new(const tt_http_opts *opts, tt_http_client **out, tt_error 
 	c->ca_file = dup_opt(opts->ca_file, &oom);
 	c->user_agent = opts->user_agent ? dup_opt(opts->user_agent, &oom)
 					 : tt_strdup("tether/" TETHER_VERSION_STRING);
+	for (const char *const *r = opts->resolve; r && *r && !oom; r++) {
+		struct curl_slist *n = curl_slist_append(c->resolve, *r);
+		oom = !n;
+		c->resolve = n ? n : c->resolve;
+	}
+	c->o.resolve = NULL;
 	if (oom || !c->user_agent || !(c->share = curl_share_init())) {
 		tt_http_client_free(c);
 		return tt_error_oom(err);
@@ -437,6 +445,8 @@ static int attempt(tt_http_client *c, const char *method, const char *url,
 	if (c->no_proxy)
 		curl_easy_setopt(h, CURLOPT_NOPROXY, c->no_proxy);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+	if (c->resolve)
+		curl_easy_setopt(h, CURLOPT_RESOLVE, c->resolve);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->o.connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (c->o.read_timeout_ms + 999) / 1000);

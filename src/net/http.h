@@ -65,6 +65,9 @@ typedef struct tt_http_opts {
 	const char *no_proxy;
 	const char *ca_file;      /* the CA bundle to trust instead of the system one */
 	const char *user_agent;   /* NULL: "tether/<version>" */
+	/* "host:port:address" lines pinning names to addresses (tests: a
+	 * virtual-hosted bucket name on 127.0.0.1), NULL-terminated. */
+	const char *const *resolve;
 	tt_http_trace_fn trace;
 	void *trace_ctx;
 } tt_http_opts;

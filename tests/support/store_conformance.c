@@ -85,6 +85,10 @@ static int sc_roundtrip(tt_store *s)
 	SC_CHECK(b.len == sizeof bin && memcmp(b.ptr, bin, sizeof bin) == 0, "content");
 	SC_CHECK(got.etag && strcmp(got.etag, head.etag) == 0, "get's meta is the head");
 	SC_CHECK(tt_store_put(s, "rt/empty", "", 0, NULL, &err) == 0, "empty put");
+	/* reserved and non-ASCII characters survive encoding and signing */
+	SC_CHECK(tt_store_put(s, "rt/sp ace+plus=&%\xc3\xa9~(1).txt", "odd", 3, NULL, &err) == 0,
+		 "odd key");
+	SC_CHECK(get_is(s, "rt/sp ace+plus=&%\xc3\xa9~(1).txt", "odd", 3) == 0, "odd key get");
 	SC_CHECK(get_is(s, "rt/empty", "", 0) == 0, "empty get");
 	SC_END;
 	tt_store_meta_release(&put);

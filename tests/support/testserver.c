@@ -78,6 +78,7 @@ int tt_testserver_start(const char *const *argv, int port, int wait_ms, tt_tests
 			/* awaited by connecting: nobody reads its stdout */
 			close(pipefd[1]);
 			pipefd[1] = open("/dev/null", O_WRONLY);
+			dup2(pipefd[1], 2);  /* nor its request log */
 		}
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
