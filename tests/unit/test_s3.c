@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "store_conformance.h"
+#include "storage/open.h"
 #include "storage/s3.h"
 #include "testserver.h"
 #include "util/fs.h"
@@ -163,4 +164,43 @@ TT_TEST(s3_store_errors_name_the_bucket)
 	CHECK_INT(tt_store_s3_open(&c, &s, &err), TT_ECONFIG);
 	CHECK(strstr(err.message, "allow_http"));
 	tt_error_clear(&err);
+}
+
+TT_TEST(s3_store_open_uri_with_options_and_profile)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_meta m = { 0 };
+	char *key = NULL, *cred = tt_asprintf("%s/credentials", tt_test_tmpdir());
+	static const char text[] = "[moto]\naws_access_key_id = AKMOTO\naws_secret_access_key = skmoto\n";
+	tt_s3_config c = config("tt-uri", NULL);
+	CHECK(*endpoint());
+	CHECK_OK(tt_s3_create_bucket(&c, &err));
+	CHECK_OK(tt_write_file_atomic(cred, text, sizeof text - 1, 0600, &err));
+	setenv("AWS_SHARED_CREDENTIALS_FILE", cred, 1);
+	json_t *o = json_pack("{s:s, s:s, s:b, s:i}", "profile", "moto", "AWS_ENDPOINT", endpoint(),
+			      "allow_http", 1, "timeout", 5);
+	CHECK_OK(tt_store_open_uri("s3://tt-uri/some/object.bin", o, &s, &key, &err));
+	CHECK_STR(key, "some/object.bin");
+	CHECK_STR(s->display, "s3://tt-uri/");
+	CHECK_OK(tt_store_put(s, key, "abc", 3, NULL, &err));
+	CHECK_OK(tt_store_head(s, key, NULL, &m, &err));
+	CHECK_INT(m.size, 3);
+	/* S3's ETag of a single PUT is the MD5 of the bytes */
+	CHECK_STR(m.etag, "900150983cd24fb0d6963f7d28e17f72");
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	free(key);
+	/* without allow_http a plain-http endpoint is refused */
+	json_object_del(o, "allow_http");
+	CHECK_INT(tt_store_open_uri("s3://tt-uri/x", o, &s, &key, &err), TT_ECONFIG);
+	CHECK(strstr(err.message, "allow_http"));
+	tt_error_clear(&err);
+	json_object_set_new(o, "timeout", json_string("soon"));
+	CHECK_INT(tt_store_open_uri("s3://tt-uri/x", o, &s, &key, &err), TT_ECONFIG);
+	CHECK(strstr(err.message, "timeout"));
+	tt_error_clear(&err);
+	json_decref(o);
+	unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+	free(cred);
 }

@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "store_conformance.h"
+#include "storage/open.h"
 #include "storage/store.h"
 #include "util/fs.h"
 #include "util/mem.h"
@@ -162,5 +163,142 @@ TT_TEST(store_key_check)
 	CHECK_OK(tt_store_key_check("a/b.c/..d/.e", &err));
 	CHECK_INT(tt_store_key_check("a/../b", &err), TT_EUSAGE);
 	CHECK(strstr(err.message, "a/../b"));
+	tt_error_clear(&err);
+}
+
+/* ---- AWS credentials ---------------------------------------------------------- */
+
+static void aws_env_clear(void)
+{
+	static const char *const names[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+					     "AWS_SESSION_TOKEN", "AWS_PROFILE",
+					     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", NULL };
+	for (const char *const *n = names; *n; n++)
+		unsetenv(*n);
+}
+
+static void write_aws_files(const char *home)
+{
+	tt_error err = TT_ERROR_INIT;
+	char *cred = tt_asprintf("%s/.aws/credentials", home), *conf = tt_asprintf("%s/.aws/config", home);
+	static const char credentials[] =
+		"# comment\n[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = skdefault\n"
+		"[lab]\n  aws_access_key_id=AKLAB  \naws_secret_access_key = sklab\n"
+		"aws_session_token = toklab\n[assumer]\nrole_arn = arn:aws:iam::1:role/x\n";
+	static const char config[] =
+		"[default]\nregion = eu-north-1\n[profile lab]\nregion = ap-south-2\n"
+		"[profile cfgonly]\naws_access_key_id = AKCFG\naws_secret_access_key = skcfg\n"
+		"[profile nokeys]\nregion = us-west-1\n";
+	tt_write_file_atomic(cred, credentials, sizeof credentials - 1, 0600, &err);
+	tt_write_file_atomic(conf, config, sizeof config - 1, 0600, &err);
+	tt_error_clear(&err);
+	free(cred);
+	free(conf);
+}
+
+static void aws_case(const char *options, const char *ak, const char *sk, const char *tok,
+		     const char *region, const char *source)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_aws_resolved r;
+	json_t *o = options ? json_loads(options, 0, NULL) : NULL;
+	CHECK_MSG(tt_aws_resolve(o, &r, &err) == 0, "%s: %s", options, err.message);
+	json_decref(o);
+	if (ak)
+		CHECK_STR(r.access_key_id, ak);
+	else
+		CHECK_MSG(!r.access_key_id, "%s: keys from %s", options, r.source);
+	if (sk)
+		CHECK_STR(r.secret_access_key, sk);
+	if (tok)
+		CHECK_STR(r.session_token, tok);
+	else
+		CHECK(!r.session_token);
+	if (region)
+		CHECK_STR(r.region, region);
+	if (source)
+		CHECK_STR(r.source, source);
+	else
+		CHECK(!r.source);
+	tt_aws_resolved_release(&r);
+}
+
+TT_TEST(aws_credentials_each_source_in_order)
+{
+	const char *home = tt_test_tmpdir();
+	char *old_home = getenv("HOME") ? tt_strdup(getenv("HOME")) : NULL;
+	aws_env_clear();
+	setenv("HOME", home, 1);
+	/* nothing anywhere: no credentials, not an error */
+	aws_case(NULL, NULL, NULL, NULL, NULL, NULL);
+	write_aws_files(home);
+	/* the default profile */
+	aws_case(NULL, "AKDEFAULT", "skdefault", NULL, "eu-north-1", "shared-file");
+	/* the environment beats the shared files */
+	setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "skenv", 1);
+	setenv("AWS_SESSION_TOKEN", "tokenv", 1);
+	aws_case(NULL, "AKENV", "skenv", "tokenv", NULL, "environment");
+	/* a named profile beats the environment; its region from config */
+	aws_case("{\"profile\": \"lab\"}", "AKLAB", "sklab", "toklab", "ap-south-2", "profile");
+	aws_case("{\"aws_profile\": \"cfgonly\"}", "AKCFG", "skcfg", NULL, NULL, "profile");
+	/* literal keys beat everything */
+	aws_case("{\"access_key_id\": \"AKLIT\", \"secret_access_key\": \"sklit\", \"profile\": \"lab\"}",
+		 "AKLIT", "sklit", NULL, NULL, "options");
+	/* AWS_PROFILE picks the shared-file profile */
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_SESSION_TOKEN");
+	setenv("AWS_PROFILE", "lab", 1);
+	aws_case(NULL, "AKLAB", "sklab", "toklab", "ap-south-2", "shared-file");
+	aws_env_clear();
+	if (old_home)
+		setenv("HOME", old_home, 1);
+	free(old_home);
+}
+
+static void aws_refused(const char *options, int code, const char *must)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_aws_resolved r;
+	json_t *o = json_loads(options, 0, NULL);
+	CHECK_MSG(tt_aws_resolve(o, &r, &err) == code, "%s accepted", options);
+	CHECK_MSG(strstr(err.message, must), "%s: %s", options, err.message);
+	CHECK_MSG(!strstr(err.message, "sk") && !strstr(err.message, "AKLAB"), "%s leaks: %s", options,
+		  err.message);
+	CHECK(!r.access_key_id && !r.secret_access_key);
+	json_decref(o);
+	tt_error_clear(&err);
+}
+
+TT_TEST(aws_credentials_refusals_name_no_secret)
+{
+	const char *home = tt_test_tmpdir();
+	char *old_home = getenv("HOME") ? tt_strdup(getenv("HOME")) : NULL;
+	aws_env_clear();
+	setenv("HOME", home, 1);
+	write_aws_files(home);
+	aws_refused("{\"access_key_id\": \"AKONLY\"}", TT_ECONFIG, "without secret_access_key");
+	aws_refused("{\"profile\": \"missing\"}", TT_ENOTFOUND, "'missing'");
+	aws_refused("{\"profile\": \"nokeys\"}", TT_ECONFIG, "no aws_access_key_id");
+	aws_refused("{\"profile\": \"assumer\"}", TT_ECAPABILITY, "role_arn");
+	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\"}", TT_ECAPABILITY, "role_arn");
+	if (old_home)
+		setenv("HOME", old_home, 1);
+	free(old_home);
+}
+
+TT_TEST(store_open_uri_local_and_unbuilt)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	char *key = NULL;
+	CHECK_OK(tt_store_open_uri(tt_test_tmpdir(), NULL, &s, &key, &err));
+	CHECK_INT(s->kind, TT_STORE_LOCAL);
+	CHECK_STR(key, "");
+	tt_store_close(s);
+	free(key);
+	CHECK_INT(tt_store_open_uri("gs://b/k", NULL, &s, &key, &err), TT_ECAPABILITY);
+	CHECK(strstr(err.message, "gs://") && !s && !key);
 	tt_error_clear(&err);
 }
