@@ -255,7 +255,8 @@ static int sign(const tt_sigv4_input *in, const tt_aws_creds *cr, bool presign, 
 			tt_buf_release(&ch);
 			goto oom;
 		}
-		qsort(q.v, q.n, sizeof *q.v, cmp_kv);
+		if (q.n)
+			qsort(q.v, q.n, sizeof *q.v, cmp_kv);
 		tt_buf_printf(&url, "%s://%s%s", scheme, in->host, path);
 		tt_buf_printf(&canon, "%s\n%s\n", in->method, path);
 		for (size_t i = 0; i < q.n; i++) {

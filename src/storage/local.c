@@ -249,7 +249,8 @@ static int local_list(tt_store *s, const char *prefix, const char *token, size_t
 	free(dir);
 	free(rel);
 	if (rc == 0) {
-		qsort(kl.v, kl.n, sizeof *kl.v, cmp_entry);
+		if (kl.n)
+			qsort(kl.v, kl.n, sizeof *kl.v, cmp_entry);
 		if (kl.n > max_keys) {
 			for (size_t i = max_keys; i < kl.n; i++) {
 				free(kl.v[i].key);
