@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,6 +75,8 @@ int tt_testserver_start(const char *const *argv, int port, int wait_ms, tt_tests
 		return -1;
 	if (pid == 0) {
 		setpgid(0, 0);
+		/* dies with the test even when that aborts (a sanitizer) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (port) {
 			/* awaited by connecting: nobody reads its stdout */
 			close(pipefd[1]);

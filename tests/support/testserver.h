@@ -5,7 +5,8 @@
  * server must print its port as the first line of stdout; otherwise the
  * port is given (see tt_testserver_free_port()) and the server is awaited
  * until it accepts a TCP connection.  The process is killed (its process
- * group) by tt_testserver_stop(), and at exit if the test forgot.
+ * group) by tt_testserver_stop(), at exit if the test forgot, and by the
+ * kernel when the test process dies.
  */
 #ifndef TT_TESTS_TESTSERVER_H
 #define TT_TESTS_TESTSERVER_H
