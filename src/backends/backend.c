@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secrets.h"
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -458,4 +459,26 @@ int tt_check_expected(tt_backend *b, const json_t *loc, const char *ref, const t
 		      tt_error *err)
 {
 	return tt_check_expected_for(b, loc, ref, expected, "fork", err);
+}
+
+void tt_backend_set_secret_rules(tt_backend *b, json_t *rules)
+{
+	if (!rules)
+		return;
+	json_decref(b->secret_rules);
+	b->secret_rules = rules;
+}
+
+int tt_backend_secrets_for(const tt_backend *b, const json_t *locator, json_t **out, tt_error *err)
+{
+	json_t *o = json_object();
+	json_t *rule = tt_secrets_rule_for(b->secret_rules, tt_secrets_locator_uri(locator));
+	*out = NULL;
+	if (!o || (b->config && tt_secrets_merge(o, b->config) < 0) ||
+	    (rule && tt_secrets_merge(o, rule) < 0)) {
+		json_decref(o);
+		return tt_error_oom(err);
+	}
+	*out = o;
+	return 0;
 }

@@ -246,6 +246,20 @@ int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
 		   const char *cache_dir, const char *checkout, tt_error *err);
 void tt_backend_free(tt_backend *b);
 
+/* Replace b's secret rules (see tt_secrets_rules); takes the reference. */
+void tt_backend_set_secret_rules(tt_backend *b, json_t *rules);
+
+/*
+ * The one call through which a backend gets an object's credentials:
+ * [backends.<kind>] (committed, under secrets.toml's) with the longest
+ * matching secret rule for the locator's store URI over it, where an
+ * [objects."<key>"] entry is the exact rule on its own URI.  *out is a new
+ * object (empty when nothing applies: the environment's credential chain
+ * is then the backend's to use).  The values are secrets: pass them to the
+ * store and never into a message, a state or the journal.
+ */
+int tt_backend_secrets_for(const tt_backend *b, const json_t *locator, json_t **out, tt_error *err);
+
 /* Effective capabilities of one object: the backend's refinement, minus PIN
  * under `pin = "record"`. */
 unsigned tt_backend_caps(tt_backend *b, const json_t *loc, const char *file_policy,

@@ -38,6 +38,7 @@
 
 #include <dirent.h>
 
+#include "storage/open.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -431,6 +432,113 @@ static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt
 	return *state ? 0 : file_oom(err);
 }
 
+/*
+ * The options a remote object's store is opened with, layered as
+ * tether-vcs does: [backends.file] storage_options (committed, under
+ * secrets.toml's), then from the object's secrets (its rule over the kind's
+ * entry, through tt_backend_secrets_for) only the credentials and
+ * endpoint_url; the region once: the secrets', else the locator's, else
+ * the committed one.
+ */
+static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			  tt_error *err)
+{
+	static const char *const region_keys[] = { "region", "aws_region", "default_region",
+						    "aws_default_region", NULL };
+	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
+						    "session_token", "profile", "role_arn", NULL };
+	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
+	const char *k;
+	int rc;
+
+	*out = NULL;
+	if (!o)
+		return file_oom(err);
+	if ((rc = tt_backend_secrets_for(b, loc, &all, err)) != 0) {
+		json_decref(o);
+		return rc;
+	}
+	so = json_object_get(all, "storage_options");
+	json_object_foreach(so, k, v) {
+		bool is_region = false;
+		for (const char *const *r = region_keys; *r; r++)
+			is_region |= strcasecmp(k, *r) == 0;
+		if (is_region)
+			region = v;
+		else if (json_object_set(o, k, v) < 0)
+			goto oom;
+	}
+	for (const char *const *sk = secret_keys; *sk; sk++)
+		if ((v = json_object_get(all, *sk)) && json_object_set(o, *sk, v) < 0)
+			goto oom;
+	if ((v = json_object_get(all, "endpoint_url")) && json_object_set(o, "endpoint_url", v) < 0)
+		goto oom;
+	if (tt_pyv_truthy(json_object_get(all, "region")))
+		region = json_object_get(all, "region");
+	else if (tt_pyv_truthy(loc_region))
+		region = (json_t *)loc_region;
+	if (region && json_object_set(o, "region", region) < 0)
+		goto oom;
+	json_decref(all);
+	*out = o;
+	return 0;
+oom:
+	json_decref(all);
+	json_decref(o);
+	return file_oom(err);
+}
+
+/*
+ * A single object in S3: {"type": "object", "size", "etag"[, "version_id"]}
+ * from one HEAD, as tether-vcs records it (the etag without quotes; a
+ * version only where the bucket versions).  The object's credentials and
+ * client options come from its secret rules, its `region` from the
+ * locator when the rules name none.  Prefixes and the other schemes stay
+ * behind the seam.
+ */
+static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
+			      const parsed_uri *p, json_t **state, tt_error *err)
+{
+	json_t *opts = NULL, *region = json_object_get(loc, "region");
+	tt_store *s = NULL;
+	tt_store_meta m = { 0 };
+	char *key = NULL;
+	size_t kl = strlen(p->key);
+	int rc;
+
+	if (strcmp(p->scheme, "s3") != 0 && strcmp(p->scheme, "s3a") != 0)
+		return remote_unbuilt(p, err);
+	if (kl == 0 || p->key[kl - 1] == '/')
+		return file_err(err, TT_ECAPABILITY,
+				"fingerprints of object-store prefixes (%s) are not built into this "
+				"tether yet; track a single object", uri);
+	if ((rc = remote_options(b, loc, region, &opts, err)) != 0)
+		return rc;
+	rc = tt_store_open_uri(uri, opts, &s, &key, err);
+	json_decref(opts);
+	if (rc == 0)
+		rc = tt_store_head(s, key, NULL, &m, err);
+	if (rc == TT_ENOTFOUND)
+		rc = file_err(err, TT_EBACKEND, "object does not exist: %s", key);
+	else if (rc != 0)
+		tt_error_object(err, NULL, KIND);
+	if (rc == 0) {
+		*state = json_pack("{s:s, s:I, s:s}", "type", "object", "size", (json_int_t)m.size, "etag",
+				   m.etag ? m.etag : "");
+		if (*state && m.version &&
+		    json_object_set_new(*state, "version_id", json_string(m.version)) < 0) {
+			json_decref(*state);
+			*state = NULL;
+		}
+		if (!*state)
+			rc = file_oom(err);
+	}
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	free(key);
+	return rc;
+}
+
 static int file_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
 			    json_t **state, tt_error *err)
 {
@@ -451,7 +559,7 @@ static int file_fingerprint(tt_backend *b, const json_t *loc, const char *workin
 	if (p.cls == URI_LOCAL)
 		rc = fingerprint_local(b->impl, p.path, state, err);
 	else
-		rc = remote_unbuilt(&p, err);
+		rc = fingerprint_remote(b, loc, uri, &p, state, err);
 done:
 	parsed_release(&p);
 	free(uri);

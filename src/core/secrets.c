@@ -93,3 +93,80 @@ json_t *tt_secrets_backend(const tt_secrets *s, const char *kind)
 {
 	return json_object_get(json_object_get(s->doc, "backends"), kind);
 }
+
+int tt_secrets_merge(json_t *dst, const json_t *src)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)src, k, v) {
+		json_t *held = json_object_get(dst, k);
+		if (json_is_object(v) && json_is_object(held)) {
+			if (tt_secrets_merge(held, v) < 0)
+				return -1;
+		} else if (json_object_set_new(dst, k, json_deep_copy(v)) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+const char *tt_secrets_locator_uri(const json_t *locator)
+{
+	static const char *const keys[] = { "uri", "path" };
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(locator, keys[i]);
+		if (json_is_string(v) && json_string_length(v))
+			return json_string_value(v);
+	}
+	return NULL;
+}
+
+json_t *tt_secrets_rules(const tt_secrets *s, size_t n, const char *const *keys,
+			 const json_t *const *locators)
+{
+	json_t *uris = json_object_get(s->doc, "uris");
+	json_t *objects = json_object_get(s->doc, "objects");
+	json_t *rules = json_is_object(uris) ? json_deep_copy(uris) : json_object();
+	if (!rules)
+		return NULL;
+	for (size_t i = 0; i < n && json_is_object(objects); i++) {
+		json_t *entry = json_object_get(objects, keys[i]);
+		const char *uri = tt_secrets_locator_uri(locators[i]);
+		json_t *rule;
+		if (!json_is_object(entry) || !uri)
+			continue;
+		rule = json_object_get(rules, uri);
+		if (!rule) {
+			rule = json_object();
+			if (!rule || json_object_set_new(rules, uri, rule) < 0) {
+				json_decref(rules);
+				return NULL;
+			}
+		}
+		/* the object's own entry wins over the [uris] one, key by key */
+		const char *k;
+		json_t *v;
+		json_object_foreach(entry, k, v) {
+			if (json_object_set_new(rule, k, json_deep_copy(v)) < 0) {
+				json_decref(rules);
+				return NULL;
+			}
+		}
+	}
+	return rules;
+}
+
+json_t *tt_secrets_rule_for(const json_t *rules, const char *uri)
+{
+	const char *k, *best = NULL;
+	json_t *v, *out = NULL;
+	if (!uri)
+		return NULL;
+	json_object_foreach((json_t *)rules, k, v) {
+		if (strncmp(uri, k, strlen(k)) == 0 && (!best || strlen(k) > strlen(best))) {
+			best = k;
+			out = v;
+		}
+	}
+	return out;
+}

@@ -28,6 +28,31 @@ static int merge_into(json_t *dst, const json_t *src)
 	return 0;
 }
 
+/* The backend's secret rules: secrets.toml's [uris] and the [objects]
+ * entries of this kind's registered objects. */
+static int set_secret_rules(tt_repo *repo, tt_backend *b, const char *kind, tt_error *err)
+{
+	const char **keys = tt_calloc(repo->objects.n + 1, sizeof *keys);
+	const json_t **locs = tt_calloc(repo->objects.n + 1, sizeof *locs);
+	size_t n = 0;
+	json_t *rules = NULL;
+	for (size_t i = 0; keys && locs && i < repo->objects.n; i++) {
+		const tt_manifest *m = &repo->objects.items[i];
+		if (strcmp(m->kind, kind) == 0) {
+			keys[n] = m->key;
+			locs[n++] = m->locator;
+		}
+	}
+	if (keys && locs)
+		rules = tt_secrets_rules(&repo->secrets, n, keys, (const json_t *const *)locs);
+	free(keys);
+	free(locs);
+	if (!rules)
+		return tt_error_oom(err);
+	tt_backend_set_secret_rules(b, rules);
+	return 0;
+}
+
 /* Backends are built on first use; a fan-out may look one up from several
  * threads, so the list is guarded. */
 static pthread_mutex_t backends_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,6 +109,11 @@ static int engine_backend_locked(tt_repo *repo, const char *kind, tt_backend **o
 	}
 	if ((rc = tt_backend_new(out, k, config, cache, repo->vcs->root, err)) < 0)
 		goto done;
+	if ((rc = set_secret_rules(repo, *out, kind, err)) < 0) {
+		tt_backend_free(*out);
+		*out = NULL;
+		goto done;
+	}
 	if (TT_ARRAY_GROW(repo->backends, repo->backends_alloc, repo->nbackends + 1) < 0) {
 		tt_backend_free(*out);
 		*out = NULL;

@@ -1,0 +1,338 @@
+/*
+ * storage/open.c - stores from URIs and options; AWS credentials from
+ * options, profiles and the environment (see open.h).
+ */
+#define _GNU_SOURCE
+#include "storage/open.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "storage/s3.h"
+#include "util/fs.h"
+#include "util/mem.h"
+
+/* ---- options --------------------------------------------------------------------- */
+
+static json_t *opt(const json_t *o, const char *name)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o))
+		return NULL;
+	json_object_foreach((json_t *)o, k, v) {
+		const char *bare = strncasecmp(k, "aws_", 4) == 0 ? k + 4 : k;
+		if (strcasecmp(bare, name) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+static const char *opt_str(const json_t *o, const char *name)
+{
+	json_t *v = opt(o, name);
+	return json_is_string(v) && json_string_length(v) ? json_string_value(v) : NULL;
+}
+
+/* A boolean option: 1 true, 0 false, -1 absent, -2 unusable. */
+static int opt_bool(const json_t *o, const char *name)
+{
+	json_t *v = opt(o, name);
+	if (!v)
+		return -1;
+	if (json_is_boolean(v))
+		return json_is_true(v);
+	if (json_is_integer(v))
+		return json_integer_value(v) != 0;
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		if (!strcasecmp(s, "true") || !strcmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
+			return 1;
+		if (!strcasecmp(s, "false") || !strcmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
+			return 0;
+	}
+	return -2;
+}
+
+/* Seconds (a number or a numeric string) as ms: 0 absent, -1 unusable. */
+static long opt_ms(const json_t *o, const char *name)
+{
+	json_t *v = opt(o, name);
+	double d;
+	char *end;
+	if (!v)
+		return 0;
+	if (json_is_number(v) && !json_is_boolean(v))
+		d = json_number_value(v);
+	else if (json_is_string(v) && (d = strtod(json_string_value(v), &end), end != json_string_value(v)) &&
+		 *end == '\0')
+		;
+	else
+		return -1;
+	return d > 0 && d < 1e6 ? (long)(d * 1000 + 0.5) : -1;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* ---- shared files ---------------------------------------------------------------- */
+
+/* key = value of section in an INI file; *found set when the section exists. */
+static char *ini_get(const char *text, const char *section, const char *key, bool *found)
+{
+	const char *p = text;
+	bool in = false;
+	while (*p) {
+		const char *eol = p + strcspn(p, "\n"), *s = p, *e = eol;
+		while (s < e && isspace((unsigned char)*s))
+			s++;
+		while (e > s && isspace((unsigned char)e[-1]))
+			e--;
+		if (s < e && *s == '[') {
+			const char *close = memchr(s, ']', (size_t)(e - s));
+			const char *a = s + 1, *b = close ? close : e;
+			while (a < b && isspace((unsigned char)*a))
+				a++;
+			while (b > a && isspace((unsigned char)b[-1]))
+				b--;
+			in = (size_t)(b - a) == strlen(section) && strncmp(a, section, (size_t)(b - a)) == 0;
+			*found |= in;
+		} else if (in && s < e && *s != '#' && *s != ';') {
+			const char *eq = memchr(s, '=', (size_t)(e - s)), *ke;
+			if (eq) {
+				ke = eq;
+				while (ke > s && isspace((unsigned char)ke[-1]))
+					ke--;
+				if ((size_t)(ke - s) == strlen(key) && strncasecmp(s, key, (size_t)(ke - s)) == 0) {
+					const char *v = eq + 1;
+					while (v < e && isspace((unsigned char)*v))
+						v++;
+					return tt_strndup(v, (size_t)(e - v));
+				}
+			}
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return NULL;
+}
+
+static char *home_file(const char *env_name, const char *rel)
+{
+	const char *e = env(env_name), *home = env("HOME");
+	if (e)
+		return tt_strdup(e);
+	return home ? tt_asprintf("%s/%s", home, rel) : NULL;
+}
+
+/* The profile's keys from the credentials file, else the config file.
+ * TT_ENOTFOUND when neither has it (explicit: the caller decides). */
+static int read_profile(const char *profile, tt_aws_resolved *r, tt_error *err)
+{
+	char *files[2] = { home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"),
+			   home_file("AWS_CONFIG_FILE", ".aws/config") };
+	bool any = false;
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		tt_buf text = TT_BUF_INIT;
+		char *section = i == 0 || strcmp(profile, "default") == 0 ? tt_strdup(profile)
+									: tt_asprintf("profile %s", profile);
+		bool found = false;
+		if (!section) {
+			rc = tt_error_oom(err);
+		} else if (files[i] && tt_read_file(files[i], &text, 1u << 20, NULL) == 0) {
+			if (!r->access_key_id) {
+				char *ak = ini_get(text.ptr, section, "aws_access_key_id", &found);
+				char *sk = ini_get(text.ptr, section, "aws_secret_access_key", &found);
+				char *tk = ini_get(text.ptr, section, "aws_session_token", &found);
+				if (ak && sk) {
+					r->access_key_id = ak;
+					r->secret_access_key = sk;
+					r->session_token = tk;
+				} else {
+					free(ak);
+					free(sk);
+					free(tk);
+				}
+			}
+			if (!r->region)
+				r->region = ini_get(text.ptr, section, "region", &found);
+			char *role = ini_get(text.ptr, section, "role_arn", &found);
+			bool has_role = role != NULL;
+			free(role);
+			if (has_role && !r->access_key_id)
+				rc = tt_error_set(err, TT_ECAPABILITY,
+						  "AWS profile '%s' assumes a role (role_arn), which this "
+						  "tether cannot do yet; give the profile static keys",
+						  profile);
+			any |= found;
+		}
+		if (text.ptr)
+			memset(text.ptr, 0, text.len);
+		tt_buf_release(&text);
+		free(section);
+	}
+	if (rc == 0 && !any)
+		rc = tt_error_set(err, TT_ENOTFOUND, "AWS profile '%s' is in neither %s nor %s", profile,
+				  files[0] ? files[0] : "~/.aws/credentials",
+				  files[1] ? files[1] : "~/.aws/config");
+	free(files[0]);
+	free(files[1]);
+	return rc;
+}
+
+void tt_aws_resolved_release(tt_aws_resolved *r)
+{
+	if (!r)
+		return;
+	free(r->access_key_id);
+	if (r->secret_access_key) {
+		memset(r->secret_access_key, 0, strlen(r->secret_access_key));
+		free(r->secret_access_key);
+	}
+	free(r->session_token);
+	free(r->region);
+	memset(r, 0, sizeof *r);
+}
+
+int tt_aws_resolve(const json_t *options, tt_aws_resolved *r, tt_error *err)
+{
+	const char *ak = opt_str(options, "access_key_id"), *sk = opt_str(options, "secret_access_key");
+	const char *profile = opt_str(options, "profile");
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	if (ak || sk) {
+		if (!ak || !sk)
+			return tt_error_set(err, TT_ECONFIG, "%s set without %s",
+					    ak ? "access_key_id" : "secret_access_key",
+					    ak ? "secret_access_key" : "access_key_id");
+		r->access_key_id = tt_strdup(ak);
+		r->secret_access_key = tt_strdup(sk);
+		if (opt_str(options, "session_token"))
+			r->session_token = tt_strdup(opt_str(options, "session_token"));
+		r->source = "options";
+	} else if (opt_str(options, "role_arn")) {
+		return tt_error_set(err, TT_ECAPABILITY,
+				    "role_arn (STS AssumeRole) is not built into this tether yet; give "
+				    "static keys or a profile with them");
+	} else if (profile) {
+		if ((rc = read_profile(profile, r, err)) != 0) {
+			tt_aws_resolved_release(r);
+			return rc;
+		}
+		r->source = "profile";
+	} else if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
+		r->access_key_id = tt_strdup(env("AWS_ACCESS_KEY_ID"));
+		r->secret_access_key = tt_strdup(env("AWS_SECRET_ACCESS_KEY"));
+		if (env("AWS_SESSION_TOKEN"))
+			r->session_token = tt_strdup(env("AWS_SESSION_TOKEN"));
+		r->source = "environment";
+	} else {
+		const char *p = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
+		tt_error e2 = TT_ERROR_INIT;
+		rc = read_profile(p, r, env("AWS_PROFILE") ? err : &e2);
+		tt_error_clear(&e2);
+		if (rc != 0 && env("AWS_PROFILE")) {
+			tt_aws_resolved_release(r);
+			return rc;
+		}
+		if (rc == TT_ECAPABILITY) {
+			tt_aws_resolved_release(r);
+			return tt_error_set(err, rc, "AWS profile '%s' assumes a role (role_arn), which "
+					    "this tether cannot do yet", p);
+		}
+		if (r->access_key_id)
+			r->source = "shared-file";
+	}
+	if (r->source && (!r->access_key_id || !r->secret_access_key)) {
+		bool named = strcmp(r->source, "profile") == 0;
+		tt_aws_resolved_release(r);
+		if (named)
+			return tt_error_set(err, TT_ECONFIG,
+					    "AWS profile '%s' has no aws_access_key_id and "
+					    "aws_secret_access_key", profile);
+		return tt_error_oom(err);
+	}
+	return 0;
+}
+
+/* ---- stores from URIs ------------------------------------------------------------- */
+
+static int open_s3(const tt_store_uri *u, const json_t *o, tt_store **out, tt_error *err)
+{
+	tt_aws_resolved cr;
+	tt_s3_config c = { .bucket = u->bucket, .prefix = "" };
+	int allow = opt_bool(o, "allow_http"), vh = opt_bool(o, "virtual_hosted_style_request");
+	long ct = opt_ms(o, "connect_timeout"), rt = opt_ms(o, "timeout"),
+	     tt = opt_ms(o, "request_timeout");
+	int rc;
+
+	if (allow == -2 || vh == -2)
+		return tt_error_set(err, TT_ECONFIG, "s3://%s: %s must be true or false", u->bucket,
+				    allow == -2 ? "allow_http" : "virtual_hosted_style_request");
+	if (ct < 0 || rt < 0 || tt < 0)
+		return tt_error_set(err, TT_ECONFIG, "s3://%s: %s must be a number of seconds",
+				    u->bucket, ct < 0 ? "connect_timeout" : rt < 0 ? "timeout" : "request_timeout");
+	if (allow == -1 && env("AWS_ALLOW_HTTP"))
+		allow = !strcasecmp(env("AWS_ALLOW_HTTP"), "true") || !strcmp(env("AWS_ALLOW_HTTP"), "1");
+	if ((rc = tt_aws_resolve(o, &cr, err)) != 0)
+		return tt_error_prefix(err, "s3://%s", u->bucket);
+	c.region = opt_str(o, "region");
+	if (!c.region)
+		c.region = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
+	if (!c.region)
+		c.region = cr.region;
+	c.endpoint = opt_str(o, "endpoint") ? opt_str(o, "endpoint") : opt_str(o, "endpoint_url");
+	if (!c.endpoint)
+		c.endpoint = env("AWS_ENDPOINT_URL") ? env("AWS_ENDPOINT_URL") : env("AWS_ENDPOINT");
+	/* AWS itself: virtual-hosted; a custom endpoint: path-style, unless told */
+	c.virtual_hosted = vh >= 0 ? vh == 1 : !c.endpoint;
+	c.creds = (tt_aws_creds){ cr.access_key_id, cr.secret_access_key, cr.session_token };
+	c.http.allow_http = allow == 1;
+	c.http.connect_timeout_ms = ct;
+	c.http.read_timeout_ms = rt;
+	c.http.total_timeout_ms = tt;
+	rc = tt_store_s3_open(&c, out, err);
+	tt_aws_resolved_release(&cr);
+	return rc;
+}
+
+int tt_store_open_uri(const char *uri, const json_t *options, tt_store **out, char **key,
+		      tt_error *err)
+{
+	tt_store_uri u;
+	int rc;
+	*out = NULL;
+	*key = NULL;
+	if ((rc = tt_store_uri_parse(uri, &u, err)) != 0)
+		return rc;
+	switch (u.kind) {
+	case TT_STORE_LOCAL:
+		rc = tt_store_local_open(u.path, false, out, err);
+		if (rc == 0 && !(*key = tt_strdup("")))
+			rc = tt_error_oom(err);
+		break;
+	case TT_STORE_S3:
+		rc = open_s3(&u, options, out, err);
+		if (rc == 0 && !(*key = tt_strdup(u.key)))
+			rc = tt_error_oom(err);
+		break;
+	default:
+		rc = tt_error_set(err, TT_ECAPABILITY, "%s:// stores are not built into this tether yet",
+				  u.scheme);
+	}
+	if (rc) {
+		tt_store_close(*out);
+		*out = NULL;
+		free(*key);
+		*key = NULL;
+	}
+	tt_store_uri_release(&u);
+	return rc;
+}

@@ -1,0 +1,56 @@
+/*
+ * storage/open.h - a store from a URI and its resolved options (what
+ * tt_backend_secrets_for() gives a backend), and AWS credentials the way
+ * users already keep them.
+ *
+ * Options read for s3:// (any case; an "aws_" prefix is accepted):
+ *   region, endpoint (also endpoint_url), allow_http,
+ *   virtual_hosted_style_request, access_key_id, secret_access_key,
+ *   session_token, profile, and the client options connect_timeout,
+ *   timeout (the read timeout), request_timeout (whole request), in
+ *   seconds.  Without options the SDKs' environment variables apply:
+ *   AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL / AWS_ENDPOINT,
+ *   AWS_ALLOW_HTTP, then the credential chain below.
+ *
+ * AWS credentials, first match wins (as tether-vcs and the SDKs order
+ * them): literal access_key_id + secret_access_key (+ session_token); a
+ * named profile; AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+ * AWS_SESSION_TOKEN; the profile AWS_PROFILE names, else "default".  A
+ * profile is read from the shared credentials file
+ * (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials), then from the
+ * config file (AWS_CONFIG_FILE, else ~/.aws/config; "[profile NAME]").
+ * role_arn, web identity and the instance metadata endpoints are not built
+ * yet: role_arn is refused by name.  Errors name the profile and file,
+ * never a value.
+ */
+#ifndef TT_STORAGE_OPEN_H
+#define TT_STORAGE_OPEN_H
+
+#include <jansson.h>
+
+#include "storage/store.h"
+
+/* Resolved AWS credentials and region; every string owned. */
+typedef struct tt_aws_resolved {
+	char *access_key_id;
+	char *secret_access_key;
+	char *session_token;
+	char *region;        /* from the profile's config, when it has one */
+	const char *source;  /* "options", "profile", "environment", "shared-file", or NULL: none */
+} tt_aws_resolved;
+
+/* Resolve from options (may be NULL).  No credentials anywhere is not an
+ * error (source NULL: unsigned requests will be refused by the server). */
+int tt_aws_resolve(const json_t *options, tt_aws_resolved *out, tt_error *err);
+void tt_aws_resolved_release(tt_aws_resolved *r);
+
+/*
+ * Open the store a URI names: a local path must be a directory and becomes
+ * the store's root (*key ""); an s3:// URI opens the bucket and *key is the
+ * object key or prefix within it.  Other schemes: TT_ECAPABILITY naming the
+ * scheme.  *key is the caller's to free.
+ */
+int tt_store_open_uri(const char *uri, const json_t *options, tt_store **out, char **key,
+		      tt_error *err);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * storage/store.c - what every store shares: URI parsing, key checks, the
+ * vtable calls (key validation and out-parameter resets in one place) and
+ * the release functions.
+ */
+#include "storage/store.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/file.h"
+#include "util/mem.h"
+
+/* ---- URIs ---------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	tt_store_scheme kind;
+} schemes[] = {
+	{ "s3", TT_STORE_S3 },       { "s3a", TT_STORE_S3 },      { "gs", TT_STORE_GCS },
+	{ "gcs", TT_STORE_GCS },     { "az", TT_STORE_AZURE },    { "azure", TT_STORE_AZURE },
+	{ "abfs", TT_STORE_AZURE },  { "abfss", TT_STORE_AZURE }, { "adl", TT_STORE_AZURE },
+	{ "http", TT_STORE_HTTP },   { "https", TT_STORE_HTTP },
+};
+
+const char *tt_store_scheme_name(tt_store_scheme k)
+{
+	switch (k) {
+	case TT_STORE_LOCAL: return "local";
+	case TT_STORE_S3: return "s3";
+	case TT_STORE_GCS: return "gcs";
+	case TT_STORE_AZURE: return "azure";
+	case TT_STORE_HTTP: return "http";
+	}
+	return "?";
+}
+
+void tt_store_uri_release(tt_store_uri *u)
+{
+	if (!u)
+		return;
+	free(u->path);
+	free(u->bucket);
+	free(u->account);
+	free(u->key);
+	memset(u, 0, sizeof *u);
+}
+
+/* The path after the authority without query, fragment or ;params (of the
+ * last segment, as urlparse splits them), leading slashes stripped. */
+static char *uri_key(const char *p)
+{
+	const char *end = p + strcspn(p, "?#"), *last = p, *semi;
+	for (const char *q = p; q < end; q++)
+		if (*q == '/')
+			last = q;
+	semi = memchr(last, ';', (size_t)(end - last));
+	if (semi)
+		end = semi;
+	while (p < end && *p == '/')
+		p++;
+	return tt_strndup(p, (size_t)(end - p));
+}
+
+int tt_store_uri_parse(const char *uri, tt_store_uri *out, tt_error *err)
+{
+	char scheme[16];
+	size_t n = 0;
+	const char *p, *auth, *auth_end, *at;
+	int local;
+
+	memset(out, 0, sizeof *out);
+	if (!uri || !*uri)
+		return tt_error_set(err, TT_ECONFIG, "empty store URI; give a path or s3://bucket/...");
+	local = tt_file_local_path(uri, &out->path);
+	if (local < 0)
+		return tt_error_oom(err);
+	if (local) {
+		out->kind = TT_STORE_LOCAL;
+		strcpy(out->scheme, "file");
+		return 0;
+	}
+	for (p = uri; *p && *p != ':' && n + 1 < sizeof scheme; p++)
+		scheme[n++] = (char)tolower((unsigned char)*p);
+	scheme[n] = '\0';
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		if (*p != ':' || strcmp(scheme, schemes[i].name) != 0)
+			continue;
+		out->kind = schemes[i].kind;
+		memcpy(out->scheme, scheme, n + 1);
+	}
+	if (!out->kind)
+		return tt_error_set(err, TT_ECONFIG,
+				    "unsupported store URI scheme '%.*s': use a local path, file://, "
+				    "s3://, gs://, az:// or abfs://", (int)n, scheme);
+	if (strncmp(p, "://", 3) != 0)
+		return tt_error_set(err, TT_ECONFIG, "%s: URI needs '//' and a bucket (%s://bucket/key)",
+				    out->scheme, out->scheme);
+	auth = p + 3;
+	auth_end = auth + strcspn(auth, "/?#");
+	at = memchr(auth, '@', (size_t)(auth_end - auth));
+	if (at && (out->kind != TT_STORE_AZURE || memchr(auth, ':', (size_t)(at - auth)))) {
+		tt_store_uri_release(out);
+		return tt_error_set(err, TT_ECONFIG,
+				    "%s:// URI carries credentials in its authority; remove them and put "
+				    "them in .tether/secrets.toml", scheme);
+	}
+	if (at) {
+		/* abfs://container@account.dfs.core.windows.net/path */
+		const char *dot = memchr(at + 1, '.', (size_t)(auth_end - at - 1));
+		const char *acc_end = dot ? dot : auth_end;
+		out->bucket = tt_strndup(auth, (size_t)(at - auth));
+		out->account = tt_strndup(at + 1, (size_t)(acc_end - at - 1));
+		if (out->account && !*out->account) {
+			tt_store_uri_release(out);
+			return tt_error_set(err, TT_ECONFIG, "%s:// URI names an empty account", scheme);
+		}
+	} else {
+		out->bucket = tt_strndup(auth, (size_t)(auth_end - auth));
+	}
+	out->key = uri_key(auth_end);
+	if (!out->bucket || !out->key || (at && !out->account)) {
+		tt_store_uri_release(out);
+		return tt_error_oom(err);
+	}
+	if (!*out->bucket) {
+		tt_store_uri_release(out);
+		return tt_error_set(err, TT_ECONFIG, "%s:// URI names no %s; write %s://<%s>/<key>",
+				    scheme, strcmp(scheme, "http") && strcmp(scheme, "https") ? "bucket" : "host",
+				    scheme, out->kind == TT_STORE_AZURE ? "container" : "bucket");
+	}
+	return 0;
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+int tt_store_key_check(const char *key, tt_error *err)
+{
+	const char *seg;
+	if (!key || !*key)
+		return tt_error_set(err, TT_EUSAGE, "empty store key");
+	if (key[0] == '/' || key[strlen(key) - 1] == '/')
+		return tt_error_set(err, TT_EUSAGE, "store key '%s' starts or ends with '/'", key);
+	for (seg = key;;) {
+		size_t len = strcspn(seg, "/");
+		if (len == 0)
+			return tt_error_set(err, TT_EUSAGE, "store key '%s' has an empty segment", key);
+		if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+			return tt_error_set(err, TT_EUSAGE, "store key '%s' has a '.' or '..' segment", key);
+		if (!seg[len])
+			break;
+		seg += len + 1;
+	}
+	return 0;
+}
+
+/* ---- releases ------------------------------------------------------------------ */
+
+void tt_store_meta_release(tt_store_meta *m)
+{
+	if (!m)
+		return;
+	free(m->etag);
+	free(m->version);
+	memset(m, 0, sizeof *m);
+}
+
+void tt_store_page_release(tt_store_page *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->items[i].key);
+		tt_store_meta_release(&p->items[i].meta);
+	}
+	free(p->items);
+	free(p->next);
+	memset(p, 0, sizeof *p);
+}
+
+/* ---- calls --------------------------------------------------------------------- */
+
+static int pre(tt_store *s, const char *key, const char *version, tt_error *err)
+{
+	int rc = tt_store_key_check(key, err);
+	if (rc)
+		return tt_error_prefix(err, "%s", s->display);
+	if (version && !s->versioned)
+		return tt_error_set(err, TT_ECAPABILITY,
+				    "%s: this store keeps no versions, so '%s' cannot be read at a version",
+				    s->display, key);
+	return 0;
+}
+
+int tt_store_get(tt_store *s, const char *key, const char *version, tt_buf *out,
+		 tt_store_meta *meta, tt_error *err)
+{
+	int rc;
+	if (meta)
+		memset(meta, 0, sizeof *meta);
+	if ((rc = pre(s, key, version, err)))
+		return rc;
+	return s->ops->get(s, key, version, out, meta, err);
+}
+
+int tt_store_get_range(tt_store *s, const char *key, const char *version, uint64_t off,
+		       uint64_t len, tt_buf *out, tt_error *err)
+{
+	int rc;
+	if ((rc = pre(s, key, version, err)))
+		return rc;
+	return s->ops->get_range(s, key, version, off, len, out, err);
+}
+
+int tt_store_head(tt_store *s, const char *key, const char *version, tt_store_meta *out,
+		  tt_error *err)
+{
+	int rc;
+	memset(out, 0, sizeof *out);
+	if ((rc = pre(s, key, version, err)))
+		return rc;
+	return s->ops->head(s, key, version, out, err);
+}
+
+int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		  tt_store_page *out, tt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	return s->ops->list(s, prefix ? prefix : "", token, max_keys ? max_keys : 1000, out, err);
+}
+
+int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
+		 tt_store_meta *meta, tt_error *err)
+{
+	int rc;
+	if (meta)
+		memset(meta, 0, sizeof *meta);
+	if ((rc = pre(s, key, NULL, err)))
+		return rc;
+	return s->ops->put(s, key, data, len, meta, err);
+}
+
+int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,
+			   tt_store_meta *meta, tt_error *err)
+{
+	int rc;
+	if (meta)
+		memset(meta, 0, sizeof *meta);
+	if ((rc = pre(s, key, NULL, err)))
+		return rc;
+	return s->ops->put_if_absent(s, key, data, len, meta, err);
+}
+
+int tt_store_put_if_match(tt_store *s, const char *key, const char *etag, const void *data,
+			  size_t len, tt_store_meta *meta, tt_error *err)
+{
+	int rc;
+	if (meta)
+		memset(meta, 0, sizeof *meta);
+	if ((rc = pre(s, key, NULL, err)))
+		return rc;
+	if (!etag || !*etag)
+		return tt_error_set(err, TT_EUSAGE, "%s: conditional write of '%s' needs an etag",
+				    s->display, key);
+	return s->ops->put_if_match(s, key, etag, data, len, meta, err);
+}
+
+int tt_store_delete(tt_store *s, const char *key, tt_error *err)
+{
+	int rc;
+	if ((rc = pre(s, key, NULL, err)))
+		return rc;
+	return s->ops->del(s, key, err);
+}
+
+void tt_store_close(tt_store *s)
+{
+	if (s)
+		s->ops->close(s);
+}

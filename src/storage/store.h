@@ -1,0 +1,176 @@
+/*
+ * storage/store.h - the one object-store interface: what every backend that
+ * keeps its data as keyed blobs (icechunk, lance, delta, `file` on remote
+ * URIs) reads and writes through, whatever holds the blobs (a local
+ * directory, S3, GCS, Azure).
+ *
+ * A store is opened on a root (a directory, or a bucket/container and an
+ * optional key prefix) and addresses blobs by key relative to that root.
+ *
+ * Invariants every implementation keeps (tests/support/store_conformance.c
+ * checks each of them, against every implementation):
+ *   - Keys are '/'-separated, non-empty, UTF-8 without NUL, with no empty
+ *     segment, no "." or ".." segment and no leading or trailing '/'; any
+ *     other key is refused with TT_EUSAGE before anything is touched.
+ *   - A blob is written whole or not at all: a reader sees the old content
+ *     or the new, never a mix; after a successful put the blob is durable
+ *     (the local store fsyncs the file and its directory).
+ *   - head/get/get_range of a missing key: TT_ENOTFOUND.
+ *   - The ETag changes whenever the content is replaced (it is the
+ *     provider's own value with the quotes stripped; locally it is derived
+ *     from inode, mtime and size the way the object-store libraries do for
+ *     local files: "<ino hex>-<mtime µs hex>-<size hex>").
+ *   - put_if_absent on an existing key: TT_EEXISTS, nothing written.
+ *     put_if_match on a missing key: TT_ENOTFOUND; on a key whose ETag is
+ *     not the one given: TT_EREFMOVED ("moved meanwhile"), nothing written.
+ *     Of N racing conditional writes from the same ETag, exactly one wins.
+ *   - list returns the keys starting with prefix (a plain string prefix, not
+ *     only whole segments) in ascending byte order, at most max_keys per
+ *     page; `next` is an opaque token for the following page, NULL on the
+ *     last one.  A listing paged to the end names every key that existed
+ *     throughout, once.
+ *   - delete of a missing key succeeds (as the object stores do).
+ *   - The local store cannot hold both "a" and "a/b" (a file cannot also be
+ *     a directory): the second put fails naming the path.  The suite uses
+ *     only keys every store can hold.
+ *   - A version (S3 version id, GCS generation) is returned in meta where
+ *     the store keeps versions; reading with a version reads that one.  A
+ *     store without versions refuses a version argument with TT_ECAPABILITY.
+ *   - Errors name the store and key (never a credential) and say what to do.
+ *   - Out-parameters are reset on entry: on failure they hold nothing to
+ *     free beyond what tt_store_meta_release/tt_store_page_release free.
+ */
+#ifndef TT_STORAGE_STORE_H
+#define TT_STORAGE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+/* ---- URIs ---------------------------------------------------------------------- */
+
+typedef enum tt_store_scheme {
+	TT_STORE_LOCAL = 1, /* a local path or file:// */
+	TT_STORE_S3,        /* s3://, s3a:// */
+	TT_STORE_GCS,       /* gs://, gcs:// */
+	TT_STORE_AZURE,     /* az://, azure://, abfs://, abfss://, adl:// */
+	TT_STORE_HTTP       /* http://, https:// (a plain HTTP store) */
+} tt_store_scheme;
+
+/*
+ * A store URI, parsed.  For the object stores: scheme as written
+ * (lower-cased), bucket (the container for Azure), account (Azure only,
+ * from "container@account.dfs.core.windows.net"; else NULL), key (the path
+ * after the authority, query/fragment/;params dropped, leading slashes
+ * stripped: "" names the whole bucket).  For http(s): bucket is the host
+ * (with port).  For local: path is the resolved local path (as tether-vcs's
+ * local_path() spells it) and the rest is NULL.
+ */
+typedef struct tt_store_uri {
+	tt_store_scheme kind;
+	char scheme[16];
+	char *path;
+	char *bucket;
+	char *account;
+	char *key;
+} tt_store_uri;
+
+/* Parse uri.  An unknown scheme, an empty bucket, or credentials in the
+ * authority ("s3://key:secret@bucket") are TT_ECONFIG naming the scheme
+ * (never the rest of the authority). */
+int tt_store_uri_parse(const char *uri, tt_store_uri *out, tt_error *err);
+void tt_store_uri_release(tt_store_uri *u);
+/* "s3", "gcs", "azure", "http" or "local". */
+const char *tt_store_scheme_name(tt_store_scheme k);
+
+/* 0 when key is a valid store key (see the invariants), else TT_EUSAGE with
+ * a message naming it. */
+int tt_store_key_check(const char *key, tt_error *err);
+
+/* ---- metadata and listings ------------------------------------------------------ */
+
+typedef struct tt_store_meta {
+	uint64_t size;
+	char *etag;        /* without quotes; NULL when the store gives none */
+	char *version;     /* version id / generation; NULL when unversioned */
+	int64_t mtime_ns;  /* last modified (0 when unknown) */
+} tt_store_meta;
+
+void tt_store_meta_release(tt_store_meta *m);
+
+typedef struct tt_store_entry {
+	char *key;
+	tt_store_meta meta;
+} tt_store_entry;
+
+typedef struct tt_store_page {
+	tt_store_entry *items;
+	size_t n;
+	char *next;  /* token for the following page; NULL on the last */
+} tt_store_page;
+
+void tt_store_page_release(tt_store_page *p);
+
+/* ---- the store ----------------------------------------------------------------- */
+
+typedef struct tt_store tt_store;
+
+typedef struct tt_store_ops {
+	/* Whole blob into out (whose cap applies: TT_ELIMIT past it); meta
+	 * (may be NULL) gets its head.  version NULL: the current one. */
+	int (*get)(tt_store *s, const char *key, const char *version, tt_buf *out,
+		   tt_store_meta *meta, tt_error *err);
+	/* Bytes [off, off+len) (fewer at the end of the blob; none past it). */
+	int (*get_range)(tt_store *s, const char *key, const char *version, uint64_t off,
+			 uint64_t len, tt_buf *out, tt_error *err);
+	int (*head)(tt_store *s, const char *key, const char *version, tt_store_meta *out,
+		    tt_error *err);
+	/* One page of keys under prefix ("" = all); token NULL for the first
+	 * page; max_keys 0 = the store's default (1000). */
+	int (*list)(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		    tt_store_page *out, tt_error *err);
+	/* Unconditional write. meta (may be NULL) gets the new etag/version. */
+	int (*put)(tt_store *s, const char *key, const void *data, size_t len,
+		   tt_store_meta *meta, tt_error *err);
+	int (*put_if_absent)(tt_store *s, const char *key, const void *data, size_t len,
+			     tt_store_meta *meta, tt_error *err);
+	int (*put_if_match)(tt_store *s, const char *key, const char *etag, const void *data,
+			    size_t len, tt_store_meta *meta, tt_error *err);
+	int (*del)(tt_store *s, const char *key, tt_error *err);
+	void (*close)(tt_store *s);
+} tt_store_ops;
+
+struct tt_store {
+	const tt_store_ops *ops;
+	tt_store_scheme kind;
+	bool versioned;     /* reads and heads may name a version */
+	char *display;      /* the root as users spell it, for errors */
+	void *impl;
+};
+
+/* Local store rooted at dir (created if absent when create is set). */
+int tt_store_local_open(const char *dir, bool create, tt_store **out, tt_error *err);
+
+/* Calls through the vtable; each validates the key first and resets its
+ * out-parameters.  NULL-safe close. */
+int tt_store_get(tt_store *s, const char *key, const char *version, tt_buf *out,
+		 tt_store_meta *meta, tt_error *err);
+int tt_store_get_range(tt_store *s, const char *key, const char *version, uint64_t off,
+		       uint64_t len, tt_buf *out, tt_error *err);
+int tt_store_head(tt_store *s, const char *key, const char *version, tt_store_meta *out,
+		  tt_error *err);
+int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		  tt_store_page *out, tt_error *err);
+int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
+		 tt_store_meta *meta, tt_error *err);
+int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,
+			   tt_store_meta *meta, tt_error *err);
+int tt_store_put_if_match(tt_store *s, const char *key, const char *etag, const void *data,
+			  size_t len, tt_store_meta *meta, tt_error *err);
+int tt_store_delete(tt_store *s, const char *key, tt_error *err);
+void tt_store_close(tt_store *s);
+
+#endif

@@ -1,0 +1,304 @@
+/* Unit tests: storage/ (the store interface, the local store, URIs). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "store_conformance.h"
+#include "storage/open.h"
+#include "storage/store.h"
+#include "util/fs.h"
+#include "util/mem.h"
+
+TT_TEST(local_store_conformance)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	char *dir = tt_path_join(tt_test_tmpdir(), "store");
+	CHECK_OK(tt_store_local_open(dir, true, &s, &err));
+	CHECK_INT(tt_store_conformance_run(s, "local"), 0);
+	tt_store_close(s);
+	free(dir);
+}
+
+TT_TEST(local_store_etag_is_inode_mtime_size)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_meta m = { 0 };
+	struct stat st;
+	char want[80], *path;
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "d/blob", "hello", 5, &m, &err));
+	path = tt_path_join(tt_test_tmpdir(), "d/blob");
+	CHECK(stat(path, &st) == 0);
+	snprintf(want, sizeof want, "%" PRIx64 "-%" PRIx64 "-5", (uint64_t)st.st_ino,
+		 (uint64_t)st.st_mtim.tv_sec * 1000000u + (uint64_t)st.st_mtim.tv_nsec / 1000u);
+	CHECK_STR(m.etag, want);
+	CHECK_INT(m.size, 5);
+	CHECK(!m.version);
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	free(path);
+}
+
+TT_TEST(local_store_list_skips_temporaries_and_dirs)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_page p = { 0 };
+	char *tmp = tt_path_join(tt_test_tmpdir(), "x/.blob.ab12.tmp");
+	char *sub = tt_path_join(tt_test_tmpdir(), "x/emptydir");
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "x/blob", "1", 1, NULL, &err));
+	CHECK_OK(tt_write_file_atomic(tmp, "partial", 7, 0644, &err));
+	CHECK_OK(tt_mkdirs(sub, 0755, &err));
+	CHECK_OK(tt_store_list(s, "", NULL, 0, &p, &err));
+	CHECK_INT(p.n, 1);
+	CHECK_STR(p.items[0].key, "x/blob");
+	tt_store_page_release(&p);
+	/* a directory is not a blob */
+	tt_store_meta m;
+	CHECK_INT(tt_store_head(s, "x/emptydir", NULL, &m, &err), TT_ENOTFOUND);
+	tt_error_clear(&err);
+	tt_store_close(s);
+	free(tmp);
+	free(sub);
+}
+
+TT_TEST(local_store_open_missing_dir)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	char *dir = tt_path_join(tt_test_tmpdir(), "nope");
+	CHECK_INT(tt_store_local_open(dir, false, &s, &err), TT_ENOTFOUND);
+	CHECK(s == NULL);
+	CHECK(strstr(err.message, "nope"));
+	tt_error_clear(&err);
+	free(dir);
+}
+
+static void uri_case(const char *uri, tt_store_scheme kind, const char *bucket, const char *account,
+		     const char *key)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store_uri u;
+	CHECK_MSG(tt_store_uri_parse(uri, &u, &err) == 0, "%s: %s", uri, err.message);
+	CHECK_MSG(u.kind == kind, "%s: kind %d", uri, (int)u.kind);
+	CHECK_STR(u.bucket, bucket);
+	if (account)
+		CHECK_STR(u.account, account);
+	else
+		CHECK(!u.account);
+	CHECK_STR(u.key, key);
+	tt_store_uri_release(&u);
+}
+
+TT_TEST(uri_object_stores)
+{
+	uri_case("s3://bkt/a/b.parquet", TT_STORE_S3, "bkt", NULL, "a/b.parquet");
+	uri_case("S3A://bkt", TT_STORE_S3, "bkt", NULL, "");
+	uri_case("s3://bkt/", TT_STORE_S3, "bkt", NULL, "");
+	uri_case("s3://bkt//x/y/?versionId=1#f", TT_STORE_S3, "bkt", NULL, "x/y/");
+	uri_case("gs://b/p/", TT_STORE_GCS, "b", NULL, "p/");
+	uri_case("gcs://b/p", TT_STORE_GCS, "b", NULL, "p");
+	uri_case("az://cont/p", TT_STORE_AZURE, "cont", NULL, "p");
+	uri_case("azure://cont/p", TT_STORE_AZURE, "cont", NULL, "p");
+	uri_case("abfs://cont@acct.dfs.core.windows.net/d/t", TT_STORE_AZURE, "cont", "acct", "d/t");
+	uri_case("abfss://cont@acct.dfs.core.windows.net", TT_STORE_AZURE, "cont", "acct", "");
+	uri_case("https://host:9000/b/k", TT_STORE_HTTP, "host:9000", NULL, "b/k");
+}
+
+TT_TEST(uri_local)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store_uri u;
+	char *want = tt_realpath(tt_test_tmpdir());
+	char *uri = tt_asprintf("file://%s/./x/../y", tt_test_tmpdir());
+	CHECK_OK(tt_store_uri_parse(uri, &u, &err));
+	CHECK_INT(u.kind, TT_STORE_LOCAL);
+	char *full = tt_asprintf("%s/y", want);
+	CHECK_STR(u.path, full);
+	CHECK(!u.bucket && !u.key);
+	tt_store_uri_release(&u);
+	CHECK_OK(tt_store_uri_parse("rel/dir/", &u, &err));
+	CHECK_INT(u.kind, TT_STORE_LOCAL);
+	CHECK_STR(u.path, "rel/dir");
+	tt_store_uri_release(&u);
+	free(want);
+	free(uri);
+	free(full);
+}
+
+static void uri_bad(const char *uri, const char *must, const char *never)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store_uri u;
+	CHECK_MSG(tt_store_uri_parse(uri, &u, &err) == TT_ECONFIG, "%s accepted", uri);
+	CHECK_MSG(strstr(err.message, must), "%s: %s", uri, err.message);
+	if (never)
+		CHECK_MSG(!strstr(err.message, never), "%s: leaks %s", uri, never);
+	CHECK(!u.bucket && !u.key && !u.path);
+	tt_error_clear(&err);
+}
+
+TT_TEST(uri_refused)
+{
+	uri_bad("ftp://host/x", "unsupported store URI scheme 'ftp'", NULL);
+	uri_bad("s3:bucket/x", "needs '//'", NULL);
+	uri_bad("s3:///x", "names no bucket", NULL);
+	uri_bad("s3://AKIAX:hunter2@bkt/x", "credentials", "hunter2");
+	uri_bad("gs://user@bkt/x", "credentials", "user");
+	uri_bad("abfs://c:pw@acct.dfs.core.windows.net/x", "credentials", "pw");
+	uri_bad("", "empty store URI", NULL);
+}
+
+TT_TEST(store_key_check)
+{
+	tt_error err = TT_ERROR_INIT;
+	CHECK_OK(tt_store_key_check("a", &err));
+	CHECK_OK(tt_store_key_check("a/b.c/..d/.e", &err));
+	CHECK_INT(tt_store_key_check("a/../b", &err), TT_EUSAGE);
+	CHECK(strstr(err.message, "a/../b"));
+	tt_error_clear(&err);
+}
+
+/* ---- AWS credentials ---------------------------------------------------------- */
+
+static void aws_env_clear(void)
+{
+	static const char *const names[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+					     "AWS_SESSION_TOKEN", "AWS_PROFILE",
+					     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", NULL };
+	for (const char *const *n = names; *n; n++)
+		unsetenv(*n);
+}
+
+static void write_aws_files(const char *home)
+{
+	tt_error err = TT_ERROR_INIT;
+	char *cred = tt_asprintf("%s/.aws/credentials", home), *conf = tt_asprintf("%s/.aws/config", home);
+	static const char credentials[] =
+		"# comment\n[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = skdefault\n"
+		"[lab]\n  aws_access_key_id=AKLAB  \naws_secret_access_key = sklab\n"
+		"aws_session_token = toklab\n[assumer]\nrole_arn = arn:aws:iam::1:role/x\n";
+	static const char config[] =
+		"[default]\nregion = eu-north-1\n[profile lab]\nregion = ap-south-2\n"
+		"[profile cfgonly]\naws_access_key_id = AKCFG\naws_secret_access_key = skcfg\n"
+		"[profile nokeys]\nregion = us-west-1\n";
+	tt_write_file_atomic(cred, credentials, sizeof credentials - 1, 0600, &err);
+	tt_write_file_atomic(conf, config, sizeof config - 1, 0600, &err);
+	tt_error_clear(&err);
+	free(cred);
+	free(conf);
+}
+
+static void aws_case(const char *options, const char *ak, const char *sk, const char *tok,
+		     const char *region, const char *source)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_aws_resolved r;
+	json_t *o = options ? json_loads(options, 0, NULL) : NULL;
+	CHECK_MSG(tt_aws_resolve(o, &r, &err) == 0, "%s: %s", options, err.message);
+	json_decref(o);
+	if (ak)
+		CHECK_STR(r.access_key_id, ak);
+	else
+		CHECK_MSG(!r.access_key_id, "%s: keys from %s", options, r.source);
+	if (sk)
+		CHECK_STR(r.secret_access_key, sk);
+	if (tok)
+		CHECK_STR(r.session_token, tok);
+	else
+		CHECK(!r.session_token);
+	if (region)
+		CHECK_STR(r.region, region);
+	if (source)
+		CHECK_STR(r.source, source);
+	else
+		CHECK(!r.source);
+	tt_aws_resolved_release(&r);
+}
+
+TT_TEST(aws_credentials_each_source_in_order)
+{
+	const char *home = tt_test_tmpdir();
+	char *old_home = getenv("HOME") ? tt_strdup(getenv("HOME")) : NULL;
+	aws_env_clear();
+	setenv("HOME", home, 1);
+	/* nothing anywhere: no credentials, not an error */
+	aws_case(NULL, NULL, NULL, NULL, NULL, NULL);
+	write_aws_files(home);
+	/* the default profile */
+	aws_case(NULL, "AKDEFAULT", "skdefault", NULL, "eu-north-1", "shared-file");
+	/* the environment beats the shared files */
+	setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "skenv", 1);
+	setenv("AWS_SESSION_TOKEN", "tokenv", 1);
+	aws_case(NULL, "AKENV", "skenv", "tokenv", NULL, "environment");
+	/* a named profile beats the environment; its region from config */
+	aws_case("{\"profile\": \"lab\"}", "AKLAB", "sklab", "toklab", "ap-south-2", "profile");
+	aws_case("{\"aws_profile\": \"cfgonly\"}", "AKCFG", "skcfg", NULL, NULL, "profile");
+	/* literal keys beat everything */
+	aws_case("{\"access_key_id\": \"AKLIT\", \"secret_access_key\": \"sklit\", \"profile\": \"lab\"}",
+		 "AKLIT", "sklit", NULL, NULL, "options");
+	/* AWS_PROFILE picks the shared-file profile */
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_SESSION_TOKEN");
+	setenv("AWS_PROFILE", "lab", 1);
+	aws_case(NULL, "AKLAB", "sklab", "toklab", "ap-south-2", "shared-file");
+	aws_env_clear();
+	if (old_home)
+		setenv("HOME", old_home, 1);
+	free(old_home);
+}
+
+static void aws_refused(const char *options, int code, const char *must)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_aws_resolved r;
+	json_t *o = json_loads(options, 0, NULL);
+	CHECK_MSG(tt_aws_resolve(o, &r, &err) == code, "%s accepted", options);
+	CHECK_MSG(strstr(err.message, must), "%s: %s", options, err.message);
+	CHECK_MSG(!strstr(err.message, "sk") && !strstr(err.message, "AKLAB"), "%s leaks: %s", options,
+		  err.message);
+	CHECK(!r.access_key_id && !r.secret_access_key);
+	json_decref(o);
+	tt_error_clear(&err);
+}
+
+TT_TEST(aws_credentials_refusals_name_no_secret)
+{
+	const char *home = tt_test_tmpdir();
+	char *old_home = getenv("HOME") ? tt_strdup(getenv("HOME")) : NULL;
+	aws_env_clear();
+	setenv("HOME", home, 1);
+	write_aws_files(home);
+	aws_refused("{\"access_key_id\": \"AKONLY\"}", TT_ECONFIG, "without secret_access_key");
+	aws_refused("{\"profile\": \"missing\"}", TT_ENOTFOUND, "'missing'");
+	aws_refused("{\"profile\": \"nokeys\"}", TT_ECONFIG, "no aws_access_key_id");
+	aws_refused("{\"profile\": \"assumer\"}", TT_ECAPABILITY, "role_arn");
+	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\"}", TT_ECAPABILITY, "role_arn");
+	if (old_home)
+		setenv("HOME", old_home, 1);
+	free(old_home);
+}
+
+TT_TEST(store_open_uri_local_and_unbuilt)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	char *key = NULL;
+	CHECK_OK(tt_store_open_uri(tt_test_tmpdir(), NULL, &s, &key, &err));
+	CHECK_INT(s->kind, TT_STORE_LOCAL);
+	CHECK_STR(key, "");
+	tt_store_close(s);
+	free(key);
+	CHECK_INT(tt_store_open_uri("gs://b/k", NULL, &s, &key, &err), TT_ECAPABILITY);
+	CHECK(strstr(err.message, "gs://") && !s && !key);
+	tt_error_clear(&err);
+}
