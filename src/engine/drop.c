@@ -561,6 +561,48 @@ done:
 	return rc;
 }
 
+/* A drop killed while it left the bookmark: its inner `new` switched the
+ * working copy to the destination, but the workspace file still names the
+ * dropped bookmark.  The rerun finishes that `new` first (the same one the
+ * drop runs), so it plans from where the killed run stood. */
+static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_error *err)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	tt_error ig = TT_ERROR_INIT;
+	char *leave = NULL, *here = NULL;
+	tt_plan *new_plan = NULL;
+	int rc = 0;
+	if (!repo->ws.bookmark || strcmp(repo->ws.bookmark, bookmark) != 0)
+		return 0;
+	if (tt_oplog_read(repo->root, &log, &ig) == 0) {
+		for (size_t i = log.count; i-- > 0;) {
+			const tt_op_entry *e = &log.entries[i];
+			if (!e->command || strcmp(e->command, "drop") != 0)
+				continue;
+			json_t *ctx = json_object_get(e->plan, "context");
+			const char *b = json_string_value(json_object_get(ctx, "bookmark"));
+			const char *l = json_string_value(json_object_get(ctx, "leave"));
+			if (b && strcmp(b, bookmark) == 0 && l && tt_op_incomplete(e))
+				leave = tt_strdup(l);
+			break;
+		}
+	}
+	tt_oplog_free(&log);
+	tt_error_clear(&ig);
+	if (!leave)
+		return 0;
+	if (repo->vcs->ops->current_bookmark(repo->vcs, &here, &ig) == 0 && here && strcmp(here, leave) == 0) {
+		tt_new_opts no = { .rev = leave, .eager = -1 };
+		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) == 0)
+			rc = tt_engine_apply_new(repo, new_plan, false, NULL, err);
+	}
+	tt_error_clear(&ig);
+	tt_plan_free(new_plan);
+	free(here);
+	free(leave);
+	return rc;
+}
+
 int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
 		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
 		 tt_error *err)
@@ -571,6 +613,8 @@ int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delet
 	*out = NULL;
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		return rc;
+	if (!dry_run && !from_plan && (rc = settle_interrupted_leave(repo, bookmark, err)) < 0)
+		goto done;
 	if (from_plan) {
 		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
 			goto done;

@@ -68,8 +68,9 @@ def fault_points() -> list[str]:
 # Points below the commands, and the commands of the matrix that reach them:
 # "fs:before-rename" is every atomic file write; "fork:*" are inside a
 # backend's fork, which new and restore run here.
-# (An undo of a commit writes no file of its own: only its journal lines.)
-LAYERS = {"fs": [c for c in SCENARIOS if c != "undo"], "fork": ["new", "restore"]}
+# (An undo of a commit and forget-workspace write no file of their own, only
+# journal lines and the forgotten checkout's removal.)
+LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace")], "fork": ["new", "restore"]}
 POINTS = [p for p in fault_points() if p.split(":")[0] in COMMANDS] + \
     [f"{c}@{p}" for p in fault_points() for c in LAYERS.get(p.split(":")[0], [])]
 
