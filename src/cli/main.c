@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/parse.h"
 #include "util/mem.h"
 
 static const cli_cmd *const commands[] = {
@@ -26,19 +27,19 @@ static const char *const later[] = {
 	"upgrade", "export", "publish", "import",
 };
 
-static void print_main_help(void)
+static void print_main_help(FILE *out)
 {
-	printf("usage: tether [--version] [--help] COMMAND [ARGS]...\n\n"
+	fprintf(out, "usage: tether [-C DIR] [--version] [--help] COMMAND [ARGS]...\n\n"
 	       "Version control -- fingerprints, pins and forks -- for datasets that live in other\n"
 	       "systems.  A dataset is a git repository holding tether.toml and one manifest per\n"
 	       "tracked object.\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-12s %s\n", commands[i]->name, commands[i]->summary);
-	printf("  %-12s %s\n", "help", "Show help for tether or one command.");
-	printf("\nnot in this build yet:");
+		fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+	fprintf(out, "  %-12s %s\n", "help", "Show help for tether or one command.");
+	fprintf(out, "\nnot in this build yet:");
 	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-		printf("%s %s", i ? "," : "", later[i]);
-	printf("\n\n`tether COMMAND --help` describes one command.\n");
+		fprintf(out, "%s %s", i ? "," : "", later[i]);
+	fprintf(out, "\n\n`tether COMMAND --help` describes one command.\n");
 }
 
 static const cli_cmd *find_command(const char *name)
@@ -58,7 +59,16 @@ static int unknown_command(const char *name)
 			return EXIT_ERROR;
 		}
 	}
-	return cli_usage_error(NULL, "no such command '%s'", name);
+	const char *names[NCOMMANDS + 1 + sizeof later / sizeof later[0]];
+	size_t n = 0;
+	char hint[160];
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[n++] = commands[i]->name;
+	names[n++] = "help";
+	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+		names[n++] = later[i];
+	cli_did_you_mean(hint, sizeof hint, name, names, n, "");
+	return cli_usage_error(NULL, "no such command '%s'%s", name, hint);
 }
 
 static void free_args(cli_args *a)
@@ -117,13 +127,11 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 					idx = j;
 			if (eq)
 				inline_val = eq + 1;
-		} else if (arg[2] == '\0') {
-			for (int j = 0; cmd->opts && cmd->opts[j].name; j++)
-				if (cmd->opts[j].shortc == arg[1])
-					idx = j;
+		} else if ((idx = cli_short_option(cmd, arg, a, &inline_val)) < 0) {
+			return -1;
 		}
 		if (idx < 0) {
-			cli_usage_error(cmd, "no such option: %s", arg);
+			cli_unknown_option(cmd, arg);
 			return -1;
 		}
 		const cli_opt *o = &cmd->opts[idx];
@@ -176,8 +184,13 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 
 int main(int argc, char **argv)
 {
+	int first = 1, g = cli_global_options(argc, argv, &first, print_main_help);
+	if (g >= 0)
+		return g;
+	argc -= first - 1; /* argv[1] is the command from here on */
+	argv += first - 1;
 	if (argc < 2) {
-		print_main_help();
+		print_main_help(stderr); /* as tether-vcs: the page on stderr, exit 2 */
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
@@ -186,12 +199,12 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-		print_main_help();
+		print_main_help(stdout);
 		return EXIT_OK;
 	}
 	if (strcmp(name, "help") == 0) {
 		if (argc < 3) {
-			print_main_help();
+			print_main_help(stdout);
 			return EXIT_OK;
 		}
 		const cli_cmd *cmd = find_command(argv[2]);

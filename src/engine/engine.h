@@ -170,4 +170,9 @@ void tt_engine_undo_created(tt_repo *repo, const json_t *result, json_t *restore
  * written to scratch. */
 const char *tt_engine_store_where(const json_t *loc, tt_buf *scratch);
 
+/* After "no such object: KEY": attach a hint naming the registered key
+ * closest to key (edit distance), when one is close and err has no hint
+ * yet.  Returns err->code. */
+int tt_engine_key_hint(tt_error *err, const tt_manifest_set *set, const char *key);
+
 #endif

@@ -1072,8 +1072,11 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 		goto done;
 	}
 	const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-	if (!m)
-		return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+	if (!m) {
+		tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		tt_engine_key_hint(err, &repo->objects, key);
+		return TT_ECONFIG;
+	}
 	unsigned caps = tt_engine_caps(repo, m);
 	bool forkable = (caps & TT_CAP_FORK) != 0;
 	bool want_write = read_only < 0 ? forkable : read_only == 0;

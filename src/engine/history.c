@@ -275,8 +275,11 @@ static int select_among(const tt_manifest_set *set, const char *const *sel, size
 		}
 		if (!hit) {
 			json_decref(keys);
-			return tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
-					    sel[s]);
+			tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+				     sel[s]);
+			if (!prefix)
+				tt_engine_key_hint(err, set, sel[s]);
+			return TT_ECONFIG;
 		}
 	}
 	*out = keys;
@@ -449,8 +452,11 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 		}
 	} else {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-		if (!m)
-			return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		if (!m) {
+			tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+			tt_engine_key_hint(err, &repo->objects, key);
+			return TT_ECONFIG;
+		}
 		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 			return tt_error_object(err, key, m->kind);
 		caps = tt_engine_caps(repo, m);
@@ -611,6 +617,8 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 			if (!hit) {
 				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
 						  selectors[s]);
+				if (!prefix)
+					tt_engine_key_hint(err, b->n ? b : a, selectors[s]);
 				goto done;
 			}
 		}

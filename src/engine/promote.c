@@ -73,6 +73,8 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 			if (!hit) {
 				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
 						  o->keys[s]);
+				if (!prefix)
+					tt_engine_key_hint(err, objects, o->keys[s]);
 				goto done;
 			}
 		}

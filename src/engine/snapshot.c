@@ -18,6 +18,7 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 {
 	json_t *chosen = json_object(), *keys = json_array();
 	tt_buf unknown = TT_BUF_INIT, empty = TT_BUF_INIT;
+	const char *first_unknown = NULL;
 	int rc = 0;
 	*out = NULL;
 	if (!chosen || !keys) {
@@ -35,6 +36,8 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 				hit = true;
 			}
 		}
+		if (!hit && !prefix && !unknown.len)
+			first_unknown = sel;
 		if (!hit)
 			tt_buf_printf(prefix ? &empty : &unknown, "%s%s", (prefix ? empty.len : unknown.len) ? ", " : "", sel);
 	}
@@ -42,6 +45,8 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 		rc = tt_error_set(err, TT_ECONFIG, "%s%s%s%s%s", unknown.len ? "no such object: " : "",
 				  unknown.ptr, unknown.len && empty.len ? "; " : "",
 				  empty.len ? "no object under " : "", empty.ptr);
+		if (first_unknown && !strchr(unknown.ptr, ','))
+			tt_engine_key_hint(err, &repo->objects, first_unknown);
 		goto done;
 	}
 	for (size_t i = 0; i < repo->objects.n; i++) {

@@ -1,0 +1,116 @@
+"""The command line's manners (issue 21): parsing as git users expect it,
+"did you mean", errors under --json, readable text output.  Exit codes stay
+those tether-vcs gives on the same input."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+
+@pytest.fixture
+def ds(git_repo, tether, tmp_path):
+    """A dataset with one committed file object, `tables`."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text("hello\n")
+    tether("init", cwd=git_repo)
+    tether("add", "tables", str(data), "--kind", "file", cwd=git_repo)
+    tether("commit", "-m", "first", cwd=git_repo)
+    return git_repo
+
+
+# --- parsing -------------------------------------------------------------
+
+def test_unknown_command_suggests_the_closest(tmp_path, tether):
+    r = tether("comit", cwd=tmp_path, check=False)
+    assert r.returncode == 2
+    assert "no such command 'comit'" in r.stderr and "did you mean 'commit'?" in r.stderr
+    r = tether("help", "stauts", cwd=tmp_path, check=False)
+    assert r.returncode == 2 and "did you mean 'status'?" in r.stderr
+    r = tether("frobnicate", cwd=tmp_path, check=False)
+    assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+def test_misspelt_global_option_is_an_option_not_a_command(tmp_path, tether):
+    r = tether("--verison", cwd=tmp_path, check=False)
+    assert r.returncode == 2
+    assert "no such option: --verison" in r.stderr and "did you mean '--version'?" in r.stderr
+    assert "command" not in r.stderr.split("\n")[0]
+
+
+def test_misspelt_command_option_suggests_the_closest(ds, tether):
+    r = tether("status", "--jsn", cwd=ds, check=False)
+    assert r.returncode == 2 and "did you mean '--json'?" in r.stderr
+    r = tether("status", "-json", cwd=ds, check=False)
+    assert r.returncode == 2 and "did you mean '--json'?" in r.stderr
+
+
+def test_misspelt_object_key_suggests_the_closest(ds, tether):
+    for args in (("status", "tabels"), ("log", "tabls"), ("remove", "tablse"), ("verify", "tabes"),
+                 ("open", "tabless")):
+        r = tether(*args, cwd=ds, check=False)
+        assert r.returncode == 1, args
+        assert "no such object" in r.stderr and "did you mean 'tables'?" in r.stderr, (args, r.stderr)
+    r = tether("status", "zzzzzzzz", cwd=ds, check=False)
+    assert r.returncode == 1 and "did you mean" not in r.stderr
+
+
+def test_bare_tether_prints_help_on_stderr_with_exit_2(tmp_path, tether, ref):
+    ours, theirs = tether(cwd=tmp_path, check=False), ref(cwd=tmp_path, check=False)
+    assert ours.returncode == theirs.returncode == 2
+    assert ours.stdout == "" and "usage: tether" in ours.stderr and "commands:" in ours.stderr
+    assert tether("--help", cwd=tmp_path).stdout.startswith("usage: tether")
+
+
+def test_attached_short_values_and_bundles(ds, tether, tmp_path):
+    (tmp_path / "more").mkdir()
+    tether("add", "more", str(tmp_path / "more"), "--kind", "file", cwd=ds)
+    tether("commit", "-msecond", cwd=ds)
+    assert git("log", "-1", "--format=%s", cwd=ds, env=tether.env).strip() == "second"
+    full = tether.json("ops", cwd=ds)
+    one = json.loads(tether("ops", "-n1", "--json", cwd=ds).stdout)
+    assert len(full) > 1 and one == full[:1]
+    assert json.loads(tether("ops", "--limit=1", "--json", cwd=ds).stdout) == one
+    # -c (a flag) bundled with nothing else, and an unknown letter inside a bundle
+    r = tether("diff", "-cx", cwd=ds, check=False)
+    assert r.returncode == 2 and "no such option: -x (in -cx)" in r.stderr
+
+
+def test_negative_count_is_a_usage_error(ds, tether):
+    # (tether-vcs takes `-n -1` as "no limit"; a negative count is refused here)
+    for args in (("log", "tables", "-n", "-1"), ("log", "tables", "-n-1"), ("ops", "-n-1")):
+        r = tether(*args, cwd=ds, check=False)
+        assert r.returncode == 2 and "not in the range" in r.stderr, args
+
+
+def test_dash_C_runs_in_another_directory(ds, tether, tmp_path):
+    here = tether("status", "--json", cwd=ds).stdout
+    assert tether("-C", str(ds), "status", "--json", cwd=tmp_path).stdout == here
+    assert tether(f"-C{ds}", "status", "--json", cwd=tmp_path).stdout == here
+    # each -C is relative to the one before, as in git
+    assert tether("-C", str(ds.parent), "-C", ds.name, "status", "--json", cwd=tmp_path).stdout == here
+    r = tether("-C", str(tmp_path / "nope"), "status", cwd=tmp_path, check=False)
+    assert r.returncode == 1 and "cannot change to" in r.stderr
+    r = tether("-C", cwd=tmp_path, check=False)
+    assert r.returncode == 2 and "requires an argument" in r.stderr
+
+
+def test_double_dash_ends_the_options(ds, tether):
+    r = tether("status", "--", "--json", cwd=ds, check=False)
+    assert r.returncode == 1 and "no such object: --json" in r.stderr
+    assert r.stdout == ""
+
+
+def test_exit_codes_match_tether_vcs_on_the_same_input(ds, tether, ref, tmp_path):
+    cases = [
+        ("comit",), ("--verison",), ("status", "--jsn"), ("ops", "-n", "x"), ("log",),
+        ("status", "--", "--json"), ("ops", "-n1"), ("status", "--json"), ("--version",),
+        ("diff", "--json"), ("verify", "--json"),
+    ]
+    for args in cases:
+        ours, theirs = tether(*args, cwd=ds, check=False), ref(*args, cwd=ds, check=False)
+        assert ours.returncode == theirs.returncode, (args, ours.stderr, theirs.stderr)
