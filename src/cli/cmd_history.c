@@ -80,8 +80,7 @@ static int run_log(const cli_cmd *cmd, cli_args *a)
 		for (size_t j = 0; j < a->nlist[si]; j++) {
 			const char *eq = strchr(a->list[si][j], '=');
 			if (!eq) {
-				fprintf(stderr, "error: --set expects key=value, got '%s'\n", a->list[si][j]);
-				rc = EXIT_ERROR;
+				rc = cli_error(NULL, "--set expects key=value, got '%s'", a->list[si][j]);
 				goto done;
 			}
 			char *k = strndup(a->list[si][j], (size_t)(eq - a->list[si][j]));

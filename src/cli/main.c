@@ -217,6 +217,7 @@ int main(int argc, char **argv)
 	if (!cmd)
 		return unknown_command(name);
 	cli_args args;
+	cli_json_errors = cli_wants_json(cmd, argc - 2, argv + 2);
 	int rc = parse_args(cmd, argc - 2, argv + 2, &args);
 	if (rc == 1) {
 		cli_print_help(cmd);

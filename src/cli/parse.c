@@ -113,3 +113,13 @@ int cli_global_options(int argc, char **argv, int *first, void (*help)(FILE *out
 	*first = i;
 	return -1;
 }
+
+bool cli_wants_json(const cli_cmd *cmd, int argc, char **argv)
+{
+	if (cli_opt_index(cmd, "json") < 0)
+		return false;
+	for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return true;
+	return false;
+}

@@ -33,4 +33,8 @@ int cli_unknown_option(const cli_cmd *cmd, const char *arg);
 void cli_did_you_mean(char *out, size_t size, const char *name, const char *const *names, size_t n,
 		      const char *prefix);
 
+/* Whether argv (after the command) asks for --json, before any "--", of a
+ * command that has the option: errors then go out as JSON too. */
+bool cli_wants_json(const cli_cmd *cmd, int argc, char **argv);
+
 #endif

@@ -30,6 +30,12 @@ const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name)
 
 int cli_fail(tt_error *err)
 {
+	if (cli_json_errors) {
+		cli_json_error(tt_error_text(err), err->hint, tt_code_name(err->code), err->key, err->kind,
+			       EXIT_ERROR);
+		tt_error_clear(err);
+		return EXIT_ERROR;
+	}
 	fprintf(stderr, "error: %s\n", tt_error_text(err));
 	if (err->hint)
 		fprintf(stderr, "hint: %s\n", err->hint);
@@ -40,6 +46,20 @@ int cli_fail(tt_error *err)
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	if (cli_json_errors) {
+		tt_buf msg = TT_BUF_INIT, usage = TT_BUF_INIT;
+		va_start(ap, fmt);
+		tt_buf_vprintf(&msg, fmt, ap);
+		va_end(ap);
+		if (cmd)
+			tt_buf_printf(&usage, "tether %s %s", cmd->name, cmd->synopsis);
+		cli_usage_line = usage.ptr;
+		cli_json_error(msg.ptr, "see `tether help` for the options", "usage", NULL, NULL, EXIT_USAGE);
+		cli_usage_line = NULL;
+		tt_buf_release(&msg);
+		tt_buf_release(&usage);
+		return EXIT_USAGE;
+	}
 	if (cmd)
 		fprintf(stderr, "usage: tether %s %s\n", cmd->name, cmd->synopsis);
 	fprintf(stderr, "error: ");
@@ -85,9 +105,8 @@ int cli_print_json(json_t *v)
 int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a)
 {
 	if (cli_value(cmd, a, "from-plan") && (cli_flag(cmd, a, "dry-run") || cli_value(cmd, a, "plan"))) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
-		return EXIT_ERROR;
+		return cli_error(NULL, "--from-plan applies a saved plan; it cannot be combined with "
+				 "--dry-run or --plan");
 	}
 	return EXIT_OK;
 }

@@ -114,3 +114,56 @@ def test_exit_codes_match_tether_vcs_on_the_same_input(ds, tether, ref, tmp_path
     for args in cases:
         ours, theirs = tether(*args, cwd=ds, check=False), ref(*args, cwd=ds, check=False)
         assert ours.returncode == theirs.returncode, (args, ours.stderr, theirs.stderr)
+
+
+# --- errors under --json -------------------------------------------------
+
+def test_errors_under_json_are_one_json_object_on_stderr(ds, tether):
+    r = tether("status", "tabels", "--json", cwd=ds, check=False)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    e = json.loads(lines[0])["error"]
+    assert e["message"] == "no such object: tabels" and e["code"] == "config" and e["exit"] == 1
+    assert "did you mean 'tables'?" in e["hint"]
+    # a usage error too, with the command's usage line
+    r = tether("status", "--json", "--jsn", cwd=ds, check=False)
+    assert r.returncode == 2
+    e = json.loads(r.stderr.strip())["error"]
+    assert e["code"] == "usage" and e["exit"] == 2 and e["usage"].startswith("tether status ")
+    assert "--jsn" in e["message"]
+    # the CLI's own errors as well
+    r = tether("gc", "--force-prune", "--json", cwd=ds, check=False)
+    assert r.returncode == 1
+    assert json.loads(r.stderr.strip())["error"]["message"] == "--force-prune requires --prune-bookmarks"
+
+
+def test_errors_without_json_stay_text(ds, tether):
+    r = tether("status", "tabels", cwd=ds, check=False)
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == "error: no such object: tabels"
+    assert r.stderr.splitlines()[1].startswith("hint: did you mean 'tables'?")
+    # after `--`, --json is a positional, not the option
+    r = tether("status", "--", "--json", cwd=ds, check=False)
+    assert r.stderr.startswith("error: no such object: --json")
+
+
+def shape(v):
+    if isinstance(v, dict):
+        return {k: shape(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shape(v[0])] if v else []
+    return type(v).__name__
+
+
+def test_json_shapes_and_exit_codes_match_tether_vcs(ds, tether, ref):
+    """--json stdout keeps tether-vcs's shapes (compatibility)."""
+    for args in (("status", "--json"), ("verify", "--json"), ("diff", "--json"),
+                 ("diff", "HEAD", "--json"), ("backends", "--json")):
+        ours, theirs = tether(*args, cwd=ds, check=False), ref(*args, cwd=ds, check=False)
+        assert ours.returncode == theirs.returncode, args
+        o, t = json.loads(ours.stdout), json.loads(theirs.stdout)
+        if args[0] == "backends":  # kinds this build has differ; each entry's shape does not
+            o, t = next(iter(o.values()), {}) if isinstance(o, dict) else o[:1], \
+                next(iter(t.values()), {}) if isinstance(t, dict) else t[:1]
+        assert shape(o) == shape(t), (args, ours.stdout, theirs.stdout)
