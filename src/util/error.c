@@ -176,7 +176,13 @@ const char *tt_error_text(tt_error *err)
 	if (err->message[0] == '[' && strncmp(err->message + 1, who, wl) == 0 &&
 	    err->message[wl + 1] == ']')
 		return err->message;
-	char *msg = tt_asprintf("[%s] %s", who, err->message);
+	/* Named by kind first ("[git] ..."), then by key: one name, the key's. */
+	const char *rest = err->message;
+	size_t kl = err->key && err->kind ? strlen(err->kind) : 0;
+	if (kl && rest[0] == '[' && strncmp(rest + 1, err->kind, kl) == 0 && rest[kl + 1] == ']' &&
+	    rest[kl + 2] == ' ')
+		rest += kl + 3;
+	char *msg = tt_asprintf("[%s] %s", who, rest);
 	if (!msg)
 		return err->message;
 	free_message(err);

@@ -167,3 +167,69 @@ def test_json_shapes_and_exit_codes_match_tether_vcs(ds, tether, ref):
             o, t = next(iter(o.values()), {}) if isinstance(o, dict) else o[:1], \
                 next(iter(t.values()), {}) if isinstance(t, dict) else t[:1]
         assert shape(o) == shape(t), (args, ours.stdout, theirs.stdout)
+
+
+# --- human text output ---------------------------------------------------
+
+def run_in_pty(argv, cwd, env, timeout=60):
+    """Run argv with stdin/stdout/stderr on a pseudo-terminal; (status, output)."""
+    import os
+    import pty
+    import select
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(str(cwd))
+        os.execve(argv[0], argv, env)
+    out = b""
+    end = time.time() + timeout
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if fd in r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def test_snapshot_shows_states_by_their_short_form(ds, tether, tmp_path, env):
+    code = tmp_path / "code"
+    git("init", "-q", "-b", "main", str(code), cwd=tmp_path, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "x", cwd=code, env=env)
+    sha = git("rev-parse", "HEAD", cwd=code, env=env).strip()
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * (3 * 1024 * 1024 + 1))
+    tether("add", "code", str(code), "--kind", "git", cwd=ds)
+    tether("add", "big", str(big), "--kind", "file", cwd=ds)
+    out = tether("snapshot", cwd=ds).stdout
+    assert f"  code: {sha[:12]}\n" in out
+    assert "  big: file, 3.0 MiB, " in out
+    assert "  tables: dir, 1 file, 6 B, " in out
+    assert "{" not in out and "'" not in out
+    # --json keeps the states whole
+    assert tether.json("snapshot", "code", cwd=ds) == {"code": {"sha": sha, "dirty": False}}
+
+
+def test_status_header_names_the_dataset_id(ds, tether):
+    st = tether.json("status", cwd=ds)
+    ds_id = (ds / "tether.toml").read_text().split('[dataset]\nid = "')[1].split('"')[0]
+    first = tether("status", cwd=ds).stdout.splitlines()[0]
+    assert first.startswith(f"dataset {ds_id} (manifests {st['manifest_hash'][:12]}); on trunk bookmark main")
+
+
+def test_colour_only_on_a_terminal_and_never_with_NO_COLOR(ds, tether, tmp_path):
+    (tmp_path / "more").mkdir()
+    tether("add", "more", str(tmp_path / "more"), "--kind", "file", cwd=ds)
+    piped = tether("status", "--snapshot", cwd=ds).stdout
+    assert "\033[" not in piped and "  new  more  " in piped
+    env = dict(tether.env, TERM="xterm")
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, env)
+    assert rc == 0 and "\033[32m      new\033[0m  more" in out, out
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, dict(env, NO_COLOR="1"))
+    assert rc == 0 and "\033[" not in out and "  new  more  " in out, out
