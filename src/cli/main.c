@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/help.h"
 #include "cli/parse.h"
 #include "util/mem.h"
 
@@ -29,17 +30,23 @@ static const char *const later[] = {
 
 static void print_main_help(FILE *out)
 {
-	fprintf(out, "usage: tether [-C DIR] [--version] [--help] COMMAND [ARGS]...\n\n"
-	       "Version control -- fingerprints, pins and forks -- for datasets that live in other\n"
-	       "systems.  A dataset is a git repository holding tether.toml and one manifest per\n"
-	       "tracked object.\n\ncommands:\n");
+	cli_help_entry(out, NULL, "usage: tether [-C DIR] [--version] [--help] COMMAND [ARGS]...");
+	fputc('\n', out);
+	cli_help_entry(out, NULL, "Version control -- fingerprints, pins and forks -- for datasets that "
+		       "live in other systems.  A dataset is a git repository holding tether.toml and one "
+		       "manifest per tracked object.");
+	fprintf(out, "\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
-	fprintf(out, "  %-12s %s\n", "help", "Show help for tether or one command.");
-	fprintf(out, "\nnot in this build yet:");
+		cli_help_entry(out, commands[i]->name, commands[i]->summary);
+	cli_help_entry(out, "help", "Show help for tether or one command.");
+	tt_buf not_yet = TT_BUF_INIT;
+	tt_buf_puts(&not_yet, "not in this build yet:");
 	for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-		fprintf(out, "%s %s", i ? "," : "", later[i]);
-	fprintf(out, "\n\n`tether COMMAND --help` describes one command.\n");
+		tt_buf_printf(&not_yet, "%s %s", i ? "," : "", later[i]);
+	fputc('\n', out);
+	cli_help_entry(out, NULL, not_yet.ptr);
+	tt_buf_release(&not_yet);
+	fprintf(out, "\n`tether COMMAND --help` describes one command.\n");
 }
 
 static const cli_cmd *find_command(const char *name)

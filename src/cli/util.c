@@ -145,25 +145,7 @@ int cli_open_repo(tt_repo **out)
 	return EXIT_OK;
 }
 
-void cli_print_help(const cli_cmd *cmd)
-{
-	printf("usage: tether %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
-	if (cmd->description && *cmd->description)
-		printf("\n%s\n", cmd->description);
-	printf("\noptions:\n");
-	for (int i = 0; cmd->opts && cmd->opts[i].name; i++) {
-		const cli_opt *o = &cmd->opts[i];
-		char left[64];
-		if (o->shortc)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortc, o->name,
-				 o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "",
-				 o->metavar ? o->metavar : "");
-		printf("  %-26s %s\n", left, o->help);
-	}
-	printf("  %-26s %s\n", "-h, --help", "Show this message and exit.");
-}
+/* cli_print_help: see help.c. */
 
 void cli_print_history(const json_t *entries, bool numbered)
 {

@@ -4,6 +4,7 @@ those tether-vcs gives on the same input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,41 @@ def test_colour_only_on_a_terminal_and_never_with_NO_COLOR(ds, tether, tmp_path)
     assert rc == 0 and "\033[32m      new\033[0m  more" in out, out
     rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, dict(env, NO_COLOR="1"))
     assert rc == 0 and "\033[" not in out and "  new  more  " in out, out
+
+
+# --- help pages ----------------------------------------------------------
+
+COMMANDS = ["init", "backends", "add", "set", "remove", "status", "snapshot", "commit", "verify",
+            "diff", "log", "new", "open", "pull", "restore", "promote", "gc", "ops", "undo", "repair"]
+
+
+@pytest.mark.parametrize("columns", [50, 80, 132])
+def test_help_pages_fit_the_terminal_width(tmp_path, tether, columns):
+    width = min(columns, 100)
+    for cmd in COMMANDS:
+        page = tether(cmd, "--help", cwd=tmp_path, env={"COLUMNS": str(columns)}).stdout
+        for line in page.split("\nexamples:\n")[0].splitlines():
+            # only a single unbreakable word may overrun (examples are never
+            # wrapped, so they paste whole)
+            assert len(line) <= width or " " not in line.strip(), (cmd, columns, line)
+        assert page.rstrip().split("\n\n")[-1].startswith("examples:\n  tether "), cmd
+        # every description starts in one column; a long name gets its own line
+        opts = page.split("\noptions:\n")[1].split("\n\n")[0].splitlines()
+        starts = {len(l) - len(l.lstrip()) for l in opts if not l.lstrip().startswith("-")}
+        firsts = {m.start(2) for m in (re.match(r"^(\s*-\S.*?)\s{2,}(\S)", l) for l in opts) if m}
+        assert len(starts | firsts) <= 1, (cmd, opts)
+    top = tether("--help", cwd=tmp_path, env={"COLUMNS": str(columns)}).stdout
+    assert all(len(l) <= width or " " not in l.strip() for l in top.splitlines())
+
+
+def test_help_hides_options_of_kinds_not_built(tmp_path, tether):
+    built = {b["kind"] for b in tether.json("backends", cwd=tmp_path) if b["installed"]}
+    assert "neon" not in built  # the point of the test: a kind this build lacks
+    page = tether("add", "--help", cwd=tmp_path).stdout
+    for opt, kinds in (("--project-id", {"neon"}), ("--host", {"dolt"}), ("--port", {"dolt"}),
+                       ("--table", {"ducklake", "iceberg"}), ("--role", {"neon"})):
+        assert (opt in page) == bool(kinds & built), opt
+    kind_line = page.split("--kind KIND")[1].split("--branch")[0]
+    for k in ("neon", "dolt", "ducklake", "iceberg"):
+        assert (k in kind_line) == (k in built), k
+    assert "jj" not in tether("restore", "--help", cwd=tmp_path).stdout
