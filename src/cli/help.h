@@ -23,4 +23,15 @@ void cli_help_entry(FILE *out, const char *name, const char *summary);
 /* The whole --help page of cmd at width columns. */
 void cli_help_text(tt_buf *out, const cli_cmd *cmd, int width);
 
+/* Every command of the table (main.c), for completion and man pages. */
+const cli_cmd *const *cli_commands(size_t *n);
+extern const cli_cmd cmd_completion;
+/* `tether __complete keys|bookmarks|kinds`: one word a line (nothing
+ * outside a dataset). */
+int cli_complete_words(int argc, char **argv);
+/* A command's man page (roff), from the tables --help uses. */
+void cli_man_page(tt_buf *out, const cli_cmd *cmd);
+/* `tether __man DIR`: tether.1 and tether-COMMAND.1 for every command. */
+int cli_write_man_pages(const char *dir);
+
 #endif

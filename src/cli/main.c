@@ -18,6 +18,7 @@ static const cli_cmd *const commands[] = {
 	&cmd_status, &cmd_snapshot, &cmd_commit, &cmd_verify, &cmd_diff, &cmd_log,
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
+	&cmd_completion,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -47,6 +48,12 @@ static void print_main_help(FILE *out)
 	cli_help_entry(out, NULL, not_yet.ptr);
 	tt_buf_release(&not_yet);
 	fprintf(out, "\n`tether COMMAND --help` describes one command.\n");
+}
+
+const cli_cmd *const *cli_commands(size_t *n)
+{
+	*n = NCOMMANDS;
+	return commands;
 }
 
 static const cli_cmd *find_command(const char *name)
@@ -220,6 +227,10 @@ int main(int argc, char **argv)
 		cli_print_help(cmd);
 		return EXIT_OK;
 	}
+	if (strcmp(name, "__complete") == 0) /* hidden: for the completion scripts */
+		return cli_complete_words(argc - 2, argv + 2);
+	if (strcmp(name, "__man") == 0 && argc == 3) /* hidden: the build writes the man pages */
+		return cli_write_man_pages(argv[2]);
 	const cli_cmd *cmd = find_command(name);
 	if (!cmd)
 		return unknown_command(name);

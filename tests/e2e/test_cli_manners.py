@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,103 @@ def test_help_hides_options_of_kinds_not_built(tmp_path, tether):
     for k in ("neon", "dolt", "ducklake", "iceberg"):
         assert (k in kind_line) == (k in built), k
     assert "jj" not in tether("restore", "--help", cwd=tmp_path).stdout
+
+
+# --- completion and man pages --------------------------------------------
+
+def help_options(tether, cmd, cwd):
+    """{option names: description} from a --help page wide enough not to wrap."""
+    page = tether(cmd, "--help", cwd=cwd, env={"COLUMNS": "1000"}).stdout
+    block = page.split("\noptions:\n")[1].split("\n\n")[0]
+    out, last = {}, None
+    for line in block.splitlines():
+        m = re.match(r"^ {2,6}(-\S.*?)(?:\s{2,}(\S.*))?$", line)
+        if m:
+            last = m.group(1).strip()
+            out[last] = m.group(2) or ""
+        else:
+            out[last] = (out[last] + " " + line.strip()).strip()
+    examples = page.split("\nexamples:\n")[1].splitlines() if "\nexamples:\n" in page else []
+    return out, [e.strip() for e in examples]
+
+
+def man_options(path):
+    """The same from a generated man page (roff)."""
+    text = path.read_text().replace("\\-", "-").replace("\\e", "\\").replace("\\&", "")
+    opts = {}
+    for m in re.finditer(r"^\.TP\n\.B (.*)\n((?:[^.\n].*\n?)*)", text, re.M):
+        opts[m.group(1).strip()] = " ".join(m.group(2).split())
+    ex = text.split(".SH EXAMPLES\n.nf\n")[1].split("\n.fi")[0].splitlines() if ".SH EXAMPLES" in text else []
+    return opts, ex
+
+
+def test_man_pages_say_what_help_says(tmp_path, tether, build_dir):
+    out = tmp_path / "man"
+    out.mkdir()
+    tether("__man", str(out), cwd=tmp_path)
+    top = (out / "tether.1").read_text()
+    for cmd in COMMANDS + ["completion"]:
+        page = out / f"tether-{cmd}.1"
+        assert page.exists(), cmd
+        assert f"tether\\-{cmd}(1)" in top.replace(".BR tether\\-", "tether\\-").replace(" (1)", "(1)")
+        h_opts, h_ex = help_options(tether, cmd, tmp_path)
+        m_opts, m_ex = man_options(page)
+        assert m_opts == {k: " ".join(v.split()) for k, v in h_opts.items()}, cmd
+        assert m_ex == h_ex, cmd
+    # the build made the same pages, and `cmake --install` puts them in man1
+    assert (build_dir / "share/man1/tether-log.1").read_text() == (out / "tether-log.1").read_text()
+    prefix = tmp_path / "prefix"
+    subprocess.run(["cmake", "--install", str(build_dir), "--prefix", str(prefix)], check=True,
+                   capture_output=True)
+    assert (prefix / "share/man/man1/tether-status.1").exists()
+    assert (prefix / "share/bash-completion/completions/tether").exists()
+    assert (prefix / "share/zsh/site-functions/_tether").exists()
+    assert (prefix / "share/fish/vendor_completions.d/tether.fish").exists()
+
+
+def bash_complete(tether, cwd, words):
+    script = tether("completion", "bash", cwd=cwd).stdout
+    prog = (script + '\nCOMP_WORDS=(' + " ".join(f"'{w}'" for w in words) + ')\n'
+            f"COMP_CWORD={len(words) - 1}\n_tether\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+    env = dict(tether.env, PATH=f"{tether.exe.parent}:{tether.env.get('PATH', '/usr/bin:/bin')}")
+    r = subprocess.run(["bash", "-c", prog], cwd=str(cwd), env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return sorted(r.stdout.split())
+
+
+def test_bash_completion_of_commands_options_keys_and_bookmarks(ds, tether):
+    if tether.exe.name != "tether":
+        pytest.skip("the scripts call `tether` by name")
+    assert bash_complete(tether, ds, ["tether", "com"]) == ["commit", "completion"]
+    assert bash_complete(tether, ds, ["tether", "status", "--j"]) == ["--json"]
+    assert bash_complete(tether, ds, ["tether", "log", "-"]).count("--limit") == 1
+    assert bash_complete(tether, ds, ["tether", "status", "ta"]) == ["tables"]
+    assert bash_complete(tether, ds, ["tether", "diff", "--key", "t"]) == ["tables"]
+    assert bash_complete(tether, ds, ["tether", "new", "ma"]) == ["main"]
+    assert "lance" in bash_complete(tether, ds, ["tether", "add", "x", "--kind", ""])
+    assert bash_complete(tether, ds, ["tether", "completion", "z"]) == ["zsh"]
+    assert "--project-id" not in bash_complete(tether, ds, ["tether", "add", "--"])
+
+
+def test_zsh_and_fish_completion_cover_the_tables(tmp_path, tether):
+    zsh = tether("completion", "zsh", cwd=tmp_path).stdout
+    fish = tether("completion", "fish", cwd=tmp_path).stdout
+    assert zsh.startswith("#compdef tether")
+    for cmd in COMMANDS:
+        assert f"'{cmd}:" in zsh and f"        {cmd}) _arguments" in zsh, cmd
+        assert f"-a {cmd} -d " in fish, cmd
+        for opt in help_options(tether, cmd, tmp_path)[0]:
+            long = re.search(r"--([a-z-]+)", opt).group(1)
+            if long == "help":
+                continue
+            assert f"--{long}" in zsh.split(f"        {cmd}) _arguments")[1].split(";;")[0], (cmd, long)
+            assert f"__fish_seen_subcommand_from {cmd}' -l {long}" in fish, (cmd, long)
+    assert "tether __complete keys" in fish and "_tether_dyn keys" in zsh
+    r = tether("completion", "tcsh", cwd=tmp_path, check=False)
+    assert r.returncode == 2
+
+
+def test_complete_helper_lists_keys_and_bookmarks(ds, tether, tmp_path):
+    assert tether("__complete", "keys", cwd=ds).stdout.split() == ["tables"]
+    assert "main" in tether("__complete", "bookmarks", cwd=ds).stdout.split()
+    assert tether("__complete", "keys", cwd=tmp_path).stdout == ""  # outside a dataset: nothing
