@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -142,6 +143,7 @@ int cli_open_repo(tt_repo **out)
 		return cli_fail(&err);
 	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
 		cli_warning("%s", tt_repo_warning(*out, i));
+	cli_progress_attach(*out);
 	return EXIT_OK;
 }
 

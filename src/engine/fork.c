@@ -591,6 +591,14 @@ static void fork_one(size_t i, void *ctx)
 		tt_fault("new:after-fork");
 }
 
+/* fork_one, counted for the progress callback. */
+static void fork_counted(size_t i, void *ctx)
+{
+	fork_job *j = &((fork_job *)ctx)[i];
+	fork_one(i, ctx);
+	tt_engine_progress_step(j->repo, j->m->key);
+}
+
 static int reload_objects(tt_repo *repo, tt_error *err)
 {
 	tt_manifest_set fresh;
@@ -788,7 +796,10 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, tt_erro
 		goto failed;
 
 	tt_engine_prepare(repo);
-	if ((rc = tt_engine_fanout(njobs, fork_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "fork", njobs);
+	rc = tt_engine_fanout(njobs, fork_counted, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto failed;
 	json_t *created = json_array(), *reset = json_array(), *failed_keys = json_array();
 	json_t *forked = json_object();

@@ -192,6 +192,14 @@ static char *signature(tt_repo *repo, const tt_manifest *m)
 }
 
 /* Verify labelled manifests concurrently, once per distinct record. */
+/* verify_one, counted for the progress callback. */
+static void verify_counted(size_t i, void *ctx)
+{
+	verify_job *job = &((verify_job *)ctx)[i];
+	verify_one(i, ctx);
+	tt_engine_progress_step(job->repo, job->m->key);
+}
+
 static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest **ms, size_t n,
 			  bool deep, json_t **out, tt_error *err)
 {
@@ -222,7 +230,10 @@ static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest 
 		}
 		which[i] = j;
 	}
-	if ((rc = tt_engine_fanout(njobs, verify_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "verify", njobs);
+	rc = tt_engine_fanout(njobs, verify_counted, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto done;
 	*out = json_object();
 	for (size_t i = 0; *out && i < n; i++) {

@@ -32,6 +32,7 @@ struct tt_repo {
 	struct timespec opened;  /* when this process opened it (CLOCK_REALTIME) */
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
+	struct tt_progress_state *progress; /* tt_repo_set_progress (engine/progress.c) */
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the

@@ -108,6 +108,7 @@ done:
 	if (job->err.code)
 		tt_error_object(&job->err, job->m->key, job->m->kind);
 	json_decref(loc);
+	tt_engine_progress_step(job->repo, job->m->key);
 }
 
 /* An Observed object under `file = "immutable"` may not change at all. */
@@ -162,7 +163,10 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 		if ((rc = tt_engine_working_ref(repo, m, &job->ref, err)) < 0)
 			goto done;
 	}
-	if ((rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "fingerprint", njobs);
+	rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto done;
 	for (size_t i = 0; i < njobs; i++) {
 		if (jobs[i].state)

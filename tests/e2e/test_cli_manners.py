@@ -373,3 +373,37 @@ def test_complete_helper_lists_keys_and_bookmarks(ds, tether, tmp_path):
     assert tether("__complete", "keys", cwd=ds).stdout.split() == ["tables"]
     assert "main" in tether("__complete", "bookmarks", cwd=ds).stdout.split()
     assert tether("__complete", "keys", cwd=tmp_path).stdout == ""  # outside a dataset: nothing
+
+
+# --- progress ------------------------------------------------------------
+
+def test_progress_on_a_terminal_is_drawn_and_erased(ds, tether, tmp_path):
+    for i in range(3):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "f").write_text(str(i))
+        tether("add", f"d{i}", str(tmp_path / f"d{i}"), "--kind", "file", cwd=ds)
+    env = dict(tether.env, TERM="xterm", TETHER_PROGRESS="1")
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, env)
+    assert rc == 0
+    assert "fingerprint: 0/4 objects" in out and "fingerprint: 4/4 objects" not in out.split("\033[K")[-1]
+    assert re.search(r"fingerprint: [1-4]/4 objects, (d[0-2]|tables) done", out)
+    # erased before the result: the last progress line is followed by an erase
+    last = out.rindex("fingerprint: ")
+    assert "\r\033[K" in out[last:] and out.index("dataset ") > last
+    # verify fans out too
+    rc, out = run_in_pty([str(tether.exe), "verify"], ds, env)
+    assert "verify: 0/" in out
+
+
+def test_progress_is_off_for_json_pipes_and_TETHER_PROGRESS_0(ds, tether):
+    env = dict(tether.env, TERM="xterm")
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot", "--json"], ds,
+                         dict(env, TETHER_PROGRESS="1"))
+    assert rc == 0 and "fingerprint:" not in out
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, dict(env, TETHER_PROGRESS="0"))
+    assert rc == 0 and "fingerprint:" not in out
+    # short work on a terminal draws nothing (it is done before the first redraw is due)
+    rc, out = run_in_pty([str(tether.exe), "status", "--snapshot"], ds, env)
+    assert rc == 0 and "fingerprint:" not in out
+    r = tether("status", "--snapshot", cwd=ds)
+    assert "fingerprint:" not in r.stderr
