@@ -81,6 +81,9 @@ void cli_progress_attach(tt_repo *repo)
 	st.forced = env && strcmp(env, "1") == 0;
 	if (!st.forced && !isatty(STDERR_FILENO))
 		return;
+	static bool registered;
 	tt_repo_set_progress(repo, on_progress, NULL);
-	atexit(erase);
+	if (!registered)
+		atexit(erase);
+	registered = true;
 }
