@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/human.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -142,6 +143,7 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	printf("%s\n", json_string_value(json_object_get(out, "address")));
+	cli_handle_snippet(out);
 done:
 	json_decref(out);
 	tt_repo_free(repo);

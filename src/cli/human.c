@@ -118,3 +118,71 @@ const char *cli_paint(const char *sgr)
 {
 	return cli_colour() ? sgr : "";
 }
+
+/* s as a Python string literal ('...'), or a shell word ('...'). */
+static void py_str(tt_buf *b, const char *s, bool shell)
+{
+	tt_buf_putc(b, '\'');
+	for (; s && *s; s++) {
+		if (*s == '\'')
+			tt_buf_puts(b, shell ? "'\\''" : "\\'");
+		else if (*s == '\\' && !shell)
+			tt_buf_puts(b, "\\\\");
+		else
+			tt_buf_putc(b, *s);
+	}
+	tt_buf_putc(b, '\'');
+}
+
+void cli_handle_snippet(const json_t *h)
+{
+	const char *type = json_string_value(json_object_get(h, "type"));
+	const char *uri = json_string_value(json_object_get(h, "uri"));
+	const char *branch = json_string_value(json_object_get(h, "branch"));
+	const char *tag = json_string_value(json_object_get(h, "tag"));
+	const json_t *version = json_object_get(h, "version");
+	bool ro = json_is_true(json_object_get(h, "read_only"));
+	tt_buf b = TT_BUF_INIT;
+	if (!type)
+		return;
+	if (strcmp(type, "git") == 0 && json_is_string(json_object_get(h, "path"))) {
+		tt_buf_puts(&b, "git -C ");
+		py_str(&b, json_string_value(json_object_get(h, "path")), true);
+		tt_buf_printf(&b, " checkout %s%s", ro ? "--detach " : "",
+			      json_string_value(json_object_get(h, "sha")));
+	} else if (strcmp(type, "icechunk") == 0 && uri) {
+		const char *sid = json_string_value(json_object_get(h, "snapshot_id"));
+		tt_buf_puts(&b, "icechunk.Repository.open(icechunk.local_filesystem_storage(");
+		py_str(&b, uri, false);
+		tt_buf_puts(&b, "))");
+		if (!ro && branch) {
+			tt_buf_puts(&b, ".writable_session(");
+			py_str(&b, branch, false);
+		} else if (tag) {
+			tt_buf_puts(&b, ".readonly_session(tag=");
+			py_str(&b, tag, false);
+		} else if (sid) {
+			tt_buf_puts(&b, ".readonly_session(snapshot_id=");
+			py_str(&b, sid, false);
+		} else {
+			tt_buf_puts(&b, ".readonly_session(branch=");
+			py_str(&b, branch ? branch : "main", false);
+		}
+		tt_buf_putc(&b, ')');
+	} else if ((strcmp(type, "lance") == 0 || strcmp(type, "delta") == 0) && uri) {
+		tt_buf_puts(&b, strcmp(type, "lance") == 0 ? "lance.dataset(" : "DeltaTable(");
+		py_str(&b, uri, false);
+		if (tag && strcmp(type, "lance") == 0) {
+			tt_buf_puts(&b, ", version=");
+			py_str(&b, tag, false);
+		} else if (json_is_integer(version)) {
+			tt_buf_printf(&b, ", version=%" JSON_INTEGER_FORMAT, json_integer_value(version));
+		}
+		tt_buf_putc(&b, ')');
+		if (branch && strcmp(type, "lance") == 0 && !ro)
+			tt_buf_printf(&b, "  # writes go to branch %s", branch);
+	}
+	if (b.len)
+		fprintf(stderr, "  open it: %s\n", b.ptr);
+	tt_buf_release(&b);
+}

@@ -17,6 +17,10 @@ void cli_size_text(char *out, size_t n, double bytes);
  * 627a8f55c225" (file); other kinds as short "k=v" fields. */
 int cli_state_text(tt_buf *out, const json_t *state);
 
+/* On stderr, after `open` printed a handle's address: a line to paste
+ * into the kind's own library or tool (git, icechunk, lance, deltalake). */
+void cli_handle_snippet(const json_t *handle);
+
 /* Colour for stdout: only on a terminal, never with NO_COLOR or TERM=dumb. */
 bool cli_colour(void);
 /* sgr (e.g. CLI_GREEN) when colouring, else "". */

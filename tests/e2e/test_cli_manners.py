@@ -407,3 +407,29 @@ def test_progress_is_off_for_json_pipes_and_TETHER_PROGRESS_0(ds, tether):
     assert rc == 0 and "fingerprint:" not in out
     r = tether("status", "--snapshot", cwd=ds)
     assert "fingerprint:" not in r.stderr
+
+
+# --- handles ------------------------------------------------------------
+
+def test_open_gives_a_snippet_for_the_kinds_own_library(ds, tether, tmp_path, env):
+    code = tmp_path / "code"
+    git("init", "-q", "-b", "main", str(code), cwd=tmp_path, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "x", cwd=code, env=env)
+    sha = git("rev-parse", "HEAD", cwd=code, env=env).strip()
+    tether("add", "code", str(code), "--kind", "git", cwd=ds)
+    tether("commit", "-m", "code", cwd=ds)
+    r = tether("open", "code", "--read-only", cwd=ds)
+    assert r.stdout == f"{code}@{sha}\n"  # stdout stays the bare address, for $(...)
+    assert f"  open it: git -C '{code}' checkout --detach {sha}\n" in r.stderr
+    import lance
+    import pyarrow as pa
+    uri = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"x": [1, 2]}), str(uri))
+    lance.write_dataset(pa.table({"x": [3]}), str(uri), mode="append")
+    tether("add", "tbl", str(uri), "--kind", "lance", cwd=ds)
+    tether("commit", "-m", "tbl", cwd=ds)
+    r = tether("open", "tbl", "--read-only", cwd=ds)
+    line = r.stderr.split("  open it: ")[1].splitlines()[0]
+    assert line.startswith(f"lance.dataset('{uri}', version=")
+    assert eval(line, {"lance": lance}).count_rows() == 3
+    assert tether.json("open", "tbl", "--read-only", cwd=ds)["uri"] == str(uri)
