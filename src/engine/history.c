@@ -586,6 +586,7 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 	json_t *entries = NULL, *keys = NULL;
 	diff_job *jobs = NULL;
 	size_t njobs = 0;
+	json_t **saved = NULL; /* no revisions: the manifests' own states, put back at the end */
 	int rc = 0;
 	*out = NULL;
 	if (rev_a && rev_b) {
@@ -609,6 +610,22 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 		}
 		a = &sa;
 		b = &repo->objects;
+		/* As `git diff`: the working copy is what the stores hold now, as
+		 * the last snapshot fingerprinted them (what `status` shows), for
+		 * the objects that move; the rest stand at their pins. */
+		if (repo->objects.n && !(saved = tt_calloc(repo->objects.n, sizeof *saved))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t x = 0; x < repo->objects.n; x++) {
+			tt_manifest *m = &repo->objects.items[x];
+			json_t *now = json_object_get(repo->ws.last_snapshot, m->key);
+			saved[x] = m->state;
+			if (json_is_object(now) && json_object_size(now) && tt_engine_moving(repo, m))
+				m->state = json_incref(now);
+			else
+				json_incref(m->state);
+		}
 	}
 	/* Selectors match keys on either side. */
 	if (nsel) {
@@ -711,6 +728,11 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 	*out = entries;
 	entries = NULL;
 done:
+	for (size_t x = 0; saved && x < repo->objects.n; x++) {
+		json_decref(repo->objects.items[x].state);
+		repo->objects.items[x].state = saved[x];
+	}
+	free(saved);
 	for (size_t x = 0; jobs && x < njobs; x++) {
 		json_decref(jobs[x].detail);
 		free(jobs[x].error);

@@ -433,3 +433,28 @@ def test_open_gives_a_snippet_for_the_kinds_own_library(ds, tether, tmp_path, en
     assert line.startswith(f"lance.dataset('{uri}', version=")
     assert eval(line, {"lance": lance}).count_rows() == 3
     assert tether.json("open", "tbl", "--read-only", cwd=ds)["uri"] == str(uri)
+
+
+# --- diff of the working copy --------------------------------------------
+
+def test_diff_without_revisions_compares_the_working_copy(ds, tether, tmp_path, env):
+    code = tmp_path / "code"
+    git("init", "-q", "-b", "main", str(code), cwd=tmp_path, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "x", cwd=code, env=env)
+    tether("add", "code", str(code), "--kind", "git", cwd=ds)
+    tether("commit", "-m", "code", cwd=ds)
+    (code / "f").write_text("hi\n")
+    git("add", "f", cwd=code, env=env)
+    git("commit", "-q", "-m", "y", cwd=code, env=env)
+    st = tether.json("status", "--snapshot", cwd=ds)
+    assert [o["state"] for o in st["objects"] if o["key"] == "code"] == ["modified"]
+    # what status calls modified, diff shows, as git diff does
+    d = {e["key"]: e for e in tether.json("diff", cwd=ds)}
+    assert d["code"]["change"] == "changed" and d["code"]["why"] == ["state"]
+    assert d["tables"]["change"] == "unchanged"
+    out = tether("diff", "--content", cwd=ds).stdout
+    assert "changed  code  [+1 -0 ~0 files]" in out and "added  f" in out
+    # the manifests themselves are untouched; two revisions still compare commits
+    assert tether.json("diff", "HEAD", "HEAD", cwd=ds)[0]["change"] == "unchanged"
+    tether("commit", "-m", "take it", cwd=ds)
+    assert all(e["change"] == "unchanged" for e in tether.json("diff", cwd=ds))
