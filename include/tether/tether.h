@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include <tether/error.h>
+#include <tether/progress.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -299,13 +300,7 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
  */
 json_t *tt_backends(void);
 
-/*
- * Progress: fn is called as each object finishes a long step (phase
- * "snapshot": a fingerprint), with done of total finished.  It may run on a
- * worker thread; calls are never concurrent.  fn NULL: no reports.
- */
-typedef void (*tt_progress_fn)(void *ctx, const char *phase, const char *key, size_t done, size_t total);
-void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx);
+/* Progress of long work: tt_repo_set_progress in <tether/progress.h>. */
 
 /* --- read-only views for language bindings -------------------------------- */
 

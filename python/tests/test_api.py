@@ -362,7 +362,7 @@ def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
     repo = Repo.find(dataset, progress=lambda *a: seen.append(a))
     repo.status()
     assert sorted(k for _, k, _, _ in seen) == ["code", "notes"]
-    assert sorted(d for _, _, d, _ in seen) == [1, 2] and {(p, t) for p, _, _, t in seen} == {("snapshot", 2)}
+    assert sorted(d for _, _, d, _ in seen) == [1, 2] and {(p, t) for p, _, _, t in seen} == {("fingerprint", 2)}
     repo.progress = None
     repo.status()
     assert len(seen) == 2

@@ -55,7 +55,14 @@ int cli_opt_index(const cli_cmd *cmd, const char *name);
 bool cli_flag(const cli_cmd *cmd, const cli_args *a, const char *name);
 const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name);
 
-/* Output helpers. */
+/* Output helpers.  Under --json (cli_json_errors, set by main when the
+ * command was given --json) errors go to stderr as one JSON object, see
+ * errors.c; cli_error prints one of the CLI's own (hint may be NULL). */
+extern bool cli_json_errors;
+extern const char *cli_usage_line;
+int cli_error(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_json_error(const char *message, const char *hint, const char *code, const char *key,
+		    const char *kind, int exit_status);
 int cli_fail(tt_error *err);                 /* prints "error: ..." (+ hint); returns 1 */
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /* stderr "note: " */

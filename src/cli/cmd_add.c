@@ -210,8 +210,7 @@ done:
 
 static const cli_opt opts[] = {
 	{ "kind", 0, OPT_VALUE, "KIND",
-	  "Backend kind (required): file, git, icechunk, lance, delta; experimental: neon, "
-	  "iceberg, ducklake, dolt. `tether backends` lists each with its maturity." },
+	  "Backend kind (required): {kinds}. `tether backends` lists each with its maturity." },
 	{ "branch", 0, OPT_VALUE, "BRANCH",
 	  "Upstream branch (default main) for branching backends: what the trunk bookmark "
 	  "stands for." },

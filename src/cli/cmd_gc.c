@@ -137,9 +137,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	size_t nwarn = 0;
 
 	if (from && (cli_flag(cmd, a, "dry-run") || plan_out)) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
-		return EXIT_ERROR;
+		return cli_error(NULL, "--from-plan applies a saved plan; it cannot be combined with "
+				 "--dry-run or --plan");
 	}
 	tt_gc_opts o = {
 		.release_foreign = cli_flag(cmd, a, "release-foreign"),
@@ -151,17 +150,15 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.stores = a->list[si],
 		.nstores = a->nlist[si],
 	};
-	if (o.force_prune && !o.prune_bookmarks) {
-		fprintf(stderr, "error: --force-prune requires --prune-bookmarks\n");
-		return EXIT_ERROR;
-	}
+	if (o.force_prune && !o.prune_bookmarks)
+		return cli_error(NULL, "--force-prune requires --prune-bookmarks");
 	for (size_t i = 0; i < o.nstores; i++) {
 		const char *eq = strchr(o.stores[i], '=');
 		if (!eq || eq == o.stores[i] || !eq[1]) {
 			char *r = tt_pyv_repr_dup(o.stores[i]);
-			fprintf(stderr, "error: --store expects KIND=LOCATOR, got %s\n", r ? r : o.stores[i]);
+			rc = cli_error(NULL, "--store expects KIND=LOCATOR, got %s", r ? r : o.stores[i]);
 			free(r);
-			return EXIT_ERROR;
+			return rc;
 		}
 	}
 	if ((o.delete_stores || o.nstores) && !as_json)
@@ -180,10 +177,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		}
 		if (strcmp(tt_plan_command(plan), "gc") != 0) {
 			char *r = tt_pyv_repr_dup(tt_plan_command(plan));
-			fprintf(stderr, "error: %s is a %s plan, expected 'gc'\n", from, r ? r : "?");
+			rc = cli_error(NULL, "%s is a %s plan, expected 'gc'", from, r ? r : "?");
 			free(r);
 			tt_plan_free(plan);
-			rc = EXIT_ERROR;
 			goto done;
 		}
 		tt_plan_free(plan);

@@ -80,8 +80,7 @@ static int run_log(const cli_cmd *cmd, cli_args *a)
 		for (size_t j = 0; j < a->nlist[si]; j++) {
 			const char *eq = strchr(a->list[si][j], '=');
 			if (!eq) {
-				fprintf(stderr, "error: --set expects key=value, got '%s'\n", a->list[si][j]);
-				rc = EXIT_ERROR;
+				rc = cli_error(NULL, "--set expects key=value, got '%s'", a->list[si][j]);
 				goto done;
 			}
 			char *k = strndup(a->list[si][j], (size_t)(eq - a->list[si][j]));
@@ -202,8 +201,10 @@ static const cli_opt diff_opts[] = {
 const cli_cmd cmd_diff = {
 	"diff", "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json]",
 	"Show object-level manifest differences between two revisions.",
-	"No revision: the last commit against the working tree; one: that revision against\n"
-	"the working tree; two: A against B.  With --content, changed objects whose backend\n"
+	"No revision: the last commit against the working copy, as `git diff` does -- the\n"
+	"objects that move at the states the last snapshot fingerprinted (what `status`\n"
+	"shows; `status --snapshot` refreshes them); one: that revision against the working\n"
+	"tree's manifests; two: A against B.  With --content, changed objects whose backend\n"
 	"supports it are diffed natively from metadata (entries capped at 2000 per object;\n"
 	"counts are exact).",
 	diff_opts, 0, 2, run_diff,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/human.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -178,6 +179,7 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 		printf("%s\n", json_string_value(full));
 	else
 		printf("%s\n", json_string_value(json_object_get(out, "address")));
+	cli_handle_snippet(out);
 done:
 	json_decref(out);
 	tt_repo_free(repo);

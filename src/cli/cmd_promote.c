@@ -5,6 +5,7 @@
 
 #include "backends/backend.h"
 #include "cli/cli.h"
+#include "cli/human.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -14,10 +15,24 @@ static void print_states(json_t *obj, const char *label)
 	json_t *state;
 	json_object_foreach(obj, key, state) {
 		tt_buf b = TT_BUF_INIT;
-		tt_pyv_repr(&b, state);
+		cli_state_text(&b, state);
 		printf("  %s%s -> %s\n", label, key, b.ptr);
 		tt_buf_release(&b);
 	}
+}
+
+/* A refusal once: where the kind's own hint follows the generic "the KIND
+ * backend cannot move a branch", the hint alone says it (--json keeps the
+ * whole text, as tether-vcs has it). */
+static const char *refusal_text(const char *text)
+{
+	static const char tail[] = " backend cannot move a branch; ";
+	const char *p = strncmp(text, "the ", 4) == 0 ? text + 4 : NULL;
+	if (p)
+		p += strcspn(p, " ");
+	if (p && strncmp(p, tail, sizeof tail - 1) == 0 && p[sizeof tail - 1])
+		return p + sizeof tail - 1;
+	return text;
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)
@@ -72,7 +87,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	json_array_foreach(json_object_get(out, "skipped"), i, v)
 		printf("  skipped        %s\n", json_string_value(v));
 	json_object_foreach(refused, key, v) {
-		printf("  refused        %s: %s\n", key, json_string_value(v));
+		printf("  refused        %s: %s\n", key, refusal_text(json_string_value(v)));
 		json_t *u;
 		json_array_foreach(json_object_get(json_object_get(out, "conflicts"), key), i, u)
 			printf("                   conflict: %s\n", json_string_value(u));

@@ -3,6 +3,7 @@
 
 #include "backends/backend.h"
 #include "cli/cli.h"
+#include "cli/human.h"
 #include "engine/engine.h"
 #include "util/buf.h"
 
@@ -28,8 +29,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	json_t *v;
 	json_object_foreach(json_object_get(out, "committed"), key, v) {
 		tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
-		tt_short_state(&x, json_object_get(v, "from"));
-		tt_short_state(&y, json_object_get(v, "to"));
+		cli_state_text(&x, json_object_get(v, "from"));
+		cli_state_text(&y, json_object_get(v, "to"));
 		printf("  pulled %s  %s -> %s\n", key, x.ptr, y.ptr);
 		tt_buf_release(&x);
 		tt_buf_release(&y);

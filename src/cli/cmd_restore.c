@@ -76,7 +76,7 @@ static const cli_opt opts[] = {
 const cli_cmd cmd_restore = {
 	"restore", "KEY... (--from REV | --at REF) [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	"Reset objects' working branches to what a dataset revision pinned.",
-	"The per-object `jj restore --from`: each KEY's working branch is reset onto (or\n"
+	"Like `git restore --source REV` per object: each KEY's working branch is reset onto (or\n"
 	"created from) REV's pin; nothing else moves.  The next commit pins it, and promote\n"
 	"treats the branch as forked from REV.  Writes nobody committed are refused without\n"
 	"--discard.  --at REF starts the branch from a native ref or state instead (a\n"

@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "cli/cli.h"
+#include "cli/human.h"
 #include "util/buf.h"
 
 /* "3m ago" from an ISO 8601 UTC timestamp ("never" without one). */
@@ -69,7 +70,8 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 	const char *hash = json_string_value(json_object_get(out, "manifest_hash"));
 	const char *bookmark = json_string_value(json_object_get(out, "bookmark"));
 	tt_buf line = TT_BUF_INIT;
-	tt_buf_printf(&line, "dataset %.12s", hash);
+	/* The dataset's id names it; the manifests' hash names this state of it. */
+	tt_buf_printf(&line, "dataset %s (manifests %.12s)", tt_repo_dataset_id(repo), hash);
 	if (json_is_true(json_object_get(out, "stale"))) {
 		tt_buf_puts(&line, " (STALE: ");
 		json_t *k;
@@ -96,7 +98,11 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 		fprintf(stderr, "  warning: %s\n", json_string_value(json_object_get(w, "message")));
 	json_array_foreach(objects, i, o) {
 		json_t *verify = json_object_get(o, "verify");
-		printf("  %9s  %s  [%s/%s]%s%s%s%s\n", json_string_value(json_object_get(o, "state")),
+		const char *label = json_string_value(json_object_get(o, "state"));
+		const char *paint = strcmp(label, "clean") == 0 ? "" : strcmp(label, "error") == 0 ? CLI_RED
+				  : strcmp(label, "new") == 0 ? CLI_GREEN : CLI_YELLOW;
+		printf("  %s%9s%s  %s  [%s/%s]%s%s%s%s\n", cli_paint(paint), label,
+		       *paint ? cli_paint(CLI_RESET) : "",
 		       json_string_value(json_object_get(o, "key")),
 		       json_string_value(json_object_get(o, "kind")),
 		       json_string_value(json_object_get(o, "tier")),
@@ -106,9 +112,15 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 		       json_is_string(verify) ? json_string_value(verify) : "");
 	}
 	json_array_foreach(objects, i, o) {
-		if (json_is_string(json_object_get(o, "error")))
-			fprintf(stderr, "error: %s: %s\n", json_string_value(json_object_get(o, "key")),
-				json_string_value(json_object_get(o, "error")));
+		if (json_is_string(json_object_get(o, "error"))) {
+			/* "[key] ..." once, whether or not the message names it already */
+			const char *key = json_string_value(json_object_get(o, "key"));
+			const char *msg = json_string_value(json_object_get(o, "error"));
+			size_t kl = strlen(key);
+			bool named = msg[0] == '[' && strncmp(msg + 1, key, kl) == 0 && msg[kl + 1] == ']';
+			fprintf(stderr, "error: %s%s%s%s\n", named ? "" : "[", named ? "" : key,
+				named ? "" : "] ", msg);
+		}
 	}
 	rc = failed ? EXIT_ERROR : EXIT_OK;
 done:
@@ -137,7 +149,7 @@ static int run_snapshot(const cli_cmd *cmd, cli_args *a)
 	json_t *state;
 	json_object_foreach(out, key, state) {
 		tt_buf b = TT_BUF_INIT;
-		tt_pyv_repr(&b, state);
+		cli_state_text(&b, state);
 		printf("  %s: %s\n", key, b.ptr);
 		tt_buf_release(&b);
 	}

@@ -10,6 +10,8 @@
 
 #include "cli/cli.h"
 #include "core/plan.h"
+#include "cli/help.h"
+#include "cli/parse.h"
 #include "util/mem.h"
 
 static const cli_cmd *const commands[] = {
@@ -20,19 +22,28 @@ static const cli_cmd *const commands[] = {
 	&cmd_export, &cmd_publish, &cmd_import,
 	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop,
 	&cmd_upgrade,
+	&cmd_completion,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void print_main_help(void)
+static void print_main_help(FILE *out)
 {
-	printf("usage: tether [--version] [--help] COMMAND [ARGS]...\n\n"
-	       "Version control -- fingerprints, pins and forks -- for datasets that live in other\n"
-	       "systems.  A dataset is a git repository holding tether.toml and one manifest per\n"
-	       "tracked object.\n\ncommands:\n");
+	cli_help_entry(out, NULL, "usage: tether [-C DIR] [--version] [--help] COMMAND [ARGS]...");
+	fputc('\n', out);
+	cli_help_entry(out, NULL, "Version control -- fingerprints, pins and forks -- for datasets that "
+		       "live in other systems.  A dataset is a git repository holding tether.toml and one "
+		       "manifest per tracked object.");
+	fprintf(out, "\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-12s %s\n", commands[i]->name, commands[i]->summary);
-	printf("  %-12s %s\n", "help", "Show help for tether or one command.");
-	printf("\n`tether COMMAND --help` describes one command.\n");
+		cli_help_entry(out, commands[i]->name, commands[i]->summary);
+	cli_help_entry(out, "help", "Show help for tether or one command.");
+	fprintf(out, "\n`tether COMMAND --help` describes one command.\n");
+}
+
+const cli_cmd *const *cli_commands(size_t *n)
+{
+	*n = NCOMMANDS;
+	return commands;
 }
 
 static const cli_cmd *find_command(const char *name)
@@ -45,7 +56,14 @@ static const cli_cmd *find_command(const char *name)
 
 static int unknown_command(const char *name)
 {
-	return cli_usage_error(NULL, "no such command '%s'", name);
+	const char *names[NCOMMANDS + 1];
+	size_t n = 0;
+	char hint[160];
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[n++] = commands[i]->name;
+	names[n++] = "help";
+	cli_did_you_mean(hint, sizeof hint, name, names, n, "");
+	return cli_usage_error(NULL, "no such command '%s'%s", name, hint);
 }
 
 static void free_args(cli_args *a)
@@ -104,13 +122,11 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 					idx = j;
 			if (eq)
 				inline_val = eq + 1;
-		} else if (arg[2] == '\0') {
-			for (int j = 0; cmd->opts && cmd->opts[j].name; j++)
-				if (cmd->opts[j].shortc == arg[1])
-					idx = j;
+		} else if ((idx = cli_short_option(cmd, arg, a, &inline_val)) < 0) {
+			return -1;
 		}
 		if (idx < 0) {
-			cli_usage_error(cmd, "no such option: %s", arg);
+			cli_unknown_option(cmd, arg);
 			return -1;
 		}
 		const cli_opt *o = &cmd->opts[idx];
@@ -163,8 +179,13 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 
 int main(int argc, char **argv)
 {
+	int first = 1, g = cli_global_options(argc, argv, &first, print_main_help);
+	if (g >= 0)
+		return g;
+	argc -= first - 1; /* argv[1] is the command from here on */
+	argv += first - 1;
 	if (argc < 2) {
-		print_main_help();
+		print_main_help(stderr); /* as tether-vcs: the page on stderr, exit 2 */
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
@@ -175,12 +196,12 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-		print_main_help();
+		print_main_help(stdout);
 		return EXIT_OK;
 	}
 	if (strcmp(name, "help") == 0) {
 		if (argc < 3) {
-			print_main_help();
+			print_main_help(stdout);
 			return EXIT_OK;
 		}
 		const cli_cmd *cmd = find_command(argv[2]);
@@ -189,10 +210,15 @@ int main(int argc, char **argv)
 		cli_print_help(cmd);
 		return EXIT_OK;
 	}
+	if (strcmp(name, "__complete") == 0) /* hidden: for the completion scripts */
+		return cli_complete_words(argc - 2, argv + 2);
+	if (strcmp(name, "__man") == 0 && argc == 3) /* hidden: the build writes the man pages */
+		return cli_write_man_pages(argv[2]);
 	const cli_cmd *cmd = find_command(name);
 	if (!cmd)
 		return unknown_command(name);
 	cli_args args;
+	cli_json_errors = cli_wants_json(cmd, argc - 2, argv + 2);
 	int rc = parse_args(cmd, argc - 2, argv + 2, &args);
 	if (rc == 1) {
 		cli_print_help(cmd);

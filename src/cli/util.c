@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -30,6 +31,12 @@ const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name)
 
 int cli_fail(tt_error *err)
 {
+	if (cli_json_errors) {
+		cli_json_error(tt_error_text(err), err->hint, tt_code_name(err->code), err->key, err->kind,
+			       EXIT_ERROR);
+		tt_error_clear(err);
+		return EXIT_ERROR;
+	}
 	fprintf(stderr, "error: %s\n", tt_error_text(err));
 	if (err->hint)
 		fprintf(stderr, "hint: %s\n", err->hint);
@@ -40,6 +47,20 @@ int cli_fail(tt_error *err)
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	if (cli_json_errors) {
+		tt_buf msg = TT_BUF_INIT, usage = TT_BUF_INIT;
+		va_start(ap, fmt);
+		tt_buf_vprintf(&msg, fmt, ap);
+		va_end(ap);
+		if (cmd)
+			tt_buf_printf(&usage, "tether %s %s", cmd->name, cmd->synopsis);
+		cli_usage_line = usage.ptr;
+		cli_json_error(msg.ptr, "see `tether help` for the options", "usage", NULL, NULL, EXIT_USAGE);
+		cli_usage_line = NULL;
+		tt_buf_release(&msg);
+		tt_buf_release(&usage);
+		return EXIT_USAGE;
+	}
 	if (cmd)
 		fprintf(stderr, "usage: tether %s %s\n", cmd->name, cmd->synopsis);
 	fprintf(stderr, "error: ");
@@ -85,9 +106,8 @@ int cli_print_json(json_t *v)
 int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a)
 {
 	if (cli_value(cmd, a, "from-plan") && (cli_flag(cmd, a, "dry-run") || cli_value(cmd, a, "plan"))) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with "
-				"--dry-run or --plan\n");
-		return EXIT_ERROR;
+		return cli_error(NULL, "--from-plan applies a saved plan; it cannot be combined with "
+				 "--dry-run or --plan");
 	}
 	return EXIT_OK;
 }
@@ -123,28 +143,11 @@ int cli_open_repo(tt_repo **out)
 		return cli_fail(&err);
 	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
 		cli_warning("%s", tt_repo_warning(*out, i));
+	cli_progress_attach(*out);
 	return EXIT_OK;
 }
 
-void cli_print_help(const cli_cmd *cmd)
-{
-	printf("usage: tether %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
-	if (cmd->description && *cmd->description)
-		printf("\n%s\n", cmd->description);
-	printf("\noptions:\n");
-	for (int i = 0; cmd->opts && cmd->opts[i].name; i++) {
-		const cli_opt *o = &cmd->opts[i];
-		char left[64];
-		if (o->shortc)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortc, o->name,
-				 o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "",
-				 o->metavar ? o->metavar : "");
-		printf("  %-26s %s\n", left, o->help);
-	}
-	printf("  %-26s %s\n", "-h, --help", "Show this message and exit.");
-}
+/* cli_print_help: see help.c. */
 
 void cli_print_history(const json_t *entries, bool numbered)
 {

@@ -214,4 +214,17 @@ void tt_engine_undo_created(tt_repo *repo, const json_t *result, json_t *restore
  * written to scratch. */
 const char *tt_engine_store_where(const json_t *loc, tt_buf *scratch);
 
+/* Progress of a fan-out (engine/progress.c; nothing without a callback):
+ * begin a phase of total objects, count one done (any thread), end it. */
+void tt_engine_progress_begin(tt_repo *repo, const char *phase, size_t total);
+void tt_engine_progress_step(tt_repo *repo, const char *key);
+void tt_engine_progress_end(tt_repo *repo);
+/* Release the progress state (tt_repo_free). */
+void tt_engine_progress_free(tt_repo *repo);
+
+/* After "no such object: KEY": attach a hint naming the registered key
+ * closest to key (edit distance), when one is close and err has no hint
+ * yet.  Returns err->code. */
+int tt_engine_key_hint(tt_error *err, const tt_manifest_set *set, const char *key);
+
 #endif

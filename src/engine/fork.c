@@ -873,6 +873,14 @@ static void fork_one(size_t i, void *ctx)
 		tt_fault("new:after-fork");
 }
 
+/* fork_one, counted for the progress callback. */
+static void fork_counted(size_t i, void *ctx)
+{
+	fork_job *j = &((fork_job *)ctx)[i];
+	fork_one(i, ctx);
+	tt_engine_progress_step(j->repo, j->m->key);
+}
+
 static int reload_objects(tt_repo *repo, tt_error *err)
 {
 	tt_manifest_set fresh;
@@ -1072,7 +1080,10 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		goto failed;
 
 	tt_engine_prepare(repo);
-	if ((rc = tt_engine_fanout(njobs, fork_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "fork", njobs);
+	rc = tt_engine_fanout(njobs, fork_counted, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto failed;
 	json_t *created = json_array(), *reset = json_array(), *failed_keys = json_array();
 	json_t *forked = json_object();
@@ -1425,8 +1436,11 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 		goto done;
 	}
 	const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-	if (!m)
-		return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+	if (!m) {
+		tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		tt_engine_key_hint(err, &repo->objects, key);
+		return TT_ECONFIG;
+	}
 	unsigned caps = tt_engine_caps(repo, m);
 	bool forkable = (caps & TT_CAP_FORK) != 0;
 	bool want_write = read_only < 0 ? forkable : read_only == 0;

@@ -192,6 +192,14 @@ static char *signature(tt_repo *repo, const tt_manifest *m)
 }
 
 /* Verify labelled manifests concurrently, once per distinct record. */
+/* verify_one, counted for the progress callback. */
+static void verify_counted(size_t i, void *ctx)
+{
+	verify_job *job = &((verify_job *)ctx)[i];
+	verify_one(i, ctx);
+	tt_engine_progress_step(job->repo, job->m->key);
+}
+
 static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest **ms, size_t n,
 			  bool deep, json_t **out, tt_error *err)
 {
@@ -222,7 +230,10 @@ static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest 
 		}
 		which[i] = j;
 	}
-	if ((rc = tt_engine_fanout(njobs, verify_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "verify", njobs);
+	rc = tt_engine_fanout(njobs, verify_counted, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto done;
 	*out = json_object();
 	for (size_t i = 0; *out && i < n; i++) {
@@ -275,8 +286,11 @@ static int select_among(const tt_manifest_set *set, const char *const *sel, size
 		}
 		if (!hit) {
 			json_decref(keys);
-			return tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
-					    sel[s]);
+			tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+				     sel[s]);
+			if (!prefix)
+				tt_engine_key_hint(err, set, sel[s]);
+			return TT_ECONFIG;
 		}
 	}
 	*out = keys;
@@ -449,8 +463,11 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 		}
 	} else {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-		if (!m)
-			return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		if (!m) {
+			tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+			tt_engine_key_hint(err, &repo->objects, key);
+			return TT_ECONFIG;
+		}
 		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 			return tt_error_object(err, key, m->kind);
 		caps = tt_engine_caps(repo, m);
@@ -569,6 +586,7 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 	json_t *entries = NULL, *keys = NULL;
 	diff_job *jobs = NULL;
 	size_t njobs = 0;
+	json_t **saved = NULL; /* no revisions: the manifests' own states, put back at the end */
 	int rc = 0;
 	*out = NULL;
 	if (rev_a && rev_b) {
@@ -592,6 +610,22 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 		}
 		a = &sa;
 		b = &repo->objects;
+		/* As `git diff`: the working copy is what the stores hold now, as
+		 * the last snapshot fingerprinted them (what `status` shows), for
+		 * the objects that move; the rest stand at their pins. */
+		if (repo->objects.n && !(saved = tt_calloc(repo->objects.n, sizeof *saved))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t x = 0; x < repo->objects.n; x++) {
+			tt_manifest *m = &repo->objects.items[x];
+			json_t *now = json_object_get(repo->ws.last_snapshot, m->key);
+			saved[x] = m->state;
+			if (json_is_object(now) && json_object_size(now) && tt_engine_moving(repo, m))
+				m->state = json_incref(now);
+			else
+				json_incref(m->state);
+		}
 	}
 	/* Selectors match keys on either side. */
 	if (nsel) {
@@ -611,6 +645,8 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 			if (!hit) {
 				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
 						  selectors[s]);
+				if (!prefix)
+					tt_engine_key_hint(err, b->n ? b : a, selectors[s]);
 				goto done;
 			}
 		}
@@ -692,6 +728,11 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 	*out = entries;
 	entries = NULL;
 done:
+	for (size_t x = 0; saved && x < repo->objects.n; x++) {
+		json_decref(repo->objects.items[x].state);
+		repo->objects.items[x].state = saved[x];
+	}
+	free(saved);
 	for (size_t x = 0; jobs && x < njobs; x++) {
 		json_decref(jobs[x].detail);
 		free(jobs[x].error);

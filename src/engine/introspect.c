@@ -54,11 +54,6 @@ const char *tt_repo_vcs_kind(const tt_repo *repo) { return repo->vcs->ops->kind;
 
 const char *tt_repo_bookmark(const tt_repo *repo) { return repo->ws.bookmark; }
 
-void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx)
-{
-	repo->progress = fn;
-	repo->progress_ctx = fn ? ctx : NULL;
-}
 
 int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, const json_t *state,
 		      const char *dataset_id, tt_error *err)

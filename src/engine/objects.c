@@ -393,6 +393,7 @@ int tt_repo_remove(tt_repo *repo, const char *key, tt_error *err)
 		return rc;
 	if (!tt_manifests_find(&repo->objects, key)) {
 		rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+		tt_engine_key_hint(err, &repo->objects, key);
 		goto done;
 	}
 	if ((rc = tt_manifest_read_text(&text, repo->root, key, err)) < 0 ||
@@ -450,6 +451,7 @@ int tt_repo_set_policy(tt_repo *repo, const char *const *keys, size_t nkeys, con
 		tt_manifest *m = tt_manifests_find(&repo->objects, keys[i]);
 		if (!m) {
 			rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", keys[i]);
+			tt_engine_key_hint(err, &repo->objects, keys[i]);
 			goto done;
 		}
 		if (json_object_get(changed, keys[i]))

@@ -75,6 +75,8 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 			if (!hit) {
 				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
 						  o->keys[s]);
+				if (!prefix)
+					tt_engine_key_hint(err, objects, o->keys[s]);
 				goto done;
 			}
 		}
@@ -541,6 +543,14 @@ done:
 		tt_error_object(&j->err, j->key, j->kind);
 }
 
+/* move_one, counted for the progress callback. */
+static void move_counted(size_t i, void *ctx)
+{
+	move_job *j = &((move_job *)ctx)[i];
+	move_one(i, ctx);
+	tt_engine_progress_step(j->repo, j->key);
+}
+
 int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
@@ -637,7 +647,10 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		tt_fault("promote:after-journal");
 	}
 	tt_engine_prepare(repo);
-	if ((rc = tt_engine_fanout(nmerge, move_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "merge", nmerge);
+	rc = tt_engine_fanout(nmerge, move_counted, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto done;
 	bool stopped = false;
 	for (size_t i = 0; i < nmerge; i++) {
@@ -668,7 +681,10 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		tt_buf_release(&names);
 	} else if (nff) {
 		tt_fault("promote:before-fast-forwards");
-		if ((rc = tt_engine_fanout(nff, move_one, jobs + nmerge, err)) < 0)
+		tt_engine_progress_begin(repo, "promote", nff);
+		rc = tt_engine_fanout(nff, move_counted, jobs + nmerge, err);
+		tt_engine_progress_end(repo);
+		if (rc < 0)
 			goto done;
 		for (size_t i = nmerge; i < nmerge + nff; i++) {
 			move_job *j = &jobs[i];

@@ -1,5 +1,6 @@
 /* engine/repo.c - opening and initialising datasets (see repo.h). */
 #include "engine/repo.h"
+#include "engine/engine.h"
 
 #include "backends/backend.h"
 
@@ -48,6 +49,7 @@ void tt_repo_free(tt_repo *repo)
 	if (!repo)
 		return;
 	tt_repo_unlock(repo);
+	tt_engine_progress_free(repo);
 	free(repo->root);
 	tt_config_release(&repo->config);
 	tt_vcs_free(repo->vcs);

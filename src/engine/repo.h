@@ -32,8 +32,7 @@ struct tt_repo {
 	struct timespec opened;  /* when this process opened it (CLOCK_REALTIME) */
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
-	tt_progress_fn progress;        /* tt_repo_set_progress; NULL: none */
-	void *progress_ctx;
+	struct tt_progress_state *progress; /* tt_repo_set_progress (engine/progress.c) */
 	const char *op_parent;          /* the operation journaled steps belong to (drop), or NULL */
 };
 

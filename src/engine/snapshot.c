@@ -19,6 +19,7 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 {
 	json_t *chosen = json_object(), *keys = json_array();
 	tt_buf unknown = TT_BUF_INIT, empty = TT_BUF_INIT;
+	const char *first_unknown = NULL;
 	int rc = 0;
 	*out = NULL;
 	if (!chosen || !keys) {
@@ -36,6 +37,8 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 				hit = true;
 			}
 		}
+		if (!hit && !prefix && !unknown.len)
+			first_unknown = sel;
 		if (!hit)
 			tt_buf_printf(prefix ? &empty : &unknown, "%s%s", (prefix ? empty.len : unknown.len) ? ", " : "", sel);
 	}
@@ -43,6 +46,8 @@ int tt_engine_select(tt_repo *repo, const char *const *selectors, size_t n, json
 		rc = tt_error_set(err, TT_ECONFIG, "%s%s%s%s%s", unknown.len ? "no such object: " : "",
 				  unknown.ptr, unknown.len && empty.len ? "; " : "",
 				  empty.len ? "no object under " : "", empty.ptr);
+		if (first_unknown && !strchr(unknown.ptr, ','))
+			tt_engine_key_hint(err, &repo->objects, first_unknown);
 		goto done;
 	}
 	for (size_t i = 0; i < repo->objects.n; i++) {
@@ -79,20 +84,7 @@ typedef struct fp_job {
 	bool moving;
 	json_t *state;        /* result */
 	tt_error err;
-	size_t *done, total;  /* progress: finished so far (shared), of total */
 } fp_job;
-
-static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void report_progress(const fp_job *job)
-{
-	if (!job->repo->progress)
-		return;
-	pthread_mutex_lock(&progress_lock);
-	size_t done = ++*job->done;
-	job->repo->progress(job->repo->progress_ctx, "snapshot", job->m->key, done, job->total);
-	pthread_mutex_unlock(&progress_lock);
-}
 
 static void fingerprint_one(size_t i, void *ctx)
 {
@@ -117,7 +109,7 @@ done:
 	if (job->err.code)
 		tt_error_object(&job->err, job->m->key, job->m->kind);
 	json_decref(loc);
-	report_progress(job);
+	tt_engine_progress_step(job->repo, job->m->key);
 }
 
 /* An Observed object under `file = "immutable"` may not change at all. */
@@ -172,12 +164,10 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 		if ((rc = tt_engine_working_ref(repo, m, &job->ref, err)) < 0)
 			goto done;
 	}
-	size_t finished = 0;
-	for (size_t i = 0; i < njobs; i++) {
-		jobs[i].done = &finished;
-		jobs[i].total = njobs;
-	}
-	if ((rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err)) < 0)
+	tt_engine_progress_begin(repo, "fingerprint", njobs);
+	rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err);
+	tt_engine_progress_end(repo);
+	if (rc < 0)
 		goto done;
 	for (size_t i = 0; i < njobs; i++) {
 		if (jobs[i].state)

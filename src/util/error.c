@@ -193,7 +193,13 @@ const char *tt_error_text(tt_error *err)
 	 * by whoever raised it. */
 	if (bracketed(err->message, err->key) || bracketed(err->message, err->kind))
 		return err->message;
-	char *msg = tt_asprintf("[%s] %s", who, err->message);
+	/* Named by kind first ("[git] ..."), then by key: one name, the key's. */
+	const char *rest = err->message;
+	size_t kl = err->key && err->kind ? strlen(err->kind) : 0;
+	if (kl && rest[0] == '[' && strncmp(rest + 1, err->kind, kl) == 0 && rest[kl + 1] == ']' &&
+	    rest[kl + 2] == ' ')
+		rest += kl + 3;
+	char *msg = tt_asprintf("[%s] %s", who, rest);
 	if (!msg)
 		return err->message;
 	free_message(err);

@@ -91,7 +91,7 @@ def test_status_labels(dataset, tether, mem):
     st = tether.json("status", "--snapshot", cwd=dataset)
     assert [o["state"] for o in st["objects"]] == ["modified", "clean"]
     text = tether("status", cwd=dataset).stdout.splitlines()
-    assert text[0].startswith(f"dataset {st['manifest_hash'][:12]}; on trunk bookmark main")
+    assert text[0].startswith(f"dataset {DS} (manifests {st['manifest_hash'][:12]}); on trunk bookmark main")
     assert "   modified  m1  [memory/forkable]" in text
     assert tether("status", "m2", "--json", cwd=dataset).stdout.count('"key"') == 1
     proc = tether("status", "nope", cwd=dataset, check=False)
@@ -115,7 +115,7 @@ def test_commit_text_and_snapshot(dataset, tether):
     assert out[1] == "  pinned m2 -> (addressable)"
     assert out[2].startswith("committed ") and len(out[2]) == len("committed ") + 12
     snap = tether("snapshot", cwd=dataset).stdout
-    assert "  m1: {'snapshot_id': 'sys1:s0'}" in snap
+    assert "  m1: snapshot sys1:s0" in snap
     assert tether.json("snapshot", "m1", cwd=dataset) == {"m1": {"snapshot_id": "sys1:s0"}}
 
 

@@ -868,15 +868,20 @@ static PyObject *Repo_gc(RepoObject *self, PyObject *args, PyObject *kw)
 	return finish(rc, out, &err);
 }
 
-/* libtether's progress hook: may run on a worker thread, so take the GIL. */
-static void progress_trampoline(void *ctx, const char *phase, const char *key, size_t done, size_t total)
+/* libtether's progress hook: may run on a worker thread, so take the GIL.
+ * Python hears each finished object (a phase's opening call, with no key,
+ * is not passed on), as fn(phase, key, done, total). */
+static void progress_trampoline(const tt_progress *p, void *ctx)
 {
 	RepoObject *self = ctx;
+	if (!p->key)
+		return;
 	PyGILState_STATE g = PyGILState_Ensure();
 	PyObject *fn = self->progress;
 	if (fn) {
 		Py_INCREF(fn); /* the callback may run while another thread replaces it */
-		PyObject *r = PyObject_CallFunction(fn, "ssnn", phase, key, (Py_ssize_t)done, (Py_ssize_t)total);
+		PyObject *r = PyObject_CallFunction(fn, "ssnn", p->phase, p->key, (Py_ssize_t)p->done,
+						    (Py_ssize_t)p->total);
 		if (r)
 			Py_DECREF(r);
 		else

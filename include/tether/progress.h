@@ -1,0 +1,44 @@
+/*
+ * tether/progress.h - hearing how long work is going: a callback the
+ * library calls while it fingerprints or fans out across objects, so a
+ * program can show progress as `tether` does on a terminal.
+ */
+#ifndef TETHER_PROGRESS_H
+#define TETHER_PROGRESS_H
+
+#include <stddef.h>
+
+#include <tether/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+TT_API_BEGIN
+
+typedef struct tt_repo tt_repo;
+
+typedef struct tt_progress {
+	const char *phase;    /* "fingerprint", "verify", ... */
+	const char *key;      /* the object just finished, or NULL (start) */
+	size_t done, total;   /* objects of this phase */
+	double elapsed;       /* seconds since the phase started */
+	int finished;         /* 1 on the phase's last call (done == total) */
+} tt_progress;
+
+/*
+ * Called from whichever thread finished the work (calls are serialised:
+ * never two at once); it must not call back into the repo.  Each phase
+ * starts with done == 0 and ends with finished == 1.
+ */
+typedef void (*tt_progress_fn)(const tt_progress *p, void *ctx);
+
+/* Install (fn NULL: remove) the repo's progress callback. */
+void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx);
+
+TT_API_END
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* engine/progress.c - the progress callback (tether/progress.h). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <tether/progress.h>
+
+#include "engine/engine.h"
+#include "util/mem.h"
+
+struct tt_progress_state {
+	tt_progress_fn fn;
+	void *ctx;
+	pthread_mutex_t lock;
+	const char *phase;
+	size_t done, total;
+	struct timespec start;
+	bool open;
+};
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx)
+{
+	if (!repo)
+		return;
+	if (!fn) {
+		tt_engine_progress_free(repo);
+		return;
+	}
+	if (!repo->progress) {
+		repo->progress = tt_calloc(1, sizeof *repo->progress);
+		if (!repo->progress)
+			return;
+		pthread_mutex_init(&repo->progress->lock, NULL);
+	}
+	repo->progress->fn = fn;
+	repo->progress->ctx = ctx;
+}
+
+static void call(struct tt_progress_state *s, const char *key, int finished)
+{
+	tt_progress p = { s->phase, key, s->done, s->total, since(&s->start), finished };
+	s->fn(&p, s->ctx);
+}
+
+void tt_engine_progress_begin(tt_repo *repo, const char *phase, size_t total)
+{
+	struct tt_progress_state *s = repo->progress;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->phase = phase;
+	s->done = 0;
+	s->total = total;
+	s->open = true;
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+	call(s, NULL, 0);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void tt_engine_progress_step(tt_repo *repo, const char *key)
+{
+	struct tt_progress_state *s = repo->progress;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->open && s->done < s->total) {
+		s->done++;
+		call(s, key, 0);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void tt_engine_progress_end(tt_repo *repo)
+{
+	struct tt_progress_state *s = repo->progress;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->open) {
+		s->done = s->total;
+		call(s, NULL, 1);
+		s->open = false;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void tt_engine_progress_free(tt_repo *repo)
+{
+	if (!repo || !repo->progress)
+		return;
+	pthread_mutex_destroy(&repo->progress->lock);
+	free(repo->progress);
+	repo->progress = NULL;
+}
