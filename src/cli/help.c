@@ -240,7 +240,10 @@ void cli_help_entry(FILE *out, const char *name, const char *summary)
 {
 	tt_buf b = TT_BUF_INIT;
 	size_t w = (size_t)cli_term_width();
-	if (name)
+	if (name && strlen(name) > 12)
+		/* a long name gets its own line, as a long option does */
+		tt_buf_printf(&b, "  %s\n%15s", name, "");
+	else if (name)
 		tt_buf_printf(&b, "  %-12s ", name);
 	fill(&b, summary, name ? 15 : 0, name ? 15 : 0, w > 100 ? 100 : w);
 	if (b.ptr)

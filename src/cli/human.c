@@ -136,7 +136,8 @@ static void py_str(tt_buf *b, const char *s, bool shell)
 
 void cli_handle_snippet(const json_t *h)
 {
-	const char *type = json_string_value(json_object_get(h, "type"));
+	/* the kind ("type" is tether-vcs's handle class, e.g. "GitHandle") */
+	const char *type = json_string_value(json_object_get(h, "kind"));
 	const char *uri = json_string_value(json_object_get(h, "uri"));
 	const char *branch = json_string_value(json_object_get(h, "branch"));
 	const char *tag = json_string_value(json_object_get(h, "tag"));

@@ -3,6 +3,7 @@ checked against tether-vcs 0.1.0b7 run on the same inputs."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
@@ -256,10 +257,11 @@ def test_backends_text(tmp_path, tether):
 def test_every_command_of_tether_vcs_is_here(tmp_path, tether, ref):
     def names(text: str, header: str) -> set[str]:
         block = text.split(header, 1)[1].split("\n\n", 1)[0]
-        return {line.split()[0] for line in block.splitlines() if line.startswith("  ")}
+        # a name is indented two spaces; a wrapped summary's lines, more
+        return {line.split()[0] for line in block.splitlines() if re.match(r"  \S", line)}
     theirs = names(ref("--help", cwd=tmp_path).stdout, "Commands:\n")
     ours = names(tether("--help", cwd=tmp_path).stdout, "commands:\n")
-    assert len(theirs) == 28 and ours == theirs | {"help"}
+    assert len(theirs) == 28 and ours == theirs | {"help", "completion"}
 
 
 def test_help_and_version(tmp_path, tether):
@@ -275,6 +277,6 @@ def test_help_and_version(tmp_path, tether):
     # every command is built: none is announced as "not in this build yet"
     assert "not in this build" not in top
     for cmd in ("recover", "drop", "abandon", "forget-workspace", "upgrade"):
-        assert f"  {cmd} " in top
+        assert re.search(rf"^  {cmd}(\s|$)", top, re.M), cmd
         assert tether("help", cmd, cwd=tmp_path).stdout.startswith(f"usage: tether {cmd} ")
     assert tether(cwd=tmp_path, check=False).returncode == 2

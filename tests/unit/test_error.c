@@ -1,4 +1,5 @@
-/* Unit tests for util/error: the text of an error names its object once. */
+/* Unit tests for util/error: the text of an error names its object once
+ * (the backend's kind, as tether-vcs words it; the key rides beside it). */
 #include "harness.h"
 #include "util/error.h"
 
@@ -8,12 +9,15 @@ TT_TEST(error_text_names_the_key_once)
 	tt_error_set(&err, TT_EBACKEND, "rev-parse failed");
 	tt_error_object(&err, NULL, "git");
 	CHECK_STR(tt_error_text(&err), "[git] rev-parse failed");
-	/* then the key is known: "[code] ...", not "[code] [git] ..." */
+	/* then the key is known: it is carried, not written into the text
+	 * again ("[code] [git] ..."); the CLI says "code: [git] ..." */
 	tt_error_object(&err, "code", NULL);
-	CHECK_STR(tt_error_text(&err), "[code] rev-parse failed");
+	CHECK_STR(tt_error_text(&err), "[git] rev-parse failed");
+	CHECK_STR(err.key, "code");
 	tt_error_clear(&err);
-	tt_error_set(&err, TT_EBACKEND, "[git] boom");
-	tt_error_object(&err, "tables", "file");
-	CHECK_STR(tt_error_text(&err), "[tables] [git] boom"); /* another kind's name stays */
+	tt_error_set(&err, TT_EBACKEND, "boom");
+	tt_error_object(&err, NULL, "git");
+	tt_error_object(&err, NULL, "git"); /* named twice: written once */
+	CHECK_STR(tt_error_text(&err), "[git] boom");
 	tt_error_clear(&err);
 }
