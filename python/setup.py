@@ -10,7 +10,7 @@ library comes from, in order:
 
 The extension links libtether.a statically, so the installed wheel needs
 only the shared system libraries libtether itself uses (jansson, libb2,
-OpenSSL libcrypto, zstd, zlib).
+OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent  # the tether checkout
-SYSTEM_LIBS = ["jansson", "b2", "crypto", "zstd", "z", "pthread"]
+# Keep in step with libtether.pc.in's Requires.private.
+SYSTEM_LIBS = ["jansson", "b2", "crypto", "zstd", "z", "curl", "sqlite3", "pq", "pthread"]
 
 
 def _libtether_dir() -> Path:

@@ -227,7 +227,9 @@ python_pkg() { # the Python package on libtether, in .venv-py (idempotent: deps 
     fi
     echo "$want" >"$venv/.requirements.sha256"
   fi
-  # Link the release build's libtether.a (pip install ./python alone builds its own).
+  # Link the release build's libtether.a (pip install ./python alone builds its own);
+  # setuptools' own build tree would keep an extension linked against an older one.
+  rm -rf python/build
   if ! TETHER_LIBTETHER_DIR=$top/build "$venv/bin/python" -m pip install -q --disable-pip-version-check \
       --no-deps --no-build-isolation --force-reinstall ./python >>"$log" 2>&1; then
     tail -30 "$log"; add 0 1 "python package"; return

@@ -384,7 +384,7 @@ def test_progress_true_without_tqdm_prints_lines(dataset, git_store, monkeypatch
     monkeypatch.setitem(sys.modules, "tqdm", None)
     repo.progress = True
     repo.status()
-    assert "snapshot: 1/1 code" in capsys.readouterr().err
+    assert "fingerprint: 1/1 code" in capsys.readouterr().err
 
 
 def test_an_unopened_native_repo_raises_instead_of_crashing():
@@ -416,7 +416,7 @@ def test_progress_true_draws_a_tqdm_bar(dataset, git_store, capsys):
     repo.progress = True
     repo.status()
     err = capsys.readouterr().err
-    assert "snapshot:" in err and "/1 " in err  # the bar, cleared once done (leave=False)
+    assert "fingerprint:" in err and "/1 " in err  # the bar, cleared once done (leave=False)
 
 
 def test_a_progress_callback_that_refers_to_its_repo_is_collected(dataset):

@@ -787,13 +787,13 @@ static PyObject *Repo_repair(RepoObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *Repo_restore(RepoObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "selectors", "rev", "discard", "plan_only", "from_plan", NULL };
-	PyObject *sel = Py_None, *rev = Py_None, *from = Py_None;
+	static char *kwlist[] = { "selectors", "rev", "discard", "plan_only", "from_plan", "at", NULL };
+	PyObject *sel = Py_None, *rev = Py_None, *from = Py_None, *atv = Py_None;
 	int discard = 0, plan_only = 0;
-	const char *r, *fp;
+	const char *r, *fp, *at;
 	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOppO", kwlist, &sel, &rev, &discard, &plan_only, &from) ||
-	    !opt_str(rev, &r) || !opt_str(from, &fp))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOppOO", kwlist, &sel, &rev, &discard, &plan_only, &from, &atv) ||
+	    !opt_str(rev, &r) || !opt_str(from, &fp) || !opt_str(atv, &at))
 		return NULL;
 	strv s;
 	if (strv_from(sel, &s) < 0)
@@ -802,7 +802,7 @@ static PyObject *Repo_restore(RepoObject *self, PyObject *args, PyObject *kw)
 	json_t *out = NULL;
 	char *pj = NULL, *pt = NULL;
 	int rc;
-	UNLOCKED(self, rc = tt_repo_restore(self->repo, s.v, s.n, r, discard, plan_only, fp, fp ? strlen(fp) : 0, &pj,
+	UNLOCKED(self, rc = tt_repo_restore(self->repo, s.v, s.n, r, at, discard, plan_only, fp, fp ? strlen(fp) : 0, &pj,
 					    &pt, &out, &err));
 	strv_free(&s);
 	if (plan_only) {

@@ -228,8 +228,10 @@ def _delta(d: dict[str, Any], key: str) -> DeltaHandle:
 
 def from_description(d: dict[str, Any]) -> Handle:
     """The handle for libtether's description of where an object opens."""
-    kind = d.get("type")
-    key = str(d.get("key") or "")
+    # libtether's description: `kind` is the backend, `object` the key
+    # (`type` and `key` are tether-vcs's handle class and store address)
+    kind = d.get("kind")
+    key = str(d.get("object") or "")
     if kind == "file":
         return FileHandle(key=d["uri"], read_only=True, uri=d["uri"], version_id=d.get("version_id"))
     if kind == "git":

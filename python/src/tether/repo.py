@@ -652,17 +652,13 @@ class Repo:
         self, keys: Sequence[str] | None, rev: str | None = None, *, at: str | int | None = None, discard: bool = False
     ) -> dict[str, str]:
         """Returns {key: working branch}."""
-        if at is not None:
-            raise TetherError("restore(at=...) is not in this build yet")
-        out = self._n.restore(_keys(keys), rev, discard)
+        out = self._n.restore(_keys(keys), rev, discard, at=None if at is None else str(at))
         return dict(out["working_refs"])
 
     def plan_restore(
         self, keys: Sequence[str] | None, rev: str | None = None, *, at: str | int | None = None, discard: bool = False
     ) -> Plan:
-        if at is not None:
-            raise TetherError("restore(at=...) is not in this build yet")
-        return _plan(self._n.restore(_keys(keys), rev, discard, plan_only=True))
+        return _plan(self._n.restore(_keys(keys), rev, discard, plan_only=True, at=None if at is None else str(at)))
 
     def apply_restore(self, plan: Plan, *, verify: bool = True) -> dict[str, str]:
         out = self._n.restore(None, None, False, from_plan=plan.to_json())
