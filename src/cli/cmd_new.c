@@ -90,7 +90,6 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 			printf("  %s -> %s%s\n", key, json_string_value(ref),
 			       present ? "" : "  (not at this revision; branch kept for gc)");
 	}
-	json_decref(adopted_detail);
 	json_decref(keys);
 	json_object_foreach(json_object_get(out, "pending_forks"), key, ref)
 		printf("  %s -> %s  (created on first writable open)\n", key, json_string_value(ref));
