@@ -1385,8 +1385,11 @@ static void handle_shape(json_t *h, const char *object)
 		return;
 	json_object_set_new(h, "kind", json_string(kind));
 	for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
-		if (strcmp(kind, classes[i][0]) == 0)
+		if (strcmp(kind, classes[i][0]) == 0) {
+			/* replacing "type" frees the string kind points into */
 			json_object_set_new(h, "type", json_string(classes[i][1]));
+			break;
+		}
 }
 
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,

@@ -113,8 +113,10 @@ int tt_repo_ops(tt_repo *repo, size_t limit, json_t **out, char **text, tt_error
 	*out = NULL;
 	if (text)
 		*text = NULL;
-	if ((rc = tt_oplog_read(repo->root, &log, err)) < 0)
+	if ((rc = tt_oplog_read(repo->root, &log, err)) < 0) {
+		json_decref(drifted);
 		return rc;
+	}
 	if ((rc = tt_engine_vcs_drift(repo, &log, &drift, err)) < 0)
 		goto done;
 	size_t i;

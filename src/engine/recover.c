@@ -470,7 +470,7 @@ static void legacy_steps(rctx *c, const char *target, const json_t *known)
 					json_array_append_new(order, json_string(gk));
 				}
 				json_array_append_new(json_object_get(g, "keys"), json_string(o->m->key));
-				json_object_set(g, "ws", json_string(ws));
+				json_object_set_new(g, "ws", json_string(ws));
 				json_t *set = json_object_get(restored, ws);
 				if (!set) {
 					set = json_object();

@@ -127,14 +127,20 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		at = json_string_value(json_object_get(tt_plan_context(plan), "at"));
 		goto apply;
 	}
-	if (!rev == !at)
-		return tt_error_set(err, TT_ECONFIG, "restore takes one source: a revision (--from REV) or a "
-				    "native ref or state (--at REF)");
-	if (at && blank(at))
-		return tt_error_set(err, TT_ECONFIG, "--at needs a native ref or state; an empty one would "
-				    "start the branch from the upstream head");
-	if (!nsel)
-		return tt_error_set(err, TT_ECONFIG, "restore needs at least one key");
+	if (!rev == !at) {
+		rc = tt_error_set(err, TT_ECONFIG, "restore takes one source: a revision (--from REV) or a "
+				  "native ref or state (--at REF)");
+		goto cleanup;
+	}
+	if (at && blank(at)) {
+		rc = tt_error_set(err, TT_ECONFIG, "--at needs a native ref or state; an empty one would "
+				  "start the branch from the upstream head");
+		goto cleanup;
+	}
+	if (!nsel) {
+		rc = tt_error_set(err, TT_ECONFIG, "restore needs at least one key");
+		goto cleanup;
+	}
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		goto cleanup;
 	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
