@@ -65,7 +65,7 @@ unit() { # unit BUILD_DIR LABEL
 e2e() { # e2e TETHER_BINARY LABEL [pytest args]
   local bin=$1 label=$2; shift 2
   local xml=$logdir/$label-pytest.xml
-  TETHER_REQUIRE_JJ=1 TETHER_JJ=$(scripts/jj-path.sh) \
+  TETHER_REQUIRE_JJ=1 TETHER_REQUIRE_TOOLS=1 TETHER_JJ=$(scripts/jj-path.sh) \
   TETHER_BIN=$bin TETHER_BUILD_DIR=$(dirname "$bin") .venv/bin/python -m pytest tests/e2e -q -p no:cacheprovider \
     -n "$TEST_JOBS" --junitxml="$xml" "$@" >"$logdir/$label-pytest.log" 2>&1
   local rc=$?
