@@ -10,7 +10,7 @@ library comes from, in order:
 
 The extension links libtether.a statically, so the installed wheel needs
 only the shared system libraries libtether itself uses (jansson, libb2,
-OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq).
+OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq, libmariadb).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent  # the tether checkout
 # Keep in step with libtether.pc.in's Requires.private.
-SYSTEM_LIBS = ["jansson", "b2", "crypto", "zstd", "z", "curl", "sqlite3", "pq", "pthread"]
+SYSTEM_LIBS = ["jansson", "b2", "crypto", "zstd", "z", "curl", "sqlite3", "pq", "mariadb", "pthread"]
 
 
 def _libtether_dir() -> Path:

@@ -14,7 +14,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libjansson-dev libb2-dev libssl-dev libzstd-dev zlib1g-dev libcurl4-openssl-dev
-  libsqlite3-dev libpq-dev postgresql
+  libsqlite3-dev libpq-dev postgresql libmariadb-dev mariadb-server
   python3 python3-venv
   clang libclang-rt-14-dev
 )

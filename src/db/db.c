@@ -13,6 +13,11 @@ bool tt_db_is_postgres(const char *target)
 	return target && (strncmp(target, "postgresql://", 13) == 0 || strncmp(target, "postgres://", 11) == 0);
 }
 
+bool tt_db_is_mysql(const char *target)
+{
+	return target && (strncmp(target, "mysql://", 8) == 0 || strncmp(target, "mariadb://", 10) == 0);
+}
+
 bool tt_db_identifier_ok(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;
@@ -66,7 +71,9 @@ int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error
 		db->opts.max_rows = 1000000;
 	if (!db->opts.max_bytes)
 		db->opts.max_bytes = (size_t)256 << 20;
-	int rc = tt_db_is_postgres(target) ? tt_db_pg_open(db, target, err) : tt_db_sqlite_open(db, target, err);
+	int rc = tt_db_is_postgres(target) ? tt_db_pg_open(db, target, err)
+		 : tt_db_is_mysql(target)  ? tt_db_mysql_open(db, target, err)
+					   : tt_db_sqlite_open(db, target, err);
 	if (rc < 0) {
 		tt_db_close(db);
 		return rc;
@@ -103,8 +110,10 @@ const char *tt_db_where(const tt_db *db)
 
 int tt_db_begin(tt_db *db, bool read_only, tt_error *err)
 {
-	bool pg = strcmp(db->ops->kind, "postgres") == 0;
-	int rc = db->ops->exec(db, read_only && pg ? "BEGIN READ ONLY" : "BEGIN", NULL, 0, NULL, err);
+	bool pg = strcmp(db->ops->kind, "postgres") == 0, my = strcmp(db->ops->kind, "mysql") == 0;
+	const char *sql = my ? (read_only ? "START TRANSACTION READ ONLY" : "START TRANSACTION")
+			     : (read_only && pg ? "BEGIN READ ONLY" : "BEGIN");
+	int rc = db->ops->exec(db, sql, NULL, 0, NULL, err);
 	if (rc == 0)
 		db->in_tx = true;
 	return rc;

@@ -1,16 +1,19 @@
 /*
- * db/db.h - one small connection interface over SQLite (sqlite3) and
- * PostgreSQL (libpq), for every part of tether that talks SQL: the registry
+ * db/db.h - one small connection interface over SQLite (sqlite3),
+ * PostgreSQL (libpq) and MySQL-protocol servers - MariaDB, MySQL, Dolt -
+ * (MariaDB Connector/C, libmariadb), for every part of tether that talks SQL: the registry
  * commands (export, publish, import) now, SQL-catalogued stores later.
  *
  * The rules every caller gets for free:
  *   - Values only ever travel as bound parameters.  SQL text names them
- *     $1, $2, ... in both dialects (SQLite binds "$N" by name), so a value
- *     is never spliced into a statement.  Identifiers (schema, table
+ *     $1, $2, ... in every dialect (SQLite binds "$N" by name; for MySQL they are
+ *     rewritten to the binary protocol's ? marks), so a value is never
+ *     spliced into a statement.  Identifiers (schema, table
  *     names) cannot be bound: check them with tt_db_identifier_ok first.
  *   - One statement per call: a second statement after the first (SQLite:
  *     anything but blanks and comments left over; PostgreSQL: the extended
- *     protocol's own refusal) is an error, so `SELECT 1; DROP ...` cannot
+ *     protocol's own refusal; MySQL: the prepared-statement protocol and a
+ *     connection without multi-statements) is an error, so `SELECT 1; DROP ...` cannot
  *     ride along.
  *   - Read-only on request: opts.read_only opens SQLite read-only and
  *     refuses any statement that would write; on PostgreSQL the session's
@@ -25,7 +28,8 @@
  *     message that would echo it).
  *
  * A target is a PostgreSQL connection string (postgresql:// or postgres://
- * URI) or a SQLite file path.  Result cells are text (NULL for SQL NULL):
+ * URI), a MySQL URL (mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, also
+ * mariadb://; TLS whenever the server offers it) or a SQLite file path.  Result cells are text (NULL for SQL NULL):
  * SQLite integers and reals as their decimal text, PostgreSQL values in
  * its text output format (jsonb as JSON text, booleans as "t"/"f").
  * A tt_db belongs to one thread at a time.
@@ -67,6 +71,8 @@ typedef struct tt_db_rows {
 
 /* Is target a PostgreSQL connection URI (postgresql:// or postgres://)? */
 bool tt_db_is_postgres(const char *target);
+/* Is target a MySQL-protocol URL (mysql:// or mariadb://)? */
+bool tt_db_is_mysql(const char *target);
 /* Is name a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, at most 63)? */
 bool tt_db_identifier_ok(const char *name);
 
@@ -75,7 +81,7 @@ bool tt_db_identifier_ok(const char *name);
 int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error *err);
 void tt_db_close(tt_db *db);  /* NULL-safe; an open transaction is rolled back */
 
-/* "sqlite" or "postgres". */
+/* "sqlite", "postgres" or "mysql". */
 const char *tt_db_kind(const tt_db *db);
 /* What error messages call the store (no password). */
 const char *tt_db_where(const tt_db *db);
@@ -98,7 +104,7 @@ void tt_db_rows_release(tt_db_rows *rows);
 int tt_db_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
 		    tt_error *err);
 
-/* Backend entry points behind tt_db_open (db_sqlite.c, db_pg.c). */
+/* Backend entry points behind tt_db_open (db_sqlite.c, db_pg.c, db_mysql.c). */
 typedef struct tt_db_ops {
 	const char *kind;
 	int (*exec)(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,
@@ -119,6 +125,7 @@ struct tt_db {
 
 int tt_db_sqlite_open(tt_db *db, const char *path, tt_error *err);
 int tt_db_pg_open(tt_db *db, const char *dsn, tt_error *err);
+int tt_db_mysql_open(tt_db *db, const char *dsn, tt_error *err);
 /* Append one row of out->ncols cells (taken over, also on failure),
  * enforcing max_rows / max_bytes; *bytes carries the running total. */
 int tt_db_rows_push(tt_db *db, tt_db_rows *out, char **cells, size_t *bytes, size_t *alloc,

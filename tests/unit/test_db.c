@@ -186,3 +186,163 @@ TT_TEST(parquet_writer_read_back)
 	tt_buf_release(&file);
 	tt_buf_release(&got);
 }
+
+/* ---- The same checks against real servers -------------------------------
+ * TETHER_TEST_MYSQL and TETHER_TEST_PG name a database on a running server
+ * (a URL with the password in it); tests/e2e/test_db_servers.py starts
+ * MariaDB and PostgreSQL on 127.0.0.1 and runs this binary with both set,
+ * and checks the "ran:" lines below, so these cases cannot pass by not
+ * running.  Without the variables they do nothing. */
+
+static tt_db *open_server(const char *dsn, bool read_only, int timeout_ms)
+{
+	tt_db *db = NULL;
+	tt_error err = TT_ERROR_INIT;
+	tt_db_opts o = { .read_only = read_only, .max_rows = 3, .timeout_ms = timeout_ms };
+	if (tt_db_open(&db, dsn, &o, &err) < 0) {
+		fprintf(stderr, "open %s: %s\n", tt_db_is_mysql(dsn) ? "mysql" : "pg", tt_error_text(&err));
+		tt_error_clear(&err);
+	}
+	return db;
+}
+
+/* dsn with its password replaced by a wrong one. */
+static char *wrong_password(const char *dsn, const char *password)
+{
+	const char *p = strstr(dsn, password);
+	if (!p)
+		return NULL;
+	return tt_asprintf("%.*sWRONG-%s%s", (int)(p - dsn), dsn, password, p + strlen(password));
+}
+
+static void server_suite(const char *env, const char *kind)
+{
+	const char *dsn = getenv(env);
+	const char *password = getenv("TETHER_TEST_DB_PASSWORD");
+	if (!dsn || !*dsn)
+		return;
+	tt_error err = TT_ERROR_INIT;
+	tt_db *db = open_server(dsn, false, 5000);
+	CHECK(db != NULL);
+	CHECK_STR(tt_db_kind(db), kind);
+	CHECK(strstr(tt_db_where(db), "127.0.0.1:") != NULL);
+	tt_error_clear(&err);
+	tt_db_exec(db, "DROP TABLE IF EXISTS tt_unit", NULL, 0, &err);
+	tt_error_clear(&err);
+	CHECK(tt_db_exec(db, "CREATE TABLE tt_unit (k VARCHAR(200) PRIMARY KEY, n BIGINT, body TEXT)", NULL, 0,
+			 &err) == 0);
+	/* A hostile value is just a value; parameters may be named out of order. */
+	tt_db_value rows[] = { { TT_DB_INT, NULL, 7 }, { TT_DB_TEXT, "x'); DROP TABLE tt_unit; --", 0 },
+			       { TT_DB_NULL, NULL, 0 }, { TT_DB_TEXT, "y\\' \"q\" `b`", 0 } };
+	CHECK(tt_db_begin(db, false, &err) == 0);
+	CHECK(tt_db_exec_many(db, "INSERT INTO tt_unit (k, n) VALUES ($2, $1)", rows, 2, 2, &err) == 0);
+	CHECK(tt_db_commit(db, &err) == 0);
+	tt_db_rows r;
+	tt_db_value want = { TT_DB_INT, NULL, 7 };
+	CHECK(tt_db_query(db, "SELECT k, n FROM tt_unit WHERE n = $1", &want, 1, &r, &err) == 0);
+	CHECK_INT(r.nrows, 1);
+	CHECK_STR(r.names[0], "k");
+	CHECK_STR(r.cells[0], "x'); DROP TABLE tt_unit; --");
+	CHECK_STR(r.cells[1], "7");
+	tt_db_rows_release(&r);
+	tt_db_value q = { TT_DB_TEXT, "y\\' \"q\" `b`", 0 };
+	CHECK(tt_db_query(db, "SELECT n FROM tt_unit WHERE k = $1", &q, 1, &r, &err) == 0);
+	CHECK(r.nrows == 1 && r.cells[0] == NULL);
+	tt_db_rows_release(&r);
+	/* $1 inside a string literal or a comment is text, not a parameter. */
+	tt_db_value one = { TT_DB_TEXT, "v", 0 };
+	CHECK(tt_db_query(db, "SELECT '$1 it''s', $1 /* $2 */", &one, 1, &r, &err) == 0);
+	CHECK_STR(r.cells[0], "$1 it's");
+	CHECK_STR(r.cells[1], "v");
+	tt_db_rows_release(&r);
+	/* A cell longer than any fixed buffer comes back whole. */
+	char big[3001];
+	memset(big, 'z', 3000);
+	big[3000] = '\0';
+	tt_db_value body[] = { { TT_DB_TEXT, big, 0 }, { TT_DB_TEXT, "y\\' \"q\" `b`", 0 } };
+	CHECK(tt_db_exec(db, "UPDATE tt_unit SET body = $1 WHERE k = $2", body, 2, &err) == 0);
+	CHECK(tt_db_query(db, "SELECT body, k FROM tt_unit WHERE body IS NOT NULL", NULL, 0, &r, &err) == 0);
+	CHECK_INT(r.nrows, 1);
+	CHECK_STR(r.cells[0], big);
+	tt_db_rows_release(&r);
+	/* A rolled-back transaction leaves nothing. */
+	CHECK(tt_db_begin(db, false, &err) == 0);
+	CHECK(tt_db_exec(db, "DELETE FROM tt_unit", NULL, 0, &err) == 0);
+	tt_db_rollback(db);
+	CHECK(tt_db_query(db, "SELECT count(*) FROM tt_unit", NULL, 0, &r, &err) == 0);
+	CHECK_STR(r.cells[0], "2");
+	tt_db_rows_release(&r);
+	/* A second statement never rides along, with or without parameters. */
+	CHECK(tt_db_exec(db, "SELECT 1; DROP TABLE tt_unit", NULL, 0, &err) < 0);
+	tt_error_clear(&err);
+	CHECK(tt_db_exec(db, "SELECT $1; DROP TABLE tt_unit", &one, 1, &err) < 0);
+	tt_error_clear(&err);
+	/* A parameter the caller did not give is refused before the server. */
+	CHECK(tt_db_exec(db, "SELECT $2", &one, 1, &err) < 0);
+	tt_error_clear(&err);
+	/* Results are capped (max_rows = 3). */
+	tt_db_value more[] = { { TT_DB_TEXT, "a", 0 }, { TT_DB_TEXT, "b", 0 }, { TT_DB_TEXT, "c", 0 } };
+	CHECK(tt_db_exec_many(db, "INSERT INTO tt_unit (k) VALUES ($1)", more, 1, 3, &err) == 0);
+	CHECK(tt_db_query(db, "SELECT k FROM tt_unit", NULL, 0, &r, &err) == TT_ELIMIT);
+	tt_db_rows_release(&r);
+	tt_error_clear(&err);
+	tt_db_close(db);
+
+	/* Read-only: the server refuses a write, however phrased. */
+	db = open_server(dsn, true, 5000);
+	CHECK(db != NULL);
+	CHECK(tt_db_exec(db, "INSERT INTO tt_unit (k) VALUES ('w')", NULL, 0, &err) < 0);
+	tt_error_clear(&err);
+	CHECK(tt_db_begin(db, true, &err) == 0);
+	CHECK(tt_db_exec(db, "DELETE FROM tt_unit WHERE k = $1", &one, 1, &err) < 0);
+	tt_error_clear(&err);
+	tt_db_rollback(db);
+	tt_db_close(db);
+
+	/* A statement past the time limit stops with TT_ELIMIT. */
+	db = open_server(dsn, false, 1000);
+	CHECK(db != NULL);
+	int rc = tt_db_exec(db, strcmp(kind, "mysql") == 0 ? "SELECT SLEEP(4)" : "SELECT pg_sleep(4)", NULL, 0, &err);
+	CHECK_MSG(rc == TT_ELIMIT, "timeout gave %d: %s", rc, tt_error_text(&err));
+	tt_error_clear(&err);
+	tt_db_close(db);
+
+	/* A wrong password names the server, never the password. */
+	if (password && *password) {
+		char *bad = wrong_password(dsn, password);
+		CHECK(bad != NULL);
+		tt_db_opts o = { .timeout_ms = 5000 };
+		CHECK(tt_db_open(&db, bad, &o, &err) < 0);
+		const char *text = tt_error_text(&err);
+		CHECK_MSG(strstr(text, "127.0.0.1:") != NULL, "no server in: %s", text);
+		CHECK_MSG(strstr(text, password) == NULL, "password in: %s", text);
+		tt_error_clear(&err);
+		free(bad);
+	}
+	printf("ran: %s server suite\n", kind);
+}
+
+TT_TEST(mysql_server_suite)
+{
+	server_suite("TETHER_TEST_MYSQL", "mysql");
+}
+
+TT_TEST(postgres_server_suite)
+{
+	server_suite("TETHER_TEST_PG", "postgres");
+}
+
+TT_TEST(mysql_url_errors_never_show_the_password)
+{
+	tt_db *db = NULL;
+	tt_error err = TT_ERROR_INIT;
+	tt_db_opts o = { .timeout_ms = 2000 };
+	/* Nothing listens on port 9 of 127.0.0.1. */
+	CHECK(tt_db_open(&db, "mysql://u:hunter2-pw@127.0.0.1:9/lake", &o, &err) < 0);
+	CHECK(strstr(tt_error_text(&err), "MySQL database 'lake' on server 127.0.0.1:9") != NULL);
+	CHECK(strstr(tt_error_text(&err), "hunter2") == NULL);
+	tt_error_clear(&err);
+	CHECK(tt_db_open(&db, "mysql://u:hunter2-pw@127.0.0.1:99999/lake", &o, &err) == TT_ECONFIG);
+	CHECK(strstr(tt_error_text(&err), "hunter2") == NULL);
+	tt_error_clear(&err);
+}
