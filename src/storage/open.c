@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "storage/aws_creds.h"
 #include "storage/s3.h"
 #include "util/fs.h"
 #include "util/mem.h"
@@ -130,14 +131,42 @@ static char *home_file(const char *env_name, const char *rel)
 	return home ? tt_asprintf("%s/%s", home, rel) : NULL;
 }
 
-/* The profile's keys from the credentials file, else the config file.
- * TT_ENOTFOUND when neither has it (explicit: the caller decides). */
-static int read_profile(const char *profile, tt_aws_resolved *r, tt_error *err)
+/* What a profile says, from the credentials file, else the config file. */
+typedef struct profile_info {
+	char *ak, *sk, *tk, *region;
+	char *role_arn, *source_profile, *credential_source, *web_identity_token_file;
+	char *role_session_name, *external_id, *duration_seconds;
+} profile_info;
+
+static void profile_info_release(profile_info *p)
+{
+	char **all[] = { &p->ak, &p->sk, &p->tk, &p->region, &p->role_arn, &p->source_profile,
+			 &p->credential_source, &p->web_identity_token_file, &p->role_session_name,
+			 &p->external_id, &p->duration_seconds };
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		if (*all[i]) {
+			memset(*all[i], 0, strlen(*all[i]));
+			free(*all[i]);
+		}
+	}
+	memset(p, 0, sizeof *p);
+}
+
+/* TT_ENOTFOUND when neither file has the profile (explicit: the caller decides). */
+static int read_profile_info(const char *profile, profile_info *pi, tt_error *err)
 {
 	char *files[2] = { home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"),
 			   home_file("AWS_CONFIG_FILE", ".aws/config") };
+	static const char *const keys[] = { "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+					    "region", "role_arn", "source_profile", "credential_source",
+					    "web_identity_token_file", "role_session_name", "external_id",
+					    "duration_seconds" };
+	char **slots[] = { &pi->ak, &pi->sk, &pi->tk, &pi->region, &pi->role_arn, &pi->source_profile,
+			   &pi->credential_source, &pi->web_identity_token_file, &pi->role_session_name,
+			   &pi->external_id, &pi->duration_seconds };
 	bool any = false;
 	int rc = 0;
+	memset(pi, 0, sizeof *pi);
 	for (int i = 0; i < 2 && rc == 0; i++) {
 		tt_buf text = TT_BUF_INIT;
 		char *section = i == 0 || strcmp(profile, "default") == 0 ? tt_strdup(profile)
@@ -146,30 +175,20 @@ static int read_profile(const char *profile, tt_aws_resolved *r, tt_error *err)
 		if (!section) {
 			rc = tt_error_oom(err);
 		} else if (files[i] && tt_read_file(files[i], &text, 1u << 20, NULL) == 0) {
-			if (!r->access_key_id) {
-				char *ak = ini_get(text.ptr, section, "aws_access_key_id", &found);
-				char *sk = ini_get(text.ptr, section, "aws_secret_access_key", &found);
-				char *tk = ini_get(text.ptr, section, "aws_session_token", &found);
-				if (ak && sk) {
-					r->access_key_id = ak;
-					r->secret_access_key = sk;
-					r->session_token = tk;
-				} else {
-					free(ak);
-					free(sk);
-					free(tk);
-				}
+			/* Keys come as a pair from one file: the credentials file wins. */
+			bool keyed = pi->ak != NULL;
+			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+				if (k < 3 && keyed)
+					continue;
+				if (!*slots[k])
+					*slots[k] = ini_get(text.ptr, section, keys[k], &found);
 			}
-			if (!r->region)
-				r->region = ini_get(text.ptr, section, "region", &found);
-			char *role = ini_get(text.ptr, section, "role_arn", &found);
-			bool has_role = role != NULL;
-			free(role);
-			if (has_role && !r->access_key_id)
-				rc = tt_error_set(err, TT_ECAPABILITY,
-						  "AWS profile '%s' assumes a role (role_arn), which this "
-						  "tether cannot do yet; give the profile static keys",
-						  profile);
+			if (!keyed && !(pi->ak && pi->sk)) {
+				free(pi->ak);
+				free(pi->sk);
+				free(pi->tk);
+				pi->ak = pi->sk = pi->tk = NULL;
+			}
 			any |= found;
 		}
 		if (text.ptr)
@@ -183,6 +202,8 @@ static int read_profile(const char *profile, tt_aws_resolved *r, tt_error *err)
 				  files[1] ? files[1] : "~/.aws/config");
 	free(files[0]);
 	free(files[1]);
+	if (rc)
+		profile_info_release(pi);
 	return rc;
 }
 
@@ -195,74 +216,243 @@ void tt_aws_resolved_release(tt_aws_resolved *r)
 		memset(r->secret_access_key, 0, strlen(r->secret_access_key));
 		free(r->secret_access_key);
 	}
-	free(r->session_token);
+	if (r->session_token) {
+		memset(r->session_token, 0, strlen(r->session_token));
+		free(r->session_token);
+	}
 	free(r->region);
 	memset(r, 0, sizeof *r);
+}
+
+static void take_temp(tt_aws_resolved *r, tt_aws_temp *t, const char *source)
+{
+	r->access_key_id = t->access_key_id;
+	r->secret_access_key = t->secret_access_key;
+	r->session_token = t->session_token;
+	r->expires = t->expires;
+	r->source = source;
+	memset(t, 0, sizeof *t);
+}
+
+static int set_static(tt_aws_resolved *r, const char *ak, const char *sk, const char *tk, const char *source,
+		      tt_error *err)
+{
+	r->access_key_id = tt_strdup(ak);
+	r->secret_access_key = tt_strdup(sk);
+	r->session_token = tk && *tk ? tt_strdup(tk) : NULL;
+	r->source = source;
+	return r->access_key_id && r->secret_access_key && (!tk || !*tk || r->session_token) ? 0 : tt_error_oom(err);
+}
+
+static int assume(tt_aws_resolved *r, const tt_aws_role *role, const char *source, tt_error *err)
+{
+	tt_aws_creds src = { r->access_key_id, r->secret_access_key, r->session_token };
+	tt_aws_temp t;
+	int rc = tt_aws_assume_role(&src, role, &t, err);
+	free(r->access_key_id);
+	if (r->secret_access_key) {
+		memset(r->secret_access_key, 0, strlen(r->secret_access_key));
+		free(r->secret_access_key);
+	}
+	if (r->session_token) {
+		memset(r->session_token, 0, strlen(r->session_token));
+		free(r->session_token);
+	}
+	r->access_key_id = r->secret_access_key = r->session_token = NULL;
+	if (rc == 0)
+		take_temp(r, &t, source);
+	return rc;
+}
+
+static int resolve_profile(const char *profile, const json_t *o, tt_aws_resolved *r, int depth, tt_error *err);
+
+/* The chain after explicit options: the environment's keys, web identity
+ * from the environment, the default (or AWS_PROFILE) profile, the
+ * container endpoint, the instance metadata service. */
+static int resolve_chain(const json_t *o, tt_aws_resolved *r, bool allow_http, tt_error *err)
+{
+	int rc;
+	if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY"))
+		return set_static(r, env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"),
+				  "environment", err);
+	if (env("AWS_ROLE_ARN") && env("AWS_WEB_IDENTITY_TOKEN_FILE")) {
+		tt_aws_role role = { .arn = env("AWS_ROLE_ARN"), .session_name = env("AWS_ROLE_SESSION_NAME"),
+				     .region = r->region, .endpoint = opt_str(o, "sts_endpoint"),
+				     .allow_http = allow_http };
+		tt_aws_temp t;
+		if ((rc = tt_aws_web_identity(&role, env("AWS_WEB_IDENTITY_TOKEN_FILE"), &t, err)) != 0)
+			return rc;
+		take_temp(r, &t, "web-identity");
+		return 0;
+	}
+	const char *p = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
+	tt_error quiet = TT_ERROR_INIT;
+	rc = resolve_profile(p, o, r, 0, env("AWS_PROFILE") ? err : &quiet);
+	if (rc == TT_ENOTFOUND && !env("AWS_PROFILE"))
+		rc = 0;
+	else if (rc != 0 && !env("AWS_PROFILE"))
+		tt_error_move(err, &quiet);
+	tt_error_clear(&quiet);
+	if (rc != 0 || r->access_key_id)
+		return rc;
+	tt_aws_temp t;
+	if ((rc = tt_aws_container_creds(&t, err)) == 0) {
+		take_temp(r, &t, "container");
+		return 0;
+	}
+	if (rc != TT_ENOTFOUND)
+		return rc;
+	if ((rc = tt_aws_imds_creds(&t, err)) == 0) {
+		take_temp(r, &t, "instance-metadata");
+		return 0;
+	}
+	return rc == TT_ENOTFOUND ? 0 : rc;  /* nothing anywhere: unsigned requests */
+}
+
+static bool allow_http_of(const json_t *o)
+{
+	json_t *v = opt(o, "allow_http");
+	if (json_is_true(v))
+		return true;
+	if (json_is_string(v))
+		return !strcasecmp(json_string_value(v), "true") || !strcmp(json_string_value(v), "1");
+	return env("AWS_ALLOW_HTTP") &&
+	       (!strcasecmp(env("AWS_ALLOW_HTTP"), "true") || !strcmp(env("AWS_ALLOW_HTTP"), "1"));
+}
+
+/* A named profile: its keys, or the role it assumes from its source. */
+static int resolve_profile(const char *profile, const json_t *o, tt_aws_resolved *r, int depth, tt_error *err)
+{
+	profile_info pi;
+	int rc = read_profile_info(profile, &pi, err);
+	if (rc)
+		return rc;
+	if (!r->region && pi.region)
+		r->region = tt_strdup(pi.region);
+	bool http = allow_http_of(o);
+	if (!pi.role_arn) {
+		if (pi.ak && pi.sk)
+			rc = set_static(r, pi.ak, pi.sk, pi.tk, depth ? "profile" : "shared-file", err);
+		else if (depth)
+			rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s' has no aws_access_key_id and "
+					  "aws_secret_access_key", profile);
+		profile_info_release(&pi);
+		return rc;
+	}
+	tt_aws_role role = { .arn = pi.role_arn, .session_name = pi.role_session_name,
+			     .external_id = pi.external_id, .region = r->region,
+			     .endpoint = opt_str(o, "sts_endpoint"), .allow_http = http,
+			     .duration_s = pi.duration_seconds ? strtol(pi.duration_seconds, NULL, 10) : 0 };
+	if (pi.web_identity_token_file) {
+		tt_aws_temp t;
+		if ((rc = tt_aws_web_identity(&role, pi.web_identity_token_file, &t, err)) == 0)
+			take_temp(r, &t, "web-identity");
+	} else if (pi.source_profile) {
+		if (depth >= 4)
+			rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s': source_profile chain is too long "
+					  "(a loop?)", profile);
+		else if (strcmp(pi.source_profile, profile) == 0 && pi.ak && pi.sk)
+			rc = set_static(r, pi.ak, pi.sk, pi.tk, "profile", err);
+		else
+			rc = resolve_profile(pi.source_profile, o, r, depth + 1, err);
+		if (rc == 0)
+			rc = assume(r, &role, "assume-role", err);
+	} else if (pi.credential_source) {
+		tt_aws_temp t = { 0 };
+		const char *cs = pi.credential_source;
+		if (!strcmp(cs, "Environment")) {
+			if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY"))
+				rc = set_static(r, env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"),
+						env("AWS_SESSION_TOKEN"), "environment", err);
+			else
+				rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s': credential_source = Environment "
+						  "but AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are not set", profile);
+		} else if (!strcmp(cs, "EcsContainer") || !strcmp(cs, "Ec2InstanceMetadata")) {
+			rc = !strcmp(cs, "EcsContainer") ? tt_aws_container_creds(&t, err) : tt_aws_imds_creds(&t, err);
+			if (rc == TT_ENOTFOUND)
+				rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s': credential_source = %s is not "
+						  "available here", profile, cs);
+			else if (rc == 0)
+				take_temp(r, &t, "profile");
+		} else {
+			rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s': unknown credential_source '%s' "
+					  "(Environment, EcsContainer or Ec2InstanceMetadata)", profile, cs);
+		}
+		if (rc == 0)
+			rc = assume(r, &role, "assume-role", err);
+	} else {
+		rc = tt_error_set(err, TT_ECONFIG, "AWS profile '%s' has role_arn but no source_profile, "
+				  "credential_source or web_identity_token_file", profile);
+	}
+	if (rc)
+		tt_error_prefix(err, "AWS profile '%s'", profile);
+	profile_info_release(&pi);
+	return rc;
 }
 
 int tt_aws_resolve(const json_t *options, tt_aws_resolved *r, tt_error *err)
 {
 	const char *ak = opt_str(options, "access_key_id"), *sk = opt_str(options, "secret_access_key");
-	const char *profile = opt_str(options, "profile");
+	const char *profile = opt_str(options, "profile"), *role_arn = opt_str(options, "role_arn");
 	int rc;
 
 	memset(r, 0, sizeof *r);
+	if (opt_str(options, "region"))
+		r->region = tt_strdup(opt_str(options, "region"));
 	if (ak || sk) {
-		if (!ak || !sk)
+		if (!ak || !sk) {
+			tt_aws_resolved_release(r);
 			return tt_error_set(err, TT_ECONFIG, "%s set without %s",
 					    ak ? "access_key_id" : "secret_access_key",
 					    ak ? "secret_access_key" : "access_key_id");
-		r->access_key_id = tt_strdup(ak);
-		r->secret_access_key = tt_strdup(sk);
-		if (opt_str(options, "session_token"))
-			r->session_token = tt_strdup(opt_str(options, "session_token"));
-		r->source = "options";
-	} else if (opt_str(options, "role_arn")) {
-		return tt_error_set(err, TT_ECAPABILITY,
-				    "role_arn (STS AssumeRole) is not built into this tether yet; give "
-				    "static keys or a profile with them");
+		}
+		rc = set_static(r, ak, sk, opt_str(options, "session_token"), "options", err);
 	} else if (profile) {
-		if ((rc = read_profile(profile, r, err)) != 0) {
-			tt_aws_resolved_release(r);
-			return rc;
-		}
-		r->source = "profile";
-	} else if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
-		r->access_key_id = tt_strdup(env("AWS_ACCESS_KEY_ID"));
-		r->secret_access_key = tt_strdup(env("AWS_SECRET_ACCESS_KEY"));
-		if (env("AWS_SESSION_TOKEN"))
-			r->session_token = tt_strdup(env("AWS_SESSION_TOKEN"));
-		r->source = "environment";
+		rc = resolve_profile(profile, options, r, 1, err);
+		if (rc == 0 && r->source && !strcmp(r->source, "shared-file"))
+			r->source = "profile";
 	} else {
-		const char *p = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
-		tt_error e2 = TT_ERROR_INIT;
-		rc = read_profile(p, r, env("AWS_PROFILE") ? err : &e2);
-		tt_error_clear(&e2);
-		if (rc != 0 && env("AWS_PROFILE")) {
-			tt_aws_resolved_release(r);
-			return rc;
-		}
-		if (rc == TT_ECAPABILITY) {
-			tt_aws_resolved_release(r);
-			return tt_error_set(err, rc, "AWS profile '%s' assumes a role (role_arn), which "
-					    "this tether cannot do yet", p);
-		}
-		if (r->access_key_id)
-			r->source = "shared-file";
+		rc = resolve_chain(options, r, allow_http_of(options), err);
 	}
-	if (r->source && (!r->access_key_id || !r->secret_access_key)) {
-		bool named = strcmp(r->source, "profile") == 0;
+	if (rc == 0 && role_arn) {
+		tt_aws_role role = { .arn = role_arn, .session_name = opt_str(options, "role_session_name"),
+				     .external_id = opt_str(options, "external_id"), .region = r->region,
+				     .endpoint = opt_str(options, "sts_endpoint"),
+				     .allow_http = allow_http_of(options) };
+		json_t *d = opt(options, "duration_seconds");
+		role.duration_s = json_is_integer(d) ? (long)json_integer_value(d)
+				  : json_is_string(d) ? strtol(json_string_value(d), NULL, 10) : 0;
+		rc = assume(r, &role, "assume-role", err);
+	}
+	if (rc)
 		tt_aws_resolved_release(r);
-		if (named)
-			return tt_error_set(err, TT_ECONFIG,
-					    "AWS profile '%s' has no aws_access_key_id and "
-					    "aws_secret_access_key", profile);
-		return tt_error_oom(err);
-	}
-	return 0;
+	return rc;
 }
 
 /* ---- stores from URIs ------------------------------------------------------------- */
+
+static int refresh_aws(void *ctx, char **ak, char **sk, char **tok, long long *expires, tt_error *err)
+{
+	tt_aws_resolved r;
+	int rc = tt_aws_resolve(ctx, &r, err);
+	if (rc)
+		return rc;
+	if (!r.access_key_id) {
+		tt_aws_resolved_release(&r);
+		return tt_error_set(err, TT_ECONFIG, "the credentials it was opened with are gone");
+	}
+	*ak = r.access_key_id;
+	*sk = r.secret_access_key;
+	*tok = r.session_token;
+	*expires = r.expires;
+	free(r.region);
+	return 0;
+}
+
+static void refresh_free(void *ctx)
+{
+	json_decref(ctx);
+}
 
 static int open_s3(const tt_store_uri *u, const json_t *o, tt_store **out, tt_error *err)
 {
@@ -294,6 +484,17 @@ static int open_s3(const tt_store_uri *u, const json_t *o, tt_store **out, tt_er
 	/* AWS itself: virtual-hosted; a custom endpoint: path-style, unless told */
 	c.virtual_hosted = vh >= 0 ? vh == 1 : !c.endpoint;
 	c.creds = (tt_aws_creds){ cr.access_key_id, cr.secret_access_key, cr.session_token };
+	if (cr.expires) {
+		/* Temporary keys: the store asks the same chain again before they run out. */
+		c.expires = cr.expires;
+		c.refresh = refresh_aws;
+		c.refresh_ctx = o ? json_deep_copy(o) : json_object();
+		c.refresh_free = refresh_free;
+		if (!c.refresh_ctx) {
+			tt_aws_resolved_release(&cr);
+			return tt_error_oom(err);
+		}
+	}
 	c.http.allow_http = allow == 1;
 	c.http.connect_timeout_ms = ct;
 	c.http.read_timeout_ms = rt;

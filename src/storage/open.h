@@ -19,9 +19,17 @@
  * profile is read from the shared credentials file
  * (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials), then from the
  * config file (AWS_CONFIG_FILE, else ~/.aws/config; "[profile NAME]").
- * role_arn, web identity and the instance metadata endpoints are not built
- * yet: role_arn is refused by name.  Errors name the profile and file,
- * never a value.
+ * After the environment's keys: web identity (AWS_ROLE_ARN +
+ * AWS_WEB_IDENTITY_TOKEN_FILE); then the profile; then the container
+ * endpoint (AWS_CONTAINER_CREDENTIALS_*); then the EC2 instance metadata
+ * service (IMDSv2, skipped with AWS_EC2_METADATA_DISABLED=true).  A
+ * profile with role_arn assumes it through STS from its source_profile,
+ * its credential_source (Environment, EcsContainer, Ec2InstanceMetadata)
+ * or its web_identity_token_file; role_arn among the options assumes that
+ * role from whatever the rest resolved (role_session_name, external_id,
+ * duration_seconds, sts_endpoint beside it).  Temporary keys carry their
+ * expiry, and an S3 store renews them five minutes before it (see
+ * aws_creds.h).  Errors name the profile, file or endpoint, never a value.
  */
 #ifndef TT_STORAGE_OPEN_H
 #define TT_STORAGE_OPEN_H
@@ -36,7 +44,10 @@ typedef struct tt_aws_resolved {
 	char *secret_access_key;
 	char *session_token;
 	char *region;        /* from the profile's config, when it has one */
-	const char *source;  /* "options", "profile", "environment", "shared-file", or NULL: none */
+	long long expires;   /* epoch seconds the keys expire at; 0: never */
+	/* "options", "profile", "environment", "shared-file", "assume-role",
+	 * "web-identity", "container", "instance-metadata", or NULL: none */
+	const char *source;
 } tt_aws_resolved;
 
 /* Resolve from options (may be NULL).  No credentials anywhere is not an

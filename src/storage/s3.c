@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "storage/s3.h"
+#include "storage/xml.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <pthread.h>
 
 #include <openssl/evp.h>
 
@@ -29,92 +31,18 @@ typedef struct s3_impl {
 	char *bucket, *prefix, *region, *scheme, *host;
 	bool vhost;
 	char *ak, *sk, *tok;
+	/* Temporary keys: asked for again shortly before they expire. */
+	long long expires;
+	tt_s3_refresh_fn refresh;
+	void *refresh_ctx;
+	void (*refresh_free)(void *ctx);
+	pthread_mutex_t creds_lock;
 	tt_http_client *http;
 } s3_impl;
 
 #define IM(s) ((s3_impl *)(s)->impl)
 
 /* ---- small XML reading ---------------------------------------------------------- */
-
-/* The text between <tag> and </tag> at or after p (before end): true with
- * [*vs, *ve); *after is past the closing tag. */
-static bool xml_find(const char *p, const char *end, const char *tag, const char **vs,
-		     const char **ve, const char **after)
-{
-	char open[64], close[66];
-	const char *a, *b;
-	snprintf(open, sizeof open, "<%s>", tag);
-	snprintf(close, sizeof close, "</%s>", tag);
-	a = memmem(p, (size_t)(end - p), open, strlen(open));
-	if (!a)
-		return false;
-	a += strlen(open);
-	b = memmem(a, (size_t)(end - a), close, strlen(close));
-	if (!b)
-		return false;
-	*vs = a;
-	*ve = b;
-	if (after)
-		*after = b + strlen(close);
-	return true;
-}
-
-/* XML text with its entities decoded.  NULL on OOM. */
-static char *xml_text(const char *s, const char *e)
-{
-	tt_buf b = TT_BUF_INIT;
-	static const struct {
-		const char *ent;
-		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
-		     { "&apos;", '\'' } };
-	while (s < e) {
-		bool done = false;
-		if (*s == '&') {
-			for (size_t i = 0; i < sizeof ents / sizeof ents[0] && !done; i++) {
-				size_t n = strlen(ents[i].ent);
-				if ((size_t)(e - s) >= n && memcmp(s, ents[i].ent, n) == 0) {
-					tt_buf_putc(&b, ents[i].c);
-					s += n;
-					done = true;
-				}
-			}
-			if (!done && e - s > 3 && s[1] == '#') {
-				const char *semi = memchr(s, ';', (size_t)(e - s));
-				if (semi) {
-					unsigned long cp = s[2] == 'x' ? strtoul(s + 3, NULL, 16)
-								       : strtoul(s + 2, NULL, 10);
-					/* UTF-8 */
-					if (cp < 0x80) {
-						tt_buf_putc(&b, (char)cp);
-					} else if (cp < 0x800) {
-						tt_buf_putc(&b, (char)(0xc0 | (cp >> 6)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else if (cp < 0x10000) {
-						tt_buf_putc(&b, (char)(0xe0 | (cp >> 12)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else {
-						tt_buf_putc(&b, (char)(0xf0 | (cp >> 18)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 12) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					}
-					s = semi + 1;
-					done = true;
-				}
-			}
-		}
-		if (!done)
-			tt_buf_putc(&b, *s++);
-	}
-	tt_buf_puts(&b, "");
-	if (b.failed) {
-		tt_buf_release(&b);
-		return NULL;
-	}
-	return tt_buf_detach(&b);
-}
 
 static char *strip_quotes(const char *v)
 {
@@ -155,6 +83,54 @@ typedef struct call {
 	size_t len;
 } call;
 
+static void wipe(char *ak, char *sk, char *tok)
+{
+	free(ak);
+	if (sk) {
+		memset(sk, 0, strlen(sk));
+		free(sk);
+	}
+	if (tok) {
+		memset(tok, 0, strlen(tok));
+		free(tok);
+	}
+}
+
+/* Copies of the keys to sign one request with, fetched anew when they
+ * expire within five minutes (several threads may share the store). */
+static int take_creds(tt_store *s, char **ak, char **sk, char **tok, tt_error *err)
+{
+	s3_impl *im = IM(s);
+	int rc = 0;
+	pthread_mutex_lock(&im->creds_lock);
+	if (im->refresh && im->expires && (long long)time(NULL) > im->expires - 300) {
+		char *nak = NULL, *nsk = NULL, *ntok = NULL;
+		long long nexp = 0;
+		rc = im->refresh(im->refresh_ctx, &nak, &nsk, &ntok, &nexp, err);
+		if (rc == 0) {
+			wipe(im->ak, im->sk, im->tok);
+			im->ak = nak;
+			im->sk = nsk;
+			im->tok = ntok;
+			im->expires = nexp;
+		} else {
+			tt_error_prefix(err, "%s: renewing its temporary credentials", s->display);
+		}
+	}
+	if (rc == 0) {
+		*ak = im->ak ? tt_strdup(im->ak) : NULL;
+		*sk = im->sk ? tt_strdup(im->sk) : NULL;
+		*tok = im->tok ? tt_strdup(im->tok) : NULL;
+		if ((im->ak && !*ak) || (im->sk && !*sk) || (im->tok && !*tok)) {
+			wipe(*ak, *sk, *tok);
+			*ak = *sk = *tok = NULL;
+			rc = tt_error_oom(err);
+		}
+	}
+	pthread_mutex_unlock(&im->creds_lock);
+	return rc;
+}
+
 static int s3_do(tt_store *s, const call *c, tt_http_response *resp, tt_error *err)
 {
 	s3_impl *im = IM(s);
@@ -162,19 +138,27 @@ static int s3_do(tt_store *s, const call *c, tt_http_response *resp, tt_error *e
 	char *path = im->vhost ? tt_asprintf("/%s", c->key ? c->key : "")
 			       : c->key ? tt_asprintf("/%s/%s", im->bucket, c->key)
 					: tt_asprintf("/%s", im->bucket);
-	tt_aws_creds cr = { im->ak, im->sk, im->tok };
+	char *ak = NULL, *sk = NULL, *tok = NULL;
+	int rc = take_creds(s, &ak, &sk, &tok, err);
+	if (rc) {
+		free(host);
+		free(path);
+		return rc;
+	}
+	tt_aws_creds cr = { ak, sk, tok };
 	tt_sigv4_input in = { .method = c->method, .scheme = im->scheme, .host = host, .path = path,
 			      .query = c->query, .nquery = c->nquery, .headers = c->headers,
 			      .body = c->body, .body_len = c->len, .region = im->region,
 			      .service = "s3" };
 	tt_sigv4_out so;
-	int rc;
 	if (!host || !path) {
 		free(host);
 		free(path);
+		wipe(ak, sk, tok);
 		return tt_error_oom(err);
 	}
 	rc = tt_sigv4_sign(&in, &cr, &so, err);
+	wipe(ak, sk, tok);
 	if (rc == 0) {
 		tt_http_request req = { .method = c->method, .url = so.url,
 					.headers = (const char *const *)so.headers, .body = c->body,
@@ -197,10 +181,10 @@ static int s3_fail(tt_store *s, const char *what, const char *key, const tt_http
 	char *code = NULL, *msg = NULL;
 	const char *fix = "";
 	int rc = TT_EBACKEND;
-	if (xml_find(r->body.ptr, end, "Code", &cs, &ce, NULL))
-		code = xml_text(cs, ce);
-	if (xml_find(r->body.ptr, end, "Message", &ms, &me, NULL))
-		msg = xml_text(ms, me);
+	if (tt_xml_find(r->body.ptr, end, "Code", &cs, &ce, NULL))
+		code = tt_xml_text(cs, ce);
+	if (tt_xml_find(r->body.ptr, end, "Message", &ms, &me, NULL))
+		msg = tt_xml_text(ms, me);
 	if (r->status == 403)
 		fix = "; check the credentials for this store in .tether/secrets.toml";
 	else if (r->status == 404)
@@ -370,11 +354,11 @@ static int s3_list(tt_store *s, const char *prefix, const char *token, size_t ma
 		rc = s3_fail(s, "list", prefix[0] ? prefix : NULL, &r, err);
 	if (rc == 0) {
 		const char *p = r.body.ptr, *end = p + r.body.len, *cs, *ce, *vs, *ve;
-		while (rc == 0 && xml_find(p, end, "Contents", &cs, &ce, &p)) {
+		while (rc == 0 && tt_xml_find(p, end, "Contents", &cs, &ce, &p)) {
 			tt_store_entry e = { 0 };
 			char *k = NULL, *sz = NULL;
-			if (xml_find(cs, ce, "Key", &vs, &ve, NULL))
-				k = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "Key", &vs, &ve, NULL))
+				k = tt_xml_text(vs, ve);
 			if (!k || strncmp(k, im->prefix, plen) != 0) {
 				rc = k ? tt_error_set(err, TT_EBACKEND, "%s: list returned '%s', outside "
 							  "the prefix", s->display, k)
@@ -385,16 +369,16 @@ static int s3_list(tt_store *s, const char *prefix, const char *token, size_t ma
 			}
 			e.key = tt_strdup(k + plen);
 			free(k);
-			if (xml_find(cs, ce, "ETag", &vs, &ve, NULL)) {
-				char *t = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "ETag", &vs, &ve, NULL)) {
+				char *t = tt_xml_text(vs, ve);
 				e.meta.etag = strip_quotes(t);
 				free(t);
 			}
-			if (xml_find(cs, ce, "Size", &vs, &ve, NULL) && (sz = xml_text(vs, ve)))
+			if (tt_xml_find(cs, ce, "Size", &vs, &ve, NULL) && (sz = tt_xml_text(vs, ve)))
 				e.meta.size = strtoull(sz, NULL, 10);
 			free(sz);
-			if (xml_find(cs, ce, "LastModified", &vs, &ve, NULL)) {
-				char *t = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "LastModified", &vs, &ve, NULL)) {
+				char *t = tt_xml_text(vs, ve);
 				e.meta.mtime_ns = parse_time(t, true);
 				free(t);
 			}
@@ -406,13 +390,13 @@ static int s3_list(tt_store *s, const char *prefix, const char *token, size_t ma
 			}
 			out->items[out->n++] = e;
 		}
-		if (rc == 0 && xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
+		if (rc == 0 && tt_xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
 		    ve - vs == 4 && memcmp(vs, "true", 4) == 0) {
-			if (!xml_find(r.body.ptr, end, "NextContinuationToken", &vs, &ve, NULL))
+			if (!tt_xml_find(r.body.ptr, end, "NextContinuationToken", &vs, &ve, NULL))
 				rc = tt_error_set(err, TT_EBACKEND,
 						  "%s: a truncated listing without a continuation token",
 						  s->display);
-			else if (!(out->next = xml_text(vs, ve)))
+			else if (!(out->next = tt_xml_text(vs, ve)))
 				rc = tt_error_oom(err);
 		}
 	}
@@ -552,7 +536,13 @@ static void impl_free(s3_impl *im)
 		memset(im->sk, 0, strlen(im->sk));
 		free(im->sk);
 	}
-	free(im->tok);
+	if (im->tok) {
+		memset(im->tok, 0, strlen(im->tok));
+		free(im->tok);
+	}
+	if (im->refresh_free)
+		im->refresh_free(im->refresh_ctx);
+	pthread_mutex_destroy(&im->creds_lock);
 	free(im);
 }
 
@@ -586,6 +576,8 @@ static char *dup_or_null(const char *s, bool *oom)
 }
 
 /* A store handle on cfg without the versioning lookup. */
+/* The refresher's context belongs to the store only from tt_store_s3_open;
+ * the administration calls build with it left out. */
 static int s3_build(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 {
 	tt_store *s = NULL;
@@ -596,12 +588,21 @@ static int s3_build(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 	int rc;
 
 	*out = NULL;
-	if (!cfg->bucket || !*cfg->bucket || strchr(cfg->bucket, '/'))
+	if (!cfg->bucket || !*cfg->bucket || strchr(cfg->bucket, '/')) {
+		if (cfg->refresh_free)
+			cfg->refresh_free(cfg->refresh_ctx);
 		return tt_error_set(err, TT_ECONFIG, "s3: a store needs a bucket name (s3://<bucket>/...)");
+	}
 	if (!(s = tt_calloc(1, sizeof *s)) || !(im = tt_calloc(1, sizeof *im))) {
 		free(s);
+		if (cfg->refresh_free)
+			cfg->refresh_free(cfg->refresh_ctx);
 		return tt_error_oom(err);
 	}
+	pthread_mutex_init(&im->creds_lock, NULL);
+	im->refresh = cfg->refresh;
+	im->refresh_ctx = cfg->refresh_ctx;
+	im->refresh_free = cfg->refresh_free;
 	s->impl = im;
 	s->ops = &s3_ops;
 	s->kind = TT_STORE_S3;
@@ -641,6 +642,7 @@ static int s3_build(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 	im->ak = dup_or_null(cfg->creds.access_key_id, &oom);
 	im->sk = dup_or_null(cfg->creds.secret_access_key, &oom);
 	im->tok = dup_or_null(cfg->creds.session_token, &oom);
+	im->expires = cfg->expires;
 	if (oom || !im->prefix || !s->display || !im->scheme || !im->host) {
 		s3_close(s);
 		return tt_error_oom(err);
@@ -675,7 +677,7 @@ int tt_store_s3_open(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 	if (rc == 0) {
 		const char *vs, *ve;
 		if (r.status == 200)
-			s->versioned = xml_find(r.body.ptr, r.body.ptr + r.body.len, "Status", &vs, &ve,
+			s->versioned = tt_xml_find(r.body.ptr, r.body.ptr + r.body.len, "Status", &vs, &ve,
 						NULL) && ve - vs == 7 && memcmp(vs, "Enabled", 7) == 0;
 		else if (r.status == 404)
 			rc = s3_fail(s, "open bucket", NULL, &r, err);
@@ -695,7 +697,12 @@ int tt_s3_create_bucket(const tt_s3_config *cfg, tt_error *err)
 	tt_store *s;
 	tt_http_response r;
 	char *body = NULL;
-	int rc = s3_build(cfg, &s, err);
+	tt_s3_config plain = *cfg;
+	plain.refresh = NULL;
+	plain.refresh_ctx = NULL;
+	plain.refresh_free = NULL;
+	plain.expires = 0;
+	int rc = s3_build(&plain, &s, err);
 	if (rc)
 		return rc;
 	if (strcmp(IM(s)->region, "us-east-1") != 0)
@@ -706,7 +713,7 @@ int tt_s3_create_bucket(const tt_s3_config *cfg, tt_error *err)
 	rc = bucket_call(s, "PUT", NULL, body, &r, err);
 	if (rc == 0 && r.status != 200) {
 		const char *cs, *ce;
-		bool ours = r.status == 409 && xml_find(r.body.ptr, r.body.ptr + r.body.len, "Code",
+		bool ours = r.status == 409 && tt_xml_find(r.body.ptr, r.body.ptr + r.body.len, "Code",
 							&cs, &ce, NULL) &&
 			    (size_t)(ce - cs) == strlen("BucketAlreadyOwnedByYou") &&
 			    memcmp(cs, "BucketAlreadyOwnedByYou", (size_t)(ce - cs)) == 0;
@@ -723,7 +730,12 @@ int tt_s3_enable_versioning(const tt_s3_config *cfg, tt_error *err)
 {
 	tt_store *s;
 	tt_http_response r;
-	int rc = s3_build(cfg, &s, err);
+	tt_s3_config plain = *cfg;
+	plain.refresh = NULL;
+	plain.refresh_ctx = NULL;
+	plain.refresh_free = NULL;
+	plain.expires = 0;
+	int rc = s3_build(&plain, &s, err);
 	if (rc)
 		return rc;
 	tt_http_response_init(&r);

@@ -18,6 +18,10 @@
 #include "net/sigv4.h"
 #include "storage/store.h"
 
+/* Fetch fresh temporary keys (owned by the caller), with their expiry. */
+typedef int (*tt_s3_refresh_fn)(void *ctx, char **access_key_id, char **secret_access_key,
+				char **session_token, long long *expires, tt_error *err);
+
 typedef struct tt_s3_config {
 	const char *bucket;
 	const char *prefix;          /* "" or NULL: the whole bucket; else "a/b" or "a/b/" */
@@ -25,6 +29,13 @@ typedef struct tt_s3_config {
 	const char *endpoint;        /* "http(s)://host[:port]"; NULL: AWS for the region */
 	bool virtual_hosted;         /* bucket in the host name (AWS's default) */
 	tt_aws_creds creds;
+	/* Temporary keys: expires (epoch s, 0 never) and how to renew them
+	 * (five minutes before); the store owns refresh_ctx once opened and
+	 * releases it with refresh_free, also when opening fails. */
+	long long expires;
+	tt_s3_refresh_fn refresh;
+	void *refresh_ctx;
+	void (*refresh_free)(void *ctx);
 	tt_http_opts http;           /* timeouts, retries, allow_http, proxies, trace */
 } tt_s3_config;
 

@@ -15,6 +15,15 @@ Behaviour by path:
   /redirect/other          307 to the same path on "localhost" (another host name)
   /count/ID                the number of requests seen for ID
   /echo                    the method, the request line and the headers, then the body
+AWS credential endpoints (fakes of what the SDKs read, with the real shapes):
+  /ecs/creds               ECS/EKS container credentials; 401 unless
+                           "Authorization: container-token" is sent
+  /ecs/creds/short         the same, expiring in two minutes, a new key each time
+                           (counted as ID ecs-short)
+  /latest/api/token        IMDSv2: PUT with X-aws-ec2-metadata-token-ttl-seconds -> "imds-token"
+  /latest/meta-data/iam/security-credentials/[ROLE]
+                           the role list ("tether-role"), then its keys; 401 without
+                           "X-aws-ec2-metadata-token: imds-token"
 """
 
 import http.server
@@ -31,6 +40,15 @@ def _seen(ident):
     with _lock:
         _counts[ident] = _counts.get(ident, 0) + 1
         return _counts[ident]
+
+
+def _creds(ak, sk, token, code=False, ttl=3600):
+    import json
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + ttl))
+    doc = {"AccessKeyId": ak, "SecretAccessKey": sk, "Token": token, "Expiration": exp}
+    if code:
+        doc.update(Code="Success", Type="AWS-HMAC", LastUpdated=exp)
+    return json.dumps(doc).encode()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -111,6 +129,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             lines = [f"{self.command} {self.path}"]
             lines += [f"{k}: {v}" for k, v in self.headers.items()]
             return self._send(200, ("\n".join(lines) + "\n\n").encode() + body)
+        if self.path in ("/ecs/creds", "/ecs/creds/short"):
+            if self.headers.get("Authorization") != "container-token":
+                return self._send(401, b"no token")
+            if self.path.endswith("/short"):
+                n = _seen("ecs-short")
+                return self._send(200, _creds(f"ASIAECS{n}", "ecs-secret", "ecs-session", ttl=120))
+            return self._send(200, _creds("ASIAECS", "ecs-secret", "ecs-session"))
+        if self.path == "/latest/api/token":
+            if self.command != "PUT" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                return self._send(400, b"IMDSv2 wants a PUT with a TTL")
+            return self._send(200, b"imds-token")
+        if self.path.startswith("/latest/meta-data/iam/security-credentials/"):
+            if self.headers.get("X-aws-ec2-metadata-token") != "imds-token":
+                return self._send(401, b"")
+            role = self.path.rsplit("/", 1)[1]
+            if not role:
+                return self._send(200, b"tether-role\n")
+            if role != "tether-role":
+                return self._send(404, b"")
+            return self._send(200, _creds("ASIAIMDS", "imds-secret", "imds-session", code=True))
         return self._send(404, b"no such test path")
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle

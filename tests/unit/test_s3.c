@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "net/http.h"
 #include "store_conformance.h"
 #include "storage/open.h"
 #include "storage/s3.h"
@@ -203,4 +205,193 @@ TT_TEST(s3_store_open_uri_with_options_and_profile)
 	json_decref(o);
 	unsetenv("AWS_SHARED_CREDENTIALS_FILE");
 	free(cred);
+}
+
+/* ---- temporary credentials: STS on moto, the metadata endpoints on a fake ---- */
+
+static tt_testserver meta;
+
+static const char *meta_base(void)
+{
+	if (!meta.pid) {
+		char *script = tt_asprintf("%s/tests/support/http_test_server.py", tt_testserver_source_dir());
+		const char *argv[] = { "python3", script, NULL };
+		if (tt_testserver_start(argv, 0, 0, &meta) != 0)
+			meta.base[0] = '\0';
+		free(script);
+	}
+	return meta.base;
+}
+
+static void creds_env_clear(void)
+{
+	static const char *const names[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+					     "AWS_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+					     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+					     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+					     "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+					     "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+					     "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_ENDPOINT_URL_STS", NULL };
+	for (const char *const *n = names; *n; n++)
+		unsetenv(*n);
+	/* An empty HOME: no shared files of the machine's. */
+	setenv("HOME", tt_test_tmpdir(), 1);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+	setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+}
+
+/* Resolve options; check the source and that the keys are temporary ones. */
+static void temp_case(const char *options, const char *source, const char *ak_prefix, const char *token)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_aws_resolved r;
+	json_t *o = json_loads(options, 0, NULL);
+	CHECK(o != NULL);
+	int rc = tt_aws_resolve(o, &r, &err);
+	json_decref(o);
+	CHECK_MSG(rc == 0, "%s: %s", options, tt_error_text(&err));
+	CHECK_STR(r.source, source);
+	CHECK_MSG(r.access_key_id && strncmp(r.access_key_id, ak_prefix, strlen(ak_prefix)) == 0, "%s: key %s",
+		  options, r.access_key_id ? r.access_key_id : "(none)");
+	CHECK(r.secret_access_key && *r.secret_access_key);
+	if (token)
+		CHECK_STR(r.session_token, token);
+	else
+		CHECK(r.session_token && strlen(r.session_token) > 20);
+	long long now = (long long)time(NULL);
+	CHECK_MSG(r.expires > now + 600 && r.expires < now + 4 * 3600, "expires %lld, now %lld", r.expires, now);
+	tt_aws_resolved_release(&r);
+}
+
+TT_TEST(s3_credentials_from_sts_assume_role_and_web_identity)
+{
+	CHECK(*endpoint());
+	creds_env_clear();
+	char *opts = tt_asprintf("{\"access_key_id\": \"AKSOURCE\", \"secret_access_key\": \"sksource\", "
+				 "\"role_arn\": \"arn:aws:iam::123456789012:role/reader\", \"allow_http\": true, "
+				 "\"sts_endpoint\": \"%s\", \"role_session_name\": \"unit\"}", endpoint());
+	/* moto's STS answers with ASIA... keys, a session token and an expiry. */
+	temp_case(opts, "assume-role", "ASIA", NULL);
+	free(opts);
+
+	/* A profile that assumes a role from its source_profile. */
+	char *conf = tt_asprintf("%s/config", tt_test_tmpdir());
+	static const char text[] = "[profile base]\naws_access_key_id = AKBASE\naws_secret_access_key = skbase\n"
+				   "[profile reader]\nrole_arn = arn:aws:iam::123456789012:role/reader\n"
+				   "source_profile = base\nduration_seconds = 1800\n";
+	tt_error err = TT_ERROR_INIT;
+	CHECK_OK(tt_write_file_atomic(conf, text, sizeof text - 1, 0600, &err));
+	setenv("AWS_CONFIG_FILE", conf, 1);
+	setenv("AWS_ENDPOINT_URL_STS", endpoint(), 1);
+	temp_case("{\"profile\": \"reader\", \"allow_http\": true}", "assume-role", "ASIA", NULL);
+
+	/* Web identity from the environment, unsigned. */
+	char *tok = tt_asprintf("%s/token", tt_test_tmpdir());
+	CHECK_OK(tt_write_file_atomic(tok, "eyJ.web.identity\n", 17, 0600, &err));
+	setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web", 1);
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tok, 1);
+	temp_case("{\"allow_http\": true}", "web-identity", "ASIA", NULL);
+
+	/* And the keys work: a store opened through the chain writes and reads. */
+	tt_s3_config c = config("tt-assumed", NULL);
+	CHECK_OK(tt_s3_create_bucket(&c, &err));
+	json_t *o = json_pack("{s:s, s:b}", "endpoint", endpoint(), "allow_http", 1);
+	tt_store *s = NULL;
+	char *key = NULL;
+	CHECK_OK(tt_store_open_uri("s3://tt-assumed/k", o, &s, &key, &err));
+	CHECK_OK(tt_store_put(s, key, "abc", 3, NULL, &err));
+	tt_store_meta m = { 0 };
+	CHECK_OK(tt_store_head(s, key, NULL, &m, &err));
+	CHECK_INT(m.size, 3);
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	free(key);
+	json_decref(o);
+	creds_env_clear();
+	free(tok);
+	free(conf);
+}
+
+TT_TEST(s3_credentials_from_the_container_and_instance_metadata)
+{
+	CHECK(*meta_base());
+	tt_error err = TT_ERROR_INIT;
+	creds_env_clear();
+	char *url = tt_asprintf("%s/ecs/creds", meta_base());
+	char *tokfile = tt_asprintf("%s/container-token", tt_test_tmpdir());
+	CHECK_OK(tt_write_file_atomic(tokfile, "container-token\n", 16, 0600, &err));
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tokfile, 1);
+	temp_case("{}", "container", "ASIAECS", "ecs-session");
+	/* A wrong token is refused by the endpoint: named, not echoed. */
+	unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "wrong-token-value", 1);
+	tt_aws_resolved r;
+	CHECK(tt_aws_resolve(NULL, &r, &err) < 0);
+	CHECK_MSG(strstr(err.message, "HTTP 401") && !strstr(err.message, "wrong-token-value"), "%s", err.message);
+	tt_error_clear(&err);
+	/* An http endpoint that is neither loopback nor ECS's is refused. */
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds", 1);
+	CHECK_INT(tt_aws_resolve(NULL, &r, &err), TT_ECONFIG);
+	tt_error_clear(&err);
+	creds_env_clear();
+
+	/* IMDSv2: token, role list, role keys. */
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", meta_base(), 1);
+	temp_case("{}", "instance-metadata", "ASIAIMDS", "imds-session");
+	/* Disabled, and nothing else: no credentials, not an error. */
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	CHECK_OK(tt_aws_resolve(NULL, &r, &err));
+	CHECK(!r.access_key_id && !r.source);
+	tt_aws_resolved_release(&r);
+	/* Not reachable: the same, quickly (one second, one attempt). */
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9", 1);
+	CHECK_OK(tt_aws_resolve(NULL, &r, &err));
+	CHECK(!r.access_key_id);
+	tt_aws_resolved_release(&r);
+	creds_env_clear();
+	free(url);
+	free(tokfile);
+}
+
+TT_TEST(s3_store_renews_temporary_keys_before_they_expire)
+{
+	CHECK(*endpoint());
+	CHECK(*meta_base());
+	tt_error err = TT_ERROR_INIT;
+	creds_env_clear();
+	/* Keys that expire in two minutes: inside the renewal window, so every
+	 * request asks the endpoint again. */
+	char *url = tt_asprintf("%s/ecs/creds/short", meta_base());
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "container-token", 1);
+	tt_s3_config c = config("tt-renew", NULL);
+	CHECK_OK(tt_s3_create_bucket(&c, &err));
+	json_t *o = json_pack("{s:s, s:b}", "endpoint", endpoint(), "allow_http", 1);
+	tt_store *s = NULL;
+	char *key = NULL;
+	CHECK_OK(tt_store_open_uri("s3://tt-renew/k", o, &s, &key, &err));
+	CHECK_OK(tt_store_put(s, key, "abc", 3, NULL, &err));
+	CHECK_OK(tt_store_put(s, key, "abcd", 4, NULL, &err));
+	tt_store_close(s);
+	free(key);
+	json_decref(o);
+	/* open (resolve + the versioning probe) and two puts: four asks. */
+	char *count = tt_asprintf("%s/count/ecs-short", meta_base());
+	tt_http_client *h = NULL;
+	tt_http_opts ho = { .allow_http = true };
+	CHECK_OK(tt_http_client_new(&ho, &h, &err));
+	tt_http_request req = { .method = "GET", .url = count };
+	tt_http_response resp;
+	tt_http_response_init(&resp);
+	CHECK_OK(tt_http_do(h, &req, &resp, &err));
+	CHECK_MSG(atoi(resp.body.ptr) >= 4, "asked %s times", resp.body.ptr);
+	tt_http_response_release(&resp);
+	tt_http_client_free(h);
+	creds_env_clear();
+	free(count);
+	free(url);
 }

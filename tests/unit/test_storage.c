@@ -172,9 +172,16 @@ static void aws_env_clear(void)
 {
 	static const char *const names[] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 					     "AWS_SESSION_TOKEN", "AWS_PROFILE",
-					     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", NULL };
+					     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_ROLE_ARN",
+					     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_SESSION_NAME",
+					     "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+					     "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+					     "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL",
+					     NULL };
 	for (const char *const *n = names; *n; n++)
 		unsetenv(*n);
+	/* Off an instance the metadata service is not there: do not wait for it. */
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 }
 
 static void write_aws_files(const char *home)
@@ -281,8 +288,14 @@ TT_TEST(aws_credentials_refusals_name_no_secret)
 	aws_refused("{\"access_key_id\": \"AKONLY\"}", TT_ECONFIG, "without secret_access_key");
 	aws_refused("{\"profile\": \"missing\"}", TT_ENOTFOUND, "'missing'");
 	aws_refused("{\"profile\": \"nokeys\"}", TT_ECONFIG, "no aws_access_key_id");
-	aws_refused("{\"profile\": \"assumer\"}", TT_ECAPABILITY, "role_arn");
-	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\"}", TT_ECAPABILITY, "role_arn");
+	/* A role needs a source; STS's failures name the endpoint, never the keys. */
+	aws_refused("{\"profile\": \"assumer\"}", TT_ECONFIG, "no source_profile");
+	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\", \"profile\": \"nokeys\"}", TT_ECONFIG,
+		    "no aws_access_key_id");
+	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\", \"profile\": \"lab\", \"allow_http\": true, "
+		    "\"sts_endpoint\": \"http://127.0.0.1:9\"}", TT_EBACKEND, "AWS STS at http://127.0.0.1:9");
+	aws_refused("{\"role_arn\": \"arn:aws:iam::1:role/x\", \"profile\": \"lab\", "
+		    "\"sts_endpoint\": \"http://127.0.0.1:9\"}", TT_ECONFIG, "http");
 	if (old_home)
 		setenv("HOME", old_home, 1);
 	free(old_home);

@@ -1,0 +1,93 @@
+/*
+ * storage/xml.c - the little XML the object-store and credential APIs
+ * answer in (S3, STS): the text of a tag, entities decoded.  Not a parser:
+ * the responses it reads are flat and machine-written.
+ */
+#define _GNU_SOURCE
+#include "storage/xml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+
+/* The text between <tag> and </tag> at or after p (before end): true with
+ * [*vs, *ve); *after is past the closing tag. */
+bool tt_xml_find(const char *p, const char *end, const char *tag, const char **vs,
+			const char **ve, const char **after)
+{
+	char open[64], close[66];
+	const char *a, *b;
+	snprintf(open, sizeof open, "<%s>", tag);
+	snprintf(close, sizeof close, "</%s>", tag);
+	a = memmem(p, (size_t)(end - p), open, strlen(open));
+	if (!a)
+		return false;
+	a += strlen(open);
+	b = memmem(a, (size_t)(end - a), close, strlen(close));
+	if (!b)
+		return false;
+	*vs = a;
+	*ve = b;
+	if (after)
+		*after = b + strlen(close);
+	return true;
+}
+
+/* XML text with its entities decoded.  NULL on OOM. */
+char *tt_xml_text(const char *s, const char *e)
+{
+	tt_buf b = TT_BUF_INIT;
+	static const struct {
+		const char *ent;
+		char c;
+	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
+		     { "&apos;", '\'' } };
+	while (s < e) {
+		bool done = false;
+		if (*s == '&') {
+			for (size_t i = 0; i < sizeof ents / sizeof ents[0] && !done; i++) {
+				size_t n = strlen(ents[i].ent);
+				if ((size_t)(e - s) >= n && memcmp(s, ents[i].ent, n) == 0) {
+					tt_buf_putc(&b, ents[i].c);
+					s += n;
+					done = true;
+				}
+			}
+			if (!done && e - s > 3 && s[1] == '#') {
+				const char *semi = memchr(s, ';', (size_t)(e - s));
+				if (semi) {
+					unsigned long cp = s[2] == 'x' ? strtoul(s + 3, NULL, 16)
+								       : strtoul(s + 2, NULL, 10);
+					/* UTF-8 */
+					if (cp < 0x80) {
+						tt_buf_putc(&b, (char)cp);
+					} else if (cp < 0x800) {
+						tt_buf_putc(&b, (char)(0xc0 | (cp >> 6)));
+						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
+					} else if (cp < 0x10000) {
+						tt_buf_putc(&b, (char)(0xe0 | (cp >> 12)));
+						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
+					} else {
+						tt_buf_putc(&b, (char)(0xf0 | (cp >> 18)));
+						tt_buf_putc(&b, (char)(0x80 | ((cp >> 12) & 0x3f)));
+						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
+					}
+					s = semi + 1;
+					done = true;
+				}
+			}
+		}
+		if (!done)
+			tt_buf_putc(&b, *s++);
+	}
+	tt_buf_puts(&b, "");
+	if (b.failed) {
+		tt_buf_release(&b);
+		return NULL;
+	}
+	return tt_buf_detach(&b);
+}

@@ -1,0 +1,17 @@
+/*
+ * storage/xml.h - the text of a tag in the flat XML responses of S3 and
+ * STS (see xml.c).
+ */
+#ifndef TT_STORAGE_XML_H
+#define TT_STORAGE_XML_H
+
+#include <stdbool.h>
+
+/* The text between <tag> and </tag> at or after p (before end): true with
+ * [*vs, *ve); *after (may be NULL) is past the closing tag. */
+bool tt_xml_find(const char *p, const char *end, const char *tag, const char **vs, const char **ve,
+		 const char **after);
+/* XML text with its entities decoded.  NULL on OOM. */
+char *tt_xml_text(const char *s, const char *e);
+
+#endif
