@@ -26,7 +26,8 @@ demo: setup build
 
 # Everything: unit, TOML conformance, end to end, compatibility, fuzz smoke,
 # all of it again under ASan+UBSan; ends with "N passed, N failed".
-check: setup
+check:
+	@TT_JJ_BACKGROUND=1 scripts/setup.sh
 	@scripts/check.sh
 
 test: check

@@ -29,6 +29,21 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# --- real jj (jj-cli from crates.io) for the jj tests -------------------------
+# A long build, so the binary lives in a per-machine cache outside the
+# checkout, keyed by version (scripts/jj-path.sh prints where): a fresh
+# clone or a CI run on a machine that built it once reuses it.  With
+# TT_JJ_BACKGROUND=1 (make check) the build runs detached while the rest of
+# setup, the build and the tests that do not need jj go on; check.sh waits
+# for it before the end-to-end tests.
+if [ -n "${TETHER_JJ:-}" ] && [ -x "$TETHER_JJ" ]; then
+  :
+elif [ "${TT_JJ_BACKGROUND:-}" = 1 ]; then
+  scripts/jj-build.sh --background
+else
+  scripts/jj-build.sh
+fi
+
 # --- Python virtualenv with the test oracles ---------------------------------
 PY=${PYTHON:-python3}
 req=tests/requirements.txt
@@ -70,18 +85,4 @@ if [ "$(cat "$icj/.version" 2>/dev/null)" != "$ICECHUNK_JS_VERSION" ]; then
   (cd "$icj" && npm install -s --no-audit --no-fund "@earthmover/icechunk@$ICECHUNK_JS_VERSION" &&
     npm install -s --no-audit --no-fund --cpu=wasm32 "@earthmover/icechunk-wasm32-wasi@$ICECHUNK_JS_VERSION")
   echo "$ICECHUNK_JS_VERSION" > "$icj/.version"
-fi
-
-# --- real jj (jj-cli from crates.io) for the colocated-jj tests ---------------
-# A long build (tens of minutes on two cores), so the binary lives in a
-# per-machine cache outside the checkout, keyed by version: a fresh clone or
-# a CI run on a machine that built it once reuses it.  The tests find it
-# through $TETHER_JJ or this path (scripts/jj-path.sh prints it).
-JJ_VERSION=${JJ_VERSION:-$(scripts/jj-path.sh --version)}
-jj_bin=$(scripts/jj-path.sh)
-if [ ! -x "$jj_bin" ]; then
-  command -v cargo >/dev/null || { say "cargo (Rust) is required to build jj-cli $JJ_VERSION"; exit 1; }
-  say "building jj-cli $JJ_VERSION into $(dirname "$(dirname "$jj_bin")") (long; once per machine)"
-  nice -n 10 cargo install jj-cli --version "$JJ_VERSION" --locked -j "${JJ_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
-    --root "$(dirname "$(dirname "$jj_bin")")" >&2
 fi

@@ -126,6 +126,17 @@ def jj_path() -> Path:
     return Path(out)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_jj: the test drives real jj (any test using the jj_bin fixture); "
+                            "make check runs these after the jj build it starts in the background")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "jj_bin" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.needs_jj)
+
+
 @pytest.fixture
 def jj_bin() -> Path:
     """jj, or skip -- except under `make check` (TETHER_REQUIRE_JJ=1), where
