@@ -207,10 +207,9 @@ static int read_profile_info(const char *profile, profile_info *pi, tt_error *er
 	return rc;
 }
 
-void tt_aws_resolved_release(tt_aws_resolved *r)
+/* Drop the keys (wiped), keep the region. */
+static void drop_keys(tt_aws_resolved *r)
 {
-	if (!r)
-		return;
 	free(r->access_key_id);
 	if (r->secret_access_key) {
 		memset(r->secret_access_key, 0, strlen(r->secret_access_key));
@@ -220,6 +219,14 @@ void tt_aws_resolved_release(tt_aws_resolved *r)
 		memset(r->session_token, 0, strlen(r->session_token));
 		free(r->session_token);
 	}
+	r->access_key_id = r->secret_access_key = r->session_token = NULL;
+}
+
+void tt_aws_resolved_release(tt_aws_resolved *r)
+{
+	if (!r)
+		return;
+	drop_keys(r);
 	free(r->region);
 	memset(r, 0, sizeof *r);
 }
@@ -249,16 +256,7 @@ static int assume(tt_aws_resolved *r, const tt_aws_role *role, const char *sourc
 	tt_aws_creds src = { r->access_key_id, r->secret_access_key, r->session_token };
 	tt_aws_temp t;
 	int rc = tt_aws_assume_role(&src, role, &t, err);
-	free(r->access_key_id);
-	if (r->secret_access_key) {
-		memset(r->secret_access_key, 0, strlen(r->secret_access_key));
-		free(r->secret_access_key);
-	}
-	if (r->session_token) {
-		memset(r->session_token, 0, strlen(r->session_token));
-		free(r->session_token);
-	}
-	r->access_key_id = r->secret_access_key = r->session_token = NULL;
+	drop_keys(r);
 	if (rc == 0)
 		take_temp(r, &t, source);
 	return rc;

@@ -692,16 +692,23 @@ int tt_store_s3_open(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 	return 0;
 }
 
-int tt_s3_create_bucket(const tt_s3_config *cfg, tt_error *err)
+/* cfg without its renewal: the administration calls build a store of their own. */
+static tt_s3_config plain_config(const tt_s3_config *cfg)
 {
-	tt_store *s;
-	tt_http_response r;
-	char *body = NULL;
 	tt_s3_config plain = *cfg;
 	plain.refresh = NULL;
 	plain.refresh_ctx = NULL;
 	plain.refresh_free = NULL;
 	plain.expires = 0;
+	return plain;
+}
+
+int tt_s3_create_bucket(const tt_s3_config *cfg, tt_error *err)
+{
+	tt_store *s;
+	tt_http_response r;
+	char *body = NULL;
+	tt_s3_config plain = plain_config(cfg);
 	int rc = s3_build(&plain, &s, err);
 	if (rc)
 		return rc;
@@ -730,11 +737,7 @@ int tt_s3_enable_versioning(const tt_s3_config *cfg, tt_error *err)
 {
 	tt_store *s;
 	tt_http_response r;
-	tt_s3_config plain = *cfg;
-	plain.refresh = NULL;
-	plain.refresh_ctx = NULL;
-	plain.refresh_free = NULL;
-	plain.expires = 0;
+	tt_s3_config plain = plain_config(cfg);
 	int rc = s3_build(&plain, &s, err);
 	if (rc)
 		return rc;
