@@ -1133,14 +1133,15 @@ done:
  * a reflog still holds - may be named by a clone made from this repository
  * before the commit was rewritten away: `git clone` leaves no trace in the
  * repository it reads, so gc keeps it (kept "committed") until
- * --release-foreign.  drop's own plan (a scope) is the decision to release
- * what its bookmark's commits name, and is not held back.
+ * --release-foreign.  drop's own plan (a scope) and abandon's are the
+ * decision to release what the commits they remove name, and are not held
+ * back.
  */
 static int committed_caution(gc_state *s, const char *pid, char **why, const char **kept,
 			     tt_error *err)
 {
 	int rc;
-	if (s->scope)
+	if (s->scope || s->repo->gc_after_rewrite)
 		return 0;
 	if (!set_has(s->committed, pid)) {
 		if ((rc = held_pins(s, err)) < 0)
