@@ -717,3 +717,39 @@ def test_workspace_toml_tables_keep_tether_vcs_insertion_order(tmp_path, env, te
     assert mine == theirs and list(mine["fork_points"]) == sorted(mine["fork_points"])
     both["ours"]["world"]["workspace"] = both["theirs"]["world"]["workspace"] = None
     assert_same(both)
+
+
+# --- a failed `new --shared` --------------------------------------------------
+
+def unrelated_feature_branch(ds, code, env):
+    """The bookmark's store branch moved onto history that does not build on
+    what its commit pins (someone rewrote it)."""
+    tree = git("rev-parse", "HEAD^{tree}", cwd=code, env=env).strip()
+    orphan = git("commit-tree", tree, "-m", "rewritten", cwd=code, env=fixed_env(env, 2)).strip()
+    git("update-ref", f"refs/heads/tether.ws.{DS}.feat", orphan, cwd=code, env=env)
+
+
+def test_a_failed_new_shared_leaves_what_tether_vcs_leaves(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat", "--eager"),
+        ("new", "main"),
+        unrelated_feature_branch,
+        ("new", "feat", "--shared"),
+        ("new", "feat", "--shared"),
+        ("ops", "--json"),
+    ])
+    assert_same(both)
+    ours, theirs = both["ours"], both["theirs"]
+    assert ours["rcs"][6] == ours["rcs"][7] == 1
+    assert "feat's commit pins (sha=" in ours["runs"][6].stderr
+    assert ours["runs"][6].stderr == theirs["runs"][6].stderr
+    # The refusal is planned, never journaled: both journals end at `new main`.
+    kinds = [[(r.get("command"), "done" in r) for r in journal(both[n]["ds"], env)] for n in both]
+    assert kinds[0] == kinds[1]
+    assert done_records(ours["ds"], env, "new") == done_records(theirs["ds"], env, "new")
+    assert json.loads(ours["runs"][8].stdout)[0]["command"] == "new"
+    assert git("symbolic-ref", "--short", "HEAD", cwd=ours["ds"], env=env) == \
+        git("symbolic-ref", "--short", "HEAD", cwd=theirs["ds"], env=env)
