@@ -229,6 +229,20 @@ def test_restore_at_a_native_ref(tmp_path, env, tether, ref):
     assert refs["refs/heads/main"] != refs["refs/heads/side"]
 
 
+def test_restore_from_json_carries_a_null_at(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat"),
+        ("restore", "a", "--from", "HEAD", "--json"),
+    ])
+    assert_same(both)
+    mine, theirs = (json.loads(both[n]["runs"][4].stdout) for n in ("ours", "theirs"))
+    assert mine == theirs and list(mine) == list(theirs)
+    assert mine["at"] is None and mine["from"] == "HEAD"
+
+
 def test_restore_from_a_plan_keeps_its_source(tmp_path, env, tether, ref):
 
     both = run_both(tmp_path, env, tether, ref, [
