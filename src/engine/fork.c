@@ -707,7 +707,8 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 						tt_short_state(&ps, m->state);
 						tt_buf_printf(&pinned, "they do not build on what %s's commit pins (%s), so "
 							      "it cannot be shared as it is; --discard resets it onto the "
-							      "pin, throwing them away", bookmark, ps.ptr);
+							      "pin, throwing them away", bookmark ? bookmark : "the bookmark",
+							      ps.ptr);
 						tt_buf_release(&ps);
 					}
 					if (o->shared && builds != 0) {
