@@ -85,6 +85,51 @@ done:
 	return rc;
 }
 
+int tt_index_note_committed(const char *shared_dir, const char *dataset_id, const json_t *pin_ids,
+			    tt_error *err)
+{
+	int rc = 0;
+	if (!json_array_size(pin_ids))
+		return 0;
+	pthread_mutex_lock(&index_lock);
+	json_t *all = tt_index_read(shared_dir, TT_PINNED_FILENAME), *created = json_object(),
+	       *marked = json_object();
+	size_t i;
+	json_t *d;
+	if (!all || !created || !marked) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	json_array_foreach(all, i, d) {
+		const char *ds = json_string_value(json_object_get(d, "dataset_id"));
+		const char *id = json_string_value(json_object_get(d, "pin_id"));
+		if (!ds || !id || strcmp(ds, dataset_id) != 0)
+			continue;
+		json_object_set_new(json_is_true(json_object_get(d, "committed")) ? marked : created, id,
+				    json_true());
+	}
+	char at[32];
+	tt_now_iso_seconds(at);
+	json_array_foreach((json_t *)pin_ids, i, d) {
+		const char *id = json_string_value(d);
+		if (!id || !json_object_get(created, id) || json_object_get(marked, id))
+			continue;
+		json_t *rec = json_pack("{s:s,s:s,s:b,s:s}", "dataset_id", dataset_id, "pin_id", id,
+					"committed", 1, "at", at);
+		rc = rec ? append_record(shared_dir, TT_PINNED_FILENAME, rec, err) : tt_error_oom(err);
+		json_decref(rec);
+		if (rc < 0)
+			goto done;
+		json_object_set_new(marked, id, json_true());
+	}
+done:
+	json_decref(all);
+	json_decref(created);
+	json_decref(marked);
+	pthread_mutex_unlock(&index_lock);
+	return rc;
+}
+
 /* Rewrite index `name` without the records drop() picks, under the index
  * lock (an absent file stays absent). */
 typedef bool (*drop_fn)(const json_t *rec, const void *ctx);

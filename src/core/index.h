@@ -4,7 +4,10 @@
  * format (one JSON object per line):
  *   tether-pinned.jsonl   pins this clone created: the only ones `gc`
  *                         releases without --release-foreign
- *                         {"dataset_id", "pin_id", "kind", "key", "at"}
+ *                         {"dataset_id", "pin_id", "kind", "key", "at"}, then
+ *                         {"dataset_id", "pin_id", "committed": true, "at"}
+ *                         once a commit of this clone names it (written
+ *                         before the commit, so a crash errs on keeping)
  *   tether-touched.jsonl  stores this clone wrote a ref into
  *                         {"dataset_id", "kind", "identity", "locator", "key", "at"}
  *   tether-created.jsonl  stores this clone made with `add --create`
@@ -30,6 +33,10 @@ json_t *tt_index_read(const char *shared_dir, const char *name);
 /* Record a pin this clone created (once per pin id and dataset). */
 int tt_index_note_pinned(const char *shared_dir, const char *dataset_id, const char *pin_id,
 			 const char *kind, const char *key, tt_error *err);
+/* Record that a commit is about to name these pins (a JSON array of ids):
+ * only those on record as created by this clone and not yet marked. */
+int tt_index_note_committed(const char *shared_dir, const char *dataset_id, const json_t *pin_ids,
+			    tt_error *err);
 /* Forget pins this clone released. */
 int tt_index_forget_pinned(const char *shared_dir, const char *dataset_id,
 			   const json_t *pin_ids, tt_error *err);

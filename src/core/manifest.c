@@ -224,6 +224,35 @@ tt_manifest *tt_manifests_find(const tt_manifest_set *set, const char *key)
 	return NULL;
 }
 
+/* The byte at i of segment seg (len n) followed by sfx, or -1 past its end. */
+static int seg_at(const char *seg, size_t n, const char *sfx, size_t i)
+{
+	if (i < n)
+		return (unsigned char)seg[i];
+	i -= n;
+	return i < strlen(sfx) ? (unsigned char)sfx[i] : -1;
+}
+
+int tt_key_path_order(const char *a, const char *b)
+{
+	for (;;) {
+		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+		bool lasta = !a[la], lastb = !b[lb];
+		const char *sa = lasta ? ".toml" : "", *sb = lastb ? ".toml" : "";
+		for (size_t i = 0;; i++) {
+			int ca = seg_at(a, la, sa, i), cb = seg_at(b, lb, sb, i);
+			if (ca != cb)
+				return ca < cb ? -1 : 1;
+			if (ca < 0)
+				break;
+		}
+		if (lasta || lastb)
+			return lasta == lastb ? 0 : lasta ? -1 : 1;
+		a += la + 1;
+		b += lb + 1;
+	}
+}
+
 static int cmp_manifest(const void *a, const void *b)
 {
 	return strcmp(((const tt_manifest *)a)->key, ((const tt_manifest *)b)->key);

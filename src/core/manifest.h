@@ -64,6 +64,11 @@ typedef struct tt_manifest_set {
 int tt_manifests_load(tt_manifest_set *set, const char *root, tt_error *err);
 void tt_manifests_release(tt_manifest_set *set);
 tt_manifest *tt_manifests_find(const tt_manifest_set *set, const char *key);
+/* tether-vcs's object order (it loads its objects in it, and tables it
+ * fills by walking them follow it): the manifests' paths
+ * ("<key>.toml") compared segment by segment, so "a/x" precedes "a.y" and
+ * "a.b" precedes "a". */
+int tt_key_path_order(const char *a, const char *b);
 /* 64 hex digits; the status header shows the first 12. */
 int tt_manifests_hash(char hex[65], const tt_manifest_set *set, tt_error *err);
 

@@ -113,7 +113,10 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	}
 	tt_gc_opts plain = { 0 };
 	tt_error gerr = TT_ERROR_INIT;
-	if (tt_repo_plan_gc(repo, &plain, &plan_json, &plan_text, &gerr) == 0) {
+	repo->gc_after_rewrite = true;
+	int grc = tt_repo_plan_gc(repo, &plain, &plan_json, &plan_text, &gerr);
+	repo->gc_after_rewrite = false;
+	if (grc == 0) {
 		gc_plan = tt_json_parse(plan_json, strlen(plan_json), "gc plan", err);
 	} else if (gerr.code == TT_EVCS) {
 		/* The rewrite left a conflict: the store half waits for `gc`. */

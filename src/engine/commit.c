@@ -933,6 +933,20 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		for (size_t i = 0; pv && i < np; i++)
 			pv[i] = json_string_value(json_array_get(paths, i));
 		tt_fault(is_pull ? "pull:before-vcs-commit" : "commit:before-vcs-commit");
+		/* The commit will name these pins, and a clone made from this
+		 * repository may keep them after it is rewritten away here: gc
+		 * then keeps them (see gc.c).  Marked first, so a crash errs on
+		 * keeping. */
+		{
+			json_t *ids = json_array();
+			tt_error ignored = TT_ERROR_INIT;
+			for (size_t i = 0; ids && i < nouts; i++)
+				if (outs[i].has_pin)
+					json_array_append_new(ids, json_string(outs[i].pin.id));
+			tt_index_note_committed(repo->vcs->shared_dir, repo->config.dataset_id, ids, &ignored);
+			tt_error_clear(&ignored);
+			json_decref(ids);
+		}
 		rc = pv ? repo->vcs->ops->commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
 						 &vcs_commit, err)
 			: tt_error_oom(err);

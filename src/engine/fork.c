@@ -701,6 +701,16 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 					bool ours = json_is_string(json_object_get(repo->ws.working_refs, m->key)) &&
 						    strcmp(json_string_value(json_object_get(repo->ws.working_refs, m->key)), name) == 0;
 					tt_buf_reset(&detail);
+					tt_buf pinned = TT_BUF_INIT;   /* tether-vcs names the bookmark and its pin */
+					if (builds == 0) {
+						tt_buf ps = TT_BUF_INIT;
+						tt_short_state(&ps, m->state);
+						tt_buf_printf(&pinned, "they do not build on what %s's commit pins (%s), so "
+							      "it cannot be shared as it is; --discard resets it onto the "
+							      "pin, throwing them away", bookmark ? bookmark : "the bookmark",
+							      ps.ptr);
+						tt_buf_release(&ps);
+					}
 					if (o->shared && builds != 0) {
 						json_t *fp = ours ? json_object_get(repo->ws.fork_points, m->key) : NULL;
 						json_decref(params);
@@ -715,14 +725,13 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 						tt_buf_printf(&detail, "%s has writes since this workspace last committed (%s; %s); %s",
 							      name, hs.ptr,
 							      ours ? "this workspace's own" : "not this workspace's: another checkout or clone writes to it",
-							      builds == 0 ? "they do not build on what the bookmark's commit pins, so it "
-									    "cannot be shared as it is; --discard resets it onto the pin, "
-									    "throwing them away"
+							      builds == 0 ? (pinned.ptr ? pinned.ptr : "")
 							      : ours ? "commit them, or pass --discard to throw them away"
 								     : "`--shared` works on the branch as it is, with them; --discard "
 								       "would throw away work that is not yours");
 						op = "refuse";
 					}
+					tt_buf_release(&pinned);
 					tt_buf_release(&hs);
 				} else if (head && !pinned_somewhere) {
 					tt_buf hs = TT_BUF_INIT;

@@ -12,9 +12,12 @@
  *     stores are shared, so another clone that commits the same state holds
  *     the same pin, and gc cannot see that clone's unpushed commits.  So,
  *     without --release-foreign, only a pin this clone created
- *     (tether-pinned.jsonl) in a clone with no remote is released; a pin it
- *     did not create is a keep-pin (tether-vcs's caution), and so is one it
- *     created while the dataset is shared through a remote (kept "shared").
+ *     (tether-pinned.jsonl) in a clone with no remote, and that no commit
+ *     of this repository ever named, is released; a pin it did not create
+ *     is a keep-pin (tether-vcs's caution), and so is one it created while
+ *     the dataset is shared through a remote (kept "shared"), and one a
+ *     commit here named before it was rewritten away, since a clone made
+ *     from this repository leaves no trace in it (kept "committed").
  *     With --release-foreign both are released, but only once every
  *     remote's branches and tags are fetched: a remote that has commits
  *     this clone lacks, or cannot be listed, keeps them all (kept
@@ -479,6 +482,13 @@ static int seed_pinned(tt_repo *repo, const journals *j, tt_error *err)
 			tt_buf_release(&k1);
 			tt_buf_release(&k2);
 		}
+		/* An operation that reached its VCS commit committed what it pinned. */
+		bool committed = false;
+		json_array_foreach(op->progress, i, a) {
+			const char *act = json_string_value(json_object_get(a, "action"));
+			if (act && strcmp(act, "vcs-commit") == 0)
+				committed = true;
+		}
 		json_array_foreach(op->progress, i, a) {
 			const char *act = json_string_value(json_object_get(a, "action"));
 			char pid[TT_PIN_ID_MAX];
@@ -492,7 +502,8 @@ static int seed_pinned(tt_repo *repo, const journals *j, tt_error *err)
 					tt_pyv_str(&key, kv);
 				const char *kind = json_string_value(json_object_get(kinds, key.ptr));
 				json_object_del(ours, pid);
-				json_object_set_new(ours, pid, json_pack("[ss]", kind ? kind : "", key.ptr));
+				json_object_set_new(ours, pid, json_pack("[ssb]", kind ? kind : "", key.ptr,
+									 committed));
 				tt_buf_release(&key);
 			} else if (strcmp(act, "unpin") == 0) {
 				json_object_del(ours, pid);
@@ -509,6 +520,14 @@ static int seed_pinned(tt_repo *repo, const journals *j, tt_error *err)
 					       json_string_value(json_array_get(v, 0)),
 					       json_string_value(json_array_get(v, 1)), err)) < 0)
 			goto done;
+		if (json_is_true(json_array_get(v, 2))) {
+			json_t *one = json_pack("[s]", pid);
+			rc = one ? tt_index_note_committed(repo->vcs->shared_dir, repo->config.dataset_id, one, err)
+				 : tt_error_oom(err);
+			json_decref(one);
+			if (rc < 0)
+				goto done;
+		}
 	}
 done:
 	free(path);
@@ -517,15 +536,19 @@ done:
 	return rc;
 }
 
-/* Pin ids this clone created and has not released (a set). */
-static json_t *known_pins(tt_repo *repo)
+/* Pin ids this clone created and has not released (a set); into
+ * *committed, those of them a commit of this clone named (a set). */
+static json_t *known_pins(tt_repo *repo, json_t **committed)
 {
 	json_t *all = tt_index_read(repo->vcs->shared_dir, TT_PINNED_FILENAME), *out = json_object();
 	size_t i;
 	json_t *d;
-	if (!all || !out) {
+	*committed = json_object();
+	if (!all || !out || !*committed) {
 		json_decref(all);
 		json_decref(out);
+		json_decref(*committed);
+		*committed = NULL;
 		return NULL;
 	}
 	json_array_foreach(all, i, d) {
@@ -534,8 +557,11 @@ static json_t *known_pins(tt_repo *repo)
 		if (ds && strcmp(ds, repo->config.dataset_id) == 0 && tt_pyv_truthy(pid)) {
 			tt_buf s = TT_BUF_INIT;
 			tt_pyv_str(&s, pid);
-			if (!s.failed)
+			if (!s.failed) {
 				set_add(out, s.ptr);
+				if (json_is_true(json_object_get(d, "committed")))
+					set_add(*committed, s.ptr);
+			}
 			tt_buf_release(&s);
 		}
 	}
@@ -695,6 +721,9 @@ typedef struct gc_state {
 	json_t *known;
 	bool remotes_read, unfetched_read;
 	json_t *published;            /* pin ids commits that left this clone name (NULL: not read) */
+	json_t *committed;            /* known pin ids a commit of this clone named (the index's mark) */
+	json_t *held;                 /* pin ids commits this repository held once name (NULL: not read) */
+	char *held_unread;            /* why the reflogs could not be read (NULL: they were) */
 	char *remotes;                /* "'origin', 'peer'" (NULL: none) */
 	char *unfetched;              /* why a remote may name pins unseen here (NULL: none) */
 	const tt_gc_scope *scope;     /* drop's, or NULL */
@@ -716,6 +745,9 @@ static void state_release(gc_state *s)
 	free(s->remotes);
 	free(s->unfetched);
 	json_decref(s->published);
+	json_decref(s->committed);
+	json_decref(s->held);
+	free(s->held_unread);
 }
 
 static int note(tt_plan *plan, char *text, tt_error *err)
@@ -1001,19 +1033,65 @@ static int remote_unfetched(gc_state *s, const char **out, tt_error *err)
  * and have been rewritten away since (see published_revs): clones that
  * fetched them may still name their pins.  Read once per plan.
  */
+static int pins_of_revs(gc_state *s, json_t *revs, json_t *into, tt_error *err);
+
 static int published_pins(gc_state *s, tt_error *err)
 {
 	tt_vcs *v = s->repo->vcs;
-	json_t *revs = NULL, *files = NULL;
-	tt_manifest_memo memo = { 0 };
+	json_t *revs = NULL;
 	int rc = 0;
 	if (s->published)
 		return 0;
 	if (!(s->published = json_object()))
 		return tt_error_oom(err);
-	if (!v->ops->published_revs || (rc = v->ops->published_revs(v, &revs, err)) < 0 ||
-	    !json_array_size(revs))
-		goto done;
+	if (v->ops->published_revs && (rc = v->ops->published_revs(v, &revs, err)) == 0)
+		rc = pins_of_revs(s, revs, s->published, err);
+	json_decref(revs);
+	return rc;
+}
+
+/*
+ * The pin ids named by commits this repository held once and that no ref
+ * reaches any more (see held_revs): a clone made from this repository
+ * before they were rewritten away may still name their pins, and git
+ * leaves no trace of such a clone here.  Read once per plan; reflogs that
+ * cannot be read leave s->held_unread saying so.
+ */
+static int held_pins(gc_state *s, tt_error *err)
+{
+	tt_vcs *v = s->repo->vcs;
+	json_t *revs = NULL;
+	int rc = 0;
+	if (s->held)
+		return 0;
+	if (!(s->held = json_object()))
+		return tt_error_oom(err);
+	if (!v->ops->held_revs)
+		return 0;
+	tt_error e = TT_ERROR_INIT;
+	if (v->ops->held_revs(v, &revs, &e) < 0) {
+		if (e.code == TT_ENOMEM) {
+			tt_error_move(err, &e);
+			return err->code;
+		}
+		s->held_unread = tt_strdup(tt_error_text(&e));
+		tt_error_clear(&e);
+		return s->held_unread ? 0 : tt_error_oom(err);
+	}
+	rc = pins_of_revs(s, revs, s->held, err);
+	json_decref(revs);
+	return rc;
+}
+
+/* Add to set `into` the pin id of every manifest in the commits `revs`. */
+static int pins_of_revs(gc_state *s, json_t *revs, json_t *into, tt_error *err)
+{
+	tt_vcs *v = s->repo->vcs;
+	json_t *files = NULL;
+	tt_manifest_memo memo = { 0 };
+	int rc = 0;
+	if (!json_array_size(revs))
+		return 0;
 	size_t n = json_array_size(revs), i;
 	const char **ids = tt_calloc(n, sizeof *ids);
 	if (!ids || !(memo.texts = json_object())) {
@@ -1036,7 +1114,7 @@ static int published_pins(gc_state *s, tt_error *err)
 				continue;
 			if ((rc = tt_manifest_memo_get(&memo, text, rev, path, &pi, NULL, err)) < 0)
 				goto done;
-			if (memo.items[pi].pin_id && set_add(s->published, memo.items[pi].pin_id) < 0) {
+			if (memo.items[pi].pin_id && set_add(into, memo.items[pi].pin_id) < 0) {
 				rc = tt_error_oom(err);
 				goto done;
 			}
@@ -1044,16 +1122,52 @@ static int published_pins(gc_state *s, tt_error *err)
 	}
 done:
 	tt_manifest_memo_release(&memo);
-	json_decref(revs);
 	json_decref(files);
 	return rc;
+}
+
+/*
+ * A pin this clone created, in a repository with no remote: released only
+ * when no commit of this repository ever named it (a crashed or rolled
+ * back commit's).  One that a commit named - the index's mark, or a commit
+ * a reflog still holds - may be named by a clone made from this repository
+ * before the commit was rewritten away: `git clone` leaves no trace in the
+ * repository it reads, so gc keeps it (kept "committed") until
+ * --release-foreign.  drop's own plan (a scope) and abandon's are the
+ * decision to release what the commits they remove name, and are not held
+ * back.
+ */
+static int committed_caution(gc_state *s, const char *pid, char **why, const char **kept,
+			     tt_error *err)
+{
+	int rc;
+	if (s->scope || s->repo->gc_after_rewrite)
+		return 0;
+	if (!set_has(s->committed, pid)) {
+		if ((rc = held_pins(s, err)) < 0)
+			return rc;
+		if (!s->held_unread && !set_has(s->held, pid))
+			return 0;
+	}
+	*kept = "committed";
+	if (s->held_unread)
+		*why = tt_asprintf("no manifest in history references it; created by this clone, but %s, so gc "
+				   "cannot tell whether a commit of this repository named it, and a clone made "
+				   "from this repository may (--release-foreign releases it)", s->held_unread);
+	else
+		*why = tt_strdup("no manifest in history references it; created by this clone, but a commit of "
+				 "this repository named it and has been rewritten away since: a clone made from "
+				 "this repository may still name it, and gc cannot see such clones (add each as "
+				 "a remote and fetch it, or --release-foreign)");
+	return *why ? 0 : tt_error_oom(err);
 }
 
 /*
  * The keep-or-release decision for one pin of this dataset that nothing
  * this clone can see names (see the file comment): *why is NULL to
  * release it, otherwise the keep-pin's detail (caller frees); *kept says
- * which caution kept it ("published", "foreign", "shared" or "unfetched").
+ * which caution kept it ("published", "foreign", "shared", "committed" or
+ * "unfetched").
  */
 static int pin_caution(gc_state *s, const char *pid, bool known, char **why, const char **kept,
 		       tt_error *err)
@@ -1079,7 +1193,7 @@ static int pin_caution(gc_state *s, const char *pid, bool known, char **why, con
 		if ((rc = sharing_remotes(s, &remotes, err)) < 0)
 			return rc;
 		if (!remotes)
-			return 0;
+			return committed_caution(s, pid, why, kept, err);
 		*kept = "shared";
 		*why = tt_asprintf("no manifest in history references it; created by this clone, but the "
 				   "dataset is shared through remote(s) %s: another clone that committed the "
@@ -1943,7 +2057,7 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 		goto done;
 	if ((rc = seed_pinned(repo, &s.journal, err)) < 0)
 		goto done;
-	if (!(s.known = known_pins(repo))) {
+	if (!(s.known = known_pins(repo, &s.committed))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}

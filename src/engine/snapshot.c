@@ -134,9 +134,18 @@ static int enforce_immutability(tt_repo *repo, const json_t *states, tt_error *e
 	return 0;
 }
 
+static int cmp_path_order(const void *x, const void *y)
+{
+	return tt_key_path_order((*(const tt_manifest *const *)x)->key, (*(const tt_manifest *const *)y)->key);
+}
+
 int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t **states_out,
 		       json_t **failures, tt_error *err)
 {
+	/* tether-vcs's orders, which the cached tables keep: every object in
+	 * its object order (manifest paths, see tt_key_path_order) when asking
+	 * upstream, else the moving ones by key; then the rest in object order. */
+	const tt_manifest **by_path = NULL;
 	fp_job *jobs = NULL;
 	size_t njobs = 0;
 	json_t *states = json_object(), *errors = json_object(), *cached = NULL, *failed = NULL;
@@ -149,8 +158,15 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 	}
 	tt_engine_prepare(repo);
 	bool ask_upstream = upstream && (tt_engine_on_trunk(repo) || !repo->ws.bookmark);
+	if (!(by_path = tt_calloc(repo->objects.n ? repo->objects.n : 1, sizeof *by_path))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < repo->objects.n; i++)
+		by_path[i] = &repo->objects.items[i];
+	qsort(by_path, repo->objects.n, sizeof *by_path, cmp_path_order);
 	for (size_t i = 0; i < repo->objects.n; i++) {
-		const tt_manifest *m = &repo->objects.items[i];
+		const tt_manifest *m = ask_upstream ? by_path[i] : &repo->objects.items[i];
 		if (keys && !selected(keys, m->key))
 			continue;
 		bool moving = tt_engine_moving(repo, m);
@@ -179,7 +195,7 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 	}
 	/* Objects not read stand at their committed state. */
 	for (size_t i = 0; i < repo->objects.n; i++) {
-		const tt_manifest *m = &repo->objects.items[i];
+		const tt_manifest *m = by_path[i];
 		if ((keys && !selected(keys, m->key)) || json_object_get(states, m->key) ||
 		    json_object_get(errors, m->key) || !m->state)
 			continue;
@@ -258,6 +274,7 @@ done:
 		tt_error_clear(&jobs[i].err);
 	}
 	free(jobs);
+	free(by_path);
 	json_decref(states);
 	json_decref(errors);
 	json_decref(cached);

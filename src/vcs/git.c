@@ -569,6 +569,27 @@ done:
 	return rc;
 }
 
+static int git_held_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	tt_buf revs = TT_BUF_INIT;
+	int status = 0, rc;
+
+	if (!(*out = json_array()))
+		return tt_error_oom(err);
+	rc = git_try(v, (const char *const[]){ "rev-list", "--reflog", "--not", "--all", NULL }, &revs,
+		     &status, err);
+	if (rc == 0 && status != 0)
+		rc = tt_error_set(err, TT_EVCS, "cannot read the reflogs (git rev-list --reflog failed)");
+	if (rc == 0)
+		rc = lines_into(*out, &revs, err);
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	tt_buf_release(&revs);
+	return rc;
+}
+
 /* How long listing one remote may take before it counts as unreachable. */
 #define REMOTE_LIST_TIMEOUT_MS 60000
 
@@ -1299,6 +1320,7 @@ static const tt_vcs_ops git_ops = {
 	.remotes = git_remotes,
 	.remote_unfetched = git_remote_unfetched,
 	.published_revs = git_published_revs,
+	.held_revs = git_held_revs,
 	.alive_commits = git_alive_commits,
 	.commit_alive = git_commit_alive,
 	.workspace_roots = git_workspace_roots,

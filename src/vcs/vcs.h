@@ -112,6 +112,12 @@ typedef struct tt_vcs_ops {
 	 * reflog) since rewritten away, with their unreachable ancestors.  A
 	 * JSON array of ids; [] when there are none. */
 	int (*published_revs)(tt_vcs *v, json_t **out, tt_error *err);
+	/* Commits this repository held once (git: any reflog names them, HEAD's
+	 * and every worktree's included) that no ref reaches any more, with
+	 * their unreachable ancestors: a clone made from this repository before
+	 * they were rewritten away may still have them.  A JSON array of ids;
+	 * [] when there are none; TT_EVCS when the reflogs cannot be read. */
+	int (*held_revs)(tt_vcs *v, json_t **out, tt_error *err);
 	/* For each commit id, whether it is still part of visible history (git:
 	 * reachable from a ref).  A bounded number of VCS calls, whatever n. */
 	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,

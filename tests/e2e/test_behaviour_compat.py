@@ -229,6 +229,20 @@ def test_restore_at_a_native_ref(tmp_path, env, tether, ref):
     assert refs["refs/heads/main"] != refs["refs/heads/side"]
 
 
+def test_restore_from_json_carries_a_null_at(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat"),
+        ("restore", "a", "--from", "HEAD", "--json"),
+    ])
+    assert_same(both)
+    mine, theirs = (json.loads(both[n]["runs"][4].stdout) for n in ("ours", "theirs"))
+    assert mine == theirs and list(mine) == list(theirs)
+    assert mine["at"] is None and mine["from"] == "HEAD"
+
+
 def test_restore_from_a_plan_keeps_its_source(tmp_path, env, tether, ref):
 
     both = run_both(tmp_path, env, tether, ref, [
@@ -646,3 +660,110 @@ def test_refused_undo_journals_the_full_report(tmp_path, env, tether, ref):
     assert mine == theirs
     assert sorted(mine[0]["result"]) == ["failed", "irreversible", "restored", "skipped", "summary"]
     assert mine[0]["result"]["failed"] == "nothing restored"
+
+
+# --- workspace.toml and new's fork points, in tether-vcs's order -------------
+
+def three_stores(ds, code, env):
+    with_data_dir(ds, code, env)
+    for name in ("code2", "code3"):
+        repo = code.parent / name
+        repo.mkdir()
+        git("init", "-q", "-b", "main", cwd=repo, env=env)
+        (repo / "m.py").write_text(f"{name} = 1\n")
+        git("add", ".", cwd=repo, env=fixed_env(env))
+        git("commit", "-q", "-m", name, cwd=repo, env=fixed_env(env))
+
+
+def path_sorted(keys) -> list:
+    """tether-vcs's object order: the manifests' paths, part by part."""
+    return sorted(keys, key=lambda k: Path(f"{k}.toml").parts)
+
+
+def toml_tables(text: str) -> dict:
+    import tomllib
+    return tomllib.loads(text)
+
+
+def order_steps(seen: list) -> list:
+    def keep(ds, code, env):
+        seen.append((ds / ".tether/workspace.toml").read_text())
+    return [
+        INIT,
+        ("add", "z", "../code", "--kind", "git"),
+        ("add", "a/x", "../code2", "--kind", "git"),
+        ("add", "a.y", "../code3", "--kind", "git"),
+        *[("add", k, "../d", "--kind", "file", "--pin", "record") for k in ("b", "a/f", "a.f", "A")],
+        ("status", "--snapshot"),
+        keep,
+        ("commit", "-m", "one"),
+        keep,
+        ("new", "-b", "feat", "--eager", "--json"),
+        ("status", "--snapshot"),
+    ]
+
+
+def test_workspace_toml_tables_keep_tether_vcs_insertion_order(tmp_path, env, tether, ref):
+    """workspace.toml's tables list their keys in the order tether-vcs
+    inserted them, byte for byte: its objects' order, their manifests' paths
+    compared segment by segment ("a/x" before "a.f").  After `new`, tether-vcs fills base_states and fork_points by
+    iterating a set of key strings, an order Python randomises per process
+    (PYTHONHASHSEED): those two compare as mappings, ours in key order."""
+    seen: list = []
+    both = run_both(tmp_path, env, tether, ref, order_steps(seen), setup=three_stores)
+    ours_seen, theirs_seen = seen[:2], seen[2:]
+    assert [normalise(t) for t in ours_seen] == [normalise(t) for t in theirs_seen]
+    heads = [l for l in ours_seen[0].splitlines() if l.startswith("[last_snapshot.")]
+    assert heads == ["[last_snapshot.A]", '[last_snapshot."a/f"]', '[last_snapshot."a/x"]',
+                     '[last_snapshot."a.f"]', '[last_snapshot."a.y"]', "[last_snapshot.b]",
+                     "[last_snapshot.z]"]
+    texts = {n: both[n]["world"]["workspace"] for n in ("ours", "theirs")}
+    tables = {n: toml_tables(t) for n, t in texts.items()}
+    for name in ("base_states", "fork_points"):
+        assert tables["ours"][name] == tables["theirs"][name], name
+        assert list(tables["ours"][name]) == sorted(tables["ours"][name]), name
+
+    def unordered(text):
+        return re.sub(r'\[(base_states|fork_points)\.[^\]]*\]\n(?:[^\[\n][^\n]*\n)*\n?', "", text)
+    assert unordered(texts["ours"]) == unordered(texts["theirs"])
+    mine = json.loads(both["ours"]["runs"][12].stdout)
+    theirs = json.loads(both["theirs"]["runs"][12].stdout)
+    assert mine == theirs and list(mine["fork_points"]) == sorted(mine["fork_points"])
+    both["ours"]["world"]["workspace"] = both["theirs"]["world"]["workspace"] = None
+    assert_same(both)
+
+
+# --- a failed `new --shared` --------------------------------------------------
+
+def unrelated_feature_branch(ds, code, env):
+    """The bookmark's store branch moved onto history that does not build on
+    what its commit pins (someone rewrote it)."""
+    tree = git("rev-parse", "HEAD^{tree}", cwd=code, env=env).strip()
+    orphan = git("commit-tree", tree, "-m", "rewritten", cwd=code, env=fixed_env(env, 2)).strip()
+    git("update-ref", f"refs/heads/tether.ws.{DS}.feat", orphan, cwd=code, env=env)
+
+
+def test_a_failed_new_shared_leaves_what_tether_vcs_leaves(tmp_path, env, tether, ref):
+    both = run_both(tmp_path, env, tether, ref, [
+        INIT,
+        ("add", "a", "../code", "--kind", "git"),
+        ("commit", "-m", "one"),
+        ("new", "-b", "feat", "--eager"),
+        ("new", "main"),
+        unrelated_feature_branch,
+        ("new", "feat", "--shared"),
+        ("new", "feat", "--shared"),
+        ("ops", "--json"),
+    ])
+    assert_same(both)
+    ours, theirs = both["ours"], both["theirs"]
+    assert ours["rcs"][6] == ours["rcs"][7] == 1
+    assert "feat's commit pins (sha=" in ours["runs"][6].stderr
+    assert ours["runs"][6].stderr == theirs["runs"][6].stderr
+    # The refusal is planned, never journaled: both journals end at `new main`.
+    kinds = [[(r.get("command"), "done" in r) for r in journal(both[n]["ds"], env)] for n in both]
+    assert kinds[0] == kinds[1]
+    assert done_records(ours["ds"], env, "new") == done_records(theirs["ds"], env, "new")
+    assert json.loads(ours["runs"][8].stdout)[0]["command"] == "new"
+    assert git("symbolic-ref", "--short", "HEAD", cwd=ours["ds"], env=env) == \
+        git("symbolic-ref", "--short", "HEAD", cwd=theirs["ds"], env=env)

@@ -176,6 +176,40 @@ def test_gc_in_the_source_of_a_clone_keeps_what_the_clone_named(family, tether, 
     assert [a for a in plan["actions"] if a["params"].get("pin_id") in ids] == []
 
 
+@pytest.mark.parametrize("family", ["no-shared-remote"], indirect=True)  # the seed has no remote
+@pytest.mark.parametrize("forget_reflogs", [False, True], ids=["reflog", "no-reflog"])
+def test_gc_in_the_unseen_source_of_a_clone_keeps_what_the_clone_named(family, tether, env, mem,
+                                                                       forget_reflogs):
+    """A repository others cloned from, with no remote of its own, cannot
+    see its clones: a pin it created that one of its commits named is kept
+    after that commit is rewritten away (the reflog, or the clone's own mark
+    once the reflog is expired), and --release-foreign releases it."""
+    assert family.remote is None
+    seed, c = family.seed, family.b.parent / "c"
+    new_state(family, mem, env)
+    made = pins(tether.json("commit", "-m", "in the seed", cwd=seed))
+    git("clone", "-q", str(seed), str(c), cwd=seed, env=env)
+    tether("status", cwd=c)
+    join_bookmark(c, "main")
+    git("reset", "-q", "--hard", "HEAD~1", cwd=seed, env=env)
+    if forget_reflogs:
+        git("reflog", "expire", "--expire=now", "--all", cwd=seed, env=env)
+        git("gc", "-q", "--prune=now", cwd=seed, env=env)
+    ids = {r.removeprefix("tether.") for r in made.values()}
+    plan = tether.json("gc", cwd=seed)
+    keeps = [a for a in plan["actions"] if a["params"].get("pin_id") in ids]
+    assert [(a["op"], a["params"]["kept"]) for a in keeps] == [("keep-pin", "committed")] * 2
+    assert all("a clone made from this repository" in a["detail"] for a in keeps)
+    report = tether.json("gc", "--no-dry-run", cwd=seed)
+    assert report["unpinned"] == {} and ids <= kept(report)
+    assert made["m1"] in mem_tags(mem) and made["code"] in code_tags(family.code, env)
+    assert set(verify(tether, c).values()) == {"ok"}
+    # The decision that no such clone matters releases them.
+    report = tether.json("gc", "--no-dry-run", "--release-foreign", cwd=seed)
+    assert {p for v in report["unpinned"].values() for p in v} == ids
+    assert made["m1"] not in mem_tags(mem)
+
+
 @pytest.mark.parametrize("family", ["shared-remote"], indirect=True)  # both clones fetch from it
 def test_a_pin_whose_commit_left_this_clone_is_kept_after_a_rewrite(family, tether, env, mem):
     """Pushed, fetched by B, then rewritten away (a force-push): the commit
@@ -224,15 +258,29 @@ def test_an_unreachable_remote_keeps_every_unreferenced_pin(family, tether, env,
 
 
 def test_a_private_clone_still_releases_its_own_pins(git_repo, tether, env, mem, store):
-    """With no remote (and no clone made of it), an undone commit's pin is
-    this clone's alone and gc releases it, as tether-vcs does."""
+    """With no remote, a pin this clone created that no commit ever named (a
+    crashed commit's) is released.  One an undone commit named is kept, since
+    a clone may have been made meanwhile (tether-vcs releases it), until
+    --release-foreign says no such clone matters."""
     tether("init", "--dataset-id", DS, cwd=git_repo)
     tether("add", "m1", "sys1", "--kind", "memory", cwd=git_repo)
     tether("commit", "-m", "first", cwd=git_repo)
     mem("sys1", {"x": 1})
+    proc = tether("commit", "-m", "crashed", cwd=git_repo, check=False,
+                  env={"TETHER_FAULT": "commit:after-pin"})
+    assert proc.returncode != 0
+    tether("repair", cwd=git_repo)
+    git("checkout", "-q", "--", ".tether", cwd=git_repo, env=env)
+    before = mem_tags(mem)
+    report = tether.json("gc", "--no-dry-run", cwd=git_repo)
+    released = {f"tether.{p}" for v in report["unpinned"].values() for p in v}
+    assert released and released <= before and not (released & mem_tags(mem))
+    mem("sys1", {"x": 2})
     pid = tether.json("commit", "-m", "second", cwd=git_repo)["pinned"]["m1"]
     git("reset", "-q", "--hard", "HEAD~1", cwd=git_repo, env=env)
     report = tether.json("gc", "--no-dry-run", cwd=git_repo)
+    assert report["unpinned"] == {} and pid.removeprefix("tether.") in kept(report)
+    report = tether.json("gc", "--no-dry-run", "--release-foreign", cwd=git_repo)
     assert report["unpinned"] == {"memory": [pid.removeprefix("tether.")]}
     assert pid not in mem_tags(mem)
 

@@ -4,7 +4,9 @@ dataset holding a git, a file, an icechunk, a lance and a delta object.
 
 After each kill the documented recovery runs: the same command again
 (unless the journal shows it had finished), then `tether repair`, then
-`tether gc --no-dry-run`.  The invariants are then checked by code that does
+`tether gc --no-dry-run --release-foreign` (the dataset has no remote and
+no clone, and a pin a commit rewritten away named is kept without it, in
+case a clone was made meanwhile).  The invariants are then checked by code that does
 not use tether's own readers:
 
 - every pin a manifest names (in any reachable dataset commit, or in the
@@ -305,7 +307,7 @@ def prep(w: World, command: str) -> list[str]:
             w.write("main")
             w.run("commit", "-m", msg)
         w.git("reset", "-q", "--hard", "HEAD~2")
-        return ["gc", "--no-dry-run"]
+        return ["gc", "--no-dry-run", "--release-foreign"]
     if command == "restore":
         on_feature(w)
         return ["restore", "code", "t", "arr", "--from", "HEAD~1"]
@@ -416,7 +418,7 @@ def recover(w: World, argv: list[str], mark: int, label: str) -> None:
         assert p.returncode == 0, f"{label}: rerun `tether {' '.join(argv)}` exited {p.returncode}\n{p.stdout}\n{p.stderr}"
     p = w.run("repair", check=False)
     assert p.returncode == 0, f"{label}: repair exited {p.returncode}\n{p.stdout}\n{p.stderr}"
-    p = w.run("gc", "--no-dry-run", check=False)
+    p = w.run("gc", "--no-dry-run", "--release-foreign", check=False)
     assert p.returncode == 0, f"{label}: gc exited {p.returncode}\n{p.stdout}\n{p.stderr}"
 
 

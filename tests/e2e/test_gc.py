@@ -99,12 +99,34 @@ def tags(mem, system="sys1"):
 
 @pytest.fixture
 def undone(dataset, tether, env, mem):
-    """Two commits, the second undone with `git reset --hard`: its pin is named nowhere."""
+    """A commit, then a second one's manifests written (`commit --no-vcs`) and
+    discarded: its pin is named nowhere, and no commit ever named it (one
+    undone with `git reset` is kept, see test_undone_commit_pin_kept)."""
     tether("commit", "-m", "first", cwd=dataset)
     mem("sys1", {"x": 1})
-    out = tether.json("commit", "-m", "second", cwd=dataset)
-    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    out = tether.json("commit", "-m", "second", "--no-vcs", cwd=dataset)
+    git("checkout", "-q", "--", ".tether", cwd=dataset, env=env)
     return out["pinned"]["m1"].removeprefix("tether.")
+
+
+def test_undone_commit_pin_kept(dataset, tether, env, mem, store):
+    """A commit undone with `git reset --hard` may have been cloned first:
+    its pin is kept (tether-vcs releases it) until --release-foreign."""
+    tether("commit", "-m", "first", cwd=dataset)
+    mem("sys1", {"x": 1})
+    pid = tether.json("commit", "-m", "second", cwd=dataset)["pinned"]["m1"].removeprefix("tether.")
+    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    theirs = ref_run(env, dataset, store, "plan")
+    assert [a["op"] for a in theirs["actions"]] == ["unpin"]
+    plan = tether.json("gc", cwd=dataset)
+    assert [(a["op"], a["params"]["pin_id"], a["params"]["kept"]) for a in plan["actions"]] == [
+        ("keep-pin", pid, "committed")]
+    assert tether.json("gc", "--no-dry-run", cwd=dataset)["unpinned"] == {}
+    assert f"tether.{pid}" in tags(mem)
+    plan = same_plan_as_tether_vcs(tether, env, dataset, store, "--release-foreign", release_foreign=True)
+    assert [a["op"] for a in plan["actions"]] == ["unpin"]
+    tether("gc", "--no-dry-run", "--release-foreign", cwd=dataset)
+    assert f"tether.{pid}" not in tags(mem)
 
 
 # --- plain gc ------------------------------------------------------------------

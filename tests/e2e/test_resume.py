@@ -339,8 +339,9 @@ def test_repair_killed_then_rerun_closes_it(dataset, tether, mem, store, point):
 def test_gc_killed_then_rerun_closes_it(dataset, tether, mem, env, point):
     tether("commit", "-m", "first", cwd=dataset)
     mem("sys1", {"x": 1})
-    tether("commit", "-m", "second", cwd=dataset)
-    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    # A pin no commit named (one a reset commit named is kept: test_clones.py).
+    tether("commit", "-m", "second", "--no-vcs", cwd=dataset)
+    git("checkout", "-q", "--", ".tether", cwd=dataset, env=env)
     proc = tether("gc", "--no-dry-run", cwd=dataset, check=False, env={"TETHER_FAULT": point})
     assert proc.returncode != 0 and incomplete(dataset)
     tether("gc", "--no-dry-run", cwd=dataset)
@@ -352,8 +353,8 @@ def test_gc_killed_then_rerun_closes_it(dataset, tether, mem, env, point):
 def test_a_narrower_gc_leaves_an_interrupted_one_open(dataset, tether, mem, env):
     tether("commit", "-m", "first", cwd=dataset)
     mem("sys1", {"x": 1})
-    tether("commit", "-m", "second", cwd=dataset)
-    git("reset", "-q", "--hard", "HEAD~1", cwd=dataset, env=env)
+    tether("commit", "-m", "second", "--no-vcs", cwd=dataset)
+    git("checkout", "-q", "--", ".tether", cwd=dataset, env=env)
     proc = tether("gc", "--no-dry-run", "--prune-bookmarks", cwd=dataset, check=False,
                   env={"TETHER_FAULT": "gc:after-journal"})
     assert proc.returncode != 0

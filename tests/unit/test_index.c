@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/index.h"
+#include "core/manifest.h"
 #include "harness.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -167,4 +168,45 @@ TT_TEST(forget_drops_one_store_of_one_dataset)
 	json_decref(a);
 	json_decref(b);
 	free(dir);
+}
+
+TT_TEST(committed_marks_only_pins_this_clone_created_once)
+{
+	tt_error err = TT_ERROR_INIT;
+	char *dir = new_dir();
+	CHECK(dir);
+	CHECK_OK(tt_index_note_pinned(dir, "5e1f0a7b", "5e1f0a7b.0000000000000001", "memory", "m", &err));
+	json_t *ids = json_pack("[sss]", "5e1f0a7b.0000000000000001", "5e1f0a7b.0000000000000002",
+				"5e1f0a7b.0000000000000001");
+	CHECK(ids);
+	CHECK_OK(tt_index_note_committed(dir, "5e1f0a7b", ids, &err));
+	CHECK_OK(tt_index_note_committed(dir, "5e1f0a7b", ids, &err));
+	json_t *all = tt_index_read(dir, TT_PINNED_FILENAME);
+	/* The created record, then one mark; no mark for a pin not on record. */
+	CHECK_INT(json_array_size(all), 2);
+	CHECK(json_is_true(json_object_get(json_array_get(all, 1), "committed")));
+	CHECK_STR(json_string_value(json_object_get(json_array_get(all, 1), "pin_id")),
+		  "5e1f0a7b.0000000000000001");
+	json_decref(all);
+	/* Releasing the pin forgets both records. */
+	json_t *gone = json_pack("[s]", "5e1f0a7b.0000000000000001");
+	CHECK_OK(tt_index_forget_pinned(dir, "5e1f0a7b", gone, &err));
+	all = tt_index_read(dir, TT_PINNED_FILENAME);
+	CHECK_INT(json_array_size(all), 0);
+	json_decref(all);
+	json_decref(gone);
+	json_decref(ids);
+	free(dir);
+}
+
+TT_TEST(key_path_order_is_tether_vcs_object_order)
+{
+	/* Python sorts the manifests' paths part by part. */
+	CHECK(tt_key_path_order("a/x", "a.f") < 0);
+	CHECK(tt_key_path_order("a.b", "a") < 0);
+	CHECK(tt_key_path_order("A", "a/f") < 0);
+	CHECK(tt_key_path_order("a/f", "a/x") < 0);
+	CHECK(tt_key_path_order("x", "x.toml/y") < 0);
+	CHECK(tt_key_path_order("b", "b") == 0);
+	CHECK(tt_key_path_order("z", "a.y") > 0);
 }
