@@ -131,13 +131,12 @@ static int load_packs(tt_gitnat *g)
 		if (l < 5 || strcmp(e->d_name + l - 4, ".idx") != 0)
 			continue;
 		char *idx = join(dir, e->d_name);
-		char *pk = idx ? tt_strdup(idx) : NULL;
+		char *pk = idx ? tt_asprintf("%.*s.pack", (int)(strlen(idx) - 4), idx) : NULL;
 		if (!pk) {
 			free(idx);
 			rc = ASK;
 			break;
 		}
-		memcpy(pk + strlen(pk) - 4, "pack", 4);
 		struct stat st;
 		int fd = open(idx, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) != 0 || stat(pk, &st) != 0) {
@@ -197,6 +196,9 @@ static bool config_unread(const char *common)
 
 tt_gitnat *tt_gitnat_open(const char *dir, const char *git_dir)
 {
+	const char *off = getenv("TETHER_GIT_NATIVE");
+	if (off && strcmp(off, "0") == 0)
+		return NULL;  /* every read through git, as a check on this one */
 	tt_gitnat *g = tt_calloc(1, sizeof *g);
 	char *dotgit = NULL, *gd = NULL, *text = NULL, *common = NULL;
 	if (!g)
@@ -988,10 +990,10 @@ int tt_gitnat_lookup(tt_gitnat *g, const char *spec, char type[16], char oid[65]
 	const char *colon = strchr(spec, ':');
 	size_t rl = colon ? (size_t)(colon - spec) : strlen(spec);
 	const char *want = NULL;
-	if (rl > 8 && memcmp(spec + rl - 8, "^{tree}", 7) == 0 && spec[rl - 1] == '}') {
+	if (rl > 7 && memcmp(spec + rl - 7, "^{tree}", 7) == 0) {
 		want = "tree";
 		rl -= 7;
-	} else if (rl > 10 && memcmp(spec + rl - 9, "^{commit}", 9) == 0) {
+	} else if (rl > 9 && memcmp(spec + rl - 9, "^{commit}", 9) == 0) {
 		want = "commit";
 		rl -= 9;
 	}

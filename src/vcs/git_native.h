@@ -10,7 +10,8 @@
  * grafts, alternates, a shallow clone, a sparse index, a ref that does not
  * parse, an object not found), and the caller runs git as before.  So a
  * native answer never differs from git's; only the cost does.  Nothing
- * here prints, spawns or writes.
+ * here prints, spawns or writes.  TETHER_GIT_NATIVE=0 turns it off (every
+ * read through git), so the two can be compared.
  */
 #ifndef TT_VCS_GIT_NATIVE_H
 #define TT_VCS_GIT_NATIVE_H
