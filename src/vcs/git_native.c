@@ -626,20 +626,35 @@ static int loose_read(tt_gitnat *g, const char *hex, char type[16], tt_buf *data
 	free(path);
 	if (fd < 0)
 		return ASK;
+	/* small objects (commits, manifests) in one read; a larger one mapped */
+	uint8_t small[16384];
+	const uint8_t *m = small;
+	size_t len = 0;
+	bool mapped = false;
+	ssize_t got = read(fd, small, sizeof small);
 	struct stat st;
-	int rc = ASK;
-	uint8_t *m = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && st.st_size > 0)
-		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (got == (ssize_t)sizeof small) {
+		if (fstat(fd, &st) == 0 && st.st_size > 0) {
+			void *mm = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+			if (mm != MAP_FAILED) {
+				m = mm;
+				len = (size_t)st.st_size;
+				mapped = true;
+			}
+		}
+		got = mapped ? (ssize_t)len : -1;
+	}
 	close(fd);
-	if (m == MAP_FAILED)
+	if (got <= 0)
 		return ASK;
+	len = (size_t)got;
+	int rc = ASK;
 	/* the header first, then the whole object */
 	z_stream z = { 0 };
 	char head[64];
 	if (inflateInit(&z) == Z_OK) {
-		z.next_in = m;
-		z.avail_in = (uInt)st.st_size;
+		z.next_in = (Bytef *)m;
+		z.avail_in = (uInt)len;
 		z.next_out = (Bytef *)head;
 		z.avail_out = sizeof head - 1;
 		int zr = inflate(&z, Z_SYNC_FLUSH);
@@ -653,7 +668,7 @@ static int loose_read(tt_gitnat *g, const char *hex, char type[16], tt_buf *data
 			unsigned long long size = strtoull(sp + 1, &end, 10);
 			size_t hdr = (size_t)(nul - head) + 1;
 			if (end == nul && size <= OBJECT_CAP &&
-			    inflate_into(m, (size_t)st.st_size, hdr + (size_t)size, data, NULL) == 0) {
+			    inflate_into(m, len, hdr + (size_t)size, data, NULL) == 0) {
 				memmove(data->ptr, data->ptr + hdr, (size_t)size);
 				data->len = (size_t)size;
 				data->ptr[size] = '\0';
@@ -663,7 +678,8 @@ static int loose_read(tt_gitnat *g, const char *hex, char type[16], tt_buf *data
 			}
 		}
 	}
-	munmap(m, (size_t)st.st_size);
+	if (mapped)
+		munmap((void *)m, len);
 	return rc;
 }
 
