@@ -171,7 +171,8 @@ static int git_current_bookmark(tt_vcs *v, char **out, tt_error *err)
 	if (v->native) {
 		char *sym = NULL, hex[65];
 		*out = NULL;
-		if (tt_gitnat_head(v->native, &sym, hex) == 0 && (!sym || strncmp(sym, "refs/heads/", 11) == 0)) {
+		if (tt_gitnat_head(v->native, &sym, hex) == 0 &&
+		    (!sym || (strncmp(sym, "refs/heads/", 11) == 0 && tt_gitnat_short_is_plain(v->native, sym + 11)))) {
 			int rc = 0;
 			if (sym && strncmp(sym + 11, "tether/", 7) != 0 && !(*out = tt_strdup(sym + 11)))
 				rc = tt_error_oom(err);

@@ -566,6 +566,25 @@ fail:
 	return ASK;
 }
 
+bool tt_gitnat_short_is_plain(tt_gitnat *g, const char *branch)
+{
+	/* `--short` spells the branch "heads/<name>" when another rule would
+	 * read <name> first; any other ref of that name: git decides */
+	static const char *const other[][2] = { { "refs/", "" }, { "refs/tags/", "" },
+						{ "refs/remotes/", "" }, { "refs/remotes/", "/HEAD" } };
+	char hex[65];
+	if (present(g->git_dir, branch) || present(g->common_dir, branch))
+		return false;
+	for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+		char *full = tt_asprintf("%s%s%s", other[i][0], branch, other[i][1]);
+		int r = full ? tt_gitnat_ref(g, full, hex) : ASK;
+		free(full);
+		if (r != 0)
+			return false;
+	}
+	return true;
+}
+
 int tt_gitnat_checked_out(const char *dir, char **out)
 {
 	tt_gitnat *g = tt_gitnat_open(dir, NULL);
@@ -577,10 +596,10 @@ int tt_gitnat_checked_out(const char *dir, char **out)
 	if (tt_gitnat_head(g, &sym, hex) == 0) {
 		rc = 0;
 		if (sym) {
-			if (strncmp(sym, "refs/heads/", 11) == 0 && !(*out = tt_strdup(sym + 11)))
+			if (strncmp(sym, "refs/heads/", 11) != 0 || !tt_gitnat_short_is_plain(g, sym + 11))
+				rc = ASK;  /* --short of another namespace, or ambiguous: git's rules */
+			else if (!(*out = tt_strdup(sym + 11)))
 				rc = ASK;
-			else if (strncmp(sym, "refs/heads/", 11) != 0)
-				rc = ASK;  /* --short of another namespace: git's rules */
 		}
 	}
 	free(sym);

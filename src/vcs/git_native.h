@@ -68,6 +68,10 @@ int tt_gitnat_index_has(tt_gitnat *g, const char *const *paths, size_t n, bool *
  * found.  0 or ASK. */
 int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool *out);
 
+/* Whether `symbolic-ref --short` spells refs/heads/<branch> as <branch>:
+ * no other ref (nor a file in the git directory) by that name. */
+bool tt_gitnat_short_is_plain(tt_gitnat *g, const char *branch);
+
 /* The branch HEAD of the repository at dir names (short, "main"), NULL when
  * detached: what `git -C dir symbolic-ref --short -q HEAD` prints.  0 or ASK. */
 int tt_gitnat_checked_out(const char *dir, char **out);

@@ -1502,6 +1502,15 @@ TT_TEST(native_reads_match_git)
 	GIT(root, "pack-refs", "--all");
 	GIT(root, "update-index", "--index-version", "2");
 	same_answers(root, tmp, revs, n);
+	/* a tag named as the branch: git spells the branch heads/main */
+	GIT(root, "tag", "main", "main~1");
+	tt_vcs *nv = open_vcs(root, NULL);
+	CHECK(nv && nv->native);
+	char *cur = NULL;
+	CHECK_OK(nv->ops->current_bookmark(nv, &cur, &err));
+	CHECK_STR(cur, "heads/main");
+	free(cur);
+	tt_vcs_free(nv);
 	free(list);
 	free(root);
 	free(tmp);
