@@ -207,6 +207,83 @@ def cmds_status(ctx: dict, side: str):
     return [([ctx["sides"].exe(side), "status"], ctx["ds"])]
 
 
+# -- status-vs-git ------------------------------------------------------------ #
+def prep_status_mixed(n: int, commits: int):
+    """A dataset of n objects of mixed kinds (memory, file, git) with a
+    history of `commits` dataset commits, its snapshot cached."""
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        env["TETHER_MEMORY_STORE"] = str(tmp / "memory-store.json")
+        ds = new_git_repo(tmp / "ds", env)
+        ours = sides.ours
+        run([ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        stores = tmp / "stores"
+        for k in range(n):
+            kind = ("memory", "file", "git")[k % 3]
+            if kind == "memory":
+                run([ours, "add", f"o{k}", f"sys{k}", "--kind", "memory"], ds, env)
+                continue
+            path = stores / f"s{k}"
+            if kind == "file":
+                path.mkdir(parents=True)
+                for i in range(20):
+                    (path / f"f{i}.bin").write_bytes(bytes([i]) * (100 + i))
+            else:
+                new_git_repo(path, env)
+            run([ours, "add", f"o{k}", str(path), "--kind", kind], ds, env)
+            if k % 7 == 0:
+                run([ours, "commit", "-m", f"objects to o{k}"], ds, env)
+        run([ours, "commit", "-m", f"{n} objects"], ds, env)
+        have = int(git("rev-list", "--count", "HEAD", cwd=ds, env=env))
+        for i in range(max(0, commits - have)):
+            (ds / "NOTES").write_text(f"note {i}\n")
+            git("add", "NOTES", cwd=ds, env=env)
+            git("commit", "-q", "-m", f"note {i}", cwd=ds, env=env)
+        run([ours, "snapshot"], ds, env)
+        return {"ds": ds, "env": env, "sides": sides, "n": n}
+    return prepare
+
+
+def check_status_mixed(ctx: dict) -> str:
+    ds, env, sides = ctx["ds"], ctx["env"], ctx["sides"]
+    out = {}
+    for side in ("ours", "ref"):
+        p = run([sides.exe(side), "status", "--json"], ds, env, check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `status --json` exited {p.returncode}: {first_line(p.stderr)}")
+        out[side] = json.loads(p.stdout)
+    if out["ours"]["objects"] != out["ref"]["objects"] or len(out["ours"]["objects"]) != ctx["n"]:
+        raise Skip("status --json objects differ")
+    if out["ours"]["manifest_hash"] != out["ref"]["manifest_hash"]:
+        raise Skip("manifest_hash differs")
+    commits = git("rev-list", "--count", "HEAD", cwd=ds, env=env).strip()
+    kinds = sorted({o["kind"] for o in out["ours"]["objects"]})
+    return (f"same {ctx['n']} objects ({', '.join(kinds)}) and manifest_hash on both sides; "
+            f"{commits} dataset commits")
+
+
+def sum_status_git(ctx: dict, res: "Result") -> str:
+    """`git status` in the same dataset, timed the same way, and whether our
+    cached status starts any child process (strace)."""
+    reps = len(res.times["ours"])
+    t = timed(["git", "status"], ctx["ds"], ctx["env"], reps)
+    g = statistics.median(t)
+    res.extra.update(git_status_median_s=g, git_status_min_s=min(t),
+                     ours_over_git_status=res.med("ours") / g)
+    text = (f"`git status` in the same dataset: {g * 1e3:.1f} / {min(t) * 1e3:.1f} ms "
+            f"(median / min); ours is {res.med('ours') / g:.2f}× git status")
+    if shutil.which("strace"):
+        trace = ctx["ds"].parent / "trace"
+        run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
+             str(ctx["sides"].ours), "status"], ctx["ds"], ctx["env"])
+        execs = [ln for ln in trace.read_text().splitlines() if "execve(" in ln and "ENOENT" not in ln]
+        res.extra["ours_child_processes"] = len(execs) - 1
+        text += f"; child processes of our status: {len(execs) - 1} (strace -f -e trace=execve)"
+    return text
+
+
 # -- backends ----------------------------------------------------------------- #
 def prep_backends(tmp: Path, sides: Sides) -> dict:
     home = tmp / "home"
@@ -680,6 +757,40 @@ def stat_walk_floor(tree: Path) -> float | None:
     return best
 
 
+def build_walk_floor() -> Path:
+    """bench/walk_floor.c: the bare getdents64 + fstatat walk (no library)."""
+    src = ROOT / "bench" / "walk_floor.c"
+    out = CACHE / "walk_floor"
+    if out.exists() and out.stat().st_mtime > src.stat().st_mtime:
+        return out
+    CACHE.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(["cc", "-std=c11", "-O2", "-pthread", str(src), "-o", str(out)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Skip(f"cc bench/walk_floor.c failed: {first_line(p.stderr)}")
+    return out
+
+
+def bare_walk_floor(tree: Path) -> dict | None:
+    """The floor of a cached refresh, measured in this run: seconds of the
+    best of 3 bare walks of the same tree (bench/walk_floor.c), on one
+    thread and on every core; None when the helper cannot be built."""
+    try:
+        exe = build_walk_floor()
+    except Skip:
+        return None
+    got = {}
+    for threads in sorted({1, cpu_count()}):
+        p = subprocess.run([str(exe), str(tree), "3", str(threads)], capture_output=True, text=True)
+        if p.returncode != 0:
+            return None
+        n, secs = p.stdout.split()
+        got[threads] = (int(n), float(secs))
+    best = min(got.values(), key=lambda v: v[1])
+    return {"entries": best[0], "seconds": best[1],
+            "by_threads": {str(k): v[1] for k, v in got.items()}}
+
+
 def sum_refresh(ctx: dict, res: "Result") -> str:
     n = ctx["files"]
     per = {s: res.med(s) / n * 1e6 for s in ("ours", "ref")}
@@ -692,6 +803,14 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
         res.extra["find_stat_walk_us_per_file"] = floor / n * 1e6
         text += (f"; for scale, `find -printf` of the same stat fields (one thread, walk and "
                  f"stat only, best of 3) takes {floor / n * 1e6:.2f} µs/file")
+    bare = bare_walk_floor(ctx["tree"])
+    if bare is not None:
+        res.extra["bare_walk"] = bare
+        res.extra["ours_over_bare_walk"] = res.med("ours") / bare["seconds"]
+        text += (f"; the bare getdents64+fstatat walk of the same tree (bench/walk_floor.c, "
+                 f"best of 3, {', '.join(f'{k} thread(s) {v * 1e3:.0f} ms' for k, v in bare['by_threads'].items())}) "
+                 f"takes {bare['seconds'] * 1e3:.0f} ms, {bare['seconds'] / bare['entries'] * 1e6:.2f} µs/entry: "
+                 f"ours is {res.med('ours') / bare['seconds']:.2f}× the floor")
     if ctx["rss"]:
         for side in ("ours", "ref"):
             kib = peak_rss_kib([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"],
@@ -1181,6 +1300,12 @@ def benchmarks(quick: bool) -> list[Bench]:
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
               prep_status(n_status), check_status, cmds_status),
+        Bench("status-vs-git", f"status-vs-git-{n_status}x{commits}", reps(15),
+              f"cached `tether status` on {n_status} objects of mixed kinds (memory, file, git) "
+              f"with a {commits}-commit dataset history, against `git status` in the same "
+              "repository",
+              prep_status_mixed(n_status, commits), check_status_mixed, cmds_status,
+              summarize=sum_status_git),
         Bench("backends", "backends", reps(15), "`tether backends --json` (startup cost)",
               prep_backends, check_backends, cmds_backends),
         Bench("add", f"add-{n_add}", reps(5),

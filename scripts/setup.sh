@@ -18,6 +18,8 @@ APT_PACKAGES=(
   python3 python3-venv
   clang libclang-rt-14-dev
 )
+# the cached-status test proves with strace that no child process starts
+APT_PACKAGES+=(strace)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

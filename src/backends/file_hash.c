@@ -1068,53 +1068,78 @@ typedef struct resolve_part {
 	bool oom;
 } resolve_part;
 
+/* str(Path(root) / rel), as join_full builds it, into b (replaced). */
+static void full_into(tt_buf *b, const char *root, size_t rl, bool dot, bool slash, const char *rel)
+{
+	tt_buf_reset(b);
+	if (!dot)
+		tt_buf_put(b, root, rl);
+	if (slash)
+		tt_buf_putc(b, '/');
+	tt_buf_puts(b, rel);
+}
+
 static void resolve_one(size_t i, void *arg)
 {
 	resolve_part *p = &((resolve_part *)arg)[i];
-	/* str(Path(root) / rel), as join_full builds it, for every file. */
 	size_t rl = strlen(p->root), need = 0;
 	bool dot = strcmp(p->root, ".") == 0;
 	bool slash = !dot && (rl == 0 || p->root[rl - 1] != '/');
-	for (size_t j = 0; j < p->n; j++)
-		if (!p->v[j]->link)
-			need += (dot ? 0 : rl) + slash + strlen(p->v[j]->path) + 1;
-	if (need && tt_buf_grow(&p->fulls, need) != 0) {
+	/* The caller holds h->lock for all the slices: the table only is read.
+	 * Each lookup's slot is asked for a few entries ahead; the full paths
+	 * (the cache's keys) live in a ring of that many buffers, and only a
+	 * miss keeps its own. */
+	enum { AHEAD = 8, RING = AHEAD + 1 };
+	tt_buf ring[RING];
+	for (int k = 0; k < RING; k++)
+		tt_buf_init(&ring[k], 0);
+	for (size_t j = 0; j < p->n && j < AHEAD; j++)
+		if (!p->v[j]->link) {
+			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->path);
+			tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
+		}
+	for (size_t j = 0; j < p->n; j++) {
+		wentry *e = p->v[j];
+		size_t a = j + AHEAD;
+		if (a < p->n && !p->v[a]->link) {
+			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->path);
+			tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
+		}
+		if (e->link)
+			continue;
+		tt_buf *key = &ring[j % RING];
+		if (key->failed) {
+			p->oom = true;
+			break;
+		}
+		if (cache_lookup_locked(p->h, key->ptr, &e->key, e->token)) {
+			p->hits++;
+			continue;
+		}
+		p->misses[p->nmiss].path = (const char *)e;  /* the entry, until its path is kept */
+		p->misses[p->nmiss].key = e->key;
+		p->misses[p->nmiss].hex = e->token;
+		p->nmiss++;
+		need += key->len + 1;
+	}
+	for (int k = 0; k < RING; k++)
+		tt_buf_release(&ring[k]);
+	if (p->oom || !p->nmiss)
+		return;
+	/* The misses' full paths, in one block that does not move. */
+	if (tt_buf_grow(&p->fulls, need) != 0) {
 		p->oom = true;
 		return;
 	}
-	/* The buffer has its room: pointers into it stay put. */
-	for (size_t j = 0; j < p->n; j++) {
-		wentry *e = p->v[j];
-		if (e->link)
-			continue;
+	for (size_t m = 0; m < p->nmiss; m++) {
+		wentry *e = (wentry *)p->misses[m].path;
 		e->full = p->fulls.ptr + p->fulls.len;
 		if (!dot)
 			tt_buf_put(&p->fulls, p->root, rl);
 		if (slash)
 			tt_buf_putc(&p->fulls, '/');
 		tt_buf_put(&p->fulls, e->path, strlen(e->path) + 1);
-	}
-	/* The caller holds h->lock for all the slices: the table only is read.
-	 * Each lookup's slot is asked for a few entries ahead. */
-	enum { AHEAD = 8 };
-	for (size_t j = 0; j < p->n && j < AHEAD; j++)
-		if (!p->v[j]->link)
-			tt_hcache_prefetch(p->h->entries, p->v[j]->full, strlen(p->v[j]->full));
-	for (size_t j = 0; j < p->n; j++) {
-		wentry *e = p->v[j];
-		if (j + AHEAD < p->n && !p->v[j + AHEAD]->link)
-			tt_hcache_prefetch(p->h->entries, p->v[j + AHEAD]->full,
-					   strlen(p->v[j + AHEAD]->full));
-		if (e->link)
-			continue;
-		if (cache_lookup_locked(p->h, e->full, &e->key, e->token)) {
-			p->hits++;
-			continue;
-		}
-		p->misses[p->nmiss].path = e->full;
-		p->misses[p->nmiss].key = e->key;
-		p->misses[p->nmiss].hex = e->token;
-		p->nmiss++;
+		p->misses[m].path = e->full;
 	}
 }
 
@@ -1144,7 +1169,8 @@ static unsigned walkers_for(tt_fhash *h)
 	return n > 16 ? 16 : n;
 }
 
-/* Every walker's entries in one array, their names in one buffer. */
+/* Every walker's names in one buffer (the entries stay in the walkers'
+ * arrays, their offsets moved onto it); all->n counts them. */
 static int merge_walks(walk *ws, unsigned nw, walk *all)
 {
 	size_t n = 0, bytes = 0;
@@ -1152,19 +1178,16 @@ static int merge_walks(walk *ws, unsigned nw, walk *all)
 		n += ws[i].n;
 		bytes += ws[i].names.len;
 	}
-	if (n && !(all->items = tt_reallocarray(NULL, n, sizeof *all->items)))
-		return TT_ENOMEM;
-	all->alloc = n;
 	if (tt_buf_grow(&all->names, bytes) != 0)
 		return TT_ENOMEM;
 	for (unsigned i = 0; i < nw; i++) {
 		size_t base = all->names.len;
 		tt_buf_put(&all->names, ws[i].names.ptr, ws[i].names.len);
-		for (size_t j = 0; j < ws[i].n; j++) {
-			all->items[all->n] = ws[i].items[j];
-			all->items[all->n++].off += base;
-		}
+		tt_buf_release(&ws[i].names);
+		for (size_t j = 0; j < ws[i].n; j++)
+			ws[i].items[j].off += base;
 	}
+	all->n = n;
 	return all->names.failed;
 }
 
@@ -1229,14 +1252,15 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 
 	/* The names buffer has stopped moving: point into it, check, sort. */
-	for (size_t i = 0; i < w.n; i++)
-		w.items[i].path = w.names.ptr + w.items[i].off; /* UTF-8: walk_dir checked */
 	if (w.n && !(order = tt_reallocarray(NULL, w.n, sizeof *order))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	for (size_t i = 0; i < w.n; i++)
-		order[i] = &w.items[i];
+	for (unsigned i = 0, k = 0; i < nw; i++)
+		for (size_t j = 0; j < ws[i].n; j++) {
+			ws[i].items[j].path = w.names.ptr + ws[i].items[j].off; /* UTF-8: walk_dir checked */
+			order[k++] = &ws[i].items[j];
+		}
 	if (w.n > 1 && (rc = sort_entries(&order, w.n, nw, err)) != 0)
 		goto done;
 

@@ -18,6 +18,7 @@
  * winner whatever process they come from.
  */
 #include "backends/gitobj.h"
+#include "vcs/git_native.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -562,6 +563,9 @@ static int branch_sha(tt_backend *b, const char *repo, const char *branch, char 
 /* The checked-out branch, NULL when HEAD is detached. */
 static int checked_out(tt_backend *b, const char *repo, char **out, tt_error *err)
 {
+	/* HEAD read without git when the repository allows (vcs/git_native.h) */
+	if (tt_gitnat_checked_out(repo, out) == 0)
+		return 0;
 	const char *const args[] = { "symbolic-ref", "--short", "-q", "HEAD", NULL };
 	int status, rc = git_try(b, repo, args, out, &status, NULL, err);
 	if (rc == 0 && !**out) {

@@ -1,8 +1,10 @@
 /* vcs/git.c - the git adapter (see vcs.h). */
 #include "vcs/vcs.h"
 #include "vcs/git_lifecycle.h"
+#include "vcs/git_native.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +74,39 @@ done:
 	return rc;
 }
 
+static int run_input(const char *exe, const char *dir, const char *const *args, const void *input,
+		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err);
+static int check_version(const char *exe, tt_error *err);
+
+/* The executables whose version was checked (the read paths run no git,
+ * so the check waits for the first git this process starts). */
+static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *version_checked[8];
+
+int tt_git_version_once(const char *exe, tt_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&version_lock);
+	size_t i = 0;
+	while (i < 8 && version_checked[i] && strcmp(version_checked[i], exe) != 0)
+		i++;
+	if (i == 8 || !version_checked[i]) {
+		rc = check_version(exe, err);
+		if (rc == 0 && i < 8)
+			version_checked[i] = tt_strdup(exe);
+	}
+	pthread_mutex_unlock(&version_lock);
+	return rc;
+}
+
 int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
+		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
+{
+	int rc = tt_git_version_once(exe, err);
+	return rc < 0 ? rc : run_input(exe, dir, args, input, len, out, allow_fail, status, err);
+}
+
+static int run_input(const char *exe, const char *dir, const char *const *args, const void *input,
 		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
 {
 	size_t nargs = 0;
@@ -134,6 +168,19 @@ static void chomp(tt_buf *b)
 
 static int git_current_bookmark(tt_vcs *v, char **out, tt_error *err)
 {
+	if (v->native) {
+		char *sym = NULL, hex[65];
+		*out = NULL;
+		if (tt_gitnat_head(v->native, &sym, hex) == 0 &&
+		    (!sym || (strncmp(sym, "refs/heads/", 11) == 0 && tt_gitnat_short_is_plain(v->native, sym + 11)))) {
+			int rc = 0;
+			if (sym && strncmp(sym + 11, "tether/", 7) != 0 && !(*out = tt_strdup(sym + 11)))
+				rc = tt_error_oom(err);
+			free(sym);
+			return rc;
+		}
+		free(sym);
+	}
 	tt_buf b = TT_BUF_INIT;
 	int status = 0;
 	int rc = tt_git_run(v->exe, v->root, (const char *const[]){ "symbolic-ref", "--short", "-q", "HEAD", NULL },
@@ -242,6 +289,14 @@ static int git_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
 		return refuse_rev(rev, err);
 	if (!(spec = tt_asprintf("%s^{commit}", rev)))
 		return tt_error_oom(err);
+	if (v->native) {
+		char type[16], oid[65];
+		if (tt_gitnat_lookup(v->native, spec, type, oid, &b) == 1) {
+			free(spec);
+			tt_buf_release(&b);
+			return (*out = tt_strdup(oid)) ? 0 : tt_error_oom(err);
+		}
+	}
 	if ((rc = rev_of(v, spec, &b, &status, err)) < 0)
 		goto done;
 	if (status != 0 || !b.len) {
@@ -305,6 +360,8 @@ done:
 
 static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
 {
+	if (v->native && tt_gitnat_index_has(v->native, relpaths, n, out) == 0)
+		return 0;
 	const char **args = tt_calloc(n + 5, sizeof *args);
 	tt_buf b = TT_BUF_INIT;
 	int rc;
@@ -336,7 +393,10 @@ static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *o
 
 static int open_reader(tt_vcs *v, tt_git_reader **r, tt_error *err)
 {
-	return tt_git_reader_open(r, v->exe, v->root, NULL, err);
+	int rc = tt_git_reader_open(r, v->exe, v->root, NULL, err);
+	if (rc == 0)
+		tt_git_reader_use(*r, v->native);
+	return rc;
 }
 
 static int git_read_file_at(tt_vcs *v, const char *rev, const char *relpath, char **out,
@@ -757,6 +817,9 @@ static int git_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bo
 	for (size_t i = 0; i < n; i++)
 		out[i] = false;
 	if (!n)
+		return 0;
+	/* walked from the refs, stopping once every one is met */
+	if (v->native && tt_gitnat_reachable(v->native, commits, n, out) == 0)
 		return 0;
 	rc = git_try(v, (const char *const[]){ "rev-list", "--all", NULL }, &b, &status, err);
 	if (rc < 0 || status != 0)
@@ -1232,6 +1295,28 @@ static int git_bookmarks(tt_vcs *v, json_t **out, tt_error *err)
 	int rc;
 
 	*out = NULL;
+	if (v->native) {
+		tt_gitnat_refent *heads = NULL;
+		size_t nheads = 0;
+		if (tt_gitnat_refs(v->native, "refs/heads/", &heads, &nheads) == 0) {
+			rc = 0;
+			if (!(result = json_object()))
+				rc = tt_error_oom(err);
+			for (size_t k = 0; result && k < nheads; k++) {
+				const char *name = heads[k].name + 11;
+				if (strncmp(name, "tether/", 7) == 0)
+					continue;
+				if (json_object_set_new(result, name, json_string(heads[k].hex)) != 0) {
+					rc = tt_error_oom(err);
+					json_decref(result);
+					result = NULL;
+				}
+			}
+			tt_gitnat_refs_free(heads, nheads);
+			*out = result;
+			return rc;
+		}
+	}
 	if ((rc = tt_git_refs(v->exe, v->root, NULL, &refs, err)) < 0)
 		return rc;
 	if (!(result = json_object())) {
@@ -1294,6 +1379,7 @@ static int git_bookmark_delete(tt_vcs *v, const char *name, tt_error *err)
 
 static void git_free(tt_vcs *v)
 {
+	tt_gitnat_close(v->native);
 	free(v->root);
 	free(v->shared_dir);
 	free(v->exe);
@@ -1352,7 +1438,7 @@ void tt_vcs_free(tt_vcs *v)
 static int check_version(const char *exe, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
-	int rc = tt_git_run(exe, NULL, (const char *const[]){ "--version", NULL }, &b, false, NULL, err);
+	int rc = run_input(exe, NULL, (const char *const[]){ "--version", NULL }, NULL, 0, &b, false, NULL, err);
 	if (rc == 0) {
 		const char *p = b.ptr;
 		while (*p && (*p < '0' || *p > '9'))
@@ -1414,8 +1500,15 @@ int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *
 				   ".tether/secrets.toml [vcs] git_path");
 		goto done;
 	}
-	if ((rc = check_version(v->exe, err)) < 0)
+	/* Read natively when the repository allows; the version is checked
+	 * before the first git this process runs. */
+	if ((v->native = tt_gitnat_open(v->root, NULL)) != NULL) {
+		if (!(v->shared_dir = tt_strdup(tt_gitnat_common_dir(v->native))))
+			rc = tt_error_oom(err);
+		else
+			*out = v, v = NULL;
 		goto done;
+	}
 	if ((rc = tt_git_run(v->exe, v->root, (const char *const[]){ "rev-parse", "--git-common-dir", NULL },
 			     &b, false, NULL, err)) < 0)
 		goto done;

@@ -3,6 +3,7 @@
  * (see vcs.h): the reader, tree parsing, text decoding, the revs digest.
  */
 #include "vcs/vcs.h"
+#include "vcs/git_native.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +23,9 @@ static const char *const reader_isolation[] = {
 #define NREADER_ISO (sizeof reader_isolation / sizeof reader_isolation[0])
 
 struct tt_git_reader {
-	tt_proc *proc;
+	tt_proc *proc;      /* started at the first object read natively cannot answer */
+	char *exe, *cwd, *git_dir;
+	tt_gitnat *native;  /* borrowed; NULL: every object through git */
 	json_t *trees;  /* tree oid -> {path under the tree: text} */
 	json_t *blobs;  /* blob oid -> text */
 	tt_buf line;
@@ -115,12 +118,39 @@ done:
 int tt_git_reader_open(tt_git_reader **out, const char *exe, const char *cwd, const char *git_dir,
 		       tt_error *err)
 {
-	const char *argv[NREADER_ISO + 6];
-	size_t a = 0;
 	tt_git_reader *r = NULL;
+	*out = NULL;
+	if (!(r = tt_calloc(1, sizeof *r)))
+		return tt_error_oom(err);
+	tt_buf_init(&r->line, (size_t)1 << 20);
+	r->trees = json_object();
+	r->blobs = json_object();
+	r->exe = tt_strdup(exe);
+	r->cwd = cwd ? tt_strdup(cwd) : NULL;
+	r->git_dir = git_dir ? tt_strdup(git_dir) : NULL;
+	if (!r->trees || !r->blobs || !r->exe || (cwd && !r->cwd) || (git_dir && !r->git_dir)) {
+		tt_git_reader_close(r);
+		return tt_error_oom(err);
+	}
+	*out = r;
+	return 0;
+}
+
+void tt_git_reader_use(tt_git_reader *r, tt_gitnat *native)
+{
+	r->native = native;
+}
+
+/* Start `git cat-file --batch`. */
+static int reader_spawn(tt_git_reader *r, tt_error *err)
+{
+	const char *argv[NREADER_ISO + 6];
+	const char *exe = r->exe, *cwd = r->cwd, *git_dir = r->git_dir;
+	size_t a = 0;
 	int rc;
 
-	*out = NULL;
+	if ((rc = tt_git_version_once(exe, err)) < 0)
+		return rc;
 	argv[a++] = exe;
 	for (size_t i = 0; i < NREADER_ISO; i++)
 		argv[a++] = reader_isolation[i];
@@ -131,15 +161,6 @@ int tt_git_reader_open(tt_git_reader **out, const char *exe, const char *cwd, co
 	argv[a++] = "cat-file";
 	argv[a++] = "--batch";
 	argv[a] = NULL;
-	if (!(r = tt_calloc(1, sizeof *r)))
-		return tt_error_oom(err);
-	tt_buf_init(&r->line, (size_t)1 << 20);
-	r->trees = json_object();
-	r->blobs = json_object();
-	if (!r->trees || !r->blobs) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
 	tt_proc_opts opts = { .argv = argv, .cwd = cwd, .env_unset = tt_git_env_unset,
 			      .max_out = READER_OBJECT_CAP + 4096, .max_err = 64 << 10 };
 	rc = tt_proc_spawn(&r->proc, &opts, err);
@@ -148,11 +169,7 @@ int tt_git_reader_open(tt_git_reader **out, const char *exe, const char *cwd, co
 		rc = TT_EVCS;
 	}
 	if (rc < 0)
-		goto done;
-	*out = r;
-	r = NULL;
-done:
-	tt_git_reader_close(r);
+		r->failed = rc;
 	return rc;
 }
 
@@ -160,7 +177,11 @@ void tt_git_reader_close(tt_git_reader *r)
 {
 	if (!r)
 		return;
-	tt_proc_finish(r->proc, NULL, NULL, NULL);
+	if (r->proc)
+		tt_proc_finish(r->proc, NULL, NULL, NULL);
+	free(r->exe);
+	free(r->cwd);
+	free(r->git_dir);
 	json_decref(r->trees);
 	json_decref(r->blobs);
 	tt_buf_release(&r->line);
@@ -200,6 +221,17 @@ int tt_git_reader_fetch(tt_git_reader *r, const char *spec, bool *found, char ty
 		return tt_error_set(err, TT_EVCS, "git cat-file --batch failed earlier");
 	if (strchr(spec, '\n') || strchr(spec, '\r'))
 		return tt_error_set(err, TT_EVCS, "cannot read an object named with a line break: %s", spec);
+	if (r->native) {
+		tt_buf scratch = TT_BUF_INIT;
+		int got = tt_gitnat_lookup(r->native, spec, type, oid, data ? data : &scratch);
+		tt_buf_release(&scratch);
+		if (got >= 0) {
+			*found = got == 1;
+			return 0;
+		}
+	}
+	if (!r->proc && (rc = reader_spawn(r, err)) < 0)
+		return rc;
 	tt_buf_puts(&req, spec);
 	tt_buf_putc(&req, '\n');
 	if ((rc = tt_buf_check(&req, err, "a cat-file request")) < 0)

@@ -199,6 +199,7 @@ struct tt_vcs {
 	char *root;        /* the working tree's top level (resolved) */
 	char *shared_dir;  /* git common dir / .jj/repo: one per clone */
 	char *exe;         /* the executable used */
+	struct tt_gitnat *native;  /* git read without running it (vcs/git_native.h); NULL: ask git */
 };
 
 /*
@@ -209,6 +210,10 @@ struct tt_vcs {
 int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
 		  tt_error *err);
 void tt_vcs_free(tt_vcs *v);
+
+/* Check once per process per executable that exe is git 2.38 or newer
+ * (every tt_git_run does; a reader does before it starts git). */
+int tt_git_version_once(const char *exe, tt_error *err);
 
 /* The environment entries every VCS call clears (NULL-terminated; "X*" = prefix). */
 extern const char *const tt_git_env_unset[];
@@ -251,6 +256,9 @@ int tt_vcs_digest_revs(char out[17], const char *const *ids, size_t n, tt_error 
 typedef struct tt_git_reader tt_git_reader;
 int tt_git_reader_open(tt_git_reader **out, const char *exe, const char *cwd, const char *git_dir,
 		       tt_error *err);
+/* Answer from native (borrowed, outliving r; vcs/git_native.h) what it
+ * can, starting git only for the rest. */
+void tt_git_reader_use(tt_git_reader *r, struct tt_gitnat *native);
 /* Stop the process and free r (NULL-safe). */
 void tt_git_reader_close(tt_git_reader *r);
 /* One object by name (spec: anything cat-file takes, no line break).

@@ -560,6 +560,8 @@ TT_TEST(history_walk_uses_one_cat_file_process)
 	char *log = tt_path_join(tmp, "git.log");
 	char *wrapper = logging_git(tmp, log);
 	CHECK(log && wrapper);
+	/* the walk through git, as when the repository cannot be read natively */
+	setenv("TETHER_GIT_NATIVE", "0", 1);
 	tt_vcs *v = open_vcs(root, wrapper);
 	CHECK(v);
 	CHECK(unlink(log) == 0);  /* forget detection's calls */
@@ -609,6 +611,7 @@ TT_TEST(history_walk_uses_one_cat_file_process)
 	json_decref(many);
 	json_decref(revs);
 
+	unsetenv("TETHER_GIT_NATIVE");
 	tt_vcs_free(v);
 	free(wrapper);
 	free(log);
@@ -799,13 +802,25 @@ TT_TEST(alive_commits_are_reachable_from_refs)
 	GIT(root, "branch", "-D", "gone", "doomed");
 	char *log = tt_path_join(tmp, "git.log");
 	char *wrapper = logging_git(tmp, log);
-	tt_vcs *v = open_vcs(root, wrapper);
-	CHECK(v && first && doomed && gone && wrapper);
-	CHECK(unlink(log) == 0);
-
 	const char *ids[] = { first, doomed, gone, "0123456789012345678901234567890123456789",
 			      "HEAD" };
 	bool alive[5];
+
+	/* read natively: the same answers, and no git at all */
+	tt_vcs *nv = open_vcs(root, wrapper);
+	CHECK(nv && nv->native);
+	unlink(log);
+	GIT(root, "pack-refs", "--all");  /* packed refs and loose ones alike */
+	CHECK_OK(nv->ops->alive_commits(nv, ids, 5, alive, &err));
+	CHECK(alive[0] && alive[1] && !alive[2] && !alive[3] && !alive[4]);
+	CHECK(!tt_exists(log));
+	tt_vcs_free(nv);
+
+	setenv("TETHER_GIT_NATIVE", "0", 1);
+	tt_vcs *v = open_vcs(root, wrapper);
+	unsetenv("TETHER_GIT_NATIVE");
+	CHECK(v && first && doomed && gone && wrapper);
+	CHECK(unlink(log) == 0);
 	CHECK_OK(v->ops->alive_commits(v, ids, 5, alive, &err));
 	CHECK(alive[0]);
 	CHECK(alive[1]);  /* a tag keeps it */
@@ -1392,6 +1407,111 @@ TT_TEST(bookmark_set_and_delete)
 	tt_vcs_free(v);
 	free(first);
 	free(second);
+	free(root);
+	free(tmp);
+}
+
+/* Everything the read paths ask, answered natively and through git, on
+ * loose objects and then on an aggressively delta-packed repository. */
+static void same_answers(const char *root, const char *tmp, const char *const *revs, size_t n)
+{
+	tt_error err = TT_ERROR_INIT;
+	char *log = tt_path_join(tmp, "native.log");
+	char *wrapper = logging_git(tmp, log);
+	tt_vcs *nv = open_vcs(root, wrapper);
+	setenv("TETHER_GIT_NATIVE", "0", 1);
+	tt_vcs *gv = open_vcs(root, NULL);
+	unsetenv("TETHER_GIT_NATIVE");
+	CHECK(nv && gv && nv->native && !gv->native && log && wrapper);
+	unlink(log);
+	CHECK_STR(nv->shared_dir, gv->shared_dir);
+	json_t *a = NULL, *b = NULL;
+	CHECK_OK(nv->ops->files_at_many(nv, revs, n, "", &a, &err));
+	CHECK_OK(gv->ops->files_at_many(gv, revs, n, "", &b, &err));
+	CHECK(a && b && json_object_size(a) == n && json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	CHECK_OK(nv->ops->files_at(nv, revs[0], "data", &a, &err));
+	CHECK_OK(gv->ops->files_at(gv, revs[0], "data", &b, &err));
+	CHECK(json_equal(a, b) && json_object_size(a) == 1);
+	json_decref(a);
+	json_decref(b);
+	CHECK_OK(nv->ops->bookmarks(nv, &a, &err));
+	CHECK_OK(gv->ops->bookmarks(gv, &b, &err));
+	CHECK(json_equal(a, b) && json_object_size(a) == 2);
+	json_decref(a);
+	json_decref(b);
+	const char *names[] = { "HEAD", "main", "side", "v1", "refs/heads/side", revs[n - 1] };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		char *x = NULL, *y = NULL;
+		CHECK_OK(nv->ops->resolve(nv, names[i], &x, &err));
+		CHECK_OK(gv->ops->resolve(gv, names[i], &y, &err));
+		CHECK_STR(x, y);
+		free(x);
+		free(y);
+	}
+	char *x = NULL, *y = NULL;
+	CHECK_OK(nv->ops->current_bookmark(nv, &x, &err));
+	CHECK_OK(gv->ops->current_bookmark(gv, &y, &err));
+	CHECK_STR(x, "main");
+	CHECK_STR(y, "main");
+	free(x);
+	free(y);
+	size_t len = 0;
+	CHECK_OK(nv->ops->read_file_at(nv, "v1", "data/m.toml", &x, &len, &err));
+	CHECK_OK(gv->ops->read_file_at(gv, "v1", "data/m.toml", &y, NULL, &err));
+	CHECK_STR(x, y);
+	free(x);
+	free(y);
+	CHECK_OK(nv->ops->read_file_at(nv, "HEAD", "data/none", &x, NULL, &err));
+	CHECK(x == NULL);
+	const char *paths[] = { "data/m.toml", "other.txt", "data", "nope" };
+	bool ta[4], tb[4];
+	CHECK_OK(nv->ops->tracked(nv, paths, 4, ta, &err));
+	CHECK_OK(gv->ops->tracked(gv, paths, 4, tb, &err));
+	for (int i = 0; i < 4; i++)
+		CHECK(ta[i] == tb[i]);
+	CHECK(ta[0] && ta[1] && !ta[2] && !ta[3]);
+	CHECK(!tt_exists(log));  /* not one git process for any of it */
+	tt_vcs_free(nv);
+	tt_vcs_free(gv);
+	free(log);
+	free(wrapper);
+}
+
+TT_TEST(native_reads_match_git)
+{
+	tt_error err = TT_ERROR_INIT;
+	char *tmp = setup(), *root = tt_path_join(tmp, "repo");
+	CHECK(root && tt_mkdirs(root, 0755, &err) == 0);
+	GIT(root, "init", "-q", "-b", "main");
+	CHECK_OK(import_history(root, 200, &err));
+	GIT(root, "checkout", "-q", "main");
+	GIT(root, "branch", "side", "main~5");
+	GIT(root, "tag", "-a", "-m", "one", "v1", "main~7");
+	char *list = OUT(root, "rev-list", "--all");
+	CHECK(list);
+	const char *revs[256];
+	size_t n = 0;
+	for (char *p = strtok(list, "\n"); p && n < 256; p = strtok(NULL, "\n"))
+		revs[n++] = p;
+	CHECK_INT((int)n, 200);
+	GIT(root, "repack", "-a", "-d", "-f", "--depth=50", "--window=50", "-q");
+	GIT(root, "update-index", "--index-version", "4");
+	same_answers(root, tmp, revs, n);
+	GIT(root, "pack-refs", "--all");
+	GIT(root, "update-index", "--index-version", "2");
+	same_answers(root, tmp, revs, n);
+	/* a tag named as the branch: git spells the branch heads/main */
+	GIT(root, "tag", "main", "main~1");
+	tt_vcs *nv = open_vcs(root, NULL);
+	CHECK(nv && nv->native);
+	char *cur = NULL;
+	CHECK_OK(nv->ops->current_bookmark(nv, &cur, &err));
+	CHECK_STR(cur, "heads/main");
+	free(cur);
+	tt_vcs_free(nv);
+	free(list);
 	free(root);
 	free(tmp);
 }

@@ -1,0 +1,101 @@
+"""Cached `tether status` reads the dataset repository natively: no child
+process at all (strace shows only tether), and the same answers as when
+every read goes through git (TETHER_GIT_NATIVE=0), on loose and on packed
+repositories, with journal commits alive and rewritten away."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+
+def _strace() -> str:
+    exe = shutil.which("strace")
+    if not exe:
+        msg = "strace not installed (scripts/setup.sh installs it)"
+        if os.environ.get("TETHER_REQUIRE_TOOLS") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+def _mixed_dataset(tmp_path: Path, git_repo: Path, tether, env) -> Path:
+    """A dataset with a file, a git and a memory object, committed twice
+    (so the journal names dataset commits), and its snapshot cached."""
+    files = tmp_path / "stores" / "images"
+    files.mkdir(parents=True)
+    (files / "a.bin").write_bytes(b"a" * 100)
+    code = tmp_path / "stores" / "code"
+    code.mkdir()
+    git("init", "-q", "-b", "main", cwd=code, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "x", cwd=code, env=env)
+    tether("init", cwd=git_repo)
+    tether("add", "images", str(files), "--kind", "file", cwd=git_repo)
+    tether("add", str(code), "--kind", "git", cwd=git_repo)
+    tether("add", "m", "sys1", "--kind", "memory", cwd=git_repo)
+    tether("commit", "-m", "first", cwd=git_repo)
+    more = tmp_path / "stores" / "more"
+    more.mkdir()
+    (more / "b.bin").write_bytes(b"b" * 10)
+    tether("add", "more", str(more), "--kind", "file", cwd=git_repo)
+    tether("commit", "-m", "second", cwd=git_repo)
+    tether("snapshot", cwd=git_repo)
+    return git_repo
+
+
+@pytest.fixture
+def mixed(tmp_path, git_repo, tether, env):
+    env["TETHER_MEMORY_STORE"] = str(tmp_path / "memory.json")
+    return _mixed_dataset(tmp_path, git_repo, tether, env)
+
+
+def test_cached_status_starts_no_child_process(mixed, tether, env, tmp_path):
+    strace = _strace()
+    trace = tmp_path / "trace"
+    argv = [strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace), str(tether.exe), "status"]
+    for args in ([], ["--json"]):
+        p = subprocess.run(argv + args, cwd=mixed, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        execs = [ln for ln in trace.read_text().splitlines() if "execve(" in ln and "ENOENT" not in ln]
+        assert len(execs) == 1 and str(tether.exe) in execs[0], execs
+    # packed refs and objects too
+    git("gc", "-q", "--aggressive", cwd=mixed, env=env)
+    p = subprocess.run(argv, cwd=mixed, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    execs = [ln for ln in trace.read_text().splitlines() if "execve(" in ln and "ENOENT" not in ln]
+    assert len(execs) == 1, execs
+
+
+def _both(tether, cwd: Path) -> tuple[object, object]:
+    native = tether("status", "--json", cwd=cwd)
+    through_git = tether("status", "--json", cwd=cwd, env={"TETHER_GIT_NATIVE": "0"})
+    text_n = tether("status", cwd=cwd)
+    text_g = tether("status", cwd=cwd, env={"TETHER_GIT_NATIVE": "0"})
+    age = re.compile(r"fingerprinted \S+ ago")
+    assert age.sub("", text_n.stdout) == age.sub("", text_g.stdout)
+    assert text_n.stderr == text_g.stderr
+    return json.loads(native.stdout), json.loads(through_git.stdout)
+
+
+def test_cached_status_same_natively_and_through_git(mixed, tether, env):
+    a, b = _both(tether, mixed)
+    assert a == b and a["vcs_drift"] == [] and a["bookmark"] == "main"
+    git("gc", "-q", "--aggressive", cwd=mixed, env=env)
+    a, b = _both(tether, mixed)
+    assert a == b
+    # a journal commit rewritten away: the drift warning, found by the walk
+    git("reset", "-q", "--hard", "HEAD~1", cwd=mixed, env=env)
+    git("reflog", "expire", "--expire=now", "--all", cwd=mixed, env=env)
+    a, b = _both(tether, mixed)
+    assert a == b and a["vcs_drift"], a
+    # a bookmark moved by hand and the working copy on another branch
+    git("switch", "-q", "-c", "elsewhere", cwd=mixed, env=env)
+    a, b = _both(tether, mixed)
+    assert a == b and a["bookmark_drift"], a
