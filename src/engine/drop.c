@@ -203,12 +203,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 	if (repo->vcs->ops->remote_counterparts &&
 	    (rc = repo->vcs->ops->remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
 		goto done;
-	{
-		tt_error none = TT_ERROR_INIT;
-		if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
-			head = NULL;
-		tt_error_clear(&none);
-	}
+	head = tt_engine_vcs_head(repo);
 	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (!(plan = tt_plan_new("drop"))) {

@@ -304,7 +304,7 @@ static int already_uncommitted(tt_repo *repo, const char *commit, bool *out, tt_
 		goto done;
 	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
 	const char *parent = json_string_value(json_array_get(parents, 0));
-	const char *here = json_string_value(json_object_get(pos, "commit"));
+	const char *here = json_string_value(json_object_get(pos, tt_engine_vcs_is_jj(repo) ? "parent" : "commit"));
 	bool on_parent = parent ? here && strcmp(here, parent) == 0 : !here && json_array_size(info) == 1;
 	if (on_parent && (rc = tt_engine_objects_dirty(repo, &dirty, err)) < 0)
 		goto done;
@@ -427,8 +427,12 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 				json_array_append_new(r.restored, json_string(m ? m : ""));
 				free(m);
 			} else {
-				char *m = tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit it "
-						      "with git first", commit);
+				char *m = tt_engine_vcs_is_jj(repo)
+						  ? tt_asprintf("commit %.12s is no longer the working copy's parent; take it "
+								"back in jj first (`jj undo` reverts jj's last operation)",
+								commit)
+						  : tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit "
+								"it with git first", commit);
 				json_array_append_new(r.irreversible, json_string(m ? m : ""));
 				free(m);
 			}
