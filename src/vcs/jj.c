@@ -1911,7 +1911,24 @@ int tt_jj_open(tt_vcs **out, const char *jj_root, const char *jj_exe, const char
 		goto done;
 	}
 	if (!tt_exists(dotgit)) {
-		if (tt_is_dir(store)) {
+		/* store/git_target names the git repository (relative to the
+		 * store directory): a colocated one's .git, seen from a
+		 * secondary workspace. */
+		char *target_file = tt_path_join(j->base.shared_dir, "store/git_target");
+		if (target_file && tt_is_file(target_file) && tt_read_file(target_file, &link, 1 << 16, err) == 0) {
+			chomp(&link);
+			char *sdir = tt_path_join(j->base.shared_dir, "store");
+			char *t = sdir && link.len ? (link.ptr[0] == '/' ? tt_strdup(link.ptr) : tt_path_join(sdir, link.ptr))
+						   : NULL;
+			j->git_dir = t ? tt_realpath(t) : NULL;
+			free(t);
+			free(sdir);
+		}
+		free(target_file);
+		tt_buf_reset(&link);
+		if (j->git_dir) {
+			/* found through git_target */
+		} else if (tt_is_dir(store)) {
 			j->git_dir = store;
 			store = NULL;
 		} else {
