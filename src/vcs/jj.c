@@ -237,6 +237,23 @@ static char *alias_base(const char *name)
 	return tt_strndup(p, n);
 }
 
+/* The text of a one-line TOML string value (jj prints values as TOML):
+ * a basic string decoded as the JSON string it also is, a literal one
+ * unquoted; NULL for anything else. */
+static char *toml_string_text(const char *value)
+{
+	size_t n = strlen(value);
+	if (n >= 2 && value[0] == '\'' && value[n - 1] == '\'')
+		return tt_strndup(value + 1, n - 2);
+	if (n >= 2 && value[0] == '"' && value[n - 1] == '"') {
+		json_t *j = json_loads(value, JSON_DECODE_ANY, NULL);
+		char *out = json_is_string(j) ? tt_strdup(json_string_value(j)) : NULL;
+		json_decref(j);
+		return out;
+	}
+	return NULL;
+}
+
 /* Whether code (an alias definition) names word outside string literals. */
 static bool names_word(const char *code, const char *word)
 {
@@ -306,9 +323,10 @@ static int ensure_layer(jj_vcs *j, tt_error *err)
 				json_t *defs = base ? json_object_get(aliases, base) : NULL;
 				if (base && !defs)
 					json_object_set_new(aliases, base, defs = json_array());
-				/* the definition: the TOML string's content, near enough */
-				if (defs)
-					json_array_append_new(defs, json_pack("[s,s]", name, value));
+				char *def = toml_string_text(value);
+				if (defs && def)
+					json_array_append_new(defs, json_pack("[s,s,s]", name, value, def));
+				free(def);
 				free(base);
 			}
 		}
@@ -329,10 +347,11 @@ static int ensure_layer(jj_vcs *j, tt_error *err)
 			json_t *d;
 			json_object_set_new(reached, base, json_true());
 			json_array_foreach(defs, i, d) {
-				const char *def = json_string_value(json_array_get(d, 1));
+				const char *def = json_string_value(json_array_get(d, 2));
 				const char *k;
 				json_t *unused;
-				tt_buf_printf(&text, "%s = %s\n", json_string_value(json_array_get(d, 0)), def);
+				tt_buf_printf(&text, "%s = %s\n", json_string_value(json_array_get(d, 0)),
+					      json_string_value(json_array_get(d, 1)));
 				json_object_foreach(aliases, k, unused)
 					if (names_word(def, k))
 						json_array_append_new(todo, json_string(k));
