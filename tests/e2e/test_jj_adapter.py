@@ -170,3 +170,28 @@ def test_workspaces_are_jj_workspaces(tmp_path, jj_env, jj_bin, tether):
     assert "jj workspace 'peer' forgotten" in str(out), out
     assert "peer" not in jj(jj_bin, root, env, "workspace", "list")
     assert peer.is_dir()  # jj leaves the directory
+
+
+def test_user_config_is_kept_out_but_immutable_heads_is_honoured(tmp_path, jj_env, jj_bin, tether):
+    env = dict(jj_env)
+    Path(env["JJ_CONFIG"]).write_text(
+        "[revset-aliases]\n"
+        "'immutable_heads()' = 'frozen'\n"
+        "'frozen' = 'main'\n"
+        "'all()' = 'none()'\n"
+        "[templates]\n"
+        "log = 'description'\n"
+        "[ui]\n"
+        "color = 'always'\n")
+    store = make_store(tmp_path, env)
+    root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
+    tether("init", "--dataset-id", DS, cwd=root, env=env)
+    tether("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+    tether("commit", "-m", "first", cwd=root, env=env)
+    # the user's templates, colours and an alias shadowing all() change nothing
+    st = tether.json("status", cwd=root, env=env)
+    assert [o["key"] for o in st["objects"]] == ["code"]
+    # main is immutable to the user's jj: tether's abandon is refused by jj
+    p = tether("abandon", "main", cwd=root, env=env, check=False)
+    assert p.returncode == 1 and "immutable" in p.stderr.lower(), p.stderr
+    assert [d for d, _b, _e in log(jj_bin, root, env)] == ["", "first", "start"]
