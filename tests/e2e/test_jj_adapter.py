@@ -195,3 +195,23 @@ def test_user_config_is_kept_out_but_immutable_heads_is_honoured(tmp_path, jj_en
     p = tether("abandon", "main", cwd=root, env=env, check=False)
     assert p.returncode == 1 and "immutable" in p.stderr.lower(), p.stderr
     assert [d for d, _b, _e in log(jj_bin, root, env)] == ["", "first", "start"]
+
+
+def test_undo_of_new_returns_the_jj_working_copy(tmp_path, jj_env, jj_bin, tether, ref):
+    env = jj_env
+    store = make_store(tmp_path, env)
+    results = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = make_jj_dataset(tmp_path / name, jj_bin, env)
+        runner("init", "--dataset-id", DS, cwd=root, env=env)
+        runner("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+        runner("commit", "-m", "first", cwd=root, env=env)
+        runner("new", "-b", f"exp-{name}", "--eager", cwd=root, env=env)
+        out = runner.json("undo", cwd=root, env=env)
+        # (the order of the fields named in "workspace.toml restored (...)" is not compared)
+        results[name] = sorted(re.sub(r" \(.*\)$", "", line.replace(f"exp-{name}", "exp"))
+                               for line in out["restored"])
+        assert "VCS working copy back where it was" in out["restored"], out
+        assert not out["skipped"], out
+        assert log(jj_bin, root, env)[:2] == [("", "", "true"), ("first", "main", "false")]
+    assert results["ours"] == results["theirs"]
