@@ -534,7 +534,26 @@ static int check_on_bookmark(tt_repo *repo, tt_error *err)
 	    (rc = vcs_bookmark_here(repo, &here, err)) < 0)
 		goto done;
 	bool on = here && strcmp(here, b) == 0;
-	if (!json_object_get(marks, b) && !on) {
+	if (json_object_get(marks, b) && tt_engine_vcs_is_jj(repo)) {
+		/* jj: the bookmark on the working copy or its parent -- where new
+		 * and commit leave it, and the only place from which the commit's
+		 * own operation carries it along (so one `jj undo` reverts both). */
+		bool at = false, behind = false;
+		if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@", &at, err)) < 0 ||
+		    (at && (rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@--", &behind, err)) < 0))
+			goto done;
+		if (!at) {
+			rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
+					  b, here ? here : "no bookmark");
+			tt_error_hint(err, "run `tether new %s` to return, or `tether new` to work where you are", b);
+		} else if (behind) {
+			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' is behind the working copy's parent: there "
+					  "are commits between them that the commit would skip over, and the bookmark "
+					  "could not move with it in one operation", b);
+			tt_error_hint(err, "run `tether new %s --keep` to put the working copy back on the bookmark "
+					   "(its branches are untouched)", b);
+		}
+	} else if (!json_object_get(marks, b) && !on) {
 		rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' no longer exists", b);
 		tt_error_hint(err, "`tether new -b %s` recreates it, `tether new NAME` joins another", b);
 	} else if (!on) {
@@ -987,8 +1006,11 @@ failed:
 		tt_error ignored = TT_ERROR_INIT;
 		const char *landed = NULL;
 		if (vcs && repo->vcs->ops->position(repo->vcs, &now_pos, &ignored) == 0) {
-			const char *before = json_string_value(json_object_get(position, "commit"));
-			const char *after = json_string_value(json_object_get(now_pos, "commit"));
+			/* jj: the working-copy commit's id changes on every
+			 * snapshot; a landed commit moved @ onto a new parent. */
+			const char *field = tt_engine_vcs_is_jj(repo) ? "parent" : "commit";
+			const char *before = json_string_value(json_object_get(position, field));
+			const char *after = json_string_value(json_object_get(now_pos, field));
 			if (after && (!before || strcmp(before, after) != 0))
 				landed = after;
 		}

@@ -44,10 +44,29 @@ static int holders_error(tt_error *err, const json_t *holders, const char *lead,
 	return rc;
 }
 
-static bool on_bookmark(tt_repo *repo, const char *bookmark, tt_error *err)
+static bool on_bookmark(tt_repo *repo, const char *bookmark, const json_t *commits, tt_error *err)
 {
 	char *here = NULL;
 	bool on = false;
+	if (tt_engine_vcs_is_jj(repo)) {
+		/* jj: the bookmark at the working copy or its parent (a hand edit
+		 * in @ keeps it on its parent's).  One with no commits of its own
+		 * shares its commit with its base, and jj cannot tell which of the
+		 * two the working copy is on: workspace.toml can. */
+		json_t *marks = NULL, *pos = NULL;
+		if (repo->vcs->ops->bookmarks(repo->vcs, &marks, err) == 0 &&
+		    repo->vcs->ops->position(repo->vcs, &pos, err) == 0) {
+			const char *at = json_string_value(json_object_get(marks, bookmark));
+			const char *c = json_string_value(json_object_get(pos, "commit"));
+			const char *p = json_string_value(json_object_get(pos, "parent"));
+			on = at && ((c && strcmp(at, c) == 0) || (p && strcmp(at, p) == 0));
+			if (on && !json_array_size(commits))
+				on = repo->ws.bookmark && strcmp(repo->ws.bookmark, bookmark) == 0;
+		}
+		json_decref(marks);
+		json_decref(pos);
+		return on;
+	}
 	if (repo->vcs->ops->current_bookmark(repo->vcs, &here, err) == 0)
 		on = here && strcmp(here, bookmark) == 0;
 	free(here);
@@ -184,7 +203,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		commits = resumed;
 	else if ((rc = repo->vcs->ops->exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
 		goto done;
-	bool here = !resumed && on_bookmark(repo, bookmark, err);
+	bool here = !resumed && on_bookmark(repo, bookmark, commits, err);
 	if (err->code) {
 		rc = err->code;
 		goto done;
@@ -203,12 +222,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 	if (repo->vcs->ops->remote_counterparts &&
 	    (rc = repo->vcs->ops->remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
 		goto done;
-	{
-		tt_error none = TT_ERROR_INIT;
-		if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
-			head = NULL;
-		tt_error_clear(&none);
-	}
+	head = tt_engine_vcs_head(repo);
 	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (!(plan = tt_plan_new("drop"))) {
@@ -450,7 +464,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 		goto done;
 	}
 	tt_buf_release(&gained);
-	bool here = !resume && on_bookmark(repo, bookmark, err);
+	bool here = !resume && on_bookmark(repo, bookmark, commits, err);
 	if (err->code) {
 		rc = err->code;
 		goto done;

@@ -123,6 +123,13 @@ int tt_engine_vcs_drift(tt_repo *repo, const struct tt_oplog *log, json_t **out,
 /* Whether the dataset's manifests differ from the last VCS commit. */
 int tt_engine_objects_dirty(tt_repo *repo, bool *dirty, tt_error *err);
 
+/* The commit a plan binds to (NULL before the first commit): HEAD under
+ * git; under jj the working copy's parent, since the working-copy commit's
+ * own id changes whenever jj snapshots the tree. */
+char *tt_engine_vcs_head(tt_repo *repo);
+/* Whether the VCS is jj (its working copy is a change of its own). */
+bool tt_engine_vcs_is_jj(const tt_repo *repo);
+
 typedef enum tt_close_mode {
 	TT_CLOSE_RERUN,  /* a commit or pull about to run: it finishes them all */
 	TT_CLOSE_REPAIR, /* repair: with clean manifests, nothing is left of them */

@@ -2039,12 +2039,7 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 	 * changes what the apply compares against. */
 	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
-	{
-		tt_error none = TT_ERROR_INIT;
-		if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
-			head = NULL;
-		tt_error_clear(&none);
-	}
+	head = tt_engine_vcs_head(repo);
 	s.w.repo = repo;
 	s.w.reldir = reldir;
 	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, walk_commit, &s.w, err)) < 0)

@@ -604,7 +604,8 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 	} else {
 		/* The last commit -> the working tree (no commit yet: all added). */
 		tt_error none = TT_ERROR_INIT;
-		if (tt_engine_objects_at(repo, "HEAD", &sa, &ra, &none) < 0) {
+		/* jj: @ is the working copy itself; its parent is the last commit. */
+		if (tt_engine_objects_at(repo, tt_engine_vcs_is_jj(repo) ? "@-" : "HEAD", &sa, &ra, &none) < 0) {
 			tt_error_clear(&none);
 			memset(&sa, 0, sizeof sa);
 		}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/repo.h"
+#include "engine/engine.h"
 
 #include "core/ids.h"
 #include "core/manifest.h"
@@ -51,6 +52,29 @@ int tt_repo_current_rev(tt_repo *repo, char **out, tt_error *err)
 }
 
 const char *tt_repo_vcs_kind(const tt_repo *repo) { return repo->vcs->ops->kind; }
+
+bool tt_engine_vcs_is_jj(const tt_repo *repo)
+{
+	return strcmp(repo->vcs->ops->kind, "jj") == 0;
+}
+
+char *tt_engine_vcs_head(tt_repo *repo)
+{
+	tt_error none = TT_ERROR_INIT;
+	char *head = NULL;
+	if (tt_engine_vcs_is_jj(repo)) {
+		json_t *pos = NULL;
+		if (repo->vcs->ops->position(repo->vcs, &pos, &none) == 0) {
+			const char *parent = json_string_value(json_object_get(pos, "parent"));
+			head = parent ? tt_strdup(parent) : NULL;
+		}
+		json_decref(pos);
+	}
+	if (!head && repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
+		head = NULL;
+	tt_error_clear(&none);
+	return head;
+}
 
 const char *tt_repo_bookmark(const tt_repo *repo) { return repo->ws.bookmark; }
 

@@ -104,10 +104,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			    (!want || strcmp(want, digest) != 0))
 				rc = stale(&pre, digest, err);
 		} else if (strcmp(pre.kind, "vcs_head") == 0) {
-			tt_error none = TT_ERROR_INIT;
-			if (repo->vcs->ops->current_rev(repo->vcs, &observed, &none) < 0)
-				observed = NULL;
-			tt_error_clear(&none);
+			observed = tt_engine_vcs_head(repo);
 			if ((want == NULL) != (observed == NULL) || (want && strcmp(want, observed) != 0))
 				rc = stale(&pre, observed, err);
 		} else if (strcmp(pre.kind, "no_new_holders") == 0) {

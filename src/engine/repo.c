@@ -119,15 +119,17 @@ static int refuse_tracked(tt_repo *repo, tt_error *err)
 			tt_buf_printf(&names_b, "%s%s", names_b.len ? " " : "", rel[i]);
 	}
 	if (names_b.len) {
+		bool jj = strcmp(repo->vcs->ops->kind, "jj") == 0;
 		tt_ensure_ignored(repo->root, true, NULL);
 		rc = tt_error_set(err, TT_ECONFIG,
-				  "git tracks %s: tether reads these per-checkout files only when the VCS "
+				  "%s tracks %s: tether reads these per-checkout files only when the VCS "
 				  "does not, since a tracked copy arrives with every clone -- secrets.toml "
 				  "chooses executables, endpoints and credentials, workspace.toml where "
-				  "writes go, ops.jsonl which pins gc may release", names_b.ptr);
+				  "writes go, ops.jsonl which pins gc may release", repo->vcs->ops->kind, names_b.ptr);
 		tt_error_hint(err, "review (or delete) them, then untrack them from the repository root "
-				   "(%s) with `git rm --cached %s` -- the files stay on disk and "
-				   ".tether/.gitignore ignores them -- and commit", repo->vcs->root, names_b.ptr);
+				   "(%s) with `%s %s` -- the files stay on disk and "
+				   ".tether/.gitignore ignores them -- and commit", repo->vcs->root,
+			      jj ? "jj file untrack" : "git rm --cached", names_b.ptr);
 	}
 	tt_buf_release(&names_b);
 done:
@@ -148,11 +150,16 @@ static int open_vcs(tt_repo *repo, tt_error *err)
 	if ((rc = tt_secrets_load(&repo->secrets, repo->root, err)) < 0)
 		return rc;
 	const char *git_path = tt_secrets_vcs(&repo->secrets, "git_path");
-	if (git_path) {
+	const char *jj_path = tt_secrets_vcs(&repo->secrets, "jj_path");
+	if (git_path || jj_path) {
 		tt_vcs_free(repo->vcs);
 		repo->vcs = NULL;
-		rc = tt_vcs_detect(&repo->vcs, repo->root, git_path, pref, err);
+		rc = tt_vcs_detect_with(&repo->vcs, repo->root, git_path, jj_path, pref, err);
 	}
+	/* jj can put several bookmarks on the working copy's commit: the
+	 * workspace's is the one it is on. */
+	if (rc == 0)
+		repo->vcs->ws_bookmark = &repo->ws.bookmark;
 	return rc;
 }
 
@@ -276,7 +283,23 @@ int tt_init(const char *path, const char *dataset_id, json_t **out, tt_error *er
 		goto done;
 	if ((rc = vcs->ops->current_bookmark(vcs, &bookmark, err)) < 0)
 		goto done;
-	if (!bookmark) {
+	if (strcmp(vcs->ops->kind, "jj") == 0) {
+		/* jj: the trunk bookmark when it exists (unless the working copy
+		 * sits on another one alone), else the one the working copy is
+		 * on, else the trunk created at @.  tether.toml is left alone. */
+		json_t *marks = NULL;
+		const char *trunk = tt_config_trunk(&config);
+		if ((rc = vcs->ops->bookmarks(vcs, &marks, err)) < 0)
+			goto done;
+		bool have_trunk = json_object_get(marks, trunk) != NULL;
+		json_decref(marks);
+		if (!bookmark || (have_trunk && strcmp(bookmark, trunk) == 0)) {
+			if (!have_trunk && (rc = vcs->ops->park(vcs, trunk, err)) < 0)
+				goto done;
+			free(bookmark);
+			bookmark = tt_strdup(trunk);
+		}
+	} else if (!bookmark) {
 		/* Detached HEAD: park the dataset on the trunk branch. */
 		if ((rc = vcs->ops->park(vcs, tt_config_trunk(&config), err)) < 0)
 			goto done;

@@ -292,6 +292,14 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
  * (an undo interrupted after its uncommit, or a `git reset --soft`).
  * Uncommitting again would take back the commit before it.
  */
+/* Whether a and b hold the same value at key, absent in both counting as
+ * the same (a jj position has no branch). */
+static bool same_field(const json_t *a, const json_t *b, const char *key)
+{
+	json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+	return (!x && !y) || json_equal(x, y);
+}
+
 static int already_uncommitted(tt_repo *repo, const char *commit, bool *out, tt_error *err)
 {
 	json_t *info = NULL, *pos = NULL;
@@ -304,7 +312,7 @@ static int already_uncommitted(tt_repo *repo, const char *commit, bool *out, tt_
 		goto done;
 	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
 	const char *parent = json_string_value(json_array_get(parents, 0));
-	const char *here = json_string_value(json_object_get(pos, "commit"));
+	const char *here = json_string_value(json_object_get(pos, tt_engine_vcs_is_jj(repo) ? "parent" : "commit"));
 	bool on_parent = parent ? here && strcmp(here, parent) == 0 : !here && json_array_size(info) == 1;
 	if (on_parent && (rc = tt_engine_objects_dirty(repo, &dirty, err)) < 0)
 		goto done;
@@ -427,8 +435,12 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 				json_array_append_new(r.restored, json_string(m ? m : ""));
 				free(m);
 			} else {
-				char *m = tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit it "
-						      "with git first", commit);
+				char *m = tt_engine_vcs_is_jj(repo)
+						  ? tt_asprintf("commit %.12s is no longer the working copy's parent; take it "
+								"back in jj first (`jj undo` reverts jj's last operation)",
+								commit)
+						  : tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit "
+								"it with git first", commit);
 				json_array_append_new(r.irreversible, json_string(m ? m : ""));
 				free(m);
 			}
@@ -481,8 +493,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 			json_t *now = NULL;
 			if ((rc = repo->vcs->ops->position(repo->vcs, &now, err)) < 0)
 				goto failed;
-			if (json_equal(json_object_get(now, "id"), json_object_get(after, "id")) &&
-			    json_equal(json_object_get(now, "branch"), json_object_get(after, "branch"))) {
+			if (same_field(now, after, "id") && same_field(now, after, "branch")) {
 				if ((rc = repo->vcs->ops->goto_position(repo->vcs, before, err)) < 0) {
 					json_decref(now);
 					goto failed;
@@ -495,8 +506,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					tt_manifests_release(&repo->objects);
 					repo->objects = fresh;
 				}
-			} else if (r.resuming && json_equal(json_object_get(now, "id"), json_object_get(before, "id")) &&
-				   json_equal(json_object_get(now, "branch"), json_object_get(before, "branch"))) {
+			} else if (r.resuming && same_field(now, before, "id") && same_field(now, before, "branch")) {
 				/* The interrupted undo had returned it already. */
 				json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
 				went_back = true;
@@ -511,7 +521,10 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 			json_t *marks = NULL;
 			if (repo->vcs->ops->bookmarks(repo->vcs, &marks, err) == 0) {
 				const char *at = json_string_value(json_object_get(marks, made));
-				const char *was = json_string_value(json_object_get(after, "commit"));
+				/* jj: the bookmark went on @'s parent */
+				const char *was = json_string_value(json_object_get(after, "parent"));
+				if (!was)
+					was = json_string_value(json_object_get(after, "commit"));
 				if (at && was && strcmp(at, was) == 0 &&
 				    repo->vcs->ops->bookmark_delete(repo->vcs, made, err) == 0)
 					add_line(r.restored, "bookmark %s deleted", made);

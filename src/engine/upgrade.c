@@ -28,6 +28,24 @@
 #include "util/mem.h"
 #include "util/toml.h"
 
+/* [tether] version tether.toml's text records (1 when absent), or -1
+ * when it cannot be read. */
+static long long version_in(const char *text, size_t len)
+{
+	tt_error ig = TT_ERROR_INIT;
+	toml_value *doc = NULL;
+	const toml_value *tether = NULL;
+	int64_t version = 1;
+	long long out = -1;
+	if (text && toml_parse(&doc, text, len, TT_CONFIG_FILENAME, &ig) == 0 &&
+	    tt_toml_get_table(doc, "tether", &tether, TT_CONFIG_FILENAME, "", &ig) == 0 &&
+	    tt_toml_get_int(tether, "version", &version, TT_CONFIG_FILENAME, "[tether]", &ig) == 0)
+		out = (long long)version;
+	toml_free(doc);
+	tt_error_clear(&ig);
+	return out;
+}
+
 /* [tether] version of the dataset at or above start (1 when absent), or
  * -1 when it cannot be read (opening then says why). */
 static long long recorded_version(const char *start)
@@ -35,21 +53,45 @@ static long long recorded_version(const char *start)
 	char *root = tt_find_dataset_root(start), *path = root ? tt_config_path(root) : NULL;
 	tt_buf text = TT_BUF_INIT;
 	tt_error ig = TT_ERROR_INIT;
-	toml_value *doc = NULL;
-	const toml_value *tether = NULL;
-	int64_t version = 1;
 	long long out = -1;
-	if (path && tt_read_file(path, &text, 4 << 20, &ig) == 0 &&
-	    toml_parse(&doc, text.ptr, text.len, TT_CONFIG_FILENAME, &ig) == 0 &&
-	    tt_toml_get_table(doc, "tether", &tether, TT_CONFIG_FILENAME, "", &ig) == 0 &&
-	    tt_toml_get_int(tether, "version", &version, TT_CONFIG_FILENAME, "[tether]", &ig) == 0)
-		out = (long long)version;
-	toml_free(doc);
+	if (path && tt_read_file(path, &text, 4 << 20, &ig) == 0)
+		out = version_in(text.ptr, text.len);
 	tt_error_clear(&ig);
 	tt_buf_release(&text);
 	free(path);
 	free(root);
 	return out;
+}
+
+/* The dataset's path relative to the VCS root ("" at the root). */
+static char *dataset_rel(tt_repo *repo)
+{
+	size_t n = strlen(repo->vcs->root);
+	return strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/' ? tt_strdup(repo->root + n + 1)
+										      : tt_strdup("");
+}
+
+/*
+ * The version the last commit's tether.toml records when it is older than
+ * the working tree's current one: an upgrade killed after writing
+ * tether.toml and before its VCS commit landed (0 when there is none).
+ */
+static int interrupted_from(tt_repo *repo)
+{
+	char *rel = dataset_rel(repo), *path = NULL, *head = NULL, *text = NULL;
+	size_t len = 0;
+	long long v = 0;
+	tt_error ig = TT_ERROR_INIT;
+	if (rel && (path = *rel ? tt_asprintf("%s/%s", rel, TT_CONFIG_FILENAME) : tt_strdup(TT_CONFIG_FILENAME)) &&
+	    (head = tt_engine_vcs_head(repo)) &&
+	    repo->vcs->ops->read_file_at(repo->vcs, head, path, &text, &len, &ig) == 0 && text)
+		v = version_in(text, len);
+	tt_error_clear(&ig);
+	free(rel);
+	free(path);
+	free(head);
+	free(text);
+	return v > 0 && v < TT_CONFIG_VERSION && repo->config.version >= TT_CONFIG_VERSION ? (int)v : 0;
 }
 
 int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err)
@@ -182,8 +224,13 @@ static int plan_upgrade(tt_repo *repo, bool ignore_immutable, tt_plan **out, tt_
 	tt_plan_require(plan, "config_version", x, NULL, NULL, detail, err);
 	json_decref(x);
 	if (!pending) {
-		char note[64];
-		snprintf(note, sizeof note, "already at version %d", from);
+		char note[200];
+		int was = interrupted_from(repo);
+		if (was)
+			snprintf(note, sizeof note, "already at version %d; an interrupted upgrade from version %d left "
+				 "tether.toml uncommitted: its VCS commit is made now", from, was);
+		else
+			snprintf(note, sizeof note, "already at version %d", from);
 		tt_plan_note(plan, note, err);
 		goto done;
 	}
@@ -234,20 +281,21 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	if (!json_is_integer(planned) || json_integer_value(planned) != from)
 		return tt_error_set(err, TT_ESTALEPLAN, "plan was made for version %lld, the dataset is at %d; re-run the plan",
 				    (long long)json_integer_value(planned), from);
-	if (from >= TT_CONFIG_VERSION) {
+	int resumed = from >= TT_CONFIG_VERSION ? interrupted_from(repo) : 0;
+	if (from >= TT_CONFIG_VERSION && !resumed) {
 		*out = report(from, NULL);
 		return *out ? 0 : tt_error_oom(err);
 	}
-	char *why = unsupported(repo);
+	if (resumed)
+		from = resumed;  /* finish it: the commit and the journal record */
+	char *why = resumed ? NULL : unsupported(repo);
 	if (why) {
 		rc = tt_error_set(err, TT_ECONFIG, "this dataset needs upgrade parts this tether does not build: %s", why);
 		free(why);
 		return rc;
 	}
 	/* The manifests must be committed. */
-	size_t n = strlen(repo->vcs->root);
-	rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/' ? tt_strdup(repo->root + n + 1)
-										   : tt_strdup("");
+	rel = dataset_rel(repo);
 	objrel = rel ? (*rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects")) : NULL;
 	if (!objrel) {
 		rc = tt_error_oom(err);
@@ -265,6 +313,7 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	if ((rc = tt_config_save(&repo->config, repo->root, err)) < 0 ||
 	    (rc = tt_ensure_ignored(repo->root, false, err)) < 0)
 		goto done;
+	tt_fault("upgrade:after-config");
 	char *paths[4] = { NULL };
 	size_t np = 0;
 	paths[np++] = tt_strdup(objrel);
@@ -287,6 +336,7 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		free(paths[i]);
 	if (rc < 0)
 		goto done;
+	tt_fault("upgrade:after-vcs-commit");
 	result = report(from, commit);
 	pj = tt_plan_to_object(plan, err);
 	if (!result || !pj) {

@@ -1454,41 +1454,20 @@ static int check_version(const char *exe, tt_error *err)
 	return rc;
 }
 
-int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
-		  tt_error *err)
+/* The git adapter for the working tree at git_root (taken over). */
+static int git_open(tt_vcs **out, char *git_root, const char *exe, tt_error *err)
 {
-	char *git_root = tt_find_up(start, ".git", false);
-	char *jj_root = tt_find_up(start, ".jj", false);
 	tt_vcs *v = NULL;
 	tt_buf b = TT_BUF_INIT;
 	int rc = 0;
 
 	*out = NULL;
-	/* A colocated jj repository (.jj beside .git) is driven through its
-	 * .git: jj imports what git commits and branches (its bookmarks) on
-	 * its next command.  A jj repository without a git working copy here
-	 * needs the jj adapter. */
-	bool colocated = jj_root && git_root && strcmp(jj_root, git_root) == 0;
-	if (jj_root && !colocated && !(git_root && prefer && strcmp(prefer, "git") == 0)) {
-		rc = tt_error_set(err, TT_EVCS, "the dataset at %s is a jj repository; this tether "
-				  "drives git only so far", jj_root);
-		if (git_root)
-			tt_error_hint(err, "it is colocated with git: set [vcs] prefer = \"git\" in "
-					   "tether.toml to work through git");
-		goto done;
-	}
-	if (!git_root) {
-		rc = tt_error_set(err, TT_EVCS, "no git or jj repository found at or above %s", start);
-		tt_error_hint(err, "run `git init` first, then `tether init`");
-		goto done;
-	}
 	if (!(v = tt_calloc(1, sizeof *v))) {
-		rc = tt_error_oom(err);
-		goto done;
+		free(git_root);
+		return tt_error_oom(err);
 	}
 	v->ops = &git_ops;
 	v->root = git_root;
-	git_root = NULL;
 	if (!exe || !*exe)
 		exe = getenv("TETHER_GIT");
 	if (!exe || !*exe)
@@ -1526,8 +1505,50 @@ int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *
 	v = NULL;
 done:
 	tt_vcs_free(v);
-	free(git_root);
-	free(jj_root);
 	tt_buf_release(&b);
 	return rc;
+}
+
+int tt_vcs_detect_with(tt_vcs **out, const char *start, const char *exe, const char *jj_exe,
+		       const char *prefer, tt_error *err)
+{
+	char *git_root = tt_find_up(start, ".git", false);
+	char *jj_root = tt_find_up(start, ".jj", false);
+	tt_vcs *git = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	/* jj when there is a .jj at or above start, unless [vcs] prefer says
+	 * git and there is a git working tree; a colocated repository's .git
+	 * stays reachable for git plumbing. */
+	bool use_jj = jj_root && (!prefer || strcmp(prefer, "git") != 0 || !git_root);
+	if (use_jj) {
+		const char *git_exe = exe && *exe ? exe : getenv("TETHER_GIT");
+		if (git_root && strcmp(git_root, jj_root) == 0) {
+			tt_error ignored = TT_ERROR_INIT;
+			if (git_open(&git, git_root, exe, &ignored) < 0)
+				git = NULL;
+			git_root = NULL;
+			tt_error_clear(&ignored);
+		}
+		rc = tt_jj_open(out, jj_root, jj_exe, git_exe && *git_exe ? git_exe : "git", git, err);
+		goto done;
+	}
+	if (!git_root) {
+		rc = tt_error_set(err, TT_EVCS, "no git or jj repository found at or above %s", start);
+		tt_error_hint(err, "run `git init` first, then `tether init`");
+		goto done;
+	}
+	rc = git_open(out, git_root, exe, err);
+	git_root = NULL;
+done:
+	free(git_root);
+	free(jj_root);
+	return rc;
+}
+
+int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
+		  tt_error *err)
+{
+	return tt_vcs_detect_with(out, start, exe, NULL, prefer, err);
 }

@@ -200,15 +200,28 @@ struct tt_vcs {
 	char *shared_dir;  /* git common dir / .jj/repo: one per clone */
 	char *exe;         /* the executable used */
 	struct tt_gitnat *native;  /* git read without running it (vcs/git_native.h); NULL: ask git */
+	/* Borrowed, may be NULL: where the caller keeps the bookmark its
+	 * workspace works on.  jj puts several bookmarks on one commit (right
+	 * after a new one); current_bookmark then answers this one. */
+	char *const *ws_bookmark;
 };
 
 /*
- * Find the VCS enclosing `start`.  exe: the executable to use (NULL: from
- * TETHER_GIT, else PATH).  The version is checked (git >= 2.38).
- * TT_EVCS "no git or jj repository found at or above <start>" when none.
+ * Find the VCS enclosing `start`: jj when a .jj is at or above it (unless
+ * prefer is "git" and there is a git working tree), else git.  exe: git's
+ * executable (NULL: from TETHER_GIT, else PATH); jj_exe: jj's (NULL:
+ * TETHER_JJ, else PATH).  The versions are checked (git >= 2.38, jj >=
+ * 0.43).  TT_EVCS "no git or jj repository found at or above <start>" when
+ * none.
  */
 int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
 		  tt_error *err);
+int tt_vcs_detect_with(tt_vcs **out, const char *start, const char *exe, const char *jj_exe,
+		       const char *prefer, tt_error *err);
+/* The jj adapter for the workspace at jj_root; git (taken over, may be
+ * NULL) is the colocated .git's adapter, git_exe the git for plumbing. */
+int tt_jj_open(tt_vcs **out, const char *jj_root, const char *jj_exe, const char *git_exe, tt_vcs *git,
+	       tt_error *err);
 void tt_vcs_free(tt_vcs *v);
 
 /* Check once per process per executable that exe is git 2.38 or newer

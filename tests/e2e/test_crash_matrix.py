@@ -52,6 +52,7 @@ DS = "0a1b2c3d"
 WS = f"tether.ws.{DS}.feature"
 COMMANDS = ["commit", "new", "promote", "gc", "restore", "pull", "undo", "repair",
             "forget-workspace", "abandon", "drop"]
+COMMANDS += ["upgrade"]
 # Scenarios: one per command, and more where a command's points need another
 # starting state ("undo-new": undo of a `new`, which returns the working copy).
 SCENARIOS = COMMANDS + ["undo-new"]
@@ -72,7 +73,7 @@ def fault_points() -> list[str]:
 # backend's fork, which new and restore run here.
 # (An undo of a commit and forget-workspace write no file of their own, only
 # journal lines and the forgotten checkout's removal.)
-LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace")], "fork": ["new", "restore"]}
+LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace", "upgrade")], "fork": ["new", "restore"]}
 POINTS = [p for p in fault_points() if p.split(":")[0] in COMMANDS] + \
     [f"{c}@{p}" for p in fault_points() for c in LAYERS.get(p.split(":")[0], [])]
 
@@ -342,6 +343,15 @@ def prep(w: World, command: str) -> list[str]:
             w.write("main")
             w.run("commit", "-m", msg)
         return ["abandon", w.rev("HEAD~1")]
+    if command == "upgrade":
+        # a version-4 dataset (0.1.0b1-b3's format, which needs only the
+        # version changed): the last commit records it
+        w.run("remove", "files")  # a file object needs a part this build does not carry
+        w.run("commit", "-m", "without files")
+        cfg = w.ds / "tether.toml"
+        cfg.write_text(cfg.read_text().replace("version = 5", "version = 4"))
+        w.git("commit", "-q", "-m", "as 0.1.0b3 left it", "--", "tether.toml")
+        return ["upgrade"]
     raise AssertionError(f"no crash scenario for the command {command!r}: add one to prep()")
 
 
@@ -401,6 +411,10 @@ def check_outcome(w: World, command: str) -> None:
         assert not any(WS in r for r in refs.values()), refs
     elif command == "abandon":
         assert subjects(w) == ["third", "first", "start"], subjects(w)
+        assert w.git("status", "--porcelain", "--untracked-files=no") == ""
+    elif command == "upgrade":
+        assert "version = 5" in (w.ds / "tether.toml").read_text()
+        assert subjects(w)[0] == "tether upgrade: v4 -> v5", subjects(w)
         assert w.git("status", "--porcelain", "--untracked-files=no") == ""
     elif command == "forget-workspace":
         # its state is gone (the VCS half goes with the rerun while the

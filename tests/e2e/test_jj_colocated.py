@@ -87,7 +87,7 @@ def test_quickstart_on_a_colocated_jj_dataset(tmp_path, jj_env, jj_bin, tether, 
         git("commit", "-q", "-m", name, cwd=store, env=env)
         t("commit", "-m", msg)
     manifest = (root / ".tether/objects/code.toml").read_text()
-    t("abandon", "HEAD~1", "--gc")
+    t("abandon", "@--", "--gc")  # jj revsets: @ is the empty working copy, @- "third"
     assert (root / ".tether/objects/code.toml").read_text() == manifest
     log = jj_log(jj_bin, root, env)
     assert [d for d, _ in log[1:]] == ["third", "feature work", "first", "start"], log

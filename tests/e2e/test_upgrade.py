@@ -116,3 +116,27 @@ def test_alpha_dataset_is_refused_with_nothing_written(tmp_path, env, tether):
     assert "tether-vcs 0.1.0b7" in p.stderr
     after = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git/" not in str(p)}
     assert after == before and git("rev-parse", "HEAD", cwd=root, env=env) == head
+
+
+# --- crash points ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("point", ["upgrade:after-config", "upgrade:after-vcs-commit"])
+def test_killed_upgrade_rerun_finishes_it(tmp_path, env, tether, ref, point):
+    root = made_by("0.1.0b3", tmp_path, env)
+    killed = tether("upgrade", cwd=root, check=False, env={**env, "TETHER_FAULT": point})
+    assert killed.returncode == -9, killed
+    assert "version = 5" in (root / "tether.toml").read_text()
+    out = tether.json("upgrade", cwd=root)
+    if point == "upgrade:after-config":
+        # the rerun lands the commit the kill stopped, and journals it
+        assert out["from_version"] == 4 and out["vcs_commit"]
+        last = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
+        assert last["command"] == "upgrade" and last["result"]["vcs_commit"] == out["vcs_commit"]
+    else:
+        assert out["from_version"] == 5 and out.get("vcs_commit") is None
+    assert git("log", "-1", "--format=%s", cwd=root, env=env).strip() == "tether upgrade: v4 -> v5"
+    assert git("status", "--porcelain", cwd=root, env=env) == ""
+    assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
+    tether("verify", cwd=root)
+    ref("verify", cwd=root)
