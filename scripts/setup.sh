@@ -17,6 +17,8 @@ APT_PACKAGES=(
   libsqlite3-dev libpq-dev postgresql
   python3 python3-venv
   clang libclang-rt-14-dev
+  # the shells whose completion scripts the tests load (tether completion zsh|fish)
+  zsh fish
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
