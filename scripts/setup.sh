@@ -17,6 +17,8 @@ APT_PACKAGES=(
   libsqlite3-dev libpq-dev postgresql libmariadb-dev mariadb-server
   python3 python3-venv
   clang libclang-rt-14-dev
+  # the shells whose completion scripts the tests load (tether completion zsh|fish)
+  zsh fish
 )
 # the cached-status test proves with strace that no child process starts
 APT_PACKAGES+=(strace)

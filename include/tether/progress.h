@@ -7,6 +7,7 @@
 #define TETHER_PROGRESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <tether/error.h>
 
@@ -24,12 +25,19 @@ typedef struct tt_progress {
 	size_t done, total;   /* objects of this phase */
 	double elapsed;       /* seconds since the phase started */
 	int finished;         /* 1 on the phase's last call (done == total) */
+	/* What the phase reads, where a kind counts it (file fingerprints:
+	 * the files and bytes it has to hash, cache hits left out); all 0
+	 * otherwise.  These move on calls of their own (key NULL, done as
+	 * before); the totals grow as each object's hashing starts. */
+	uint64_t files_done, files_total;
+	uint64_t bytes_done, bytes_total;
 } tt_progress;
 
 /*
  * Called from whichever thread finished the work (calls are serialised:
  * never two at once); it must not call back into the repo.  Each phase
- * starts with done == 0 and ends with finished == 1.
+ * starts with done == 0 and ends with finished == 1.  Byte counts come
+ * once per file hashed: a display throttles itself.
  */
 typedef void (*tt_progress_fn)(const tt_progress *p, void *ctx);
 

@@ -178,6 +178,22 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,
 			json_t **out, tt_error *err);
 
+typedef struct tt_open_opts {
+	const char *rev;       /* as tt_repo_open_object's rev */
+	int read_only;         /* 1, 0 or -1, as tt_repo_open_object's */
+	const char *worktree;  /* git, writable: check the branch out in a new worktree at this
+				  absolute path (or where it already is checked out) */
+} tt_open_opts;
+
+/*
+ * tt_repo_open_object with options.  A writable git handle also carries
+ * `branch` (the branch its writes go to) and `worktree` (where that branch
+ * is checked out, null when nowhere).  A writable open is refused while the
+ * dataset's checkout is off the workspace's bookmark.
+ */
+int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
+			tt_error *err);
+
 typedef struct tt_promote_opts {
 	const char *const *keys;  /* land only these (keys or "prefix/"); never moves the trunk */
 	size_t nkeys;

@@ -155,6 +155,12 @@ typedef struct tt_backend_ops {
 	 * caller needs to open it natively}. */
 	int (*open)(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
 		    json_t **handle, tt_error *err);
+	/* Optional (kinds whose branches are checked out in a directory: git).
+	 * Where branch ref is checked out (*where NULL: nowhere); with want (an
+	 * absolute path, may be NULL), a new checkout of it there -- unless it
+	 * is already checked out at exactly that place. */
+	int (*checkout)(tt_backend *b, const json_t *loc, const char *ref, const char *want, char **where,
+			tt_error *err);
 
 	/* --- PROMOTE / MERGE --------------------------------------------- */
 	/* Fast-forward the base to source; refuse unless the base head is an

@@ -44,6 +44,7 @@ int tt_file_local_path(const char *uri, char **out);
 typedef struct tt_file_progress {
 	uint64_t files_done, files_total;
 	uint64_t bytes_done, bytes_total;
+	uint64_t bytes_step;  /* read for the file this call reports */
 } tt_file_progress;
 typedef void (*tt_file_progress_fn)(void *ctx, const tt_file_progress *p);
 void tt_file_backend_set_progress(tt_backend *b, tt_file_progress_fn fn, void *ctx);

@@ -494,7 +494,7 @@ static void hash_one(hash_job *job, miss *m, unsigned char *buf, EVP_MD_CTX *ctx
 		uint64_t files = atomic_fetch_add(&job->files_done, 1) + 1;
 		uint64_t bytes = atomic_fetch_add(&job->bytes_done, got) + got;
 		if (job->progress) {
-			tt_file_progress p = { files, job->files_total, bytes, job->bytes_total };
+			tt_file_progress p = { files, job->files_total, bytes, job->bytes_total, got };
 			job->progress(job->progress_ctx, &p);
 		}
 	}

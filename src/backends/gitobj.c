@@ -1368,6 +1368,88 @@ static int git_working_ref_blockers(tt_backend *b, const json_t *loc, const char
 
 /* --- reading ----------------------------------------------------------------------- */
 
+/* path is a directory with nothing in it. */
+static bool dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = d != NULL;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			empty = false;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return empty;
+}
+
+/*
+ * The checkout of a writable handle's branch, checked out at where (NULL:
+ * nowhere).  want (an absolute path, may be NULL): a new worktree there,
+ * unless the branch is already checked out at that very place; without it,
+ * where (*out NULL: nowhere).
+ */
+static int checkout_at(tt_backend *b, const char *repo, const char *branch, const char *want,
+		       const char *where, char **out, tt_error *err)
+{
+	char *there = NULL, *asked = NULL;
+	int rc = 0;
+	if (!want) {
+		if (where && !(*out = tt_realpath(where)))
+			rc = goom(err);
+		return rc;
+	}
+	if (want[0] != '/')
+		return gerr(err, TT_EUSAGE, "a worktree path must be absolute, not '%s'", want);
+	if (where) {
+		there = tt_realpath(where);
+		asked = tt_exists(want) ? tt_realpath(want) : NULL;
+		if (!there) {
+			rc = goom(err);
+		} else if (asked && strcmp(asked, there) == 0) {
+			*out = there; /* already checked out right there */
+			there = NULL;
+		} else {
+			rc = gerr(err, TT_EUSAGE, "branch %s is already checked out at %s (git checks a "
+				  "branch out in one place only)", branch, there);
+			tt_error_hint(err, "work there (open without --worktree), or free it first "
+				      "(`git -C '%s' switch --detach`)", there);
+		}
+		free(there);
+		free(asked);
+		return rc;
+	}
+	if (tt_exists(want) && !dir_is_empty(want)) {
+		rc = gerr(err, TT_EUSAGE, "cannot make a worktree at %s: it exists and is not an empty "
+			  "directory", want);
+		tt_error_hint(err, "name a new directory for --worktree");
+		return rc;
+	}
+	const char *const args[] = { "worktree", "add", "--quiet", "--end-of-options", want, branch, NULL };
+	if ((rc = git_run(b, repo, args, NULL, err)) < 0)
+		return rc;
+	if (!(*out = tt_realpath(want)))
+		rc = goom(err);
+	return rc;
+}
+
+static int git_checkout(tt_backend *b, const json_t *loc, const char *branch, const char *want,
+			char **out, tt_error *err)
+{
+	char *repo = NULL, *where = NULL;
+	int rc;
+	*out = NULL;
+	if ((rc = guard(branch, "branch", err)) < 0 || (rc = repo_path(b, loc, &repo, err)) < 0)
+		return rc;
+	rc = worktree_of(b, repo, branch, false, &where, err);
+	if (rc == 0)
+		rc = checkout_at(b, repo, branch, want, where, out, err);
+	free(repo);
+	free(where);
+	return rc;
+}
+
 static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
 		    json_t **handle, tt_error *err)
 {
@@ -1417,10 +1499,15 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		rc = goom(err);
 		goto done;
 	}
-	*handle = json_pack("{s:s, s:s, s:b, s:s, s:s, s:n}", "type", KIND, "address", address,
-			    "read_only", read_only, "path", path, "sha", sha, "worktree");
+	/* A writable handle writes a branch: name it (the engine adds the
+	 * worktree that has it, see git_checkout). */
+	*handle = json_pack("{s:s, s:s, s:b, s:s, s:s, s:n, s:s?}", "type", KIND, "address", address,
+			    "read_only", read_only, "path", path, "sha", sha, "worktree", "branch",
+			    read_only ? NULL : ref);
 	if (!*handle)
 		rc = goom(err);
+	else if (read_only)
+		json_object_set_new(*handle, "branch", json_null());
 done:
 	free(repo);
 	free(path);
@@ -2333,6 +2420,7 @@ static const tt_backend_ops git_ops = {
 	.list_working_refs = git_list_working_refs,
 	.working_ref_blockers = git_working_ref_blockers,
 	.open = git_open,
+	.checkout = git_checkout,
 	.promote = git_promote,
 	.merge = git_merge,
 	.check_move = git_check_move,

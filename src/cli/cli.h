@@ -82,6 +82,24 @@ int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a);
 int cli_read_plan(const char *path, tt_buf *out);
 int cli_show_plan(const cli_cmd *cmd, const cli_args *a, const char *plan_json, const char *plan_text);
 
+/*
+ * A planned command's library call: plan only when dry (*plan_json and
+ * *plan_text), else apply -- the saved plan from/from_len when given --
+ * into *out.  Returns 0 or a negative tt_code with err set.
+ */
+typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len,
+			   char **plan_json, char **plan_text, json_t **out, tt_error *err);
+/*
+ * --dry-run / --plan FILE / --from-plan FILE around fn (planned.c), after
+ * the command's cli_plan_flags_conflict and its own checks: reads the saved
+ * plan, calls fn, prints its error or shows the plan, and returns that exit
+ * status -- or CLI_PLAN_APPLIED with *out what fn applied, for the command
+ * to print (and release).
+ */
+#define CLI_PLAN_APPLIED (-1)
+int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_plan_fn fn, void *ctx,
+		    json_t **out);
+
 /* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);
 

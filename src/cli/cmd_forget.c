@@ -5,31 +5,25 @@
 
 #include "cli/cli.h"
 
+static int forget(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
+		  char **pt, json_t **out, tt_error *err)
+{
+	const cli_args *a = ctx;
+	return tt_repo_forget_workspace(repo, a->npos ? a->pos[0] : NULL, dry, from, from_len, pj, pt, out,
+					err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
-	tt_buf saved = TT_BUF_INIT;
 	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+	if ((rc = cli_run_planned(cmd, a, repo, forget, a, &out)) != CLI_PLAN_APPLIED)
 		goto done;
-	if (tt_repo_forget_workspace(repo, a->npos ? a->pos[0] : NULL, dry && !from_plan, from_plan ? saved.ptr : NULL,
-				     saved.len, &pj, &pt, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
-	if (dry && !from_plan) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		goto done;
-	}
 	json_t *failed = json_object_get(out, "failed");
 	if (cli_flag(cmd, a, "json")) {
 		cli_print_json(out);
@@ -61,9 +55,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	rc = json_object_size(failed) ? EXIT_PARTIAL : EXIT_OK;
 done:
-	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;

@@ -147,13 +147,32 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
+	char *worktree = NULL;
 	int rc;
 	if (cli_flag(cmd, a, "read-only") && cli_flag(cmd, a, "writable"))
 		return cli_usage_error(cmd, "--read-only and --writable contradict each other");
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
-	int ro = cli_flag(cmd, a, "read-only") ? 1 : cli_flag(cmd, a, "writable") ? 0 : -1;
-	if (tt_repo_open_object(repo, a->pos[0], cli_value(cmd, a, "rev"), ro, &out, &err) < 0) {
+	tt_open_opts o = {
+		.rev = cli_value(cmd, a, "rev"),
+		.read_only = cli_flag(cmd, a, "read-only") ? 1 : cli_flag(cmd, a, "writable") ? 0 : -1,
+	};
+	const char *wt = cli_value(cmd, a, "worktree");
+	if (wt && !*wt) {
+		rc = cli_usage_error(cmd, "--worktree needs a directory");
+		goto done;
+	}
+	if (wt && wt[0] != '/') {
+		char *cwd = tt_getcwd();
+		if (!cwd || !(worktree = tt_path_join(cwd, wt))) {
+			free(cwd);
+			rc = cli_error(NULL, "out of memory");
+			goto done;
+		}
+		free(cwd);
+	}
+	o.worktree = worktree ? worktree : wt;
+	if (tt_repo_open_handle(repo, a->pos[0], &o, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
@@ -178,8 +197,21 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 		printf("%s\n", json_string_value(full));
 	else
 		printf("%s\n", json_string_value(json_object_get(out, "address")));
+	fflush(stdout);
+	/* Where a writable branch is: the name, and the checkout that has it. */
+	const char *branch = json_string_value(json_object_get(out, "branch"));
+	const char *where = json_string_value(json_object_get(out, "worktree"));
+	if (branch && !json_is_true(json_object_get(out, "read_only"))) {
+		fprintf(stderr, "  branch: %s (writable)\n", branch);
+		if (where)
+			fprintf(stderr, "  worktree: %s\n", where);
+		else
+			fprintf(stderr, "  worktree: none has it checked out (`tether open %s --worktree DIR` "
+				"makes one)\n", a->pos[0]);
+	}
 	cli_handle_snippet(out);
 done:
+	free(worktree);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;
@@ -189,6 +221,9 @@ static const cli_opt open_opts[] = {
 	{ "rev", 'r', OPT_VALUE, "REV", "Open read-only at what this dataset commit pinned." },
 	{ "read-only", 0, OPT_FLAG, NULL, "A read-only handle." },
 	{ "writable", 0, OPT_FLAG, NULL, "A writable handle (forkable objects; forks lazily)." },
+	{ "worktree", 0, OPT_VALUE, "DIR",
+	  "A git object opened writable: check its branch out in a new worktree at DIR (or "
+	  "where that branch is already checked out, if that is DIR)." },
 	{ "with-password", 0, OPT_FLAG, NULL,
 	  "Print a connection URL with its password (Neon); by default the password is redacted. "
 	  "Never honoured under --json." },
@@ -197,11 +232,14 @@ static const cli_opt open_opts[] = {
 };
 
 const cli_cmd cmd_open = {
-	"open", "KEY [-r REV] [--read-only | --writable] [--with-password] [--json]",
+	"open", "KEY [-r REV] [--read-only | --writable] [--worktree DIR] [--with-password] [--json]",
 	"Print the native address of an object's handle.",
 	"Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
 	"deferred fork is created first -- and everything else read-only.  With -r REV the\n"
 	"handle is read-only at that commit's pinned or recorded state.  A moved pin is\n"
-	"refused; a deleted one falls back to the recorded state where the kind can address it.",
+	"refused; a deleted one falls back to the recorded state where the kind can address it.\n"
+	"A writable git handle names its branch and the worktree that has it checked out\n"
+	"(--worktree DIR makes one); a writable open is refused while the dataset's checkout\n"
+	"is off the workspace's bookmark.",
 	open_opts, 1, 1, run_open,
 };

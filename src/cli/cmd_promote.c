@@ -35,15 +35,17 @@ static const char *refusal_text(const char *text)
 	return text;
 }
 
+static int promote(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
+		   char **pt, json_t **out, tt_error *err)
+{
+	return tt_repo_promote(repo, ctx, from, from_len, dry ? pj : NULL, dry ? pt : NULL, dry ? NULL : out,
+			       err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	tt_buf saved = TT_BUF_INIT;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
 	int rc;
 	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
@@ -56,17 +58,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.strategy = cli_value(cmd, a, "strategy"),
 		.message = cli_value(cmd, a, "message"),
 	};
-	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
+	if ((rc = cli_run_planned(cmd, a, repo, promote, &o, &out)) != CLI_PLAN_APPLIED)
 		goto done;
-	if (tt_repo_promote(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
-			    dry ? NULL : &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
-	if (dry) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		goto done;
-	}
 	json_t *refused = json_object_get(out, "refused"), *failed = json_object_get(out, "failed");
 	bool stopped = json_object_size(refused) || json_object_size(failed);
 	bool landed = json_object_size(json_object_get(out, "fast_forwarded")) ||
@@ -109,9 +102,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		fprintf(stderr, "  FAILED         %s: %s\n", key, json_string_value(v));
 	rc = code;
 done:
-	free(pj);
-	free(pt);
-	tt_buf_release(&saved);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;

@@ -6,15 +6,26 @@
 #include "cli/cli.h"
 #include "util/fs.h"
 
+typedef struct restore_ctx {
+	const cli_args *a;
+	const char *rev, *at;
+	bool discard;
+} restore_ctx;
+
+static int restore(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
+		   char **pt, json_t **out, tt_error *err)
+{
+	const restore_ctx *c = ctx;
+	return tt_repo_restore(repo, c->a->pos, c->a->npos, c->rev, c->at, c->discard, dry, from, from_len,
+			       pj, pt, out, err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
-	tt_buf saved = TT_BUF_INIT;
+	const char *from_plan = cli_value(cmd, a, "from-plan");
 	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
 	const char *rev = cli_value(cmd, a, "from"), *at = cli_value(cmd, a, "at");
@@ -30,17 +41,10 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		rc = cli_fail(&err);
 		goto done;
 	}
-	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+	restore_ctx c = { a, rev, at, cli_flag(cmd, a, "discard") };
+	if ((rc = cli_run_planned(cmd, a, repo, restore, &c, &out)) != CLI_PLAN_APPLIED)
 		goto done;
-	if (tt_repo_restore(repo, a->pos, a->npos, rev, at, cli_flag(cmd, a, "discard"), dry,
-			    from_plan ? saved.ptr : NULL, saved.len, &pj, &pt, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
-	if (dry) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		goto done;
-	}
+	rc = EXIT_OK;
 	if (cli_flag(cmd, a, "json")) {
 		rc = cli_print_json(out);
 		goto done;
@@ -52,9 +56,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		printf("%s -> %s  (from %s%s%s%s)\n", k, json_string_value(v), source ? source : "None",
 		       src_at ? "; " : "", src_at ? src_at : "", src_at ? " is untouched" : "");
 done:
-	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;

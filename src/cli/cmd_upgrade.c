@@ -5,15 +5,17 @@
 
 #include "cli/cli.h"
 
+static int upgrade(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
+		   char **pt, json_t **out, tt_error *err)
+{
+	return tt_repo_upgrade(repo, *(const bool *)ctx, dry, from, from_len, pj, pt, out, err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
-	tt_buf saved = TT_BUF_INIT;
 	int rc;
 	if (cli_plan_flags_conflict(cmd, a))
 		return EXIT_ERROR;
@@ -21,17 +23,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		return cli_fail(&err);
 	for (size_t i = 0; i < tt_repo_warning_count(repo); i++)
 		cli_warning("%s", tt_repo_warning(repo, i));
-	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
+	bool ignore_immutable = cli_flag(cmd, a, "ignore-immutable");
+	if ((rc = cli_run_planned(cmd, a, repo, upgrade, &ignore_immutable, &out)) != CLI_PLAN_APPLIED)
 		goto done;
-	if (tt_repo_upgrade(repo, cli_flag(cmd, a, "ignore-immutable"), dry && !from_plan, from_plan ? saved.ptr : NULL,
-			    saved.len, &pj, &pt, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
-	if (dry && !from_plan) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		goto done;
-	}
 	json_t *failed = json_object_get(out, "failed");
 	if (cli_flag(cmd, a, "json")) {
 		cli_print_json(out);
@@ -68,9 +62,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	rc = json_object_size(failed) ? EXIT_PARTIAL : EXIT_OK;
 done:
-	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
 	json_decref(out);
 	tt_repo_free(repo);
 	return rc;

@@ -146,7 +146,17 @@ void cli_handle_snippet(const json_t *h)
 	tt_buf b = TT_BUF_INIT;
 	if (!type)
 		return;
-	if (strcmp(type, "git") == 0 && json_is_string(json_object_get(h, "path"))) {
+	const char *worktree = json_string_value(json_object_get(h, "worktree"));
+	if (strcmp(type, "git") == 0 && !ro && branch && worktree) {
+		/* the branch is checked out there already */
+		tt_buf_puts(&b, "cd ");
+		py_str(&b, worktree, true);
+	} else if (strcmp(type, "git") == 0 && !ro && branch && json_is_string(json_object_get(h, "path"))) {
+		tt_buf_puts(&b, "git -C ");
+		py_str(&b, json_string_value(json_object_get(h, "path")), true);
+		tt_buf_puts(&b, " checkout ");
+		py_str(&b, branch, true);
+	} else if (strcmp(type, "git") == 0 && json_is_string(json_object_get(h, "path"))) {
 		tt_buf_puts(&b, "git -C ");
 		py_str(&b, json_string_value(json_object_get(h, "path")), true);
 		tt_buf_printf(&b, " checkout %s%s", ro ? "--detach " : "",

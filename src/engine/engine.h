@@ -226,6 +226,9 @@ const char *tt_engine_store_where(const json_t *loc, tt_buf *scratch);
 void tt_engine_progress_begin(tt_repo *repo, const char *phase, size_t total);
 void tt_engine_progress_step(tt_repo *repo, const char *key);
 void tt_engine_progress_end(tt_repo *repo);
+/* Count the file kind's hashing into the phase's files and bytes (on), or
+ * stop (off); nothing without a callback.  Backends built by then only. */
+void tt_engine_progress_files(tt_repo *repo, bool on);
 /* Release the progress state (tt_repo_free). */
 void tt_engine_progress_free(tt_repo *repo);
 

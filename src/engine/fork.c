@@ -1401,9 +1401,53 @@ static void handle_shape(json_t *h, const char *object)
 		}
 }
 
+/* A writable open writes the bookmark's branches: refused while the
+ * dataset's checkout is elsewhere (a `git checkout` behind tether's back),
+ * naming the command that puts things right. */
+static int on_bookmark(tt_repo *repo, const tt_manifest *m, tt_error *err)
+{
+	const char *b = repo->ws.bookmark;
+	char *here = NULL;
+	bool on = false;
+	int rc;
+	if (strcmp(repo->vcs->ops->kind, "jj") == 0) {
+		/* jj's working copy sits on a change above the bookmark */
+		if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@", &on, err)) < 0)
+			return rc;
+	} else {
+		if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+			return rc;
+		on = here && strcmp(here, b) == 0;
+	}
+	if (!on) {
+		tt_error_set(err, TT_ECONFIG, "the working copy has left bookmark '%s' (now on %s); a "
+			     "writable open would write that bookmark's branches from elsewhere", b,
+			     here ? here : "no bookmark");
+		tt_error_object(err, m->key, m->kind);
+		if (here)
+			tt_error_hint(err, "`tether new %s` returns to it; `tether new %s` works where you are",
+				      b, here);
+		else
+			tt_error_hint(err, "`tether new %s` returns to it; `tether new -b NAME` starts a "
+				      "bookmark where you are", b);
+		rc = TT_ECONFIG;
+	}
+	free(here);
+	return rc;
+}
+
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
+	tt_open_opts o = { .rev = rev, .read_only = read_only };
+	return tt_repo_open_handle(repo, key, &o, out, err);
+}
+
+int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
+			tt_error *err)
+{
+	const char *rev = opts->rev;
+	int read_only = opts->read_only;
 	tt_manifest_set at = { 0 };
 	tt_backend *b;
 	char *ref = NULL;
@@ -1414,6 +1458,9 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 		const char *env = getenv("TETHER_REV");
 		rev = env && *env ? env : NULL;
 	}
+	if (rev && opts->worktree)
+		return tt_error_set(err, TT_EUSAGE, "a worktree is a checkout of a writable branch; "
+				    "opening at %s is read-only (leave out --worktree)", rev);
 	if (rev) {
 		/* Read-only at what that commit pinned or recorded. */
 		if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
@@ -1458,6 +1505,13 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 	bool want_write = read_only < 0 ? forkable : read_only == 0;
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 		return tt_error_object(err, key, m->kind);
+	if (opts->worktree && (!want_write || !b->ops->checkout)) {
+		rc = tt_error_set(err, TT_EUSAGE, "a worktree is a checkout of a writable branch; '%s' "
+				  "opens %s", key, !want_write ? "read-only" : "no branch checkout (not git)");
+		tt_error_hint(err, "leave out --worktree%s", !want_write && forkable ? ", or open --writable" : "");
+		tt_error_object(err, key, m->kind);
+		goto done;
+	}
 	if (want_write) {
 		if (!forkable) {
 			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
@@ -1478,13 +1532,29 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 			rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
 			goto done;
 		}
+		if ((rc = on_bookmark(repo, m, err)) < 0)
+			goto done;
 		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
 			goto done;
 		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
 			goto done;
 		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
-		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0)
+		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0) {
 			tt_error_object(err, key, m->kind);
+			goto done;
+		}
+		/* Where the branch is checked out (or a new checkout of it). */
+		if (b->ops->checkout) {
+			char *where = NULL;
+			if ((rc = b->ops->checkout(b, m->locator, ref, opts->worktree, &where, err)) < 0) {
+				tt_error_object(err, key, m->kind);
+				json_decref(*out);
+				*out = NULL;
+				goto done;
+			}
+			json_object_set_new(*out, "worktree", where ? json_string(where) : json_null());
+			free(where);
+		}
 		goto done;
 	}
 	/* Read-only: at the working ref when there is one, else the committed

@@ -1,10 +1,12 @@
 /* engine/progress.c - the progress callback (tether/progress.h). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <tether/progress.h>
 
+#include "backends/file.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 
@@ -14,6 +16,7 @@ struct tt_progress_state {
 	pthread_mutex_t lock;
 	const char *phase;
 	size_t done, total;
+	uint64_t files_done, files_total, bytes_done, bytes_total;
 	struct timespec start;
 	bool open;
 };
@@ -45,7 +48,8 @@ void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx)
 
 static void call(struct tt_progress_state *s, const char *key, int finished)
 {
-	tt_progress p = { s->phase, key, s->done, s->total, since(&s->start), finished };
+	tt_progress p = { s->phase, key, s->done, s->total, since(&s->start), finished,
+			  s->files_done, s->files_total, s->bytes_done, s->bytes_total };
 	s->fn(&p, s->ctx);
 }
 
@@ -58,6 +62,7 @@ void tt_engine_progress_begin(tt_repo *repo, const char *phase, size_t total)
 	s->phase = phase;
 	s->done = 0;
 	s->total = total;
+	s->files_done = s->files_total = s->bytes_done = s->bytes_total = 0;
 	s->open = true;
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
 	call(s, NULL, 0);
@@ -98,4 +103,34 @@ void tt_engine_progress_free(tt_repo *repo)
 	pthread_mutex_destroy(&repo->progress->lock);
 	free(repo->progress);
 	repo->progress = NULL;
+}
+
+/* A file the file kind hashed: into the phase's files and bytes.  A
+ * hashing run's first file (files_done 1) brings its totals. */
+static void on_file_hashed(void *ctx, const tt_file_progress *fp)
+{
+	struct tt_progress_state *s = ((tt_repo *)ctx)->progress;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->open) {
+		if (fp->files_done == 1) {
+			s->files_total += fp->files_total;
+			s->bytes_total += fp->bytes_total;
+		}
+		s->files_done++;
+		s->bytes_done += fp->bytes_step;
+		call(s, NULL, 0);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void tt_engine_progress_files(tt_repo *repo, bool on)
+{
+	if (!repo->progress)
+		return;
+	for (size_t i = 0; i < repo->nbackends; i++)
+		if (strcmp(repo->backends[i]->kind->name, "file") == 0)
+			tt_file_backend_set_progress(repo->backends[i], on ? on_file_hashed : NULL,
+						     on ? repo : NULL);
 }
