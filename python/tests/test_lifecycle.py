@@ -60,7 +60,7 @@ def test_drop_throws_a_bookmark_away_with_its_branch(dataset, git_store):
 def test_drop_in_one_call(dataset, git_store):
     repo = _committed(dataset, git_store)
     repo.new(bookmark="gone", eager=True)
-    repo.new(bookmark="main")
+    repo.new("main")
     report = repo.drop("gone")
     assert report.bookmark == "gone" and report.left_for is None and _branches(git_store) == []
 
@@ -163,10 +163,10 @@ def test_new_adopt_takes_the_bookmarks_existing_branch(dataset, git_store):
     repo = _committed(dataset, git_store)
     repo.new(bookmark="kept", eager=True)
     [branch] = _branches(git_store)
-    repo.new(bookmark="main")
-    plan = repo.plan_new(bookmark="kept", adopt=True)
+    repo.new("main")
+    plan = repo.plan_new("kept", adopt=True)
     assert plan.command == "new"
-    repo.new(bookmark="kept", adopt=True)
+    repo.new("kept", adopt=True)
     assert repo.workspace.working_refs == {"code": branch}
 
 
@@ -174,11 +174,11 @@ def test_plan_gc_scope_judges_one_bookmarks_branches(dataset, git_store):
     repo = _committed(dataset, git_store)
     repo.new(bookmark="a", eager=True)
     repo.new(bookmark="b", eager=True)
-    repo.new(bookmark="main")
+    repo.new("main")
     git(dataset, "branch", "-D", "a", "b")
     everything = repo.plan_gc(prune_bookmarks=True)
     scoped = repo.plan_gc(prune_bookmarks=True, scope=GcScope(bookmarks=frozenset({"a"})))
-    targets = lambda p: sorted(a.target for a in p.actions if a.op == "delete-working-ref")  # noqa: E731
+    targets = lambda p: sorted(a.target for a in p.actions if a.op == "delete-branch")  # noqa: E731
     assert len(targets(everything)) == 2
     assert targets(scoped) == [tether.working_ref_name(repo.dataset_id, "a")]
     with pytest.raises(tether.TetherError, match="dropped_manifests"):

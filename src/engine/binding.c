@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "engine/gc.h"
 #include "engine/registry.h"
+#include "engine/repo.h"
 #include "util/buf.h"
 
 int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const *bookmarks, size_t nbookmarks,
@@ -109,7 +110,15 @@ int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema,
 int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
 			tt_error *err)
 {
-	return tt_registry_plan_import(repo, rows, sync, plan_json, plan_text, err);
+	/* Plan from the manifests on disk, as apply will check them: a handle
+	 * kept open across an earlier import holds them as that import left
+	 * them in memory (taking the lock reads them afresh). */
+	int rc = tt_repo_lock(repo, err);
+	if (rc < 0)
+		return rc;
+	rc = tt_registry_plan_import(repo, rows, sync, plan_json, plan_text, err);
+	tt_repo_unlock(repo);
+	return rc;
 }
 
 int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
