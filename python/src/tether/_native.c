@@ -904,13 +904,47 @@ static PyObject *Repo_set_progress(RepoObject *self, PyObject *fn)
 /* The rows as methods, and set_progress; filled in at import. */
 static PyMethodDef Repo_methods[NSPECS + 2];
 
-static void fill_methods(void)
+/* A row's docstring, led by its signature (so inspect.signature reads it:
+ * "name($self, /, a, b=None)\n--\n\n"); NULL when out of memory. */
+static char *signature_doc(const method_spec *m)
 {
-	for (size_t i = 0; i < NSPECS; i++)
+	char buf[1024];
+	size_t at = (size_t)snprintf(buf, sizeof buf, "%s($self, /", m->name);
+	for (size_t i = 0; m->args[i].name && at < sizeof buf; i++) {
+		const arg_spec *a = &m->args[i];
+		at += (size_t)snprintf(buf + at, sizeof buf - at, ", %s", a->name);
+		if (i < m->nrequired || at >= sizeof buf)
+			continue;
+		if (a->type == A_BOOL)
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=%s", a->dflt ? "True" : "False");
+		else if (a->type == A_INT || a->type == A_SIZE)
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=%lld", a->dflt);
+		else
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=None");
+	}
+	if (at < sizeof buf)
+		snprintf(buf + at, sizeof buf - at, ")\n--\n\n%s", m->doc);
+	size_t n = strlen(buf) + 1;
+	char *doc = PyMem_Malloc(n);
+	if (doc)
+		memcpy(doc, buf, n);
+	return doc;
+}
+
+static int fill_methods(void)
+{
+	for (size_t i = 0; i < NSPECS; i++) {
+		char *doc = signature_doc(&repo_specs[i]);
+		if (!doc) {
+			PyErr_NoMemory();
+			return -1;
+		}
 		Repo_methods[i] = (PyMethodDef){ repo_specs[i].name, (PyCFunction)(void (*)(void))stubs[i],
-						 METH_VARARGS | METH_KEYWORDS, repo_specs[i].doc };
+						 METH_VARARGS | METH_KEYWORDS, doc };
+	}
 	Repo_methods[NSPECS] = (PyMethodDef){ "set_progress", (PyCFunction)Repo_set_progress, METH_O,
 					      "Call fn(phase, key, done, total) as objects finish long steps (None: stop)." };
+	return 0;
 }
 
 static PyTypeObject RepoType = {
@@ -1099,7 +1133,8 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC PyInit__native(void);
 PyMODINIT_FUNC PyInit__native(void)
 {
-	fill_methods();
+	if (!Repo_methods[0].ml_name && fill_methods() < 0)
+		return NULL;
 	if (PyType_Ready(&RepoType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&moddef);
