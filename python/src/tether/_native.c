@@ -519,7 +519,7 @@ static int convert(const arg_spec *a, PyObject *o, arg_val *v)
 static PyObject *dispatch(RepoObject *self, const method_spec *m, PyObject *args, PyObject *kw)
 {
 	CHECK_OPEN(self);
-	char fmt[2 * MAX_ARGS + 4], *f = fmt;
+	char fmt[2 * MAX_ARGS + 64], *f = fmt;
 	char *kwlist[MAX_ARGS + 1];
 	PyObject *obj[MAX_ARGS] = { 0 };
 	size_t n = 0;
