@@ -1077,7 +1077,7 @@ class Repo:
     def select_keys(self, selectors: Sequence[str] | None, *, among: Iterable[str] | None = None) -> list[str]:
         """The keys `selectors` name (a key, or `prefix/` for a subtree), sorted;
         `None` or empty: every key.  An unknown selector is a `ConfigError`."""
-        keys = sorted(set(among) if among is not None else self.objects)
+        keys = sorted(set(among) if among is not None else self._n.keys())
         if not selectors:
             return keys
         out: set[str] = set()
