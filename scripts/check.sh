@@ -243,7 +243,8 @@ python_pkg() { # the Python package on libtether, in .venv-py (idempotent: deps 
 # in its own .venv-py<X.Y> with only the runner (the store libraries' tests
 # skip there; they run under .venv-py).  Installs one after the other, then
 # the suites side by side: the venvs are built once (about 25 s each), then
-# the stage adds about a minute (measured on two busy cores).
+# the stage adds about a minute on two cores (three when other work shares
+# them: measured 1m02 and 3m05).
 PY_VERSIONS=${TT_PY_VERSIONS:-3.12.1 3.13.0}
 python_versions() {
   local req=python/tests/requirements-min.txt want v xy venv log pids=() ok=()
