@@ -8,6 +8,9 @@ library comes from, in order:
 - otherwise CMake and Ninja (or Make) build it here, in `build-libtether/`
   next to this file, reused on the next install.
 
+`tether/_help.py` (the docstrings' opening: each command's `--help`) is
+written at build time from the `tether` binary built beside libtether.a.
+
 The extension links libtether.a statically, so the installed wheel needs
 only the shared system libraries libtether itself uses (jansson, libb2,
 OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq, libmariadb).
@@ -15,6 +18,7 @@ OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq, libmariadb).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,6 +26,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent  # the tether checkout
@@ -49,8 +54,29 @@ def _libtether_dir() -> Path:
         ["cmake", "-S", str(SOURCE), "-B", str(build), *gen, "-DCMAKE_BUILD_TYPE=Release"],
         stdout=subprocess.DEVNULL,
     )
-    subprocess.check_call(["cmake", "--build", str(build), "--target", "tether_static", "-j", str(os.cpu_count() or 2)])
+    subprocess.check_call(
+        ["cmake", "--build", str(build), "--target", "tether_static", "tether", "-j", str(os.cpu_count() or 2)]
+    )
     return build
+
+
+def _write_help(target: Path) -> None:
+    """tether/_help.py from the CLI's own `--help` pages (tools/gen_help.py),
+    so the docstrings are the text of the binary built beside libtether."""
+    binary = _libtether_dir() / "tether"
+    if not binary.is_file():
+        raise SystemExit(f"{binary}: no tether binary beside libtether.a to take the --help text from; build it")
+    spec = importlib.util.spec_from_file_location("gen_help", HERE / "tools" / "gen_help.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(gen.render(gen.help_texts(str(binary))))
+
+
+class BuildPyWithHelp(build_py):
+    def run(self) -> None:
+        super().run()
+        _write_help(Path(self.build_lib) / "tether" / "_help.py")
 
 
 class BuildWithLibtether(build_ext):
@@ -71,5 +97,5 @@ setup(
             extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
         )
     ],
-    cmdclass={"build_ext": BuildWithLibtether},
+    cmdclass={"build_ext": BuildWithLibtether, "build_py": BuildPyWithHelp},
 )

@@ -400,6 +400,44 @@ int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *opts, char **plan_json, cha
 int tt_repo_apply_gc_plan(tt_repo *repo, const char *plan_json, size_t len, json_t **out,
 			  tt_error *err);
 
+/* --- for language bindings: what tether-vcs's Python API offers beyond the
+ * commands above (gc's scoped plan, export / publish / import) ----------- */
+
+/*
+ * A gc plan judging only these bookmarks' branches (NULL / 0: every stray
+ * branch), walking history as if excluded_commits were gone and treating
+ * gone_bookmarks as not live: tether-vcs's plan_gc(scope=GcScope(...)).
+ * A plan with excluded commits is a preview and is refused when applied.
+ */
+int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *opts, const char *const *bookmarks, size_t nbookmarks,
+			   const char *const *excluded_commits, size_t nexcluded, const char *const *gone_bookmarks,
+			   size_t ngone, char **plan_json, char **plan_text, tt_error *err);
+
+/*
+ * export (experimental, as tether-vcs's Repo.export): the history's tables.
+ * revs (NULL / 0: every reachable commit).  *out: {tables: {name: [row]},
+ * head, exported_at}, each row a whole object keyed by column.
+ */
+int tt_repo_export(tt_repo *repo, const char *const *revs, size_t nrevs, bool listings, bool workspace,
+		   json_t **out, tt_error *err);
+/* Write an export's tables: format "sqlite" (path a file; append upserts
+ * into an existing one) or "parquet" / "csv" / "jsonl" (path a directory).
+ * *nfiles (may be NULL): the files written. */
+int tt_export_write(const json_t *bundle, const char *path, const char *format, bool append, size_t *nfiles,
+		    tt_error *err);
+/* publish: upsert an export's tables into schema of the PostgreSQL
+ * database dsn names, in one transaction.  *report: {schema, upserted:
+ * {table: n}, skipped_commits, dry_run}. */
+int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema, bool dry_run, json_t **report,
+		      tt_error *err);
+/* import: plan add / update / remove (sync: also remove) from rows in the
+ * canonical columns (key, kind, uri, locator_json, policy_file, policy_pin,
+ * at), then apply a plan (fresh or saved).  *out: {added, updated, removed,
+ * unchanged}. */
+int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
+			tt_error *err);
+int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err);
+
 TT_API_END
 
 #ifdef __cplusplus

@@ -434,3 +434,12 @@ def test_a_progress_callback_that_refers_to_its_repo_is_collected(dataset):
     del repo, native, marker
     gc.collect()
     assert ref() is None
+
+
+def test_keys_follow_an_add_and_a_remove_through_the_same_handle(dataset, git_store):
+    repo = Repo.init(dataset)
+    repo.add("code", "git", {"uri": str(git_store)})
+    repo.add("data/x", "git", {"uri": str(git_store)})
+    assert repo._n.keys() == ["code", "data/x"] and repo.select_keys(["data/"]) == ["data/x"]
+    repo.remove("data/x")
+    assert repo._n.keys() == ["code"]

@@ -526,12 +526,18 @@ done:
 
 int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err)
 {
+	/* From the manifests on disk, as tt_repo_objects reads them: a handle
+	 * kept open (a language binding's) has the set its last command loaded,
+	 * which that command's own add or remove left behind. */
+	tt_manifest_set fresh = { 0 };
+	int rc = tt_manifests_load(&fresh, repo->root, err);
+	if (rc < 0)
+		return rc;
 	*out = json_array();
-	if (!*out)
-		return tt_error_oom(err);
-	for (size_t i = 0; i < repo->objects.n; i++)
-		json_array_append_new(*out, json_string(repo->objects.items[i].key));
-	return 0;
+	for (size_t i = 0; *out && i < fresh.n; i++)
+		json_array_append_new(*out, json_string(fresh.items[i].key));
+	tt_manifests_release(&fresh);
+	return *out ? 0 : tt_error_oom(err);
 }
 
 json_t *tt_backends(void)

@@ -69,3 +69,24 @@ TT_TEST(manifest_hash_refuses_malformed_manifests)
 	tt_error_clear(&err);
 	json_decref(set);
 }
+
+TT_TEST(export_write_refuses_what_is_not_an_export)
+{
+	tt_error err = TT_ERROR_INIT;
+	size_t n = 7;
+	json_t *none = json_object();
+	CHECK_INT(tt_export_write(none, "/nonexistent/x.sqlite", "sqlite", false, &n, &err), TT_EUSAGE);
+	CHECK(strstr(err.message, "[export]") != NULL && n == 0);
+	tt_error_clear(&err);
+	/* A table missing is named, and nothing is written. */
+	json_t *partial = json_pack("{s:{s:[]}}", "tables", "commits");
+	CHECK_INT(tt_export_write(partial, "/nonexistent/x.sqlite", "sqlite", false, NULL, &err), TT_EUSAGE);
+	CHECK(strstr(err.message, "missing") != NULL);
+	tt_error_clear(&err);
+	json_t *report = NULL;
+	CHECK_INT(tt_export_publish(partial, "host=127.0.0.1", "tether", true, &report, &err), TT_EUSAGE);
+	CHECK(report == NULL);
+	tt_error_clear(&err);
+	json_decref(none);
+	json_decref(partial);
+}

@@ -34,7 +34,9 @@ from tether.errors import (
 
 _native._set_error_factory(_from_native)
 
-from tether import backends, handles, oplog  # noqa: E402
+from importlib.metadata import PackageNotFoundError  # noqa: E402
+
+from tether import backends, errors, handles, manifest, oplog, plan, registry  # noqa: E402
 from tether.manifest import (  # noqa: E402
     ObjectManifest,
     Pin,
@@ -44,12 +46,30 @@ from tether.manifest import (  # noqa: E402
     listing_name,
     manifest_hash,
     ref_for_pin,
+    working_ref_bookmark,
     working_ref_name,
+    working_ref_workspace,
 )
 from tether.oplog import OpEntry  # noqa: E402
 from tether.plan import Action, Plan, Precondition  # noqa: E402
+from tether.registry import (  # noqa: E402
+    ExportBundle,
+    ImportReport,
+    ImportSpec,
+    PublishReport,
+    build_bundle,
+    specs_from_rows,
+)
 from tether.repo import (  # noqa: E402
     TETHER_REV_ENV,
+    AbandonReport,
+    DropReport,
+    ForgetWorkspaceReport,
+    RecoveredObject,
+    RecoveredRefs,
+    RecoverReport,
+    RecoverStep,
+    UpgradeReport,
     CommitResult,
     DiffEntry,
     GcReport,
@@ -73,6 +93,28 @@ libtether_version = _native.version()
 
 __all__ = [
     "TETHER_REV_ENV",
+    "AbandonReport",
+    "DropReport",
+    "ExportBundle",
+    "ForgetWorkspaceReport",
+    "ImportReport",
+    "ImportSpec",
+    "PackageNotFoundError",
+    "PublishReport",
+    "RecoverReport",
+    "RecoverStep",
+    "RecoveredObject",
+    "RecoveredRefs",
+    "UpgradeReport",
+    "build_bundle",
+    "errors",
+    "manifest",
+    "plan",
+    "registry",
+    "repo",
+    "specs_from_rows",
+    "working_ref_bookmark",
+    "working_ref_workspace",
     "Action",
     "BackendError",
     "CapabilityError",

@@ -274,9 +274,10 @@ typedef struct {
 
 static int Repo_init(RepoObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "start_dir", NULL };
+	static char *kwlist[] = { "start_dir", "outdated", NULL };
 	const char *start;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &start))
+	int outdated = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|p", kwlist, &start, &outdated))
 		return -1;
 	if (!self->lock && !(self->lock = PyThread_allocate_lock())) {
 		PyErr_NoMemory();
@@ -285,7 +286,8 @@ static int Repo_init(RepoObject *self, PyObject *args, PyObject *kw)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *r = NULL;
 	int rc;
-	UNLOCKED(self, rc = tt_repo_open(&r, start, &err));
+	/* outdated: a dataset an older tether-vcs wrote, opened for upgrade alone */
+	UNLOCKED(self, rc = outdated ? tt_repo_open_outdated(&r, start, &err) : tt_repo_open(&r, start, &err));
 	if (rc < 0) {
 		raise_tt(&err);
 		return -1;
@@ -404,469 +406,461 @@ static PyObject *finish(int rc, json_t *out, tt_error *err)
 	return give(out);
 }
 
-static PyObject *finish_plan(int rc, char *pj, char *pt, tt_error *err)
+/* --- the methods, table-driven ---------------------------------------------
+ *
+ * Every Repo method has one shape: parse the arguments, convert them to C,
+ * make one libtether call without the GIL under the Repo's lock, free the
+ * arguments and turn the result (JSON, a plan pair, a string, or nothing)
+ * into Python or an exception.  A method is a row: its parameters (name,
+ * how to convert, default) and a small function that makes the call from
+ * the converted values.  One dispatcher does the rest.
+ */
+
+enum arg_type {
+	A_STR,   /* str (required unless defaulted to NULL) */
+	A_OSTR,  /* str or None -> NULL */
+	A_STRV,  /* a sequence of str, or None -> empty */
+	A_BOOL,  /* any truth value */
+	A_INT,   /* int */
+	A_JSON,  /* a JSON-shaped value */
+	A_OJSON, /* a JSON-shaped value, or None -> NULL */
+	A_SIZE,  /* an int, not negative */
+};
+
+typedef struct arg_spec {
+	const char *name;
+	enum arg_type type;
+	long long dflt; /* A_BOOL / A_INT default */
+} arg_spec;
+
+#define MAX_ARGS 14
+
+/* One converted argument. */
+typedef struct arg_val {
+	const char *s;
+	strv l;
+	json_t *j;
+	long long i;
+} arg_val;
+
+/* What a call left: json (out), a plan pair (pj, pt; when plan), a string. */
+typedef struct call_out {
+	json_t *out;
+	char *pj, *pt;
+	char *str;
+	bool plan;
+	bool none; /* return None whatever out holds */
+} call_out;
+
+typedef int (*call_fn)(tt_repo *r, arg_val *v, call_out *o, tt_error *err);
+
+typedef struct method_spec {
+	const char *name;
+	call_fn call;
+	size_t nrequired;
+	arg_spec args[MAX_ARGS + 1]; /* ends at a NULL name */
+	const char *doc;
+} method_spec;
+
+static void vals_free(arg_val *v, size_t n)
 {
-	if (rc < 0) {
-		free(pj);
-		free(pt);
-		return raise_tt(err);
+	for (size_t i = 0; i < n; i++) {
+		strv_free(&v[i].l);
+		json_decref(v[i].j);
+		v[i].j = NULL;
 	}
-	return give_plan(pj, pt);
 }
 
-static PyObject *Repo_objects(RepoObject *self, PyObject *noargs)
+static int convert(const arg_spec *a, PyObject *o, arg_val *v)
 {
-	CHECK_OPEN(self);
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_objects(self->repo, &out, &err));
-	return finish(rc, out, &err);
+	memset(v, 0, sizeof *v);
+	if (!o) { /* not given: the default */
+		v->i = a->dflt;
+		return 0;
+	}
+	switch (a->type) {
+	case A_STR:
+		if (!PyUnicode_Check(o)) {
+			PyErr_Format(PyExc_TypeError, "%s must be str, not %s", a->name, Py_TYPE(o)->tp_name);
+			return -1;
+		}
+		return (v->s = PyUnicode_AsUTF8(o)) ? 0 : -1;
+	case A_OSTR:
+		return opt_str(o, &v->s) ? 0 : -1;
+	case A_STRV:
+		return strv_from(o, &v->l);
+	case A_BOOL: {
+		int t = PyObject_IsTrue(o);
+		if (t < 0)
+			return -1;
+		v->i = t;
+		return 0;
+	}
+	case A_INT:
+	case A_SIZE:
+		v->i = PyLong_AsLongLong(o);
+		if (v->i == -1 && PyErr_Occurred())
+			return -1;
+		if (a->type == A_SIZE && v->i < 0) {
+			PyErr_Format(PyExc_ValueError, "%s must not be negative", a->name);
+			return -1;
+		}
+		return 0;
+	case A_OJSON:
+		if (o == Py_None)
+			return 0;
+		/* fall through */
+	case A_JSON:
+		return (v->j = from_py(o, 0)) ? 0 : -1;
+	}
+	return 0;
 }
 
-static PyObject *Repo_keys(RepoObject *self, PyObject *noargs)
+static PyObject *dispatch(RepoObject *self, const method_spec *m, PyObject *args, PyObject *kw)
 {
 	CHECK_OPEN(self);
+	char fmt[2 * MAX_ARGS + 64], *f = fmt;
+	char *kwlist[MAX_ARGS + 1];
+	PyObject *obj[MAX_ARGS] = { 0 };
+	size_t n = 0;
+	for (; m->args[n].name; n++) {
+		if (n == m->nrequired)
+			*f++ = '|';
+		*f++ = 'O';
+		kwlist[n] = (char *)m->args[n].name;
+	}
+	*f++ = ':';
+	*f = 0;
+	snprintf(f, sizeof fmt - (size_t)(f - fmt), "%s", m->name);
+	kwlist[n] = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &obj[0], &obj[1], &obj[2], &obj[3], &obj[4],
+					 &obj[5], &obj[6], &obj[7], &obj[8], &obj[9], &obj[10], &obj[11], &obj[12],
+					 &obj[13]))
+		return NULL;
+	arg_val v[MAX_ARGS];
+	memset(v, 0, sizeof v);
+	for (size_t i = 0; i < n; i++)
+		if (convert(&m->args[i], obj[i], &v[i]) < 0) {
+			vals_free(v, i);
+			return NULL;
+		}
 	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
+	call_out o = { 0 };
 	int rc;
-	UNLOCKED(self, rc = tt_repo_keys(self->repo, &out, &err));
-	return finish(rc, out, &err);
-}
-
-static PyObject *Repo_current_rev(RepoObject *self, PyObject *noargs)
-{
-	CHECK_OPEN(self);
-	tt_error err = TT_ERROR_INIT;
-	char *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_current_rev(self->repo, &out, &err));
+	UNLOCKED(self, rc = m->call(self->repo, v, &o, &err));
+	vals_free(v, n);
 	if (rc < 0) {
-		free(out);
+		json_decref(o.out);
+		free(o.pj);
+		free(o.pt);
+		free(o.str);
 		return raise_tt(&err);
 	}
-	return give_str(out);
+	tt_error_clear(&err);
+	if (o.plan) {
+		json_decref(o.out);
+		return give_plan(o.pj, o.pt);
+	}
+	free(o.pj);
+	free(o.pt);
+	if (o.str) {
+		json_decref(o.out);
+		return give_str(o.str);
+	}
+	if (o.none) {
+		json_decref(o.out);
+		Py_RETURN_NONE;
+	}
+	return give(o.out);
 }
 
-static PyObject *Repo_status(RepoObject *self, PyObject *args, PyObject *kw)
+/* A saved plan argument's length. */
+#define LEN(s) ((s) ? strlen(s) : 0)
+/* A string list argument, NULL when empty. */
+#define LIST(x) ((x).l.n ? (x).l.v : NULL), (x).l.n
+
+static int call_objects(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "selectors", "snapshot", NULL };
-	PyObject *sel = Py_None;
-	int snap = -1;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oi", kwlist, &sel, &snap))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_status(self->repo, s.v, s.n, snap, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	return tt_repo_objects(r, &o->out, e);
 }
 
-static PyObject *Repo_snapshot(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_keys(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "selectors", NULL };
-	PyObject *sel = Py_None;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &sel))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_snapshot(self->repo, s.v, s.n, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	return tt_repo_keys(r, &o->out, e);
 }
 
-static PyObject *Repo_add(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_current_rev(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "key", "kind", "locator", "file", "pin", "cwd", "create", NULL };
-	PyObject *key = Py_None, *file = Py_None, *pin = Py_None, *cwd = Py_None, *loc;
-	const char *kind;
-	int create = 0;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OsO|OOOp", kwlist, &key, &kind, &loc, &file, &pin, &cwd, &create))
-		return NULL;
-	tt_add_opts o = { .kind = kind, .create = create };
-	if (!opt_str(key, &o.key) || !opt_str(file, &o.file_policy) || !opt_str(pin, &o.pin_policy) ||
-	    !opt_str(cwd, &o.cwd))
-		return NULL;
-	json_t *jl = from_py(loc, 0);
-	if (!jl)
-		return NULL;
-	o.locator = jl;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_add(self->repo, &o, &out, &err));
-	json_decref(jl);
-	return finish(rc, out, &err);
+	return tt_repo_current_rev(r, &o->str, e);
 }
 
-static PyObject *Repo_remove(RepoObject *self, PyObject *args)
+static int call_status(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *key;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTuple(args, "s", &key))
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_remove(self->repo, key, &err));
-	return finish(rc, NULL, &err);
+	return tt_repo_status(r, v[0].l.v, v[0].l.n, (int)v[1].i, &o->out, e);
 }
 
-static PyObject *Repo_set_policy(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_snapshot(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "keys", "file", "pin", NULL };
-	PyObject *keys, *file = Py_None, *pin = Py_None;
-	const char *f, *p;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &keys, &file, &pin) || !opt_str(file, &f) ||
-	    !opt_str(pin, &p))
-		return NULL;
-	strv s;
-	if (strv_from(keys, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_set_policy(self->repo, s.v, s.n, f, p, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	return tt_repo_snapshot(r, v[0].l.v, v[0].l.n, &o->out, e);
 }
 
-/* commit(message, keys=None, no_vcs=False, strict=False, force=False,
- *        no_snapshot=False, plan_only=False, from_plan=None) */
-static PyObject *Repo_commit(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_add(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "message", "keys", "no_vcs", "strict", "force", "no_snapshot", "plan_only",
-				  "from_plan", NULL };
-	PyObject *msg = Py_None, *keys = Py_None, *from = Py_None;
-	int no_vcs = 0, strict = 0, force = 0, no_snap = 0, plan_only = 0;
-	const char *m, *fp;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOpppppO", kwlist, &msg, &keys, &no_vcs, &strict, &force,
-					 &no_snap, &plan_only, &from) ||
-	    !opt_str(msg, &m) || !opt_str(from, &fp))
-		return NULL;
-	strv s;
-	if (strv_from(keys, &s) < 0)
-		return NULL;
-	tt_commit_opts o = { .message = m, .keys = s.n ? s.v : NULL, .nkeys = s.n, .no_vcs = no_vcs,
-			     .strict = strict, .force = force, .no_snapshot = no_snap };
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	if (plan_only) {
-		UNLOCKED(self, rc = tt_repo_plan_commit(self->repo, &o, &pj, &pt, &err));
-		strv_free(&s);
-		return finish_plan(rc, pj, pt, &err);
+	tt_add_opts a = { .key = v[0].s, .kind = v[1].s, .locator = v[2].j, .file_policy = v[3].s,
+			  .pin_policy = v[4].s, .cwd = v[5].s, .create = v[6].i };
+	return tt_repo_add(r, &a, &o->out, e);
+}
+
+static int call_remove(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	o->none = true;
+	return tt_repo_remove(r, v[0].s, e);
+}
+
+static int call_set_policy(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_set_policy(r, v[0].l.v, v[0].l.n, v[1].s, v[2].s, &o->out, e);
+}
+
+static int call_commit(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	tt_commit_opts c = { .message = v[0].s, .keys = LIST(v[1]), .no_vcs = v[2].i, .strict = v[3].i,
+			     .force = v[4].i, .no_snapshot = v[5].i };
+	const char *fp = v[7].s;
+	if (v[6].i) {
+		o->plan = true;
+		return tt_repo_plan_commit(r, &c, &o->pj, &o->pt, e);
 	}
 	if (fp)
-		UNLOCKED(self, rc = tt_repo_apply_commit_plan(self->repo, fp, strlen(fp), m, o.keys, o.nkeys,
-							      o.no_vcs, &out, &err));
-	else
-		UNLOCKED(self, rc = tt_repo_commit(self->repo, &o, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+		return tt_repo_apply_commit_plan(r, fp, strlen(fp), c.message, c.keys, c.nkeys, c.no_vcs, &o->out, e);
+	return tt_repo_commit(r, &c, &o->out, e);
 }
 
-static PyObject *Repo_verify(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_verify(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "selectors", "rev", "deep", "all_history", NULL };
-	PyObject *sel = Py_None, *rev = Py_None;
-	int deep = 0, all = 0;
-	const char *r;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOpp", kwlist, &sel, &rev, &deep, &all) || !opt_str(rev, &r))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_verify(self->repo, s.v, s.n, r, deep, all, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	return tt_repo_verify(r, v[0].l.v, v[0].l.n, v[1].s, v[2].i, v[3].i, &o->out, e);
 }
 
-static PyObject *Repo_log(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_log(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "key", "kind", "locator", "ref", "limit", NULL };
-	PyObject *key = Py_None, *kind = Py_None, *loc = Py_None, *ref = Py_None;
-	Py_ssize_t limit = 20;
-	const char *k, *kd, *rf;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOn", kwlist, &key, &kind, &loc, &ref, &limit) ||
-	    !opt_str(key, &k) || !opt_str(kind, &kd) || !opt_str(ref, &rf))
-		return NULL;
-	if (limit < 0) {
-		PyErr_SetString(PyExc_ValueError, "limit must not be negative");
-		return NULL;
+	return tt_repo_log(r, v[0].s, v[1].s, v[2].j, v[3].s, (size_t)v[4].i, &o->out, e);
+}
+
+static int call_diff(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_diff(r, v[0].s, v[1].s, v[2].l.v, v[2].l.n, v[3].i, &o->out, e);
+}
+
+static int call_new(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	tt_new_opts n = { .rev = v[0].s, .bookmark = v[1].s, .shared = v[2].i, .keep = v[3].i, .eager = (int)v[4].i,
+			  .discard = v[5].i, .adopt = v[8].i };
+	const char *fp = v[7].s;
+	o->plan = v[6].i;
+	return tt_repo_new(r, &n, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
+}
+
+static int call_open_object(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_open_object(r, v[0].s, v[1].s, (int)v[2].i, &o->out, e);
+}
+
+static int call_promote(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	tt_promote_opts p = { .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s, .message = v[3].s };
+	const char *fp = v[5].s;
+	o->plan = v[4].i;
+	return tt_repo_promote(r, &p, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
+}
+
+static int call_pull(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_pull(r, v[0].s, v[1].l.v, v[1].l.n, v[2].s, &o->out, e);
+}
+
+static int call_undo(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_undo(r, v[0].s, v[1].i, &o->out, e);
+}
+
+static int call_repair(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	const char *fp = v[3].s;
+	o->plan = v[2].i;
+	return tt_repo_repair(r, v[0].l.v, v[0].l.n, v[1].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+}
+
+static int call_restore(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	const char *fp = v[4].s;
+	o->plan = v[3].i;
+	return tt_repo_restore(r, v[0].l.v, v[0].l.n, v[1].s, v[5].s, v[2].i, o->plan, fp, LEN(fp), &o->pj, &o->pt,
+			       &o->out, e);
+}
+
+static int call_ops(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_ops(r, v[0].i > 0 ? (size_t)v[0].i : (size_t)-1, &o->out, NULL, e);
+}
+
+static int call_gc(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	tt_gc_opts g = { .dry_run = v[0].i, .release_foreign = v[1].i, .prune_bookmarks = v[2].i,
+			 .keep_bookmarks = v[3].l.v, .nkeep = v[3].l.n, .force_prune = v[4].i,
+			 .delete_stores = v[5].i, .stores = v[6].l.v, .nstores = v[6].l.n };
+	const char *fp = v[8].s;
+	if (v[7].i) {
+		o->plan = true;
+		if (v[9].i) /* plan_gc(scope=): its bookmarks (none: all), excluded commits, gone bookmarks */
+			return tt_repo_plan_gc_scoped(r, &g, LIST(v[10]), LIST(v[11]), LIST(v[12]), &o->pj, &o->pt, e);
+		return tt_repo_plan_gc(r, &g, &o->pj, &o->pt, e);
 	}
-	json_t *jl = NULL;
-	if (loc != Py_None && !(jl = from_py(loc, 0)))
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_log(self->repo, k, kd, jl, rf, (size_t)limit, &out, &err));
-	json_decref(jl);
-	return finish(rc, out, &err);
+	if (fp)
+		return tt_repo_apply_gc_plan(r, fp, strlen(fp), &o->out, e);
+	return tt_repo_gc(r, &g, &o->out, e);
 }
 
-static PyObject *Repo_diff(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_recover(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "rev_a", "rev_b", "selectors", "content", NULL };
-	PyObject *a = Py_None, *b = Py_None, *sel = Py_None;
-	int content = 0;
-	const char *ra, *rb;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOp", kwlist, &a, &b, &sel, &content) || !opt_str(a, &ra) ||
-	    !opt_str(b, &rb))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_diff(self->repo, ra, rb, s.v, s.n, content, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	return tt_repo_recover(r, v[0].l.v, v[0].l.n, v[0].l.n > 0, &o->out, e);
 }
 
-static PyObject *Repo_new(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_forget_workspace(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "rev", "bookmark", "shared", "keep", "eager", "discard", "plan_only", "from_plan",
-				  NULL };
-	PyObject *rev = Py_None, *bm = Py_None, *from = Py_None;
-	int shared = 0, keep = 0, eager = -1, discard = 0, plan_only = 0;
-	const char *fp;
-	tt_new_opts o = { 0 };
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOppippO", kwlist, &rev, &bm, &shared, &keep, &eager, &discard,
-					 &plan_only, &from) ||
-	    !opt_str(rev, &o.rev) || !opt_str(bm, &o.bookmark) || !opt_str(from, &fp))
-		return NULL;
-	o.shared = shared;
-	o.keep = keep;
-	o.eager = eager;
-	o.discard = discard;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_new(self->repo, &o, fp, fp ? strlen(fp) : 0, plan_only ? &pj : NULL, &pt,
-					plan_only ? NULL : &out, &err));
-	if (plan_only)
-		return finish_plan(rc, pj, pt, &err);
-	free(pt);
-	return finish(rc, out, &err);
+	const char *fp = v[2].s;
+	o->plan = v[1].i;
+	return tt_repo_forget_workspace(r, v[0].s, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
 }
 
-static PyObject *Repo_open_object(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_abandon(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "key", "rev", "read_only", NULL };
-	const char *key, *r;
-	PyObject *rev = Py_None;
-	int ro = -1;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|Oi", kwlist, &key, &rev, &ro) || !opt_str(rev, &r))
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_open_object(self->repo, key, r, ro, &out, &err));
-	return finish(rc, out, &err);
+	return tt_repo_abandon(r, v[0].l.v, v[0].l.n, v[1].i, &o->out, e);
 }
 
-static PyObject *Repo_promote(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_drop(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "keys", "rev", "strategy", "message", "plan_only", "from_plan", NULL };
-	PyObject *keys = Py_None, *rev = Py_None, *strat = Py_None, *msg = Py_None, *from = Py_None;
-	int plan_only = 0;
-	const char *fp;
-	tt_promote_opts o = { 0 };
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOpO", kwlist, &keys, &rev, &strat, &msg, &plan_only, &from) ||
-	    !opt_str(rev, &o.rev) || !opt_str(strat, &o.strategy) || !opt_str(msg, &o.message) ||
-	    !opt_str(from, &fp))
-		return NULL;
-	strv s;
-	if (strv_from(keys, &s) < 0)
-		return NULL;
-	o.keys = s.n ? s.v : NULL;
-	o.nkeys = s.n;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_promote(self->repo, &o, fp, fp ? strlen(fp) : 0, plan_only ? &pj : NULL, &pt,
-					    plan_only ? NULL : &out, &err));
-	strv_free(&s);
-	if (plan_only)
-		return finish_plan(rc, pj, pt, &err);
-	free(pt);
-	return finish(rc, out, &err);
+	const char *fp = v[5].s;
+	o->plan = v[4].i;
+	return tt_repo_drop(r, v[0].s, v[1].s, v[2].i, v[3].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
 }
 
-static PyObject *Repo_pull(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_upgrade(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "bookmark", "selectors", "message", NULL };
-	PyObject *bm = Py_None, *sel = Py_None, *msg = Py_None;
-	const char *b, *m;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO", kwlist, &bm, &sel, &msg) || !opt_str(bm, &b) ||
-	    !opt_str(msg, &m))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_pull(self->repo, b, s.v, s.n, m, &out, &err));
-	strv_free(&s);
-	return finish(rc, out, &err);
+	const char *fp = v[2].s;
+	o->plan = v[1].i;
+	return tt_repo_upgrade(r, v[0].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
 }
 
-static PyObject *Repo_undo(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_export(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "op_id", "discard", NULL };
-	PyObject *op = Py_None;
-	int discard = 0;
-	const char *o;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op", kwlist, &op, &discard) || !opt_str(op, &o))
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_undo(self->repo, o, discard, &out, &err));
-	return finish(rc, out, &err);
+	return tt_repo_export(r, v[0].l.v, v[0].l.n, v[1].i, v[2].i, &o->out, e);
 }
 
-static PyObject *Repo_repair(RepoObject *self, PyObject *args, PyObject *kw)
+static int call_import(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	static char *kwlist[] = { "selectors", "all_history", "plan_only", "from_plan", NULL };
-	PyObject *sel = Py_None, *from = Py_None;
-	int all = 0, plan_only = 0;
-	const char *fp;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OppO", kwlist, &sel, &all, &plan_only, &from) ||
-	    !opt_str(from, &fp))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_repair(self->repo, s.v, s.n, all, plan_only, fp, fp ? strlen(fp) : 0, &pj, &pt,
-					   &out, &err));
-	strv_free(&s);
-	if (plan_only) {
-		json_decref(out);
-		return finish_plan(rc, pj, pt, &err);
+	const char *fp = v[2].s;
+	if (v[1].i) {
+		o->plan = true;
+		return tt_repo_plan_import(r, v[0].j, v[3].i, &o->pj, &o->pt, e);
 	}
-	free(pj);
-	free(pt);
-	return finish(rc, out, &err);
+	return tt_repo_apply_import(r, fp, LEN(fp), &o->out, e);
 }
 
-static PyObject *Repo_restore(RepoObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "selectors", "rev", "discard", "plan_only", "from_plan", "at", NULL };
-	PyObject *sel = Py_None, *rev = Py_None, *from = Py_None, *atv = Py_None;
-	int discard = 0, plan_only = 0;
-	const char *r, *fp, *at;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOppOO", kwlist, &sel, &rev, &discard, &plan_only, &from, &atv) ||
-	    !opt_str(rev, &r) || !opt_str(from, &fp) || !opt_str(atv, &at))
-		return NULL;
-	strv s;
-	if (strv_from(sel, &s) < 0)
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_restore(self->repo, s.v, s.n, r, at, discard, plan_only, fp, fp ? strlen(fp) : 0, &pj,
-					    &pt, &out, &err));
-	strv_free(&s);
-	if (plan_only) {
-		json_decref(out);
-		return finish_plan(rc, pj, pt, &err);
+#define ARGS(...) { __VA_ARGS__, { NULL, 0, 0 } }
+#define NOARGS { { NULL, 0, 0 } }
+
+static const method_spec repo_specs[] = {
+	{ "objects", call_objects, 0, NOARGS, "The working tree's manifests {key: dict}." },
+	{ "keys", call_keys, 0, NOARGS, "Every registered key, sorted." },
+	{ "current_rev", call_current_rev, 0, NOARGS, "The working copy's commit." },
+	{ "status", call_status, 0, ARGS({ "selectors", A_STRV, 0 }, { "snapshot", A_INT, -1 }), "tt_repo_status" },
+	{ "snapshot", call_snapshot, 0, ARGS({ "selectors", A_STRV, 0 }), "tt_repo_snapshot" },
+	{ "add", call_add, 3,
+	  ARGS({ "key", A_OSTR, 0 }, { "kind", A_STR, 0 }, { "locator", A_JSON, 0 }, { "file", A_OSTR, 0 },
+	       { "pin", A_OSTR, 0 }, { "cwd", A_OSTR, 0 }, { "create", A_BOOL, 0 }),
+	  "tt_repo_add" },
+	{ "remove", call_remove, 1, ARGS({ "key", A_STR, 0 }), "tt_repo_remove" },
+	{ "set_policy", call_set_policy, 1, ARGS({ "keys", A_STRV, 0 }, { "file", A_OSTR, 0 }, { "pin", A_OSTR, 0 }),
+	  "tt_repo_set_policy" },
+	{ "commit", call_commit, 0,
+	  ARGS({ "message", A_OSTR, 0 }, { "keys", A_STRV, 0 }, { "no_vcs", A_BOOL, 0 }, { "strict", A_BOOL, 0 },
+	       { "force", A_BOOL, 0 }, { "no_snapshot", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 },
+	       { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_commit" },
+	{ "verify", call_verify, 0,
+	  ARGS({ "selectors", A_STRV, 0 }, { "rev", A_OSTR, 0 }, { "deep", A_BOOL, 0 }, { "all_history", A_BOOL, 0 }),
+	  "tt_repo_verify" },
+	{ "log", call_log, 0,
+	  ARGS({ "key", A_OSTR, 0 }, { "kind", A_OSTR, 0 }, { "locator", A_OJSON, 0 }, { "ref", A_OSTR, 0 },
+	       { "limit", A_SIZE, 20 }),
+	  "tt_repo_log" },
+	{ "diff", call_diff, 0,
+	  ARGS({ "rev_a", A_OSTR, 0 }, { "rev_b", A_OSTR, 0 }, { "selectors", A_STRV, 0 }, { "content", A_BOOL, 0 }),
+	  "tt_repo_diff" },
+	{ "new", call_new, 0,
+	  ARGS({ "rev", A_OSTR, 0 }, { "bookmark", A_OSTR, 0 }, { "shared", A_BOOL, 0 }, { "keep", A_BOOL, 0 },
+	       { "eager", A_INT, -1 }, { "discard", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 },
+	       { "from_plan", A_OSTR, 0 }, { "adopt", A_BOOL, 0 }),
+	  "tt_repo_new" },
+	{ "open_object", call_open_object, 1, ARGS({ "key", A_STR, 0 }, { "rev", A_OSTR, 0 }, { "read_only", A_INT, -1 }),
+	  "tt_repo_open_object" },
+	{ "promote", call_promote, 0,
+	  ARGS({ "keys", A_STRV, 0 }, { "rev", A_OSTR, 0 }, { "strategy", A_OSTR, 0 }, { "message", A_OSTR, 0 },
+	       { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_promote" },
+	{ "pull", call_pull, 0, ARGS({ "bookmark", A_OSTR, 0 }, { "selectors", A_STRV, 0 }, { "message", A_OSTR, 0 }),
+	  "tt_repo_pull" },
+	{ "undo", call_undo, 0, ARGS({ "op_id", A_OSTR, 0 }, { "discard", A_BOOL, 0 }), "tt_repo_undo" },
+	{ "repair", call_repair, 0,
+	  ARGS({ "selectors", A_STRV, 0 }, { "all_history", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 },
+	       { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_repair" },
+	{ "restore", call_restore, 0,
+	  ARGS({ "selectors", A_STRV, 0 }, { "rev", A_OSTR, 0 }, { "discard", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 },
+	       { "from_plan", A_OSTR, 0 }, { "at", A_OSTR, 0 }),
+	  "tt_repo_restore" },
+	{ "ops", call_ops, 0, ARGS({ "limit", A_INT, 0 }), "tt_repo_ops" },
+	{ "gc", call_gc, 0,
+	  ARGS({ "dry_run", A_BOOL, 1 }, { "release_foreign", A_BOOL, 0 }, { "prune_bookmarks", A_BOOL, 0 },
+	       { "keep_bookmarks", A_STRV, 0 }, { "force_prune", A_BOOL, 0 }, { "delete_stores", A_BOOL, 0 },
+	       { "stores", A_STRV, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 },
+	       { "scoped", A_BOOL, 0 }, { "scope_bookmarks", A_STRV, 0 }, { "scope_excluded", A_STRV, 0 },
+	       { "scope_gone", A_STRV, 0 }),
+	  "tt_repo_gc" },
+	{ "recover", call_recover, 0, ARGS({ "selectors", A_STRV, 0 }), "tt_repo_recover" },
+	{ "forget_workspace", call_forget_workspace, 0,
+	  ARGS({ "workspace_id", A_OSTR, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_forget_workspace" },
+	{ "abandon", call_abandon, 1, ARGS({ "revs", A_STRV, 0 }, { "gc", A_BOOL, 0 }), "tt_repo_abandon" },
+	{ "drop", call_drop, 0,
+	  ARGS({ "bookmark", A_OSTR, 0 }, { "to", A_OSTR, 0 }, { "delete_stores", A_BOOL, 0 },
+	       { "force_prune", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_drop" },
+	{ "upgrade", call_upgrade, 0,
+	  ARGS({ "ignore_immutable", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	  "tt_repo_upgrade" },
+	{ "export", call_export, 0,
+	  ARGS({ "revs", A_STRV, 0 }, { "listings", A_BOOL, 0 }, { "workspace", A_BOOL, 0 }), "tt_repo_export" },
+	{ "import_", call_import, 0,
+	  ARGS({ "rows", A_OJSON, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }, { "sync", A_BOOL, 0 }),
+	  "tt_repo_plan_import / tt_repo_apply_import" },
+};
+
+/* One C entry point per row: METH_VARARGS cannot carry the row itself. */
+#define STUB(i)                                                                              \
+	static PyObject *stub_##i(RepoObject *self, PyObject *args, PyObject *kw)               \
+	{                                                                                    \
+		return dispatch(self, &repo_specs[i], args, kw);                             \
 	}
-	free(pj);
-	free(pt);
-	return finish(rc, out, &err);
-}
-
-static PyObject *Repo_ops(RepoObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "limit", NULL };
-	Py_ssize_t limit = 0;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|n", kwlist, &limit))
-		return NULL;
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	int rc;
-	UNLOCKED(self, rc = tt_repo_ops(self->repo, limit > 0 ? (size_t)limit : (size_t)-1, &out, NULL, &err));
-	return finish(rc, out, &err);
-}
-
-/* gc(dry_run, release_foreign, prune_bookmarks, keep_bookmarks, force_prune,
- *    delete_stores, stores, plan_only, from_plan) */
-static PyObject *Repo_gc(RepoObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "dry_run", "release_foreign", "prune_bookmarks", "keep_bookmarks", "force_prune",
-				  "delete_stores", "stores", "plan_only", "from_plan", NULL };
-	PyObject *keep = Py_None, *stores = Py_None, *from = Py_None;
-	int dry = 1, rf = 0, prune = 0, force = 0, del = 0, plan_only = 0;
-	const char *fp;
-	CHECK_OPEN(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|pppOppOpO", kwlist, &dry, &rf, &prune, &keep, &force, &del,
-					 &stores, &plan_only, &from) ||
-	    !opt_str(from, &fp))
-		return NULL;
-	strv k, st;
-	if (strv_from(keep, &k) < 0)
-		return NULL;
-	if (strv_from(stores, &st) < 0) {
-		strv_free(&k);
-		return NULL;
-	}
-	tt_gc_opts o = { .dry_run = dry, .release_foreign = rf, .prune_bookmarks = prune, .keep_bookmarks = k.v,
-			 .nkeep = k.n, .force_prune = force, .delete_stores = del, .stores = st.v, .nstores = st.n };
-	tt_error err = TT_ERROR_INIT;
-	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	int rc;
-	if (plan_only)
-		UNLOCKED(self, rc = tt_repo_plan_gc(self->repo, &o, &pj, &pt, &err));
-	else if (fp)
-		UNLOCKED(self, rc = tt_repo_apply_gc_plan(self->repo, fp, strlen(fp), &out, &err));
-	else
-		UNLOCKED(self, rc = tt_repo_gc(self->repo, &o, &out, &err));
-	strv_free(&k);
-	strv_free(&st);
-	if (plan_only)
-		return finish_plan(rc, pj, pt, &err);
-	return finish(rc, out, &err);
-}
+STUB(0) STUB(1) STUB(2) STUB(3) STUB(4) STUB(5) STUB(6) STUB(7) STUB(8) STUB(9) STUB(10) STUB(11) STUB(12)
+STUB(13) STUB(14) STUB(15) STUB(16) STUB(17) STUB(18) STUB(19) STUB(20) STUB(21) STUB(22) STUB(23) STUB(24)
+STUB(25) STUB(26) STUB(27)
+typedef PyObject *(*stub_fn)(RepoObject *, PyObject *, PyObject *);
+static const stub_fn stubs[] = { stub_0, stub_1, stub_2, stub_3, stub_4, stub_5, stub_6, stub_7, stub_8, stub_9,
+				 stub_10, stub_11, stub_12, stub_13, stub_14, stub_15, stub_16, stub_17, stub_18,
+				 stub_19, stub_20, stub_21, stub_22, stub_23, stub_24, stub_25, stub_26, stub_27 };
+#define NSPECS (sizeof repo_specs / sizeof repo_specs[0])
+_Static_assert(sizeof stubs / sizeof stubs[0] == NSPECS, "one stub per method row");
 
 /* libtether's progress hook: may run on a worker thread, so take the GIL.
  * Python hears each finished object (a phase's opening call, with no key,
@@ -907,34 +901,51 @@ static PyObject *Repo_set_progress(RepoObject *self, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
-static PyMethodDef Repo_methods[] = {
-	{ "set_progress", (PyCFunction)Repo_set_progress, METH_O,
-	  "Call fn(phase, key, done, total) as objects finish long steps (None: stop)." },
-	{ "objects", (PyCFunction)Repo_objects, METH_NOARGS, "The working tree's manifests {key: dict}." },
-	{ "keys", (PyCFunction)Repo_keys, METH_NOARGS, "Every registered key, sorted." },
-	{ "current_rev", (PyCFunction)Repo_current_rev, METH_NOARGS, "The working copy's commit." },
-	{ "status", (PyCFunction)(void (*)(void))Repo_status, METH_VARARGS | METH_KEYWORDS, "tt_repo_status" },
-	{ "snapshot", (PyCFunction)(void (*)(void))Repo_snapshot, METH_VARARGS | METH_KEYWORDS, "tt_repo_snapshot" },
-	{ "add", (PyCFunction)(void (*)(void))Repo_add, METH_VARARGS | METH_KEYWORDS, "tt_repo_add" },
-	{ "remove", (PyCFunction)Repo_remove, METH_VARARGS, "tt_repo_remove" },
-	{ "set_policy", (PyCFunction)(void (*)(void))Repo_set_policy, METH_VARARGS | METH_KEYWORDS,
-	  "tt_repo_set_policy" },
-	{ "commit", (PyCFunction)(void (*)(void))Repo_commit, METH_VARARGS | METH_KEYWORDS, "tt_repo_commit" },
-	{ "verify", (PyCFunction)(void (*)(void))Repo_verify, METH_VARARGS | METH_KEYWORDS, "tt_repo_verify" },
-	{ "log", (PyCFunction)(void (*)(void))Repo_log, METH_VARARGS | METH_KEYWORDS, "tt_repo_log" },
-	{ "diff", (PyCFunction)(void (*)(void))Repo_diff, METH_VARARGS | METH_KEYWORDS, "tt_repo_diff" },
-	{ "new", (PyCFunction)(void (*)(void))Repo_new, METH_VARARGS | METH_KEYWORDS, "tt_repo_new" },
-	{ "open_object", (PyCFunction)(void (*)(void))Repo_open_object, METH_VARARGS | METH_KEYWORDS,
-	  "tt_repo_open_object" },
-	{ "promote", (PyCFunction)(void (*)(void))Repo_promote, METH_VARARGS | METH_KEYWORDS, "tt_repo_promote" },
-	{ "pull", (PyCFunction)(void (*)(void))Repo_pull, METH_VARARGS | METH_KEYWORDS, "tt_repo_pull" },
-	{ "undo", (PyCFunction)(void (*)(void))Repo_undo, METH_VARARGS | METH_KEYWORDS, "tt_repo_undo" },
-	{ "repair", (PyCFunction)(void (*)(void))Repo_repair, METH_VARARGS | METH_KEYWORDS, "tt_repo_repair" },
-	{ "restore", (PyCFunction)(void (*)(void))Repo_restore, METH_VARARGS | METH_KEYWORDS, "tt_repo_restore" },
-	{ "ops", (PyCFunction)(void (*)(void))Repo_ops, METH_VARARGS | METH_KEYWORDS, "tt_repo_ops" },
-	{ "gc", (PyCFunction)(void (*)(void))Repo_gc, METH_VARARGS | METH_KEYWORDS, "tt_repo_gc" },
-	{ NULL, NULL, 0, NULL },
-};
+/* The rows as methods, and set_progress; filled in at import. */
+static PyMethodDef Repo_methods[NSPECS + 2];
+
+/* A row's docstring, led by its signature (so inspect.signature reads it:
+ * "name($self, /, a, b=None)\n--\n\n"); NULL when out of memory. */
+static char *signature_doc(const method_spec *m)
+{
+	char buf[1024];
+	size_t at = (size_t)snprintf(buf, sizeof buf, "%s($self, /", m->name);
+	for (size_t i = 0; m->args[i].name && at < sizeof buf; i++) {
+		const arg_spec *a = &m->args[i];
+		at += (size_t)snprintf(buf + at, sizeof buf - at, ", %s", a->name);
+		if (i < m->nrequired || at >= sizeof buf)
+			continue;
+		if (a->type == A_BOOL)
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=%s", a->dflt ? "True" : "False");
+		else if (a->type == A_INT || a->type == A_SIZE)
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=%lld", a->dflt);
+		else
+			at += (size_t)snprintf(buf + at, sizeof buf - at, "=None");
+	}
+	if (at < sizeof buf)
+		snprintf(buf + at, sizeof buf - at, ")\n--\n\n%s", m->doc);
+	size_t n = strlen(buf) + 1;
+	char *doc = PyMem_Malloc(n);
+	if (doc)
+		memcpy(doc, buf, n);
+	return doc;
+}
+
+static int fill_methods(void)
+{
+	for (size_t i = 0; i < NSPECS; i++) {
+		char *doc = signature_doc(&repo_specs[i]);
+		if (!doc) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		Repo_methods[i] = (PyMethodDef){ repo_specs[i].name, (PyCFunction)(void (*)(void))stubs[i],
+						 METH_VARARGS | METH_KEYWORDS, doc };
+	}
+	Repo_methods[NSPECS] = (PyMethodDef){ "set_progress", (PyCFunction)Repo_set_progress, METH_O,
+					      "Call fn(phase, key, done, total) as objects finish long steps (None: stop)." };
+	return 0;
+}
 
 static PyTypeObject RepoType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tether._native.Repo",
@@ -1045,6 +1056,50 @@ static PyObject *mod_manifest_hash(PyObject *m, PyObject *arg)
 	return PyUnicode_FromString(hex);
 }
 
+/* export_write(bundle, path, format, append) -> files written */
+static PyObject *mod_export_write(PyObject *m, PyObject *args)
+{
+	PyObject *bundle;
+	const char *path, *format;
+	int append = 0;
+	if (!PyArg_ParseTuple(args, "Oss|p", &bundle, &path, &format, &append))
+		return NULL;
+	json_t *j = from_py(bundle, 0);
+	if (!j)
+		return NULL;
+	tt_error err = TT_ERROR_INIT;
+	size_t n = 0;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = tt_export_write(j, path, format, append, &n, &err);
+	Py_END_ALLOW_THREADS
+	json_decref(j);
+	if (rc < 0)
+		return raise_tt(&err);
+	return PyLong_FromSize_t(n);
+}
+
+/* export_publish(bundle, dsn, schema, dry_run) -> report */
+static PyObject *mod_export_publish(PyObject *m, PyObject *args)
+{
+	PyObject *bundle;
+	const char *dsn, *schema;
+	int dry = 0;
+	if (!PyArg_ParseTuple(args, "Oss|p", &bundle, &dsn, &schema, &dry))
+		return NULL;
+	json_t *j = from_py(bundle, 0);
+	if (!j)
+		return NULL;
+	tt_error err = TT_ERROR_INIT;
+	json_t *out = NULL;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = tt_export_publish(j, dsn, schema, dry, &out, &err);
+	Py_END_ALLOW_THREADS
+	json_decref(j);
+	return finish(rc, out, &err);
+}
+
 static PyObject *mod_set_error_factory(PyObject *m, PyObject *fn)
 {
 	if (!PyCallable_Check(fn)) {
@@ -1064,6 +1119,8 @@ static PyMethodDef mod_methods[] = {
 	{ "listing_name", mod_listing_name, METH_VARARGS, "listing_name(kind, identity, state)" },
 	{ "working_ref_name", mod_working_ref_name, METH_VARARGS, "working_ref_name(dataset_id, bookmark)" },
 	{ "manifest_hash", mod_manifest_hash, METH_O, "manifest_hash({key: manifest dict})" },
+	{ "export_write", mod_export_write, METH_VARARGS, "export_write(bundle, path, format, append=False)" },
+	{ "export_publish", mod_export_publish, METH_VARARGS, "export_publish(bundle, dsn, schema, dry_run=False)" },
 	{ "_set_error_factory", mod_set_error_factory, METH_O, "Install the exception factory." },
 	{ NULL, NULL, 0, NULL },
 };
@@ -1076,6 +1133,8 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC PyInit__native(void);
 PyMODINIT_FUNC PyInit__native(void)
 {
+	if (!Repo_methods[0].ml_name && fill_methods() < 0)
+		return NULL;
 	if (PyType_Ready(&RepoType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&moddef);

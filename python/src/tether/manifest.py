@@ -4,6 +4,8 @@ hashes the CLI and tether-vcs compute)."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -183,3 +185,38 @@ def manifest_hash(objects: Mapping[str, ObjectManifest | Mapping[str, Any]]) -> 
     for key, m in objects.items():
         plain[key] = m.to_dict() if isinstance(m, ObjectManifest) else dict(m)
     return _native.manifest_hash(plain)
+
+
+_HEX8 = re.compile(r"^[0-9a-f]{8}$")
+_SIBLING = re.compile(r"^(.+)\.([0-9]+)$")
+
+
+def _working_ref_split(ref: str) -> tuple[str, str, str | None] | None:
+    # tether.ws.<dataset8>.<slug>[.<n>], or before bookmarks
+    # tether.ws.<dataset8>.<workspace8>.<rest>: (dataset, slug, workspace|None).
+    prefix = "tether.ws."
+    if not ref.startswith(prefix):
+        return None
+    ds, _, rest = ref[len(prefix):].partition(".")
+    if not _HEX8.match(ds) or not rest:
+        return None
+    m = _SIBLING.match(rest)
+    if m:
+        rest = m.group(1)
+    head, dot, tail = rest.partition(".")
+    if dot and tail and _HEX8.match(head):
+        return ds, tail, head
+    return ds, rest, None
+
+
+def working_ref_bookmark(ref: str) -> str | None:
+    """The bookmark slug a working branch stands for (`None` for a
+    pre-bookmark per-workspace name, or a ref that is not tether's)."""
+    parts = _working_ref_split(ref)
+    return parts[1] if parts and parts[2] is None else None
+
+
+def working_ref_workspace(ref: str) -> str | None:
+    """The workspace id in a pre-bookmark per-workspace branch name, else `None`."""
+    parts = _working_ref_split(ref)
+    return parts[2] if parts else None

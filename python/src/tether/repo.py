@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar, Union
@@ -21,9 +21,19 @@ from tether.handles import Handle, from_description
 from tether.manifest import ObjectManifest, Pin, Policy, WorkspaceState, ref_for_pin
 from tether.oplog import OpEntry
 from tether.plan import Plan, _plan
+from tether.registry import ExportBundle, ImportReport, ImportSpec, _bundle
 
 __all__ = [
     "TETHER_REV_ENV",
+    "AbandonReport",
+    "DropReport",
+    "ForgetWorkspaceReport",
+    "GcScope",
+    "RecoverReport",
+    "RecoverStep",
+    "RecoveredObject",
+    "RecoveredRefs",
+    "UpgradeReport",
     "CommitResult",
     "DiffEntry",
     "GcReport",
@@ -232,6 +242,190 @@ class DiffEntry:
     """For `changed`: which of `state`, `pin`, `locator`, `policy` differ."""
 
 
+@dataclass
+class ForgetWorkspaceReport:
+    """What `Repo.apply_forget_workspace` did."""
+
+    workspace: str = ""
+    removed_files: list[str] = field(default_factory=list)
+    vcs: str | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+@dataclass
+class DropReport:
+    """What `Repo.drop` did: a bookmark, its commits and its store leftovers, gone."""
+
+    bookmark: str
+    left_for: str | None = None
+    abandoned: list[str] = field(default_factory=list)
+    gc_report: GcReport | None = None
+    plan: Plan | None = None
+
+
+@dataclass
+class AbandonReport:
+    """What `Repo.abandon` did: commits dropped, and the gc that follows."""
+
+    abandoned: list[str] = field(default_factory=list)
+    gc_plan: Plan | None = None
+    gc_report: GcReport | None = None
+
+
+@dataclass
+class UpgradeReport:
+    """What `Repo.upgrade` rewrote to bring the dataset to this format."""
+
+    from_version: int = 0
+    to_version: int = 0
+    renamed_pins: dict[str, str] = field(default_factory=dict)
+    renamed_branches: dict[str, str] = field(default_factory=dict)
+    rewritten_commits: dict[str, str] = field(default_factory=dict)
+    refingerprinted: list[str] = field(default_factory=list)
+    rewritten_manifests: list[str] = field(default_factory=list)
+    rewritten_indexes: dict[str, int] = field(default_factory=dict)
+    copied_listings: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    vcs_commit: str | None = None
+    plan: Plan | None = None
+
+
+@dataclass
+class RecoveredRefs:
+    """The refs a store holds under one dataset id (see `RecoverReport`)."""
+
+    dataset_id: str
+    pins: set[str] = field(default_factory=set)
+    """Pin ids; `recover` counts them, so this build fills in placeholders
+    (`<dataset>.#<n>`) as many as the store holds."""
+    bookmarks: dict[str, list[str]] = field(default_factory=dict)
+    """Bookmark slug -> its working branches, lowest generation first."""
+    legacy: dict[str, list[str]] = field(default_factory=dict)
+    """Workspace id -> per-workspace working branches from before bookmarks."""
+
+    def merge(self, other: RecoveredRefs) -> None:
+        self.pins |= other.pins
+        for slug, refs in other.bookmarks.items():
+            mine = self.bookmarks.setdefault(slug, [])
+            mine.extend(r for r in refs if r not in mine)
+        for ws, refs in other.legacy.items():
+            mine = self.legacy.setdefault(ws, [])
+            mine.extend(r for r in refs if r not in mine)
+            mine.sort()
+
+    def to_dict(self, current: str) -> dict[str, Any]:
+        return {
+            "dataset_id": self.dataset_id, "current": self.dataset_id == current, "pins": len(self.pins),
+            "bookmarks": [
+                {"bookmark": slug, "branch": refs[-1], "generation": _generation(refs[-1]), "branches": list(refs)}
+                for slug, refs in sorted(self.bookmarks.items())
+            ],
+            "legacy": [{"workspace": ws, "branches": list(refs)} for ws, refs in sorted(self.legacy.items())],
+        }
+
+    @classmethod
+    def _from_dict(cls, d: Mapping[str, Any]) -> RecoveredRefs:
+        ds = str(d.get("dataset_id") or "")
+        return cls(
+            dataset_id=ds, pins={f"{ds}.#{i}" for i in range(int(d.get("pins") or 0))},
+            bookmarks={b["bookmark"]: list(b.get("branches") or [b["branch"]]) for b in d.get("bookmarks") or []},
+            legacy={w["workspace"]: list(w.get("branches") or []) for w in d.get("legacy") or []},
+        )
+
+
+def _generation(ref: str) -> int | None:
+    last = ref.rsplit(".", 1)[-1]
+    return int(last) if last.isdigit() else None
+
+
+@dataclass
+class RecoveredObject:
+    """One object's row in a `RecoverReport`."""
+
+    key: str
+    kind: str
+    namespaces: dict[str, RecoveredRefs] = field(default_factory=dict)
+    holds_refs: bool = True
+    error: str | None = None
+    missing_pin: str | None = None
+    unrecognized: list[str] = field(default_factory=list)
+
+    def to_dict(self, current: str) -> dict[str, Any]:
+        return {
+            "key": self.key, "kind": self.kind, "holds_refs": self.holds_refs, "error": self.error,
+            "missing_pin": self.missing_pin, "unrecognized": list(self.unrecognized),
+            "datasets": [self.namespaces[ds].to_dict(current) for ds in sorted(self.namespaces)],
+        }
+
+
+@dataclass(frozen=True)
+class RecoverStep:
+    """One step of a `RecoverReport`: a command to run, or none, and a note."""
+
+    command: str | None
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": self.command, "note": self.note}
+
+
+@dataclass
+class RecoverReport:
+    """What `Repo.recover_report` found: tether's refs in each object's store,
+    by the dataset id they carry, and what to run to take them back."""
+
+    dataset_id: str
+    trunk: str
+    objects: list[RecoveredObject] = field(default_factory=list)
+    pinned: bool = False
+    suggested_id: str | None = None
+    scoped: bool = False
+    steps: list[RecoverStep] = field(default_factory=list)
+
+    @property
+    def datasets(self) -> dict[str, RecoveredRefs]:
+        """Dataset id -> what every selected store holds under it, merged."""
+        out: dict[str, RecoveredRefs] = {}
+        for o in self.objects:
+            for ds, refs in o.namespaces.items():
+                out.setdefault(ds, RecoveredRefs(ds)).merge(refs)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        found = self.datasets
+        return {
+            "dataset_id": self.dataset_id, "trunk": self.trunk, "pinned": self.pinned,
+            "suggested_dataset_id": self.suggested_id, "scoped": self.scoped,
+            "objects": [o.to_dict(self.dataset_id) for o in self.objects],
+            "datasets": [found[ds].to_dict(self.dataset_id) for ds in sorted(found)],
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+
+@dataclass(frozen=True)
+class GcScope:
+    """What `drop` asks of `plan_gc`: judge these bookmarks' branches only
+    (`None`: every stray branch), plan as if `excluded_commits` were out of
+    history and `gone_bookmarks` no longer live.  (`dropped_manifests` is
+    refused by this build: name the commits in `excluded_commits`.)"""
+
+    bookmarks: frozenset[str] | None = None
+    excluded_commits: frozenset[str] = frozenset()
+    gone_bookmarks: frozenset[str] = frozenset()
+    dropped_manifests: tuple[ObjectManifest, ...] = ()
+
+
+def _gc_fields(out: Mapping[str, Any]) -> GcReport:
+    return GcReport(**{k: out[k] for k in GcReport.__dataclass_fields__ if k in out and k != "plan"})
+
+
+def _plan_of(obj: Any, text: str | None = None) -> Plan | None:
+    if isinstance(obj, str):
+        return Plan.from_json(obj)
+    return Plan.from_dict(obj, text=text) if isinstance(obj, dict) else None
+
+
 def _pin_of_ref(ref: str | None) -> Pin | None:
     return Pin.from_ref(ref) if ref else None
 
@@ -330,7 +524,7 @@ class Repo:
         `True` for a `tqdm` bar on stderr (plain lines without tqdm); see
         `Repo.progress`.  Raises `ConfigError` when there is no dataset, or
         when the checkout's per-checkout files are tracked by git."""
-        repo = cls(_native.Repo(os.fspath(path)))
+        repo = cls(_native.Repo(os.fspath(path), outdated=allow_outdated))
         for warning in repo.warnings:
             warnings.warn(warning, stacklevel=2)
         if progress is not None:
@@ -583,17 +777,14 @@ class Repo:
         self, rev: str | None = None, *, bookmark: str | None = None, shared: bool = False, keep: bool = False,
         eager: bool | None = None, discard: bool = False, adopt: bool = False,
     ) -> None:
-        if adopt:
-            raise TetherError("new(adopt=True) is not in this build yet")
-        self._n.new(rev, bookmark, shared, keep, -1 if eager is None else int(eager), discard)
+        self._n.new(rev, bookmark, shared, keep, -1 if eager is None else int(eager), discard, adopt=adopt)
 
     def plan_new(
         self, rev: str | None = None, *, bookmark: str | None = None, shared: bool = False, keep: bool = False,
         eager: bool | None = None, discard: bool = False, adopt: bool = False,
     ) -> Plan:
-        if adopt:
-            raise TetherError("new(adopt=True) is not in this build yet")
-        return _plan(self._n.new(rev, bookmark, shared, keep, -1 if eager is None else int(eager), discard, plan_only=True))
+        return _plan(self._n.new(rev, bookmark, shared, keep, -1 if eager is None else int(eager), discard,
+                                 plan_only=True, adopt=adopt))
 
     def apply_new(self, plan: Plan, *, verify: bool = True) -> None:
         self._n.new(from_plan=plan.to_json())
@@ -682,8 +873,7 @@ class Repo:
 
     @staticmethod
     def _gc_report(out: Mapping[str, Any]) -> GcReport:
-        fields = {k: out[k] for k in GcReport.__dataclass_fields__ if k in out and k != "plan"}
-        report = GcReport(**fields)
+        report = _gc_fields(out)
         _raise_failed("gc", out.get("failed") or {}, report)
         return report
 
@@ -699,11 +889,19 @@ class Repo:
     def plan_gc(
         self, *, prune_bookmarks: bool = False, keep_bookmarks: set[str] | None = None, force_prune: bool = False,
         delete_stores: bool = False, stores: Sequence[tuple[str, dict]] = (), release_foreign: bool = False,
-        scope: Any = None,
+        scope: GcScope | None = None,
     ) -> Plan:
-        if scope is not None:
-            raise TetherError("plan_gc(scope=...) is not in this build yet")
+        """The gc plan, applied by `apply_gc`.  `scope` (a `GcScope`) is
+        `drop`'s: one bookmark's branches, history as if some commits were gone."""
         args = self._gc_args(prune_bookmarks, keep_bookmarks, force_prune, delete_stores, stores, release_foreign)
+        if scope is not None and scope != GcScope():
+            if getattr(scope, "dropped_manifests", ()):
+                raise TetherError("[gc] plan_gc(scope=GcScope(dropped_manifests=...)) is not in this build: "
+                                  "name the dropped commits in excluded_commits instead")
+            bookmarks = getattr(scope, "bookmarks", None)
+            args.update(scoped=True, scope_bookmarks=sorted(bookmarks) if bookmarks is not None else None,
+                        scope_excluded=sorted(getattr(scope, "excluded_commits", ()) or ()),
+                        scope_gone=sorted(getattr(scope, "gone_bookmarks", ()) or ()))
         return _plan(self._n.gc(plan_only=True, **args))
 
     def apply_gc(self, plan: Plan) -> GcReport:
@@ -738,6 +936,159 @@ class Repo:
         report = self._repair_report(self._n.repair(_keys(keys), from_plan=plan.to_json()))
         report.plan = plan
         return report
+
+    # -- lifecycle: drop, abandon, forget-workspace, upgrade ------------- #
+
+    @staticmethod
+    def _drop_report(out: Mapping[str, Any], plan: Plan | None = None) -> DropReport:
+        gc = out.get("gc")
+        return DropReport(
+            bookmark=str(out.get("bookmark") or ""), left_for=out.get("left_for"),
+            abandoned=list(out.get("abandoned") or []), gc_report=_gc_fields(gc) if isinstance(gc, dict) else None,
+            plan=plan,
+        )
+
+    @_doc("drop")
+    def drop(self, bookmark: str, *, to: str | None = None, delete_stores: bool = False,
+             force_prune: bool = False) -> DropReport:
+        return self._drop_report(self._n.drop(bookmark, to, delete_stores, force_prune))
+
+    def plan_drop(self, bookmark: str, *, to: str | None = None, delete_stores: bool = False,
+                  force_prune: bool = False) -> Plan:
+        """The drop's plan, applied by `apply_drop`."""
+        return _plan(self._n.drop(bookmark, to, delete_stores, force_prune, plan_only=True))
+
+    def apply_drop(self, plan: Plan) -> DropReport:
+        """Apply a drop plan once its preconditions still hold."""
+        return self._drop_report(self._n.drop(from_plan=plan.to_json()), plan)
+
+    @_doc("abandon")
+    def abandon(self, revs: Sequence[str], *, gc: bool = False) -> AbandonReport:
+        out = self._n.abandon(_keys(revs) or [], gc)
+        report = out.get("gc_report")
+        return AbandonReport(
+            abandoned=list(out.get("abandoned") or []), gc_plan=_plan_of(out.get("gc_plan"), out.get("gc_plan_text")),
+            gc_report=_gc_fields(report) if isinstance(report, dict) else None,
+        )
+
+    @staticmethod
+    def _forget_report(out: Mapping[str, Any], plan: Plan | None = None) -> ForgetWorkspaceReport:
+        return ForgetWorkspaceReport(
+            workspace=str(out.get("workspace") or ""), removed_files=list(out.get("removed_files") or []),
+            vcs=out.get("vcs"), failed=dict(out.get("failed") or {}), plan=plan,
+        )
+
+    @_doc("forget-workspace")
+    def forget_workspace(self, workspace_id: str | None = None) -> ForgetWorkspaceReport:
+        return self._forget_report(self._n.forget_workspace(workspace_id))
+
+    def plan_forget_workspace(self, workspace_id: str | None = None) -> Plan:
+        """The forget-workspace plan, applied by `apply_forget_workspace`."""
+        return _plan(self._n.forget_workspace(workspace_id, plan_only=True))
+
+    def apply_forget_workspace(self, plan: Plan) -> ForgetWorkspaceReport:
+        return self._forget_report(self._n.forget_workspace(from_plan=plan.to_json()), plan)
+
+    @staticmethod
+    def _upgrade_report(out: Mapping[str, Any], plan: Plan | None = None) -> UpgradeReport:
+        fields = {k: out[k] for k in UpgradeReport.__dataclass_fields__ if k in out and k != "plan"}
+        return UpgradeReport(**fields, plan=plan)
+
+    @_doc("upgrade")
+    def upgrade(self, *, ignore_immutable: bool = False) -> UpgradeReport:
+        """Open an older dataset with `Repo.find(path, allow_outdated=True)` first."""
+        return self._upgrade_report(self._n.upgrade(ignore_immutable))
+
+    def plan_upgrade(self, *, ignore_immutable: bool = False) -> Plan:
+        return _plan(self._n.upgrade(ignore_immutable, plan_only=True))
+
+    def apply_upgrade(self, plan: Plan) -> UpgradeReport:
+        return self._upgrade_report(self._n.upgrade(from_plan=plan.to_json()), plan)
+
+    @_doc("recover")
+    def recover_report(self, keys: Sequence[str] | None = None) -> RecoverReport:
+        out = self._n.recover(_keys(keys))
+        objects = []
+        for o in out.get("objects") or []:
+            spaces = {d["dataset_id"]: RecoveredRefs._from_dict(d) for d in o.get("datasets") or []}
+            objects.append(RecoveredObject(
+                key=o["key"], kind=o["kind"], namespaces=spaces, holds_refs=bool(o.get("holds_refs", True)),
+                error=o.get("error"), missing_pin=o.get("missing_pin"), unrecognized=list(o.get("unrecognized") or []),
+            ))
+        return RecoverReport(
+            dataset_id=str(out.get("dataset_id") or ""), trunk=str(out.get("trunk") or ""), objects=objects,
+            pinned=bool(out.get("pinned")), suggested_id=out.get("suggested_dataset_id"), scoped=bool(out.get("scoped")),
+            steps=[RecoverStep(command=st.get("command"), note=str(st.get("note") or "")) for st in out.get("steps") or []],
+        )
+
+    # -- the registry (experimental) -------------------------------------- #
+
+    @_doc("export")
+    def export(self, revs: Sequence[str] | None = None, *, listings: bool = False, workspace: bool = False) -> ExportBundle:
+        """Returns the tables as an `ExportBundle` (write it with `to_sqlite`,
+        `to_dir`, or `to_postgres`, which is `tether publish`)."""
+        return _bundle(self._n.export(_keys(revs), listings, workspace))
+
+    def plan_import(self, specs: Sequence[ImportSpec], *, sync: bool = False, notes: Sequence[str] = ()) -> Plan:
+        """The add / update / remove plan for these specs (`sync`: also remove
+        what they do not name), applied by `apply_import`."""
+        rows = [s.to_row() if isinstance(s, ImportSpec) else dict(s) for s in specs]
+        plan = _plan(self._n.import_(rows, plan_only=True, sync=sync))
+        plan.notes = list(plan.notes) + [n for n in notes if n not in plan.notes]
+        return plan
+
+    def apply_import(self, plan: Plan, *, verify: bool = True) -> ImportReport:
+        out = self._n.import_(from_plan=plan.to_json())
+        return ImportReport(added=list(out.get("added") or []), updated=list(out.get("updated") or []),
+                            removed=list(out.get("removed") or []), unchanged=list(out.get("unchanged") or []),
+                            plan=plan)
+
+    @_doc("import")
+    def import_objects(self, rows: Iterable[Mapping[str, Any]], *, sync: bool = False) -> ImportReport:
+        """Rows in the canonical columns (key, kind, uri, locator_json,
+        policy_file, policy_pin, at): plan, then apply."""
+        rows = [dict(r) for r in rows]
+        plan = _plan(self._n.import_(rows, plan_only=True, sync=sync))
+        return self.apply_import(plan)
+
+    # -- what tether-vcs's Repo also answers ------------------------------ #
+
+    LOCK_TIMEOUT = 30.0
+    """Seconds a command waits for the checkout lock (libtether's own wait)."""
+    REPO_LOCK_TIMEOUT = 60.0
+    """Seconds a command waits for the repository-wide lock."""
+    NO_FCNTL_MESSAGE = (
+        "tether cannot take its checkout lock on this platform (no `fcntl`), so commands that write are refused "
+        "here; read-only ones work"
+    )
+
+    def bookmark_drift(self) -> list[str]:
+        """Objects whose store branch moved off what the bookmark committed."""
+        return self.status(do_snapshot=False).bookmark_drift
+
+    def vcs_drift(self) -> list[VcsDrift]:
+        """Dataset commits this checkout made that left VCS history."""
+        return self.status(do_snapshot=False).vcs_drift
+
+    def incomplete_ops(self) -> list[OpEntry]:
+        """Journal entries that began and never completed (an interrupted run)."""
+        return [e for e in self.ops() if e.incomplete]
+
+    def select_keys(self, selectors: Sequence[str] | None, *, among: Iterable[str] | None = None) -> list[str]:
+        """The keys `selectors` name (a key, or `prefix/` for a subtree), sorted;
+        `None` or empty: every key.  An unknown selector is a `ConfigError`."""
+        keys = sorted(set(among) if among is not None else self._n.keys())
+        if not selectors:
+            return keys
+        out: set[str] = set()
+        for sel in selectors:
+            hit = [k for k in keys if k == sel or (sel.endswith("/") and k.startswith(sel))]
+            if not hit:
+                from tether.errors import ConfigError
+
+                raise ConfigError(f"[{sel}] no object matches; `tether status` lists the keys")
+            out.update(hit)
+        return sorted(out)
 
     def __repr__(self) -> str:
         return f"Repo({str(self.root)!r})"

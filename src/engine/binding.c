@@ -1,0 +1,127 @@
+/*
+ * engine/binding.c - the public entry points a language binding needs for
+ * tether-vcs's Python API beyond the commands: gc's scoped plan and the
+ * registry (export, publish, import), over the engine's own halves.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tether/tether.h>
+
+#include "core/plan.h"
+#include "engine/gc.h"
+#include "engine/registry.h"
+#include "engine/repo.h"
+#include "util/buf.h"
+
+int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const *bookmarks, size_t nbookmarks,
+			   const char *const *excluded, size_t nexcluded, const char *const *gone, size_t ngone,
+			   char **plan_json, char **plan_text, tt_error *err)
+{
+	tt_gc_scope scope = { .bookmarks = nbookmarks ? bookmarks : NULL, .nbookmarks = nbookmarks,
+			      .excluded_commits = excluded, .nexcluded = nexcluded, .gone_bookmarks = gone,
+			      .ngone = ngone };
+	tt_plan *plan = NULL;
+	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
+	int rc;
+	*plan_json = *plan_text = NULL;
+	if ((rc = tt_gc_plan_scoped(repo, o, &scope, &plan, err)) < 0 || (rc = tt_plan_to_json(plan, &jb, err)) < 0 ||
+	    (rc = tt_plan_render_text(plan, &tb, err)) < 0)
+		goto done;
+	*plan_json = tt_buf_detach(&jb);
+	*plan_text = tt_buf_detach(&tb);
+	if (!*plan_json || !*plan_text)
+		rc = tt_error_oom(err);
+done:
+	tt_plan_free(plan);
+	tt_buf_release(&jb);
+	tt_buf_release(&tb);
+	return rc;
+}
+
+int tt_repo_export(tt_repo *repo, const char *const *revs, size_t nrevs, bool listings, bool workspace,
+		   json_t **out, tt_error *err)
+{
+	tt_export_opts o = { nrevs ? revs : NULL, nrevs, listings, workspace };
+	tt_bundle b;
+	*out = NULL;
+	memset(&b, 0, sizeof b);
+	int rc = tt_registry_build(repo, &o, &b, err);
+	if (rc < 0) {
+		if (b.tables)
+			tt_bundle_release(&b);
+		return rc;
+	}
+	json_t *tables = json_object();
+	for (size_t t = 0; tables && t < tt_reg_ntables; t++) {
+		const char *name = tt_reg_tables[t].name;
+		json_t *rows = json_object_get(b.tables, name), *full = json_array(), *row;
+		size_t i;
+		json_array_foreach(rows, i, row)
+			json_array_append_new(full, tt_reg_row_full(row));
+		json_object_set_new(tables, name, full);
+	}
+	*out = json_pack("{s:o?,s:s?,s:s}", "tables", tables, "head", b.head, "exported_at", b.exported_at);
+	tt_bundle_release(&b);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+/* A bundle from an export's JSON (borrowed parts), every table present. */
+static int bundle_view(const json_t *bundle, tt_bundle *b, tt_error *err)
+{
+	memset(b, 0, sizeof *b);
+	json_t *tables = json_object_get(bundle, "tables");
+	if (!json_is_object(tables))
+		return tt_error_set(err, TT_EUSAGE, "[export] not an export: no tables (make one with Repo.export)");
+	for (size_t t = 0; t < tt_reg_ntables; t++)
+		if (!json_is_array(json_object_get(tables, tt_reg_tables[t].name)))
+			return tt_error_set(err, TT_EUSAGE, "[export] table %s missing: write what Repo.export made",
+					    tt_reg_tables[t].name);
+	b->tables = tables;
+	b->head = (char *)json_string_value(json_object_get(bundle, "head"));
+	const char *at = json_string_value(json_object_get(bundle, "exported_at"));
+	snprintf(b->exported_at, sizeof b->exported_at, "%s", at ? at : "");
+	return 0;
+}
+
+int tt_export_write(const json_t *bundle, const char *path, const char *format, bool append, size_t *nfiles,
+		    tt_error *err)
+{
+	tt_bundle b;
+	size_t n = 0;
+	int rc = bundle_view(bundle, &b, err);
+	if (rc == 0)
+		rc = tt_registry_write(&b, path, format, append, &n, err);
+	if (nfiles)
+		*nfiles = n;
+	return rc;
+}
+
+int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema, bool dry_run, json_t **report,
+		      tt_error *err)
+{
+	tt_bundle b;
+	*report = NULL;
+	int rc = bundle_view(bundle, &b, err);
+	return rc < 0 ? rc : tt_registry_publish(&b, dsn, schema, dry_run, report, err);
+}
+
+int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
+			tt_error *err)
+{
+	/* Plan from the manifests on disk, as apply will check them: a handle
+	 * kept open across an earlier import holds them as that import left
+	 * them in memory (taking the lock reads them afresh). */
+	int rc = tt_repo_lock(repo, err);
+	if (rc < 0)
+		return rc;
+	rc = tt_registry_plan_import(repo, rows, sync, plan_json, plan_text, err);
+	tt_repo_unlock(repo);
+	return rc;
+}
+
+int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
+{
+	return tt_registry_apply_import(repo, plan_json, len, out, err);
+}
