@@ -204,7 +204,7 @@ static const tt_kind kinds[] = {
 	  false, NOT_YET, NONE, NONE, NULL, NONE, NONE, NONE, L("uri", "path"), NULL },
 	{ "ducklake", "experimental",
 	  TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY,
-	  false, NOT_YET, L("metadata", "uri", "data_path"),
+	  true, NULL, L("metadata", "uri", "data_path"),
 	  L("ducklake:", "ducklake:duckdb:", "ducklake:sqlite:", "duckdb:", "sqlite:"), NULL, NONE,
 	  NONE, NONE, L("uri", "path"), ducklake_validate },
 	{ "file", "stable",
