@@ -209,9 +209,11 @@ static int cat_query(dl_cat *c, const char *sql, const tt_db_value *p, size_t n,
 		if (c->d == DL_DUCKDB)
 			tt_error_prefix(err, "%s", c->where);
 		if (err && err->message && strstr(err->message, "ducklake_") &&
-		    (strstr(err->message, "no such table") || strstr(err->message, "does not exist")))
-			tt_error_hint(err, "%s is not a DuckLake catalog (its ducklake_* tables are "
-					   "missing): check the locator's metadata", c->where);
+		    (strstr(err->message, "no such table") || strstr(err->message, "does not exist") ||
+		     strstr(err->message, "not exist"))) {
+			tt_error_set(err, TT_EBACKEND, "%s is not a DuckLake catalog (it has no "
+				     "ducklake_snapshot table): check the locator's metadata", c->where);
+		}
 		tt_error_object(err, NULL, KIND);
 		if (err && err->code != TT_ELIMIT)
 			err->code = TT_EBACKEND;

@@ -20,8 +20,8 @@
 int tt_duck_open(tt_duck **out, const char *path, tt_error *err)
 {
 	*out = NULL;
-	tt_error_set(err, TT_ECAPABILITY, "cannot read %s: this tether was built without duckdb.h", path);
-	return tt_error_hint(err, "%s", NEEDS);
+	return tt_error_set(err, TT_ECAPABILITY, "cannot read %s: this tether was built without "
+			    "duckdb.h; %s", path, NEEDS);
 }
 
 int tt_duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,

@@ -103,8 +103,7 @@ static bool api_ready(tt_error *err)
 	pthread_once(&api_once, api_load);
 	if (api.lib)
 		return true;
-	tt_error_set(err, TT_ECAPABILITY, "%s", api.why);
-	tt_error_hint(err, "%s", NEEDS);
+	tt_error_set(err, TT_ECAPABILITY, "%s; %s", api.why, NEEDS);
 	return false;
 }
 

@@ -63,8 +63,12 @@ class Lake:
     def __init__(self, home: Path, attach: str, data: Path):
         self.home, self.attach, self.data = home, attach, data
 
+    _con = None
+
     def run(self, *sql: str, at: int | None = None):
-        con = connect(self.home)
+        if self._con is None:  # loading the extensions is the slow part: once
+            self._con = connect(self.home)
+        con = self._con
         opts = f"DATA_PATH '{self.data}/'" + (f", SNAPSHOT_VERSION {at}, READ_ONLY" if at is not None else "")
         con.execute(f"ATTACH '{self.attach}' AS lake ({opts})")
         out = None
@@ -73,7 +77,6 @@ class Lake:
             # (a CALL's rows hold timestamps, which need pytz in Python)
             out = cur.fetchall() if s.lstrip().upper().startswith("SELECT") else None
         con.execute("DETACH lake")
-        con.close()
         return out
 
     def snapshots(self) -> dict[int, int]:
@@ -374,3 +377,13 @@ def test_backends_lists_ducklake_installed(tmp_path, tether):
     rows = {b["kind"]: b for b in tether.json("backends", cwd=tmp_path)}
     assert rows["ducklake"]["installed"] is True
     assert rows["ducklake"]["maturity"] == "experimental"
+
+
+def test_password_in_the_locator_is_refused(tmp_path, tether, env):
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    for loc in ("postgres:dbname=lake host=db password=Canary-pw-1",
+                "postgres:postgresql://reader:Canary-pw-1@db/lake"):
+        proc = tether("add", "lake", loc, "--kind", "ducklake", cwd=ds, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert "secrets.toml" in proc.stderr and "Canary-pw-1" not in proc.stdout + proc.stderr
+        assert not (ds / ".tether/objects/lake.toml").exists()
