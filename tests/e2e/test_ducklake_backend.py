@@ -253,15 +253,26 @@ def test_recreated_catalog_verifies_as_drifted(tmp_path, tether, env, home):
     assert "different commit time" in proc.stdout + proc.stderr
 
 
-def test_same_manifests_log_and_diff_as_tether_vcs(tmp_path, tether, ref, env, home):
-    meta = tmp_path / "meta.sqlite"
-    lake = Lake(home, f"ducklake:sqlite:{meta}", tmp_path / "data")
+@pytest.mark.parametrize("where", ["sqlite", "duckdb", "postgres"])
+def test_same_manifests_log_and_diff_as_tether_vcs(tmp_path, tether, ref, env, home, where, request):
+    if where == "postgres":
+        server, db = request.getfixturevalue("pg_db")
+        words = f"dbname={db} host=127.0.0.1 port={server.port} user=tether"
+        lake = Lake(home, f"ducklake:postgres:{words} password={PASSWORD}", tmp_path / "data")
+        locator = f"postgres:{words}"
+        # both sides' libpq (DuckDB's postgres scanner, our reader) read PGPASSWORD
+        env["PGPASSWORD"] = PASSWORD
+    else:
+        meta = tmp_path / ("meta.sqlite" if where == "sqlite" else "meta.ducklake")
+        lake = Lake(home, f"ducklake:sqlite:{meta}" if where == "sqlite" else f"ducklake:{meta}",
+                    tmp_path / "data")
+        locator = f"{where}:{meta}" if where == "sqlite" else str(meta)
     write_history(lake)
     ours = new_dataset(tmp_path / "ours", tether, env)
     theirs = new_dataset(tmp_path / "theirs", ref, env)
     for ds, runner in ((ours, tether), (theirs, ref)):
-        runner("add", "lake", f"sqlite:{meta}", "--kind", "ducklake", cwd=ds)
-        runner("add", "old", f"sqlite:{meta}", "--kind", "ducklake", "--at", "1", cwd=ds)
+        runner("add", "lake", locator, "--kind", "ducklake", cwd=ds)
+        runner("add", "old", locator, "--kind", "ducklake", "--at", "1", cwd=ds)
         runner("commit", "-m", "first", cwd=ds)
     # plain names: tether-vcs labels a table it knows by id without quotes
     lake.run("DELETE FROM lake.t WHERE a = 3")
