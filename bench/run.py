@@ -1283,6 +1283,111 @@ def cmds_icechunk_pin(ctx: dict, side: str):
     return [([ctx["sides"].exe(side), "commit", "-m", f"rep {ctx['reps']}"], ctx[side]["ds"])]
 
 
+# -- ducklake: fingerprint and log of a catalog with many snapshots ------- #
+DUCKLAKE_EXTENSIONS = ("ducklake", "sqlite_scanner")
+
+DUCKLAKE_BUILD = """
+import sys, duckdb
+con = duckdb.connect()
+con.execute(f"SET extension_directory = '{sys.argv[3]}'")
+for n in sys.argv[4].split(","):
+    con.execute(f"LOAD {n}")
+con.execute(f"ATTACH 'ducklake:sqlite:{sys.argv[1]}' AS lake (DATA_PATH '{sys.argv[1]}.files/')")
+con.execute("CREATE TABLE lake.events (k BIGINT, v VARCHAR)")
+for k in range(int(sys.argv[2]) - 2):
+    con.execute(f"INSERT INTO lake.events VALUES ({k}, 'e{k}')")
+con.execute("DETACH lake")
+"""
+
+
+def ducklake_install(home: Path) -> Path:
+    """The ducklake + sqlite extensions, installed from their PyPI wheels
+    into home's DuckDB extension directory (tether-vcs loads them there)."""
+    import duckdb
+    site = Path(duckdb.__file__).resolve().parents[1]
+    ext = home / ".duckdb" / "extensions"
+    con = duckdb.connect()
+    con.execute(f"SET extension_directory = '{ext}'")
+    for name in DUCKLAKE_EXTENSIONS:
+        found = sorted(site.glob(f"duckdb_extension_{name}/extensions/*/{name}.duckdb_extension"))
+        if not found:
+            raise Skip(f"duckdb-extension-{name.split('_')[0]} is not installed here")
+        con.execute(f"INSTALL '{found[0]}'")
+    con.close()
+    return ext
+
+
+def ducklake_catalog(snapshots: int, ext: Path) -> Path:
+    """A SQLite-backed DuckLake catalog with `snapshots` snapshots (schema,
+    table, then one small insert each), written by DuckDB once under
+    .tmp/bench/ and reused."""
+    path = CACHE / f"ducklake-{snapshots}" / "meta.sqlite"
+    done = path.parent / "done"
+    if done.exists():
+        return path
+    if path.parent.exists():
+        shutil.rmtree(path.parent)
+    path.parent.mkdir(parents=True)
+    subprocess.run([sys.executable, "-c", DUCKLAKE_BUILD, str(path), str(snapshots), str(ext),
+                    ",".join(DUCKLAKE_EXTENSIONS)], check=True, timeout=3600)
+    done.write_text("ok\n")
+    return path
+
+
+def ducklake_available(sides: Sides) -> None:
+    p = subprocess.run([str(sides.ours), "backends", "--json"], capture_output=True, text=True)
+    rows = json.loads(p.stdout) if p.returncode == 0 else []
+    if not any(r["kind"] == "ducklake" and r["installed"] for r in rows):
+        raise Skip("our tether has no ducklake backend built in")
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        raise Skip("duckdb (which writes the catalog) is not installed")
+
+
+def prep_ducklake(snapshots: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        meta = ducklake_catalog(snapshots, ducklake_install(home))
+        ds = new_git_repo(tmp / "ds", env)
+        run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        run([sides.ours, "add", "lake", f"sqlite:{meta}", "--kind", "ducklake"], ds, env)
+        return {"ds": ds, "env": env, "sides": sides, "snapshots": snapshots}
+    return prepare
+
+
+def ducklake_args(ctx: dict, what: str) -> list[str]:
+    if what == "fingerprint":
+        return ["snapshot", "--json"]
+    return ["log", "lake", "-n", str(ctx["snapshots"]), "--json"]
+
+
+def check_ducklake(what: str):
+    def check(ctx: dict) -> str:
+        got = {}
+        for side in ("ours", "ref"):
+            p = run([ctx["sides"].exe(side), *ducklake_args(ctx, what)], ctx["ds"], ctx["env"],
+                    check=False)
+            if p.returncode != 0:
+                raise Skip(f"{who(side)} `{' '.join(ducklake_args(ctx, what))}` exited "
+                           f"{p.returncode}: {first_line(p.stderr)}")
+            got[side] = json.loads(p.stdout)
+        if got["ours"] != got["ref"]:
+            raise Skip(f"{what} output differs between the two sides")
+        if what == "fingerprint":
+            return f"same state {got['ours']['lake']} on both sides"
+        return f"same {len(got['ours'])} log entries on both sides"
+    return check
+
+
+def cmds_ducklake(what: str):
+    def cmds(ctx: dict, side: str):
+        return [([ctx["sides"].exe(side), *ducklake_args(ctx, what)], ctx["ds"])]
+    return cmds
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -1296,6 +1401,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     lance_versions = 100 if quick else 1000
     n_ice = 200 if quick else 1000
     exp_commits, exp_objects = (20, 100) if quick else (200, 1000)
+    n_lake = 100 if quick else 1000
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -1376,6 +1482,17 @@ def benchmarks(quick: bool) -> list[Bench]:
               "spec-1 repository",
               prep_icechunk(n_ice), check_icechunk_same(["log", "arr", "-n", str(n_ice)]),
               cmds_icechunk(["log", "arr", "-n", str(n_ice)])),
+        # ducklake
+        Bench("ducklake-fingerprint", f"ducklake-fingerprint-{n_lake}", reps(10),
+              f"`tether snapshot --json` of a SQLite-backed DuckLake catalog with {n_lake} "
+              "snapshots (written by DuckDB; tether-vcs attaches it through DuckDB)",
+              prep_ducklake(n_lake), check_ducklake("fingerprint"), cmds_ducklake("fingerprint"),
+              available=ducklake_available),
+        Bench("ducklake-log", f"ducklake-log-{n_lake}", reps(5),
+              f"`tether log lake -n {n_lake} --json`: every snapshot of that catalog with its "
+              "changes",
+              prep_ducklake(n_lake), check_ducklake("log"), cmds_ducklake("log"),
+              available=ducklake_available),
     ]
 
 

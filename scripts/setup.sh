@@ -90,3 +90,31 @@ if [ "$(cat "$icj/.version" 2>/dev/null)" != "$ICECHUNK_JS_VERSION" ]; then
     npm install -s --no-audit --no-fund --cpu=wasm32 "@earthmover/icechunk-wasm32-wasi@$ICECHUNK_JS_VERSION")
   echo "$ICECHUNK_JS_VERSION" > "$icj/.version"
 fi
+
+# --- libduckdb (DuckDB's C library) for DuckDB-file DuckLake catalogs -------
+# The same DuckDB version as the ducklake extension the tests write catalogs
+# with.  The library comes from DuckDB's npm node-bindings package, duckdb.h
+# from the libduckdb-sys crate's bundled source; both land in a per-machine
+# cache outside the checkout (scripts/libduckdb-path.sh prints it), found by
+# CMake and loaded at run time.
+LIBDUCKDB_VERSION=$(scripts/libduckdb-path.sh --version)
+LIBDUCKDB_NPM=@duckdb/node-bindings-linux-x64@${LIBDUCKDB_VERSION}-r.5
+LIBDUCKDB_CRATE=1.10505.0   # libduckdb-sys's numbering of DuckDB 1.5.5
+duck_dir=$(scripts/libduckdb-path.sh)
+if [ ! -f "$duck_dir/libduckdb.so" ] || [ ! -f "$duck_dir/include/duckdb.h" ]; then
+  command -v npm >/dev/null || { say "npm is required to fetch libduckdb $LIBDUCKDB_VERSION"; exit 1; }
+  command -v cargo >/dev/null || { say "cargo is required to fetch duckdb.h $LIBDUCKDB_VERSION"; exit 1; }
+  say "fetching libduckdb $LIBDUCKDB_VERSION into $duck_dir (npm + crates.io; once per machine)"
+  duck_tmp=$(mktemp -d)
+  (cd "$duck_tmp" && npm pack -s "$LIBDUCKDB_NPM" >/dev/null && tar xzf ./*.tgz package/libduckdb.so)
+  mkdir -p "$duck_tmp/crate/src"
+  printf '[package]\nname = "fetch-duckdb-h"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nlibduckdb-sys = { version = "=%s", default-features = false }\n' \
+    "$LIBDUCKDB_CRATE" > "$duck_tmp/crate/Cargo.toml"
+  : > "$duck_tmp/crate/src/lib.rs"
+  (cd "$duck_tmp/crate" && cargo vendor -q vendor >/dev/null)
+  tar xzf "$duck_tmp/crate/vendor/libduckdb-sys/duckdb.tar.gz" -C "$duck_tmp" duckdb/src/include/duckdb.h
+  mkdir -p "$duck_dir/include"
+  cp "$duck_tmp/duckdb/src/include/duckdb.h" "$duck_dir/include/duckdb.h"
+  cp "$duck_tmp/package/libduckdb.so" "$duck_dir/libduckdb.so.tmp" && mv "$duck_dir/libduckdb.so.tmp" "$duck_dir/libduckdb.so"
+  rm -rf "$duck_tmp"
+fi

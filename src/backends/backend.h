@@ -312,5 +312,7 @@ static inline int tt_backend_code(int code)
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
+/* ducklake */
+int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -77,6 +77,23 @@ static int delta_validate(const json_t *loc, const char *checkout, tt_error *err
 
 static int ducklake_validate(const json_t *loc, const char *checkout, tt_error *err)
 {
+	/* A PostgreSQL catalog's password belongs in secrets, never in a
+	 * committed locator (libpq's password= word, or user:password@ in a URI). */
+	static const char *const keys[] = { "metadata", "uri" };
+	for (size_t i = 0; i < 2; i++) {
+		const char *m = str_field(loc, keys[i]);
+		const char *pg = m ? strstr(m, "postgres:") : NULL;
+		if (!pg)
+			continue;
+		const char *at = strchr(pg, '@'), *scheme = strstr(pg, "://");
+		const char *colon = scheme && at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+		if (strstr(pg, "password") || colon) {
+			tt_error_set(err, TT_EBACKEND,
+				     "ducklake locator's %s holds a password: a locator is committed", keys[i]);
+			tt_error_hint(err, "put `password = \"...\"` under [objects.\"<key>\"] in .tether/secrets.toml");
+			return tt_error_object(err, NULL, "ducklake");
+		}
+	}
 	return version_at(loc, "ducklake", "snapshot", err);
 }
 
@@ -204,7 +221,7 @@ static const tt_kind kinds[] = {
 	  false, NOT_YET, NONE, NONE, NULL, NONE, NONE, NONE, L("uri", "path"), NULL },
 	{ "ducklake", "experimental",
 	  TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY,
-	  false, NOT_YET, L("metadata", "uri", "data_path"),
+	  true, NULL, L("metadata", "uri", "data_path"),
 	  L("ducklake:", "ducklake:duckdb:", "ducklake:sqlite:", "duckdb:", "sqlite:"), NULL, NONE,
 	  NONE, NONE, L("uri", "path"), ducklake_validate },
 	{ "file", "stable",

@@ -55,7 +55,7 @@ int tt_db_fail(tt_db *db, tt_error *err, int code, const char *message)
 	return rc;
 }
 
-int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error *err)
+static int db_open(tt_db **out, const char *target, bool pg, const tt_db_opts *opts, tt_error *err)
 {
 	*out = NULL;
 	if (!target || !*target)
@@ -71,8 +71,8 @@ int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error
 		db->opts.max_rows = 1000000;
 	if (!db->opts.max_bytes)
 		db->opts.max_bytes = (size_t)256 << 20;
-	int rc = tt_db_is_postgres(target) ? tt_db_pg_open(db, target, err)
-		 : tt_db_is_mysql(target)  ? tt_db_mysql_open(db, target, err)
+	int rc = pg		       ? tt_db_pg_open(db, target, err)
+		 : tt_db_is_mysql(target) ? tt_db_mysql_open(db, target, err)
 					   : tt_db_sqlite_open(db, target, err);
 	if (rc < 0) {
 		tt_db_close(db);
@@ -80,6 +80,16 @@ int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error
 	}
 	*out = db;
 	return 0;
+}
+
+int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error *err)
+{
+	return db_open(out, target, tt_db_is_postgres(target), opts, err);
+}
+
+int tt_db_open_postgres(tt_db **out, const char *conninfo, const tt_db_opts *opts, tt_error *err)
+{
+	return db_open(out, conninfo, true, opts, err);
 }
 
 void tt_db_close(tt_db *db)

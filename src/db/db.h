@@ -79,6 +79,9 @@ bool tt_db_identifier_ok(const char *name);
 /* Connect (PostgreSQL) or open (SQLite).  TT_ECONFIG for a malformed DSN,
  * TT_EBACKEND when the server or file refuses, naming tt_db_where. */
 int tt_db_open(tt_db **out, const char *target, const tt_db_opts *opts, tt_error *err);
+/* The same for PostgreSQL with any libpq connection string, a URI or
+ * key=value words ("dbname=lake host=db"). */
+int tt_db_open_postgres(tt_db **out, const char *conninfo, const tt_db_opts *opts, tt_error *err);
 void tt_db_close(tt_db *db);  /* NULL-safe; an open transaction is rolled back */
 
 /* "sqlite", "postgres" or "mysql". */
