@@ -187,6 +187,8 @@ static const struct {
 	{ "delta", tt_delta_backend_new },
 	{ "lance", tt_lance_backend_new },
 	{ "icechunk", tt_icechunk_backend_new },
+	/* iceberg */
+	{ "iceberg", tt_iceberg_backend_new },
 };
 
 void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)

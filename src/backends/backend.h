@@ -306,5 +306,7 @@ static inline int tt_backend_code(int code)
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
+/* iceberg: tables through a SQL catalog (backends/iceberg.c) */
+int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
 
 #endif
