@@ -372,3 +372,25 @@ def test_broken_metadata_and_a_location_outside_the_warehouse(tmp_path, tether, 
 def test_backends_lists_iceberg_as_installed(tmp_path, tether):
     rows_ = {r["kind"]: r for r in tether.json("backends", cwd=tmp_path)}
     assert rows_["iceberg"]["installed"] is True
+
+
+def test_a_commit_killed_between_the_metadata_file_and_the_swap(tmp_path, tether, env,
+                                                                sqlite_catalog):
+    """Killed after the next metadata file is written and before the catalog
+    points at it: the table is as it was (pyiceberg reads it, no tag), and
+    the rerun pins it."""
+    cat = sqlite_catalog
+    make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--set", "identifier=ns.t", cwd=ds)
+    before = cat.table("ns.t").metadata_location
+    proc = tether("commit", "-m", "first", cwd=ds, check=False,
+                  env={"TETHER_FAULT": "iceberg:after-metadata-write"})
+    assert proc.returncode != 0
+    t = cat.table("ns.t")
+    assert t.metadata_location == before and list(t.refs()) == ["main"]
+    tether("commit", "-m", "first", cwd=ds)
+    t = cat.table("ns.t")
+    assert manifest(ds, "t")["pin"]["ref"] in t.refs()
+    assert tether.json("verify", cwd=ds)["t"]["status"] == "ok"
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
