@@ -195,6 +195,21 @@ def test_undo_and_gc_release_the_tag(tmp_path, tether, env, sqlite_catalog):
     tether("gc", "--no-dry-run", cwd=ds)
     refs = cat.table("ns.t").refs()
     assert first in refs and second not in refs
+    # A bookmark dropped from history: gc --prune-bookmarks releases its
+    # working branch (the table keeps main and the trunk's pin).
+    git("add", "-A", cwd=ds, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "settle", cwd=ds, env=env)
+    tether("new", "-b", "exp", "--eager", cwd=ds)
+    branch = f"tether.ws.{DS}.exp"
+    assert branch in cat.table("ns.t").refs()
+    git("checkout", "-q", "main", cwd=ds, env=env)
+    tether("new", "main", cwd=ds)
+    git("branch", "-q", "-D", "exp", cwd=ds, env=env)
+    git("reflog", "expire", "--expire=now", "--all", cwd=ds, env=env)
+    git("gc", "-q", "--prune=now", cwd=ds, env=env)
+    tether("gc", "--prune-bookmarks", "--force-prune", "--no-dry-run", cwd=ds)
+    refs = cat.table("ns.t").refs()
+    assert branch not in refs and first in refs and "main" in refs
 
 
 def test_at_pick_and_pin_record(tmp_path, tether, env, sqlite_catalog):
@@ -236,8 +251,8 @@ def test_the_empty_table_cannot_be_forked(tmp_path, tether, env, sqlite_catalog)
     assert list(cat.table("ns.empty").refs()) == []
 
 
-def test_same_manifests_and_pin_ids_as_tether_vcs(tmp_path, tether, ref, env, sqlite_catalog):
-    cat = sqlite_catalog
+def test_same_manifests_and_pin_ids_as_tether_vcs(tmp_path, tether, ref, env, catalog):
+    cat = catalog
     make_table(cat)
     cat.load().create_table("ns.empty", schema=SCHEMA)
     mine = new_dataset(tmp_path / "mine", tether, env, cat)
