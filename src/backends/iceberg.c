@@ -1016,7 +1016,7 @@ static int ib_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancest
 }
 
 #define PROMOTE_HINT                                                                              \
-	"Iceberg has no branch merge; use your engine's fast_forward / cherrypick_snapshot "       \
+	"pyiceberg has no branch merge; use your engine's fast_forward / cherrypick_snapshot "       \
 	"procedure, or re-apply the writes on a fresh fork"
 
 static int ib_promote(tt_backend *b, const json_t *loc, const tt_target *source,

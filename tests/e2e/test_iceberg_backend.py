@@ -409,3 +409,26 @@ def test_a_commit_killed_between_the_metadata_file_and_the_swap(tmp_path, tether
     assert manifest(ds, "t")["pin"]["ref"] in t.refs()
     assert tether.json("verify", cwd=ds)["t"]["status"] == "ok"
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+
+
+def test_refused_promote_plan_is_tether_vcs_s(tmp_path, tether, ref, env, sqlite_catalog):
+    """main moved since the fork (not an ancestor any more) and Iceberg has
+    no branch merge: both CLIs plan the same refusal on one dataset, and
+    nothing moves."""
+    cat = sqlite_catalog
+    make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--set", "identifier=ns.t", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+    tether("new", "-b", "feat", "--eager", cwd=ds)
+    cat.table("ns.t").append(rows(9), branch=f"tether.ws.{DS}.feat")
+    cat.table("ns.t").append(rows(99))
+    tether("commit", "-m", "fork work", cwd=ds)
+    before = cat.table("ns.t").metadata_location
+    plans = [json.loads(r("promote", "--dry-run", "--json", cwd=ds).stdout) for r in (tether, ref)]
+    details = [[(a["op"], a["key"], a["detail"]) for a in p["actions"]] for p in plans]
+    assert details[0] == details[1]
+    assert details[0][0][0] == "refuse" and "moved since the fork" in details[0][0][2]
+    proc = tether("promote", cwd=ds, check=False)
+    assert proc.returncode == 1
+    assert cat.table("ns.t").metadata_location == before
