@@ -1095,6 +1095,113 @@ def cmds_delta_log(ctx: dict, side: str):
     return [(delta_log_argv(ctx, side), ctx["ds"])]
 
 
+# -- iceberg: fingerprint and log of a table with many snapshots -------------- #
+def iceberg_table(tmp: Path, snapshots: int) -> tuple[str, str]:
+    """A SQL-catalog (SQLite) table pyiceberg made with one append, whose
+    metadata is then grown to `snapshots` appends in one chain (each
+    snapshot as pyiceberg writes it, sharing the first's manifest list:
+    fingerprint and log read metadata only).  (catalog uri, warehouse)."""
+    import warnings
+    warnings.simplefilter("ignore")
+    import uuid
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    uri, wh = f"sqlite:///{tmp / 'catalog.db'}", f"file://{tmp / 'warehouse'}"
+    (tmp / "warehouse").mkdir()
+    cat = SqlCatalog("default", uri=uri, warehouse=wh)
+    cat.create_namespace("ns")
+    t = cat.create_table("ns.events", schema=pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [0]}, schema=pa.schema([("id", pa.int64())])))
+    t = cat.load_table("ns.events")
+    meta = json.loads(Path(t.metadata_location.removeprefix("file://")).read_text())
+    first = meta["snapshots"][0]
+    snaps, log, parent = [first], list(meta["snapshot-log"]), first["snapshot-id"]
+    for i in range(1, snapshots):
+        sid = 1_000_000_000_000 + i
+        ts = first["timestamp-ms"] + i
+        s = dict(first, **{"snapshot-id": sid, "parent-snapshot-id": parent,
+                           "sequence-number": i + 1, "timestamp-ms": ts})
+        s["summary"] = dict(first["summary"], **{"total-records": str(i + 1),
+                                                 "total-data-files": str(i + 1)})
+        snaps.append(s)
+        log.append({"snapshot-id": sid, "timestamp-ms": ts})
+        parent = sid
+    meta.update({"snapshots": snaps, "snapshot-log": log, "current-snapshot-id": parent,
+                 "last-sequence-number": snapshots, "last-updated-ms": snaps[-1]["timestamp-ms"],
+                 "refs": {"main": {"snapshot-id": parent, "type": "branch"}}})
+    old = t.metadata_location
+    new = old.rsplit("/", 1)[0] + f"/00002-{uuid.uuid4()}.metadata.json"
+    Path(new.removeprefix("file://")).write_text(json.dumps(meta))
+    import sqlite3
+    db = sqlite3.connect(str(tmp / "catalog.db"))
+    db.execute("UPDATE iceberg_tables SET metadata_location = ? WHERE metadata_location = ?",
+               (new, old))
+    db.commit()
+    db.close()
+    return uri, wh
+
+
+def prep_iceberg(snapshots: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        uri, wh = iceberg_table(tmp, snapshots)
+        ds = new_git_repo(tmp / "ds", env)
+        run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        secrets = ds / ".tether" / "secrets.toml"
+        secrets.write_text("[backends.iceberg]\n"
+                           f'catalog = {{ type = "sql", uri = "{uri}", warehouse = "{wh}" }}\n')
+        secrets.chmod(0o600)
+        run([sides.ours, "add", "events", "--kind", "iceberg", "--table", "ns.events"], ds, env)
+        run([sides.ours, "commit", "-m", "events"], ds, env)
+        return {"ds": ds, "env": env, "sides": sides, "snapshots": snapshots}
+    return prepare
+
+
+def iceberg_available(sides: Sides) -> None:
+    p = subprocess.run([str(sides.ours), "backends", "--json"], capture_output=True, text=True)
+    rows = json.loads(p.stdout) if p.returncode == 0 else []
+    if not any(r["kind"] == "iceberg" and r["installed"] for r in rows):
+        raise Skip("our tether has no iceberg backend built in")
+    try:
+        import pyiceberg.catalog.sql  # noqa: F401
+    except ImportError:
+        raise Skip("pyiceberg (which writes the table, and tether-vcs reads it through) "
+                   "is not installed")
+
+
+def iceberg_argv(ctx: dict, side: str, what: str) -> list:
+    exe = ctx["sides"].exe(side)
+    if what == "fingerprint":
+        return [exe, "status", "--snapshot", "--json"]
+    return [exe, "log", "events", "-n", str(ctx["snapshots"]), "--json"]
+
+
+def check_iceberg(what: str):
+    def check(ctx: dict) -> str:
+        out = {}
+        for side in ("ours", "ref"):
+            p = run(iceberg_argv(ctx, side, what), ctx["ds"], ctx["env"], check=False)
+            if p.returncode != 0:
+                raise Skip(f"{who(side)} `{what}` exited {p.returncode}: {first_line(p.stderr)}")
+            data = json.loads(p.stdout)
+            out[side] = data["objects"] if what == "fingerprint" else data
+        if out["ours"] != out["ref"]:
+            raise Skip(f"{what} output differs")
+        if what == "fingerprint":
+            return f"same object state on both sides ({out['ours'][0]['state']})"
+        return f"identical `log --json` of {len(out['ours'])} entries on both sides"
+    return check
+
+
+def cmds_iceberg(what: str):
+    def cmds(ctx: dict, side: str):
+        argv = iceberg_argv(ctx, side, what)
+        return [(argv[:-1] if what == "fingerprint" else argv, ctx["ds"])]
+    return cmds
+
+
 # -- lance ---------------------------------------------------------------------- #
 def lance_table(versions: int) -> Path:
     """A Lance dataset with `versions` versions (one row appended each), made
@@ -1399,6 +1506,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     mid_n, mid_size, mid_label = (2000, 20000, "2k-40MB") if quick else (10000, 20000, "10k-200MB")
     delta_n = 1000 if quick else 10000
     lance_versions = 100 if quick else 1000
+    n_iceberg = 100 if quick else 1000
     n_ice = 200 if quick else 1000
     exp_commits, exp_objects = (20, 100) if quick else (200, 1000)
     n_lake = 100 if quick else 1000
@@ -1467,6 +1575,16 @@ def benchmarks(quick: bool) -> list[Bench]:
               f"`tether log KEY -n {delta_n} --json` of the same table (every commit)",
               prep_delta(delta_n, delta_n - 50), check_delta_log, cmds_delta_log,
               available=delta_available),
+        # iceberg
+        Bench("iceberg-fingerprint", f"iceberg-fingerprint-{n_iceberg}", reps(10),
+              f"`tether status --snapshot` of one Iceberg table (SQLite SQL catalog) with "
+              f"{n_iceberg} snapshots (tether-vcs through pyiceberg)",
+              prep_iceberg(n_iceberg), check_iceberg("fingerprint"), cmds_iceberg("fingerprint"),
+              available=iceberg_available),
+        Bench("iceberg-log", f"iceberg-log-{n_iceberg}", reps(5),
+              f"`tether log events -n {n_iceberg} --json`: the whole ancestry of that table",
+              prep_iceberg(n_iceberg), check_iceberg("log"), cmds_iceberg("log"),
+              available=iceberg_available),
         Bench("icechunk-fingerprint", f"icechunk-fingerprint-{n_ice}", reps(10),
               f"`tether snapshot` of one icechunk object, a spec-1 repository with {n_ice} "
               "snapshots (tether-vcs through the icechunk 1.x package)",

@@ -189,6 +189,8 @@ static const struct {
 	{ "icechunk", tt_icechunk_backend_new },
 	/* ducklake */
 	{ "ducklake", tt_ducklake_backend_new },
+	/* iceberg */
+	{ "iceberg", tt_iceberg_backend_new },
 };
 
 void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)

@@ -314,5 +314,7 @@ int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 /* ducklake */
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
+/* iceberg: tables through a SQL catalog (backends/iceberg.c) */
+int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -252,6 +252,7 @@ const cli_cmd cmd_add = {
 	"its last segment less the store suffix.  Relative local paths and a leading ~ are\n"
 	"resolved against the current directory and stored absolute.  --pick lists history\n"
 	"first; --create makes the store (undo removes it again while it is still empty).\n"
-	"Journaled and undoable.",
+	"An iceberg table is named by --table (or --set identifier=ns.table); its catalog's\n"
+	"uri and credentials come from .tether/secrets.toml.  Journaled and undoable.",
 	opts, 0, 2, run,
 };

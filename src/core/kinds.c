@@ -235,7 +235,7 @@ static const tt_kind kinds[] = {
 	  L("uri", "path"), git_validate },
 	{ "iceberg", "experimental",
 	  TIER_FORK | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE,
-	  false, NOT_YET, NONE, NONE, NULL, L("catalog"), L("type", "warehouse", "name"),
+	  true, NULL, NONE, NONE, NULL, L("catalog"), L("type", "warehouse", "name"),
 	  L("metadata_location"), L("identifier"), NULL },
 	{ "icechunk", "stable",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_CREATE,

@@ -112,8 +112,9 @@ int tt_secrets_merge(json_t *dst, const json_t *src)
 
 const char *tt_secrets_locator_uri(const json_t *locator)
 {
-	static const char *const keys[] = { "uri", "path" };
-	for (size_t i = 0; i < 2; i++) {
+	/* identifier: an Iceberg table's catalog name for it */
+	static const char *const keys[] = { "uri", "path", "identifier" };
+	for (size_t i = 0; i < 3; i++) {
 		json_t *v = json_object_get(locator, keys[i]);
 		if (json_is_string(v) && json_string_length(v))
 			return json_string_value(v);

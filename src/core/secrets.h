@@ -34,7 +34,8 @@ json_t *tt_secrets_backend(const tt_secrets *s, const char *kind);
 int tt_secrets_merge(json_t *dst, const json_t *src);
 
 /* The store URI a locator names, as secret rules match it: its "uri", else
- * its "path" (a non-empty string); NULL when neither. */
+ * its "path", else its "identifier" (an Iceberg table; a non-empty string);
+ * NULL when none. */
 const char *tt_secrets_locator_uri(const json_t *locator);
 
 /*

@@ -16,7 +16,9 @@
  * committed: a rerun makes the commit), "upgrade:after-vcs-commit";
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
- * between the branch's manifest and its branch file); when the
+ * between the branch's manifest and its branch file; "iceberg:after-metadata-write"
+ * inside an Iceberg catalog commit, the next metadata file written and the
+ * catalog not yet swapped to it); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave
  * things.  Tests then check that rerunning the command, `repair` or `gc`
