@@ -327,13 +327,8 @@ TT_TEST(object_store_uris_are_refused_clearly)
 		  "[file] object-store URIs (gs://...) are not built into this tether yet");
 	tt_error_clear(&err);
 	json_decref(loc);
-	/* s3:// single objects are built (tests/unit/test_s3.c, e2e
-	 * test_s3_file.py); s3:// prefixes not yet */
-	loc = loc_of("s3://bucket/runs/");
-	CHECK_INT(b->ops->fingerprint(b, loc, NULL, &state, &err), TT_ECAPABILITY);
-	CHECK(strstr(tt_error_text(&err), "object-store prefixes (s3://bucket/runs/) are not built"));
-	tt_error_clear(&err);
-	json_decref(loc);
+	/* s3:// single objects and prefixes are built (tests/unit/test_s3.c,
+	 * e2e test_s3_file.py and test_s3_prefix.py) */
 	loc = loc_of("s3://bucket/runs/a.bin");
 	/* Capabilities are still computed as tether-vcs does: versioned single
 	 * objects are Addressable, prefixes and local paths never. */
