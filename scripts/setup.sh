@@ -85,3 +85,13 @@ if [ ! -x "$jj_bin" ]; then
   nice -n 10 cargo install jj-cli --version "$JJ_VERSION" --locked -j "${JJ_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
     --root "$(dirname "$(dirname "$jj_bin")")" >&2
 fi
+
+# --- object-store servers for the storage tests (Azurite, fake-gcs-server) ---
+# Each is installed once per machine into ${XDG_CACHE_HOME:-~/.cache}/tether-tools/<name>-<version>
+# (scripts/objstore-tools.sh says where; the tests find them there).
+for tool in azurite fake-gcs-server; do
+  if [ ! -x "$(scripts/objstore-tools.sh path "$tool")" ]; then
+    say "installing $tool $(scripts/objstore-tools.sh version "$tool") (once per machine)"
+    scripts/objstore-tools.sh install "$tool"
+  fi
+done

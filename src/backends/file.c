@@ -252,6 +252,17 @@ static int remote_unbuilt(const parsed_uri *p, tt_error *err)
 			"object-store URIs (%s://...) are not built into this tether yet", p->scheme);
 }
 
+/* The schemes whose store the store layer builds in. */
+static bool remote_built(const char *scheme)
+{
+	static const char *const built[] = { "s3", "s3a", "az", "azure", "abfs", "abfss", "adl",
+					     NULL };
+	for (const char *const *b = built; *b; b++)
+		if (strcmp(*b, scheme) == 0)
+			return true;
+	return false;
+}
+
 /* --- small JSON helpers ------------------------------------------------------------ */
 
 /* state.get(key) == text */
@@ -452,7 +463,13 @@ static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_re
 	static const char *const region_keys[] = { "region", "aws_region", "default_region",
 						    "aws_default_region", NULL };
 	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
-						    "session_token", "profile", "role_arn", NULL };
+						    "session_token", "profile", "role_arn",
+						    /* Azure Blob */
+						    "account_name", "account_key", "sas_token",
+						    "use_emulator",
+						    /* GCS */
+						    "service_account_path", "service_account",
+						    "bearer_token", NULL };
 	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
 	const char *k;
 	int rc;
@@ -589,7 +606,12 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 		for (size_t i = 0; i < pg.n && rc == 0; i++) {
 			tt_store_entry *it = &pg.items[i];
 			const char *why;
-			char *name = listed_name(it->key, &why);
+			char *name;
+			/* Azure listings leave out the blob named as the prefix itself
+			 * (a "dir/" marker), as the object-store libraries do there */
+			if (s->kind == TT_STORE_AZURE && strcmp(it->key, prefix) == 0)
+				continue;
+			name = listed_name(it->key, &why);
 			if (!name && !why) {
 				rc = file_oom(err);
 				break;
@@ -796,7 +818,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 	size_t kl = strlen(p->key);
 	int rc;
 
-	if (strcmp(p->scheme, "s3") != 0 && strcmp(p->scheme, "s3a") != 0)
+	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
 	if ((rc = remote_options(b, loc, region, &opts, err)) != 0)
 		return rc;
