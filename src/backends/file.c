@@ -255,8 +255,8 @@ static int remote_unbuilt(const parsed_uri *p, tt_error *err)
 /* The schemes whose store the store layer builds in. */
 static bool remote_built(const char *scheme)
 {
-	static const char *const built[] = { "s3", "s3a", "az", "azure", "abfs", "abfss", "adl",
-					     NULL };
+	static const char *const built[] = { "s3", "s3a", "gs", "gcs", "az", "azure", "abfs",
+					     "abfss", "adl", NULL };
 	for (const char *const *b = built; *b; b++)
 		if (strcmp(*b, scheme) == 0)
 			return true;
