@@ -11,7 +11,8 @@
 set -euo pipefail
 FAKE_GCS_SERVER_VERSION=1.55.1
 AZURITE_VERSION=3.35.0
-SEAWEEDFS_VERSION=3.97
+# SeaweedFS tags no semver releases in its module; pinned by pseudo-version (a commit).
+SEAWEEDFS_VERSION=0.0.0-20261109003541-7506e5f91cd6
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/tether-tools
 
 version() {
@@ -52,7 +53,12 @@ install() {
       (cd "$dir" && npm install -s --no-audit --no-fund "azurite@$ver") >&2 ;;
     seaweedfs)
       command -v go >/dev/null || { echo "go is required to build seaweedfs" >&2; exit 1; }
-      GOBIN="$dir/bin" nice -n 10 go install "github.com/seaweedfs/seaweedfs/weed@$ver" >&2 ;;
+      # its go.mod has replace directives, which `go install pkg@version`
+      # refuses: fetch the module from the proxy and build inside it.
+      local src
+      src=$(go mod download -json "github.com/seaweedfs/seaweedfs@v$ver" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+      [ -d "$src" ] || { echo "could not download seaweedfs v$ver" >&2; exit 1; }
+      (cd "$src" && nice -n 10 go build -o "$dir/bin/weed" ./weed) >&2 ;;
   esac
   echo "$1 $ver: $(( $(date +%s) - start )) s" >&2
 }

@@ -76,7 +76,16 @@ class _Proxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if proxy.hook and "continuation-token=" in self.path:
                     proxy.fired += 1
-                    proxy.hook()
+                    answer = proxy.hook()
+                    if answer == "drop":  # the server dies mid-listing
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if isinstance(answer, int):  # a status instead of the page
+                        self.send_response(answer)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                 conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
                 conn.request(self.command, self.path, body=body or None,
                              headers={k: v for k, v in self.headers.items()})
@@ -244,3 +253,41 @@ def test_s3_prefix_that_keeps_changing_is_refused(s3, proxy, tether, tmp_path):
     assert f"s3://{BUCKET}/big/" in out and "changed while it was being listed" in out, out
     assert "testing" not in out, out
     assert "digest" not in (ds / ".tether/objects/big.toml").read_text()
+
+
+def test_s3_prefix_503_mid_listing_is_retried(s3, proxy, tether, tmp_path):
+    url, client, _ = s3
+    fill(client)
+    ds = make_dataset(tmp_path / "ds", tether, proxy.url)
+    proxy.hook = lambda: 503 if proxy.fired <= 2 else None
+    tether("add", "big", f"s3://{BUCKET}/big/", "--kind", "file", cwd=ds)
+    tether("commit", "-m", "big", cwd=ds)
+    assert proxy.fired >= 3
+    assert f"count = {BIG}" in manifest(ds, "big")
+
+
+@pytest.mark.parametrize("fault", ["drop", 403])
+def test_s3_prefix_server_failing_mid_listing_is_named(s3, proxy, tether, tmp_path, fault):
+    """The server dies (every retry too) or refuses the second page: the
+    commit fails naming the prefix, never a credential, and records
+    nothing; once the server is back the same commit succeeds."""
+    url, client, _ = s3
+    fill(client)
+    ds = make_dataset(tmp_path / "ds", tether, proxy.url)
+    proxy.hook = lambda: fault
+    tether("add", "big", f"s3://{BUCKET}/big/", "--kind", "file", cwd=ds)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ds, capture_output=True,
+                          text=True).stdout
+    proc = tether("commit", "-m", "big", cwd=ds, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert f"s3://{BUCKET}/" in out and "big" in out, out
+    if fault == 403:
+        assert "403" in out and "secrets.toml" in out, out
+    assert "testing" not in out, out
+    assert "digest" not in (ds / ".tether/objects/big.toml").read_text()
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=ds, capture_output=True,
+                          text=True).stdout == head
+    proxy.hook = None
+    tether("commit", "-m", "big", cwd=ds)
+    assert f"count = {BIG}" in manifest(ds, "big")
