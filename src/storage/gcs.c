@@ -343,6 +343,10 @@ static int gcs_get_range(tt_store *s, const char *key, const char *version, uint
 	return rc;
 }
 
+/* Our own page token, when the server gave more than a page: the listing
+ * goes on after this key (no GCS continuation token has this shape). */
+#define AFTER_TOKEN "tether-after/"
+
 static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		    tt_store_page *out, tt_error *err)
 {
@@ -351,21 +355,36 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	tt_buf url = TT_BUF_INIT;
 	char *fp = tt_asprintf("%s%s", im->prefix, prefix);
 	size_t plen = strlen(im->prefix), alloc = 0;
+	const char *after = NULL;
+	bool cut = false;
 	int rc;
 
 	if (!fp)
 		return tt_error_oom(err);
+	if (max_keys > 1000)
+		max_keys = 1000;
+	if (token && strncmp(token, AFTER_TOKEN, strlen(AFTER_TOKEN)) == 0)
+		after = token + strlen(AFTER_TOKEN);
 	tt_buf_printf(&url, "%s/", im->base);
 	tt_http_uri_encode(&url, im->bucket, strlen(im->bucket), false);
-	if (token) {
+	if (token && !after) {
 		tt_buf_puts(&url, "?continuation-token=");
 		tt_http_uri_encode(&url, token, strlen(token), false);
 		tt_buf_putc(&url, '&');
 	} else {
 		tt_buf_putc(&url, '?');
 	}
-	tt_buf_printf(&url, "list-type=2&max-keys=%zu&prefix=", max_keys > 1000 ? (size_t)1000 : max_keys);
+	tt_buf_printf(&url, "list-type=2&max-keys=%zu&prefix=", max_keys);
 	tt_http_uri_encode(&url, fp, strlen(fp), false);
+	if (after) {
+		char *fa = tt_asprintf("%s%s", im->prefix, after);
+		tt_buf_puts(&url, "&start-after=");
+		if (fa)
+			tt_http_uri_encode(&url, fa, strlen(fa), false);
+		else
+			url.failed = TT_ENOMEM;
+		free(fa);
+	}
 	tt_buf_puts(&url, "");
 	if (url.failed) {
 		free(fp);
@@ -389,6 +408,17 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 				       : tt_error_set(err, TT_EBACKEND, "%s: list entry without a Key",
 						      s->display);
 				free(k);
+				break;
+			}
+			if (after && strcmp(k + plen, after) <= 0) {
+				free(k);  /* a server that ignored start-after */
+				continue;
+			}
+			if (out->n == max_keys) {
+				/* a server that ignored max-keys: the page ends here,
+				 * and the next one starts after its last key */
+				free(k);
+				cut = true;
 				break;
 			}
 			e.key = tt_strdup(k + plen);
@@ -416,8 +446,11 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 			}
 			out->items[out->n++] = e;
 		}
-		if (rc == 0 && xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
-		    ve - vs == 4 && memcmp(vs, "true", 4) == 0) {
+		if (rc == 0 && cut) {
+			if (!(out->next = tt_asprintf(AFTER_TOKEN "%s", out->items[out->n - 1].key)))
+				rc = tt_error_oom(err);
+		} else if (rc == 0 && xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
+			   ve - vs == 4 && memcmp(vs, "true", 4) == 0) {
 			if (!xml_find(r.body.ptr, end, "NextContinuationToken", &vs, &ve, NULL))
 				rc = tt_error_set(err, TT_EBACKEND,
 						  "%s: a truncated listing without a continuation token",
