@@ -951,6 +951,63 @@ static int set_message(char **message, const char *text, tt_error *err)
 	return *message ? 0 : file_oom(err);
 }
 
+/*
+ * verify --deep of a recorded version: a HEAD at that version id /
+ * generation.  Gone: missing; answered with another etag than recorded:
+ * drifted; the store not answering: unknown, with what it said.
+ */
+static int verify_version(tt_backend *b, const json_t *loc, const char *uri, const json_t *state,
+			  const json_t *version, tt_verify_status *status, char **message,
+			  tt_error *err)
+{
+	json_t *opts = NULL, *want = json_object_get(state, "etag");
+	tt_store *s = NULL;
+	tt_store_meta m = { 0 };
+	tt_error inner = TT_ERROR_INIT;
+	tt_buf v = TT_BUF_INIT;
+	char *key = NULL;
+	int rc;
+
+	if ((rc = remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+		return rc;
+	if (tt_pyv_str(&v, version) != 0) {
+		json_decref(opts);
+		return file_oom(err);
+	}
+	rc = tt_store_open_uri(uri, opts, &s, &key, &inner);
+	json_decref(opts);
+	if (rc == 0) {
+		/* a store that keeps no versions cannot be asked for one */
+		rc = s->versioned ? tt_store_head(s, key, v.ptr, &m, &inner) : TT_ECAPABILITY;
+		if (rc == TT_ECAPABILITY && !tt_error_text(&inner)[0])
+			tt_error_set(&inner, rc, "%s keeps no versions", s->display);
+	}
+	if (rc == TT_ENOTFOUND) {
+		*status = TT_VERIFY_MISSING;
+		rc = set_message(message, tt_error_text(&inner), err);
+	} else if (rc == TT_ENOMEM) {
+		tt_error_move(err, &inner);
+	} else if (rc) {
+		*status = TT_VERIFY_UNKNOWN;
+		rc = set_message(message, tt_error_text(&inner), err);
+	} else if (json_is_string(want) && json_string_length(want) && m.etag && *m.etag &&
+		   strcmp(m.etag, json_string_value(want)) != 0) {
+		char *text = tt_asprintf("version %s has etag %s", v.ptr, m.etag);
+		*status = TT_VERIFY_DRIFTED;
+		rc = text ? 0 : file_oom(err);
+		*message = text;
+	} else {
+		*status = TT_VERIFY_OK;
+		rc = set_message(message, "", err);
+	}
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	tt_error_clear(&inner);
+	tt_buf_release(&v);
+	free(key);
+	return rc;
+}
+
 static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin,
 		       bool deep, tt_verify_status *status, char **message, tt_error *err)
 {
@@ -989,8 +1046,14 @@ static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 			rc = set_message(message, "pass --deep to confirm the version", err);
 			goto done;
 		}
-		if ((rc = get_uri(loc, &uri, err)) == 0 && (rc = parse_uri(uri, &p, err)) == 0)
-			rc = p.cls == URI_LOCAL ? set_message(message, "", err) : remote_unbuilt(&p, err);
+		if ((rc = get_uri(loc, &uri, err)) == 0 && (rc = parse_uri(uri, &p, err)) == 0) {
+			if (p.cls == URI_LOCAL)
+				rc = set_message(message, "", err);
+			else if (!remote_built(p.scheme))
+				rc = remote_unbuilt(&p, err);
+			else
+				rc = verify_version(b, loc, uri, state, version, status, message, err);
+		}
 		parsed_release(&p);
 		free(uri);
 		goto done;
