@@ -118,3 +118,13 @@ if [ ! -f "$duck_dir/libduckdb.so" ] || [ ! -f "$duck_dir/include/duckdb.h" ]; t
   cp "$duck_tmp/package/libduckdb.so" "$duck_dir/libduckdb.so.tmp" && mv "$duck_dir/libduckdb.so.tmp" "$duck_dir/libduckdb.so"
   rm -rf "$duck_tmp"
 fi
+
+# --- object-store servers for the storage tests (Azurite, fake-gcs-server) ---
+# Each is installed once per machine into ${XDG_CACHE_HOME:-~/.cache}/tether-tools/<name>-<version>
+# (scripts/objstore-tools.sh says where; the tests find them there).
+for tool in azurite fake-gcs-server; do
+  if [ ! -x "$(scripts/objstore-tools.sh path "$tool")" ]; then
+    say "installing $tool $(scripts/objstore-tools.sh version "$tool") (once per machine)"
+    scripts/objstore-tools.sh install "$tool"
+  fi
+done

@@ -15,8 +15,13 @@
  *
  * Locators name the store in `uri` (or `path`).  A local path is resolved
  * as tether-vcs's local_path does; an object-store URL (s3://, gs://,
- * az://, ...) is parsed here and its operations go to the remote_* seam,
- * which refuses them until an object-store client is built in.
+ * az://, ...) goes through the store layer (storage/), where its scheme is
+ * built in: a single object is one HEAD ({"type": "object", "size",
+ * "etag"[, "version_id"]}), a prefix (a key ending in '/', or the whole
+ * bucket) one paged LIST ({"type": "prefix", "count", "size", "digest"},
+ * rows keyed by full object key with the ETag as token, remembered like a
+ * directory's for listings and diff).  A paged listing that raced a
+ * writer is read again until two readings agree.
  */
 #define _GNU_SOURCE
 #include "backends/file.h"
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -246,6 +252,17 @@ static int remote_unbuilt(const parsed_uri *p, tt_error *err)
 			"object-store URIs (%s://...) are not built into this tether yet", p->scheme);
 }
 
+/* The schemes whose store the store layer builds in. */
+static bool remote_built(const char *scheme)
+{
+	static const char *const built[] = { "s3", "s3a", "gs", "gcs", "az", "azure", "abfs",
+					     "abfss", "adl", NULL };
+	for (const char *const *b = built; *b; b++)
+		if (strcmp(*b, scheme) == 0)
+			return true;
+	return false;
+}
+
 /* --- small JSON helpers ------------------------------------------------------------ */
 
 /* state.get(key) == text */
@@ -446,7 +463,13 @@ static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_re
 	static const char *const region_keys[] = { "region", "aws_region", "default_region",
 						    "aws_default_region", NULL };
 	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
-						    "session_token", "profile", "role_arn", NULL };
+						    "session_token", "profile", "role_arn",
+						    /* Azure Blob */
+						    "account_name", "account_key", "sas_token",
+						    "use_emulator",
+						    /* GCS */
+						    "service_account_path", "service_account",
+						    "bearer_token", NULL };
 	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
 	const char *k;
 	int rc;
@@ -488,13 +511,302 @@ oom:
 	return file_oom(err);
 }
 
+/* --- prefixes in object stores ------------------------------------------------------ */
+
+/* Re-lists allowed when a paged listing saw the prefix change under it. */
+#define PREFIX_LIST_TRIES 3
+/* An entry changed this close to (or after) the listing's start may have
+ * been written while the pages were read (server clocks drift, uploads
+ * take time). */
+#define PREFIX_RECENT_NS (15LL * 1000000000LL)
+
+typedef struct prefix_ent {
+	char *key;
+	char *etag;
+	uint64_t size;
+	size_t seq;  /* listing order: of two entries one path names, the later wins */
+} prefix_ent;
+
+static int prefix_ent_cmp(const void *a, const void *b)
+{
+	const prefix_ent *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->seq < y->seq ? -1 : x->seq > y->seq);
+}
+
+/*
+ * The name a listed key has in a listing, as the object-store libraries
+ * parse it: one leading and one trailing '/' dropped (a "dir/" marker
+ * object is the row "dir"); NULL when the key cannot be such a name (an
+ * empty segment, "." or ".."): *why says which.
+ */
+static char *listed_name(const char *key, const char **why)
+{
+	size_t n = strlen(key);
+	const char *p = key;
+	*why = NULL;
+	if (n && *p == '/')
+		p++, n--;
+	if (n && p[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && p[j] != '/')
+			j++;
+		if (j == i) {
+			*why = "an empty path segment";
+			return NULL;
+		}
+		if ((j - i == 1 && p[i] == '.') || (j - i == 2 && p[i] == '.' && p[i + 1] == '.')) {
+			*why = "a '.' or '..' segment";
+			return NULL;
+		}
+		i = j + 1;
+	}
+	return tt_strndup(p, n);
+}
+
+static void prefix_ents_free(prefix_ent *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].key);
+		free(e[i].etag);
+	}
+	free(e);
+}
+
+/*
+ * One paged LIST of prefix into tree (rows by path, token the ETag), as
+ * tether-vcs's obstore listing gives it; *pages and *newest (the latest
+ * LastModified seen) say whether it may have raced a writer.
+ */
+static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt_file_tree *tree,
+			    unsigned *pages, int64_t *newest, tt_error *err)
+{
+	prefix_ent *ents = NULL;
+	size_t n = 0, alloc = 0, no_etag = 0;
+	uint64_t total = 0;
+	char *token = NULL, sample[256] = "";
+	tt_buf names = TT_BUF_INIT;
+	int rc = 0;
+
+	memset(tree, 0, sizeof *tree);
+	*pages = 0;
+	*newest = 0;
+	do {
+		tt_store_page pg;
+		rc = tt_store_list(s, prefix, token, 0, &pg, err);
+		free(token);
+		token = NULL;
+		if (rc) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		(*pages)++;
+		for (size_t i = 0; i < pg.n && rc == 0; i++) {
+			tt_store_entry *it = &pg.items[i];
+			const char *why;
+			char *name;
+			/* Azure listings leave out the blob named as the prefix itself
+			 * (a "dir/" marker), as the object-store libraries do there */
+			if (s->kind == TT_STORE_AZURE && strcmp(it->key, prefix) == 0)
+				continue;
+			name = listed_name(it->key, &why);
+			if (!name && !why) {
+				rc = file_oom(err);
+				break;
+			}
+			if (!name) {
+				rc = file_err(err, TT_EBACKEND,
+					      "%s: the object '%s' has %s in its key, which no listing "
+					      "can name; rename it in the bucket or track a narrower prefix",
+					      uri, it->key, why);
+				break;
+			}
+			if (!it->meta.etag || !*it->meta.etag) {
+				if (no_etag < 3) {
+					size_t u = strlen(sample);
+					snprintf(sample + u, sizeof sample - u, "%s%s", u ? ", " : "", it->key);
+				}
+				no_etag++;
+			} else if (strlen(it->meta.etag) >= TT_FILE_TOKEN_MAX) {
+				rc = file_err(err, TT_EBACKEND,
+					      "%s: the object '%s' has an ETag longer than %d characters; "
+					      "track it as a single object instead", uri, it->key,
+					      TT_FILE_TOKEN_MAX - 1);
+				free(name);
+				break;
+			}
+			if (TT_ARRAY_GROW(ents, alloc, n + 1) != 0) {
+				free(name);
+				rc = file_oom(err);
+				break;
+			}
+			ents[n] = (prefix_ent){ name, it->meta.etag, it->meta.size, n };
+			it->meta.etag = NULL;
+			n++;
+			total += it->meta.size;
+			if (it->meta.mtime_ns > *newest)
+				*newest = it->meta.mtime_ns;
+		}
+		token = pg.next;
+		pg.next = NULL;
+		tt_store_page_release(&pg);
+	} while (rc == 0 && token);
+	if (rc)
+		goto done;
+	if (no_etag) {
+		/* A digest over names alone would call any rewrite "unchanged". */
+		rc = file_err(err, TT_EBACKEND,
+			      "%zu object(s) under %s report no ETag (%s%s); the store cannot be "
+			      "fingerprinted by listing -- pin single objects with a versioned "
+			      "policy instead", no_etag, prefix[0] ? prefix : "/", sample,
+			      no_etag > 3 ? ", ..." : "");
+		goto done;
+	}
+	qsort(ents, n, sizeof *ents, prefix_ent_cmp);
+	{
+		size_t m = 0, *offs;
+		/* one row per name: the entry listed last, as a dict keeps it */
+		for (size_t i = 0; i < n; i++) {
+			if (i + 1 < n && strcmp(ents[i].key, ents[i + 1].key) == 0) {
+				free(ents[i].key);
+				free(ents[i].etag);
+				continue;
+			}
+			ents[m++] = ents[i];
+		}
+		n = m;
+		offs = calloc(n ? n : 1, sizeof *offs);
+		tree->rows = calloc(n ? n : 1, sizeof *tree->rows);
+		if (!offs || !tree->rows) {
+			free(offs);
+			rc = file_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < n; i++) {
+			offs[i] = names.len;
+			tt_buf_put(&names, ents[i].key, strlen(ents[i].key) + 1);
+			tree->rows[i].size = ents[i].size;
+			snprintf(tree->rows[i].token, sizeof tree->rows[i].token, "%s", ents[i].etag);
+		}
+		if (names.failed) {
+			free(offs);
+			rc = file_oom(err);
+			goto done;
+		}
+		tree->names = tt_buf_detach(&names);
+		for (size_t i = 0; i < n; i++)
+			tree->rows[i].path = tree->names + offs[i];
+		free(offs);
+		tree->n = n;
+		tree->size = total;
+		tt_file_rows_digest(tree->rows, tree->n, tree->digest);
+	}
+done:
+	free(token);
+	tt_buf_release(&names);
+	prefix_ents_free(ents, n);
+	if (rc)
+		tt_file_tree_release(tree);
+	return rc;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * A prefix's listing, never a mix of two states as far as the store lets
+ * us see: a listing of one page is one answer from the store; one of
+ * several pages during which an object under the prefix changed (an entry
+ * modified since shortly before the first page) is read again until two
+ * readings agree.  A prefix that keeps changing is refused, naming it.
+ */
+static int list_prefix(tt_store *s, const char *uri, const char *prefix, tt_file_tree *tree,
+		       tt_error *err)
+{
+	tt_file_tree prev;
+	bool have_prev = false;
+	int rc = 0;
+
+	memset(&prev, 0, sizeof prev);
+	for (int attempt = 0; attempt < PREFIX_LIST_TRIES + 1; attempt++) {
+		unsigned pages;
+		int64_t newest, started = wall_ns();
+		if ((rc = list_prefix_once(s, uri, prefix, tree, &pages, &newest, err)) != 0)
+			break;
+		if (have_prev && strcmp(prev.digest, tree->digest) == 0)
+			break; /* two readings agree */
+		if (!have_prev && (pages <= 1 || newest < started - PREFIX_RECENT_NS))
+			break; /* one answer, or nothing changed while we read */
+		tt_file_tree_release(&prev);
+		prev = *tree;
+		have_prev = true;
+		memset(tree, 0, sizeof *tree);
+		if (attempt == PREFIX_LIST_TRIES) {
+			rc = file_err(err, TT_EBACKEND,
+				      "%s changed while it was being listed, %d times in a row; retry "
+				      "when its writers are done (or track a narrower prefix)",
+				      uri, PREFIX_LIST_TRIES + 1);
+			break;
+		}
+	}
+	tt_file_tree_release(&prev);
+	return rc;
+}
+
+/*
+ * A prefix (a key ending in '/', or the whole bucket): {"type": "prefix",
+ * "count", "size", "digest"} from one paged LIST, as tether-vcs computes
+ * it: rows are the full keys (a "dir/" marker object is "dir"), the token
+ * of each its ETag, the digest tether-vcs's over the sorted pairs; the
+ * listing is remembered for commit's listing and diff.
+ */
+static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const char *key,
+			      json_t **state, tt_error *err)
+{
+	tt_buf prefix = TT_BUF_INIT;
+	tt_file_tree tree;
+	int rc;
+
+	/* the prefix as the libraries take it: whole segments, empty ones dropped */
+	for (const char *q = key; *q;) {
+		size_t n = strcspn(q, "/");
+		if (n) {
+			tt_buf_put(&prefix, q, n);
+			tt_buf_putc(&prefix, '/');
+		}
+		q += n;
+		while (*q == '/')
+			q++;
+	}
+	tt_buf_puts(&prefix, "");
+	if (prefix.failed) {
+		tt_buf_release(&prefix);
+		return file_oom(err);
+	}
+	rc = list_prefix(s, uri, prefix.ptr, &tree, err);
+	tt_buf_release(&prefix);
+	if (rc)
+		return rc;
+	*state = json_pack("{s:s, s:I, s:I, s:s}", "type", "prefix", "count", (json_int_t)tree.n,
+			   "size", (json_int_t)tree.size, "digest", tree.digest);
+	remember(fi, &tree);
+	tt_file_tree_release(&tree);
+	return *state ? 0 : file_oom(err);
+}
+
 /*
  * A single object in S3: {"type": "object", "size", "etag"[, "version_id"]}
  * from one HEAD, as tether-vcs records it (the etag without quotes; a
  * version only where the bucket versions).  The object's credentials and
  * client options come from its secret rules, its `region` from the
- * locator when the rules name none.  Prefixes and the other schemes stay
- * behind the seam.
+ * locator when the rules name none.  A prefix goes to fingerprint_prefix;
+ * the schemes the store layer lacks stay behind the seam.
  */
 static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 			      const parsed_uri *p, json_t **state, tt_error *err)
@@ -506,16 +818,16 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 	size_t kl = strlen(p->key);
 	int rc;
 
-	if (strcmp(p->scheme, "s3") != 0 && strcmp(p->scheme, "s3a") != 0)
+	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
-	if (kl == 0 || p->key[kl - 1] == '/')
-		return file_err(err, TT_ECAPABILITY,
-				"fingerprints of object-store prefixes (%s) are not built into this "
-				"tether yet; track a single object", uri);
 	if ((rc = remote_options(b, loc, region, &opts, err)) != 0)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
+	if (rc == 0 && (kl == 0 || p->key[kl - 1] == '/')) {
+		rc = fingerprint_prefix(b->impl, s, uri, key, state, err);
+		goto done;
+	}
 	if (rc == 0)
 		rc = tt_store_head(s, key, NULL, &m, err);
 	if (rc == TT_ENOTFOUND)
@@ -533,6 +845,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 		if (!*state)
 			rc = file_oom(err);
 	}
+done:
 	tt_store_meta_release(&m);
 	tt_store_close(s);
 	free(key);
@@ -638,6 +951,63 @@ static int set_message(char **message, const char *text, tt_error *err)
 	return *message ? 0 : file_oom(err);
 }
 
+/*
+ * verify --deep of a recorded version: a HEAD at that version id /
+ * generation.  Gone: missing; answered with another etag than recorded:
+ * drifted; the store not answering: unknown, with what it said.
+ */
+static int verify_version(tt_backend *b, const json_t *loc, const char *uri, const json_t *state,
+			  const json_t *version, tt_verify_status *status, char **message,
+			  tt_error *err)
+{
+	json_t *opts = NULL, *want = json_object_get(state, "etag");
+	tt_store *s = NULL;
+	tt_store_meta m = { 0 };
+	tt_error inner = TT_ERROR_INIT;
+	tt_buf v = TT_BUF_INIT;
+	char *key = NULL;
+	int rc;
+
+	if ((rc = remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+		return rc;
+	if (tt_pyv_str(&v, version) != 0) {
+		json_decref(opts);
+		return file_oom(err);
+	}
+	rc = tt_store_open_uri(uri, opts, &s, &key, &inner);
+	json_decref(opts);
+	if (rc == 0) {
+		/* a store that keeps no versions cannot be asked for one */
+		rc = s->versioned ? tt_store_head(s, key, v.ptr, &m, &inner) : TT_ECAPABILITY;
+		if (rc == TT_ECAPABILITY && !tt_error_text(&inner)[0])
+			tt_error_set(&inner, rc, "%s keeps no versions", s->display);
+	}
+	if (rc == TT_ENOTFOUND) {
+		*status = TT_VERIFY_MISSING;
+		rc = set_message(message, tt_error_text(&inner), err);
+	} else if (rc == TT_ENOMEM) {
+		tt_error_move(err, &inner);
+	} else if (rc) {
+		*status = TT_VERIFY_UNKNOWN;
+		rc = set_message(message, tt_error_text(&inner), err);
+	} else if (json_is_string(want) && json_string_length(want) && m.etag && *m.etag &&
+		   strcmp(m.etag, json_string_value(want)) != 0) {
+		char *text = tt_asprintf("version %s has etag %s", v.ptr, m.etag);
+		*status = TT_VERIFY_DRIFTED;
+		rc = text ? 0 : file_oom(err);
+		*message = text;
+	} else {
+		*status = TT_VERIFY_OK;
+		rc = set_message(message, "", err);
+	}
+	tt_store_meta_release(&m);
+	tt_store_close(s);
+	tt_error_clear(&inner);
+	tt_buf_release(&v);
+	free(key);
+	return rc;
+}
+
 static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin,
 		       bool deep, tt_verify_status *status, char **message, tt_error *err)
 {
@@ -676,8 +1046,14 @@ static int file_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 			rc = set_message(message, "pass --deep to confirm the version", err);
 			goto done;
 		}
-		if ((rc = get_uri(loc, &uri, err)) == 0 && (rc = parse_uri(uri, &p, err)) == 0)
-			rc = p.cls == URI_LOCAL ? set_message(message, "", err) : remote_unbuilt(&p, err);
+		if ((rc = get_uri(loc, &uri, err)) == 0 && (rc = parse_uri(uri, &p, err)) == 0) {
+			if (p.cls == URI_LOCAL)
+				rc = set_message(message, "", err);
+			else if (!remote_built(p.scheme))
+				rc = remote_unbuilt(&p, err);
+			else
+				rc = verify_version(b, loc, uri, state, version, status, message, err);
+		}
 		parsed_release(&p);
 		free(uri);
 		goto done;

@@ -1,6 +1,6 @@
 /*
- * backends/file.h - the `file` backend: local files and directories
- * (object-store URIs have a seam but are not built in yet).
+ * backends/file.h - the `file` backend: local files and directories, and
+ * objects and prefixes in the object stores storage/ builds in.
  *
  * The backend itself is reached through the vtable (tt_file_backend_new,
  * declared in backend.h).  This header holds what else the CLI and the tests

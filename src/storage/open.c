@@ -12,6 +12,8 @@
 #include <strings.h>
 
 #include "storage/aws_creds.h"
+#include "storage/azure.h"
+#include "storage/gcs.h"
 #include "storage/s3.h"
 #include "util/fs.h"
 #include "util/mem.h"
@@ -502,6 +504,213 @@ static int open_s3(const tt_store_uri *u, const json_t *o, tt_store **out, tt_er
 	return rc;
 }
 
+/* An Azure option by any of its spellings: "account_key",
+ * "azure_storage_account_key", "AZURE_ACCOUNT_KEY", ... */
+static const char *az_opt(const json_t *o, const char *const *names)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o))
+		return NULL;
+	for (const char *const *n = names; *n; n++)
+		json_object_foreach((json_t *)o, k, v) {
+			const char *bare = !strncasecmp(k, "azure_storage_", 14) ? k + 14
+					   : !strncasecmp(k, "azure_", 6)        ? k + 6
+										 : k;
+			if (strcasecmp(bare, *n) == 0 && json_is_string(v) && json_string_length(v))
+				return json_string_value(v);
+		}
+	return NULL;
+}
+
+/* A boolean Azure option by any spelling (see opt_bool). */
+static int az_bool(const json_t *o, const char *name)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o))
+		return -1;
+	json_object_foreach((json_t *)o, k, v) {
+		const char *bare = !strncasecmp(k, "azure_storage_", 14) ? k + 14
+				   : !strncasecmp(k, "azure_", 6)        ? k + 6
+									 : NULL;
+		if (bare && strcasecmp(bare, name) == 0) {
+			json_t *one = json_pack("{sO}", name, v);
+			int r = one ? opt_bool(one, name) : -2;
+			json_decref(one);
+			return r;
+		}
+	}
+	return -1;
+}
+
+/* Azurite's well-known development account (public, in Microsoft's docs). */
+#define AZ_DEV_ACCOUNT "devstoreaccount1"
+#define AZ_DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+/*
+ * az://container/key: the account from the URI ("container@account..."),
+ * else account_name, else AZURE_STORAGE_ACCOUNT_NAME; the key from
+ * account_key (or access_key), else AZURE_STORAGE_ACCOUNT_KEY; a SAS from
+ * sas_token (sas_key), else AZURE_STORAGE_SAS_TOKEN; the endpoint from
+ * endpoint (endpoint_url), else AZURE_STORAGE_ENDPOINT.  use_emulator (or
+ * AZURE_STORAGE_USE_EMULATOR) means Azurite as the object-store libraries
+ * reach it: AZURITE_BLOB_STORAGE_URL (default http://127.0.0.1:10000) with
+ * the account in the path, the development account and key unless given,
+ * plain http allowed.
+ */
+static int open_azure(const tt_store_uri *u, const json_t *o, tt_store **out, tt_error *err)
+{
+	static const char *const n_account[] = { "account_name", "account", NULL };
+	static const char *const n_key[] = { "account_key", "access_key", "master_key", "key", NULL };
+	static const char *const n_sas[] = { "sas_token", "sas_key", NULL };
+	static const char *const n_ep[] = { "endpoint", "endpoint_url", NULL };
+	tt_azure_config c = { .container = u->bucket, .prefix = "" };
+	int allow = opt_bool(o, "allow_http"), emu = opt_bool(o, "use_emulator");
+	long ct = opt_ms(o, "connect_timeout"), rt = opt_ms(o, "timeout"),
+	     tt = opt_ms(o, "request_timeout");
+	char *ep = NULL;
+	int rc;
+
+	if (emu == -1)
+		emu = az_bool(o, "use_emulator");
+	if (allow == -1)
+		allow = az_bool(o, "allow_http");
+	if (allow == -2 || emu == -2)
+		return tt_error_set(err, TT_ECONFIG, "az://%s: %s must be true or false", u->bucket,
+				    allow == -2 ? "allow_http" : "use_emulator");
+	if (ct < 0 || rt < 0 || tt < 0)
+		return tt_error_set(err, TT_ECONFIG, "az://%s: %s must be a number of seconds",
+				    u->bucket, ct < 0 ? "connect_timeout" : rt < 0 ? "timeout" : "request_timeout");
+	if (emu == -1 && env("AZURE_STORAGE_USE_EMULATOR"))
+		emu = !strcasecmp(env("AZURE_STORAGE_USE_EMULATOR"), "true") ||
+		      !strcmp(env("AZURE_STORAGE_USE_EMULATOR"), "1");
+	if (allow == -1 && env("AZURE_ALLOW_HTTP"))
+		allow = !strcasecmp(env("AZURE_ALLOW_HTTP"), "true") || !strcmp(env("AZURE_ALLOW_HTTP"), "1");
+	c.account = u->account ? u->account : az_opt(o, n_account);
+	if (!c.account)
+		c.account = env("AZURE_STORAGE_ACCOUNT_NAME");
+	c.account_key = az_opt(o, n_key) ? az_opt(o, n_key) : env("AZURE_STORAGE_ACCOUNT_KEY");
+	if (!c.account_key)
+		c.account_key = env("AZURE_STORAGE_ACCESS_KEY");
+	c.sas_token = az_opt(o, n_sas) ? az_opt(o, n_sas) : env("AZURE_STORAGE_SAS_TOKEN");
+	c.endpoint = az_opt(o, n_ep) ? az_opt(o, n_ep) : env("AZURE_STORAGE_ENDPOINT");
+	if (emu == 1) {
+		const char *root = env("AZURITE_BLOB_STORAGE_URL") ? env("AZURITE_BLOB_STORAGE_URL")
+								  : "http://127.0.0.1:10000";
+		if (!c.account)
+			c.account = AZ_DEV_ACCOUNT;
+		if (!c.account_key && !c.sas_token)
+			c.account_key = AZ_DEV_KEY;
+		if (!c.endpoint) {
+			size_t n = strlen(root);
+			while (n && root[n - 1] == '/')
+				n--;
+			if (!(ep = tt_asprintf("%.*s/%s", (int)n, root, c.account)))
+				return tt_error_oom(err);
+			c.endpoint = ep;
+		}
+		if (allow == -1)
+			allow = 1;
+	}
+	if (!c.account_key && !c.sas_token) {
+		free(ep);
+		return tt_error_set(err, TT_ECONFIG,
+				    "az://%s: no credentials: set account_key or sas_token for this "
+				    "store in .tether/secrets.toml (or AZURE_STORAGE_ACCOUNT_KEY)",
+				    u->bucket);
+	}
+	c.http.allow_http = allow == 1;
+	c.http.connect_timeout_ms = ct;
+	c.http.read_timeout_ms = rt;
+	c.http.total_timeout_ms = tt;
+	rc = tt_store_azure_open(&c, out, err);
+	free(ep);
+	return rc;
+}
+
+/* A GCS option by any of its spellings ("google_service_account", ...). */
+static const char *gcs_opt(const json_t *o, const char *const *names)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o))
+		return NULL;
+	for (const char *const *n = names; *n; n++)
+		json_object_foreach((json_t *)o, k, v) {
+			const char *bare = !strncasecmp(k, "google_", 7) ? k + 7 : k;
+			if (strcasecmp(bare, *n) == 0 && json_is_string(v) && json_string_length(v))
+				return json_string_value(v);
+		}
+	return NULL;
+}
+
+/*
+ * gs://bucket/key: the base URL from endpoint (endpoint_url, base_url),
+ * else the service-account file's gcs_base_url (the file from
+ * service_account_path / service_account, else GOOGLE_SERVICE_ACCOUNT,
+ * GOOGLE_SERVICE_ACCOUNT_PATH, GOOGLE_APPLICATION_CREDENTIALS), as the
+ * object-store libraries reach an emulator; a bearer token from
+ * bearer_token.  A service account that needs OAuth2 (no disable_oauth) is
+ * refused by name: signing its JWT is not built yet.
+ */
+static int open_gcs(const tt_store_uri *u, const json_t *o, tt_store **out, tt_error *err)
+{
+	static const char *const n_sa[] = { "service_account_path", "service_account",
+					    "application_credentials", NULL };
+	static const char *const n_ep[] = { "endpoint", "endpoint_url", "base_url", NULL };
+	static const char *const n_tok[] = { "bearer_token", NULL };
+	tt_gcs_config c = { .bucket = u->bucket, .prefix = "" };
+	int allow = opt_bool(o, "allow_http");
+	long ct = opt_ms(o, "connect_timeout"), rt = opt_ms(o, "timeout"),
+	     tt = opt_ms(o, "request_timeout");
+	const char *sa = gcs_opt(o, n_sa);
+	json_t *saj = NULL;
+	int rc;
+
+	if (allow == -2)
+		return tt_error_set(err, TT_ECONFIG, "gs://%s: allow_http must be true or false",
+				    u->bucket);
+	if (ct < 0 || rt < 0 || tt < 0)
+		return tt_error_set(err, TT_ECONFIG, "gs://%s: %s must be a number of seconds",
+				    u->bucket, ct < 0 ? "connect_timeout" : rt < 0 ? "timeout" : "request_timeout");
+	if (!sa)
+		sa = env("GOOGLE_SERVICE_ACCOUNT") ? env("GOOGLE_SERVICE_ACCOUNT")
+		     : env("GOOGLE_SERVICE_ACCOUNT_PATH") ? env("GOOGLE_SERVICE_ACCOUNT_PATH")
+							  : env("GOOGLE_APPLICATION_CREDENTIALS");
+	c.base_url = gcs_opt(o, n_ep);
+	c.bearer_token = gcs_opt(o, n_tok);
+	if (sa) {
+		json_error_t je;
+		json_t *v;
+		if (!(saj = json_load_file(sa, 0, &je)) || !json_is_object(saj)) {
+			json_decref(saj);
+			return tt_error_set(err, TT_ECONFIG,
+					    "gs://%s: the service-account file %s cannot be read as JSON; "
+					    "point service_account_path at the key file", u->bucket, sa);
+		}
+		v = json_object_get(saj, "gcs_base_url");
+		if (!c.base_url && json_is_string(v))
+			c.base_url = json_string_value(v);
+		if (!c.bearer_token && !json_is_true(json_object_get(saj, "disable_oauth"))) {
+			json_decref(saj);
+			return tt_error_set(err, TT_ECAPABILITY,
+					    "gs://%s: the service account in %s needs OAuth2, which this "
+					    "tether cannot do yet; set bearer_token for this store in "
+					    ".tether/secrets.toml", u->bucket, sa);
+		}
+	}
+	if (allow == -1 && env("GOOGLE_ALLOW_HTTP"))
+		allow = !strcasecmp(env("GOOGLE_ALLOW_HTTP"), "true") || !strcmp(env("GOOGLE_ALLOW_HTTP"), "1");
+	c.http.allow_http = allow == 1;
+	c.http.connect_timeout_ms = ct;
+	c.http.read_timeout_ms = rt;
+	c.http.total_timeout_ms = tt;
+	rc = tt_store_gcs_open(&c, out, err);
+	json_decref(saj);
+	return rc;
+}
+
 int tt_store_open_uri(const char *uri, const json_t *options, tt_store **out, char **key,
 		      tt_error *err)
 {
@@ -519,6 +728,16 @@ int tt_store_open_uri(const char *uri, const json_t *options, tt_store **out, ch
 		break;
 	case TT_STORE_S3:
 		rc = open_s3(&u, options, out, err);
+		if (rc == 0 && !(*key = tt_strdup(u.key)))
+			rc = tt_error_oom(err);
+		break;
+	case TT_STORE_GCS:
+		rc = open_gcs(&u, options, out, err);
+		if (rc == 0 && !(*key = tt_strdup(u.key)))
+			rc = tt_error_oom(err);
+		break;
+	case TT_STORE_AZURE:
+		rc = open_azure(&u, options, out, err);
 		if (rc == 0 && !(*key = tt_strdup(u.key)))
 			rc = tt_error_oom(err);
 		break;

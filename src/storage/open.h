@@ -57,8 +57,14 @@ void tt_aws_resolved_release(tt_aws_resolved *r);
 
 /*
  * Open the store a URI names: a local path must be a directory and becomes
- * the store's root (*key ""); an s3:// URI opens the bucket and *key is the
- * object key or prefix within it.  Other schemes: TT_ECAPABILITY naming the
+ * the store's root (*key ""); an s3://, gs:// or az:// URI opens the
+ * bucket (container) and *key is the object key or prefix within it.
+ * gs:// reads endpoint / base_url, bearer_token, service_account_path
+ * (else GOOGLE_SERVICE_ACCOUNT[_PATH], GOOGLE_APPLICATION_CREDENTIALS: a
+ * file whose gcs_base_url and disable_oauth reach an emulator); az://
+ * reads account_name, account_key, sas_token, endpoint, use_emulator (any
+ * "azure_" / "azure_storage_" spelling; else the AZURE_STORAGE_* variables
+ * and AZURITE_BLOB_STORAGE_URL).  Other schemes: TT_ECAPABILITY naming the
  * scheme.  *key is the caller's to free.
  */
 int tt_store_open_uri(const char *uri, const json_t *options, tt_store **out, char **key,

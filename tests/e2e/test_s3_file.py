@@ -6,6 +6,7 @@ Needs moto[server] and botocore (tests/requirements.txt) and, for the
 reference side, obstore beside tether-vcs; skipped without them."""
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -107,3 +108,26 @@ def test_s3_object_states_match_reference(s3, tether, ref, tmp_path, env):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "obj" in out, out
     assert "secret_access_key" not in out and "testing" not in out.replace("tt-e2e", ""), out
+
+
+def test_s3_versioned_object_verify_deep_matches_reference(s3, tether, ref, tmp_path):
+    """verify --deep of a recorded version asks the store for that version:
+    ok while it exists, missing once it is deleted; as tether-vcs says."""
+    url, client = s3
+    client.put_object(Bucket=VBUCKET, Key="v/c.bin", Body=b"first")
+    ds = make_dataset(tmp_path / "ds", tether, url)
+    tether("add", "ver", f"s3://{VBUCKET}/v/c.bin", "--kind", "file", "--file", "versioned",
+           cwd=ds)
+    tether("commit", "-m", "versioned", cwd=ds)
+    client.put_object(Bucket=VBUCKET, Key="v/c.bin", Body=b"second")
+    mine = tether.json("verify", "--deep", cwd=ds, check=False)
+    assert mine == ref.json("verify", "--deep", cwd=ds, check=False)
+    assert mine["ver"]["status"] == "ok", mine
+    version = [l for l in manifest(ds, "ver").splitlines() if l.startswith("version_id")][0]
+    vid = version.split("=", 1)[1].strip().strip('"')
+    client.delete_object(Bucket=VBUCKET, Key="v/c.bin", VersionId=vid)
+    proc = tether("verify", "--deep", "--json", cwd=ds, check=False)
+    mine = json.loads(proc.stdout)
+    assert mine["ver"]["status"] == "missing", mine
+    assert proc.returncode == 1
+    assert json.loads(ref("verify", "--deep", "--json", cwd=ds, check=False).stdout)["ver"]["status"] == "missing"

@@ -311,7 +311,19 @@ TT_TEST(store_open_uri_local_and_unbuilt)
 	CHECK_STR(key, "");
 	tt_store_close(s);
 	free(key);
-	CHECK_INT(tt_store_open_uri("gs://b/k", NULL, &s, &key, &err), TT_ECAPABILITY);
-	CHECK(strstr(err.message, "gs://") && !s && !key);
+	/* gs:// is built (opening touches no server); plain HTTP stores are not */
+	CHECK_OK(tt_store_open_uri("gs://b/k", NULL, &s, &key, &err));
+	CHECK_INT(s->kind, TT_STORE_GCS);
+	CHECK_STR(key, "k");
+	tt_store_close(s);
+	free(key);
+	s = NULL;
+	key = NULL;
+	CHECK_INT(tt_store_open_uri("https://example.com/k", NULL, &s, &key, &err), TT_ECAPABILITY);
+	CHECK(strstr(err.message, "https://") && !s && !key);
+	tt_error_clear(&err);
+	/* az:// without an account or key is a config error naming the container */
+	CHECK_INT(tt_store_open_uri("az://tt-c/k", NULL, &s, &key, &err), TT_ECONFIG);
+	CHECK(strstr(err.message, "az://tt-c") && !s && !key);
 	tt_error_clear(&err);
 }
