@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import json_shapes
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_DIR = Path(os.environ.get("TETHER_BUILD_DIR", ROOT / "build"))
 TETHER_BIN = Path(os.environ.get("TETHER_BIN", BUILD_DIR / "tether"))
@@ -45,9 +47,11 @@ def isolated_env(home: Path) -> dict[str, str]:
 class Runner:
     """Runs a tether binary (ours or the reference) in a directory."""
 
-    def __init__(self, exe: Path, env: dict[str, str]):
+    def __init__(self, exe: Path, env: dict[str, str], check_json: bool = False):
         self.exe = exe
         self.env = env
+        # ours: every --json answer is checked against docs/json-schema.json
+        self.check_json = check_json
 
     def __call__(self, *args: str, cwd: Path | str, check: bool = True,
                  input: str | None = None, env: dict[str, str] | None = None
@@ -59,6 +63,8 @@ class Runner:
             [str(self.exe), *args], cwd=str(cwd), env=e, input=input,
             capture_output=True, text=True, timeout=300,
         )
+        if self.check_json and "--json" in args:
+            json_shapes.check(args, proc.returncode, proc.stdout, proc.stderr)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"{self.exe.name} {' '.join(args)} exited {proc.returncode}\n"
@@ -86,7 +92,7 @@ def env(home: Path) -> dict[str, str]:
 def tether(env: dict[str, str]) -> Runner:
     if not TETHER_BIN.exists():
         pytest.fail(f"tether binary not built: {TETHER_BIN}")
-    return Runner(TETHER_BIN, env)
+    return Runner(TETHER_BIN, env, check_json=True)
 
 
 @pytest.fixture
