@@ -1038,6 +1038,18 @@ static int jj_published_revs(tt_vcs *v, json_t **out, tt_error *err)
 	return (*out = json_array()) ? 0 : tt_error_oom(err);
 }
 
+/* Commits rewritten away that a clone may still hold: the colocated git's
+ * reflogs.  Without a colocated .git they live only in jj's operation log,
+ * which gc cannot list: say so, and gc keeps what they might name. */
+static int jj_held_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	if (J(v)->git && J(v)->git->ops->held_revs)
+		return J(v)->git->ops->held_revs(J(v)->git, out, err);
+	*out = NULL;
+	return tt_error_set(err, TT_EVCS, "jj keeps rewritten commits in its operation log, which gc cannot list "
+			    "without a colocated .git");
+}
+
 static int jj_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *out, tt_error *err)
 {
 	tt_buf vis = TT_BUF_INIT, asked = TT_BUF_INIT, set = TT_BUF_INIT;
@@ -1849,6 +1861,7 @@ static const tt_vcs_ops jj_ops = {
 	.remotes = jj_remotes,
 	.remote_unfetched = jj_remote_unfetched,
 	.published_revs = jj_published_revs,
+	.held_revs = jj_held_revs,
 	.alive_commits = jj_alive_commits,
 	.commit_alive = jj_commit_alive,
 	.workspace_roots = jj_workspace_roots,
