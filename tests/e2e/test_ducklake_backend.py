@@ -255,9 +255,7 @@ def test_recreated_catalog_verifies_as_drifted(tmp_path, tether, env, home):
 
 @pytest.mark.parametrize("where", [
     "sqlite",
-    # Known gap: on a DuckDB-file catalog the row counts of a diff spanning
-    # the Parquet-file update differ from tether-vcs's change feed.
-    pytest.param("duckdb", marks=pytest.mark.xfail(strict=True, reason="diff row counts over Parquet-file updates differ from ducklake_table_changes on DuckDB-file catalogs")),
+    "duckdb",
     "postgres",
 ])
 def test_same_manifests_log_and_diff_as_tether_vcs(tmp_path, tether, ref, env, home, where, request):
@@ -297,8 +295,27 @@ def test_same_manifests_log_and_diff_as_tether_vcs(tmp_path, tether, ref, env, h
         assert a == b, key
     for args in (("log", "lake", "-n", "50"), ("log", "old"),
                  ("diff", "HEAD~1", "HEAD", "--content")):
-        assert tether.json(*args, cwd=ours) == ref.json(*args, cwd=ours), args
-        assert tether(*args, cwd=ours).stdout == ref(*args, cwd=ours).stdout, args
+        assert change_counts_sorted(tether.json(*args, cwd=ours)) == \
+            change_counts_sorted(ref.json(*args, cwd=ours)), args
+        assert change_counts_sorted(tether(*args, cwd=ours).stdout) == \
+            change_counts_sorted(ref(*args, cwd=ours).stdout), args
+
+
+_OTHER_COUNTS = re.compile(r"\d+ update_(?:pre|post)image(?:, \d+ update_(?:pre|post)image)+")
+
+
+def change_counts_sorted(v):
+    """tether-vcs lists a table's non-insert/delete change counts in the
+    order DuckDB's GROUP BY returns them, which varies from run to run
+    ("2 update_preimage, 2 update_postimage" or the reverse); ours are
+    sorted.  Compare them as sets (docs/backend-ducklake.md)."""
+    if isinstance(v, str):
+        return _OTHER_COUNTS.sub(lambda m: ", ".join(sorted(m.group(0).split(", "))), v)
+    if isinstance(v, list):
+        return [change_counts_sorted(x) for x in v]
+    if isinstance(v, dict):
+        return {k: change_counts_sorted(x) for k, x in v.items()}
+    return v
 
 
 def test_bad_input_names_the_file_and_writes_nothing(tmp_path, tether, env):
