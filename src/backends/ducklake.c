@@ -805,7 +805,8 @@ static int cmp_str(const void *a, const void *b)
 /* ", "-join of the distinct strings in v (sorted in place). */
 static void put_sorted_unique(tt_buf *b, char **v, size_t n)
 {
-	qsort(v, n, sizeof *v, cmp_str);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		if (i && strcmp(v[i], v[i - 1]) == 0)
 			continue;
@@ -1204,8 +1205,10 @@ static int row_counts(dl_cat *c, const dl_entity *e, long long lo, long long hi,
 	}
 
 	/* an insert and a delete of one row id in one snapshot: an update */
-	qsort(ie.v, ie.n, sizeof *ie.v, cmp_ev);
-	qsort(de.v, de.n, sizeof *de.v, cmp_ev);
+	if (ie.n > 1)
+		qsort(ie.v, ie.n, sizeof *ie.v, cmp_ev);
+	if (de.n > 1)
+		qsort(de.v, de.n, sizeof *de.v, cmp_ev);
 	long long inl_upd = 0;
 	for (size_t i = 0, j = 0; i < ie.n && j < de.n;) {
 		int d = cmp_ev(&ie.v[i], &de.v[j]);
@@ -1405,7 +1408,8 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		if (rc)
 			goto done;
 	}
-	qsort(ents, nents, sizeof *ents, cmp_entity);
+	if (nents > 1)
+		qsort(ents, nents, sizeof *ents, cmp_entity);
 	size_t counted = 0;
 	for (size_t i = 0; i < nents; i++) {
 		dl_entity *e = &ents[i];
@@ -1462,7 +1466,8 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		if (rc)
 			goto done;
 	}
-	qsort(others, nothers, sizeof *others, cmp_other);
+	if (nothers > 1)
+		qsort(others, nothers, sizeof *others, cmp_other);
 	for (size_t i = 0; i < nothers; i++) {
 		tt_buf d = TT_BUF_INIT;
 		put_sorted_unique(&d, others[i].values, others[i].n);

@@ -664,7 +664,8 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 			      no_etag > 3 ? ", ..." : "");
 		goto done;
 	}
-	qsort(ents, n, sizeof *ents, prefix_ent_cmp);
+	if (n > 1)
+		qsort(ents, n, sizeof *ents, prefix_ent_cmp);
 	{
 		size_t m = 0, *offs;
 		/* one row per name: the entry listed last, as a dict keeps it */
