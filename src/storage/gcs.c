@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "storage/xml.h"
 #include "util/mem.h"
 
 typedef struct gcs_impl {
@@ -29,93 +30,6 @@ typedef struct gcs_impl {
 #define IM(s) ((gcs_impl *)(s)->impl)
 
 /* ---- small XML reading (the shapes List Blobs and errors use) ------------------- */
-
-static bool xml_find(const char *p, const char *end, const char *tag, const char **vs,
-		     const char **ve, const char **after)
-{
-	char open[64], close[66];
-	const char *a, *b;
-	snprintf(open, sizeof open, "<%s>", tag);
-	snprintf(close, sizeof close, "</%s>", tag);
-	a = memmem(p, (size_t)(end - p), open, strlen(open));
-	if (!a)
-		return false;
-	a += strlen(open);
-	b = memmem(a, (size_t)(end - a), close, strlen(close));
-	if (!b)
-		return false;
-	*vs = a;
-	*ve = b;
-	if (after)
-		*after = b + strlen(close);
-	return true;
-}
-
-static char *xml_text(const char *s, const char *e)
-{
-	tt_buf b = TT_BUF_INIT;
-	static const struct {
-		const char *ent;
-		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
-		     { "&apos;", '\'' } };
-	while (s < e) {
-		bool done = false;
-		if (*s == '&') {
-			for (size_t i = 0; i < sizeof ents / sizeof ents[0] && !done; i++) {
-				size_t n = strlen(ents[i].ent);
-				if ((size_t)(e - s) >= n && memcmp(s, ents[i].ent, n) == 0) {
-					tt_buf_putc(&b, ents[i].c);
-					s += n;
-					done = true;
-				}
-			}
-			if (!done && e - s > 3 && s[1] == '#') {
-				const char *semi = memchr(s, ';', (size_t)(e - s));
-				if (semi) {
-					unsigned long cp = s[2] == 'x' ? strtoul(s + 3, NULL, 16)
-								       : strtoul(s + 2, NULL, 10);
-					if (cp < 0x80) {
-						tt_buf_putc(&b, (char)cp);
-					} else if (cp < 0x800) {
-						tt_buf_putc(&b, (char)(0xc0 | (cp >> 6)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else if (cp < 0x10000) {
-						tt_buf_putc(&b, (char)(0xe0 | (cp >> 12)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else {
-						tt_buf_putc(&b, (char)(0xf0 | (cp >> 18)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 12) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					}
-					s = semi + 1;
-					done = true;
-				}
-			}
-		}
-		if (!done)
-			tt_buf_putc(&b, *s++);
-	}
-	tt_buf_puts(&b, "");
-	if (b.failed) {
-		tt_buf_release(&b);
-		return NULL;
-	}
-	return tt_buf_detach(&b);
-}
-
-static char *strip_quotes(const char *v)
-{
-	size_t n;
-	if (!v)
-		return NULL;
-	n = strlen(v);
-	if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
-		return tt_strndup(v + 1, n - 2);
-	return tt_strdup(v);
-}
 
 static int64_t parse_time(const char *v, bool iso)
 {
@@ -185,10 +99,10 @@ static int gcs_fail(tt_store *s, const char *what, const char *key, const tt_htt
 	const char *fix = "";
 	int rc = TT_EBACKEND;
 	json_t *j = NULL;
-	if (xml_find(r->body.ptr, end, "Code", &cs, &ce, NULL)) {
-		code = xml_text(cs, ce);
-		if (xml_find(r->body.ptr, end, "Message", &ms, &me, NULL))
-			msg = xml_text(ms, me);
+	if (tt_xml_find(r->body.ptr, end, "Code", &cs, &ce, NULL)) {
+		code = tt_xml_text(cs, ce);
+		if (tt_xml_find(r->body.ptr, end, "Message", &ms, &me, NULL))
+			msg = tt_xml_text(ms, me);
 	} else if (r->body.len && (j = json_loadb(r->body.ptr, r->body.len, 0, NULL))) {
 		json_t *m = json_object_get(json_object_get(j, "error"), "message");
 		if (json_is_string(m))
@@ -217,7 +131,7 @@ static int meta_from_headers(const tt_http_response *r, uint64_t size, tt_store_
 {
 	const char *v = tt_http_response_header(r, "x-goog-generation");
 	m->size = size;
-	m->etag = strip_quotes(tt_http_response_header(r, "ETag"));
+	m->etag = tt_xml_unquote(tt_http_response_header(r, "ETag"));
 	if (v && *v && !(m->version = tt_strdup(v)))
 		return tt_error_oom(err);
 	m->mtime_ns = parse_time(tt_http_response_header(r, "Last-Modified"), false);
@@ -397,11 +311,11 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 		rc = gcs_fail(s, "list", prefix[0] ? prefix : NULL, &r, err);
 	if (rc == 0) {
 		const char *p = r.body.ptr, *end = p + r.body.len, *cs, *ce, *vs, *ve;
-		while (rc == 0 && xml_find(p, end, "Contents", &cs, &ce, &p)) {
+		while (rc == 0 && tt_xml_find(p, end, "Contents", &cs, &ce, &p)) {
 			tt_store_entry e = { 0 };
 			char *k = NULL, *sz = NULL;
-			if (xml_find(cs, ce, "Key", &vs, &ve, NULL))
-				k = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "Key", &vs, &ve, NULL))
+				k = tt_xml_text(vs, ve);
 			if (!k || strncmp(k, im->prefix, plen) != 0) {
 				rc = k ? tt_error_set(err, TT_EBACKEND, "%s: list returned '%s', outside "
 							  "the prefix", s->display, k)
@@ -423,21 +337,21 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 			}
 			e.key = tt_strdup(k + plen);
 			free(k);
-			if (xml_find(cs, ce, "ETag", &vs, &ve, NULL)) {
-				char *t = xml_text(vs, ve);
-				e.meta.etag = strip_quotes(t);
+			if (tt_xml_find(cs, ce, "ETag", &vs, &ve, NULL)) {
+				char *t = tt_xml_text(vs, ve);
+				e.meta.etag = tt_xml_unquote(t);
 				free(t);
 			}
-			if (xml_find(cs, ce, "Size", &vs, &ve, NULL) && (sz = xml_text(vs, ve)))
+			if (tt_xml_find(cs, ce, "Size", &vs, &ve, NULL) && (sz = tt_xml_text(vs, ve)))
 				e.meta.size = strtoull(sz, NULL, 10);
 			free(sz);
-			if (xml_find(cs, ce, "LastModified", &vs, &ve, NULL)) {
-				char *t = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "LastModified", &vs, &ve, NULL)) {
+				char *t = tt_xml_text(vs, ve);
 				e.meta.mtime_ns = parse_time(t, true);
 				free(t);
 			}
-			if (xml_find(cs, ce, "Generation", &vs, &ve, NULL))
-				e.meta.version = xml_text(vs, ve);
+			if (tt_xml_find(cs, ce, "Generation", &vs, &ve, NULL))
+				e.meta.version = tt_xml_text(vs, ve);
 			if (!e.key || TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0) {
 				free(e.key);
 				tt_store_meta_release(&e.meta);
@@ -449,13 +363,13 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 		if (rc == 0 && cut) {
 			if (!(out->next = tt_asprintf(AFTER_TOKEN "%s", out->items[out->n - 1].key)))
 				rc = tt_error_oom(err);
-		} else if (rc == 0 && xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
+		} else if (rc == 0 && tt_xml_find(r.body.ptr, end, "IsTruncated", &vs, &ve, NULL) &&
 			   ve - vs == 4 && memcmp(vs, "true", 4) == 0) {
-			if (!xml_find(r.body.ptr, end, "NextContinuationToken", &vs, &ve, NULL))
+			if (!tt_xml_find(r.body.ptr, end, "NextContinuationToken", &vs, &ve, NULL))
 				rc = tt_error_set(err, TT_EBACKEND,
 						  "%s: a truncated listing without a continuation token",
 						  s->display);
-			else if (!(out->next = xml_text(vs, ve)))
+			else if (!(out->next = tt_xml_text(vs, ve)))
 				rc = tt_error_oom(err);
 		}
 	}

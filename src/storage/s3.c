@@ -44,17 +44,6 @@ typedef struct s3_impl {
 
 /* ---- small XML reading ---------------------------------------------------------- */
 
-static char *strip_quotes(const char *v)
-{
-	size_t n;
-	if (!v)
-		return NULL;
-	n = strlen(v);
-	if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
-		return tt_strndup(v + 1, n - 2);
-	return tt_strdup(v);
-}
-
 static int64_t parse_time(const char *v, bool iso)
 {
 	struct tm tm;
@@ -209,7 +198,7 @@ static int meta_from_headers(const tt_http_response *r, uint64_t size, tt_store_
 {
 	const char *v = tt_http_response_header(r, "x-amz-version-id");
 	m->size = size;
-	m->etag = strip_quotes(tt_http_response_header(r, "ETag"));
+	m->etag = tt_xml_unquote(tt_http_response_header(r, "ETag"));
 	if (v && *v && strcmp(v, "null") != 0 && !(m->version = tt_strdup(v)))
 		return tt_error_oom(err);
 	m->mtime_ns = parse_time(tt_http_response_header(r, "Last-Modified"), false);
@@ -371,7 +360,7 @@ static int s3_list(tt_store *s, const char *prefix, const char *token, size_t ma
 			free(k);
 			if (tt_xml_find(cs, ce, "ETag", &vs, &ve, NULL)) {
 				char *t = tt_xml_text(vs, ve);
-				e.meta.etag = strip_quotes(t);
+				e.meta.etag = tt_xml_unquote(t);
 				free(t);
 			}
 			if (tt_xml_find(cs, ce, "Size", &vs, &ve, NULL) && (sz = tt_xml_text(vs, ve)))

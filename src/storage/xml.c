@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/mem.h"
 
 /* The text between <tag> and </tag> at or after p (before end): true with
  * [*vs, *ve); *after is past the closing tag. */
@@ -90,4 +91,14 @@ char *tt_xml_text(const char *s, const char *e)
 		return NULL;
 	}
 	return tt_buf_detach(&b);
+}
+char *tt_xml_unquote(const char *v)
+{
+	size_t n;
+	if (!v)
+		return NULL;
+	n = strlen(v);
+	if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
+		return tt_strndup(v + 1, n - 2);
+	return tt_strdup(v);
 }

@@ -13,5 +13,7 @@ bool tt_xml_find(const char *p, const char *end, const char *tag, const char **v
 		 const char **after);
 /* XML text with its entities decoded.  NULL on OOM. */
 char *tt_xml_text(const char *s, const char *e);
+/* v without one pair of surrounding double quotes (an ETag); a copy, NULL for NULL or OOM. */
+char *tt_xml_unquote(const char *v);
 
 #endif
