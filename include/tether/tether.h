@@ -174,6 +174,10 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
  * ("GitHandle"); the object key and kind are `object` and `kind`.  rev
  * (or $TETHER_REV): read-only at that commit's pin.  read_only: 1, 0, or
  * -1 (writable for forkable objects, creating the deferred fork first).
+ * Keys named `secret_...` (and `url_with_password`) carry credentials for a
+ * caller in this process that opens the store itself (iceberg's
+ * secret_catalog, ducklake's secret_attach_sql and secret_init_sql): never
+ * print, log or store them; `tether open` does not show them.
  */
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,
 			json_t **out, tt_error *err);

@@ -26,7 +26,10 @@ REPORTS = [
     "AbandonReport", "DropReport", "ForgetWorkspaceReport", "UpgradeReport", "RecoverReport", "RecoverStep",
     "RecoveredObject", "RecoveredRefs", "ExportBundle", "ImportReport", "ImportSpec", "PublishReport",
 ]
-HANDLES = ["FileHandle", "GitHandle", "IcechunkHandle", "LanceHandle", "DeltaHandle", "MemoryHandle"]
+HANDLES = [
+    "FileHandle", "GitHandle", "IcechunkHandle", "LanceHandle", "DeltaHandle", "MemoryHandle", "IcebergHandle",
+    "DuckLakeHandle",
+]
 ERRORS = [
     "TetherError", "ConfigError", "VcsError", "BackendError", "CapabilityError", "MergeConflict",
     "ImmutableObjectModified", "UnpinnedStateError", "PinDriftError", "StaleWorkingCopyError", "StalePlanError",

@@ -109,30 +109,40 @@ static const char *const pg_secret_keys[] = {
 	"sslrootcert", "sslcert", "sslkey", "options", NULL,
 };
 
-static int open_pg(tt_backend *b, const json_t *loc, dl_cat *c, const char *conninfo,
-		   const tt_db_opts *opts, tt_error *err)
+/* conninfo with the words secrets add for this object, into *ci (which may
+ * then hold a password: the caller wipes it). */
+static int pg_conninfo(tt_backend *b, const json_t *loc, const char *conninfo, tt_buf *ci, tt_error *err)
 {
 	json_t *sec = NULL;
-	tt_buf ci = TT_BUF_INIT;
 	int rc;
 	if ((rc = tt_backend_secrets_for(b, loc, &sec, err)) != 0)
 		return rc;
-	tt_buf_puts(&ci, conninfo);
+	tt_buf_puts(ci, conninfo);
 	for (const char *const *k = pg_secret_keys; *k; k++) {
 		json_t *v = json_object_get(sec, *k);
 		char num[32];
 		if (json_is_integer(v)) {
 			snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-			conninfo_put(&ci, *k, num);
+			conninfo_put(ci, *k, num);
 		} else if (json_is_string(v)) {
-			conninfo_put(&ci, *k, json_string_value(v));
+			conninfo_put(ci, *k, json_string_value(v));
 		}
 	}
 	json_decref(sec);
-	tt_buf_putc(&ci, '\0');
-	if (ci.failed) {
+	tt_buf_putc(ci, '\0');
+	return ci->failed ? doom(err) : 0;
+}
+
+static int open_pg(tt_backend *b, const json_t *loc, dl_cat *c, const char *conninfo,
+		   const tt_db_opts *opts, tt_error *err)
+{
+	tt_buf ci = TT_BUF_INIT;
+	int rc;
+	if ((rc = pg_conninfo(b, loc, conninfo, &ci, err)) != 0) {
+		if (ci.ptr)
+			memset(ci.ptr, 0, ci.len);
 		tt_buf_release(&ci);
-		return doom(err);
+		return rc;
 	}
 	rc = tt_db_open_postgres(&c->db, ci.ptr, opts, err);
 	/* the string may hold the password: wipe it */
@@ -1553,6 +1563,52 @@ int tt_ducklake_alias(const char *metadata, char out[16])
 	return 0;
 }
 
+/*
+ * What a caller in this process needs to attach the catalog itself (the
+ * Python package's DuckLakeHandle), credentials included: the ATTACH with
+ * the secrets' libpq words for a PostgreSQL catalog (`secret_attach_sql`)
+ * and secrets.toml's `init_sql` statements (`secret_init_sql`).  A secret_
+ * key is never printed (see tether.h).
+ */
+static int secret_attach(tt_backend *b, const json_t *loc, const dl_cat *c, const char *alias,
+			 const char *dp, long long sid, json_t *handle, tt_error *err)
+{
+	json_t *sec = NULL, *init = NULL;
+	int rc;
+	if (c->d == DL_PG) {
+		tt_buf ci = TT_BUF_INIT;
+		char *full = NULL, *sql = NULL;
+		if ((rc = pg_conninfo(b, loc, c->metadata + 18, &ci, err)) == 0) {
+			full = tt_asprintf("ducklake:postgres:%s", ci.ptr);
+			sql = full ? attach_sql(full, alias, dp, sid) : NULL;
+			if (!sql || json_object_set_new(handle, "secret_attach_sql", json_string(sql)) < 0)
+				rc = doom(err);
+		}
+		if (ci.ptr)
+			memset(ci.ptr, 0, ci.len);
+		tt_buf_release(&ci);
+		if (full)
+			memset(full, 0, strlen(full));
+		if (sql)
+			memset(sql, 0, strlen(sql));
+		free(full);
+		free(sql);
+		if (rc)
+			return rc;
+	}
+	if ((rc = tt_backend_secrets_for(b, loc, &sec, err)) != 0)
+		return rc;
+	json_t *v = json_object_get(sec, "init_sql");
+	if (json_is_string(v))
+		init = json_pack("[O]", v);
+	else if (json_is_array(v))
+		init = json_deep_copy(v);
+	json_decref(sec);
+	if (init && json_object_set_new(handle, "secret_init_sql", init) < 0)
+		return doom(err);
+	return 0;
+}
+
 static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
 		   json_t **handle, tt_error *err)
 {
@@ -1603,6 +1659,8 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 			rc = doom(err);
 		free(ref);
 	}
+	if (rc == 0)
+		rc = secret_attach(b, loc, &c, alias, dp, positioned ? id : -1, *handle, err);
 done:
 	if (rc) {
 		json_decref(*handle);

@@ -1164,6 +1164,13 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 			    t.location);
 	if (*handle && have_sid)
 		json_object_set_new(*handle, "snapshot_id", json_integer(sid));
+	/* The whole catalog configuration, credentials included, for a caller
+	 * in this process that loads the table itself (the Python package's
+	 * IcebergHandle); a secret_ key is never printed (see tether.h). */
+	if (*handle && json_object_set_new(*handle, "secret_catalog", json_deep_copy(t.props)) < 0) {
+		json_decref(*handle);
+		*handle = NULL;
+	}
 	if (!*handle)
 		rc = IOOM(err);
 done:

@@ -183,7 +183,8 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 		const char *k;
 		json_t *v;
 		json_object_foreach(out, k, v)
-			if (!json_object_get(shown, k) && strcmp(k, "url_with_password") != 0)
+			if (!json_object_get(shown, k) && strcmp(k, "url_with_password") != 0 &&
+			    strncmp(k, "secret_", 7) != 0)
 				json_object_set(shown, k, v);
 		rc = cli_print_json(shown);
 		json_decref(shown);

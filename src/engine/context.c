@@ -57,6 +57,16 @@ static int set_secret_rules(tt_repo *repo, tt_backend *b, const char *kind, tt_e
  * threads, so the list is guarded. */
 static pthread_mutex_t backends_lock = PTHREAD_MUTEX_INITIALIZER;
 
+int tt_engine_refresh_secret_rules(tt_repo *repo, tt_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&backends_lock);
+	for (size_t i = 0; rc == 0 && i < repo->nbackends; i++)
+		rc = set_secret_rules(repo, repo->backends[i], repo->backends[i]->kind->name, err);
+	pthread_mutex_unlock(&backends_lock);
+	return rc;
+}
+
 static int engine_backend_locked(tt_repo *repo, const char *kind, tt_backend **out, tt_error *err);
 
 int tt_engine_backend(tt_repo *repo, const char *kind, tt_backend **out, tt_error *err)

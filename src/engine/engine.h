@@ -13,6 +13,11 @@
 #include "backends/backend.h"
 #include "engine/repo.h"
 
+/* Rebuild the built backends' secret rules from repo->objects, after the
+ * objects were reloaded (a long-lived repo: an [objects."<key>"] entry of
+ * an object added since applies).  Not while a fan-out runs. */
+int tt_engine_refresh_secret_rules(tt_repo *repo, tt_error *err);
+
 /* The backend for kind (built on first use; owned by the repo). */
 int tt_engine_backend(tt_repo *repo, const char *kind, tt_backend **out, tt_error *err);
 /* Build the backends of every registered object's kind up front, so a

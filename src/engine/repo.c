@@ -172,7 +172,7 @@ static int load_checkout_state(tt_repo *repo, tt_error *err)
 		return rc;
 	if ((rc = tt_workspace_load(&repo->ws, repo->root, &exists, err)) < 0)
 		return rc;
-	return 0;
+	return tt_engine_refresh_secret_rules(repo, err);
 }
 
 int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)

@@ -13,6 +13,7 @@ server, exit 1, nothing written."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -204,8 +205,9 @@ def test_lifecycle_against_ducklake(tmp_path, tether, env, home, catalog):
     assert h["address"].endswith("#snapshot=2")
     con = connect(home)
     sql = h["attach_sql"]
+    assert not [k for k in h if k.startswith("secret_")]  # the in-process caller's, never printed
     if secrets:  # the password lives in secrets, not in what tether prints
-        assert PASSWORD not in sql
+        assert PASSWORD not in sql and PASSWORD not in json.dumps(h)
         sql = sql.replace("user=tether'", f"user=tether password={PASSWORD}'")
     con.execute(sql)
     assert con.execute(f"SELECT count(*) FROM {h['alias']}.t").fetchone()[0] == 5000

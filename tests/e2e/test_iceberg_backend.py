@@ -159,6 +159,7 @@ def test_lifecycle_with_pyiceberg(tmp_path, tether, env, catalog):
     h = tether.json("open", "t", cwd=ds)
     assert h["address"] == f"ns.t#{branch}" and h["read_only"] is False and h["key"] == "ns.t"
     assert "uri" not in h["catalog"] and PASSWORD not in json.dumps(h)
+    assert not [k for k in h if k.startswith("secret_")]  # the in-process caller's, never printed
 
     # promote: main set to the fork's snapshot; pyiceberg reads it.
     out = tether.json("promote", cwd=ds)

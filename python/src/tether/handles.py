@@ -122,16 +122,27 @@ class DeltaHandle(Handle):
 
 @dataclass
 class IcebergHandle(Handle):
-    """An Iceberg table at a branch or tag (kind not in this build yet)."""
+    """A pyiceberg table, loaded from its catalog: writable on a branch
+    (``table.append(df, branch=handle.ref)``), read-only at a tag or a
+    recorded snapshot (``table.scan(snapshot_id=handle.snapshot_id)``)."""
 
     table: Any
+    """The ``pyiceberg.table.Table``."""
     ref: str | None = None
+    """The branch or tag it is at (None at a recorded snapshot)."""
     snapshot_id: int | None = None
+    """The snapshot it is at, when opened at a tag or a recorded state
+    (-1: the table was empty)."""
 
 
 @dataclass
 class DuckLakeHandle(Handle):
-    """A DuckLake catalog attached in DuckDB (kind not in this build yet)."""
+    """A DuckLake catalog attached read-only in its own DuckDB connection as
+    ``alias``, at ``snapshot_id``.  ``attach_sql`` is the ATTACH to paste in
+    another DuckDB (without credentials: a PostgreSQL catalog's password
+    comes from libpq's PGPASSWORD or ~/.pgpass there).  A DuckDB-file
+    catalog can be attached by one process at a time: :meth:`close` (or
+    ``with``) when done."""
 
     metadata: str
     alias: str
@@ -140,6 +151,30 @@ class DuckLakeHandle(Handle):
     attach_sql: str
     data_path: str | None = None
     table: str | None = None
+
+    def table_ref(self, table: str | None = None) -> str:
+        """The qualified name (``alias.table``) to use in SQL."""
+        name = table or self.table
+        if not name:
+            raise ValueError("no table given and the locator has no 'table'")
+        return f"{self.alias}.{name}"
+
+    def close(self) -> None:
+        """Detach the catalog and close the connection (idempotent)."""
+        con, self.connection = self.connection, None
+        if con is None:
+            return
+        try:
+            con.execute(f"DETACH {self.alias}")
+        except Exception:  # noqa: BLE001 - already detached or closed
+            pass
+        con.close()
+
+    def __enter__(self) -> DuckLakeHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclass
@@ -226,6 +261,65 @@ def _delta(d: dict[str, Any], key: str) -> DeltaHandle:
     return DeltaHandle(key=uri, read_only=True, uri=uri, version=int(table.version()), table=table)
 
 
+def _iceberg(d: dict[str, Any], key: str) -> IcebergHandle:
+    catalog = _import("pyiceberg.catalog", "pyiceberg", key=key, kind="iceberg")
+    props = {str(k): v for k, v in (d.get("secret_catalog") or d.get("catalog") or {}).items()}
+    props.pop("name", None)
+    ident = d["identifier"]
+    try:
+        table = catalog.load_catalog(d["catalog_name"], **props).load_table(ident)
+    except Exception as exc:  # pyiceberg raises its own and SQLAlchemy's errors
+        # (the message is pyiceberg's: it names the table, not the credentials)
+        raise BackendError(f"cannot load iceberg table {ident}: {exc}", key=key or None, kind="iceberg") from exc
+    sid = d.get("snapshot_id")
+    return IcebergHandle(
+        key=ident, read_only=bool(d["read_only"]), table=table, ref=d.get("ref"),
+        snapshot_id=None if sid is None else int(sid),
+    )
+
+
+def _ducklake_extension(duckdb: Any, con: Any, name: str) -> None:
+    """Load a DuckDB extension: already installed, or from its PyPI wheel
+    (``duckdb-extension-<name>``), or installed by DuckDB itself."""
+    try:
+        con.execute(f"LOAD {name}")
+        return
+    except duckdb.Error:
+        pass
+    import glob
+    import pathlib
+
+    site = pathlib.Path(duckdb.__file__).resolve().parents[1]
+    found = glob.glob(str(site / f"duckdb_extension_{name}" / "extensions" / "*" / f"{name}.duckdb_extension"))
+    con.execute(f"INSTALL '{found[0]}'" if found else f"INSTALL {name}")
+    con.execute(f"LOAD {name}")
+
+
+def _ducklake(d: dict[str, Any], key: str) -> DuckLakeHandle:
+    duckdb = _import("duckdb", "duckdb", key=key, kind="ducklake")
+    metadata = d["metadata"]
+    con = duckdb.connect()
+    try:
+        _ducklake_extension(duckdb, con, "ducklake")
+        if metadata.startswith("ducklake:sqlite:"):
+            _ducklake_extension(duckdb, con, "sqlite_scanner")
+        elif metadata.startswith("ducklake:postgres:"):
+            _ducklake_extension(duckdb, con, "postgres_scanner")
+        for stmt in d.get("secret_init_sql") or []:
+            con.execute(str(stmt))
+        con.execute(d.get("secret_attach_sql") or d["attach_sql"])
+    except duckdb.Error as exc:
+        con.close()
+        # DuckDB's message names the catalog; the ATTACH with a password is not in it
+        raise BackendError(f"cannot attach ducklake catalog {metadata}: {exc}", key=key or None,
+                           kind="ducklake") from exc
+    return DuckLakeHandle(
+        key=metadata, read_only=True, metadata=metadata, alias=d["alias"], connection=con,
+        snapshot_id=int(d["snapshot_id"]), attach_sql=d["attach_sql"], data_path=d.get("data_path"),
+        table=d.get("table"),
+    )
+
+
 def from_description(d: dict[str, Any]) -> Handle:
     """The handle for libtether's description of where an object opens."""
     # libtether's description: `kind` is the backend, `object` the key
@@ -242,6 +336,10 @@ def from_description(d: dict[str, Any]) -> Handle:
         return _lance(d, key)
     if kind == "delta":
         return _delta(d, key)
+    if kind == "iceberg":
+        return _iceberg(d, key)
+    if kind == "ducklake":
+        return _ducklake(d, key)
     if kind == "memory":
         return MemoryHandle(key=d["address"], read_only=bool(d["read_only"]), store=None, system=d["system"], ref=d["ref"])
     raise BackendError(f"this package has no handle for kind {kind!r} yet", key=key or None, kind=kind)

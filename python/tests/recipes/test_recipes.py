@@ -194,3 +194,88 @@ def test_errors_are_typed(dataset, tmp_path):
         repo.open("notes", read_only=False)
     with pytest.raises(TetherError):
         repo.open("missing")
+
+
+def _iceberg_catalog(dataset: Path, tmp_path: Path):
+    """A pyiceberg SQLite catalog with table ns.t (two appends), and the
+    dataset's secrets.toml naming it (a catalog's uri is a secret)."""
+    sql = pytest.importorskip("pyiceberg.catalog.sql")
+    pa = pytest.importorskip("pyarrow")
+    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", tmp_path / "warehouse"
+    warehouse.mkdir()
+    catalog = sql.SqlCatalog("default", uri=uri, warehouse=f"file://{warehouse}")
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.t", schema=pa.schema([("n", pa.int64())]))
+    table.append(pa.table({"n": [1, 2]}))
+    table.append(pa.table({"n": [3]}))
+    secrets = dataset / ".tether" / "secrets.toml"
+    secrets.write_text(f'[backends.iceberg]\ncatalog = {{ type = "sql", uri = "{uri}", warehouse = "file://{warehouse}" }}\n')
+    secrets.chmod(0o600)
+    return catalog
+
+
+def test_open_an_iceberg_fork_append_with_pyiceberg_commit_promote(dataset, tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    Repo.init(dataset)
+    catalog = _iceberg_catalog(dataset, tmp_path)
+    repo = Repo.find(dataset)
+    repo.add("t", "iceberg", {"identifier": "ns.t"})
+    rev = repo.commit("baseline").vcs_commit
+    repo.new(bookmark="more")
+    handle = repo.open("t")
+    assert not handle.read_only and handle.ref and handle.ref != "main"
+    handle.table.append(pa.table({"n": [4]}), branch=handle.ref)
+    repo.commit("more rows")
+    report = repo.promote()
+    assert set(report.fast_forwarded) == {"t"}
+    assert sorted(catalog.load_table("ns.t").scan().to_arrow()["n"].to_pylist()) == [1, 2, 3, 4]
+
+    # the baseline, read back through its pin
+    monkeypatch.setenv(TETHER_REV_ENV, rev)
+    old = Repo.find(dataset).open("t")
+    assert old.read_only and old.snapshot_id is not None
+    rows = old.table.scan(snapshot_id=old.snapshot_id).to_arrow()["n"].to_pylist()
+    assert sorted(rows) == [1, 2, 3]
+
+
+def _ducklake_connect(duckdb):
+    """DuckDB with the DuckLake and SQLite extensions installed from their
+    PyPI wheels into $HOME's extension directory (no network here)."""
+    import glob
+
+    site = Path(duckdb.__file__).resolve().parents[1]
+    con = duckdb.connect()
+    for name in ("ducklake", "sqlite_scanner"):
+        found = glob.glob(str(site / f"duckdb_extension_{name}" / "extensions" / "*" / f"{name}.duckdb_extension"))
+        if not found:
+            pytest.skip(f"duckdb-extension-{name} is not installed")
+        con.execute(f"INSTALL '{found[0]}'")
+        con.execute(f"LOAD {name}")
+    return con
+
+
+def test_open_a_ducklake_state_read_only_and_query_it(dataset, tmp_path, monkeypatch):
+    duckdb = pytest.importorskip("duckdb")
+    meta, data = tmp_path / "meta.sqlite", tmp_path / "lake-data"
+    attach = f"ATTACH 'ducklake:sqlite:{meta}' AS lake (DATA_PATH '{data}/')"
+    con = _ducklake_connect(duckdb)
+    con.execute(attach)
+    con.execute("CREATE TABLE lake.t (a INTEGER)")
+    con.execute("INSERT INTO lake.t SELECT i FROM range(5) r(i)")
+    con.execute("DETACH lake")
+
+    repo = _repo(dataset)
+    repo.add("lake", "ducklake", {"metadata": f"sqlite:{meta}", "data_path": str(data), "table": "main.t"})
+    rev = repo.commit("baseline").vcs_commit
+    con.execute(attach)
+    con.execute("INSERT INTO lake.t VALUES (99)")
+    con.execute("DETACH lake")
+    con.close()
+
+    monkeypatch.setenv(TETHER_REV_ENV, rev)
+    with Repo.find(dataset).open("lake") as handle:
+        assert handle.read_only and handle.attach_sql.startswith("ATTACH ")
+        assert handle.table_ref() == f"{handle.alias}.main.t"
+        count = handle.connection.execute(f"SELECT count(*) FROM {handle.table_ref()}").fetchone()[0]
+        assert count == 5
+    assert handle.connection is None
