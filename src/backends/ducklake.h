@@ -21,7 +21,8 @@ typedef struct tt_duck tt_duck;
  * open for writing, or one that is not a DuckDB database, fails at once
  * (TT_EBACKEND naming the file); a missing libduckdb is TT_ECAPABILITY. */
 int tt_duck_open(tt_duck **out, const char *path, tt_error *err);
-/* One statement with bound $N parameters; cells as text (db.h's rows). */
+/* One statement with bound $N parameters; cells as text (db.h's rows).
+ * The file is open (and locked against a writer) only during the call. */
 int tt_duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,
 		  tt_db_rows *out, tt_error *err);
 void tt_duck_close(tt_duck *d); /* NULL-safe */

@@ -107,6 +107,14 @@ static bool api_ready(tt_error *err)
 	return false;
 }
 
+/*
+ * A DuckDB file is held (opened, which takes its file lock) only while one
+ * query runs: DuckDB lets a single process open a database file for
+ * writing and refuses it while any reader has it open, so a handle held
+ * for a whole command would lock a DuckLake writer out for that long.  Each
+ * query opens, connects, runs and closes; queries are keyed by snapshot
+ * id, so a commit landing between two of them does not mix states.
+ */
 struct tt_duck {
 	duckdb_database db;
 	duckdb_connection con;
@@ -119,36 +127,35 @@ const char *tt_duck_version(void)
 	return api.lib ? api.duckdb_library_version() : NULL;
 }
 
-void tt_duck_close(tt_duck *d)
+static void duck_release(tt_duck *d)
 {
-	if (!d)
-		return;
 	if (d->con)
 		api.duckdb_disconnect(&d->con);
 	if (d->db)
 		api.duckdb_close(&d->db);
+	d->con = NULL;
+	d->db = NULL;
+}
+
+void tt_duck_close(tt_duck *d)
+{
+	if (!d)
+		return;
+	duck_release(d);
 	free(d->path);
 	free(d);
 }
 
-int tt_duck_open(tt_duck **out, const char *path, tt_error *err)
+/* Open the file read-only and connect (held until duck_release). */
+static int duck_hold(tt_duck *d, tt_error *err)
 {
 	duckdb_config cfg = NULL;
 	char *why = NULL;
-	*out = NULL;
-	if (!api_ready(err))
-		return err ? err->code : TT_ECAPABILITY;
-	tt_duck *d = tt_calloc(1, sizeof *d);
-	if (!d || !(d->path = tt_strdup(path))) {
-		free(d);
-		return tt_error_oom(err);
-	}
+	const char *path = d->path;
 	/* Read-only, one thread, nothing fetched or loaded from elsewhere: a
 	 * file another process writes fails on its lock at once. */
-	if (api.duckdb_create_config(&cfg) != DuckDBSuccess) {
-		tt_duck_close(d);
+	if (api.duckdb_create_config(&cfg) != DuckDBSuccess)
 		return tt_error_oom(err);
-	}
 	api.duckdb_set_config(cfg, "access_mode", "READ_ONLY");
 	api.duckdb_set_config(cfg, "threads", "1");
 	api.duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
@@ -171,20 +178,55 @@ int tt_duck_open(tt_duck **out, const char *path, tt_error *err)
 		if (why)
 			api.duckdb_free(why);
 		d->db = NULL;
-		tt_duck_close(d);
 		return rc;
 	}
 	if (api.duckdb_connect(d->db, &d->con) != DuckDBSuccess) {
 		d->con = NULL;
-		tt_duck_close(d);
+		duck_release(d);
 		return tt_error_set(err, TT_EBACKEND, "DuckDB catalog %s: cannot connect", path);
 	}
+	return 0;
+}
+
+int tt_duck_open(tt_duck **out, const char *path, tt_error *err)
+{
+	int rc;
+	*out = NULL;
+	if (!api_ready(err))
+		return err ? err->code : TT_ECAPABILITY;
+	tt_duck *d = tt_calloc(1, sizeof *d);
+	if (!d || !(d->path = tt_strdup(path))) {
+		free(d);
+		return tt_error_oom(err);
+	}
+	/* Opened once here so that a file that is not DuckDB's, or is locked,
+	 * is reported now; then let go until the first query. */
+	if ((rc = duck_hold(d, err)) != 0) {
+		tt_duck_close(d);
+		return rc;
+	}
+	duck_release(d);
 	*out = d;
 	return 0;
 }
 
+static int duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,
+		      tt_db_rows *out, tt_error *err);
+
 int tt_duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,
 		  tt_db_rows *out, tt_error *err)
+{
+	int rc;
+	memset(out, 0, sizeof *out);
+	if ((rc = duck_hold(d, err)) != 0)
+		return rc;
+	rc = duck_query(d, sql, params, n, out, err);
+	duck_release(d);
+	return rc;
+}
+
+static int duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,
+		      tt_db_rows *out, tt_error *err)
 {
 	duckdb_prepared_statement ps = NULL;
 	duckdb_result res;
