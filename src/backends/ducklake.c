@@ -1089,27 +1089,137 @@ static int ev_push(dl_evs *e, long long snap, long long row)
 	return 0;
 }
 
-/* Per-snapshot sums of file rows inserted and deleted. */
+/* Per-snapshot sums of file rows inserted and deleted, and of rows in
+ * data files that carry their row ids (an UPDATE's new rows); unk: a data
+ * file of that snapshot could not be read to tell. */
 typedef struct dl_sums {
-	long long *snap, *ins, *del;
-	size_t n, alloc_s, alloc_i, alloc_d;
+	long long *snap, *ins, *del, *kept;
+	bool *unk;
+	size_t n, alloc_s, alloc_i, alloc_d, alloc_k, alloc_u;
 } dl_sums;
 
-static int sums_add(dl_sums *s, long long snap, long long ins, long long del)
+static int sums_add(dl_sums *s, long long snap, long long ins, long long del, long long kept, bool unk)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->snap[i] == snap) {
 			s->ins[i] += ins;
 			s->del[i] += del;
+			s->kept[i] += kept;
+			s->unk[i] = s->unk[i] || unk;
 			return 0;
 		}
 	if (TT_ARRAY_GROW(s->snap, s->alloc_s, s->n + 1) || TT_ARRAY_GROW(s->ins, s->alloc_i, s->n + 1) ||
-	    TT_ARRAY_GROW(s->del, s->alloc_d, s->n + 1))
+	    TT_ARRAY_GROW(s->del, s->alloc_d, s->n + 1) || TT_ARRAY_GROW(s->kept, s->alloc_k, s->n + 1) ||
+	    TT_ARRAY_GROW(s->unk, s->alloc_u, s->n + 1))
 		return -1;
 	s->snap[s->n] = snap;
 	s->ins[s->n] = ins;
-	s->del[s->n++] = del;
+	s->del[s->n] = del;
+	s->kept[s->n] = kept;
+	s->unk[s->n++] = unk;
 	return 0;
+}
+
+#define ROW_ID_COLUMN "_ducklake_internal_row_id"
+
+/*
+ * Whether a Parquet data file carries DuckLake's row-id column, as the
+ * files an UPDATE writes do (their rows keep the ids of the rows they
+ * replace); 1 yes, 0 no, -1 cannot tell (not a local file, unreadable,
+ * encrypted).  Only the footer is read: the column's name is in its
+ * schema.
+ */
+static int carries_row_ids(const char *path)
+{
+	unsigned char tail[8];
+	int rc = -1;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	if (fseek(f, -8, SEEK_END) == 0 && fread(tail, 1, 8, f) == 8 && memcmp(tail + 4, "PAR1", 4) == 0) {
+		unsigned long len = (unsigned long)tail[0] | (unsigned long)tail[1] << 8 |
+				    (unsigned long)tail[2] << 16 | (unsigned long)tail[3] << 24;
+		char *footer = len > 0 && len <= (64ul << 20) ? tt_malloc(len) : NULL;
+		if (footer && fseek(f, -8 - (long)len, SEEK_END) == 0 && fread(footer, 1, len, f) == len)
+			rc = memmem(footer, len, ROW_ID_COLUMN, sizeof ROW_ID_COLUMN - 1) != NULL;
+		free(footer);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* The directory a table's relative data file paths are under: the
+ * catalog's data_path (the locator's when set), the schema's path and the
+ * table's, each joined when relative; NULL when not on a local path. */
+static char *table_dir(dl_cat *c, const char *loc_data_path, long long tid, tt_error *err, int *rc)
+{
+	tt_db_rows r = { 0 };
+	tt_db_value p = { TT_DB_INT, NULL, tid };
+	tt_buf b = TT_BUF_INIT;
+	*rc = 0;
+	/* the catalog's own (DuckLake uses it over an ATTACH's DATA_PATH) */
+	if ((*rc = cat_query(c, "SELECT value FROM ducklake_metadata WHERE key = 'data_path' AND "
+			     "scope IS NULL", NULL, 0, &r, err)) != 0)
+		goto fail;
+	if (r.nrows && r.cells[0] && *r.cells[0])
+		tt_buf_puts(&b, r.cells[0]);
+	else if (loc_data_path)
+		tt_buf_puts(&b, loc_data_path);
+	tt_db_rows_release(&r);
+	if (!b.len)
+		goto none;
+	if ((*rc = cat_query(c, "SELECT s.path, s.path_is_relative, t.path, t.path_is_relative FROM "
+			     "ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id WHERE "
+			     "t.table_id = $1 ORDER BY t.begin_snapshot DESC LIMIT 1", &p, 1, &r, err)) != 0)
+		goto fail;
+	if (!r.nrows)
+		goto none;
+	for (int part = 0; part < 2; part++) {
+		const char *path = r.cells[part * 2], *rel = r.cells[part * 2 + 1];
+		if (!path)
+			continue;
+		bool relative = rel && (strcmp(rel, "1") == 0 || strcmp(rel, "true") == 0 || strcmp(rel, "t") == 0);
+		if (!relative)
+			b.len = 0;
+		if (b.len && b.ptr[b.len - 1] != '/')
+			tt_buf_putc(&b, '/');
+		tt_buf_puts(&b, path);
+	}
+	tt_db_rows_release(&r);
+	tt_buf_putc(&b, '\0');
+	if (b.failed) {
+		*rc = doom(err);
+		goto fail;
+	}
+	/* a local directory only (object stores are not read here) */
+	if (strstr(b.ptr, "://") && strncmp(b.ptr, "file://", 7) != 0)
+		goto none;
+	if (strncmp(b.ptr, "file://", 7) == 0)
+		memmove(b.ptr, b.ptr + 7, strlen(b.ptr + 7) + 1);
+	return tt_buf_detach(&b);
+none:
+fail:
+	tt_db_rows_release(&r);
+	tt_buf_release(&b);
+	return NULL;
+}
+
+/* The same for one data file: 1, 0, or -1 (cannot tell). */
+static int file_carries_row_ids(const char *dir, const char *path, const char *rel)
+{
+	if (!path)
+		return -1;
+	bool relative = rel && (strcmp(rel, "1") == 0 || strcmp(rel, "true") == 0 || strcmp(rel, "t") == 0);
+	if (!relative)
+		return strstr(path, "://") && strncmp(path, "file://", 7) != 0
+			       ? -1
+			       : carries_row_ids(strncmp(path, "file://", 7) == 0 ? path + 7 : path);
+	if (!dir)
+		return -1;
+	char *full = tt_asprintf("%s%s%s", dir, *dir && dir[strlen(dir) - 1] == '/' ? "" : "/", path);
+	int yes = full ? carries_row_ids(full) : -1;
+	free(full);
+	return yes;
 }
 
 static long long cell_ll(const char *s)
@@ -1119,10 +1229,11 @@ static long long cell_ll(const char *s)
 
 /* Rows one table's snapshots in (lo, hi] inserted, deleted and updated,
  * from its data files, delete files and inlined rows. */
-static int row_counts(dl_cat *c, const dl_entity *e, long long lo, long long hi, long long *ins,
-		      long long *del, long long *upd, tt_error *err)
+static int row_counts(dl_cat *c, const dl_entity *e, const char *data_path, long long lo, long long hi,
+		      long long *ins, long long *del, long long *upd, tt_error *err)
 {
 	dl_sums sums = { 0 };
+	char *dir = NULL;
 	dl_evs ie = { 0 }, de = { 0 };
 	tt_db_rows r = { 0 }, names = { 0 };
 	char sql[512];
@@ -1134,8 +1245,8 @@ static int row_counts(dl_cat *c, const dl_entity *e, long long lo, long long hi,
 	/* data files a snapshot added, and delete files (each holds the data
 	 * file's deletions so far: the new ones are the difference) */
 	static const char *const file_sql[] = {
-		"SELECT begin_snapshot, record_count, 0 FROM ducklake_data_file WHERE table_id = $1 "
-		"AND begin_snapshot > $2 AND begin_snapshot <= $3",
+		"SELECT begin_snapshot, record_count, 0, path, path_is_relative FROM ducklake_data_file "
+		"WHERE table_id = $1 AND begin_snapshot > $2 AND begin_snapshot <= $3",
 		"SELECT d.begin_snapshot, 0, d.delete_count - coalesce((SELECT max(p.delete_count) "
 		"FROM ducklake_delete_file p WHERE p.data_file_id = d.data_file_id AND "
 		"p.end_snapshot = d.begin_snapshot), 0) FROM ducklake_delete_file d WHERE "
@@ -1148,10 +1259,14 @@ static int row_counts(dl_cat *c, const dl_entity *e, long long lo, long long hi,
 	for (size_t q = 0; q < 3; q++) {
 		if ((rc = cat_query(c, file_sql[q], p, 3, &r, err)) != 0)
 			goto done;
+		if (q == 0 && r.nrows && !(dir = table_dir(c, data_path, e->tid, err, &rc)) && rc)
+			goto done;
 		for (size_t i = 0; i < r.nrows; i++) {
 			char **row = r.cells + i * r.ncols;
-			long long s = cell_ll(row[0]);
-			if (snap_in(e, s) && sums_add(&sums, s, cell_ll(row[1]), cell_ll(row[2])) != 0) {
+			long long s = cell_ll(row[0]), n = cell_ll(row[1]);
+			int kept = q == 0 ? (snap_in(e, s) ? file_carries_row_ids(dir, row[3], row[4]) : 0) : 0;
+			if (snap_in(e, s) &&
+			    sums_add(&sums, s, n, cell_ll(row[2]), kept > 0 ? n : 0, kept < 0) != 0) {
 				rc = doom(err);
 				goto done;
 			}
@@ -1236,9 +1351,11 @@ static int row_counts(dl_cat *c, const dl_entity *e, long long lo, long long hi,
 	for (size_t i = 0; i < sums.n; i++) {
 		fi += sums.ins[i];
 		fd += sums.del[i];
-		/* rewritten rows keep their row ids in new files: a snapshot that
-		 * both added and removed file rows updated the smaller count */
-		fu += sums.ins[i] < sums.del[i] ? sums.ins[i] : sums.del[i];
+		/* an UPDATE's new rows keep their row ids, in files that carry
+		 * them: each replaces a deleted row.  A file that could not be
+		 * read leaves the smaller of the two counts. */
+		long long u = sums.unk[i] ? sums.ins[i] : sums.kept[i];
+		fu += u < sums.del[i] ? u : sums.del[i];
 	}
 	*upd = inl_upd + fu;
 	*ins = (long long)ie.n + fi - *upd;
@@ -1249,6 +1366,9 @@ done:
 	free(sums.snap);
 	free(sums.ins);
 	free(sums.del);
+	free(sums.kept);
+	free(sums.unk);
+	free(dir);
 	free(ie.v);
 	free(de.v);
 	return rc;
@@ -1437,7 +1557,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			change = "renamed";
 		if ((e->kinds & K_DATA) && e->tid >= 0) {
 			long long ni, nd, nu;
-			if ((rc = row_counts(&c, e, lo, hi, &ni, &nd, &nu, err)) != 0)
+			if ((rc = row_counts(&c, e, data_path_of(loc), lo, hi, &ni, &nd, &nu, err)) != 0)
 				goto done;
 			tt_buf d = TT_BUF_INIT;
 			size_t parts = 0;

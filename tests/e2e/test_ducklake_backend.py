@@ -239,6 +239,51 @@ def test_lifecycle_against_ducklake(tmp_path, tether, env, home, catalog):
     assert manifest(ds, "lake")["state"] == lake.head()  # the pull's manifests stay as changes
 
 
+@pytest.mark.parametrize("inline", [0, 10])
+def test_parquet_row_counts_match_duckdbs_change_feed(tmp_path, tether, env, home, inline):
+    """Rows in Parquet files (inlining off) and inlined rows: a DELETE and an
+    INSERT in one transaction are a delete and an insert, an UPDATE is
+    updates, both together are both, as DuckDB's change feed counts them."""
+    meta, data = tmp_path / "meta.sqlite", tmp_path / "data"
+    con = connect(home)
+    con.execute(f"ATTACH 'ducklake:sqlite:{meta}' AS lake (DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT {inline})")
+    con.execute("CREATE TABLE lake.t (a INTEGER, b VARCHAR)")
+    con.execute("INSERT INTO lake.t SELECT i, 'x' FROM range(100) r(i)")
+    ds = new_dataset(tmp_path / "ds", tether, env)
+    con.execute("DETACH lake")
+    tether("add", "lake", f"sqlite:{meta}", "--kind", "ducklake", cwd=ds)
+    tether("commit", "-m", "first", cwd=ds)
+
+    con.execute(f"ATTACH 'ducklake:sqlite:{meta}' AS lake (DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT {inline})")
+    steps = [
+        ["DELETE FROM lake.t WHERE a = 50", "INSERT INTO lake.t VALUES (1000, 'z')"],
+        ["UPDATE lake.t SET b = 'y' WHERE a < 3"],
+        ["DELETE FROM lake.t WHERE a = 60", "UPDATE lake.t SET b = 'w' WHERE a = 70",
+         "INSERT INTO lake.t VALUES (2000, 'z'), (2001, 'z')"],
+    ]
+    for sql in steps:
+        first = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
+        con.execute("BEGIN")
+        for stmt in sql:
+            con.execute(stmt)
+        con.execute("COMMIT")
+        con.execute("DETACH lake")
+        tether("pull", cwd=ds)
+        tether("commit", "-m", sql[0], cwd=ds)
+        con.execute(f"ATTACH 'ducklake:sqlite:{meta}' AS lake (DATA_PATH '{data}/')")
+        last = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
+        feed = dict(con.execute("SELECT change_type, count(*) FROM ducklake_table_changes('lake', 'main', 't', "
+                                f"{first + 1}, {last}) GROUP BY 1").fetchall())
+        want = ", ".join([f"+{feed[k]} rows" for k in ("insert",) if k in feed]
+                         + [f"-{feed[k]} rows" for k in ("delete",) if k in feed]
+                         + [f"{feed[k]} {k}" for k in ("update_postimage", "update_preimage") if k in feed])
+        diff = tether.json("diff", "HEAD~1", "HEAD", "--content", cwd=ds)
+        assert diff[0]["detail"], diff
+        entries = {e["path"]: e.get("detail") for e in diff[0]["detail"]["entries"]}
+        assert entries == {"main.t": want}, (sql, feed)
+    con.close()
+
+
 def test_recreated_catalog_verifies_as_drifted(tmp_path, tether, env, home):
     meta = tmp_path / "meta.sqlite"
     lake = Lake(home, f"ducklake:sqlite:{meta}", tmp_path / "data")
