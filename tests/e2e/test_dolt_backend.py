@@ -272,3 +272,45 @@ def test_same_manifests_and_pin_ids_as_tether_vcs(tmp_path, tether, ref, env, do
     tether("commit", "-m", "head only", cwd=ds)
     tether("new", "-b", "feat", "--eager", cwd=ds)
     assert f"tether.ws.{DS}.feat" in dolt.branches()
+
+
+def test_lockstep_lifecycle_with_tether_vcs(tmp_path, tether, ref, env, dolt):
+    """tether and tether-vcs drive one server step by step (one dataset id,
+    so one set of tags and branches): every step leaves the same manifests,
+    pin ids included."""
+    seed(dolt)
+    pair = {"ours": tether, "theirs": ref}
+    dss = {name: new_dataset(tmp_path / name, runner, env, dolt) for name, runner in pair.items()}
+
+    def step(*args):
+        for name, runner in pair.items():
+            runner(*args, cwd=dss[name])
+
+    def same(key="db"):
+        a, b = manifest(dss["ours"], key), manifest(dss["theirs"], key)
+        for m in (a, b):
+            m.pop("captured_at", None)
+        assert a == b
+        return a
+
+    step("add", "db", "--kind", "dolt", "--database", dolt.database, "--host", dolt.host,
+         "--port", str(dolt.port))
+    step("commit", "-m", "first")
+    first = same()
+    step("new", "-b", "feat", "--eager")
+    branch = f"tether.ws.{DS}.feat"
+    dolt.sql("INSERT INTO t VALUES (3, 'c')", database=f"{dolt.database}/{branch}")
+    fork_head = dolt.commit("on the fork", database=f"{dolt.database}/{branch}")
+    step("commit", "-m", "fork")
+    m = same()
+    assert m["state"] == {"commit": fork_head} and m["pin"] != first["pin"]
+    assert dolt.tags()[m["pin"]["ref"]] == fork_head
+    tether("promote", cwd=dss["ours"])
+    assert dolt.head("main") == fork_head
+    ref("promote", cwd=dss["theirs"])  # already there: nothing moves
+    assert dolt.head("main") == fork_head
+    for name, runner in pair.items():
+        assert runner("verify", cwd=dss[name]).returncode == 0
+    # each reads the other's dataset the same way
+    assert ref("verify", cwd=dss["ours"]).returncode == 0
+    assert tether("verify", cwd=dss["theirs"]).returncode == 0
