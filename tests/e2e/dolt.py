@@ -108,12 +108,16 @@ def dolt(tmp_path):
                 cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
             con.close()
         return
+    yield from _test_server(tmp_path)
+
+
+def _test_server(tmp_path, *extra: str):
     exe = server_binary()
     port = _free_port()
     log = tmp_path / "doltserver.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(exe), "-addr", f"127.0.0.1:{port}", "-db", "tetherdb", "-user", USER,
-                                 "-password", PASSWORD], stdout=out, stderr=subprocess.STDOUT)
+                                 "-password", PASSWORD, *extra], stdout=out, stderr=subprocess.STDOUT)
     server = Dolt("127.0.0.1", port, "tetherdb", USER, PASSWORD, False)
     try:
         deadline = time.monotonic() + 60
@@ -132,3 +136,13 @@ def dolt(tmp_path):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def old_dolt(tmp_path):
+    """The test server playing a Dolt before dolt_branches.dirty (1.40) and
+    DOLT_MERGE --ff-only (1.79.2): the fallbacks' test.  Not run against a
+    real server (TETHER_TEST_DOLT), whose version is what it is."""
+    if os.environ.get("TETHER_TEST_DOLT"):
+        pytest.skip("plays an older Dolt on the test server only")
+    yield from _test_server(tmp_path, "-without", "dirty,ff-only")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from dolt import PASSWORD, dolt  # noqa: F401  (the fixture)
+from dolt import PASSWORD, dolt, old_dolt  # noqa: F401  (the fixtures)
 
 DS = "d0170001"
 
@@ -314,3 +314,27 @@ def test_lockstep_lifecycle_with_tether_vcs(tmp_path, tether, ref, env, dolt):
     # each reads the other's dataset the same way
     assert ref("verify", cwd=dss["ours"]).returncode == 0
     assert tether("verify", cwd=dss["theirs"]).returncode == 0
+
+
+def test_an_older_dolt_without_dirty_column_or_ff_only(tmp_path, tether, env, old_dolt):
+    """dirty from the branch's dolt_status when dolt_branches has no dirty
+    column; promote's ancestry by DOLT_MERGE_BASE when DOLT_MERGE has no
+    --ff-only."""
+    dolt = old_dolt
+    with pytest.raises(Exception, match="dirty"):
+        dolt.sql("SELECT dirty FROM dolt_branches")
+    seed(dolt)
+    ds = new_dataset(tmp_path / "ds", tether, env, dolt)
+    add(tether, ds, dolt)
+    tether("commit", "-m", "first", cwd=ds)
+    tether("new", "-b", "feat", "--eager", cwd=ds)
+    rev = f"{dolt.database}/tether.ws.{DS}.feat"
+    dolt.sql("INSERT INTO t VALUES (3, 'c')", database=rev)
+    assert status(tether, ds) == "modified"
+    proc = tether("commit", "-m", "dirty", cwd=ds, check=False)
+    assert proc.returncode == 1 and "uncommitted changes" in proc.stderr
+    fork_head = dolt.commit("fork row", database=rev)
+    tether("commit", "-m", "fork", cwd=ds)
+    assert manifest(ds, "db")["state"] == {"commit": fork_head}
+    tether("promote", cwd=ds)
+    assert dolt.head("main") == fork_head

@@ -23,6 +23,11 @@
 //     (read-only, as Dolt makes them).
 //
 // Usage: doltserver -addr 127.0.0.1:PORT -db NAME -user USER -password PW
+//
+//	[-without dirty,ff-only]
+//
+// -without plays an older Dolt: "dirty" drops dolt_branches.dirty (added in
+// Dolt 1.40), "ff-only" makes DOLT_MERGE refuse --ff-only (added in 1.79.2).
 package main
 
 import (
@@ -50,6 +55,7 @@ type provider struct {
 	mu       sync.Mutex
 	checkout map[uint32]string      // session id -> checked-out branch
 	merges   map[uint32]*mergeState // session id -> a conflicted merge held open
+	without  map[string]bool        // features of newer Dolts left out (-without)
 	procs    sql.ExternalStoredProcedureRegistry
 	funcs    map[string]sql.TableFunction
 }
@@ -212,10 +218,10 @@ func (o *onePartition) Next(*sql.Context) (sql.Partition, error) {
 }
 func (o *onePartition) Close(*sql.Context) error { return nil }
 
-func (t *sysTable) Name() string                { return t.name }
-func (t *sysTable) String() string              { return t.name }
-func (t *sysTable) Schema() sql.Schema          { return t.sch }
-func (t *sysTable) Collation() sql.CollationID  { return sql.Collation_Default }
+func (t *sysTable) Name() string               { return t.name }
+func (t *sysTable) String() string             { return t.name }
+func (t *sysTable) Schema() sql.Schema         { return t.sch }
+func (t *sysTable) Collation() sql.CollationID { return sql.Collation_Default }
 func (t *sysTable) Partitions(*sql.Context) (sql.PartitionIter, error) {
 	return &onePartition{}, nil
 }
@@ -264,6 +270,12 @@ func (p *provider) systemTable(ctx *sql.Context, d *doltDB, name string) (sql.Ta
 		for _, b := range sortedKeys(r.branches) {
 			c := r.commits[r.branches[b]]
 			t.rows = append(t.rows, sql.NewRow(b, c.hash, c.committer, c.email, c.date, c.message, "", "", r.dirty(b)))
+		}
+		if p.without["dirty"] {
+			t.sch = t.sch[:len(t.sch)-1]
+			for i := range t.rows {
+				t.rows[i] = t.rows[i][:len(t.rows[i])-1]
+			}
 		}
 		return t, nil
 	case "dolt_tags":
@@ -361,10 +373,16 @@ func main() {
 	dbname := flag.String("db", "doltdb", "database name")
 	user := flag.String("user", "root", "user")
 	password := flag.String("password", "", "password")
+	without := flag.String("without", "", "comma-separated: dirty, ff-only (play an older Dolt)")
 	flag.Parse()
 
 	p := &provider{r: newRepo(*dbname), checkout: map[uint32]string{}, merges: map[uint32]*mergeState{},
-		procs: sql.NewExternalStoredProcedureRegistry()}
+		procs: sql.NewExternalStoredProcedureRegistry(), without: map[string]bool{}}
+	for _, w := range strings.Split(*without, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			p.without[w] = true
+		}
+	}
 	p.registerProcedures()
 	p.registerTableFunctions()
 	engine := sqle.NewDefault(p)

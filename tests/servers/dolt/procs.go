@@ -306,6 +306,8 @@ func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, err
 	ffOnly, noFF, abort, msg := false, false, false, ""
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
+		case a == "--ff-only" && p.without["ff-only"]:
+			return nil, fmt.Errorf("error: unknown option `ff-only'")
 		case a == "--ff-only":
 			ffOnly = true
 		case a == "--no-ff":
@@ -419,12 +421,12 @@ func (f *refFunc) Resolved() bool {
 	}
 	return true
 }
-func (f *refFunc) String() string                    { return f.name + "(...)" }
-func (f *refFunc) Type() sql.Type                    { return types.LongText }
-func (f *refFunc) IsNullable() bool                  { return true }
-func (f *refFunc) Children() []sql.Expression        { return f.args }
-func (f *refFunc) FunctionName() string              { return f.name }
-func (f *refFunc) Description() string               { return f.name }
+func (f *refFunc) String() string             { return f.name + "(...)" }
+func (f *refFunc) Type() sql.Type             { return types.LongText }
+func (f *refFunc) IsNullable() bool           { return true }
+func (f *refFunc) Children() []sql.Expression { return f.args }
+func (f *refFunc) FunctionName() string       { return f.name }
+func (f *refFunc) Description() string        { return f.name }
 func (f *refFunc) WithChildren(c ...sql.Expression) (sql.Expression, error) {
 	return &refFunc{p: f.p, name: f.name, args: c}, nil
 }
@@ -500,12 +502,12 @@ func (t *tableFunc) Resolved() bool {
 	}
 	return true
 }
-func (t *tableFunc) IsReadOnly() bool                 { return true }
-func (t *tableFunc) String() string                   { return t.name }
-func (t *tableFunc) Schema() sql.Schema               { return t.sch }
-func (t *tableFunc) Children() []sql.Node             { return nil }
+func (t *tableFunc) IsReadOnly() bool                           { return true }
+func (t *tableFunc) String() string                             { return t.name }
+func (t *tableFunc) Schema() sql.Schema                         { return t.sch }
+func (t *tableFunc) Children() []sql.Node                       { return nil }
 func (t *tableFunc) WithChildren(...sql.Node) (sql.Node, error) { return t, nil }
-func (t *tableFunc) Expressions() []sql.Expression    { return t.args }
+func (t *tableFunc) Expressions() []sql.Expression              { return t.args }
 func (t *tableFunc) WithExpressions(e ...sql.Expression) (sql.Node, error) {
 	c := *t
 	c.args = e
@@ -517,9 +519,9 @@ func (t *tableFunc) WithDatabase(db sql.Database) (sql.Node, error) {
 	c.db = db
 	return &c, nil
 }
-func (t *tableFunc) Name() string                    { return t.name }
-func (t *tableFunc) Description() string             { return t.name }
-func (t *tableFunc) Collation() sql.CollationID      { return sql.Collation_Default }
+func (t *tableFunc) Name() string               { return t.name }
+func (t *tableFunc) Description() string        { return t.name }
+func (t *tableFunc) Collation() sql.CollationID { return sql.Collation_Default }
 func (t *tableFunc) CollationCoercibility(*sql.Context) (sql.CollationID, byte) {
 	return sql.Collation_binary, 5
 }
