@@ -1,6 +1,11 @@
 // Dolt's stored procedures, functions and table functions, as the test
 // server models them.  Result columns follow Dolt's docs ("Dolt SQL
-// Procedures", "Dolt SQL Functions", "Dolt Table Functions").
+// Procedures", "Dolt SQL Functions", "Dolt Table Functions") and source:
+// go/libraries/doltcore/sqle/dprocedures/init.go (dolt_commit -> hash;
+// dolt_tag, dolt_branch -> status), dprocedures/dolt_merge.go
+// (doltMergeSchema: hash, fast_forward, conflicts, message),
+// dtablefunctions/dolt_diff_summary.go and dolt_diff_stat.go (their
+// schemas), dtables/branches_table.go (dolt_branches, dirty last).
 package main
 
 import (
@@ -358,7 +363,8 @@ func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, err
 		return nil, err
 	}
 	if contentOf(work) != r.commits[head].content {
-		return nil, fmt.Errorf("error: Your local changes would be overwritten by merge. Please commit or reset them first (uncommitted changes on %s)", branch)
+		// dprocedures/dolt_merge.go: ErrUncommittedChanges
+		return nil, fmt.Errorf("cannot merge with uncommitted changes")
 	}
 	if src == head || r.ancestors(head)[src] {
 		return row(head, 0, 0, "Everything up-to-date")
@@ -622,11 +628,11 @@ func (p *provider) registerTableFunctions() {
 	// rows_added, rows_deleted, rows_modified, cells_added, cells_deleted,
 	// cells_modified, old_row_count, new_row_count, old_cell_count,
 	// new_cell_count.  Cells are counted per whole row here.
-	add("dolt_diff_stat", 2, 3, cols("dolt_diff_stat", "table_name", types.Text, "rows_unmodified", types.Uint64,
-		"rows_added", types.Uint64, "rows_deleted", types.Uint64, "rows_modified", types.Uint64,
-		"cells_added", types.Uint64, "cells_deleted", types.Uint64, "cells_modified", types.Uint64,
-		"old_row_count", types.Uint64, "new_row_count", types.Uint64, "old_cell_count", types.Uint64,
-		"new_cell_count", types.Uint64),
+	add("dolt_diff_stat", 2, 3, cols("dolt_diff_stat", "table_name", types.LongText, "rows_unmodified", types.Int64,
+		"rows_added", types.Int64, "rows_deleted", types.Int64, "rows_modified", types.Int64,
+		"cells_added", types.Int64, "cells_deleted", types.Int64, "cells_modified", types.Int64,
+		"old_row_count", types.Int64, "new_row_count", types.Int64, "old_cell_count", types.Int64,
+		"new_cell_count", types.Int64),
 		func(ctx *sql.Context, branch string, a []string) ([]sql.Row, error) {
 			ds, err := diffs(branch, a)
 			if err != nil {
@@ -641,7 +647,7 @@ func (p *provider) registerTableFunctions() {
 				if name == "" {
 					name = d.from
 				}
-				u := func(n int) uint64 { return uint64(n) }
+				u := func(n int) int64 { return int64(n) }
 				out = append(out, sql.NewRow(name, u(d.unmodified), u(d.added), u(d.deleted), u(d.modified),
 					u(d.added*d.columns), u(d.deleted*d.oldCols), u(d.modified), u(d.oldRows), u(d.newRows),
 					u(d.oldRows*d.oldCols), u(d.newRows*d.columns)))
