@@ -285,7 +285,7 @@ func (p *provider) systemTable(ctx *sql.Context, d *doltDB, name string) (sql.Ta
 			"tagger", types.Text, "email", types.Text, "date", types.Datetime, "message", types.Text)}
 		for _, n := range sortedKeys(r.tags) {
 			tg := r.tags[n]
-			t.rows = append(t.rows, sql.NewRow(n, tg.hash, "root", "root@localhost", tg.date, tg.message))
+			t.rows = append(t.rows, sql.NewRow(n, tg.hash, tg.tagger, tg.tagger+"@%", tg.date, tg.message))
 		}
 		return t, nil
 	case "dolt_log", "dolt_commits":

@@ -14,8 +14,16 @@ import (
 
 	"github.com/dolthub/go-mysql-server/memory"
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/types"
 )
+
+func sqlUser(ctx *sql.Context) string {
+	if u := ctx.Client().User; u != "" {
+		return u
+	}
+	return "root"
+}
 
 func statusRow(status int64) (sql.RowIter, error) {
 	return sql.RowsToRowIter(sql.NewRow(status)), nil
@@ -99,7 +107,7 @@ func (p *provider) doltCommit(ctx *sql.Context, args ...string) (sql.RowIter, er
 	if contentOf(snap) == head.content && !allowEmpty {
 		return nil, fmt.Errorf("nothing to commit")
 	}
-	c := r.newCommit([]string{head.hash}, snap, msg)
+	c := r.newCommit([]string{head.hash}, snap, msg, sqlUser(ctx))
 	r.branches[branch] = c.hash
 	return sql.RowsToRowIter(sql.NewRow(c.hash)), nil
 }
@@ -133,7 +141,7 @@ func (p *provider) doltTag(ctx *sql.Context, args ...string) (sql.RowIter, error
 		}
 		for _, n := range pos {
 			if _, ok := r.tags[n]; !ok {
-				return nil, fmt.Errorf("tag not found: %s", n)
+				return nil, fmt.Errorf("tag not found")
 			}
 			delete(r.tags, n)
 			delete(r.revs, r.name+"/"+n)
@@ -144,7 +152,7 @@ func (p *provider) doltTag(ctx *sql.Context, args ...string) (sql.RowIter, error
 		return nil, fmt.Errorf("error: DOLT_TAG takes a tag name and an optional ref")
 	}
 	if _, ok := r.tags[pos[0]]; ok {
-		return nil, fmt.Errorf("tag already exists")
+		return nil, fmt.Errorf("already exists")
 	}
 	if !validRefName(pos[0]) {
 		return nil, fmt.Errorf("invalid ref name: %s", pos[0])
@@ -157,7 +165,7 @@ func (p *provider) doltTag(ctx *sql.Context, args ...string) (sql.RowIter, error
 	if err != nil {
 		return nil, err
 	}
-	r.tags[pos[0]] = &tag{hash: h, message: msg, date: r.tick()}
+	r.tags[pos[0]] = &tag{hash: h, message: msg, date: r.tick(), tagger: sqlUser(ctx)}
 	return statusRow(0)
 }
 
@@ -211,7 +219,7 @@ func (p *provider) doltBranch(ctx *sql.Context, args ...string) (sql.RowIter, er
 	if del == "D" {
 		for _, n := range pos {
 			if _, ok := r.branches[n]; !ok {
-				return nil, fmt.Errorf("branch not found: %s", n)
+				return nil, fmt.Errorf("branch not found")
 			}
 			if n == "main" {
 				return nil, fmt.Errorf("Cannot delete the default branch main")
@@ -379,7 +387,7 @@ func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, err
 		return row(src, 1, 0, "merge successful")
 	}
 	if ffOnly {
-		return nil, fmt.Errorf("fatal: Not possible to fast-forward, aborting.")
+		return nil, fmt.Errorf("fatal: Not possible to fast-forward, aborting")
 	}
 	base := r.mergeBase(head, src)
 	var baseSnap snapshot
@@ -399,7 +407,7 @@ func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, err
 	if msg == "" {
 		msg = fmt.Sprintf("Merge branch '%s' into %s", pos[0], branch)
 	}
-	c := r.newCommit([]string{head, src}, merged, msg)
+	c := r.newCommit([]string{head, src}, merged, msg, sqlUser(ctx))
 	db, err := materialize(r.dbName(branch), merged)
 	if err != nil {
 		return nil, err
@@ -495,6 +503,15 @@ type tableFunc struct {
 func (t *tableFunc) NewInstance(ctx *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
 	if len(args) < t.nargs[0] || len(args) > t.nargs[1] {
 		return nil, fmt.Errorf("%s: wrong number of arguments (this test server models %d to %d)", t.name, t.nargs[0], t.nargs[1])
+	}
+	// Dolt's table functions take literal (or bound) arguments only
+	// (dtablefunctions: "only literal values supported").
+	for _, a := range args {
+		switch a.(type) {
+		case *expression.Literal, *expression.BindVar:
+		default:
+			return nil, fmt.Errorf("Invalid argument to %s: %s – only literal values supported", t.name, strings.ToLower(a.String()))
+		}
 	}
 	c := *t
 	c.db, c.args = db, args

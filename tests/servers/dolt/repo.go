@@ -55,6 +55,7 @@ type tag struct {
 	hash    string
 	message string
 	date    time.Time
+	tagger  string
 }
 
 type repo struct {
@@ -74,7 +75,7 @@ func newRepo(name string) *repo {
 		tags: map[string]*tag{}, working: map[string]*memory.Database{}, revs: map[string]*memory.Database{}, revHash: map[string]string{},
 		clock: time.Now().UTC().Truncate(time.Second)}
 	// `dolt init` makes one commit, "Initialize data repository", on main.
-	c := r.newCommit(nil, snapshot{}, "Initialize data repository")
+	c := r.newCommit(nil, snapshot{}, "Initialize data repository", "root")
 	r.branches["main"] = c.hash
 	r.working["main"] = mustMaterialize(r.dbName("main"), c.snap)
 	return r
@@ -89,14 +90,22 @@ func (r *repo) dbName(branch string) string {
 	return r.name + "/" + branch
 }
 
+// tick: now, in milliseconds as Dolt stores commit dates, and strictly
+// after the previous commit.
 func (r *repo) tick() time.Time {
-	r.clock = r.clock.Add(time.Second)
-	return r.clock
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if !now.After(r.clock) {
+		now = r.clock.Add(time.Millisecond)
+	}
+	r.clock = now
+	return now
 }
 
-func (r *repo) newCommit(parents []string, snap snapshot, message string) *commit {
+// newCommit: committed by the SQL user, whose email Dolt writes as
+// user@<account host> (here always %).
+func (r *repo) newCommit(parents []string, snap snapshot, message string, user string) *commit {
 	c := &commit{parents: parents, snap: snap, content: contentOf(snap), message: message,
-		committer: "root", email: "root@localhost", date: r.tick(), order: 1}
+		committer: user, email: user + "@%", date: r.tick(), order: 1}
 	for _, p := range parents {
 		if pc := r.commits[p]; pc != nil && pc.order+1 > c.order {
 			c.order = pc.order + 1
@@ -302,9 +311,9 @@ func (r *repo) resolve(spec, head string) (string, error) {
 		if _, ok := r.commits[spec]; ok {
 			return spec, nil
 		}
-		return "", fmt.Errorf("hash not found: %s", spec)
 	}
-	return "", fmt.Errorf("branch not found: %s", spec)
+	// Dolt 2.3.1 answers an unknown branch, tag or hash alike.
+	return "", fmt.Errorf("invalid ref spec")
 }
 
 // ancestors: every commit reachable from h, h included.
