@@ -303,6 +303,9 @@ def test_lockstep_lifecycle_with_tether_vcs(tmp_path, tether, ref, env, dolt):
     fork_head = dolt.commit("on the fork", database=f"{dolt.database}/{branch}")
     step("commit", "-m", "fork")
     m = same()
+    shown = ("key", "read_only", "address", "type")
+    opened = {name: runner.json("open", "db", cwd=dss[name]) for name, runner in pair.items()}
+    assert {k: opened["ours"][k] for k in shown} == {k: opened["theirs"][k] for k in shown}
     assert m["state"] == {"commit": fork_head} and m["pin"] != first["pin"]
     assert dolt.tags()[m["pin"]["ref"]] == fork_head
     tether("promote", cwd=dss["ours"])
@@ -338,3 +341,10 @@ def test_an_older_dolt_without_dirty_column_or_ff_only(tmp_path, tether, env, ol
     assert manifest(ds, "db")["state"] == {"commit": fork_head}
     tether("promote", cwd=ds)
     assert dolt.head("main") == fork_head
+
+
+def test_backends_lists_dolt_as_installed(tmp_path, tether):
+    rows = {r["kind"]: r for r in tether.json("backends", cwd=tmp_path)}
+    assert rows["dolt"]["installed"] is True and rows["dolt"]["maturity"] == "experimental"
+    page = tether("backends", "--help", cwd=tmp_path).stdout
+    assert "dolt: CI tests it against a test server" in " ".join(page.split())
