@@ -348,3 +348,18 @@ def test_backends_lists_dolt_as_installed(tmp_path, tether):
     assert rows["dolt"]["installed"] is True and rows["dolt"]["maturity"] == "experimental"
     page = tether("backends", "--help", cwd=tmp_path).stdout
     assert "dolt: CI tests it against a test server" in " ".join(page.split())
+
+
+def test_a_hostile_pin_ref_in_a_manifest_is_data(tmp_path, tether, env, dolt):
+    seed(dolt)
+    dolt.sql("CALL DOLT_TAG('v1', 'main')")
+    ds = new_dataset(tmp_path / "ds", tether, env, dolt)
+    add(tether, ds, dolt)
+    tether("commit", "-m", "first", cwd=ds)
+    path = ds / ".tether" / "objects" / "db.toml"
+    m = manifest(ds, "db")
+    hostile = "tether.x' OR '1'='1"
+    path.write_text(path.read_text().replace(f'ref = "{m["pin"]["ref"]}"', f'ref = "{hostile}"'))
+    proc = tether("verify", cwd=ds, check=False)
+    assert proc.returncode == 1 and "missing" in proc.stdout, proc.stdout + proc.stderr
+    assert set(dolt.tags()) == {"v1", m["pin"]["ref"]}
