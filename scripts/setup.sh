@@ -128,3 +128,13 @@ for tool in azurite fake-gcs-server; do
     scripts/objstore-tools.sh install "$tool"
   fi
 done
+
+# --- the dolt backend's test server (go-mysql-server + Dolt's SQL surface) ---
+# Built from tests/servers/dolt once per machine into
+# ${XDG_CACHE_HOME:-~/.cache}/tether-tools/dolt-test-server-<hash of sources+go>
+# (scripts/dolt-test-server.sh path says where); the dolt tests start it.
+if command -v go >/dev/null; then
+  scripts/dolt-test-server.sh build
+else
+  say "go not installed: the dolt tests build their test server when they can"
+fi

@@ -316,5 +316,7 @@ int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 /* iceberg: tables through a SQL catalog (backends/iceberg.c) */
 int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
+/* dolt: Dolt databases over the MySQL protocol (backends/dolt.c) */
+int tt_dolt_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -198,7 +198,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (opts.create)
 		cli_note("the store lifecycle (`--create`, `gc --delete-stores`) is experimental: deleting a "
 			 "store has no `repair`; see docs/store-lifecycle.md");
-	if (json_is_true(json_object_get(out, "experimental")))
+	if (json_is_true(json_object_get(out, "experimental")) && strcmp(kind->name, "dolt") == 0)
+		/* dolt */
+		cli_note("the dolt backend is experimental: CI tests it against a test server (go-mysql-server "
+			 "with Dolt's versioning SQL), not a real dolt sql-server; docs/backend-dolt.md says how "
+			 "to run the suite against one (`tether backends`)");
+	else if (json_is_true(json_object_get(out, "experimental")))
 		cli_note("the %s backend is %s: tested against a fake of the service, not the service "
 			 "itself (`tether backends`)", kind->name, kind->maturity);
 done:

@@ -44,6 +44,10 @@ const cli_cmd cmd_backends = {
 	"Every kind tether knows, with the contract it follows: maturity (stable: the full\n"
 	"lifecycle runs in CI against the real system; experimental: tested against a fake of\n"
 	"a network service), tier (observed, addressable, pinnable, forkable) and capability\n"
-	"flags.  Kinds whose backend this build does not include yet say so (installed = false).",
+	"flags.  Kinds whose backend this build does not include yet say so (installed = false).\n"
+	/* dolt */
+	"dolt: CI tests it against a test server (go-mysql-server with Dolt's versioning SQL),\n"
+	"not a real dolt sql-server; TETHER_TEST_DOLT=host:port[/db] runs the dolt e2e suite against\n"
+	"a real one (docs/backend-dolt.md).",
 	opts, 0, 0, run,
 };

@@ -200,6 +200,37 @@ static int git_validate(const json_t *loc, const char *checkout, tt_error *err)
 	return 0;
 }
 
+/* dolt: a database is required, and a committed locator never holds a
+ * password (it belongs in .tether/secrets.toml's server entry). */
+static int dolt_validate(const json_t *loc, const char *checkout, tt_error *err)
+{
+	const char *url = str_field(loc, "url");
+	(void)checkout;
+	if (url && *url) {
+		const char *p = strncmp(url, "mysql://", 8) == 0 ? url + 8 : NULL;
+		const char *end = p ? p + strcspn(p, "/") : NULL;
+		const char *at = p ? memchr(p, '@', (size_t)(end - p)) : NULL;
+		if (!p) {
+			tt_error_set(err, TT_EBACKEND, "dolt url '%s' is not mysql://user@host:port/database", url);
+			return tt_error_object(err, NULL, "dolt");
+		}
+		if (at && memchr(p, ':', (size_t)(at - p))) {
+			tt_error_set(err, TT_EBACKEND,
+				     "dolt url holds a password: a locator is committed; put it in "
+				     ".tether/secrets.toml [uris.\"mysql://host:port\"]");
+			return tt_error_object(err, NULL, "dolt");
+		}
+		return 0;
+	}
+	const char *db = str_field(loc, "database");
+	if (!db || !*db) {
+		tt_error_set(err, TT_EBACKEND, "dolt locator needs 'database' (or a url)");
+		tt_error_hint(err, "tether add KEY --kind dolt --database NAME [--host H --port P]");
+		return tt_error_object(err, NULL, "dolt");
+	}
+	return 0;
+}
+
 /* --- the table ------------------------------------------------------------ */
 
 #define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -218,7 +249,7 @@ static const tt_kind kinds[] = {
 	  L("uri", "path"), delta_validate },
 	{ "dolt", "experimental",
 	  TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_MERGE,
-	  false, NOT_YET, NONE, NONE, NULL, NONE, NONE, NONE, L("uri", "path"), NULL },
+	  true, NULL, NONE, NONE, NULL, NONE, NONE, NONE, L("uri", "path"), dolt_validate },
 	{ "ducklake", "experimental",
 	  TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY,
 	  true, NULL, L("metadata", "uri", "data_path"),
