@@ -1,8 +1,9 @@
-"""The iceberg and ducklake handles where credentials matter: a DuckLake
-catalog on a real PostgreSQL 15 (started on 127.0.0.1 by the e2e suite's
-fixture) whose password lives only in .tether/secrets.toml.  The handle's
-connection is attached with it; what the handle shows (attach_sql, repr) and
-`tether open --json` never carry it."""
+"""The handles where credentials matter, with servers the e2e suite's
+fixtures start on 127.0.0.1: a DuckLake catalog on a real PostgreSQL 15
+whose password lives only in .tether/secrets.toml (the handle's connection
+is attached with it; what the handle shows and `tether open --json` never
+carry it), and a Dolt server (the test server of tests/servers/dolt) whose
+revision database the handle names without the password."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import tether
 from tether import Repo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
+from dolt import dolt  # noqa: E402,F401  (fixture)
 from pg import PASSWORD, pg_db, postgres_server  # noqa: E402,F401  (fixtures)
 
 duckdb = pytest.importorskip("duckdb")  # (the suite on other Pythons has no store libraries)
@@ -80,3 +82,29 @@ def test_a_wrong_ducklake_password_is_a_backend_error_without_it(dataset, tmp_pa
     with pytest.raises(tether.BackendError) as info:
         repo.commit("baseline")
     assert f"127.0.0.1:{server.port}" in str(info.value) and "not-the-Pa55word" not in str(info.value)
+
+
+def test_a_dolt_handle_names_the_revision_database_to_write_to(dataset, dolt):
+    pytest.importorskip("pymysql")
+    dolt.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))")
+    dolt.sql("INSERT INTO t VALUES (1, 'a')")
+    dolt.commit("seed")
+    Repo.init(dataset)
+    secrets = dataset / ".tether" / "secrets.toml"
+    secrets.write_text(dolt.secrets())
+    secrets.chmod(0o600)
+    repo = Repo.find(dataset)
+    repo.add("db", "dolt", {"host": dolt.host, "port": dolt.port, "database": dolt.database})
+    repo.commit("baseline")
+    repo.new(bookmark="edit")
+
+    h = repo.open("db")
+    assert isinstance(h, tether.handles.DoltHandle) and not h.read_only
+    assert h.database == dolt.database and h.database_ref == f"{dolt.database}/{h.ref}"
+    assert dolt.password not in h.url and dolt.password not in repr(h)
+    dolt.sql("INSERT INTO t VALUES (2, 'b')", database=h.database_ref)
+    dolt.commit("more", database=h.database_ref)
+    result = repo.commit("edit")
+    assert "db" in result.pinned or "db" in result.recorded
+    assert dolt.sql("SELECT count(*) FROM t", database=h.database_ref) == [(2,)]
+    assert dolt.sql("SELECT count(*) FROM t") == [(1,)]  # main untouched until promote

@@ -177,17 +177,40 @@ class DuckLakeHandle(Handle):
         self.close()
 
 
+def _redact(url: str) -> str:
+    """The URL with its password replaced by ``***``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 @dataclass
 class NeonHandle(Handle):
-    """A Neon branch's Postgres URL (kind not in this build yet)."""
+    """A Neon branch's Postgres connection URL (the branch's read-write
+    endpoint, or a read-only one at a pin).  ``url`` carries the role's
+    password, for ``psycopg.connect(handle.url)``; it is kept out of ``repr``,
+    and :attr:`redacted_url` is what to log or display."""
 
     url: str = field(repr=False)
     branch: str = ""
 
+    @property
+    def redacted_url(self) -> str:
+        return _redact(self.url)
+
 
 @dataclass
 class DoltHandle(Handle):
-    """A Dolt revision database (kind not in this build yet)."""
+    """A Dolt revision database: ``mysql://user@host:port/db/<ref>`` (no
+    password).  ``ref`` is a branch (writable) or a tag or commit (read-only);
+    connect with ``database=handle.database_ref``."""
 
     url: str
     database: str
@@ -340,6 +363,13 @@ def from_description(d: dict[str, Any]) -> Handle:
         return _iceberg(d, key)
     if kind == "ducklake":
         return _ducklake(d, key)
+    if kind == "neon":
+        url = d.get("url_with_password") or d["address"]
+        return NeonHandle(key=str(d.get("key") or d["address"]), read_only=bool(d["read_only"]), url=url,
+                          branch=str(d.get("branch") or ""))
+    if kind == "dolt":
+        return DoltHandle(key=str(d.get("key") or d["url"]), read_only=bool(d["read_only"]), url=d["url"],
+                          database=d["database"], ref=d["ref"], commit=d.get("commit"))
     if kind == "memory":
         return MemoryHandle(key=d["address"], read_only=bool(d["read_only"]), store=None, system=d["system"], ref=d["ref"])
     raise BackendError(f"this package has no handle for kind {kind!r} yet", key=key or None, kind=kind)
