@@ -191,6 +191,8 @@ static const struct {
 	{ "ducklake", tt_ducklake_backend_new },
 	/* iceberg */
 	{ "iceberg", tt_iceberg_backend_new },
+	/* neon */
+	{ "neon", tt_neon_backend_new },
 };
 
 void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)

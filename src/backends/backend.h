@@ -316,5 +316,7 @@ int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 /* iceberg: tables through a SQL catalog (backends/iceberg.c) */
 int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
+/* neon: branches through Neon's API v2, state over libpq (backends/neon.c) */
+int tt_neon_backend_new(tt_backend *b, tt_error *err);
 
 #endif
