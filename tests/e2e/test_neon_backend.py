@@ -101,8 +101,19 @@ def test_lifecycle_against_the_fake(tmp_path, tether, env, neon):
     assert pin.parent_lsn == m["state"]["lsn"] and not pin.protected
     assert not [e for e in fake.endpoints.values() if e["branch_id"] == pin.id]
     assert tether.json("verify", cwd=ds)["db"]["status"] == "ok"
-    # Nothing written: status is clean, a second commit pins nothing new.
+    # Nothing written: status is clean.
     assert obj_state(tether, ds) == "clean"
+
+    # verify reports a deleted pin branch missing; repair cuts it again at
+    # the recorded LSN (nothing committed on main since).
+    with fake.lock:
+        fake._delete_branch(pin)
+    proc = tether("verify", cwd=ds, check=False)
+    assert proc.returncode == 1 and "missing" in proc.stdout, proc.stdout
+    tether("repair", cwd=ds)
+    pin = fake.branch(ref)
+    assert pin is not None and pin.parent_lsn == m["state"]["lsn"]
+    assert tether.json("verify", cwd=ds)["db"]["status"] == "ok"
 
     # new: a child branch of the pin; open gives its endpoint's URL.
     tether("new", "-b", "feat", "--eager", cwd=ds)
@@ -137,17 +148,23 @@ def test_lifecycle_against_the_fake(tmp_path, tether, env, neon):
     assert "Neon cannot promote a child branch" in proc.stdout + proc.stderr
     assert fake.psql("main", "SELECT id FROM t ORDER BY id") == [["1"]]
 
-    # A pin hangs off the working branch now: re-forking lands on a sibling.
-    tether("new", "-b", "feat", "--eager", "--force", cwd=ds, check=False)
+    # A pin hangs off the working branch now: resetting it (uncommitted
+    # writes discarded) lands on a sibling, the engine records that name, and
+    # the old branch and its pin stay as they were.
+    fake.psql(ws, "INSERT INTO t VALUES (3, 'three')")
+    proc = tether("new", "feat", "--eager", cwd=ds, check=False)
+    assert proc.returncode == 1 and "--discard" in proc.stderr
+    tether("new", "feat", "--eager", "--discard", cwd=ds)
+    sib = fake.branch(ws + ".2")
+    assert sib is not None and sib.parent_id == pin2.id
+    assert fake.branch(ws) is not None and pin_branch(fake, ds).parent_id == fork.id
+    h = tether.json("open", "db", cwd=ds)
+    assert h["key"] == ws + ".2"
+    assert fake.psql(ws + ".2", "SELECT id FROM t ORDER BY id") == [["1"], ["2"]]
+
     # A read-only open of the pin gets a read_only endpoint.
     h = tether.json("open", "db", "-r", "HEAD", cwd=ds)
     assert h["read_only"] is True and h["key"] == pin2.name
     assert [e["type"] for e in fake.endpoints.values() if e["branch_id"] == pin2.id] == \
         ["read_only"]
 
-    # verify reports a deleted pin branch missing; repair puts it back.
-    fake.psql  # noqa: B018
-    with fake.lock:
-        fake._delete_branch(fake.branch(pin2.name))
-    proc = tether("verify", cwd=ds, check=False)
-    assert proc.returncode == 1 and "missing" in proc.stdout
