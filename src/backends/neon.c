@@ -158,7 +158,8 @@ static int client(tt_backend *b, neon_impl **out, tt_error *err)
 		}
 		bool loopback = strncmp(url, "http://127.0.0.1", 16) == 0 ||
 				strncmp(url, "http://localhost", 16) == 0 || strncmp(url, "http://[::1]", 12) == 0;
-		tt_http_opts o = { .read_timeout_ms = timeout_s * 1000, .allow_http = loopback,
+		tt_http_opts o = { .read_timeout_ms = timeout_s * 1000, .total_timeout_ms = timeout_s * 1000,
+				   .allow_http = loopback,
 				   .max_body = 16u << 20 };
 		n->base = tt_strdup(url);
 		n->auth = tt_asprintf("Authorization: Bearer %s", key);
@@ -679,9 +680,12 @@ static int neon_pin(tt_backend *b, const json_t *loc, const json_t *state, const
 	const json_t *have = branch_named(all, out->ref);
 	if (have) {
 		const char *hp = str_of(have, "parent_id"), *hl = str_of(have, "parent_lsn");
-		if (!hp || strcmp(hp, str_of(parent, "id")) || !hl || strcmp(hl, lsn))
+		if (!hp || strcmp(hp, str_of(parent, "id")) || !hl || strcmp(hl, lsn)) {
 			rc = NERR(err, TT_EBACKEND, "pin %s exists but hangs off %s@%s, not %s@%s", out->ref,
 				  hp ? hp : "?", hl ? hl : "?", str_of(state, "branch"), lsn);
+			tt_error_hint(err, "if no commit records it (an interrupted commit left it), "
+					   "delete that branch in Neon and commit again");
+		}
 		goto done;
 	}
 	json_t *body = json_pack("{s:{s:s,s:s,s:s,s:b},s:[]}", "branch", "name", out->ref, "parent_id",

@@ -286,9 +286,10 @@ class FakeNeon:
             self.faults.append({"status": status, "count": count, "method": method,
                                 "path": path, "retry_after": retry_after})
 
-    def stall_next(self, seconds: float) -> None:
+    def stall_next(self, seconds: float, method: str | None = None) -> None:
+        """Hold the next request (of method) that long before handling it."""
         with self.lock:
-            self.stalls.append(seconds)
+            self.stalls.append((seconds, method))
 
     def branch(self, name: str) -> Branch | None:
         return next((b for b in self.branches.values() if b.name == name), None)
@@ -563,8 +564,13 @@ class FakeNeon:
                 headers = {k: v for k, v in self.headers.items()}
                 req = _Req(self.command, parts.path, parts.query, headers, raw)
                 status, payload, extra = 500, None, {}
+                stall = 0.0
                 with fake.lock:
-                    stall = fake.stalls.pop(0) if fake.stalls else 0.0
+                    for s in fake.stalls:
+                        if s[1] in (None, self.command):
+                            fake.stalls.remove(s)
+                            stall = s[0]
+                            break
                 if stall:
                     time.sleep(stall)
                 with fake.lock:
