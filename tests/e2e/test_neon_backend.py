@@ -258,16 +258,30 @@ def test_undo_and_gc_release_pins_leaf_first(tmp_path, tether, env, neon):
     tether("commit", "-m", "second", cwd=ds)
     second = manifest(ds)["pin"]["ref"]
     assert fake.branch(second).parent_id == fake.branch(ws).id
-    # undo drops the second commit; its pin is released by gc.
+    # undo uncommits: the second pin becomes a working-tree change; gc
+    # releases it (a leaf) once --release-foreign says no clone holds it.
     tether("undo", cwd=ds)
-    tether("gc", cwd=ds, check=False)
-    out = tether("gc", cwd=ds, check=False)
-    assert out.returncode in (0, 3), out.stderr
-    # Leaf-first: a branch is only gone once nothing hangs off it.
+    git("checkout", "HEAD", "--", ".tether/objects", cwd=ds, env=env)
+    assert manifest(ds)["pin"]["ref"] == first
+    tether("gc", "--no-dry-run", "--release-foreign", cwd=ds)
+    assert fake.branch(second) is None
+    # The first pin has the working branch hanging off it: it stays, and so
+    # does every branch's parent (Neon deletes a branch only once its
+    # children are gone).
+    assert fake.branch(first) is not None and fake.branch(ws) is not None
     for br in fake.branches.values():
-        if br.parent_id:
-            assert br.parent_id in fake.branches, br.name
-    assert fake.branch(first) is not None
+        assert br.parent_id is None or br.parent_id in fake.branches, br.name
+    # The bookmark dropped from history: gc prunes its working branch; the
+    # first pin, still referenced, stays.
+    git("add", "-A", cwd=ds, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "settle", cwd=ds, env=env)
+    git("checkout", "-q", "main", cwd=ds, env=env)
+    tether("new", "main", cwd=ds)
+    git("branch", "-q", "-D", "feat", cwd=ds, env=env)
+    git("reflog", "expire", "--expire=now", "--all", cwd=ds, env=env)
+    git("gc", "-q", "--prune=now", cwd=ds, env=env)
+    tether("gc", "--prune-bookmarks", "--force-prune", "--no-dry-run", cwd=ds)
+    assert fake.branch(ws) is None and fake.branch(first) is not None
 
 
 FAULTS = [
