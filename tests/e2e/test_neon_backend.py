@@ -433,3 +433,26 @@ def test_against_a_real_neon_project(tmp_path, tether, env):
     tether("new", "main", cwd=ds)
     tether("abandon", "probe", cwd=ds, check=False)
     tether("gc", cwd=ds, check=False)
+
+
+def test_protected_pins_and_a_stalled_read(tmp_path, tether, env, neon):
+    fake = neon
+    ds = new_dataset(tmp_path / "ds", tether, env, fake, extra="protected_pins = true\n")
+    add(tether, ds)
+    # A read that stalls past the time limit is retried (nothing to undo).
+    fake.stall_next(7, method="GET")
+    tether("commit", "-m", "first", cwd=ds)
+    first = pin_branch(fake, ds)
+    assert first.protected
+    fake.psql("main", "INSERT INTO t VALUES (9, 'nine')")
+    tether("commit", "-m", "second", cwd=ds)
+    second = pin_branch(fake, ds)
+    assert second.protected and second.name != first.name
+    # Releasing a protected pin lifts the protection first (Neon refuses to
+    # delete a protected branch).
+    tether("undo", cwd=ds)
+    git("checkout", "HEAD", "--", ".tether/objects", cwd=ds, env=env)
+    tether("gc", "--no-dry-run", "--release-foreign", cwd=ds)
+    assert fake.branch(second.name) is None and fake.branch(first.name) is not None
+    patches = [b for m, p, b in fake.requests if m == "PATCH"]
+    assert patches == [{"branch": {"protected": False}}]
