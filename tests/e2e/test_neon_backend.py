@@ -57,7 +57,7 @@ def new_dataset(root: Path, runner, env, fake, ds_id: str = DS, extra: str = "")
     git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
     runner("init", "--dataset-id", ds_id, cwd=root)
     secrets = root / ".tether" / "secrets.toml"
-    secrets.write_text(f'[backends.neon]\napi_url = "{fake.url}"\ntimeout_s = 5\n{extra}')
+    secrets.write_text(f'[backends.neon]\napi_url = "{fake.url}"\n{extra}')
     secrets.chmod(0o600)
     return root
 
@@ -244,6 +244,14 @@ def test_endpoint_created_once_under_eight_concurrent_opens(tmp_path, tether, en
     eps = [e for e in fake.endpoints.values() if e["branch_id"] == br.id]
     assert [e["type"] for e in eps] == ["read_write"]
     assert eps[0]["id"] in addresses.pop()
+    # Re-forking the working branch (no pin hangs off it) restores it onto
+    # the pin: uncommitted writes are gone, the branch and endpoint remain.
+    fake.psql(ws, "INSERT INTO t VALUES (4, 'four')")
+    tether("new", "feat", "--eager", "--discard", cwd=ds)
+    assert fake.branch(ws) is br and br.last_reset_at
+    assert fake.psql(ws, "SELECT count(*) FROM t") == [["0"]]
+    assert fake.branch(ws + ".2") is None
+    assert obj_state(tether, ds) == "clean"
 
 
 def test_undo_and_gc_release_pins_leaf_first(tmp_path, tether, env, neon):
@@ -322,7 +330,7 @@ def test_a_slow_operation_is_polled_to_completion(tmp_path, tether, env, neon):
 
 def test_errors_are_named_and_nothing_is_half_recorded(tmp_path, tether, env, neon):
     fake = neon
-    ds = new_dataset(tmp_path / "ds", tether, env, fake)
+    ds = new_dataset(tmp_path / "ds", tether, env, fake, extra="timeout_s = 5\n")
     add(tether, ds)
     # A permanent error names the request and Neon's message.
     fake.fail_next(500, count=1, method="POST", path="/branches")
@@ -437,7 +445,8 @@ def test_against_a_real_neon_project(tmp_path, tether, env):
 
 def test_protected_pins_and_a_stalled_read(tmp_path, tether, env, neon):
     fake = neon
-    ds = new_dataset(tmp_path / "ds", tether, env, fake, extra="protected_pins = true\n")
+    ds = new_dataset(tmp_path / "ds", tether, env, fake,
+                     extra="protected_pins = true\ntimeout_s = 5\n")
     add(tether, ds)
     # A read that stalls past the time limit is retried (nothing to undo).
     fake.stall_next(7, method="GET")
