@@ -46,6 +46,7 @@ def neon(env):
     env["NEON_API_KEY"] = fake.api_key
     try:
         yield fake
+        fake.settle()
         assert fake.violations == [], "\n".join(fake.violations)
     finally:
         fake.close()

@@ -165,6 +165,8 @@ class FakeNeon:
         self.faults: list[dict] = []
         self.stalls: list[float] = []
         self.slow_operations = 0.0
+        self.pending = 0  # requests whose validation has not finished
+        self.validating = threading.Lock()
         self.prefix: list[str] = []
         self.uid = self.gid = None
         if os.geteuid() == 0:
@@ -266,6 +268,16 @@ class FakeNeon:
     def _lsn(text: str) -> int:
         hi, lo = text.split("/")
         return (int(hi, 16) << 32) | int(lo, 16)
+
+    def settle(self, timeout: float = 120.0) -> None:
+        """Wait until every request received so far has been validated."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.pending == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("the fake's validations did not finish")
 
     def close(self) -> None:
         self.server.shutdown()
@@ -574,7 +586,7 @@ class FakeNeon:
                 if stall:
                     time.sleep(stall)
                 with fake.lock:
-                    fake._validate_request(req)
+                    fake.pending += 1
                     body = None
                     try:
                         body = json.loads(raw) if raw else None
@@ -607,19 +619,33 @@ class FakeNeon:
                         status = 500
                         payload = {"code": "INTERNAL", "message": f"fake failure: {exc}"}
                     data = json.dumps(payload).encode() if payload is not None else None
-                    if status != 500 or payload.get("code") != "INTERNAL":
-                        fake._validate_response(req, _Resp(status, data, extra))
-                    else:
-                        fake.violations.append(payload["message"])
-                self.send_response(status)
-                for k, v in extra.items():
-                    self.send_header(k, v)
-                if data is not None:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data or b"")))
-                self.end_headers()
-                if data:
-                    self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    for k, v in extra.items():
+                        self.send_header(k, v)
+                    if data is not None:
+                        self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data or b"")))
+                    self.end_headers()
+                    if data:
+                        self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:
+                    pass  # the client gave up (a timeout test)
+                finally:
+                    # Validated after answering: the spec's first use of an
+                    # operation is slow, and a client's time limit is not the
+                    # validator's.  settle() waits for these.
+                    try:
+                        with fake.validating:
+                            fake._validate_request(req)
+                            if status != 500 or payload.get("code") != "INTERNAL":
+                                fake._validate_response(req, _Resp(status, data, extra))
+                            else:
+                                fake.violations.append(payload["message"])
+                    finally:
+                        with fake.lock:
+                            fake.pending -= 1
 
             do_GET = do_POST = do_PATCH = do_DELETE = _serve
 
