@@ -466,3 +466,24 @@ def test_protected_pins_and_a_stalled_read(tmp_path, tether, env, neon):
     assert fake.branch(second.name) is None and fake.branch(first.name) is not None
     patches = [b for m, p, b in fake.requests if m == "PATCH"]
     assert patches == [{"branch": {"protected": False}}]
+
+
+def test_secrets_never_reach_the_dataset_or_the_journal(tmp_path, tether, env, neon):
+    fake = neon
+    ds = new_dataset(tmp_path / "ds", tether, env, fake)
+    add(tether, ds)
+    tether("commit", "-m", "first", cwd=ds)
+    tether("new", "-b", "feat", cwd=ds)  # lazy: the first writable open forks
+    out = tether("open", "db", "--with-password", cwd=ds)
+    assert neon_fake.PASSWORD in out.stdout and fake.api_key not in out.stdout + out.stderr
+    shown = tether("open", "db", cwd=ds).stdout
+    assert neon_fake.PASSWORD not in shown and ":***@" in shown
+    fake.psql(f"tether.ws.{DS}.feat", "INSERT INTO t VALUES (1, 'x')")
+    tether("commit", "-m", "second", cwd=ds)
+    tether("ops", cwd=ds)
+    history = git("log", "-p", "--all", cwd=ds, env=env)
+    for secret in (fake.api_key, neon_fake.PASSWORD):
+        assert secret not in history
+        for p in (ds / ".tether").rglob("*"):
+            if p.is_file() and p.name != "secrets.toml":
+                assert secret.encode() not in p.read_bytes(), p
