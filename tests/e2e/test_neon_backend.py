@@ -411,6 +411,11 @@ def test_same_manifests_and_pin_ids_as_tether_vcs(tmp_path, tether, ref, env, ne
     m = manifest(theirs, "a")
     assert m["state"]["timeline"] == ws
     assert ref.json("verify", cwd=theirs)["a"]["status"] == "ok"
+    # The pin opens read-only through the same endpoint for both.
+    h_ref = ref.json("open", "a", "-r", "HEAD", cwd=theirs)
+    h_ours = tether.json("open", "a", "-r", "HEAD", cwd=theirs)
+    assert h_ours["address"] == h_ref["address"] and h_ours["key"] == h_ref["key"]
+    assert h_ours["read_only"] is h_ref["read_only"] is True
     # A promote refused the same way.
     ours_p = tether("promote", cwd=theirs, check=False)
     theirs_p = ref("promote", cwd=theirs, check=False)
