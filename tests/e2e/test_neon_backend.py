@@ -233,7 +233,7 @@ def test_endpoint_created_once_under_eight_concurrent_opens(tmp_path, tether, en
     ds = new_dataset(tmp_path / "ds", tether, env, fake)
     add(tether, ds)
     tether("commit", "-m", "first", cwd=ds)
-    tether("new", "-b", "feat", "--eager", cwd=ds)
+    tether("new", "-b", "feat", cwd=ds)  # lazy: the first writable open forks
     ws = f"tether.ws.{DS}.feat"
     with ThreadPoolExecutor(8) as pool:
         outs = list(pool.map(lambda _: tether("open", "db", "--json", cwd=ds, check=False),
@@ -241,6 +241,7 @@ def test_endpoint_created_once_under_eight_concurrent_opens(tmp_path, tether, en
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
     addresses = {json.loads(o.stdout)["address"] for o in outs}
     assert len(addresses) == 1
+    assert [n for n in names(fake) if n.startswith("tether.ws.")] == [ws]  # one fork too
     br = fake.branch(ws)
     eps = [e for e in fake.endpoints.values() if e["branch_id"] == br.id]
     assert [e["type"] for e in eps] == ["read_write"]
