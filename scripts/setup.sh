@@ -138,3 +138,20 @@ if command -v go >/dev/null; then
 else
   say "go not installed: the dolt tests build their test server when they can"
 fi
+
+# --- Neon's published OpenAPI spec, for the neon backend's fake API tests ---
+# The npm package @neondatabase/api-client ships public-v2-for-users.gen.yaml;
+# it is unpacked once per machine (scripts/neon-spec-path.sh says where).
+neon_spec=$(scripts/neon-spec-path.sh)
+neon_ver=$(scripts/neon-spec-path.sh --version)
+if [ ! -f "$neon_spec" ]; then
+  command -v npm >/dev/null || { say "npm is required to fetch Neon's API spec"; exit 1; }
+  say "fetching @neondatabase/api-client $neon_ver (Neon's API spec; once per machine)"
+  neon_tmp=$(mktemp -d)
+  (cd "$neon_tmp" && npm pack -s "@neondatabase/api-client@$neon_ver" >/dev/null && tar xzf ./*.tgz)
+  spec_src=$(find "$neon_tmp/package" -name public-v2-for-users.gen.yaml | head -1)
+  [ -n "$spec_src" ] || { say "public-v2-for-users.gen.yaml not found in the npm package"; exit 1; }
+  mkdir -p "$(dirname "$neon_spec")"
+  cp "$spec_src" "$neon_spec.tmp" && mv "$neon_spec.tmp" "$neon_spec"
+  rm -rf "$neon_tmp"
+fi

@@ -193,6 +193,8 @@ static const struct {
 	{ "iceberg", tt_iceberg_backend_new },
 	/* dolt */
 	{ "dolt", tt_dolt_backend_new },
+	/* neon */
+	{ "neon", tt_neon_backend_new },
 };
 
 void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)

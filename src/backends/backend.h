@@ -318,5 +318,7 @@ int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
 /* dolt: Dolt databases over the MySQL protocol (backends/dolt.c) */
 int tt_dolt_backend_new(tt_backend *b, tt_error *err);
+/* neon: branches through Neon's API v2, state over libpq (backends/neon.c) */
+int tt_neon_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -27,6 +27,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			printf("%s%s", j ? ", " : " ", json_string_value(cap));
 		if (!json_is_true(json_object_get(row, "installed")))
 			printf("  (not built yet)");
+		else if (json_is_string(json_object_get(row, "note")))
+			printf("  (%s)", json_string_value(json_object_get(row, "note")));
 		printf("\n");
 	}
 	json_decref(rows);

@@ -240,6 +240,7 @@ static int dolt_validate(const json_t *loc, const char *checkout, tt_error *err)
 #define TIER_ADDR (TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE)
 
 #define STORAGE_OPTS L("region", "allow_http", "virtual_hosted_style_request", "conditional_put")
+#define NEON_NOTE "tested against a fake of Neon's API built from its published OpenAPI spec, with real PostgreSQL behind it"
 #define NOT_YET "not built into this tether yet: this kind arrives with its own release"
 
 static const tt_kind kinds[] = {
@@ -282,7 +283,7 @@ static const tt_kind kinds[] = {
 	  true, NULL, NONE, NONE, NULL, L("store"), NONE, NONE, L("system", "uri"), NULL },
 	{ "neon", "experimental",
 	  TIER_FORK | TT_CAP_NEEDS_QUIESCENCE | TT_CAP_RETENTION_BOUND | TT_CAP_BRANCH_IS_STORAGE,
-	  false, NOT_YET, NONE, NONE, NULL, NONE, NONE, L("lsn", "timeline"), L("uri", "path"),
+	  true, NEON_NOTE, NONE, NONE, NULL, NONE, NONE, L("lsn", "timeline"), L("uri", "path"),
 	  neon_validate },
 };
 

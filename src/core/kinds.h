@@ -45,7 +45,7 @@ typedef struct tt_kind {
 	const char *maturity;             /* "stable" | "experimental" */
 	unsigned caps;
 	bool built;                       /* a backend is compiled into this tether */
-	const char *not_built_note;       /* why not, when !built */
+	const char *not_built_note;       /* why not, when !built; a caveat `backends` shows, when built */
 	const char *const *local_path_keys;    /* NULL-terminated */
 	const char *const *local_path_prefixes;
 	const char *const *key_suffixes;  /* NULL: the locator is not a path */

@@ -1394,6 +1394,8 @@ static void handle_shape(json_t *h, const char *object)
 		where = json_object_get(h, "identifier"); /* iceberg: the table */
 	if (!json_is_string(where))
 		where = json_object_get(h, "database"); /* dolt */
+	if (!json_is_string(where))
+		where = json_object_get(h, "branch"); /* neon: the branch it opens */
 	json_object_set_new(h, "key", json_is_string(where) ? json_copy(where) : json_string(object));
 	json_object_set_new(h, "object", json_string(object));
 	if (!kind)

@@ -2120,6 +2120,8 @@ static int require_head(tt_repo *repo, const tt_plan_action_view *a, tt_error *e
 		return rc;
 	if (!json_is_object(loc))
 		return tt_error_set(err, TT_ESTALEPLAN, "gc %s: the plan names no locator; re-run the plan", a->key);
+	if ((!expected || json_is_null(expected)) && (b->kind->caps & TT_CAP_BRANCH_IS_STORAGE))
+		return 0; /* the plan read no head on purpose: the branch is the storage (forced) */
 	if (!expected || json_is_null(expected)) {
 		/* The plan could not read the head: if it reads now, review it. */
 		tt_error none = TT_ERROR_INIT;

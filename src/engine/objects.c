@@ -553,8 +553,7 @@ json_t *tt_backends(void)
 		json_array_append_new(rows, json_pack("{s:s,s:b,s:s,s:s,s:o,s:s?}", "kind", kinds[i].name,
 						      "installed", kinds[i].built, "maturity",
 						      kinds[i].maturity, "tier", tt_tier_name(kinds[i].caps),
-						      "capabilities", caps, "note",
-						      kinds[i].built ? NULL : kinds[i].not_built_note));
+						      "capabilities", caps, "note", kinds[i].not_built_note));
 	}
 	return rows;
 }

@@ -728,9 +728,13 @@ TT_TEST(backend_registry_and_caps)
 {
 	tt_error err = TT_ERROR_INIT;
 	tt_backend *b = NULL;
-	CHECK_INT(tt_backend_new(&b, tt_kind_find("neon"), NULL, NULL, NULL, &err), TT_ECAPABILITY);
+	/* every kind of the seed is built now: a kind the registry has no
+	 * backend for, as a newer dataset could name */
+	tt_kind unbuilt = *tt_kind_find("memory");
+	unbuilt.name = "newkind";
+	CHECK_INT(tt_backend_new(&b, &unbuilt, NULL, NULL, NULL, &err), TT_ECAPABILITY);
 	CHECK(b == NULL);
-	CHECK_STR(tt_error_text(&err), "[neon] the neon backend is not built into this tether yet");
+	CHECK_STR(tt_error_text(&err), "[newkind] the newkind backend is not built into this tether yet");
 	tt_error_clear(&err);
 	json_t *config = json_pack("{s:s}", "store", "x");
 	CHECK_OK(tt_backend_new(&b, tt_kind_find("memory"), config, "/cache", "/co", &err));
