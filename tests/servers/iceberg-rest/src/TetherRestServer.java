@@ -1,0 +1,131 @@
+// Test launcher for Apache Iceberg's REST catalog test server (RESTCatalogServlet
+// over a JdbcCatalog), bound to 127.0.0.1 only. Arguments: <port> <warehouse dir> <sqlite file>.
+// Prints "ready <port>" once listening. Files are local (file:// or plain paths).
+// With -Dtether.rest.token=T every request but the token endpoint needs
+// "Authorization: Bearer T" (or the token the endpoint issued for
+// -Dtether.rest.client=ID, which it issues only for -Dtether.rest.secret).
+package org.apache.iceberg.rest;
+
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.File;
+import java.util.EnumSet;
+import java.net.InetSocketAddress;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.iceberg.CatalogUtil;
+import org.apache.iceberg.Files;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.OutputFile;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.servlet.FilterHolder;
+import org.eclipse.jetty.servlet.ServletContextHandler;
+import org.eclipse.jetty.servlet.ServletHolder;
+
+public class TetherRestServer {
+  /** A FileIO on the local file system, for file:// and absolute locations. */
+  public static class LocalIO implements FileIO {
+    public LocalIO() {}
+
+    private static File file(String location) {
+      String p = location;
+      if (p.startsWith("file://")) p = p.substring("file://".length());
+      else if (p.startsWith("file:")) p = p.substring("file:".length());
+      return new File(p);
+    }
+
+    @Override
+    public InputFile newInputFile(String location) {
+      return Files.localInput(file(location));
+    }
+
+    @Override
+    public OutputFile newOutputFile(String location) {
+      File f = file(location);
+      File parent = f.getParentFile();
+      if (parent != null) parent.mkdirs();
+      return Files.localOutput(f);
+    }
+
+    @Override
+    public void deleteFile(String location) {
+      file(location).delete();
+    }
+  }
+
+  /** The bearer-token gate (tests of the client's auth). */
+  public static class Gate implements Filter {
+    private final String token = System.getProperty("tether.rest.token");
+    private final String client = System.getProperty("tether.rest.client");
+    private final String secret = System.getProperty("tether.rest.secret");
+
+    private static void refuse(HttpServletResponse r, String why) throws java.io.IOException {
+      r.setStatus(401);
+      r.setContentType("application/json");
+      r.getWriter().write("{\"error\":{\"message\":\"" + why
+          + "\",\"type\":\"NotAuthorizedException\",\"code\":401}}");
+    }
+
+    @Override
+    public void doFilter(ServletRequest req, ServletResponse resp, FilterChain chain)
+        throws java.io.IOException, jakarta.servlet.ServletException {
+      HttpServletRequest h = (HttpServletRequest) req;
+      HttpServletResponse r = (HttpServletResponse) resp;
+      if (token == null) {
+        chain.doFilter(req, resp);
+        return;
+      }
+      if (h.getRequestURI().endsWith("/oauth/tokens")) {
+        if (secret == null || !secret.equals(h.getParameter("client_secret"))
+            || client == null || !client.equals(h.getParameter("client_id"))) {
+          refuse(r, "bad client credentials");
+          return;
+        }
+        // Answered here: the form parameters read above are gone from the body.
+        r.setContentType("application/json");
+        r.getWriter().write("{\"access_token\":\"client-credentials-token:sub=" + client
+            + "\",\"token_type\":\"Bearer\",\"expires_in\":3600,"
+            + "\"issued_token_type\":\"urn:ietf:params:oauth:token-type:access_token\"}");
+        return;
+      }
+      String auth = h.getHeader("Authorization");
+      String issued = "Bearer client-credentials-token:sub=" + client;
+      if (auth == null || !(auth.equals("Bearer " + token) || (client != null && auth.equals(issued)))) {
+        refuse(r, "not authorized");
+        return;
+      }
+      chain.doFilter(req, resp);
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    int port = Integer.parseInt(args[0]);
+    String warehouse = args[1];
+    String db = args[2];
+    Map<String, String> props = new HashMap<>();
+    props.put("catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog");
+    props.put("uri", "jdbc:sqlite:" + db);
+    props.put("jdbc.schema-version", "V1");
+    props.put("warehouse", warehouse);
+    props.put("io-impl", LocalIO.class.getName());
+    Catalog catalog = CatalogUtil.buildIcebergCatalog("rest_backend", props, null);
+    RESTCatalogServer.CatalogContext ctx = new RESTCatalogServer.CatalogContext(catalog, props);
+    RESTCatalogAdapter adapter = new RESTServerCatalogAdapter(ctx);
+    ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
+    context.addFilter(new FilterHolder(new Gate()), "/*", EnumSet.of(DispatcherType.REQUEST));
+    context.addServlet(new ServletHolder(new RESTCatalogServlet(adapter)), "/*");
+    Server server = new Server(new InetSocketAddress("127.0.0.1", port));
+    server.setHandler(context);
+    server.start();
+    System.out.println("ready " + port);
+    System.out.flush();
+    server.join();
+  }
+}
