@@ -605,11 +605,15 @@ static int table_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_ou
 			break;
 		}
 		free(uri);
-		if (attempt + 1 == COMMIT_ATTEMPTS)
+		if (attempt + 1 == COMMIT_ATTEMPTS) {
+			/* t->meta is the edited copy that lost: callers read the table's */
+			if ((rc = table_load(t, err)) != 0)
+				return rc;
 			return IERR(err, TT_EREFMOVED,
 				    "iceberg table %s moved meanwhile %d times (other writers commit "
 				    "faster); nothing was changed -- run it again",
 				    t->ident, COMMIT_ATTEMPTS);
+		}
 	}
 	if (changed_out)
 		*changed_out = changed;
@@ -693,6 +697,7 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 	if (apply != apply_ref)
 		return IERR(err, TT_ERROR, "iceberg table %s: this change cannot be sent to a REST catalog",
 			    t->ident);
+	bool fresh = true; /* t->meta is the catalog's, not edited by apply */
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
 		tt_iceberg_rest_table rt = { NULL, TT_BUF_INIT };
 		const tt_iceberg_ref *r;
@@ -702,8 +707,9 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 		long long head;
 		unsigned sent = 0;
 
-		if (attempt > 0 && (rc = table_load(t, err)) != 0)
+		if (!fresh && (rc = table_load(t, err)) != 0)
 			return rc;
+		fresh = false;
 		r = tt_iceberg_meta_ref(&t->meta, c->name);
 		had = r != NULL;
 		head = r ? r->snapshot_id : 0;
@@ -745,15 +751,17 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 				return rc;
 			break;
 		}
-		if (sent > 1) {
-			/* Sent again after a transient failure: was the refusal our own write? */
-			if ((rc = table_load(t, err)) != 0)
-				return rc;
-			r = tt_iceberg_meta_ref(&t->meta, c->name);
-			if (c->sid == REMOVE_REF ? !r : (r && r->snapshot_id == c->sid && r->tag == c->tag)) {
-				tt_error_clear(err);
-				break;
-			}
+		/* Refused: read the catalog's metadata again (the edited copy is not
+		 * the table's), and when the commit was sent again after a transient
+		 * failure, see whether the refusal was of our own write. */
+		if ((rc = table_load(t, err)) != 0)
+			return rc;
+		fresh = true;
+		r = tt_iceberg_meta_ref(&t->meta, c->name);
+		if (sent > 1 &&
+		    (c->sid == REMOVE_REF ? !r : (r && r->snapshot_id == c->sid && r->tag == c->tag))) {
+			tt_error_clear(err);
+			break;
 		}
 		if (attempt + 1 == COMMIT_ATTEMPTS)
 			return IERR(err, TT_EREFMOVED,

@@ -162,3 +162,57 @@ def test_a_pin_racing_another_writer_on_the_same_ref(tmp_path, tether, env, rest
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req)
     assert e.value.code == 409  # the contract tether's "moved meanwhile" rests on
+
+
+def _faults(cat: RestCat, **counts: int) -> None:
+    import urllib.parse
+    import urllib.request
+    q = urllib.parse.urlencode(counts)
+    urllib.request.urlopen(urllib.request.Request(f"{cat.rest_uri}/tether-test/faults?{q}",
+                                                  method="POST", data=b""))
+
+
+def test_a_commit_the_catalog_applied_then_failed_is_not_redone(tmp_path, tether, env, rest_server):
+    """The catalog applies the pin's commit and answers 503: the retry is
+    refused (the tag exists now), and tether reads the table again to find
+    its own write rather than report a conflict or pin twice."""
+    cat = RestCat(rest_server)
+    t = make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--table", "ns.t", cwd=ds)
+    _faults(cat, applied503=1)
+    tether("commit", "-m", "first", cwd=ds)
+    tag = manifest(ds, "t")["pin"]["ref"]
+    refs = cat.table("ns.t").refs()
+    assert refs[tag].snapshot_id == t.current_snapshot().snapshot_id
+    assert sorted(refs) == sorted(["main", tag])
+    # The same for a promote: main moved by the first, failed, attempt.
+    tether("new", "-b", "feat", "--eager", cwd=ds)
+    cat.table("ns.t").append(rows(9), branch=f"tether.ws.{DS}.feat")
+    tether("commit", "-m", "fork work", cwd=ds)
+    fork_head = cat.table("ns.t").refs()[f"tether.ws.{DS}.feat"].snapshot_id
+    _faults(cat, applied503=1)
+    out = tether.json("promote", cwd=ds)
+    assert out["fast_forwarded"] == {"t": {"snapshot_id": fork_head}}
+    assert cat.table("ns.t").current_snapshot().snapshot_id == fork_head
+
+
+def test_commit_conflicts_are_retried_then_refused(tmp_path, tether, env, rest_server):
+    """A 409 (another writer's commit landed first) is retried from a fresh
+    read; a catalog that keeps refusing gets 'moved meanwhile', exit 1, and
+    nothing is pinned or committed."""
+    cat = RestCat(rest_server)
+    t = make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--table", "ns.t", cwd=ds)
+    head = git("rev-parse", "HEAD", cwd=ds, env=env)
+    _faults(cat, refused409=100)
+    proc = tether("commit", "-m", "refused", cwd=ds, check=False)
+    assert proc.returncode == 1
+    assert "ns.t" in proc.stderr and "moved meanwhile" in proc.stderr, proc.stderr
+    assert list(cat.table("ns.t").refs()) == ["main"]
+    assert git("rev-parse", "HEAD", cwd=ds, env=env) == head
+    _faults(cat, refused409=2)
+    tether("commit", "-m", "after two conflicts", cwd=ds)
+    tag = manifest(ds, "t")["pin"]["ref"]
+    assert cat.table("ns.t").refs()[tag].snapshot_id == t.current_snapshot().snapshot_id

@@ -4,6 +4,8 @@
 // With -Dtether.rest.token=T every request but the token endpoint needs
 // "Authorization: Bearer T" (or the token the endpoint issued for
 // -Dtether.rest.client=ID, which it issues only for -Dtether.rest.secret).
+// Faults for the client's retry tests: POST /tether-test/faults?applied503=N&refused409=N
+// answers the next N table commits 503 after applying them, or 409 without.
 package org.apache.iceberg.rest;
 
 import jakarta.servlet.Filter;
@@ -15,6 +17,7 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.File;
 import java.util.EnumSet;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.net.InetSocketAddress;
 import java.util.HashMap;
 import java.util.Map;
@@ -73,13 +76,75 @@ public class TetherRestServer {
           + "\",\"type\":\"NotAuthorizedException\",\"code\":401}}");
     }
 
+    private static final AtomicInteger applied503 = new AtomicInteger();
+    private static final AtomicInteger refused409 = new AtomicInteger();
+
+    private static boolean isCommit(HttpServletRequest h) {
+      String[] parts = h.getRequestURI().split("/");
+      // /v1/namespaces/<ns>/tables/<table>
+      return "POST".equals(h.getMethod()) && parts.length == 6 && "tables".equals(parts[4]);
+    }
+
+    private static boolean take(AtomicInteger n) {
+      return n.getAndUpdate(v -> v > 0 ? v - 1 : 0) > 0;
+    }
+
+    private static void answer(HttpServletResponse r, int status, String type, String msg)
+        throws java.io.IOException {
+      r.setStatus(status);
+      r.setContentType("application/json");
+      r.getWriter().write("{\"error\":{\"message\":\"" + msg + "\",\"type\":\"" + type
+          + "\",\"code\":" + status + "}}");
+    }
+
+    /** Runs the request into a throwaway response (the commit applies; its answer is dropped). */
+    private static void swallow(ServletRequest req, HttpServletResponse r, FilterChain chain)
+        throws java.io.IOException, jakarta.servlet.ServletException {
+      java.io.StringWriter sink = new java.io.StringWriter();
+      java.io.PrintWriter pw = new java.io.PrintWriter(sink);
+      jakarta.servlet.http.HttpServletResponseWrapper w =
+          new jakarta.servlet.http.HttpServletResponseWrapper(r) {
+            @Override public java.io.PrintWriter getWriter() { return pw; }
+            @Override public void setStatus(int sc) {}
+            @Override public void setContentType(String t) {}
+            @Override public void setHeader(String n, String v) {}
+            @Override public void addHeader(String n, String v) {}
+          };
+      chain.doFilter(req, w);
+    }
+
+    private void faults(ServletRequest req, ServletResponse resp, FilterChain chain)
+        throws java.io.IOException, jakarta.servlet.ServletException {
+      HttpServletRequest h = (HttpServletRequest) req;
+      HttpServletResponse r = (HttpServletResponse) resp;
+      if (h.getRequestURI().equals("/tether-test/faults")) {
+        if (h.getParameter("applied503") != null)
+          applied503.set(Integer.parseInt(h.getParameter("applied503")));
+        if (h.getParameter("refused409") != null)
+          refused409.set(Integer.parseInt(h.getParameter("refused409")));
+        r.setContentType("application/json");
+        r.getWriter().write("{}");
+        return;
+      }
+      if (isCommit(h) && take(refused409)) {
+        answer(r, 409, "CommitFailedException", "Requirement failed: injected conflict");
+        return;
+      }
+      if (isCommit(h) && take(applied503)) {
+        swallow(req, r, chain);
+        answer(r, 503, "ServiceUnavailableException", "injected failure after the commit");
+        return;
+      }
+      chain.doFilter(req, resp);
+    }
+
     @Override
     public void doFilter(ServletRequest req, ServletResponse resp, FilterChain chain)
         throws java.io.IOException, jakarta.servlet.ServletException {
       HttpServletRequest h = (HttpServletRequest) req;
       HttpServletResponse r = (HttpServletResponse) resp;
-      if (token == null) {
-        chain.doFilter(req, resp);
+      if (token == null || h.getRequestURI().startsWith("/tether-test/")) {
+        faults(req, resp, chain);
         return;
       }
       if (h.getRequestURI().endsWith("/oauth/tokens")) {
@@ -101,7 +166,7 @@ public class TetherRestServer {
         refuse(r, "not authorized");
         return;
       }
-      chain.doFilter(req, resp);
+      faults(req, resp, chain);
     }
   }
 
