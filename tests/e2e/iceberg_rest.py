@@ -50,7 +50,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(base: Path) -> RestServer:
+def start_server(base: Path, props: dict[str, str] | None = None) -> RestServer:
     d = server_dir()
     if not (d / "classes" / "org" / "apache" / "iceberg" / "rest" / "TetherRestServer.class").exists():
         msg = f"the Iceberg REST server is not installed ({d}); run scripts/setup.sh"
@@ -66,7 +66,8 @@ def start_server(base: Path) -> RestServer:
     log = base / "server.log"
     proc = subprocess.Popen(
         [java, "-Xmx512m", f"-Dtether.rest.token={TOKEN}", f"-Dtether.rest.client={CLIENT}",
-         f"-Dtether.rest.secret={SECRET}", "-cp", f"{d / 'classes'}:{d / 'lib'}/*",
+         f"-Dtether.rest.secret={SECRET}",
+         *(f"-Dtether.rest.{k}={v}" for k, v in (props or {}).items()), "-cp", f"{d / 'classes'}:{d / 'lib'}/*",
          "org.apache.iceberg.rest.TetherRestServer", str(port), str(warehouse), str(base / "catalog.db")],
         stdout=open(log, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

@@ -216,3 +216,66 @@ def test_commit_conflicts_are_retried_then_refused(tmp_path, tether, env, rest_s
     tether("commit", "-m", "after two conflicts", cwd=ds)
     tag = manifest(ds, "t")["pin"]["ref"]
     assert cat.table("ns.t").refs()[tag].snapshot_id == t.current_snapshot().snapshot_id
+
+
+def test_the_config_prefix_and_a_nested_namespace(tmp_path, tether, env):
+    """The server's /v1/config overrides the prefix; it serves tables only
+    under /v1/<prefix>/, so pinning, forking and promoting work only if the
+    prefix is followed; a.b.t is sent as the namespace a\\x1fb."""
+    base = tmp_path / "rest"
+    base.mkdir()
+    s = start_server(base, {"prefix": "wh-1"})
+    try:
+        cat = RestCat(s)
+        c = cat.load()
+        c.create_namespace(("a",))
+        c.create_namespace(("a", "b"))
+        t = c.create_table("a.b.t", schema=SCHEMA)
+        t.append(rows(1, 2))
+        ds = new_dataset(tmp_path / "ds", tether, env, cat)
+        tether("add", "t", "--kind", "iceberg", "--table", "a.b.t", cwd=ds)
+        tether("commit", "-m", "first", cwd=ds)
+        m = manifest(ds, "t")
+        t = cat.table("a.b.t")
+        assert t.refs()[m["pin"]["ref"]].snapshot_id == t.current_snapshot().snapshot_id
+        tether("new", "-b", "feat", "--eager", cwd=ds)
+        t.append(rows(3), branch=f"tether.ws.{DS}.feat")
+        tether("commit", "-m", "fork work", cwd=ds)
+        tether("promote", cwd=ds)
+        t = cat.table("a.b.t")
+        assert ids_at(t, t.current_snapshot().snapshot_id) == [1, 2, 3]
+    finally:
+        stop_server(s)
+
+
+def test_broken_metadata_and_a_location_outside_the_warehouse(tmp_path, tether, env, rest_server):
+    """The catalog (its JDBC table edited behind its back) points at a
+    metadata file outside the warehouse: refused naming the table; a load
+    answer with malformed metadata: a clear error naming the table."""
+    import sqlite3
+    cat = RestCat(rest_server)
+    t = make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--table", "ns.t", cwd=ds)
+    head = git("rev-parse", "HEAD", cwd=ds, env=env)
+    meta = Path(t.metadata_location.removeprefix("file://"))
+    outside = tmp_path / "elsewhere" / meta.name
+    outside.parent.mkdir()
+    outside.write_bytes(meta.read_bytes())
+    db = sqlite3.connect(rest_server.warehouse.parent / "catalog.db")
+    db.execute("UPDATE iceberg_tables SET metadata_location = ?", (str(outside),))
+    db.commit()
+    proc = tether("commit", "-m", "outside", cwd=ds, check=False)
+    assert proc.returncode == 1
+    assert "ns.t" in proc.stderr and "outside the catalog's warehouse" in proc.stderr, proc.stderr
+    assert git("rev-parse", "HEAD", cwd=ds, env=env) == head
+    db.execute("UPDATE iceberg_tables SET metadata_location = ?", (str(meta),))
+    db.commit()
+    db.close()
+    _faults(cat, garbled=1)
+    proc = tether("commit", "-m", "garbled", cwd=ds, check=False)
+    assert proc.returncode == 1
+    assert "ns.t" in proc.stderr and "garbled.metadata.json" in proc.stderr, proc.stderr
+    assert git("rev-parse", "HEAD", cwd=ds, env=env) == head
+    tether("commit", "-m", "fine again", cwd=ds)
+    assert sorted(cat.table("ns.t").refs()) == sorted(["main", manifest(ds, "t")["pin"]["ref"]])

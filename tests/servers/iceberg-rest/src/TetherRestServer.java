@@ -5,7 +5,10 @@
 // "Authorization: Bearer T" (or the token the endpoint issued for
 // -Dtether.rest.client=ID, which it issues only for -Dtether.rest.secret).
 // Faults for the client's retry tests: POST /tether-test/faults?applied503=N&refused409=N
-// answers the next N table commits 503 after applying them, or 409 without.
+// answers the next N table commits 503 after applying them, or 409 without;
+// garbled=N answers the next N table loads with malformed metadata.
+// With -Dtether.rest.prefix=P the config answers {"overrides": {"prefix": P}} and
+// only /v1/P/... is served (as /v1/...).
 package org.apache.iceberg.rest;
 
 import jakarta.servlet.Filter;
@@ -78,6 +81,7 @@ public class TetherRestServer {
 
     private static final AtomicInteger applied503 = new AtomicInteger();
     private static final AtomicInteger refused409 = new AtomicInteger();
+    private static final AtomicInteger garbled = new AtomicInteger();
 
     private static boolean isCommit(HttpServletRequest h) {
       String[] parts = h.getRequestURI().split("/");
@@ -113,17 +117,47 @@ public class TetherRestServer {
       chain.doFilter(req, w);
     }
 
+    private final String prefix = System.getProperty("tether.rest.prefix");
+
     private void faults(ServletRequest req, ServletResponse resp, FilterChain chain)
         throws java.io.IOException, jakarta.servlet.ServletException {
       HttpServletRequest h = (HttpServletRequest) req;
       HttpServletResponse r = (HttpServletResponse) resp;
+      if (prefix != null && !h.getRequestURI().startsWith("/tether-test/")) {
+        String uri = h.getRequestURI();
+        if (uri.equals("/v1/config")) {
+          r.setContentType("application/json");
+          r.getWriter().write("{\"defaults\":{},\"overrides\":{\"prefix\":\"" + prefix + "\"}}");
+          return;
+        }
+        String mine = "/v1/" + prefix + "/";
+        if (!uri.startsWith(mine)) {
+          answer(r, 404, "NotFoundException", "no such route without the prefix: " + uri);
+          return;
+        }
+        final String bare = "/v1/" + uri.substring(mine.length());
+        h = new jakarta.servlet.http.HttpServletRequestWrapper(h) {
+          @Override public String getRequestURI() { return bare; }
+        };
+        req = h;
+      }
       if (h.getRequestURI().equals("/tether-test/faults")) {
         if (h.getParameter("applied503") != null)
           applied503.set(Integer.parseInt(h.getParameter("applied503")));
         if (h.getParameter("refused409") != null)
           refused409.set(Integer.parseInt(h.getParameter("refused409")));
+        if (h.getParameter("garbled") != null)
+          garbled.set(Integer.parseInt(h.getParameter("garbled")));
         r.setContentType("application/json");
         r.getWriter().write("{}");
+        return;
+      }
+      String[] parts = h.getRequestURI().split("/");
+      if ("GET".equals(h.getMethod()) && parts.length == 6 && "tables".equals(parts[4])
+          && take(garbled)) {
+        r.setContentType("application/json");
+        r.getWriter().write("{\"metadata-location\":\"garbled.metadata.json\","
+            + "\"metadata\":{\"format-version\":2,\"snapshots\":\"nope\"}}");
         return;
       }
       if (isCommit(h) && take(refused409)) {
