@@ -279,3 +279,21 @@ def test_broken_metadata_and_a_location_outside_the_warehouse(tmp_path, tether, 
     assert git("rev-parse", "HEAD", cwd=ds, env=env) == head
     tether("commit", "-m", "fine again", cwd=ds)
     assert sorted(cat.table("ns.t").refs()) == sorted(["main", manifest(ds, "t")["pin"]["ref"]])
+
+
+def test_an_expired_oauth2_token_is_fetched_again(tmp_path, tether, env, rest_server):
+    """The catalog refuses the token it issued (401, as when it expires):
+    tether asks the token endpoint again once and goes on."""
+    cat = RestCat(rest_server, auth="credential")
+    t = make_table(cat)
+    ds = new_dataset(tmp_path / "ds", tether, env, cat)
+    tether("add", "t", "--kind", "iceberg", "--table", "ns.t", cwd=ds)
+    _faults(cat, expired=1)
+    tether("commit", "-m", "first", cwd=ds)
+    tag = manifest(ds, "t")["pin"]["ref"]
+    assert cat.table("ns.t").refs()[tag].snapshot_id == t.current_snapshot().snapshot_id
+    # Refused again right after a fresh token: an error, not a loop.
+    _faults(cat, expired=10)
+    proc = tether("verify", cwd=ds, check=False)
+    assert proc.returncode == 1 and "401" in proc.stdout + proc.stderr
+    _faults(cat, expired=0)

@@ -6,7 +6,8 @@
 // -Dtether.rest.client=ID, which it issues only for -Dtether.rest.secret).
 // Faults for the client's retry tests: POST /tether-test/faults?applied503=N&refused409=N
 // answers the next N table commits 503 after applying them, or 409 without;
-// garbled=N answers the next N table loads with malformed metadata.
+// garbled=N answers the next N table loads with malformed metadata; expired=N
+// refuses the token the endpoint issued on the next N requests (401), as if it expired.
 // With -Dtether.rest.prefix=P the config answers {"overrides": {"prefix": P}} and
 // only /v1/P/... is served (as /v1/...).
 package org.apache.iceberg.rest;
@@ -82,6 +83,7 @@ public class TetherRestServer {
     private static final AtomicInteger applied503 = new AtomicInteger();
     private static final AtomicInteger refused409 = new AtomicInteger();
     private static final AtomicInteger garbled = new AtomicInteger();
+    private static final AtomicInteger expired = new AtomicInteger();
 
     private static boolean isCommit(HttpServletRequest h) {
       String[] parts = h.getRequestURI().split("/");
@@ -146,6 +148,8 @@ public class TetherRestServer {
           applied503.set(Integer.parseInt(h.getParameter("applied503")));
         if (h.getParameter("refused409") != null)
           refused409.set(Integer.parseInt(h.getParameter("refused409")));
+        if (h.getParameter("expired") != null)
+          expired.set(Integer.parseInt(h.getParameter("expired")));
         if (h.getParameter("garbled") != null)
           garbled.set(Integer.parseInt(h.getParameter("garbled")));
         r.setContentType("application/json");
@@ -198,6 +202,10 @@ public class TetherRestServer {
       String issued = "Bearer client-credentials-token:sub=" + client;
       if (auth == null || !(auth.equals("Bearer " + token) || (client != null && auth.equals(issued)))) {
         refuse(r, "not authorized");
+        return;
+      }
+      if (auth.equals(issued) && take(expired)) {
+        refuse(r, "token expired");
         return;
       }
       faults(req, resp, chain);
