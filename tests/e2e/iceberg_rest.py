@@ -1,6 +1,6 @@
 """Apache Iceberg's own REST catalog server for the iceberg REST tests.
 
-`iceberg_rest` starts the iceberg-open-api test server (a JDBC catalog on
+`rest_server` starts the iceberg-open-api test server (a JDBC catalog on
 SQLite behind the REST routes) through the launcher in
 tests/servers/iceberg-rest, bound to 127.0.0.1 on a free port, with its
 warehouse in a temporary directory (file://), and waits for /v1/config.
@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -96,10 +95,14 @@ def stop_server(s: RestServer) -> None:
         s.proc.wait()
 
 
-@pytest.fixture(scope="session")
-def iceberg_rest():
-    base = Path(tempfile.mkdtemp(prefix="tether-iceberg-rest-"))
+@pytest.fixture
+def rest_server(tmp_path):
+    """A fresh server per test (its fault counters and tables are the
+    test's own), warehouse under tmp_path/rest, linked as tmp_path/warehouse
+    where the shared iceberg scenarios look for metadata files."""
+    base = tmp_path / "rest"
+    base.mkdir()
     s = start_server(base)
+    (tmp_path / "warehouse").symlink_to(s.warehouse)
     yield s
     stop_server(s)
-    shutil.rmtree(base, ignore_errors=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from iceberg_rest import CLIENT, SECRET, TOKEN, start_server, stop_server
+from iceberg_rest import CLIENT, SECRET, TOKEN, rest_server, start_server, stop_server  # noqa: F401
 from test_iceberg_backend import (  # noqa: F401  (the scenarios, collected again here)
     DS, SCHEMA, ancestry, ids_at, make_table, manifest, new_dataset, rows,
     test_a_promote_whose_base_moved_meanwhile_is_refused, test_at_pick_and_pin_record,
@@ -57,17 +57,6 @@ class RestCat:
 
     def table(self, ident: str):
         return self.load().load_table(ident)
-
-
-@pytest.fixture
-def rest_server(tmp_path):
-    base = tmp_path / "rest"
-    base.mkdir()
-    s = start_server(base)
-    # The scenarios look for metadata under tmp_path/warehouse.
-    (tmp_path / "warehouse").symlink_to(s.warehouse)
-    yield s
-    stop_server(s)
 
 
 @pytest.fixture
