@@ -133,6 +133,7 @@ done
 # Installed once per machine into ${XDG_CACHE_HOME:-~/.cache}/tether-tools/iceberg-rest-<version>.
 if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
   say "installing a JDK and Maven for the Iceberg REST server"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
 fi
