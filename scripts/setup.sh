@@ -155,3 +155,15 @@ if [ ! -f "$neon_spec" ]; then
   cp "$spec_src" "$neon_spec.tmp" && mv "$neon_spec.tmp" "$neon_spec"
   rm -rf "$neon_tmp"
 fi
+
+# --- Iceberg REST catalog server for the iceberg REST tests (Maven + a JDK) ---
+# Installed once per machine into ${XDG_CACHE_HOME:-~/.cache}/tether-tools/iceberg-rest-<version>.
+if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
+  say "installing a JDK and Maven for the Iceberg REST server"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+if ! scripts/iceberg-rest.sh install; then
+  say "could not install the Iceberg REST server (needs mvn and a JDK)"; exit 1
+fi

@@ -35,6 +35,7 @@
 
 #include "backends/backend.h"
 #include "backends/iceberg_meta.h"
+#include "backends/iceberg_rest.h"
 #include "core/ids.h"
 #include "core/pyvalue.h"
 #include "core/secrets.h"
@@ -192,6 +193,7 @@ typedef struct ib_table {
 	json_t *props;
 	char *warehouse;      /* local path, or NULL */
 	tt_db *db;
+	tt_iceberg_rest *rest; /* a REST catalog (then db is NULL) */
 	bool typed;           /* iceberg_tables has iceberg_type (pyiceberg's "v1" schema) */
 	char *location;       /* metadata_location as the catalog holds it */
 	tt_iceberg_meta meta;
@@ -205,6 +207,7 @@ static void table_release(ib_table *t)
 	json_decref(t->props);
 	free(t->warehouse);
 	tt_db_close(t->db);
+	tt_iceberg_rest_close(t->rest);
 	free(t->location);
 	tt_iceberg_meta_release(&t->meta);
 	memset(t, 0, sizeof *t);
@@ -259,6 +262,22 @@ static int split_ident(ib_table *t, tt_error *err)
 	return t->ns && t->name ? 0 : IOOM(err);
 }
 
+/* A REST catalog: its config read and the client authenticated.  Its
+ * warehouse may be a name the server knows rather than a path: only a local
+ * one bounds where metadata may live. */
+static int rest_connect(ib_table *t, const char *uri, tt_error *err)
+{
+	const char *wh = str_of(t->props, "warehouse");
+	if (!uri)
+		return IERR(err, TT_ECONFIG,
+			    "iceberg REST catalog '%s' for %s has no uri; set catalog.uri "
+			    "(http(s)://...) in .tether/secrets.toml under [backends.iceberg]",
+			    t->catalog_name, t->ident);
+	if (wh && (strncmp(wh, "file:", 5) == 0 || wh[0] == '/'))
+		t->warehouse = local_path(wh);
+	return tt_iceberg_rest_open(t->props, t->ident, &t->rest, err);
+}
+
 static int table_connect(tt_backend *b, const json_t *loc, ib_table *t, tt_error *err)
 {
 	const char *type, *uri, *wh;
@@ -282,10 +301,13 @@ static int table_connect(tt_backend *b, const json_t *loc, ib_table *t, tt_error
 			    "catalog = { type = \"sql\", uri = \"sqlite:///...\" } under [backends.iceberg] "
 			    "in .tether/secrets.toml",
 			    t->catalog_name, t->ident);
+	if (strcmp(type, "rest") == 0)
+		return rest_connect(t, uri, err);
 	if (strcmp(type, "sql") != 0)
 		return IERR(err, TT_ECAPABILITY,
 			    "iceberg catalog type '%s' (for %s) is not supported by this tether yet; "
-			    "use a SQL catalog (type = \"sql\") on SQLite or PostgreSQL",
+			    "use a SQL catalog (type = \"sql\") on SQLite or PostgreSQL, or a REST "
+			    "catalog (type = \"rest\")",
 			    type, t->ident);
 	if (!uri)
 		return IERR(err, TT_ECONFIG,
@@ -320,6 +342,47 @@ static int table_connect(tt_backend *b, const json_t *loc, ib_table *t, tt_error
 	return 0;
 }
 
+/* Take a REST catalog's table (loaded, or the answer to a commit; NULL:
+ * load it now) as the table's location and metadata. */
+static int rest_load(ib_table *t, tt_iceberg_rest_table *given, tt_error *err)
+{
+	tt_iceberg_rest_table got = { NULL, TT_BUF_INIT };
+	tt_iceberg_rest_table *rt = given ? given : &got;
+	char *path = NULL, *what = NULL;
+	tt_iceberg_meta meta;
+	int rc = 0;
+
+	if (!given && (rc = tt_iceberg_rest_load(t->rest, t->ns, t->name, t->ident, &got, err)) != 0)
+		goto done;
+	if (t->warehouse && (path = local_path(rt->location)) && !under(path, t->warehouse)) {
+		rc = IERR(err, TT_EBACKEND,
+			  "iceberg table %s: metadata location %s is outside the catalog's warehouse %s; "
+			  "refusing to read or write there (check the catalog entry and catalog.warehouse)",
+			  t->ident, rt->location, t->warehouse);
+		goto done;
+	}
+	if (!(what = tt_asprintf("iceberg table %s metadata %s", t->ident, rt->location))) {
+		rc = IOOM(err);
+		goto done;
+	}
+	memset(&meta, 0, sizeof meta);
+	if ((rc = tt_iceberg_meta_parse(rt->metadata.ptr, rt->metadata.len, what, &meta, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	free(t->location);
+	tt_iceberg_meta_release(&t->meta);
+	t->meta = meta;
+	t->location = rt->location;
+	rt->location = NULL;
+	t->loaded = true;
+done:
+	tt_iceberg_rest_table_release(&got);
+	free(path);
+	free(what);
+	return rc;
+}
+
 /* Read the table's catalog row and its metadata file. */
 static int table_load(ib_table *t, tt_error *err)
 {
@@ -334,6 +397,8 @@ static int table_load(ib_table *t, tt_error *err)
 	t->location = NULL;
 	tt_iceberg_meta_release(&t->meta);
 	t->loaded = false;
+	if (t->rest)
+		return rest_load(t, NULL, err);
 	rc = tt_db_query(t->db,
 			 t->typed ? "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 "
 				    "AND table_namespace = $2 AND table_name = $3 AND "
@@ -506,10 +571,14 @@ static int swap_location(ib_table *t, const char *next, bool *won, tt_error *err
 /* Apply a change as one catalog commit: on fresh metadata, checking its
  * requirement there; retried from a fresh read when another writer's commit
  * lands in between.  *changed false: nothing needed writing. */
+static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out, tt_error *err);
+
 static int table_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out, tt_error *err)
 {
 	bool changed = false;
 	int rc = 0;
+	if (t->rest)
+		return rest_commit(t, apply, ctx, changed_out, err);
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
 		char *uri = NULL, *path = NULL;
 		bool won = false;
@@ -536,11 +605,15 @@ static int table_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_ou
 			break;
 		}
 		free(uri);
-		if (attempt + 1 == COMMIT_ATTEMPTS)
+		if (attempt + 1 == COMMIT_ATTEMPTS) {
+			/* t->meta is the edited copy that lost: callers read the table's */
+			if ((rc = table_load(t, err)) != 0)
+				return rc;
 			return IERR(err, TT_EREFMOVED,
 				    "iceberg table %s moved meanwhile %d times (other writers commit "
 				    "faster); nothing was changed -- run it again",
 				    t->ident, COMMIT_ATTEMPTS);
+		}
 	}
 	if (changed_out)
 		*changed_out = changed;
@@ -590,6 +663,116 @@ static int apply_ref(ib_table *t, void *ctx, const char *prev, bool *changed, tt
 		tt_error_object(err, NULL, KIND);
 	}
 	return rc;
+}
+
+/* The REST path of table_commit: the change applied to the metadata read
+ * (checking its requirement there, as on SQL), then sent as one commit
+ * whose requirements are the table's uuid and the ref at the head read
+ * (assert-ref-snapshot-id) and whose update is the ref move; a 409 means
+ * another writer moved that ref first: read again and check afresh.  A
+ * commit that was retried and then refused may have been refused its own
+ * write: a fresh read tells. */
+static json_t *ref_update(const ref_change *c, const json_t *old)
+{
+	static const char *const keep[] = { "max-ref-age-ms", "max-snapshot-age-ms",
+					    "min-snapshots-to-keep", NULL };
+	json_t *u;
+	if (c->sid == REMOVE_REF)
+		return json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name", c->name);
+	u = json_pack("{s:s, s:s, s:I, s:s}", "action", "set-snapshot-ref", "ref-name", c->name,
+		      "snapshot-id", (json_int_t)c->sid, "type", c->tag ? "tag" : "branch");
+	for (const char *const *k = keep; u && old && *k; k++) {
+		json_t *v = json_object_get(old, *k);
+		if (json_is_integer(v))
+			json_object_set(u, *k, v);
+	}
+	return u;
+}
+
+static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out, tt_error *err)
+{
+	ref_change *c = ctx;
+	bool changed = false;
+	int rc = 0;
+	if (apply != apply_ref)
+		return IERR(err, TT_ERROR, "iceberg table %s: this change cannot be sent to a REST catalog",
+			    t->ident);
+	bool fresh = true; /* t->meta is the catalog's, not edited by apply */
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+		tt_iceberg_rest_table rt = { NULL, TT_BUF_INIT };
+		const tt_iceberg_ref *r;
+		json_t *old, *req = NULL, *upd = NULL, *u;
+		char *uuid;
+		bool had, conflict = false;
+		long long head;
+		unsigned sent = 0;
+
+		if (!fresh && (rc = table_load(t, err)) != 0)
+			return rc;
+		fresh = false;
+		r = tt_iceberg_meta_ref(&t->meta, c->name);
+		had = r != NULL;
+		head = r ? r->snapshot_id : 0;
+		old = json_object_get(json_object_get(t->meta.doc, "refs"), c->name);
+		old = old ? json_deep_copy(old) : NULL;
+		uuid = t->meta.uuid ? tt_strdup(t->meta.uuid) : NULL;
+		if ((rc = apply(t, ctx, t->location, &changed, err)) != 0 || !changed) {
+			json_decref(old);
+			free(uuid);
+			if (rc)
+				return rc;
+			break;
+		}
+		req = json_array();
+		upd = json_array();
+		u = ref_update(c, old);
+		json_decref(old);
+		if (!req || !upd || !u || (uuid && json_array_append_new(req, json_pack("{s:s, s:s}", "type",
+			"assert-table-uuid", "uuid", uuid)) != 0) ||
+		    json_array_append_new(req, json_pack("{s:s, s:s, s:o}", "type", "assert-ref-snapshot-id",
+			"ref", c->name, "snapshot-id", had ? json_integer(head) : json_null())) != 0 ||
+		    json_array_append_new(upd, u) != 0) {
+			json_decref(req);
+			json_decref(upd);
+			free(uuid);
+			return IOOM(err);
+		}
+		free(uuid);
+		rc = tt_iceberg_rest_commit(t->rest, t->ns, t->name, t->ident, req, upd, &conflict, &sent,
+					    &rt, err);
+		json_decref(req);
+		json_decref(upd);
+		if (rc)
+			return rc;
+		if (!conflict) {
+			rc = rest_load(t, &rt, err);
+			tt_iceberg_rest_table_release(&rt);
+			if (rc)
+				return rc;
+			break;
+		}
+		/* Refused: read the catalog's metadata again (the edited copy is not
+		 * the table's), and when the commit was sent again after a transient
+		 * failure, see whether the refusal was of our own write. */
+		if ((rc = table_load(t, err)) != 0)
+			return rc;
+		fresh = true;
+		r = tt_iceberg_meta_ref(&t->meta, c->name);
+		if (sent > 1 &&
+		    (c->sid == REMOVE_REF ? !r : (r && r->snapshot_id == c->sid && r->tag == c->tag))) {
+			tt_error_clear(err);
+			break;
+		}
+		if (attempt + 1 == COMMIT_ATTEMPTS)
+			return IERR(err, TT_EREFMOVED,
+				    "iceberg table %s moved meanwhile %d times (other writers commit "
+				    "faster); nothing was changed -- run it again",
+				    t->ident, COMMIT_ATTEMPTS);
+		tt_error_clear(err);
+	}
+	if (changed_out)
+		*changed_out = changed;
+	return 0;
 }
 
 /* --- resolving ------------------------------------------------------------------ */
