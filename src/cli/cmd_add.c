@@ -203,9 +203,13 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		cli_note("the dolt backend is experimental: CI tests it against a test server (go-mysql-server "
 			 "with Dolt's versioning SQL), not a real dolt sql-server; docs/backend-dolt.md says how "
 			 "to run the suite against one (`tether backends`)");
+	else if (json_is_true(json_object_get(out, "experimental")) && kind->not_built_note)
+		/* neon: what it is tested against */
+		cli_note("the %s backend is %s: %s (`tether backends`)", kind->name, kind->maturity,
+			 kind->not_built_note);
 	else if (json_is_true(json_object_get(out, "experimental")))
-		cli_note("the %s backend is %s: tested against a fake of the service, not the service "
-			 "itself (`tether backends`)", kind->name, kind->maturity);
+		cli_note("the %s backend is %s (`tether backends`; docs/backend-%s.md says what it is "
+			 "tested against)", kind->name, kind->maturity, kind->name);
 done:
 	json_decref(loc);
 	json_decref(out);
