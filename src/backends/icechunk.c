@@ -1243,6 +1243,48 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	return rc;
 }
 
+/* A spec-1 ref replaced only while it still has the ETag read with it
+ * (remote stores): TT_EREFMOVED when someone moved it in between. */
+static int v1_write_ref_if(view *v, const char *kind, const char *name, const char *sid,
+			   const char *etag, tt_error *err)
+{
+	char *key = ref_key(kind, name, "ref.json");
+	char body[64];
+	int rc;
+	if (!key)
+		return ioom(err);
+	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
+	rc = remote_replace_if(&v->store, key, etag, body, strlen(body), err);
+	if (rc)
+		tt_error_object(err, NULL, KIND);
+	free(key);
+	return rc;
+}
+
+/* A branch head and the ETag of its ref.json (spec 1, remote). */
+static int v1_head_tagged(view *v, const char *name, char sid[IC_ID_CHARS + 1], char **etag,
+			  tt_error *err)
+{
+	int rc = lookup_branch(v, name, sid, err);
+	*etag = NULL;
+	if (rc == 0 && !(*etag = tt_strdup(v->store.etag ? v->store.etag : "")))
+		rc = ioom(err);
+	return rc;
+}
+
+/* TT_EREFMOVED for a conditional write another writer beat: where the
+ * branch is now (read again), and the head that was expected. */
+static int moved_meanwhile(view *v, const char *what, const char *branch, const char *want,
+			   tt_error *err)
+{
+	char now[IC_ID_CHARS + 1];
+	tt_error quiet = TT_ERROR_INIT;
+	bool found = lookup_branch(v, branch, now, &quiet) == 0;
+	tt_error_clear(&quiet);
+	return ierr(err, TT_EREFMOVED, "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
+		    what, branch, found ? now : "something else", want);
+}
+
 typedef struct pin_ctx {
 	const char *pin_id, *sid;
 	char ref[96];
@@ -1671,6 +1713,28 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 		goto done;
 	}
+	if (expected && expected->kind == TT_EXPECT_STATE && v.store.remote) {
+		/* the ref moves from the reviewed head or not at all (If-Match) */
+		const json_t *e = json_object_get(expected->state, "snapshot_id");
+		const char *want = json_is_string(e) ? json_string_value(e) : "";
+		char *etag = NULL;
+		rc = v1_head_tagged(&v, name, head, &etag, err);
+		if (rc && rc != TT_ENOTFOUND)
+			goto done;
+		if (rc == TT_ENOTFOUND || strcmp(head, want) != 0) {
+			rc = ierr(err, TT_EREFMOVED,
+				  "fork: %s moved meanwhile: it is at %s, expected %s; review it again", name,
+				  rc == TT_ENOTFOUND ? "nothing" : head, want);
+		} else if (strcmp(head, sid) != 0) {
+			rc = v1_write_ref_if(&v, "branch", name, sid, etag, err);
+			if (rc == TT_EREFMOVED) {
+				tt_error_clear(err);
+				rc = moved_meanwhile(&v, "fork", name, want, err);
+			}
+		}
+		free(etag);
+		goto done;
+	}
 	if (expected && expected->kind == TT_EXPECT_STATE) {
 		/* No compare-and-swap on local storage: compare just before the move. */
 		if ((rc = tt_check_expected(b, loc, name, expected, err)) != 0)
@@ -1880,6 +1944,25 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			json_decref(hs);
 			if (rc == 1)
 				rc = 0;
+			if (rc)
+				goto done;
+			goto moved;
+		}
+		if (v.store.remote) {
+			/* If-Match on the ref the ancestry was checked against */
+			char was[IC_ID_CHARS + 1], *etag = NULL;
+			memcpy(was, head, sizeof was);
+			rc = v1_head_tagged(&v, base, head, &etag, err);
+			if (rc == 0 && strcmp(head, was) != 0)
+				rc = ierr(err, TT_EREFMOVED,
+					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
+					  head, was);
+			if (rc == 0 && (rc = v1_write_ref_if(&v, "branch", base, target, etag, err)) ==
+					       TT_EREFMOVED) {
+				tt_error_clear(err);
+				rc = moved_meanwhile(&v, "promote", base, was, err);
+			}
+			free(etag);
 			if (rc)
 				goto done;
 			goto moved;

@@ -207,12 +207,15 @@ def test_icechunk_add_create_on_s3(s3, ic2, tether, tmp_path):
     assert "testing" not in out
 
 
-def test_racing_conditional_forks_on_s3_exactly_one_wins(s3, ic2, tmp_path):
+@pytest.mark.parametrize("spec", [2, 1])
+def test_racing_conditional_forks_on_s3_exactly_one_wins(s3, request, tmp_path, spec):
     """Eight processes each move branch `feat` from the head they all read
-    onto a different snapshot: the If-Match on the repo file lets exactly
-    one through; the others say the branch moved meanwhile; icechunk reads
-    the winner's ref whole."""
+    onto a different snapshot: the If-Match on the repo file (spec 2, what
+    icechunk 2.x writes) or on the branch's ref.json (spec 1, icechunk 1.x)
+    lets exactly one through; the others say the branch moved meanwhile;
+    icechunk reads the winner's ref whole."""
     url, client = s3
+    ic2 = request.getfixturevalue("ic2" if spec == 2 else "ic1")
     repo = f"s3://{BUCKET}/race/arr"
     ic2("create", repo)
     base = ic2("commit", repo, "main", "base")["snapshot_id"]
