@@ -12,12 +12,13 @@
  *   - spec 1: refs/{branch,tag}.<name>/ref.json pointers, a tag tombstone
  *     ref.json.deleted, and each snapshot file naming its parent.
  *
- * Storage sits behind ic_store (local filesystem only for now).  Writes:
- * spec-1 refs are written the way icechunk writes them on local storage
+ * Storage sits behind ic_store: a local directory, or an s3:// prefix
+ * through the storage layer (storage/store.h).  Local writes: spec-1 refs
+ * are written the way icechunk writes them on local storage
  * (create-if-absent through link(), replace through rename(), temporaries
- * named "<name>#<digits>", which icechunk's listing skips).  Writing the
- * spec-2 `repo` file is not built yet: pins and forks on a spec-2
- * repository are refused with that reason.
+ * named "<name>#<digits>", which icechunk's listing skips).  On S3 creation
+ * is If-None-Match and every ref move is If-Match on the ETag read with
+ * what the change was planned on (CONDITIONAL_REF).
  *
  * Nothing decoded is kept between calls: every operation re-reads the
  * repository, so the backend is safe to call from several threads.

@@ -270,3 +270,24 @@ def test_icechunk_s3_matches_tether_vcs(s3, ic1, tether, ref, tmp_path):
     assert ref("status", cwd=roots[0]).returncode == 0
     assert tether.json("verify", cwd=roots[1]) == ref.json("verify", cwd=roots[0])
     ic1("check", repo)
+
+
+def test_undo_removes_a_created_icechunk_store_on_s3(s3, tether, tmp_path):
+    """`undo` of `add --create` deletes the repository's objects under its
+    prefix, and only those: a neighbour prefix and a foreign key inside stay
+    (the latter keeps the whole repository)."""
+    url, client = s3
+    ds = make_dataset(tmp_path / "ds", tether, url)
+    client.put_object(Bucket=BUCKET, Key="made/other/keep.bin", Body=b"neighbour")
+    tether("add", "new", f"s3://{BUCKET}/made/new", "--kind", "icechunk", "--create", cwd=ds)
+    assert keys(client, "made/new/")
+    tether("undo", cwd=ds)
+    assert keys(client, "made/new/") == []
+    assert keys(client, "made/other/") == ["made/other/keep.bin"]
+
+    tether("add", "new", f"s3://{BUCKET}/made/two", "--kind", "icechunk", "--create", cwd=ds)
+    client.put_object(Bucket=BUCKET, Key="made/two/notes.txt", Body=b"someone's")
+    before = keys(client, "made/two/")
+    out = tether.json("undo", cwd=ds, check=False)
+    assert keys(client, "made/two/") == before
+    assert "notes.txt" in json.dumps(out), out
