@@ -457,8 +457,8 @@ static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt
  * endpoint_url; the region once: the secrets', else the locator's, else
  * the committed one.
  */
-static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
-			  tt_error *err)
+int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err)
 {
 	static const char *const region_keys[] = { "region", "aws_region", "default_region",
 						    "aws_default_region", NULL };
@@ -821,7 +821,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 
 	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
-	if ((rc = remote_options(b, loc, region, &opts, err)) != 0)
+	if ((rc = tt_file_remote_options(b, loc, region, &opts, err)) != 0)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
@@ -969,7 +969,7 @@ static int verify_version(tt_backend *b, const json_t *loc, const char *uri, con
 	char *key = NULL;
 	int rc;
 
-	if ((rc = remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+	if ((rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
 		return rc;
 	if (tt_pyv_str(&v, version) != 0) {
 		json_decref(opts);
