@@ -27,6 +27,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			printf("%s%s", j ? ", " : " ", json_string_value(cap));
 		if (!json_is_true(json_object_get(row, "installed")))
 			printf("  (not built yet)");
+		if (json_array_size(json_object_get(row, "schemes"))) {
+			/* where this build reaches the kind's stores */
+			json_array_foreach(json_object_get(row, "schemes"), j, cap)
+				printf("%s%s", j ? ", " : "  [", json_string_value(cap));
+			printf("]");
+		}
 		printf("\n");
 	}
 	json_decref(rows);
@@ -44,6 +50,8 @@ const cli_cmd cmd_backends = {
 	"Every kind tether knows, with the contract it follows: maturity (stable: the full\n"
 	"lifecycle runs in CI against the real system; experimental: tested against a fake of\n"
 	"a network service), tier (observed, addressable, pinnable, forkable) and capability\n"
-	"flags.  Kinds whose backend this build does not include yet say so (installed = false).",
+	"flags.  Kinds whose backend this build does not include yet say so (installed = false).\n"
+	"Kinds whose stores are named by a URI list, in brackets (--json: schemes), the URI\n"
+	"schemes this build reaches them through: file (a local path), s3, gs, az, ...",
 	opts, 0, 0, run,
 };
