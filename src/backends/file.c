@@ -496,6 +496,19 @@ int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_r
 			goto oom;
 	if ((v = json_object_get(all, "endpoint_url")) && json_object_set(o, "endpoint_url", v) < 0)
 		goto oom;
+	/* HTTP client options (seconds) from the secrets entry, any spelling
+	 * ("timeout", "aws_timeout", "client_timeout"): not committed, since a
+	 * clone must not make every request wait; tether-vcs ignores them */
+	json_object_foreach(all, k, v) {
+		static const char *const client[] = { "connect_timeout", "timeout", "request_timeout",
+						      NULL };
+		const char *bare = !strncasecmp(k, "aws_", 4)       ? k + 4
+				   : !strncasecmp(k, "client_", 7) ? k + 7
+								   : k;
+		for (const char *const *c = client; *c; c++)
+			if (strcasecmp(bare, *c) == 0 && json_object_set(o, *c, v) < 0)
+				goto oom;
+	}
 	if (tt_pyv_truthy(json_object_get(all, "region")))
 		region = json_object_get(all, "region");
 	else if (tt_pyv_truthy(loc_region))

@@ -72,3 +72,75 @@ def make_dataset(root: Path, runner, url: str, bucket: str, ds_id: str, kind: st
     )
     secrets.chmod(0o600)
     return root
+
+
+class FaultProxy:
+    """Forwards every request to the server on upstream_port; `hook(method,
+    path)` (if set) picks a fault for one request: None (forward), "drop"
+    (close the connection unanswered), an int (that status, empty body),
+    ("status", code, xml) (that status and S3 error body), ("slow", s)
+    (wait s seconds, then forward), "truncate" (forward, but cut the body
+    short of its Content-Length and close)."""
+
+    def __init__(self, upstream_port: int):
+        import http.client
+        import http.server
+        import threading
+
+        self.hook = None
+        self.fired = 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fault = proxy.hook(self.command, self.path) if proxy.hook else None
+                if fault is not None:
+                    proxy.fired += 1
+                if fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if isinstance(fault, int) or (isinstance(fault, tuple) and fault[0] == "status"):
+                    code, xml = (fault, b"") if isinstance(fault, int) else (fault[1], fault[2].encode())
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(xml)))
+                    self.end_headers()
+                    self.wfile.write(xml)
+                    return
+                if isinstance(fault, tuple) and fault[0] == "slow":
+                    time.sleep(fault[1])
+                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
+                conn.request(self.command, self.path, body=body or None,
+                             headers={k: v for k, v in self.headers.items()})
+                resp = conn.getresponse()
+                data = resp.read()
+                conn.close()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if fault == "truncate" and self.command != "HEAD":
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
