@@ -128,3 +128,10 @@ for tool in azurite fake-gcs-server; do
     scripts/objstore-tools.sh install "$tool"
   fi
 done
+
+# --- icechunk 2.x from PyPI (Python 3.12 venv) for the s3:// icechunk tests ---
+# The real writer and reader of tests/e2e/test_icechunk_s3.py; ~15 s, once per machine.
+if [ ! -x "$(scripts/objstore-tools.sh path icechunk-py)" ]; then
+  say "installing icechunk $(scripts/objstore-tools.sh version icechunk-py) for Python 3.12 (once per machine)"
+  scripts/objstore-tools.sh install icechunk-py
+fi
