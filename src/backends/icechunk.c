@@ -580,12 +580,12 @@ static int store_probe(ic_store *s, int *spec, tt_error *err)
 			}
 			continue;
 		}
-		tt_store_meta meta;
-		char *k = remote_key(s, keys[i]);
-		int rc = k ? tt_store_head(s->remote, k, NULL, &meta, err) : ioom(err);
-		free(k);
+		/* a GET, not a HEAD: a refusal's body says why (an expired
+		 * token, a bad signature), a HEAD's has nothing */
+		tt_buf b = TT_BUF_INIT;
+		int rc = remote_get(s, keys[i], META_MAX, &b, err);
+		tt_buf_release(&b);
 		if (rc == 0) {
-			tt_store_meta_release(&meta);
 			*spec = 2 - i;
 			return 0;
 		}
@@ -629,11 +629,22 @@ static int view_open(tt_backend *b, const json_t *loc, view *v, tt_error *err)
 	/* icechunk's own rule: a `repo` file means spec 2 (even beside an
 	 * unfinished migration's refs/); else refs/branch.main/ref.json means
 	 * spec 1; else there is no repository. */
-	if ((rc = store_probe(&v->store, &v->spec, err)) != 0)
-		goto out;
-	if (v->spec == 2) {
+	if (v->store.remote) {
+		/* one GET of `repo` both probes and reads it */
 		rc = view_read_repo(v, err);
-	} else if (v->spec == 0) {
+		v->spec = rc == 0 ? 2 : 0;
+		if (rc == TT_ENOTFOUND) {
+			tt_error_clear(err);
+			rc = store_probe(&v->store, &v->spec, err);
+		}
+		if (rc)
+			goto out;
+	} else if ((rc = store_probe(&v->store, &v->spec, err)) != 0) {
+		goto out;
+	} else if (v->spec == 2) {
+		rc = view_read_repo(v, err);
+	}
+	if (rc == 0 && v->spec == 0) {
 		rc = ierr(err, TT_EBACKEND,
 			  "no icechunk repository at %s (neither a `repo` file nor "
 			  "refs/branch.main/ref.json); check the uri, or create it with `tether add "

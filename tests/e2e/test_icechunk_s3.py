@@ -291,3 +291,42 @@ def test_undo_removes_a_created_icechunk_store_on_s3(s3, tether, tmp_path):
     out = tether.json("undo", cwd=ds, check=False)
     assert keys(client, "made/two/") == before
     assert "notes.txt" in json.dumps(out), out
+
+
+@pytest.mark.parametrize("fault", [403, "drop", "expired"])
+def test_icechunk_s3_store_refusals_are_named(s3, ic2, tether, tmp_path, fault):
+    """The server refuses (403), dies, or says the token expired while the
+    repository is read: the commit fails naming the repository's URI and
+    the reason, never a key; nothing is pinned or recorded; once the
+    server answers again the same commit succeeds."""
+    from s3server import FaultProxy
+
+    url, client = s3
+    repo = f"s3://{BUCKET}/faults/arr"
+    ic2("create", repo)
+    s1 = ic2("commit", repo, "main", "a1")["snapshot_id"]
+    proxy = FaultProxy(int(url.rsplit(":", 1)[1]))
+    try:
+        ds = make_dataset(tmp_path / "ds", tether, proxy.url)
+        tether("add", "arr", repo, "--kind", "icechunk", cwd=ds)
+        answer = {403: 403, "drop": "drop",
+                  "expired": ("status", 400, "<Error><Code>ExpiredToken</Code><Message>The provided "
+                              "token has expired.</Message></Error>")}[fault]
+        proxy.hook = lambda m, p: answer
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ds, capture_output=True,
+                              text=True).stdout
+        proc = tether("commit", "-m", "first", cwd=ds, check=False)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 1, out
+        assert f"s3://{BUCKET}/" in out, out
+        assert {403: "403", "drop": "failed after", "expired": "expired"}[fault] in out, out
+        assert "testing" not in out, out
+        assert "snapshot_id" not in (ds / ".tether/objects/arr.toml").read_text()
+        assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=ds, capture_output=True,
+                              text=True).stdout == head
+        assert ic2("tags", repo)["names"] == []
+        proxy.hook = None
+        tether("commit", "-m", "first", cwd=ds)
+        assert f'snapshot_id = "{s1}"' in manifest(ds, "arr")
+    finally:
+        proxy.close()
