@@ -19,8 +19,9 @@
  * picks a sibling name.  Promote and merge do not exist: Lance cannot move
  * a branch head.
  *
- * Storage sits behind a small interface (lstore) so object stores can come
- * later; today only local paths are served.
+ * Storage sits behind a small interface (lstore): a local directory, or an
+ * object-store prefix through the storage layer (storage/store.h), where
+ * create-only is If-None-Match: *.
  */
 #define _GNU_SOURCE 1
 #include <dirent.h>
