@@ -1927,7 +1927,8 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			from = json_is_string(s) ? json_string_value(s) : "";
 		}
 		if (strcmp(head, from) != 0) {
-			rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base, head,
+			rc = ierr(err, TT_EREFMOVED,
+				  "promote: %s moved meanwhile: it is at %s, expected %s", base, head,
 				  *from ? from : "absent");
 			goto done;
 		}
@@ -1985,7 +1986,8 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		    expected && expected->kind == TT_EXPECT_STATE) {
 			const char *from = json_string_value(json_object_get(expected->state, "snapshot_id"));
 			if (from && strcmp(head, from) != 0) {
-				rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base,
+				rc = ierr(err, TT_EREFMOVED,
+					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
 					  head, from);
 				goto done;
 			}

@@ -330,3 +330,33 @@ def test_icechunk_s3_store_refusals_are_named(s3, ic2, tether, tmp_path, fault):
         assert f'snapshot_id = "{s1}"' in manifest(ds, "arr")
     finally:
         proxy.close()
+
+
+def test_racing_promotes_on_s3_exactly_one_wins(s3, ic2, tether, tmp_path):
+    """Eight datasets fork one repository's main and promote at once: each
+    promote moves main from the head its plan reviewed with If-Match, so
+    exactly one lands; the others say main moved and leave it alone."""
+    url, client = s3
+    repo = f"s3://{BUCKET}/promote/arr"
+    ic2("create", repo)
+    base = ic2("commit", repo, "main", "a0")["snapshot_id"]
+    dss, heads = [], []
+    for i in range(8):
+        ds_id = f"{i:08x}"
+        ds = make_dataset(tmp_path / f"ds{i}", tether, url, ds_id)
+        tether("add", "arr", repo, "--kind", "icechunk", cwd=ds)
+        tether("commit", "-m", "first", cwd=ds)
+        tether("new", "-b", "feat", "--eager", cwd=ds)
+        heads.append(ic2("commit", repo, f"tether.ws.{ds_id}.feat", f"w{i}")["snapshot_id"])
+        tether("commit", "-m", "fork work", cwd=ds)
+        dss.append(ds)
+    with ThreadPoolExecutor(8) as pool:
+        procs = list(pool.map(lambda d: tether("promote", cwd=d, check=False), dss))
+    won = [h for h, p in zip(heads, procs) if p.returncode == 0]
+    assert len(won) == 1, [(p.returncode, p.stdout, p.stderr) for p in procs]
+    assert ic2("lookup_branch", repo, "main")["snapshot_id"] == won[0]
+    assert [e[0] for e in ic2("ancestry", repo, "main")["entries"]][1] == base
+    for p in procs:
+        if p.returncode:
+            assert "moved" in p.stdout + p.stderr, p.stdout + p.stderr
+    ic2("check", repo)
