@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR, ROOT
+from conftest import git as run_git
 
 moto = pytest.importorskip("moto")
 botocore_session = pytest.importorskip("botocore.session")
@@ -359,4 +360,35 @@ def test_racing_promotes_on_s3_exactly_one_wins(s3, ic2, tether, tmp_path):
     for p in procs:
         if p.returncode:
             assert "moved" in p.stdout + p.stderr, p.stdout + p.stderr
+    ic2("check", repo)
+
+
+def test_gc_releases_tags_then_branches_on_s3(s3, ic2, tether, tmp_path, env):
+    """A bookmark's commit dropped from history leaves its tag (on the
+    working branch) unreferenced: gc deletes it, then the branch, each a
+    conditional rewrite of the repo file icechunk 2.x reads back."""
+    url, client = s3
+    repo = f"s3://{BUCKET}/gc/arr"
+    ic2("create", repo)
+    s1 = ic2("commit", repo, "main", "a1")["snapshot_id"]
+    ds = make_dataset(tmp_path / "ds", tether, url)
+    git = lambda *a: run_git(*a, cwd=ds, env=env)  # noqa: E731
+    tether("add", "arr", repo, "--kind", "icechunk", cwd=ds)
+    first = tether.json("commit", "-m", "first", cwd=ds)["pinned"]["arr"]
+    tether("new", "-b", "exp", "--eager", cwd=ds)
+    branch = f"tether.ws.{DS}.exp"
+    ic2("commit", repo, branch, "on-exp")
+    second = tether.json("commit", "-m", "on the branch", cwd=ds)["pinned"]["arr"]
+    assert sorted(ic2("tags", repo)["names"]) == sorted([first, second])
+    git("checkout", "-q", "main")
+    tether("new", "main", cwd=ds)
+    git("branch", "-q", "-D", "exp")
+    git("reflog", "expire", "--expire=now", "--all")
+    git("gc", "-q", "--prune=now")
+    tether("gc", "--prune-bookmarks", "--no-dry-run", "--release-foreign", cwd=ds)
+    assert ic2("tags", repo)["names"] == [first]
+    assert branch in ic2("branches", repo)["names"]
+    tether("gc", "--prune-bookmarks", "--force-prune", "--no-dry-run", cwd=ds)
+    assert ic2("branches", repo)["names"] == ["main"]
+    assert ic2("lookup_tag", repo, first)["snapshot_id"] == s1
     ic2("check", repo)
