@@ -167,3 +167,10 @@ fi
 if ! scripts/iceberg-rest.sh install; then
   say "could not install the Iceberg REST server (needs mvn and a JDK)"; exit 1
 fi
+
+# --- icechunk 2.x from PyPI (Python 3.12 venv) for the s3:// icechunk tests ---
+# The real writer and reader of tests/e2e/test_icechunk_s3.py; ~15 s, once per machine.
+if [ ! -x "$(scripts/objstore-tools.sh path icechunk-py)" ]; then
+  say "installing icechunk $(scripts/objstore-tools.sh version icechunk-py) for Python 3.12 (once per machine)"
+  scripts/objstore-tools.sh install icechunk-py
+fi

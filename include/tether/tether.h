@@ -316,7 +316,10 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err);
 
 /*
  * The kinds this tether knows: [{kind, installed, maturity, tier,
- * capabilities: [names], note}], sorted by kind.
+ * capabilities: [names], note, schemes}], sorted by kind.  schemes: the
+ * URI schemes this build opens the kind's stores through ("file" for
+ * local paths, "s3", "gs", "az", ...), null for kinds not addressed by a
+ * store URI or not built.
  */
 json_t *tt_backends(void);
 

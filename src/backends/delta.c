@@ -10,8 +10,10 @@
  * When none says, the id is "unknown" (never a guess).  No data file is
  * read, except that `verify --deep` checks the files a version needs still
  * exist.  Delta has no refs: nothing is pinned or forked, versions are
- * recorded, and tether never writes a table.  Object-store URIs are not
- * built in yet.
+ * recorded, and tether never writes a table.  A table on an object store
+ * (s3://, gs://, az://) is read through the storage layer: one paged
+ * LIST of _delta_log/, GETs of its files, a ranged GET of a Parquet
+ * checkpoint's footer.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -29,6 +31,8 @@
 #include "backends/delta.h"
 #include "backends/file.h"
 #include "formats/parquet.h"
+#include "storage/open.h"
+#include "storage/store.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -70,8 +74,10 @@ typedef struct ckpt {
 
 typedef struct dlog {
 	const char *uri;   /* as the locator gives it (messages, addresses) */
-	char *root;        /* the local table directory */
+	char *root;        /* the local table directory (remote: the URI, no trailing '/') */
 	char *dir;         /* root/_delta_log */
+	tt_store *remote;  /* an object store; NULL locally */
+	char *prefix;      /* remote: the table's key prefix, "" or "a/t/" */
 	long long *commits;
 	size_t nc, ac;
 	ckpt *cps;
@@ -83,6 +89,8 @@ static void dlog_release(dlog *l)
 {
 	free(l->root);
 	free(l->dir);
+	tt_store_close(l->remote);
+	free(l->prefix);
 	free(l->commits);
 	for (size_t i = 0; i < l->ncp; i++)
 		free(l->cps[i].name);
@@ -214,21 +222,78 @@ static int locator_uri(const json_t *loc, const char **uri, tt_error *err)
 	return 0;
 }
 
-/* The local directory a uri names (remote URIs are not built in). */
+/* The local directory a uri names, or (0 with *root NULL) none. */
 static int local_root(const char *uri, char **root, tt_error *err)
 {
 	int local = tt_file_local_path(uri, root);
 	if (local < 0)
 		return doom(err);
-	if (local == 0)
-		return derr(err, TT_ECAPABILITY,
-			    "delta tables on object stores (%s) are not built into this tether yet; "
-			    "a local path works", uri);
 	return 0;
 }
 
+/* The key of a file under _delta_log (remote). */
+static char *log_key(const dlog *l, const char *name)
+{
+	return tt_asprintf("%s" LOG_DIR "/%s", l->prefix, name);
+}
+
+/* A table on an object store: open it and list _delta_log/ (one paged
+ * LIST), classifying the names directly under it. */
+static int scan_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
+{
+	json_t *opts = NULL;
+	char *key = NULL, *pre = NULL, *token = NULL;
+	int rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	size_t n;
+	if (rc)
+		return rc;
+	rc = tt_store_open_uri(l->uri, opts, &l->remote, &key, err);
+	json_decref(opts);
+	if (rc)
+		return tt_error_object(err, NULL, KIND);
+	n = strlen(key);
+	while (n && key[n - 1] == '/')
+		key[--n] = '\0';
+	l->prefix = n ? tt_asprintf("%s/", key) : tt_strdup("");
+	free(key);
+	n = strlen(l->uri);
+	while (n > 1 && l->uri[n - 1] == '/')
+		n--;
+	l->root = tt_strndup(l->uri, n);
+	if (!l->prefix || !l->root || !(l->dir = tt_asprintf("%s/" LOG_DIR, l->root)) ||
+	    !(pre = tt_asprintf("%s" LOG_DIR "/", l->prefix)))
+		return doom(err);
+	size_t pl = strlen(pre);
+	bool any = false;
+	do {
+		tt_store_page page;
+		rc = tt_store_list(l->remote, pre, token, 0, &page, err);
+		free(token);
+		token = NULL;
+		if (rc) {
+			tt_error_object(err, NULL, KIND);
+			break;
+		}
+		for (size_t i = 0; i < page.n && rc == 0; i++) {
+			const char *name = page.items[i].key + pl;
+			any = true;
+			if (!strchr(name, '/'))
+				rc = classify(l, name, err);
+		}
+		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
+			rc = doom(err);
+		tt_store_page_release(&page);
+	} while (rc == 0 && token);
+	free(token);
+	free(pre);
+	if (rc == 0 && !any)
+		rc = derr(err, TT_EBACKEND,
+			  "delta table not found: %s has no %s (is it a Delta table?)", l->uri, LOG_DIR);
+	return rc;
+}
+
 /* List _delta_log: commits, checkpoints and the head version. */
-static int scan(const json_t *loc, dlog *l, tt_error *err)
+static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
 	int rc;
 	DIR *d;
@@ -237,6 +302,11 @@ static int scan(const json_t *loc, dlog *l, tt_error *err)
 	memset(l, 0, sizeof *l);
 	if ((rc = locator_uri(loc, &l->uri, err)) != 0 || (rc = local_root(l->uri, &l->root, err)))
 		return rc;
+	if (!l->root) {
+		if ((rc = scan_remote(b, loc, l, err)) != 0)
+			return rc;
+		goto scanned;
+	}
 	if (!(l->dir = tt_path_join(l->root, LOG_DIR)))
 		return doom(err);
 	if (!(d = opendir(l->dir))) {
@@ -263,6 +333,7 @@ static int scan(const json_t *loc, dlog *l, tt_error *err)
 	closedir(d);
 	if (rc)
 		return rc;
+scanned:
 	if (l->nc > 1) /* no commits at all: only a checkpoint is left */
 		qsort(l->commits, l->nc, sizeof *l->commits, cmp_ll);
 	l->head = l->nc ? l->commits[l->nc - 1] : -1;
@@ -311,13 +382,30 @@ static char *log_path(const dlog *l, const char *name)
 	return tt_path_join(l->dir, name);
 }
 
+/* A file under _delta_log, whole: from the directory or the store. */
+static int log_get(const dlog *l, const char *name, tt_buf *out, tt_error *err)
+{
+	char *path = l->remote ? log_key(l, name) : log_path(l, name);
+	int rc;
+	if (!path)
+		return doom(err);
+	if (l->remote) {
+		out->max = MAX_LOG_FILE;
+		rc = tt_store_get(l->remote, path, NULL, out, NULL, err);
+	} else {
+		rc = tt_read_file(path, out, MAX_LOG_FILE, err);
+	}
+	free(path);
+	return rc;
+}
+
 static int read_log_file(const dlog *l, const char *name, tt_buf *out, tt_error *err)
 {
 	char *path = log_path(l, name);
 	int rc;
 	if (!path)
 		return doom(err);
-	rc = tt_read_file(path, out, MAX_LOG_FILE, err);
+	rc = log_get(l, name, out, err);
 	if (rc)
 		rc = named(err, rc, l->uri);
 	free(path);
@@ -360,7 +448,7 @@ static char *crc_id(const dlog *l, long long v)
 
 	snprintf(name, sizeof name, "%020lld.crc", v);
 	char *path = log_path(l, name);
-	if (path && tt_read_file(path, &text, MAX_LOG_FILE, &ignored) == 0) {
+	if (path && log_get(l, name, &text, &ignored) == 0) {
 		json_t *j = tt_json_parse(text.ptr, text.len, name, &ignored);
 		json_t *mid = json_object_get(json_object_get(j, "metadata"), "id");
 		if (json_is_string(mid))
@@ -382,7 +470,7 @@ static char *hint_id(const dlog *l, long long cp)
 	char *id = NULL;
 	char *path = log_path(l, "_last_checkpoint");
 
-	if (path && tt_read_file(path, &text, MAX_LOG_FILE, &ignored) == 0) {
+	if (path && log_get(l, "_last_checkpoint", &text, &ignored) == 0) {
 		json_t *j = tt_json_parse(text.ptr, text.len, "_last_checkpoint", &ignored);
 		json_t *ver = json_object_get(j, "version");
 		json_t *acts = json_object_get(json_object_get(j, "v2Checkpoint"), "nonFileActions");
@@ -402,6 +490,59 @@ static char *hint_id(const dlog *l, long long cp)
 	return id;
 }
 
+/* The same from an object store: a HEAD for the size, two ranged GETs. */
+static int read_tail_remote(const dlog *l, const char *name, tt_buf *out, tt_error *err)
+{
+	char *key = log_key(l, name), *path = log_path(l, name);
+	tt_store_meta meta = { 0 };
+	tt_buf last = TT_BUF_INIT;
+	uint32_t flen;
+	int rc;
+
+	if (!key || !path) {
+		rc = doom(err);
+		goto done;
+	}
+	if ((rc = tt_store_head(l->remote, key, NULL, &meta, err)) != 0) {
+		rc = tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	if (meta.size < 12 ||
+	    (rc = tt_store_get_range(l->remote, key, NULL, meta.size - 8, 8, &last, err)) != 0 ||
+	    last.len != 8) {
+		if (!rc)
+			rc = derr(err, TT_EBACKEND, "delta table %s: %s is too short to be a Parquet "
+				  "checkpoint (truncated?)", l->uri, path);
+		else
+			tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	if ((rc = tt_delta_footer_length((const unsigned char *)last.ptr, path, &flen, err)) != 0) {
+		rc = named(err, rc, l->uri);
+		goto done;
+	}
+	if ((uint64_t)flen > meta.size - 8 || flen > MAX_LOG_FILE) {
+		rc = derr(err, TT_EBACKEND, "delta table %s: %s: the Parquet footer says %u bytes but "
+			  "the file has only %llu (truncated?)", l->uri, path, flen,
+			  (unsigned long long)meta.size - 8);
+		goto done;
+	}
+	if ((rc = tt_store_get_range(l->remote, key, NULL, meta.size - 8 - flen, (uint64_t)flen + 8,
+				     out, err)) != 0) {
+		rc = tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	if (out->len != (size_t)flen + 8)
+		rc = derr(err, TT_EBACKEND, "delta table %s: %s changed while it was read; try again",
+			  l->uri, path);
+done:
+	tt_store_meta_release(&meta);
+	tt_buf_release(&last);
+	free(key);
+	free(path);
+	return rc;
+}
+
 /* A Parquet file's footer and trailer (the whole tail), read with pread. */
 static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err)
 {
@@ -413,6 +554,10 @@ static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err
 
 	if (!path)
 		return doom(err);
+	if (l->remote) {
+		free(path);
+		return read_tail_remote(l, name, out, err);
+	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
 		tt_error_errno(err, errno, "delta table %s: cannot read %s", l->uri, path);
 		rc = tt_error_object(err, NULL, KIND);
@@ -603,7 +748,7 @@ static int delta_fingerprint(tt_backend *b, const json_t *loc, const char *worki
 	*state = NULL;
 	if ((rc = at_version(loc, &v, err)) != 0)
 		return rc;
-	if ((rc = scan(loc, &l, err)) != 0)
+	if ((rc = scan(b, loc, &l, err)) != 0)
 		goto done;
 	if (v < 0)
 		v = l.head;
@@ -749,7 +894,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 	}
 	if (rc)
 		return rc;
-	if ((rc = scan(loc, &l, err)) != 0)
+	if ((rc = scan(b, loc, &l, err)) != 0)
 		goto done;
 	if (hi < 0)
 		hi = l.head;
@@ -822,7 +967,7 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 	hi = va < vb ? vb : va;
 	if (vb < va && (rc = add_note(out, "b is older than a", err)) != 0)
 		return rc;
-	if ((rc = scan(loc, &l, err)) != 0)
+	if ((rc = scan(b, loc, &l, err)) != 0)
 		goto done;
 	if (hi > l.head) {
 		rc = derr(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)", l.uri,
@@ -1129,8 +1274,11 @@ static char *data_path(const dlog *l, const char *p)
 		return NULL;
 	char *out = NULL;
 	if (strstr(p, "://") || strncmp(p, "file:", 5) == 0) {
-		if (tt_file_local_path(decoded, &out) <= 0)
+		if (l->remote || tt_file_local_path(decoded, &out) <= 0)
 			out = NULL;
+	} else if (l->remote) {
+		/* a key relative to the table's prefix */
+		out = tt_asprintf("%s%s", l->prefix, decoded);
 	} else {
 		out = tt_path_join(l->root, decoded);
 	}
@@ -1186,7 +1334,7 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	if ((rc = state_version(state, &v, err)) != 0)
 		goto out;
 	/* A table that cannot be read is missing, with the reason. */
-	if (scan(loc, &l, &why) != 0 || resolve(&l, l.head, &hbase, &why) != 0 ||
+	if (scan(b, loc, &l, &why) != 0 || resolve(&l, l.head, &hbase, &why) != 0 ||
 	    table_id_at(&l, l.head, hbase, &head_id, &why) != 0) {
 		if (why.code == TT_ENOMEM) {
 			rc = doom(err);
@@ -1268,7 +1416,24 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 				unchecked++;
 				continue;
 			}
-			bool there = tt_exists(path);
+			bool there;
+			if (l.remote) {
+				tt_store_meta meta;
+				tt_error miss = TT_ERROR_INIT;
+				int hr = tt_store_head(l.remote, path, NULL, &meta, &miss);
+				if (hr == 0)
+					tt_store_meta_release(&meta);
+				there = hr == 0;
+				if (hr && hr != TT_ENOTFOUND) {
+					tt_error_move(err, &miss);
+					free(path);
+					rc = tt_error_object(err, NULL, KIND);
+					goto done;
+				}
+				tt_error_clear(&miss);
+			} else {
+				there = tt_exists(path);
+			}
 			free(path);
 			checked++;
 			if (!there) {
@@ -1318,7 +1483,7 @@ static int delta_open(tt_backend *b, const json_t *loc, const tt_target *target,
 		rc = 0; /* a ref: Delta has none; the table as it is */
 	if (rc)
 		return rc;
-	if ((rc = scan(loc, &l, err)) != 0)
+	if ((rc = scan(b, loc, &l, err)) != 0)
 		goto done;
 	if (v < 0)
 		v = l.head;

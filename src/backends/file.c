@@ -457,8 +457,8 @@ static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt
  * endpoint_url; the region once: the secrets', else the locator's, else
  * the committed one.
  */
-static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
-			  tt_error *err)
+int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err)
 {
 	static const char *const region_keys[] = { "region", "aws_region", "default_region",
 						    "aws_default_region", NULL };
@@ -496,6 +496,19 @@ static int remote_options(tt_backend *b, const json_t *loc, const json_t *loc_re
 			goto oom;
 	if ((v = json_object_get(all, "endpoint_url")) && json_object_set(o, "endpoint_url", v) < 0)
 		goto oom;
+	/* HTTP client options (seconds) from the secrets entry, any spelling
+	 * ("timeout", "aws_timeout", "client_timeout"): not committed, since a
+	 * clone must not make every request wait; tether-vcs ignores them */
+	json_object_foreach(all, k, v) {
+		static const char *const client[] = { "connect_timeout", "timeout", "request_timeout",
+						      NULL };
+		const char *bare = !strncasecmp(k, "aws_", 4)       ? k + 4
+				   : !strncasecmp(k, "client_", 7) ? k + 7
+								   : k;
+		for (const char *const *c = client; *c; c++)
+			if (strcasecmp(bare, *c) == 0 && json_object_set(o, *c, v) < 0)
+				goto oom;
+	}
 	if (tt_pyv_truthy(json_object_get(all, "region")))
 		region = json_object_get(all, "region");
 	else if (tt_pyv_truthy(loc_region))
@@ -821,7 +834,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 
 	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
-	if ((rc = remote_options(b, loc, region, &opts, err)) != 0)
+	if ((rc = tt_file_remote_options(b, loc, region, &opts, err)) != 0)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
@@ -969,7 +982,7 @@ static int verify_version(tt_backend *b, const json_t *loc, const char *uri, con
 	char *key = NULL;
 	int rc;
 
-	if ((rc = remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+	if ((rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
 		return rc;
 	if (tt_pyv_str(&v, version) != 0) {
 		json_decref(opts);

@@ -35,6 +35,17 @@
  */
 int tt_file_local_path(const char *uri, char **out);
 
+/*
+ * The options an object-store URI of b's object is opened with
+ * (tt_store_open_uri), layered as tether-vcs's merged_storage_options does:
+ * [backends.<kind>] storage_options (committed), then from the object's
+ * secrets only the credentials and endpoint_url, the region once (the
+ * secrets', else loc_region, else the committed one).  file, lance and
+ * delta share it.
+ */
+int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err);
+
 /* --- hooks on a built file backend (b->kind is "file") ---------------------- */
 
 /* Hashing progress: bytes and files read so far out of what this

@@ -12,12 +12,13 @@
  *   - spec 1: refs/{branch,tag}.<name>/ref.json pointers, a tag tombstone
  *     ref.json.deleted, and each snapshot file naming its parent.
  *
- * Storage sits behind ic_store (local filesystem only for now).  Writes:
- * spec-1 refs are written the way icechunk writes them on local storage
+ * Storage sits behind ic_store: a local directory, or an s3:// prefix
+ * through the storage layer (storage/store.h).  Local writes: spec-1 refs
+ * are written the way icechunk writes them on local storage
  * (create-if-absent through link(), replace through rename(), temporaries
- * named "<name>#<digits>", which icechunk's listing skips).  Writing the
- * spec-2 `repo` file is not built yet: pins and forks on a spec-2
- * repository are refused with that reason.
+ * named "<name>#<digits>", which icechunk's listing skips).  On S3 creation
+ * is If-None-Match and every ref move is If-Match on the ETag read with
+ * what the change was planned on (CONDITIONAL_REF).
  *
  * Nothing decoded is kept between calls: every operation re-reads the
  * repository, so the backend is safe to call from several threads.
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -41,6 +43,8 @@
 #include "backends/backend.h"
 #include "backends/file.h"
 #include "backends/icechunk_fmt.h"
+#include "storage/open.h"
+#include "storage/store.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -77,7 +81,10 @@ typedef struct ic_store_ops {
 
 struct ic_store {
 	const ic_store_ops *ops;
-	char *root;
+	char *root;        /* the local path, or the URI as written (for messages) */
+	tt_store *remote;  /* an object store (s3://); NULL locally */
+	char *prefix;      /* remote: the repository's key prefix, "" or "a/b/" */
+	char *etag;        /* remote: the ETag of the blob the last get read */
 };
 
 static char *local_key(ic_store *s, const char *key)
@@ -221,6 +228,161 @@ static const ic_store_ops local_store_ops = {
 	local_get, local_exists, local_put_new, local_replace, local_list, local_remove,
 };
 
+/* An object store through the storage layer (storage/store.h): keys under
+ * the repository's prefix; create-if-absent is If-None-Match: *, and the
+ * writes that move refs are If-Match on the ETag last read (see
+ * v2_update). */
+static char *remote_key(ic_store *s, const char *key)
+{
+	return tt_asprintf("%s%s", s->prefix, key);
+}
+
+static int remote_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err)
+{
+	char *k = remote_key(s, key);
+	tt_store_meta meta;
+	int rc;
+	if (!k)
+		return tt_error_oom(err);
+	free(s->etag);
+	s->etag = NULL;
+	out->max = max;
+	rc = tt_store_get(s->remote, k, NULL, out, &meta, err);
+	if (rc == 0 && meta.etag && !(s->etag = tt_strdup(meta.etag)))
+		rc = tt_error_oom(err);
+	tt_store_meta_release(&meta);
+	free(k);
+	return rc;
+}
+
+static bool remote_exists(ic_store *s, const char *key)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	tt_store_meta meta;
+	char *k = remote_key(s, key);
+	bool yes = k && tt_store_head(s->remote, k, NULL, &meta, &quiet) == 0;
+	if (k)
+		tt_store_meta_release(&meta);
+	tt_error_clear(&quiet);
+	free(k);
+	return yes;
+}
+
+static int remote_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+{
+	char *k = remote_key(s, key);
+	int rc = k ? tt_store_put_if_absent(s->remote, k, data, len, NULL, err) : tt_error_oom(err);
+	free(k);
+	return rc;
+}
+
+static int remote_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+{
+	char *k = remote_key(s, key);
+	int rc = k ? tt_store_put(s->remote, k, data, len, NULL, err) : tt_error_oom(err);
+	free(k);
+	return rc;
+}
+
+/* Replace key only while it still has etag: TT_EREFMOVED otherwise. */
+static int remote_replace_if(ic_store *s, const char *key, const char *etag, const void *data,
+			     size_t len, tt_error *err)
+{
+	char *k = remote_key(s, key);
+	int rc = k ? tt_store_put_if_match(s->remote, k, etag, data, len, NULL, err)
+		   : tt_error_oom(err);
+	free(k);
+	return rc;
+}
+
+/* Every key under the prefix + sub ("" for all), relative to the prefix;
+ * fn returns nonzero to stop (that value returned). */
+typedef int (*remote_key_fn)(const char *rel, void *ctx, tt_error *err);
+static int remote_each_key(ic_store *s, const char *sub, remote_key_fn fn, void *ctx, tt_error *err)
+{
+	char *pre = tt_asprintf("%s%s", s->prefix, sub), *token = NULL;
+	size_t pl = strlen(s->prefix);
+	int rc = 0;
+	if (!pre)
+		return tt_error_oom(err);
+	do {
+		tt_store_page page;
+		rc = tt_store_list(s->remote, pre, token, 0, &page, err);
+		free(token);
+		token = NULL;
+		if (rc)
+			break;
+		for (size_t i = 0; i < page.n && rc == 0; i++)
+			if (strlen(page.items[i].key) > pl)
+				rc = fn(page.items[i].key + pl, ctx, err);
+		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
+			rc = tt_error_oom(err);
+		tt_store_page_release(&page);
+	} while (rc == 0 && token);
+	free(token);
+	free(pre);
+	return rc;
+}
+
+typedef struct names_ctx {
+	json_t *names;
+	size_t skip;  /* the length of "dir/" */
+} names_ctx;
+
+static int name_step(const char *rel, void *ctx, tt_error *err)
+{
+	names_ctx *nc = ctx;
+	const char *name = rel + nc->skip, *slash = strchr(name, '/');
+	size_t n = slash ? (size_t)(slash - name) : strlen(name), last = json_array_size(nc->names);
+	const json_t *prev = last ? json_array_get(nc->names, last - 1) : NULL;
+	if (!n || (prev && json_string_length(prev) == n && memcmp(json_string_value(prev), name, n) == 0))
+		return 0; /* listings are sorted: a repeat follows its first */
+	return json_array_append_new(nc->names, json_stringn(name, n)) == 0 ? 0 : tt_error_oom(err);
+}
+
+static int remote_list(ic_store *s, const char *dir, json_t **names, tt_error *err)
+{
+	bool all = strcmp(dir, ".") == 0;
+	char *sub = all ? tt_strdup("") : tt_asprintf("%s/", dir);
+	names_ctx nc = { json_array(), sub ? strlen(sub) : 0 };
+	int rc;
+	*names = NULL;
+	if (!sub || !nc.names) {
+		free(sub);
+		json_decref(nc.names);
+		return tt_error_oom(err);
+	}
+	rc = remote_each_key(s, sub, name_step, &nc, err);
+	free(sub);
+	if (rc) {
+		json_decref(nc.names);
+		return rc;
+	}
+	*names = nc.names;
+	return 0;
+}
+
+static int remote_remove(ic_store *s, const char *key, tt_error *err)
+{
+	char *k = remote_key(s, key);
+	int rc = k ? tt_store_delete(s->remote, k, err) : tt_error_oom(err);
+	free(k);
+	return rc;
+}
+
+static const ic_store_ops remote_store_ops = {
+	remote_get, remote_exists, remote_put_new, remote_replace, remote_list, remote_remove,
+};
+
+static void ic_store_release(ic_store *s)
+{
+	free(s->root);
+	tt_store_close(s->remote);
+	free(s->prefix);
+	free(s->etag);
+	memset(s, 0, sizeof *s);
+}
+
 /* --- locators ------------------------------------------------------------------ */
 
 static int get_uri(const json_t *loc, char **uri, tt_error *err)
@@ -239,24 +401,102 @@ static int get_uri(const json_t *loc, char **uri, tt_error *err)
 	return ierr(err, TT_EBACKEND, "icechunk locator needs 'uri'");
 }
 
-/* The local path of the repository; remote URIs are not built yet. */
-static int local_root(const json_t *loc, char **out, tt_error *err)
+static bool opt_truthy(const json_t *o, const char *key)
 {
-	char *uri = NULL;
-	int rc = get_uri(loc, &uri, err);
+	const json_t *v = json_object_get(o, key);
+	if (json_is_string(v)) {
+		const char *t = json_string_value(v);
+		return !strcasecmp(t, "true") || !strcmp(t, "1") || !strcasecmp(t, "yes") ||
+		       !strcasecmp(t, "on");
+	}
+	return tt_pyv_truthy(v);
+}
+
+/*
+ * The options an s3:// repository's store is opened with, as tether-vcs
+ * hands them to icechunk's s3_storage: the object's secrets (endpoint_url,
+ * keys, profile or role), the region from them else the locator, and the
+ * two switches only secrets.toml may set: allow_http (plain HTTP to the
+ * endpoint) and force_path_style (the bucket in the path).
+ */
+static int remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	json_t *o = NULL;
+	int rc;
 	*out = NULL;
+	if ((rc = tt_backend_secrets_for(b, loc, &o, err)) != 0)
+		return rc;
+	if (!tt_pyv_truthy(json_object_get(o, "region")) && tt_pyv_truthy(json_object_get(loc, "region")) &&
+	    json_object_set(o, "region", json_object_get(loc, "region")) < 0)
+		goto oom;
+	if (json_object_set_new(o, "allow_http", json_boolean(opt_truthy(o, "allow_http"))) < 0)
+		goto oom;
+	if (opt_truthy(o, "force_path_style") &&
+	    json_object_set_new(o, "virtual_hosted_style_request", json_false()) < 0)
+		goto oom;
+	json_object_del(o, "force_path_style");
+	*out = o;
+	return 0;
+oom:
+	json_decref(o);
+	return ioom(err);
+}
+
+/* Open the repository's storage: a local directory, or an s3:// prefix
+ * through the storage layer (the URI's own spelling in messages). */
+static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *err)
+{
+	char *uri = NULL, *key = NULL;
+	json_t *opts = NULL;
+	tt_store_uri u;
+	int rc = get_uri(loc, &uri, err);
+
+	memset(s, 0, sizeof *s);
+	s->ops = &local_store_ops;
 	if (rc)
 		return rc;
-	rc = tt_file_local_path(uri, out);
-	if (rc < 0)
+	rc = tt_file_local_path(uri, &s->root);
+	if (rc < 0) {
 		rc = ioom(err);
-	else if (rc == 0)
-		rc = ierr(err, TT_ECAPABILITY,
-			  "icechunk repository %s: only local filesystem repositories are built into "
-			  "this tether yet (s3:// arrives later)",
-			  uri);
-	else
+		goto done;
+	}
+	if (rc > 0) {
 		rc = 0;
+		goto done;
+	}
+	if ((rc = tt_store_uri_parse(uri, &u, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	if (u.kind != TT_STORE_S3) {
+		rc = ierr(err, TT_ECAPABILITY,
+			  "unsupported icechunk storage scheme: '%s' (one of '', 'file', 's3'): %s",
+			  u.scheme, uri);
+		tt_store_uri_release(&u);
+		goto done;
+	}
+	tt_store_uri_release(&u);
+	if ((rc = remote_options(b, loc, &opts, err)) != 0)
+		goto done;
+	if ((rc = tt_store_open_uri(uri, opts, &s->remote, &key, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	{
+		size_t n = strlen(key);
+		while (n && key[n - 1] == '/')
+			key[--n] = '\0';
+		s->prefix = n ? tt_asprintf("%s/", key) : tt_strdup("");
+	}
+	s->root = tt_strdup(uri);
+	s->ops = &remote_store_ops;
+	if (!s->prefix || !s->root)
+		rc = ioom(err);
+done:
+	if (rc)
+		ic_store_release(s);
+	json_decref(opts);
+	free(key);
 	free(uri);
 	return rc;
 }
@@ -289,7 +529,7 @@ typedef struct view {
 
 static void view_release(view *v)
 {
-	free(v->store.root);
+	ic_store_release(&v->store);
 	ic_repo_release(&v->repo);
 	tt_buf_release(&v->raw);
 	tt_buf_release(&v->fb);
@@ -324,6 +564,40 @@ static int read_object(view *v, const char *key, int want, tt_buf *fb, int *spec
 	return read_object_raw(v, key, want, fb, spec, NULL, err);
 }
 
+/* Which layout is there: *spec 2 (a `repo` file), 1 (refs/branch.main/
+ * ref.json) or 0 (no repository).  A remote store's failure to answer (a
+ * refused signature, an unreachable server) is an error naming the URI,
+ * not "no repository". */
+static int store_probe(ic_store *s, int *spec, tt_error *err)
+{
+	static const char *const keys[] = { "repo", "refs/branch.main/ref.json" };
+	*spec = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!s->remote) {
+			if (s->ops->exists(s, keys[i])) {
+				*spec = 2 - i;
+				return 0;
+			}
+			continue;
+		}
+		/* a GET, not a HEAD: a refusal's body says why (an expired
+		 * token, a bad signature), a HEAD's has nothing */
+		tt_buf b = TT_BUF_INIT;
+		int rc = remote_get(s, keys[i], META_MAX, &b, err);
+		tt_buf_release(&b);
+		if (rc == 0) {
+			*spec = 2 - i;
+			return 0;
+		}
+		if (rc != TT_ENOTFOUND) {
+			tt_error_object(err, NULL, KIND);
+			return rc;
+		}
+		tt_error_clear(err);
+	}
+	return 0;
+}
+
 /* (Re)read the spec-2 repo file into v. */
 static int view_read_repo(view *v, tt_error *err)
 {
@@ -343,31 +617,41 @@ static int view_read_repo(view *v, tt_error *err)
 	return rc;
 }
 
-static int view_open(const json_t *loc, view *v, tt_error *err)
+static int view_open(tt_backend *b, const json_t *loc, view *v, tt_error *err)
 {
 	int rc = 0;
 
 	memset(v, 0, sizeof *v);
 	v->raw = (tt_buf)TT_BUF_INIT;
 	v->fb = (tt_buf)TT_BUF_INIT;
-	v->store.ops = &local_store_ops;
-	if ((rc = local_root(loc, &v->store.root, err)) != 0)
+	if ((rc = store_open(b, loc, &v->store, err)) != 0)
 		return rc;
 	/* icechunk's own rule: a `repo` file means spec 2 (even beside an
 	 * unfinished migration's refs/); else refs/branch.main/ref.json means
 	 * spec 1; else there is no repository. */
-	if (v->store.ops->exists(&v->store, "repo")) {
-		v->spec = 2;
+	if (v->store.remote) {
+		/* one GET of `repo` both probes and reads it */
 		rc = view_read_repo(v, err);
-	} else if (v->store.ops->exists(&v->store, "refs/branch.main/ref.json")) {
-		v->spec = 1;
-	} else {
+		v->spec = rc == 0 ? 2 : 0;
+		if (rc == TT_ENOTFOUND) {
+			tt_error_clear(err);
+			rc = store_probe(&v->store, &v->spec, err);
+		}
+		if (rc)
+			goto out;
+	} else if ((rc = store_probe(&v->store, &v->spec, err)) != 0) {
+		goto out;
+	} else if (v->spec == 2) {
+		rc = view_read_repo(v, err);
+	}
+	if (rc == 0 && v->spec == 0) {
 		rc = ierr(err, TT_EBACKEND,
 			  "no icechunk repository at %s (neither a `repo` file nor "
 			  "refs/branch.main/ref.json); check the uri, or create it with `tether add "
 			  "--create`",
 			  v->store.root);
 	}
+out:
 	if (rc)
 		view_release(v);
 	return rc;
@@ -384,6 +668,19 @@ static uint64_t now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* A short random pause before another round against racing writers. */
+static void backoff(int attempt)
+{
+	unsigned r = 0;
+	struct timespec ts;
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+		r = (unsigned)now_us();
+	long ms = 5 + (long)(r % (unsigned)(10 * (attempt < 8 ? attempt : 8)));
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
 }
 
 /* "repo.<ms until 3000-01-01, 14 digits>.<random id>": newest sorts first. */
@@ -417,20 +714,31 @@ static int backup_name(char out[64], tt_error *err)
  */
 static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 {
-	int dfd = open(v->store.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+	bool remote = v->store.remote != NULL;
+	int dfd = remote ? -1 : open(v->store.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
 	tt_buf fb = TT_BUF_INIT, file = TT_BUF_INIT, now = TT_BUF_INIT;
-	char bname[64], *bkey = NULL, *what = NULL;
+	char bname[64], *bkey = NULL, *what = NULL, *etag = NULL;
 	ic_change ch;
 
-	if (dfd < 0)
+	if (!remote && dfd < 0)
 		return ierr(err, TT_EIO, "cannot open %s: %s", v->store.root, strerror(errno));
-	if (flock(dfd, LOCK_EX) != 0) {
+	if (!remote && flock(dfd, LOCK_EX) != 0) {
 		rc = ierr(err, TT_EIO, "cannot lock %s: %s", v->store.root, strerror(errno));
 		goto done;
 	}
-	for (int attempt = 0; attempt < 5; attempt++) {
+	/* An object store has the compare-and-swap: as many rounds as racing
+	 * writers may need, each planned again on the winner's file. */
+	for (int attempt = 0; attempt < (remote ? 32 : 5); attempt++) {
+		if (attempt && remote)
+			backoff(attempt);
 		if ((rc = view_read_repo(v, err)) != 0)
 			goto done;
+		free(etag);
+		etag = NULL;
+		if (remote && !(etag = tt_strdup(v->store.etag ? v->store.etag : ""))) {
+			rc = ioom(err);
+			goto done;
+		}
 		memset(&ch, 0, sizeof ch);
 		rc = plan(v, &ch, ctx, err);
 		if (rc)
@@ -461,6 +769,18 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
+		if (remote) {
+			/* If-Match on the ETag the plan read: one writer of a racing
+			 * many wins, the others plan again on its file */
+			rc = remote_replace_if(&v->store, "repo", etag, file.ptr, file.len, err);
+			if (rc == TT_EREFMOVED) {
+				tt_error_clear(err);
+				continue;
+			}
+			if (rc)
+				tt_error_object(err, NULL, KIND);
+			goto done;
+		}
 		tt_buf_reset(&now);
 		if ((rc = v->store.ops->get(&v->store, "repo", META_MAX, &now, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
@@ -479,7 +799,9 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 	rc = ierr(err, TT_EBACKEND, "icechunk repository %s kept changing under this write; try again",
 		  v->store.root);
 done:
-	close(dfd); /* releases the lock */
+	if (dfd >= 0)
+		close(dfd); /* releases the lock */
+	free(etag);
 	tt_buf_release(&fb);
 	tt_buf_release(&file);
 	tt_buf_release(&now);
@@ -843,7 +1165,7 @@ static int ic_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 
 	(void)b;
 	*state = NULL;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if (!working_ref && has_text(at)) {
 		char *ref = tt_pyv_str_dup(at);
@@ -933,6 +1255,48 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	return rc;
 }
 
+/* A spec-1 ref replaced only while it still has the ETag read with it
+ * (remote stores): TT_EREFMOVED when someone moved it in between. */
+static int v1_write_ref_if(view *v, const char *kind, const char *name, const char *sid,
+			   const char *etag, tt_error *err)
+{
+	char *key = ref_key(kind, name, "ref.json");
+	char body[64];
+	int rc;
+	if (!key)
+		return ioom(err);
+	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
+	rc = remote_replace_if(&v->store, key, etag, body, strlen(body), err);
+	if (rc)
+		tt_error_object(err, NULL, KIND);
+	free(key);
+	return rc;
+}
+
+/* A branch head and the ETag of its ref.json (spec 1, remote). */
+static int v1_head_tagged(view *v, const char *name, char sid[IC_ID_CHARS + 1], char **etag,
+			  tt_error *err)
+{
+	int rc = lookup_branch(v, name, sid, err);
+	*etag = NULL;
+	if (rc == 0 && !(*etag = tt_strdup(v->store.etag ? v->store.etag : "")))
+		rc = ioom(err);
+	return rc;
+}
+
+/* TT_EREFMOVED for a conditional write another writer beat: where the
+ * branch is now (read again), and the head that was expected. */
+static int moved_meanwhile(view *v, const char *what, const char *branch, const char *want,
+			   tt_error *err)
+{
+	char now[IC_ID_CHARS + 1];
+	tt_error quiet = TT_ERROR_INIT;
+	bool found = lookup_branch(v, branch, now, &quiet) == 0;
+	tt_error_clear(&quiet);
+	return ierr(err, TT_EREFMOVED, "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
+		    what, branch, found ? now : "something else", want);
+}
+
 typedef struct pin_ctx {
 	const char *pin_id, *sid;
 	char ref[96];
@@ -996,7 +1360,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	(void)b;
 	if (!pin_id || !*pin_id || strchr(pin_id, '/'))
 		return ierr(err, TT_EUSAGE, "pin needs an id");
-	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	/* The snapshot must exist before any tag name is spent on it. */
 	if ((rc = resolve(&v, want, sid, err)) != 0)
@@ -1120,7 +1484,7 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 	int rc;
 
 	(void)b;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	wanted = pin_id_of(pin->ref);
 	if (!wanted)
@@ -1179,7 +1543,7 @@ static int ic_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error
 
 	(void)b;
 	*ids = NULL;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = list_refs(&v, "tag", &tags, err)) != 0)
 		goto done;
@@ -1225,7 +1589,7 @@ static int ic_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 	(void)b;
 	*message = NULL;
 	*status = TT_VERIFY_UNKNOWN;
-	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if (pin) {
 		if ((rc = live_tag(&v, pin, tag, sid, &found, err)) != 0)
@@ -1309,13 +1673,15 @@ static int move_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 	if (bi >= 0)
 		ic_id_encode(v->repo.snaps[v->repo.branches[bi].snap].id, head);
 	if (mc->expected && mc->expected->kind == TT_EXPECT_ABSENT && bi >= 0)
-		return ierr(err, TT_EREFMOVED, "%s: %s exists, expected absent", mc->what, mc->branch);
+		return ierr(err, TT_EREFMOVED, "%s: %s exists, expected absent (made meanwhile)",
+			    mc->what, mc->branch);
 	if (mc->expected && mc->expected->kind == TT_EXPECT_STATE) {
 		const json_t *e = json_object_get(mc->expected->state, "snapshot_id");
 		const char *want = json_is_string(e) ? json_string_value(e) : "";
 		if (bi < 0 || strcmp(head, want) != 0)
-			return ierr(err, TT_EREFMOVED, "%s: %s is at %s, expected %s", mc->what,
-				    mc->branch, bi >= 0 ? head : "nothing", want);
+			return ierr(err, TT_EREFMOVED,
+				    "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
+				    mc->what, mc->branch, bi >= 0 ? head : "nothing", want);
 	}
 	if (bi >= 0 && strcmp(head, mc->sid) == 0)
 		return 1; /* already there: left alone */
@@ -1335,7 +1701,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	*ref_out = NULL;
 	if (!name || !*name || strchr(name, '/'))
 		return ierr(err, TT_EUSAGE, "fork needs a branch name");
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = source_sid(&v, source, sid, err)) != 0)
 		goto done;
@@ -1357,6 +1723,28 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 		rc = v1_write_ref(&v, "branch", name, sid, true, err);
 		if (rc == TT_EEXISTS)
 			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
+		goto done;
+	}
+	if (expected && expected->kind == TT_EXPECT_STATE && v.store.remote) {
+		/* the ref moves from the reviewed head or not at all (If-Match) */
+		const json_t *e = json_object_get(expected->state, "snapshot_id");
+		const char *want = json_is_string(e) ? json_string_value(e) : "";
+		char *etag = NULL;
+		rc = v1_head_tagged(&v, name, head, &etag, err);
+		if (rc && rc != TT_ENOTFOUND)
+			goto done;
+		if (rc == TT_ENOTFOUND || strcmp(head, want) != 0) {
+			rc = ierr(err, TT_EREFMOVED,
+				  "fork: %s moved meanwhile: it is at %s, expected %s; review it again", name,
+				  rc == TT_ENOTFOUND ? "nothing" : head, want);
+		} else if (strcmp(head, sid) != 0) {
+			rc = v1_write_ref_if(&v, "branch", name, sid, etag, err);
+			if (rc == TT_EREFMOVED) {
+				tt_error_clear(err);
+				rc = moved_meanwhile(&v, "fork", name, want, err);
+			}
+		}
+		free(etag);
 		goto done;
 	}
 	if (expected && expected->kind == TT_EXPECT_STATE) {
@@ -1398,7 +1786,7 @@ static int ic_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 		return 0;
 	}
 	free(base);
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	rc = lookup_branch(&v, ref, sid, err);
 	if (rc == TT_ENOTFOUND) {
@@ -1441,7 +1829,7 @@ static int ic_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs,
 
 	(void)b;
 	*refs = NULL;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = list_refs(&v, "branch", &all, err)) == 0) {
 		*refs = json_array();
@@ -1502,7 +1890,7 @@ static int ic_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancest
 
 	(void)b;
 	*answer = -1;
-	if ((rc = state_sid(ancestor, &f.wanted, err)) != 0 || (rc = view_open(loc, &v, err)) != 0)
+	if ((rc = state_sid(ancestor, &f.wanted, err)) != 0 || (rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = source_sid(&v, descendant, sid, err)) == 0 &&
 	    (rc = ancestry(&v, sid, find_step, &f, err)) == 0)
@@ -1523,7 +1911,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 	*new_state = NULL;
 	if ((rc = base_branch_of(loc, &base, err)) != 0)
 		return rc;
-	if ((rc = view_open(loc, &v, err)) != 0) {
+	if ((rc = view_open(b, loc, &v, err)) != 0) {
 		free(base);
 		return rc;
 	}
@@ -1539,7 +1927,8 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			from = json_is_string(s) ? json_string_value(s) : "";
 		}
 		if (strcmp(head, from) != 0) {
-			rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base, head,
+			rc = ierr(err, TT_EREFMOVED,
+				  "promote: %s moved meanwhile: it is at %s, expected %s", base, head,
 				  *from ? from : "absent");
 			goto done;
 		}
@@ -1572,13 +1961,33 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 				goto done;
 			goto moved;
 		}
+		if (v.store.remote) {
+			/* If-Match on the ref the ancestry was checked against */
+			char was[IC_ID_CHARS + 1], *etag = NULL;
+			memcpy(was, head, sizeof was);
+			rc = v1_head_tagged(&v, base, head, &etag, err);
+			if (rc == 0 && strcmp(head, was) != 0)
+				rc = ierr(err, TT_EREFMOVED,
+					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
+					  head, was);
+			if (rc == 0 && (rc = v1_write_ref_if(&v, "branch", base, target, etag, err)) ==
+					       TT_EREFMOVED) {
+				tt_error_clear(err);
+				rc = moved_meanwhile(&v, "promote", base, was, err);
+			}
+			free(etag);
+			if (rc)
+				goto done;
+			goto moved;
+		}
 		/* Local storage has no compare-and-swap: re-read the head right
 		 * before the replace to narrow the window. */
 		if (lookup_branch(&v, base, head, err) == 0 &&
 		    expected && expected->kind == TT_EXPECT_STATE) {
 			const char *from = json_string_value(json_object_get(expected->state, "snapshot_id"));
 			if (from && strcmp(head, from) != 0) {
-				rc = ierr(err, TT_EREFMOVED, "promote: %s is at %s, expected %s", base,
+				rc = ierr(err, TT_EREFMOVED,
+					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
 					  head, from);
 				goto done;
 			}
@@ -1624,7 +2033,7 @@ static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 
 	(void)b;
 	*handle = NULL;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if (target->kind == TT_TARGET_PIN) {
 		bool found;
@@ -1784,7 +2193,7 @@ static int ic_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 	*n = 0;
 	if (limit == 0)
 		return 0;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if (ref && *ref)
 		start = tt_strdup(ref);
@@ -2223,7 +2632,7 @@ static int ic_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		return rc;
 	if (strcmp(sa, sb) == 0)
 		return 0;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = node_diff(&v, sa, sb, &entries, &ok, err)) != 0)
 		goto done;
@@ -2350,13 +2759,27 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 	struct stat st;
 	int rc;
 
-	(void)b;
 	*state = NULL;
 	memset(&v, 0, sizeof v);
-	v.store.ops = &local_store_ops;
-	if ((rc = local_root(loc, &v.store.root, err)) != 0)
+	if ((rc = store_open(b, loc, &v.store, err)) != 0)
 		return rc;
-	if (lstat(v.store.root, &st) == 0) {
+	if (v.store.remote) {
+		/* anything under the prefix is someone's data, and delete_store
+		 * would later take the whole prefix */
+		json_t *names = NULL;
+		if ((rc = v.store.ops->list(&v.store, ".", &names, err)) != 0) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		size_t n = json_array_size(names);
+		json_decref(names);
+		if (n) {
+			rc = ierr(err, TT_EBACKEND,
+				  "objects already exist under %s; `create` never adopts them",
+				  v.store.root);
+			goto done;
+		}
+	} else if (lstat(v.store.root, &st) == 0) {
 		rc = ierr(err, TT_EBACKEND, "%s already exists; `create` never adopts it", v.store.root);
 		goto done;
 	}
@@ -2364,7 +2787,7 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 		rc = ierr(err, TT_EUSAGE, "icechunk create needs an owner (at most 250 bytes)");
 		goto done;
 	}
-	if ((rc = tt_mkdirs(v.store.root, 0777, err)) != 0 ||
+	if ((!v.store.remote && (rc = tt_mkdirs(v.store.root, 0777, err)) != 0) ||
 	    (rc = ic_initial_snapshot(now, &snap, err)) != 0 || (rc = ic_initial_txlog(&tx, err)) != 0 ||
 	    (rc = ic_initial_repo(now, OWNER_KEY, (const uint8_t *)flex.ptr, flex.len, &repo, err)) != 0)
 		goto fail;
@@ -2387,28 +2810,34 @@ done:
 	return rc;
 }
 
-/* Is there a repository at all (without reading it)? */
-static bool repo_exists(const json_t *loc)
+/* Is there a repository at all (without reading it)?  *yes; an error
+ * only where a remote store cannot say. */
+static int repo_exists(tt_backend *b, const json_t *loc, bool *yes, tt_error *err)
 {
 	tt_error quiet = TT_ERROR_INIT;
-	ic_store s = { &local_store_ops, NULL };
-	bool yes = false;
-	if (local_root(loc, &s.root, &quiet) == 0)
-		yes = s.ops->exists(&s, "repo") || s.ops->exists(&s, "refs/branch.main/ref.json");
-	free(s.root);
-	tt_error_clear(&quiet);
-	return yes;
+	ic_store s;
+	int spec = 0, rc;
+	*yes = false;
+	if (store_open(b, loc, &s, &quiet) != 0) {
+		/* a locator that names no store has no repository */
+		tt_error_clear(&quiet);
+		return 0;
+	}
+	rc = store_probe(&s, &spec, err);
+	*yes = spec != 0;
+	ic_store_release(&s);
+	return rc;
 }
 
 static int ic_owner(tt_backend *b, const json_t *loc, char **owner, tt_error *err)
 {
 	view v;
 	int rc;
-	(void)b;
+	bool there;
 	*owner = NULL;
-	if (!repo_exists(loc))
-		return 0;
-	if ((rc = view_open(loc, &v, err)) != 0)
+	if ((rc = repo_exists(b, loc, &there, err)) != 0 || !there)
+		return rc;
+	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	for (size_t i = 0; v.spec == 2 && i < v.repo.nmetadata; i++) {
 		const char *s;
@@ -2432,13 +2861,13 @@ static int ic_is_ref_empty(tt_backend *b, const json_t *loc, const json_t *ignor
 	size_t i, count = 0;
 	int rc;
 
-	(void)b;
+	bool there;
 	*answer = -1;
-	if (!repo_exists(loc))
-		return 0;
+	if ((rc = repo_exists(b, loc, &there, err)) != 0 || !there)
+		return rc;
 	if ((rc = base_branch_of(loc, &base, err)) != 0)
 		return rc;
-	if ((rc = view_open(loc, &v, err)) != 0) {
+	if ((rc = view_open(b, loc, &v, err)) != 0) {
 		free(base);
 		return rc;
 	}
@@ -2506,17 +2935,23 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
 }
 
+static int key_step(const char *rel, void *ctx, tt_error *err)
+{
+	return json_array_append_new(ctx, json_string(rel)) == 0 ? 0 : ioom(err);
+}
+
 static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 {
 	char *owner = NULL, *root = NULL;
-	json_t *names = NULL, *e;
-	ic_store s = { &local_store_ops, NULL };
+	json_t *names = NULL, *keys = NULL, *e;
+	ic_store s;
 	tt_buf foreign = TT_BUF_INIT;
 	int rc, empty = -1;
 	size_t i;
 
-	if ((rc = local_root(loc, &root, err)) != 0)
+	if ((rc = store_open(b, loc, &s, err)) != 0)
 		return rc;
+	root = s.root;
 	/* the caller checked; check again here, where the delete is */
 	if ((rc = ic_owner(b, loc, &owner, err)) != 0 || (rc = ic_is_ref_empty(b, loc, NULL, &empty, err)) != 0)
 		goto done;
@@ -2525,7 +2960,6 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			  root);
 		goto done;
 	}
-	s.root = root;
 	if ((rc = s.ops->list(&s, ".", &names, err)) != 0)
 		goto done;
 	json_array_foreach(names, i, e)
@@ -2536,13 +2970,33 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			  root, foreign.ptr);
 		goto done;
 	}
+	if (s.remote) {
+		/* icechunk has no "delete repository": its objects under the
+		 * prefix, and only those (checked above) */
+		if (!(keys = json_array())) {
+			rc = ioom(err);
+			goto done;
+		}
+		if ((rc = remote_each_key(&s, "", key_step, keys, err)) != 0) {
+			tt_error_object(err, NULL, KIND);
+			goto done;
+		}
+		json_array_foreach(keys, i, e)
+			if ((rc = s.ops->remove(&s, json_string_value(e), err)) != 0) {
+				tt_error_prefix(err, "%s was removed only in part", root);
+				tt_error_object(err, NULL, KIND);
+				goto done;
+			}
+		goto done;
+	}
 	if (nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
 		rc = ierr(err, TT_EIO, "cannot remove %s: %s", root, strerror(errno));
 done:
 	tt_buf_release(&foreign);
 	json_decref(names);
+	json_decref(keys);
 	free(owner);
-	free(root);
+	ic_store_release(&s);
 	return rc;
 }
 
@@ -2556,13 +3010,23 @@ static int ic_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error
 
 static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *file_policy)
 {
+	unsigned caps = TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE | TT_CAP_PIN | TT_CAP_FORK |
+			TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE |
+			TT_CAP_CREATE;
+	char *uri = NULL, *path = NULL;
+	tt_error quiet = TT_ERROR_INIT;
 	(void)b;
-	(void)loc;
 	(void)file_policy;
-	/* On local storage icechunk itself replaces refs without compare-and-swap
-	 * (CONDITIONAL_REF is for object stores, not built yet). */
-	return TT_CAP_FINGERPRINT | TT_CAP_ADDRESSABLE | TT_CAP_PIN | TT_CAP_FORK |
-	       TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_CREATE;
+	/* On local storage icechunk itself replaces refs without compare-and-
+	 * swap; on an object store every ref move is a conditional write from
+	 * the head the plan reviewed (If-Match / If-None-Match). */
+	if (get_uri(loc, &uri, &quiet) == 0 && tt_file_local_path(uri, &path) == 0 &&
+	    (!strncasecmp(uri, "s3://", 5) || !strncasecmp(uri, "s3a://", 6)))
+		caps |= TT_CAP_CONDITIONAL_REF;
+	tt_error_clear(&quiet);
+	free(uri);
+	free(path);
+	return caps;
 }
 
 static void ic_free(tt_backend *b)

@@ -19,8 +19,9 @@
  * picks a sibling name.  Promote and merge do not exist: Lance cannot move
  * a branch head.
  *
- * Storage sits behind a small interface (lstore) so object stores can come
- * later; today only local paths are served.
+ * Storage sits behind a small interface (lstore): a local directory, or an
+ * object-store prefix through the storage layer (storage/store.h), where
+ * create-only is If-None-Match: *.
  */
 #define _GNU_SOURCE 1
 #include <dirent.h>
@@ -38,6 +39,8 @@
 #include "backends/backend.h"
 #include "backends/file.h"
 #include "formats/lance_manifest.h"
+#include "storage/open.h"
+#include "storage/store.h"
 #include "util/buf.h"
 #include "util/fault.h"
 #include "util/fs.h"
@@ -74,6 +77,8 @@ typedef struct lstore_ops {
 struct lstore {
 	const lstore_ops *ops;
 	char *root;   /* the dataset root as the locator gives it (for messages, base paths) */
+	tt_store *remote;  /* an object store (s3://, gs://, az://); NULL locally */
+	char *prefix;      /* remote: the dataset's key prefix, "" or "a/b.lance/" */
 };
 
 static void free_names(char **v, size_t n)
@@ -190,10 +195,210 @@ static const lstore_ops local_ops = {
 	local_read, local_list, local_put_new, local_remove, local_remove_tree, local_exists,
 };
 
+/* --- an object store, through the storage layer (storage/store.h) --- */
+
+static char *remote_key(lstore *s, const char *rel)
+{
+	return tt_asprintf("%s%s", s->prefix, rel ? rel : "");
+}
+
+static int remote_read(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error *err)
+{
+	char *k = remote_key(s, rel);
+	int rc;
+	if (!k)
+		return loom(err);
+	out->max = max;
+	rc = tt_store_get(s->remote, k, NULL, out, NULL, err);
+	free(k);
+	return rc;
+}
+
+/* Every key under rel + "/" (all keys when rel is empty), relative to the
+ * dataset root; fn returns nonzero (an error) to stop. */
+typedef int (*remote_key_fn)(lstore *s, const char *relkey, void *ctx, tt_error *err);
+static int remote_each(lstore *s, const char *rel, remote_key_fn fn, void *ctx, tt_error *err)
+{
+	char *pre = rel && *rel ? tt_asprintf("%s%s/", s->prefix, rel) : tt_strdup(s->prefix);
+	char *token = NULL;
+	size_t pl = strlen(s->prefix);
+	int rc = 0;
+	if (!pre)
+		return loom(err);
+	do {
+		tt_store_page page;
+		rc = tt_store_list(s->remote, pre, token, 0, &page, err);
+		free(token);
+		token = NULL;
+		if (rc)
+			break;
+		for (size_t i = 0; i < page.n && rc == 0; i++)
+			if (strlen(page.items[i].key) > pl)
+				rc = fn(s, page.items[i].key + pl, ctx, err);
+		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
+			rc = loom(err);
+		tt_store_page_release(&page);
+	} while (rc == 0 && token);
+	free(token);
+	free(pre);
+	return rc;
+}
+
+typedef struct names_acc {
+	char ***names;
+	size_t *n, alloc, skip;
+} names_acc;
+
+static int name_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
+{
+	names_acc *a = ctx;
+	const char *name = relkey + a->skip, *slash = strchr(name, '/');
+	size_t len = slash ? (size_t)(slash - name) : strlen(name);
+	(void)s;
+	if (!len)
+		return 0;
+	/* listings are sorted: a directory's keys follow one another */
+	if (*a->n && strlen((*a->names)[*a->n - 1]) == len && !memcmp((*a->names)[*a->n - 1], name, len))
+		return 0;
+	if (TT_ARRAY_GROW(*a->names, a->alloc, *a->n + 1) != 0 ||
+	    !((*a->names)[*a->n] = tt_strndup(name, len)))
+		return loom(err);
+	(*a->n)++;
+	return 0;
+}
+
+static int remote_list(lstore *s, const char *rel, char ***names, size_t *n, tt_error *err)
+{
+	names_acc a = { names, n, 0, rel && *rel ? strlen(rel) + 1 : 0 };
+	int rc;
+	*names = NULL;
+	*n = 0;
+	rc = remote_each(s, rel, name_step, &a, err);
+	if (rc) {
+		free_names(*names, *n);
+		*names = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int remote_put_new(lstore *s, const char *rel, const void *data, size_t len, tt_error *err)
+{
+	char *k = remote_key(s, rel);
+	int rc = k ? tt_store_put_if_absent(s->remote, k, data, len, NULL, err) : loom(err);
+	free(k);
+	return rc;
+}
+
+static int remote_remove(lstore *s, const char *rel, tt_error *err)
+{
+	char *k = remote_key(s, rel);
+	int rc = k ? tt_store_delete(s->remote, k, err) : loom(err);
+	free(k);
+	return rc;
+}
+
+static int delete_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
+{
+	(void)ctx;
+	return remote_remove(s, relkey, err);
+}
+
+static int remote_remove_tree(lstore *s, const char *rel, tt_error *err)
+{
+	int rc = remote_remove(s, rel, err);
+	if (rc == 0)
+		rc = remote_each(s, rel, delete_step, NULL, err);
+	return rc;
+}
+
+static int any_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
+{
+	(void)s;
+	(void)relkey;
+	(void)err;
+	*(bool *)ctx = true;
+	return 1; /* stop at the first */
+}
+
+/* A blob at rel, or any key under rel/ (a "directory"). */
+static bool remote_exists(lstore *s, const char *rel)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	tt_store_meta meta;
+	char *k = remote_key(s, rel);
+	bool yes = false;
+	if (k && tt_store_head(s->remote, k, NULL, &meta, &quiet) == 0) {
+		tt_store_meta_release(&meta);
+		yes = true;
+	}
+	tt_error_clear(&quiet);
+	if (!yes && k)
+		remote_each(s, rel, any_step, &yes, &quiet);
+	tt_error_clear(&quiet);
+	free(k);
+	return yes;
+}
+
+static const lstore_ops remote_ops = {
+	remote_read, remote_list, remote_put_new, remote_remove, remote_remove_tree, remote_exists,
+};
+
 static void lstore_close(lstore *s)
 {
 	free(s->root);
 	s->root = NULL;
+	tt_store_close(s->remote);
+	s->remote = NULL;
+	free(s->prefix);
+	s->prefix = NULL;
+}
+
+/* Open a remote dataset root: the store, and the key prefix within it. */
+static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore *s, tt_error *err)
+{
+	json_t *opts = NULL;
+	char *key = NULL;
+	int rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	if (rc)
+		return rc;
+	rc = tt_store_open_uri(uri, opts, &s->remote, &key, err);
+	json_decref(opts);
+	if (rc) {
+		tt_error_object(err, NULL, KIND);
+		return rc;
+	}
+	size_t n = strlen(key);
+	while (n && key[n - 1] == '/')
+		key[--n] = '\0';
+	s->prefix = n ? tt_asprintf("%s/", key) : tt_strdup("");
+	free(key);
+	/* the root as written, without a trailing '/' (base paths join onto it) */
+	n = strlen(uri);
+	while (n > 1 && uri[n - 1] == '/')
+		n--;
+	s->root = tt_strndup(uri, n);
+	s->ops = &remote_ops;
+	if (!s->prefix || !s->root) {
+		lstore_close(s);
+		return loom(err);
+	}
+	/* a dataset has versions: anything else is no dataset (or a refusal
+	 * from the store, which says so) */
+	char **names = NULL;
+	size_t nn = 0;
+	if ((rc = remote_list(s, "_versions", &names, &nn, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		lstore_close(s);
+		return rc;
+	}
+	free_names(names, nn);
+	if (!nn) {
+		lerr(err, TT_EBACKEND, "cannot open lance dataset %s: no _versions under it", uri);
+		lstore_close(s);
+		return err->code;
+	}
+	return 0;
 }
 
 /* --- locators ----------------------------------------------------------------- */
@@ -219,9 +424,7 @@ static int open_store(tt_backend *b, const json_t *loc, lstore *s, tt_error *err
 	if (local < 0)
 		return loom(err);
 	if (local == 0)
-		return lerr(err, TT_EBACKEND,
-			    "lance dataset %s: only local paths are supported by this tether yet "
-			    "(object stores come later)", uri);
+		return open_remote(b, loc, uri, s, err);
 	if (!tt_is_dir(path)) {
 		lerr(err, TT_EBACKEND, "cannot open lance dataset %s: no such directory", uri);
 		free(path);

@@ -29,6 +29,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			printf("  (not built yet)");
 		else if (json_is_string(json_object_get(row, "note")))
 			printf("  (%s)", json_string_value(json_object_get(row, "note")));
+		if (json_array_size(json_object_get(row, "schemes"))) {
+			/* where this build reaches the kind's stores */
+			json_array_foreach(json_object_get(row, "schemes"), j, cap)
+				printf("%s%s", j ? ", " : "  [", json_string_value(cap));
+			printf("]");
+		}
 		printf("\n");
 	}
 	json_decref(rows);
@@ -43,13 +49,17 @@ static const cli_opt opts[] = {
 const cli_cmd cmd_backends = {
 	"backends", "[--json]",
 	"List backend kinds with their maturity, tier, and capabilities.",
-	"Every kind tether knows, with the contract it follows: maturity (stable: the full\n"
-	"lifecycle runs in CI against the real system; experimental: tested against a fake of\n"
-	"a network service), tier (observed, addressable, pinnable, forkable) and capability\n"
-	"flags.  Kinds whose backend this build does not include yet say so (installed = false).\n"
+	"Every kind tether knows, with the contract it follows: maturity (stable, or\n"
+	"experimental as tether-vcs marks it), tier (observed, addressable, pinnable, forkable)\n"
+	"and capability flags.  Kinds whose backend this build does not include yet say so\n"
+	"(installed = false).  What each kind is tested against: ducklake and iceberg against\n"
+	"DuckDB, pyiceberg and Apache Iceberg's REST catalog; neon against a fake of Neon's API\n"
+	"(its note says so).\n"
 	/* dolt */
 	"dolt: CI tests it against a test server (go-mysql-server with Dolt's versioning SQL),\n"
 	"not a real dolt sql-server; TETHER_TEST_DOLT=host:port[/db] runs the dolt e2e suite against\n"
-	"a real one (docs/backend-dolt.md).",
+	"a real one (docs/backend-dolt.md).\n"
+	"Kinds whose stores are named by a URI list, in brackets (--json: schemes), the URI\n"
+	"schemes this build reaches them through: file (a local path), s3, gs, az, ...",
 	opts, 0, 0, run,
 };

@@ -540,6 +540,35 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err)
 	return *out ? 0 : tt_error_oom(err);
 }
 
+/*
+ * The URI schemes this build reaches a kind's stores through ("file": a
+ * local path or file://), or NULL for kinds not addressed by a store URI
+ * (a catalog, a database, a repository).  The object-store schemes are
+ * the ones src/storage/open.c opens; icechunk takes s3 only, as tether-vcs
+ * does.
+ */
+static json_t *kind_schemes(const char *kind)
+{
+	static const char *const objstore[] = { "file", "s3", "s3a", "gs", "gcs", "az", "azure",
+						"abfs", "abfss", "adl", NULL };
+	static const char *const icechunk[] = { "file", "s3", "s3a", NULL };
+	static const struct {
+		const char *kind;
+		const char *const *schemes;
+	} table[] = {
+		{ "delta", objstore }, { "file", objstore }, { "icechunk", icechunk }, { "lance", objstore },
+	};
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (strcmp(table[i].kind, kind) != 0)
+			continue;
+		json_t *out = json_array();
+		for (const char *const *sc = table[i].schemes; out && *sc; sc++)
+			json_array_append_new(out, json_string(*sc));
+		return out;
+	}
+	return json_null();
+}
+
 json_t *tt_backends(void)
 {
 	size_t n;
@@ -550,10 +579,12 @@ json_t *tt_backends(void)
 		for (unsigned b = 0; b < TT_CAP_COUNT; b++)
 			if (kinds[i].caps & (1u << b))
 				json_array_append_new(caps, json_string(tt_cap_name(b)));
-		json_array_append_new(rows, json_pack("{s:s,s:b,s:s,s:s,s:o,s:s?}", "kind", kinds[i].name,
+		json_array_append_new(rows, json_pack("{s:s,s:b,s:s,s:s,s:o,s:s?,s:o}", "kind", kinds[i].name,
 						      "installed", kinds[i].built, "maturity",
 						      kinds[i].maturity, "tier", tt_tier_name(kinds[i].caps),
-						      "capabilities", caps, "note", kinds[i].not_built_note));
+						      "capabilities", caps, "note", kinds[i].not_built_note,
+						      "schemes", kinds[i].built ? kind_schemes(kinds[i].name)
+									       : json_null()));
 	}
 	return rows;
 }

@@ -566,6 +566,9 @@ int tt_http_do(tt_http_client *c, const tt_http_request *req, tt_http_response *
 					  code == CURLE_PEER_FAILED_VERIFICATION
 						  ? " (the server's TLS certificate was not trusted; "
 						    "give its CA with ca_file)"
+					  : code == CURLE_OPERATION_TIMEDOUT
+						  ? " (timed out: the server answered too slowly every time; "
+						    "try again later, or raise the store's timeout option)"
 						  : "");
 			break;
 		}

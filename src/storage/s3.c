@@ -174,7 +174,12 @@ static int s3_fail(tt_store *s, const char *what, const char *key, const tt_http
 		code = tt_xml_text(cs, ce);
 	if (tt_xml_find(r->body.ptr, end, "Message", &ms, &me, NULL))
 		msg = tt_xml_text(ms, me);
-	if (r->status == 403)
+	if (code && (!strcmp(code, "ExpiredToken") || !strcmp(code, "TokenRefreshRequired") ||
+		     !strcmp(code, "RequestExpired")))
+		fix = "; the credentials have expired: renew them (the session_token, profile or "
+		      "role for this store in .tether/secrets.toml, or the AWS environment) and run "
+		      "the command again";
+	else if (r->status == 403)
 		fix = "; check the credentials for this store in .tether/secrets.toml";
 	else if (r->status == 404)
 		rc = TT_ENOTFOUND;

@@ -13,6 +13,11 @@ Each stdin line is a JSON array; each answer is one JSON line:
   ["expire", path, older_than_iso]   -> expire_snapshots + garbage_collect
   ["check", path]                    -> opens and resolves every branch and tag
 Errors answer {"ok": false, "error": "..."}.
+
+A path "s3://bucket/prefix" opens S3 storage, reached through
+ICECHUNK_S3_ENDPOINT (plain HTTP, path-style) with the keys in
+AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: how the tests run icechunk (1.x
+here, 2.x under Python 3.12) against a local S3 server.
 """
 import json
 import logging
@@ -29,14 +34,25 @@ import icechunk as ic  # noqa: E402
 import zarr  # noqa: E402
 
 
+def storage(path):
+    if path.startswith("s3://"):
+        bucket, _, prefix = path[len("s3://"):].partition("/")
+        return ic.s3_storage(
+            bucket=bucket, prefix=prefix or None, region="us-east-1",
+            endpoint_url=os.environ["ICECHUNK_S3_ENDPOINT"], allow_http=True,
+            force_path_style=True, access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+            secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"])
+    return ic.local_filesystem_storage(path)
+
+
 def repo(path):
-    return ic.Repository.open(ic.local_filesystem_storage(path))
+    return ic.Repository.open(storage(path))
 
 
 def run(cmd):
     op, path, *rest = cmd
     if op == "create":
-        ic.Repository.create(ic.local_filesystem_storage(path))
+        ic.Repository.create(storage(path))
         return {}
     r = repo(path)
     if op == "commit":

@@ -8,7 +8,12 @@
  *   tt_backend KIND LOCATOR diff STATE_A STATE_B
  *   tt_backend KIND LOCATOR list_pins
  *   tt_backend KIND LOCATOR list_working_refs
+ *   tt_backend KIND LOCATOR fork SOURCE_STATE NAME EXPECTED
+ *       (EXPECTED: a state, "absent" or "none"; prints the ref)
  *
+ * TT_BACKEND_CONFIG, when set, is the kind's [backends.KIND] table as a
+ * JSON object (endpoints and keys for an object store, as secrets.toml
+ * would give them).
  * LOCATOR and STATE are JSON objects.  Exit status: 0 done, 1 the backend
  * refused (message on stderr), 2 usage.
  */
@@ -46,7 +51,12 @@ int main(int argc, char **argv)
 	op = argv[3];
 	if (!loc || !tt_kind_find(argv[1]))
 		return usage();
-	if ((rc = tt_backend_new(&b, tt_kind_find(argv[1]), NULL, NULL, NULL, &err)) != 0)
+	json_t *config = getenv("TT_BACKEND_CONFIG") ? parse(getenv("TT_BACKEND_CONFIG")) : NULL;
+	if (getenv("TT_BACKEND_CONFIG") && !config)
+		return usage();
+	rc = tt_backend_new(&b, tt_kind_find(argv[1]), config, NULL, NULL, &err);
+	json_decref(config);
+	if (rc)
 		goto done;
 	if (strcmp(op, "fingerprint") == 0) {
 		rc = b->ops->fingerprint(b, loc, argc > 4 ? argv[4] : NULL, &out, &err);
@@ -77,6 +87,23 @@ int main(int argc, char **argv)
 		rc = b->ops->list_pins(b, loc, &out, &err);
 	} else if (strcmp(op, "list_working_refs") == 0) {
 		rc = b->ops->list_working_refs(b, loc, &out, &err);
+	} else if (strcmp(op, "fork") == 0 && argc > 6) {
+		json_t *src = parse(argv[4]), *want = NULL;
+		tt_target t = { .kind = TT_TARGET_STATE, .state = src };
+		tt_expect e = { TT_EXPECT_NONE, NULL };
+		char *ref = NULL;
+		if (strcmp(argv[6], "absent") == 0)
+			e.kind = TT_EXPECT_ABSENT;
+		else if (strcmp(argv[6], "none") != 0 && (want = parse(argv[6])))
+			e = (tt_expect){ TT_EXPECT_STATE, want };
+		if (!src || (e.kind == TT_EXPECT_NONE && strcmp(argv[6], "none") != 0))
+			return usage();
+		rc = b->ops->fork(b, loc, &t, argv[5], &e, &ref, &err);
+		if (rc == 0)
+			out = json_string(ref);
+		free(ref);
+		json_decref(src);
+		json_decref(want);
 	} else {
 		return usage();
 	}
@@ -85,7 +112,7 @@ done:
 		fprintf(stderr, "error: %s\n", tt_error_text(&err));
 		rc = 1;
 	} else {
-		char *text = json_dumps(out, JSON_COMPACT);
+		char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
 		puts(text ? text : "null");
 		free(text);
 	}

@@ -95,5 +95,6 @@ class HistoryEntry:
 
 def available() -> list[dict[str, Any]]:
     """Every kind libtether knows: ``{kind, installed, maturity, tier,
-    capabilities, note}`` (what ``tether backends --json`` prints)."""
+    capabilities, note, schemes}`` (what ``tether backends --json``
+    prints)."""
     return _native.backends()
