@@ -1589,6 +1589,9 @@ done:
 	return rc;
 }
 
+/* In .tether/cache while an upgrade's parts are being written. */
+#define MARKER "upgrade-interrupted"
+
 static json_t *report(int from, const char *vcs_commit)
 {
 	return json_pack("{s:i,s:i,s:{},s:{},s:{},s:[],s:[],s:{},s:[],s:{},s:s?}", "from_version", from, "to_version",
@@ -1599,7 +1602,7 @@ static json_t *report(int from, const char *vcs_commit)
 static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
 {
 	int from = repo->config.version, rc;
-	char *commit = NULL, *objrel = NULL, *rel = NULL;
+	char *commit = NULL, *objrel = NULL, *rel = NULL, *marker = NULL;
 	json_t *pj = NULL, *result = NULL;
 	const json_t *planned_from = json_object_get(tt_plan_context(plan), "from");
 	if ((rc = tt_engine_check_preconditions(repo, plan, "upgrade", err)) < 0)
@@ -1638,10 +1641,27 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	bool dirty = false;
-	if ((rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0)
+	/* A marker in the per-checkout cache says a killed upgrade of ours left
+	 * the manifests changed: the re-run plans what is left and finishes. */
+	char *cache = tt_tether_path(repo->root, TT_CACHE_DIR);
+	marker = cache ? tt_path_join(cache, MARKER) : NULL;
+	if (!marker) {
+		free(cache);
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	bool dirty = false, ours = tt_is_file(marker);
+	if (!ours && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
+		free(cache);
+		goto done;
+	}
+	if (!resumed && rc == 0 && (rc = tt_mkdirs(cache, 0755, err)) == 0)
+		rc = tt_write_file_atomic(marker, "upgrade\n", 8, 0644, err);
+	free(cache);
+	if (rc < 0)
 		goto done;
 	if (dirty) {
+		tt_unlink(marker, NULL);
 		rc = tt_error_set(err, TT_ECONFIG, "the dataset's manifests have uncommitted changes; commit or restore them "
 						   "before upgrading");
 		goto done;
@@ -1692,12 +1712,15 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	}
 	if ((rc = tt_oplog_record_plan(repo->root, "upgrade", pj, result, NULL, NULL, NULL, err)) < 0)
 		goto done;
+	if (tt_is_file(marker))
+		tt_unlink(marker, NULL);
 	*out = result;
 	result = NULL;
 done:
 	free(commit);
 	free(objrel);
 	free(rel);
+	free(marker);
 	json_decref(pj);
 	json_decref(result);
 	return rc;

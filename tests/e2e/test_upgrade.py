@@ -140,3 +140,92 @@ def test_killed_upgrade_rerun_finishes_it(tmp_path, env, tether, ref, point):
     assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
     tether("verify", cwd=root)
     ref("verify", cwd=root)
+
+
+# --- the parts: each dataset comes forward as tether-vcs 0.1.0b7 brings its twin ---------
+
+
+def same_upgrade(tether, ref, ours: Path, theirs: Path, env) -> tuple[dict, dict]:
+    """Plan and apply on both twins; everything each writes must agree."""
+    po, pt = tether.json("upgrade", "--dry-run", cwd=ours), ref.json("upgrade", "--dry-run", cwd=theirs)
+    assert comparable(po) == comparable(pt)
+    o, t = tether.json("upgrade", cwd=ours), ref.json("upgrade", cwd=theirs)
+    assert {k: v for k, v in o.items() if k != "vcs_commit"} == {k: v for k, v in t.items() if k != "vcs_commit"}
+    for rel in (".tether/objects", ".tether/listings"):
+        a, b = ours / rel, theirs / rel
+        files = lambda d: {p.relative_to(d).as_posix(): p.read_text() for p in d.rglob("*") if p.is_file()} \
+            if d.is_dir() else {}
+        assert files(a) == files(b), rel
+    for rel in ("tether.toml", ".tether/workspace.toml"):
+        assert (ours / rel).read_text() == (theirs / rel).read_text(), rel
+    for name in ("tether-touched.jsonl", "tether-created.jsonl"):
+        a, b = ours / ".git" / name, theirs / ".git" / name
+        assert (a.read_text() if a.exists() else None) == (b.read_text() if b.exists() else None), name
+    entries = [json.loads((r / ".tether/ops.jsonl").read_text().splitlines()[-1]) for r in (ours, theirs)]
+    assert entries[0]["command"] == entries[1]["command"] == "upgrade"
+    assert sorted(entries[0]) == sorted(entries[1])
+    assert comparable(entries[0]["plan"]) == comparable(entries[1]["plan"])
+    assert entries[0]["result"]["rewritten_manifests"] == entries[1]["result"]["rewritten_manifests"]
+    for root in (ours, theirs):
+        assert git("log", "-1", "--format=%s", cwd=root, env=env).strip().startswith("tether upgrade: v")
+        assert git("status", "--porcelain", cwd=root, env=env) == ""
+    return pt, o
+
+
+def b3_identities(tmp_path: Path, env) -> Path:
+    """A 0.1.0b3 dataset holding what 0.1.0b4 records otherwise: a directory
+    with symlinks (0.1.0b3 left them out of its state), a directory named by
+    a `file://` URI with a trailing slash through a symlinked parent (its
+    identity, and so its listing's name, changed), and a touched-store record
+    in the spellings 0.1.0b3 gave such a store."""
+    old = Runner(old_tether("0.1.0b3"), env)
+    real = tmp_path / "real"
+    (real / "links" / "sub").mkdir(parents=True)
+    (real / "links" / "x").write_text("x\n")
+    (real / "links" / "sub" / "y").write_text("y\n")
+    os.symlink("sub", real / "links" / "to-sub")
+    os.symlink("x", real / "links" / "to-x")
+    (real / "spelled" / "s").mkdir(parents=True)
+    (real / "spelled" / "a").write_text("a\n")
+    (real / "spelled" / "s" / "b").write_text("b\n")
+    os.symlink(real, tmp_path / "via")
+    root = tmp_path / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
+    old("init", cwd=root)
+    old("add", "links", str(real / "links"), "--kind", "file", cwd=root)
+    uri = f"file://{tmp_path}/via/spelled/"
+    old("add", "spelled", uri, "--kind", "file", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    ds = (root / "tether.toml").read_text().split('id = "')[1][:8]
+    with (root / ".git" / "tether-touched.jsonl").open("a") as f:
+        for spelling in (uri, f"{tmp_path}/via/spelled"):
+            f.write(json.dumps({"dataset_id": ds, "kind": "file", "identity": {"uri": spelling},
+                                "locator": {"uri": spelling}, "key": "spelled",
+                                "at": "2026-01-01T00:00:00+00:00"}) + "\n")
+    return root
+
+
+def test_b3_identities_and_states_come_forward_as_tether_vcs_brings_them(tmp_path, env, tether, ref):
+    ours = b3_identities(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    ops = [(a["op"], a["key"] or a["target"]) for a in plan["actions"]]
+    assert ("rewrite-index", "tether-touched.jsonl") in ops
+    assert ("rewrite-state", "links") in ops
+    assert [op for op, _ in ops].count("copy-listing") == 1
+    assert out["rewritten_manifests"] == ["links"] and out["rewritten_indexes"] == {"tether-touched.jsonl": 2}
+    assert len(out["copied_listings"]) == 1
+    # one record per store now, under the identity the store has today
+    records = [json.loads(l) for l in (ours / ".git/tether-touched.jsonl").read_text().splitlines()]
+    assert [r["identity"] for r in records] == [{"uri": str((tmp_path / "real/spelled").resolve())}]
+    # the directory reads unchanged (not modified) for both, and each verifies the other's
+    for runner in (tether, ref):
+        for root in (ours, theirs):
+            runner("verify", cwd=root)
+    st = tether.json("status", cwd=ours)
+    assert st["stale"] is False
+    assert "links" not in json.dumps(st.get("modified", st.get("changed", [])))
+    assert tether("diff", "--content", "HEAD~1", "HEAD", cwd=ours, check=False).returncode in (0, 1)
+
