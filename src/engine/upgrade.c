@@ -646,6 +646,42 @@ static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
 	return *out ? 0 : tt_error_oom(err);
 }
 
+static json_t *misplaced_manifests(tt_repo *repo, tt_error *err);
+
+/*
+ * Write m's manifest in the file it is read from.  A manifest an alpha left
+ * at another path than its key's ("d.x" in d.toml) is moved by the v4 part
+ * after this one; written at its key's path here, it would leave the old
+ * file behind for v4 to find colliding with it (tether-vcs 0.1.0b7 stops
+ * there, with both files in the tree).
+ */
+static int save_where_it_is(tt_repo *repo, const tt_manifest *m, tt_error *err)
+{
+	json_t *moves = misplaced_manifests(repo, err), *v;
+	const char *at = NULL;
+	size_t i;
+	int rc;
+	if (!moves)
+		return err->code;
+	json_array_foreach(moves, i, v) if (strcmp(json_string_value(json_array_get(v, 2)), m->key) == 0) at =
+		json_string_value(json_array_get(v, 0));
+	if (!at) {
+		json_decref(moves);
+		return tt_manifest_save(m, repo->root, err);
+	}
+	tt_buf b = TT_BUF_INIT;
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR), *path = objdir ? tt_path_join(objdir, at) : NULL;
+	if (!path)
+		rc = tt_error_oom(err);
+	else if ((rc = tt_manifest_render(&b, m, err)) == 0)
+		rc = tt_write_file_atomic(path, b.ptr, b.len, 0644, err);
+	tt_buf_release(&b);
+	free(objdir);
+	free(path);
+	json_decref(moves);
+	return rc;
+}
+
 static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
 {
 	json_t *files = manifest_files(repo, err), *rewritten = json_object_get(report, "rewritten_manifests");
@@ -687,7 +723,7 @@ static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		if (!m)
 			continue;
 		if (b->ops->fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
-		    (json_decref(m->state), m->state = state, tt_manifest_save(m, repo->root, &e) < 0) ||
+		    (json_decref(m->state), m->state = state, save_where_it_is(repo, m, &e) < 0) ||
 		    store_listing(repo, b, m, state, &e) < 0) {
 			char *what = tt_asprintf("refingerprint %s", m->key);
 			if (what)

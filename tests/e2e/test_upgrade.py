@@ -229,3 +229,98 @@ def test_b3_identities_and_states_come_forward_as_tether_vcs_brings_them(tmp_pat
     assert "links" not in json.dumps(st.get("modified", st.get("changed", [])))
     assert tether("diff", "--content", "HEAD~1", "HEAD", cwd=ours, check=False).returncode in (0, 1)
 
+
+
+def alpha_v2(tmp_path: Path, env, dotted: bool = False) -> Path:
+    """A dataset 0.1.0a8 made (tether.toml version 2: dataset-namespaced pins
+    already): local files by relative path with mtime states, manifests with
+    a write policy, a workspace from before bookmarks, a pinned git store;
+    with `dotted`, a key with a dot in its last segment, which 0.1.0a8 kept in
+    the file of the key before the dot."""
+    old = Runner(old_tether("0.1.0a8"), env)
+    (tmp_path / "files" / "d").mkdir(parents=True)
+    (tmp_path / "files" / "one.txt").write_text("one\n")
+    (tmp_path / "files" / "d" / "x").write_text("x\n")
+    store = tmp_path / "store"
+    store.mkdir()
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    (store / "a").write_text("1\n")
+    git("add", "a", cwd=store, env=env)
+    git("commit", "-q", "-m", "one", cwd=store, env=env)
+    root = tmp_path / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
+    old("init", cwd=root)
+    old("add", "one", "../files/one.txt", "--kind", "file", cwd=root)
+    if dotted:
+        old("add", "d.x", "../files/d", "--kind", "file", cwd=root)
+    old("add", "code", "../store", "--kind", "git", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    assert "version = 2" in (root / "tether.toml").read_text()
+    assert 'write = "fork"' in (root / ".tether/objects/one.toml").read_text()
+    assert "mtime_ns" in (root / ".tether/objects/one.toml").read_text()
+    return root
+
+
+def test_alpha_v2_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, tether, ref):
+    ours = alpha_v2(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert plan["context"]["parts"] == ["content-hashed file states; no write policy",
+                                        "one manifest file per key; absolute local paths",
+                                        "0.1.0b3 identities and states"]
+    ops = {(a["op"], a["key"]) for a in plan["actions"]}
+    assert {("rewrite-manifest", "one"), ("rewrite-manifest", "code"), ("refingerprint", "one"),
+            ("rewrite-locator", "one"), ("rewrite-locator", "code")} <= ops
+    assert out["refingerprinted"] == ["one"]
+    text = (ours / ".tether/objects/one.toml").read_text()
+    assert "write =" not in text and "mtime_ns" not in text and "sha256" in text
+    assert f'uri = "{tmp_path / "files" / "one.txt"}"' in text
+    assert 'bookmark = "main"' in (ours / ".tether/workspace.toml").read_text()
+    st = tether("status", cwd=ours).stdout
+    assert "clean  one" in st and "clean  code" in st
+    tether("verify", cwd=theirs)
+    ref("verify", cwd=ours)
+
+
+def test_alpha_dotted_key_moves_to_its_own_file(tmp_path, env, tether, ref):
+    """tether-vcs 0.1.0b7 writes the rehashed `d.x` at d.x.toml before its v4
+    part moves d.toml there, then stops on the collision it made itself (with
+    both files left in the tree).  This build writes the rehashed manifest
+    where it is read from, so the move that follows lands it."""
+    ours = alpha_v2(tmp_path, env, dotted=True)
+    assert (ours / ".tether/objects/d.toml").exists() and not (ours / ".tether/objects/d.x.toml").exists()
+    theirs = twin(ours, tmp_path, "theirs")
+    po, pt = tether.json("upgrade", "--dry-run", cwd=ours), ref.json("upgrade", "--dry-run", cwd=theirs)
+    assert comparable(po) == comparable(pt)
+    assert ("rename-manifest", "d.x", ".tether/objects/d.x.toml") in \
+        [(a["op"], a["key"], a["target"]) for a in po["actions"]]
+    stopped = ref("upgrade", cwd=theirs, check=False)
+    assert stopped.returncode == 1 and "already exists; a key collided here before v4" in stopped.stderr
+    out = tether.json("upgrade", cwd=ours)
+    assert out["refingerprinted"] == ["d.x", "one"] and "d.x" in out["rewritten_manifests"]
+    assert not (ours / ".tether/objects/d.toml").exists()
+    assert 'key = "d.x"' in (ours / ".tether/objects/d.x.toml").read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) == ""
+    assert "clean  d.x" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    assert "d.x" in ref("status", cwd=ours).stdout
+
+
+@pytest.mark.parametrize("point", ["upgrade:after-manifest-moves", "upgrade:after-parts"])
+def test_killed_upgrade_mid_parts_rerun_finishes_it(tmp_path, env, tether, ref, point):
+    ours = alpha_v2(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    killed = tether("upgrade", cwd=ours, check=False, env={**env, "TETHER_FAULT": point})
+    assert killed.returncode == -9, killed
+    assert "version = 2" in (ours / "tether.toml").read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) != ""  # the parts wrote, nothing committed
+    out = tether.json("upgrade", cwd=ours)
+    assert out["from_version"] == 2 and out["vcs_commit"]
+    ref("upgrade", cwd=theirs)
+    for rel in (".tether/objects/one.toml", ".tether/objects/code.toml", "tether.toml"):
+        assert (ours / rel).read_text() == (theirs / rel).read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) == ""
+    assert tether("upgrade", cwd=ours).stdout == "already at version 5\n"
+    ref("verify", cwd=ours)
