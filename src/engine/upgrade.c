@@ -4,14 +4,25 @@
  * does: its parts run on what the dataset shows, tether.toml records the
  * new version once at the end, and one VCS commit lands it.
  *
- * This build carries the parts a 0.1.0b1-b3 dataset (version 4) needs when
- * 0.1.0b3 left nothing under an old identity or state (no `file`, Neon or
- * DuckLake objects, no created/touched-store index records, every local
- * path absolute): the version changes and nothing else.  A dataset that
- * needs any other part (the alpha formats' ref renames and history
- * rewrites, content-hashed file states, manifest moves, identity and state
- * rewrites) is refused before anything is written, naming the part and
- * tether-vcs 0.1.0b7's `tether upgrade`, which does them all.
+ * The parts, oldest first, each only for a dataset recorded below the
+ * version it was made for:
+ *   - (below 4) dataset-namespaced refs: pins and working branches renamed
+ *     in every store, history rewritten to the new names.  Not built here:
+ *     a dataset that needs it is refused before anything is written, naming
+ *     the part and tether-vcs 0.1.0b7's `tether upgrade`;
+ *   - (below 4) content-hashed file states, no write policy: `write = ...`
+ *     lines dropped, local `file` states re-read into content hashes, a
+ *     workspace from before bookmarks put on one as init would;
+ *   - (below 5) one manifest file per key, absolute local paths;
+ *   - (below 5) 0.1.0b3 identities and states: store-index records given
+ *     the identity their store has now, listings stored again under the
+ *     name a `file` object's new identity gives them, and states 0.1.0b3
+ *     recorded in a form 0.1.0b4 changed (directories with symlinks, Lance
+ *     states off main, Neon next_xid) carried forward when the data is
+ *     unchanged.
+ * While the parts write, a marker in .tether/cache says the manifests'
+ * uncommitted changes are the upgrade's own, so the rerun after a kill
+ * plans what is left and finishes instead of refusing a dirty tree.
  */
 #include <dirent.h>
 #include <errno.h>
