@@ -20,14 +20,17 @@ from conftest import ROOT, Runner, git
 VENVS = ROOT / ".tmp"
 
 
-def old_tether(version: str) -> Path:
-    venv = VENVS / f"venv-tether-vcs-{version}"
+def old_tether(version: str, extra: str | None = None, *packages: str) -> Path:
+    """That release's CLI (with `extra` and the pinned `packages` beside it)."""
+    venv = VENVS / (f"venv-tether-vcs-{version}" + (f"-{extra}" if extra else ""))
     exe = venv / "bin" / "tether"
     if not exe.exists():
         VENVS.mkdir(exist_ok=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        extras = "cli" + (f",{extra}" if extra else "")
         proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                               f"tether-vcs[cli]=={version}"], capture_output=True, text=True, timeout=600)
+                               f"tether-vcs[{extras}]=={version}", *packages],
+                              capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             msg = f"cannot install tether-vcs {version}: {proc.stderr[-500:]}"
@@ -324,3 +327,35 @@ def test_killed_upgrade_mid_parts_rerun_finishes_it(tmp_path, env, tether, ref, 
     assert git("status", "--porcelain", cwd=ours, env=env) == ""
     assert tether("upgrade", cwd=ours).stdout == "already at version 5\n"
     ref("verify", cwd=ours)
+
+
+def test_b3_relative_ducklake_path_is_made_absolute_as_tether_vcs_does(tmp_path, env, tether, ref):
+    """0.1.0b3 kept a DuckLake catalog path as typed (`ducklake:../lake/...`),
+    which each directory read differently; the upgrade resolves it against
+    the dataset root."""
+    exe = old_tether("0.1.0b3", "ducklake", "duckdb==1.5.5", "duckdb-extension-ducklake==1.5.5")
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    from test_ducklake_backend import connect  # the extensions, from the wheels into HOME
+    con = connect(Path(env["HOME"]))
+    con.execute(f"ATTACH 'ducklake:{lake / 'cat.ducklake'}' AS l (DATA_PATH '{lake / 'data'}')")
+    con.execute("CREATE TABLE l.t(a INT)")
+    con.execute("INSERT INTO l.t VALUES (1)")
+    con.close()
+    old = Runner(exe, env)
+    ours = tmp_path / "ds"
+    ours.mkdir()
+    git("init", "-q", "-b", "main", cwd=ours, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=ours, env=env)
+    old("init", cwd=ours)
+    old("add", "lake", "ducklake:../lake/cat.ducklake", "--kind", "ducklake", cwd=ours)
+    old("commit", "-m", "first", cwd=ours)
+    assert 'uri = "ducklake:../lake/cat.ducklake"' in (ours / ".tether/objects/lake.toml").read_text()
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert [(a["op"], a["key"]) for a in plan["actions"]] == [("rewrite-locator", "lake"), ("vcs-commit", "")]
+    assert out["rewritten_manifests"] == ["lake"]
+    assert f'uri = "ducklake:{lake / "cat.ducklake"}"' in (ours / ".tether/objects/lake.toml").read_text()
+    assert "clean  lake" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    tether("verify", cwd=theirs)
