@@ -364,15 +364,19 @@ typedef struct planned_action {
 	const json_t *params;
 } planned_action;
 
-static size_t planned(const tt_plan *plan, const char *op, int migration, planned_action *out, size_t max)
+/* The plan's actions of op and migration, in order (*out caller-frees;
+ * NULL with n 0 when there are none, or on OOM: *oom says which). */
+static size_t planned(const tt_plan *plan, const char *op, int migration, planned_action **out, bool *oom)
 {
-	size_t n = 0;
+	size_t n = 0, total = tt_plan_action_count(plan);
 	tt_plan_action_view v;
-	for (size_t i = 0; i < tt_plan_action_count(plan) && n < max; i++) {
+	*out = total ? tt_calloc(total, sizeof **out) : NULL;
+	*oom = total && !*out;
+	for (size_t i = 0; *out && i < total; i++) {
 		if (!tt_plan_action_at(plan, i, &v) || strcmp(v.op, op) != 0 ||
 		    json_integer_value(json_object_get(v.params, "migration")) != migration)
 			continue;
-		out[n++] = (planned_action){ v.op, v.key, v.kind, v.target, v.params };
+		(*out)[n++] = (planned_action){ v.op, v.key, v.kind, v.target, v.params };
 	}
 	return n;
 }
@@ -722,11 +726,16 @@ static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 	free(objdir);
 	if (rc < 0 || (json_array_size(rewritten) && (rc = reload_objects(repo, err)) < 0))
 		return rc;
-	planned_action acts[512];
-	size_t n = planned(plan, "refingerprint", 3, acts, 512);
+	planned_action *acts = NULL;
+	bool oom;
+	size_t n = planned(plan, "refingerprint", 3, &acts, &oom);
 	tt_backend *b = NULL;
-	if (n && (rc = tt_engine_backend(repo, "file", &b, err)) < 0)
+	if (oom)
+		return tt_error_oom(err);
+	if (n && (rc = tt_engine_backend(repo, "file", &b, err)) < 0) {
+		free(acts);
 		return rc;
+	}
 	for (size_t k = 0; k < n; k++) {
 		tt_manifest *m = tt_manifests_find(&repo->objects, acts[k].key);
 		json_t *state = NULL;
@@ -745,6 +754,7 @@ static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		}
 		json_array_append_new(json_object_get(report, "refingerprinted"), json_string(m->key));
 	}
+	free(acts);
 	if (json_object_size(failed)) {
 		tt_buf keys = TT_BUF_INIT;
 		const char *k;
@@ -1444,10 +1454,13 @@ static int plan_v5(tt_repo *repo, tt_plan *plan, tt_error *err)
 
 static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
 {
-	planned_action acts[1024];
+	planned_action *acts = NULL;
+	bool oom;
 	size_t n;
 	int rc = 0;
-	n = planned(plan, "rewrite-index", 5, acts, 1024);
+	n = planned(plan, "rewrite-index", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		json_t *kept = NULL;
 		long long changed = 0;
@@ -1470,13 +1483,18 @@ static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		}
 		json_decref(kept);
 	}
+	free(acts);
 	if (rc < 0)
 		return rc;
-	n = planned(plan, "copy-listing", 5, acts, 1024);
+	n = planned(plan, "copy-listing", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
 	if (n) {
 		json_t *copies = listing_copies(repo, err);
-		if (!copies)
+		if (!copies) {
+			free(acts);
 			return err->code;
+		}
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			json_t *c = json_object_get(copies, acts[i].target);
 			if (!c)
@@ -1485,10 +1503,13 @@ static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 				json_array_append_new(json_object_get(report, "copied_listings"), json_string(acts[i].target));
 		}
 		json_decref(copies);
-		if (rc < 0)
-			return rc;
 	}
-	n = planned(plan, "rewrite-state", 5, acts, 1024);
+	free(acts);
+	if (rc < 0)
+		return rc;
+	n = planned(plan, "rewrite-state", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
 	json_t **tables[] = { &repo->ws.base_states, &repo->ws.fork_points, &repo->ws.pending_resets,
 			      &repo->ws.last_snapshot };
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1510,6 +1531,7 @@ static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		}
 		json_array_append_new(json_object_get(report, "rewritten_manifests"), json_string(m->key));
 	}
+	free(acts);
 	if (rc == 0)
 		rc = tt_workspace_save(&repo->ws, repo->root, err);
 	return rc;
