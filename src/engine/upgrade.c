@@ -1681,6 +1681,12 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 				    (long long)json_integer_value(planned_from), from);
 	int resumed = from >= TT_CONFIG_VERSION ? interrupted_from(repo) : 0;
 	if (from >= TT_CONFIG_VERSION && !resumed) {
+		/* killed after its commit: only the marker is left to clear */
+		char *cache = tt_tether_path(repo->root, TT_CACHE_DIR), *left = cache ? tt_path_join(cache, MARKER) : NULL;
+		if (left && tt_is_file(left))
+			tt_unlink(left, NULL);
+		free(left);
+		free(cache);
 		*out = report(from, NULL);
 		return *out ? 0 : tt_error_oom(err);
 	}

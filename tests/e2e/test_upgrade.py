@@ -325,6 +325,7 @@ def test_killed_upgrade_mid_parts_rerun_finishes_it(tmp_path, env, tether, ref, 
     for rel in (".tether/objects/one.toml", ".tether/objects/code.toml", "tether.toml"):
         assert (ours / rel).read_text() == (theirs / rel).read_text()
     assert git("status", "--porcelain", cwd=ours, env=env) == ""
+    assert not (ours / ".tether/cache/upgrade-interrupted").exists()
     assert tether("upgrade", cwd=ours).stdout == "already at version 5\n"
     ref("verify", cwd=ours)
 
@@ -357,5 +358,37 @@ def test_b3_relative_ducklake_path_is_made_absolute_as_tether_vcs_does(tmp_path,
     assert out["rewritten_manifests"] == ["lake"]
     assert f'uri = "ducklake:{lake / "cat.ducklake"}"' in (ours / ".tether/objects/lake.toml").read_text()
     assert "clean  lake" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    tether("verify", cwd=theirs)
+
+
+def test_b3_lance_state_off_main_gets_its_branch_id_as_tether_vcs_gives_it(tmp_path, env, tether, ref):
+    """0.1.0b3 recorded a Lance state on a branch other than main without the
+    branch's id, which 0.1.0b4 records (a branch deleted and made again under
+    its name is another branch); the data being unchanged, the upgrade
+    carries the state forward."""
+    lance = pytest.importorskip("lance")
+    pa = pytest.importorskip("pyarrow")
+    exe = old_tether("0.1.0b3", "lance", "pylance==14.0.2", "pyarrow==26.0.1")
+    uri = tmp_path / "t.lance"
+    ds = lance.write_dataset(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), str(uri))
+    ds.create_branch("dev", ds.version)
+    dev = lance.dataset(str(uri)).checkout_version(("dev", None))
+    lance.write_dataset(pa.table({"x": pa.array([4], pa.int64())}), dev, mode="append")
+    old = Runner(exe, env)
+    ours = tmp_path / "ds"
+    ours.mkdir()
+    git("init", "-q", "-b", "main", cwd=ours, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=ours, env=env)
+    old("init", cwd=ours)
+    old("add", "t", str(uri), "--kind", "lance", "--branch", "dev", cwd=ours)
+    old("commit", "-m", "first", cwd=ours)
+    assert "branch_id" not in (ours / ".tether/objects/t.toml").read_text()
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert [(a["op"], a["key"]) for a in plan["actions"]] == [("rewrite-state", "t"), ("vcs-commit", "")]
+    assert out["rewritten_manifests"] == ["t"]
+    assert "branch_id" in (ours / ".tether/objects/t.toml").read_text()
+    assert "clean  t" in tether("status", cwd=ours).stdout
     ref("verify", cwd=ours)
     tether("verify", cwd=theirs)
