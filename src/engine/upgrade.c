@@ -955,7 +955,6 @@ static int apply_v4(tt_repo *repo, json_t *report, tt_error *err)
 	}
 	if (json_array_size(moves) && (rc = reload_objects(repo, err)) < 0)
 		goto done;
-	tt_fault("upgrade:after-manifest-moves");
 	json_t *rel = relative_locators(repo);
 	json_array_foreach(rel, i, v) {
 		tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(json_array_get(v, 0)));

@@ -12,8 +12,7 @@
  * "drop:after-journal", "drop:after-leave", "drop:after-delete-bookmark",
  * "abandon:after-rewrite", "abandon:after-journal",
  * "forget-workspace:after-journal";
- * "upgrade:after-manifest-moves" (an alpha's misplaced manifests moved,
- * locators not yet absolute), "upgrade:after-parts" (every part written,
+ * "upgrade:after-parts" (every part written,
  * tether.toml not yet: a marker in .tether/cache lets the rerun plan what
  * is left and finish), "upgrade:after-config" (tether.toml records the new
  * version, not yet committed: a rerun makes the commit),
