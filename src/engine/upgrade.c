@@ -1292,7 +1292,6 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 		tt_error e = TT_ERROR_INIT;
 		json_t *new = NULL;
 		const char *why = NULL;
-		bool bad_number = false;
 		if (!st || !tt_kind_find(m->kind))
 			continue;
 		const char *type = json_string_value(json_object_get(st, "type"));
@@ -1345,8 +1344,10 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 										     : json_null());
 				int same = rec && cx ? neon_xid_unchanged(rec, cx) : 0;
 				if (same < 0) {
-					bad_number = true;
-					tt_error_set(&e, TT_EBACKEND, "invalid literal for int() with base 10");
+					/* what int() says of an xid that is no number */
+					char *r = rec ? tt_pyv_repr_dup(rec) : NULL;
+					tt_error_set(&e, TT_EBACKEND, "invalid literal for int() with base 10: %s", r ? r : "''");
+					free(r);
 				} else if (same) {
 					new = json_deep_copy(st);
 					json_object_del(new, "next_xid");
@@ -1370,7 +1371,6 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 				json_array_append_new(notes, json_string(note));
 			free(note);
 		}
-		(void)bad_number;
 		json_decref(new);
 		tt_error_clear(&e);
 	}
