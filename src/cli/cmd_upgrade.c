@@ -81,11 +81,17 @@ const cli_cmd cmd_upgrade = {
 	"Bring a dataset made by an older tether up to this version.",
 	"One migration whose parts run on what the dataset shows, not on the version it\n"
 	"recorded; the new `[tether] version` is written once at the end and one VCS commit\n"
-	"lands it.  A dataset at the current version is left as it is.  This build brings a\n"
-	"0.1.0b1-b3 dataset (version 4) forward when 0.1.0b3 left nothing under an old identity\n"
-	"or state; a dataset that needs another part (the alpha formats' ref renames and\n"
-	"history rewrites, manifest moves, file identity and state rewrites) is refused before\n"
-	"anything is written, naming the part: tether-vcs 0.1.0b7's `tether upgrade` does them.\n"
+	"lands it.  A dataset at the current version is left as it is.  The parts, as\n"
+	"tether-vcs 0.1.0b7 has them: a dataset from 0.1.0a8 on (version 2 and later) gets its\n"
+	"write policy dropped, its local `file` states rehashed (content, not mtime) and its\n"
+	"workspace put on a bookmark; its manifests moved to their keys' files and its local\n"
+	"paths made absolute; and what 0.1.0b3 recorded under an identity or state 0.1.0b4\n"
+	"changed (store-index records, listings under their new names, directory states\n"
+	"with symlinks, Lance states off main, Neon xids) carried forward.  A dataset from\n"
+	"before 0.1.0a8 (no dataset id, or pins outside a dataset namespace) needs its pins\n"
+	"and working branches renamed in every store and its history rewritten: this build\n"
+	"refuses it before anything is written, naming the part -- tether-vcs 0.1.0b7's\n"
+	"`tether upgrade` does it.  A killed upgrade's rerun finishes it.\n"
 	"Run `--dry-run` first.  Exit code 3 marks a partially applied step.",
 	opts, 0, 0, run,
 };

@@ -258,6 +258,15 @@ static int cmp_manifest(const void *a, const void *b)
 	return strcmp(((const tt_manifest *)a)->key, ((const tt_manifest *)b)->key);
 }
 
+/* `upgrade` reads manifests a release before 0.1.0b1 left at another path
+ * than their key's (it moves them); everything else refuses them. */
+static _Thread_local bool accept_misplaced;
+
+void tt_manifests_accept_misplaced(bool yes)
+{
+	accept_misplaced = yes;
+}
+
 /* Walk objects/<rel>; rel is "" at the top. */
 static int walk(tt_manifest_set *set, const char *objdir, const char *rel, int depth, tt_error *err)
 {
@@ -311,7 +320,8 @@ static int walk(tt_manifest_set *set, const char *objdir, const char *rel, int d
 				if (rc == 0) {
 					set->n++;
 					size_t kl = strlen(m->key);
-					if (kl + 5 != strlen(sub) || strncmp(sub, m->key, kl) != 0) {
+					if (!accept_misplaced &&
+					    (kl + 5 != strlen(sub) || strncmp(sub, m->key, kl) != 0)) {
 						rc = tt_error_set(err, TT_ECONFIG,
 								  "%s declares key '%s', which belongs in "
 								  ".tether/objects/%s.toml", label, m->key, m->key);

@@ -62,6 +62,9 @@ typedef struct tt_manifest_set {
 } tt_manifest_set;
 
 int tt_manifests_load(tt_manifest_set *set, const char *root, tt_error *err);
+/* Let this thread's loads accept a manifest whose path is not its key's
+ * (for `upgrade` only, which moves it). */
+void tt_manifests_accept_misplaced(bool yes);
 void tt_manifests_release(tt_manifest_set *set);
 tt_manifest *tt_manifests_find(const tt_manifest_set *set, const char *key);
 /* tether-vcs's object order (it loads its objects in it, and tables it

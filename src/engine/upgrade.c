@@ -4,19 +4,39 @@
  * does: its parts run on what the dataset shows, tether.toml records the
  * new version once at the end, and one VCS commit lands it.
  *
- * This build carries the parts a 0.1.0b1-b3 dataset (version 4) needs when
- * 0.1.0b3 left nothing under an old identity or state (no `file`, Neon or
- * DuckLake objects, no created/touched-store index records, every local
- * path absolute): the version changes and nothing else.  A dataset that
- * needs any other part (the alpha formats' ref renames and history
- * rewrites, content-hashed file states, manifest moves, identity and state
- * rewrites) is refused before anything is written, naming the part and
- * tether-vcs 0.1.0b7's `tether upgrade`, which does them all.
+ * The parts, oldest first, each only for a dataset recorded below the
+ * version it was made for:
+ *   - (below 4) dataset-namespaced refs: pins and working branches renamed
+ *     in every store, history rewritten to the new names.  Not built here:
+ *     a dataset that needs it is refused before anything is written, naming
+ *     the part and tether-vcs 0.1.0b7's `tether upgrade`;
+ *   - (below 4) content-hashed file states, no write policy: `write = ...`
+ *     lines dropped, local `file` states re-read into content hashes, a
+ *     workspace from before bookmarks put on one as init would;
+ *   - (below 5) one manifest file per key, absolute local paths;
+ *   - (below 5) 0.1.0b3 identities and states: store-index records given
+ *     the identity their store has now, listings stored again under the
+ *     name a `file` object's new identity gives them, and states 0.1.0b3
+ *     recorded in a form 0.1.0b4 changed (directories with symlinks, Lance
+ *     states off main, Neon next_xid) carried forward when the data is
+ *     unchanged.
+ * While the parts write, a marker in .tether/cache says the manifests'
+ * uncommitted changes are the upgrade's own, so the rerun after a kill
+ * plans what is left and finishes instead of refusing a dirty tree.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "backends/backend.h"
+#include "backends/file.h"
 #include "core/config.h"
+#include "core/ids.h"
+#include "core/kinds.h"
+#include "core/pyvalue.h"
 #include "core/layout.h"
 #include "core/tomlfile.h"
 #include "core/oplog.h"
@@ -94,115 +114,1479 @@ static int interrupted_from(tt_repo *repo)
 	return v > 0 && v < TT_CONFIG_VERSION && repo->config.version >= TT_CONFIG_VERSION ? (int)v : 0;
 }
 
+/* Whether tether.toml's text names a [dataset] id. */
+static bool has_dataset_id(const char *start)
+{
+	char *root = tt_find_dataset_root(start), *path = root ? tt_config_path(root) : NULL;
+	tt_buf text = TT_BUF_INIT;
+	tt_error ig = TT_ERROR_INIT;
+	toml_value *doc = NULL;
+	const toml_value *ds = NULL;
+	const char *id = NULL;
+	bool out = false;
+	if (path && tt_read_file(path, &text, 4 << 20, &ig) == 0 &&
+	    toml_parse(&doc, text.ptr, text.len, TT_CONFIG_FILENAME, &ig) == 0 &&
+	    tt_toml_get_table(doc, "dataset", &ds, TT_CONFIG_FILENAME, "", &ig) == 0 && ds &&
+	    tt_toml_get_str(ds, "id", &id, TT_CONFIG_FILENAME, "[dataset]", &ig) == 0)
+		out = id && *id;
+	toml_free(doc);
+	tt_error_clear(&ig);
+	tt_buf_release(&text);
+	free(path);
+	free(root);
+	return out;
+}
+
 int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err)
 {
-	long long v = recorded_version(start_dir ? start_dir : ".");
+	const char *start = start_dir ? start_dir : ".";
+	long long v = recorded_version(start);
 	*out = NULL;
-	if (v >= 0 && v < 4) {
-		/* an alpha format: what it needs (ref renames, history rewrites,
-		 * content-hashed states) is more than this build carries */
+	if (v >= 0 && v < 4 && !has_dataset_id(start)) {
+		/* an alpha dataset without an id: its pins and working branches
+		 * are renamed into the namespace a new id makes */
 		tt_error_set(err, TT_ECONFIG,
 			     "this dataset (tether.toml version %lld) needs upgrade parts this tether does not build: "
-			     "dataset-namespaced refs; content-hashed file states; no write policy", v);
+			     "dataset-namespaced refs (it has no dataset id: its pins are renamed in every store and "
+			     "its history rewritten to the new names)", v);
 		return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install tether-vcs==0.1.0b7`, "
 					  "then `tether upgrade --dry-run` and `tether upgrade`); nothing was written");
 	}
 	tt_config_accept_outdated(true);
+	tt_manifests_accept_misplaced(true);
 	int rc = tt_repo_open(out, start_dir, err);
 	tt_config_accept_outdated(false);
+	tt_manifests_accept_misplaced(false);
 	return rc;
 }
 
-/* Why this build cannot bring the dataset forward, or NULL. */
-static char *unsupported(tt_repo *repo)
+/* --- what the parts share ------------------------------------------------- */
+
+static const char P_NS[] = "dataset-namespaced refs";
+static const char P_CONTENT[] = "content-hashed file states; no write policy";
+static const char P_LAYOUT[] = "one manifest file per key; absolute local paths";
+static const char P_IDS[] = "0.1.0b3 identities and states";
+
+static int cmp_cstr(const void *a, const void *b)
 {
-	int v = repo->config.version;
-	if (v < 4)
-		return tt_strdup("dataset-namespaced refs; content-hashed file states; no write policy");
-	/* one manifest file per key; absolute local paths */
-	for (size_t i = 0; i < repo->objects.n; i++) {
-		const tt_manifest *m = &repo->objects.items[i];
-		json_t *copy = json_deep_copy(m->locator);
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Paths compared segment by segment (as Python sorts pathlib paths). */
+static int cmp_path(const void *pa, const void *pb)
+{
+	const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+	for (;;) {
+		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+		size_t n = la < lb ? la : lb;
+		int c = memcmp(a, b, n);
+		if (c)
+			return c;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+		if (!a[la] || !b[lb])
+			return !a[la] && !b[lb] ? 0 : !a[la] ? -1 : 1;
+		a += la + 1;
+		b += lb + 1;
+	}
+}
+
+/* The working tree's objects in Python's sorted(keys) order (borrowed). */
+static const tt_manifest **objects_by_key(tt_repo *repo)
+{
+	const tt_manifest **out = tt_calloc(repo->objects.n + 1, sizeof *out);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < repo->objects.n; i++)
+		out[i] = &repo->objects.items[i];
+	for (size_t i = 1; i < repo->objects.n; i++)
+		for (size_t j = i; j > 0 && strcmp(out[j - 1]->key, out[j]->key) > 0; j--) {
+			const tt_manifest *t = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return out;
+}
+
+/* str(v), or NULL on OOM. */
+static char *py_str(const json_t *v)
+{
+	tt_buf b = TT_BUF_INIT;
+	if (tt_pyv_str(&b, v) < 0) {
+		tt_buf_release(&b);
+		return NULL;
+	}
+	return tt_buf_detach(&b);
+}
+
+static bool is_ds8(const char *s)
+{
+	for (int i = 0; i < 8; i++)
+		if (!s[i] || !strchr("0123456789abcdef", s[i]))
+			return false;
+	return true;
+}
+
+/* A pin in the pre-namespace format ("<hash>", not "<ds8>.<hash>"). */
+static bool old_pin(const tt_manifest *m)
+{
+	return m->pin_id && !(strlen(m->pin_id) > 9 && is_ds8(m->pin_id) && m->pin_id[8] == '.');
+}
+
+/* Every "*.toml" under .tether/objects, relative to it, in sorted path
+ * order (a JSON array). */
+static int list_tomls(const char *objdir, const char *rel, json_t *out, int depth, tt_error *err)
+{
+	char *dir = *rel ? tt_path_join(objdir, rel) : tt_strdup(objdir);
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	if (!dir)
+		return tt_error_oom(err);
+	if (!d || depth > 64) {
+		if (d)
+			closedir(d);
+		free(dir);
+		return 0;
+	}
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *sub = *rel ? tt_asprintf("%s/%s", rel, e->d_name) : tt_strdup(e->d_name);
+		char *full = sub ? tt_path_join(objdir, sub) : NULL;
+		struct stat st;
+		if (!full)
+			rc = tt_error_oom(err);
+		else if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = list_tomls(objdir, sub, out, depth + 1, err);
+		else if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && strlen(sub) > 5 &&
+			 strcmp(sub + strlen(sub) - 5, ".toml") == 0)
+			json_array_append_new(out, json_string(sub));
+		free(sub);
+		free(full);
+	}
+	closedir(d);
+	free(dir);
+	if (rc == 0 && depth == 0) {
+		size_t n = json_array_size(out);
+		const char **names = tt_calloc(n + 1, sizeof *names);
+		if (!names)
+			return tt_error_oom(err);
+		for (size_t i = 0; i < n; i++)
+			names[i] = json_string_value(json_array_get(out, i));
+		qsort(names, n, sizeof *names, cmp_path);
+		json_t *sorted = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(sorted, json_string(names[i]));
+		free(names);
+		json_array_clear(out);
+		json_array_extend(out, sorted);
+		json_decref(sorted);
+	}
+	return rc;
+}
+
+static json_t *manifest_files(tt_repo *repo, tt_error *err)
+{
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR);
+	json_t *out = json_array();
+	if (!objdir || !out || list_tomls(objdir, "", out, 0, err) < 0) {
+		if (!objdir || !out)
+			tt_error_oom(err);
+		json_decref(out);
+		out = NULL;
+	}
+	free(objdir);
+	return out;
+}
+
+static char *read_text(const char *path)
+{
+	tt_buf b = TT_BUF_INIT;
+	tt_error ig = TT_ERROR_INIT;
+	char *out = NULL;
+	if (tt_read_file(path, &b, 4u << 20, &ig) == 0)
+		out = tt_buf_detach(&b);
+	tt_buf_release(&b);
+	tt_error_clear(&ig);
+	return out;
+}
+
+/* Whether a line is an alpha manifest's `write = "fork|track|direct"`. */
+static bool write_line(const char *line, size_t len)
+{
+	static const char *const lines[] = { "write = \"fork\"", "write = \"track\"", "write = \"direct\"" };
+	for (size_t i = 0; i < 3; i++)
+		if (len == strlen(lines[i]) && memcmp(line, lines[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* The text without its write-policy lines (NULL: it has none). */
+static char *drop_write_lines(const char *text)
+{
+	tt_buf b = TT_BUF_INIT;
+	bool found = false;
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		if (nl && write_line(p, len))
+			found = true;
+		else
+			tt_buf_put(&b, p, nl ? len + 1 : len);
+		p += nl ? len + 1 : len;
+	}
+	if (!found) {
+		tt_buf_release(&b);
+		return NULL;
+	}
+	if (!b.ptr)
+		return tt_strdup("");
+	return tt_buf_detach(&b);
+}
+
+/* A plan action with {"migration": n} (and more) as its params. */
+static int action(tt_plan *plan, const char *op, const char *key, const char *kind, const char *target,
+		  const char *detail, int migration, json_t *more, tt_error *err)
+{
+	json_t *params = json_pack("{s:i}", "migration", migration);
+	if (more)
+		json_object_update(params, more);
+	int rc = params ? tt_plan_action(plan, op, key, kind, target, detail, params, err) : tt_error_oom(err);
+	json_decref(params);
+	json_decref(more);
+	return rc;
+}
+
+/* The plan's actions of one op and migration. */
+typedef struct planned_action {
+	const char *op, *key, *kind, *target;
+	const json_t *params;
+} planned_action;
+
+/* The plan's actions of op and migration, in order (*out caller-frees;
+ * NULL with n 0 when there are none, or on OOM: *oom says which). */
+static size_t planned(const tt_plan *plan, const char *op, int migration, planned_action **out, bool *oom)
+{
+	size_t n = 0, total = tt_plan_action_count(plan);
+	tt_plan_action_view v;
+	*out = total ? tt_calloc(total, sizeof **out) : NULL;
+	*oom = total && !*out;
+	for (size_t i = 0; *out && i < total; i++) {
+		if (!tt_plan_action_at(plan, i, &v) || strcmp(v.op, op) != 0 ||
+		    json_integer_value(json_object_get(v.params, "migration")) != migration)
+			continue;
+		(*out)[n++] = (planned_action){ v.op, v.key, v.kind, v.target, v.params };
+	}
+	return n;
+}
+
+static int reload_objects(tt_repo *repo, tt_error *err)
+{
+	tt_manifests_release(&repo->objects);
+	return tt_manifests_load(&repo->objects, repo->root, err);
+}
+
+/* Store a listing under .tether/listings unless it is there already. */
+static int write_listing(tt_repo *repo, const char *name, const char *text, tt_error *err)
+{
+	char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
+	char *path = rel ? tt_path_join(repo->root, rel) : NULL;
+	char *dir = path ? tt_dirname(path) : NULL;
+	int rc = 0;
+	if (!dir)
+		rc = tt_error_oom(err);
+	else if ((rc = tt_refuse_links(repo->root, rel, err)) == 0 && !tt_exists(path) &&
+		 (rc = tt_mkdirs(dir, 0755, err)) == 0)
+		rc = tt_write_file_atomic(path, text, strlen(text), 0644, err);
+	free(rel);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+/* The listing name of a state of m (identity from its locator now). */
+static int listing_name_of(tt_backend *b, const tt_manifest *m, const json_t *identity, const json_t *state,
+			   char name[TT_LISTING_NAME_MAX], tt_error *err)
+{
+	json_t *content = tt_content_state(b->kind, state);
+	int rc = content ? tt_listing_name(name, m->kind, identity, content, err) : tt_error_oom(err);
+	json_decref(content);
+	return rc;
+}
+
+/* The backend's listing of m at state, stored under its name (when the
+ * kind gives one). */
+static int store_listing(tt_repo *repo, tt_backend *b, const tt_manifest *m, const json_t *state, tt_error *err)
+{
+	char *text = NULL, name[TT_LISTING_NAME_MAX];
+	json_t *identity = NULL;
+	int rc = 0;
+	if (!b->ops->listing)
+		return 0;
+	if ((rc = b->ops->listing(b, m->locator, state, &text, err)) == 0 && text &&
+	    (rc = b->ops->identity(b, m->locator, &identity, err)) == 0 &&
+	    (rc = listing_name_of(b, m, identity, state, name, err)) == 0)
+		rc = write_listing(repo, name, text, err);
+	json_decref(identity);
+	free(text);
+	return rc;
+}
+
+/* Every manifest history holds under the dataset's .tether/objects, parsed
+ * (one JSON array of text blobs would do; we keep parsed manifests). */
+typedef struct hist_manifests {
+	tt_manifest *items;
+	size_t n, alloc;
+	json_t *seen;  /* texts already parsed */
+	bool old_pin;  /* one of them has a pre-namespace pin */
+} hist_manifests;
+
+static int hist_cb(void *ctx, const char *commit, json_t *files, tt_error *err)
+{
+	hist_manifests *h = ctx;
+	const char *path;
+	json_t *text;
+	(void)commit;
+	json_object_foreach(files, path, text) {
+		size_t pl = strlen(path);
+		const char *t = json_string_value(text);
+		if (pl < 5 || strcmp(path + pl - 5, ".toml") != 0 || !t || json_object_get(h->seen, t))
+			continue;
+		json_object_set_new(h->seen, t, json_true());
+		tt_manifest m;
 		tt_error ig = TT_ERROR_INIT;
-		bool moved = copy && tt_absolutize_locator(copy, m->kind, repo->root, &ig) == 0 &&
-			     !json_equal(copy, m->locator);
+		if (tt_manifest_parse(&m, t, strlen(t), path, &ig) < 0) {
+			tt_error_clear(&ig);
+			continue;
+		}
+		if (old_pin(&m))
+			h->old_pin = true;
+		if (TT_ARRAY_GROW(h->items, h->alloc, h->n + 1) < 0) {
+			tt_manifest_release(&m);
+			return tt_error_oom(err);
+		}
+		h->items[h->n++] = m;
+	}
+	return 0;
+}
+
+static int history_manifests(tt_repo *repo, hist_manifests *h, tt_error *err)
+{
+	char *reldir = tt_engine_objects_reldir(repo);
+	memset(h, 0, sizeof *h);
+	h->seen = json_object();
+	if (!reldir || !h->seen) {
+		free(reldir);
+		return tt_error_oom(err);
+	}
+	int rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, hist_cb, h, err);
+	free(reldir);
+	return rc < 0 ? rc : 0;
+}
+
+static void hist_release(hist_manifests *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		tt_manifest_release(&h->items[i]);
+	free(h->items);
+	json_decref(h->seen);
+	memset(h, 0, sizeof *h);
+}
+
+/* --- v2: dataset-namespaced refs (not built here) ---------------------------- */
+
+static int needs_namespacing(tt_repo *repo, bool *out, tt_error *err)
+{
+	*out = !repo->config.dataset_id[0];
+	for (size_t i = 0; !*out && i < repo->objects.n; i++)
+		*out = old_pin(&repo->objects.items[i]);
+	if (*out)
+		return 0;
+	hist_manifests h;
+	int rc = history_manifests(repo, &h, err);
+	*out = h.old_pin;
+	hist_release(&h);
+	return rc;
+}
+
+/* --- v3: content-hashed local file states; no write policy ------------------- */
+
+static bool local_file_object(const tt_manifest *m)
+{
+	const char *type = json_string_value(json_object_get(m->state, "type"));
+	return strcmp(m->kind, "file") == 0 && m->state && type &&
+	       (strcmp(type, "file") == 0 || strcmp(type, "dir") == 0);
+}
+
+static bool content_hashed(const tt_manifest *m)
+{
+	const char *type = json_string_value(json_object_get(m->state, "type"));
+	return type && strcmp(type, "file") == 0 && json_object_get(m->state, "sha256");
+}
+
+/* Keys (from their paths) of manifests still carrying a write policy. */
+static json_t *manifests_with_write(tt_repo *repo, tt_error *err)
+{
+	json_t *files = manifest_files(repo, err), *out = json_array();
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR);
+	size_t i;
+	json_t *v;
+	if (!files || !out || !objdir) {
+		json_decref(files);
+		json_decref(out);
+		free(objdir);
+		if (!err->code)
+			tt_error_oom(err);
+		return NULL;
+	}
+	json_array_foreach(files, i, v) {
+		char *full = tt_path_join(objdir, json_string_value(v));
+		char *text = full ? read_text(full) : NULL, *dropped = text ? drop_write_lines(text) : NULL;
+		if (dropped) {
+			const char *rel = json_string_value(v);
+			json_array_append_new(out, json_stringn(rel, strlen(rel) - 5));
+		}
+		free(dropped);
+		free(text);
+		free(full);
+	}
+	json_decref(files);
+	free(objdir);
+	return out;
+}
+
+static int needs_content_hashes(tt_repo *repo, bool *out, tt_error *err)
+{
+	json_t *w = manifests_with_write(repo, err);
+	if (!w)
+		return err->code;
+	*out = json_array_size(w) > 0 || !repo->ws.bookmark;
+	json_decref(w);
+	for (size_t i = 0; !*out && i < repo->objects.n; i++)
+		if (local_file_object(&repo->objects.items[i]) && !content_hashed(&repo->objects.items[i]))
+			*out = true;
+	return 0;
+}
+
+static int plan_v3(tt_repo *repo, tt_plan *plan, tt_error *err)
+{
+	json_t *w = manifests_with_write(repo, err);
+	size_t i, acted = 0;
+	json_t *v;
+	int rc = 0;
+	if (!w)
+		return err->code;
+	json_array_foreach(w, i, v) {
+		if ((rc = action(plan, "rewrite-manifest", json_string_value(v), NULL, NULL,
+				 "drop the write policy: whether writes fork or land upstream is now the bookmark "
+				 "the working copy is on, not a per-object setting", 3, NULL, err)) < 0)
+			break;
+		acted++;
+	}
+	json_decref(w);
+	for (size_t k = 0; rc == 0 && k < repo->objects.n; k++) {
+		const tt_manifest *m = &repo->objects.items[k];
+		if (!local_file_object(m))
+			continue;
+		if (content_hashed(m)) {
+			char *note = tt_asprintf("%s: already content-hashed", m->key);
+			rc = note ? tt_plan_note(plan, note, err) : tt_error_oom(err);
+			free(note);
+			continue;
+		}
+		const char *type = json_string_value(json_object_get(m->state, "type"));
+		const json_t *uri = json_object_get(m->locator, "uri");
+		const json_t *path = json_object_get(m->locator, "path");
+		char *target = tt_pyv_truthy(uri) ? py_str(uri) : path ? py_str(path) : tt_strdup("");
+		char *detail = tt_asprintf("re-read the %s and record its content hash in place of the mtime-based "
+					   "state (reads every byte once; the stat cache remembers it)",
+					   strcmp(type, "file") == 0 ? "file" : "directory");
+		rc = target && detail ? action(plan, "refingerprint", m->key, m->kind, target, detail, 3, NULL, err)
+				      : tt_error_oom(err);
+		acted++;
+		free(target);
+		free(detail);
+	}
+	if (rc == 0 && !acted)
+		rc = tt_plan_note(plan, "v3: no local file objects to re-fingerprint and no manifests carrying a write "
+				  "policy", err);
+	if (rc == 0 && !repo->ws.bookmark) {
+		char *trunk = tt_pyv_repr_dup(tt_config_trunk(&repo->config));
+		char *note = trunk ? tt_asprintf("v3: this workspace will work on the trunk bookmark %s (created if the "
+						 "VCS has none), or on the bookmark its working copy is on", trunk)
+				   : NULL;
+		rc = note ? tt_plan_note(plan, note, err) : tt_error_oom(err);
+		free(note);
+		free(trunk);
+	}
+	return rc;
+}
+
+/* Where a workspace from before bookmarks works now: as init puts one. */
+static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
+{
+	const char *trunk = tt_config_trunk(&repo->config);
+	char *here = NULL;
+	int rc;
+	*out = NULL;
+	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+		return rc;
+	if (strcmp(repo->vcs->ops->kind, "git") == 0) {
+		if (here && strcmp(here, trunk) != 0) {
+			json_object_set_new(repo->config.vcs, "trunk", json_string(here));
+			*out = here;
+			return tt_config_save(&repo->config, repo->root, err);
+		}
+		free(here);
+		if (!here && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+			return rc;
+		*out = tt_strdup(trunk);
+		return *out ? 0 : tt_error_oom(err);
+	}
+	json_t *marks = NULL;
+	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0) {
+		free(here);
+		return rc;
+	}
+	bool have = json_object_get(marks, trunk) != NULL;
+	json_decref(marks);
+	if (here) {
+		*out = here;
+		return 0;
+	}
+	if (!have && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+		return rc;
+	*out = tt_strdup(trunk);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+static json_t *misplaced_manifests(tt_repo *repo, tt_error *err);
+
+/*
+ * Write m's manifest in the file it is read from.  A manifest an alpha left
+ * at another path than its key's ("d.x" in d.toml) is moved by the v4 part
+ * after this one; written at its key's path here, it would leave the old
+ * file behind for v4 to find colliding with it (tether-vcs 0.1.0b7 stops
+ * there, with both files in the tree).
+ */
+static int save_where_it_is(tt_repo *repo, const tt_manifest *m, tt_error *err)
+{
+	json_t *moves = misplaced_manifests(repo, err), *v;
+	const char *at = NULL;
+	size_t i;
+	int rc;
+	if (!moves)
+		return err->code;
+	json_array_foreach(moves, i, v) if (strcmp(json_string_value(json_array_get(v, 2)), m->key) == 0) at =
+		json_string_value(json_array_get(v, 0));
+	if (!at) {
+		json_decref(moves);
+		return tt_manifest_save(m, repo->root, err);
+	}
+	tt_buf b = TT_BUF_INIT;
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR), *path = objdir ? tt_path_join(objdir, at) : NULL;
+	if (!path)
+		rc = tt_error_oom(err);
+	else if ((rc = tt_manifest_render(&b, m, err)) == 0)
+		rc = tt_write_file_atomic(path, b.ptr, b.len, 0644, err);
+	tt_buf_release(&b);
+	free(objdir);
+	free(path);
+	json_decref(moves);
+	return rc;
+}
+
+static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
+{
+	json_t *files = manifest_files(repo, err), *rewritten = json_object_get(report, "rewritten_manifests");
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR);
+	json_t *v, *failed = json_object_get(report, "failed");
+	size_t i;
+	int rc = 0;
+	if (!files || !objdir) {
+		json_decref(files);
+		free(objdir);
+		return err->code ? err->code : tt_error_oom(err);
+	}
+	json_array_foreach(files, i, v) {
+		char *full = tt_path_join(objdir, json_string_value(v));
+		char *text = full ? read_text(full) : NULL, *dropped = text ? drop_write_lines(text) : NULL;
+		if (dropped && (rc = tt_write_file_atomic(full, dropped, strlen(dropped), 0644, err)) == 0) {
+			const char *rel = json_string_value(v);
+			json_array_append_new(rewritten, json_stringn(rel, strlen(rel) - 5));
+		}
+		free(dropped);
+		free(text);
+		free(full);
+		if (rc < 0)
+			break;
+	}
+	json_decref(files);
+	free(objdir);
+	if (rc < 0 || (json_array_size(rewritten) && (rc = reload_objects(repo, err)) < 0))
+		return rc;
+	planned_action *acts = NULL;
+	bool oom;
+	size_t n = planned(plan, "refingerprint", 3, &acts, &oom);
+	tt_backend *b = NULL;
+	if (oom)
+		return tt_error_oom(err);
+	if (n && (rc = tt_engine_backend(repo, "file", &b, err)) < 0) {
+		free(acts);
+		return rc;
+	}
+	for (size_t k = 0; k < n; k++) {
+		tt_manifest *m = tt_manifests_find(&repo->objects, acts[k].key);
+		json_t *state = NULL;
+		tt_error e = TT_ERROR_INIT;
+		if (!m)
+			continue;
+		if (b->ops->fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
+		    (json_decref(m->state), m->state = state, save_where_it_is(repo, m, &e) < 0) ||
+		    store_listing(repo, b, m, state, &e) < 0) {
+			char *what = tt_asprintf("refingerprint %s", m->key);
+			if (what)
+				json_object_set_new(failed, what, json_string(e.message ? e.message : "failed"));
+			free(what);
+			tt_error_clear(&e);
+			continue;
+		}
+		json_array_append_new(json_object_get(report, "refingerprinted"), json_string(m->key));
+	}
+	free(acts);
+	if (json_object_size(failed)) {
+		tt_buf keys = TT_BUF_INIT;
+		const char *k;
+		json_object_foreach(failed, k, v) tt_buf_printf(&keys, "%s%s", keys.len ? ", " : "", k + 14);
+		rc = tt_error_set(err, TT_EBACKEND, "upgrade stopped: could not re-fingerprint %s (the paths must exist "
+				  "and be readable); fix and re-run `tether upgrade`", keys.ptr ? keys.ptr : "");
+		tt_buf_release(&keys);
+		return rc;
+	}
+	if (!repo->ws.bookmark) {
+		char *mark = NULL;
+		if ((rc = adopt_trunk(repo, &mark, err)) == 0 && (rc = tt_workspace_set_bookmark(&repo->ws, mark, err)) == 0)
+			rc = tt_workspace_save(&repo->ws, repo->root, err);
+		free(mark);
+	}
+	return rc;
+}
+
+/* --- v4: one manifest file per key; absolute local paths ----------------------- */
+
+/* [[key, old locator, new locator], ...] for relative or `~` local paths. */
+static json_t *relative_locators(tt_repo *repo)
+{
+	const tt_manifest **ms = objects_by_key(repo);
+	json_t *out = json_array();
+	for (size_t i = 0; ms && out && i < repo->objects.n; i++) {
+		const tt_manifest *m = ms[i];
+		tt_backend *b;
+		tt_error ig = TT_ERROR_INIT;
+		json_t *copy = NULL;
+		if (tt_engine_backend(repo, m->kind, &b, &ig) == 0 && (copy = json_deep_copy(m->locator)) &&
+		    tt_absolutize_locator(copy, m->kind, repo->root, &ig) == 0 && !json_equal(copy, m->locator))
+			json_array_append_new(out, json_pack("[s,O,O]", m->key, m->locator, copy));
 		json_decref(copy);
 		tt_error_clear(&ig);
-		if (moved)
-			return tt_asprintf("one manifest file per key; absolute local paths (%s names a relative path)",
-					   m->key);
 	}
-	/* 0.1.0b3 identities and states */
-	static const char *const rewritten[] = { "file", "neon", "ducklake" };
-	for (size_t i = 0; i < repo->objects.n; i++)
-		for (size_t k = 0; k < 3; k++)
-			if (strcmp(repo->objects.items[i].kind, rewritten[k]) == 0)
-				return tt_asprintf("0.1.0b3 identities and states (%s is a %s object)",
-						   repo->objects.items[i].key, rewritten[k]);
-	static const char *const indexes[] = { "tether-touched.jsonl", "tether-created.jsonl" };
-	for (size_t k = 0; k < 2; k++) {
-		char *path = tt_path_join(repo->vcs->shared_dir, indexes[k]);
-		tt_buf b = TT_BUF_INIT;
+	free(ms);
+	return out;
+}
+
+/* [[path under objects, wanted path, key], ...] of manifests not at their
+ * key's path. */
+static json_t *misplaced_manifests(tt_repo *repo, tt_error *err)
+{
+	json_t *files = manifest_files(repo, err), *out = json_array(), *v;
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR);
+	size_t i;
+	if (!files || !out || !objdir) {
+		json_decref(files);
+		json_decref(out);
+		free(objdir);
+		if (!err->code)
+			tt_error_oom(err);
+		return NULL;
+	}
+	json_array_foreach(files, i, v) {
+		const char *rel = json_string_value(v);
+		char *full = tt_path_join(objdir, rel), *text = full ? read_text(full) : NULL;
+		tt_manifest m;
 		tt_error ig = TT_ERROR_INIT;
-		bool changed = false;
-		json_t *seen = json_object();
-		if (path && seen && tt_is_file(path) && tt_read_file(path, &b, 64u << 20, &ig) == 0) {
-			/* a record whose identity its store no longer gives (or that
-			 * collapses onto an earlier one) is rewritten by 0.1.0b4 */
-			for (char *line = b.ptr, *end = b.ptr + b.len; line && line < end;) {
-				char *nl = memchr(line, '\n', (size_t)(end - line));
-				size_t len = nl ? (size_t)(nl - line) : (size_t)(end - line);
-				json_t *r = len ? json_loadb(line, len, 0, NULL) : NULL;
-				const char *ds = json_string_value(json_object_get(r, "dataset_id"));
-				const char *kind = json_string_value(json_object_get(r, "kind"));
-				json_t *identity = json_incref(json_object_get(r, "identity"));
-				tt_backend *be;
-				if (r && ds && kind && strcmp(ds, repo->config.dataset_id) == 0 &&
-				    tt_engine_backend(repo, kind, &be, &ig) == 0) {
-					json_t *now = NULL, *loc = json_object_get(r, "locator");
-					json_t *l = json_is_object(loc) ? loc : json_object();
-					if (be->ops->identity(be, l, &now, &ig) == 0 && !json_equal(now, identity)) {
-						changed = true;
-					}
-					if (now) {
-						json_decref(identity);
-						identity = now;
-					}
-					if (l != loc)
-						json_decref(l);
-				}
-				tt_error_clear(&ig);
-				tt_buf tag = TT_BUF_INIT;
-				json_t *t = json_pack("[s?,s?,O?]", ds, kind, identity);
-				if (t && tt_json_canonical(&tag, t) == 0 && tag.ptr) {
-					if (json_object_get(seen, tag.ptr))
-						changed = true;
-					json_object_set(seen, tag.ptr, json_true());
-				}
-				json_decref(t);
-				tt_buf_release(&tag);
-				json_decref(identity);
-				json_decref(r);
-				line = nl ? nl + 1 : NULL;
+		if (text && tt_manifest_parse(&m, text, strlen(text), rel, &ig) == 0) {
+			char *want = tt_asprintf("%s.toml", m.key);
+			if (want && strcmp(want, rel) != 0)
+				json_array_append_new(out, json_pack("[s,s,s]", rel, want, m.key));
+			free(want);
+			tt_manifest_release(&m);
+		}
+		tt_error_clear(&ig);
+		free(text);
+		free(full);
+	}
+	json_decref(files);
+	free(objdir);
+	return out;
+}
+
+static int needs_layout(tt_repo *repo, bool *out, tt_error *err)
+{
+	json_t *moves = misplaced_manifests(repo, err), *rel = moves ? relative_locators(repo) : NULL;
+	if (!moves || !rel) {
+		json_decref(moves);
+		return err->code ? err->code : tt_error_oom(err);
+	}
+	*out = json_array_size(moves) || json_array_size(rel);
+	json_decref(moves);
+	json_decref(rel);
+	return 0;
+}
+
+static int plan_v4(tt_repo *repo, tt_plan *plan, tt_error *err)
+{
+	json_t *rel = relative_locators(repo), *moves = misplaced_manifests(repo, err), *v;
+	size_t i;
+	int rc = 0;
+	if (!rel || !moves) {
+		rc = err->code ? err->code : tt_error_oom(err);
+		goto done;
+	}
+	json_array_foreach(rel, i, v) {
+		json_t *old = json_array_get(v, 1), *new = json_array_get(v, 2), *val;
+		const char *k;
+		tt_buf changed = TT_BUF_INIT;
+		json_object_foreach(new, k, val) {
+			json_t *was = json_object_get(old, k);
+			if (was && json_equal(was, val))
+				continue;
+			tt_buf_printf(&changed, "%s%s: ", changed.len ? ", " : "", k);
+			tt_pyv_repr(&changed, was ? was : json_null());
+			tt_buf_put(&changed, " -> ", 4);
+			tt_pyv_repr(&changed, val);
+		}
+		char *detail = tt_asprintf("make the local path absolute (%s): a relative one against the dataset root, "
+					   "`~` from the home directory; the locator meant a different path from each "
+					   "directory", changed.ptr ? changed.ptr : "");
+		tt_buf_release(&changed);
+		rc = detail ? action(plan, "rewrite-locator", json_string_value(json_array_get(v, 0)), NULL, NULL,
+				     detail, 4, json_pack("{s:O}", "locator", new), err)
+			    : tt_error_oom(err);
+		free(detail);
+		if (rc < 0)
+			goto done;
+	}
+	json_array_foreach(moves, i, v) {
+		char *target = tt_asprintf(TT_DIR "/" TT_OBJECTS_DIR "/%s", json_string_value(json_array_get(v, 1)));
+		char *detail = tt_asprintf("move " TT_DIR "/" TT_OBJECTS_DIR "/%s so a key with a dot in its last "
+					   "segment no longer shares a file with the key before the dot",
+					   json_string_value(json_array_get(v, 0)));
+		rc = target && detail ? action(plan, "rename-manifest", json_string_value(json_array_get(v, 2)), NULL,
+					       target, detail, 4, NULL, err)
+				      : tt_error_oom(err);
+		free(target);
+		free(detail);
+		if (rc < 0)
+			goto done;
+	}
+	if (!json_array_size(moves) && !json_array_size(rel))
+		rc = tt_plan_note(plan, "v4: every manifest already sits at its key's path and no locator holds a "
+				  "relative path", err);
+done:
+	json_decref(rel);
+	json_decref(moves);
+	return rc;
+}
+
+static int apply_v4(tt_repo *repo, json_t *report, tt_error *err)
+{
+	json_t *moves = misplaced_manifests(repo, err), *v, *failed = json_object_get(report, "failed");
+	json_t *rewritten = json_object_get(report, "rewritten_manifests");
+	char *objdir = tt_tether_path(repo->root, TT_OBJECTS_DIR);
+	size_t i;
+	int rc = 0;
+	if (!moves || !objdir) {
+		json_decref(moves);
+		free(objdir);
+		return err->code ? err->code : tt_error_oom(err);
+	}
+	/* Every destination is checked before anything moves. */
+	tt_buf why = TT_BUF_INIT;
+	json_array_foreach(moves, i, v) {
+		char *want = tt_path_join(objdir, json_string_value(json_array_get(v, 1)));
+		if (want && tt_exists(want)) {
+			char *what = tt_asprintf("rename-manifest %s", json_string_value(json_array_get(v, 2)));
+			char *msg = tt_asprintf("%s already exists; a key collided here before v4 -- re-add the missing "
+						"object", want);
+			if (what && msg)
+				json_object_set_new(failed, what, json_string(msg));
+			tt_buf_printf(&why, "%s%s", why.len ? "; " : "", msg ? msg : "");
+			free(what);
+			free(msg);
+		}
+		free(want);
+	}
+	if (why.len) {
+		rc = tt_error_set(err, TT_ECONFIG, "upgrade stopped: %s -- resolve the collision (re-add the missing "
+				  "object under its own key) and re-run `tether upgrade`", why.ptr);
+		goto done;
+	}
+	json_array_foreach(moves, i, v) {
+		char *from = tt_path_join(objdir, json_string_value(json_array_get(v, 0)));
+		char *to = tt_path_join(objdir, json_string_value(json_array_get(v, 1)));
+		char *dir = to ? tt_dirname(to) : NULL;
+		if (!from || !dir)
+			rc = tt_error_oom(err);
+		else if ((rc = tt_mkdirs(dir, 0755, err)) == 0 && rename(from, to) != 0)
+			rc = tt_error_errno(err, errno, "cannot move %s to %s", from, to);
+		if (rc == 0) {
+			char *fdir = tt_dirname(from);
+			if (fdir)
+				tt_prune_empty_dirs(fdir, objdir);
+			free(fdir);
+			json_array_append_new(rewritten, json_incref(json_array_get(v, 2)));
+		}
+		free(from);
+		free(to);
+		free(dir);
+		if (rc < 0)
+			goto done;
+	}
+	if (json_array_size(moves) && (rc = reload_objects(repo, err)) < 0)
+		goto done;
+	json_t *rel = relative_locators(repo);
+	json_array_foreach(rel, i, v) {
+		tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(json_array_get(v, 0)));
+		if (!m)
+			continue;
+		json_decref(m->locator);
+		m->locator = json_incref(json_array_get(v, 2));
+		if ((rc = tt_manifest_save(m, repo->root, err)) < 0)
+			break;
+		bool listed = false;
+		size_t j;
+		json_t *k;
+		json_array_foreach(rewritten, j, k) listed = listed || strcmp(json_string_value(k), m->key) == 0;
+		if (!listed)
+			json_array_append_new(rewritten, json_string(m->key));
+	}
+	json_decref(rel);
+done:
+	tt_buf_release(&why);
+	json_decref(moves);
+	free(objdir);
+	return rc;
+}
+
+/* --- v5: what 0.1.0b3 recorded under identities and states that changed ------------ */
+
+static const char *const INDEXES[] = { "tether-touched.jsonl", "tether-created.jsonl" };
+
+/* An index's records with the identities their stores give now, one per
+ * store (*kept), and how many changed (0: leave the file alone). */
+static int index_rewrite(tt_repo *repo, const char *name, json_t **kept, long long *changed, tt_error *err)
+{
+	char *path = tt_path_join(repo->vcs->shared_dir, name);
+	tt_buf b = TT_BUF_INIT;
+	json_t *seen = json_object();
+	*kept = json_array();
+	*changed = 0;
+	if (!path || !seen || !*kept) {
+		free(path);
+		json_decref(seen);
+		return tt_error_oom(err);
+	}
+	if (tt_is_file(path)) {
+		int rc = tt_read_file(path, &b, 256u << 20, err);
+		if (rc < 0) {
+			free(path);
+			json_decref(seen);
+			return rc;
+		}
+	}
+	for (char *line = b.ptr, *end = b.ptr + b.len; line && line < end;) {
+		char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t len = nl ? (size_t)(nl - line) : (size_t)(end - line);
+		json_t *r = NULL;
+		/* blank and broken lines are not records (read_jsonl skips them) */
+		for (size_t k = 0; k < len; k++)
+			if (line[k] != ' ' && line[k] != '\t' && line[k] != '\r') {
+				r = json_loadb(line, len, 0, NULL);
+				break;
+			}
+		line = nl ? nl + 1 : NULL;
+		if (!json_is_object(r)) {
+			json_decref(r);
+			continue;
+		}
+		json_t *new = json_deep_copy(r);
+		const char *kind = json_string_value(json_object_get(r, "kind"));
+		const char *ds = json_string_value(json_object_get(r, "dataset_id"));
+		tt_backend *be;
+		tt_error ig = TT_ERROR_INIT;
+		if (ds && strcmp(ds, repo->config.dataset_id) == 0 && tt_kind_find(kind ? kind : "") &&
+		    tt_engine_backend(repo, kind, &be, &ig) == 0) {
+			json_t *loc = json_object_get(r, "locator"), *now = NULL;
+			json_t *l = json_is_object(loc) ? json_deep_copy(loc) : json_object();
+			if (be->ops->identity(be, l, &now, &ig) == 0 && now)
+				json_object_set_new(new, "identity", now);
+			json_decref(l);
+		}
+		tt_error_clear(&ig);
+		tt_buf tag = TT_BUF_INIT;
+		json_t *t = json_pack("[O,s,O]", json_object_get(new, "dataset_id") ? json_object_get(new, "dataset_id")
+										 : json_null(),
+				      kind ? kind : "", json_object_get(new, "identity") ? json_object_get(new, "identity")
+										 : json_null());
+		if (t && tt_json_canonical(&tag, t) == 0 && tag.ptr) {
+			if (json_object_get(seen, tag.ptr)) {
+				(*changed)++;
+			} else {
+				json_object_set(seen, tag.ptr, json_true());
+				if (!json_equal(new, r))
+					(*changed)++;
+				json_array_append(*kept, new);
 			}
 		}
-		json_decref(seen);
-		free(path);
-		tt_buf_release(&b);
-		tt_error_clear(&ig);
-		bool records = changed;
-		if (records)
-			return tt_asprintf("0.1.0b3 identities and states (the store index %s records identities)",
-					   indexes[k]);
+		json_decref(t);
+		tt_buf_release(&tag);
+		json_decref(new);
+		json_decref(r);
 	}
+	tt_buf_release(&b);
+	json_decref(seen);
+	free(path);
+	return 0;
+}
+
+/* The identities earlier releases gave a `file` object. */
+static json_t *old_file_identities(const tt_manifest *m)
+{
+	const json_t *u = json_object_get(m->locator, "uri");
+	if (!tt_pyv_truthy(u))
+		u = json_object_get(m->locator, "path");
+	char *uri = tt_pyv_truthy(u) ? py_str(u) : tt_strdup("");
+	json_t *out = json_array();
+	if (!uri || !out) {
+		free(uri);
+		json_decref(out);
+		return NULL;
+	}
+	json_array_append_new(out, json_pack("{s:s}", "uri", uri));
+	static const char *const prefixes[] = { "file://localhost", "file://", "file:" };
+	for (size_t i = 0; i < 3; i++)
+		if (strncmp(uri, prefixes[i], strlen(prefixes[i])) == 0) {
+			json_array_append_new(out, json_pack("{s:s}", "uri", uri + strlen(prefixes[i])));
+			break;
+		}
+	free(uri);
+	return out;
+}
+
+static int listings_cb(void *ctx, const char *commit, json_t *files, tt_error *err)
+{
+	json_t *stored = ctx;
+	const char *path;
+	json_t *text;
+	(void)commit;
+	(void)err;
+	json_object_foreach(files, path, text) {
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		if (!json_object_get(stored, base))
+			json_object_set(stored, base, text);
+	}
+	return 0;
+}
+
+/* {new listing name: [old name, text]} for every recorded `file` state
+ * whose listing is stored under the name an earlier identity gave it. */
+static json_t *listing_copies(tt_repo *repo, tt_error *err)
+{
+	json_t *stored = json_object(), *out = json_object();
+	char *rel = NULL, *dir = NULL;
+	hist_manifests h;
+	int rc;
+	bool any_file = false;
+	memset(&h, 0, sizeof h);
+	if (!stored || !out)
+		goto oom;
+	for (size_t i = 0; i < repo->objects.n; i++)
+		any_file = any_file || strcmp(repo->objects.items[i].kind, "file") == 0;
+	if ((rc = history_manifests(repo, &h, err)) < 0)
+		goto fail;
+	for (size_t i = 0; i < h.n; i++)
+		any_file = any_file || strcmp(h.items[i].kind, "file") == 0;
+	if (!any_file) {
+		hist_release(&h);
+		json_decref(stored);
+		return out;
+	}
+	char *drel = dataset_rel(repo);
+	rel = drel ? (*drel ? tt_asprintf("%s/" TT_DIR "/" TT_LISTINGS_DIR, drel) : tt_strdup(TT_DIR "/" TT_LISTINGS_DIR))
+		   : NULL;
+	free(drel);
+	if (!rel)
+		goto oom;
+	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, rel, listings_cb, stored, err)) < 0)
+		goto fail;
+	if (!(dir = tt_tether_path(repo->root, TT_LISTINGS_DIR)))
+		goto oom;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		if (l < 6 || strcmp(e->d_name + l - 6, ".jsonl") != 0)
+			continue;
+		char *p = tt_path_join(dir, e->d_name), *t = p ? read_text(p) : NULL;
+		if (t)
+			json_object_set_new(stored, e->d_name, json_string(t));
+		free(t);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	tt_backend *b;
+	if ((rc = tt_engine_backend(repo, "file", &b, err)) < 0)
+		goto fail;
+	for (size_t i = 0; i < h.n + repo->objects.n; i++) {
+		const tt_manifest *m = i < h.n ? &h.items[i] : &repo->objects.items[i - h.n];
+		json_t *identity = NULL, *olds = NULL;
+		char name[TT_LISTING_NAME_MAX], oldname[TT_LISTING_NAME_MAX];
+		if (strcmp(m->kind, "file") != 0 || !m->state)
+			continue;
+		if ((rc = b->ops->identity(b, m->locator, &identity, err)) < 0 ||
+		    (rc = listing_name_of(b, m, identity, m->state, name, err)) < 0) {
+			json_decref(identity);
+			goto fail;
+		}
+		json_decref(identity);
+		if (json_object_get(stored, name) || json_object_get(out, name))
+			continue;
+		if (!(olds = old_file_identities(m)))
+			goto oom;
+		size_t k;
+		json_t *id;
+		json_array_foreach(olds, k, id) {
+			if ((rc = listing_name_of(b, m, id, m->state, oldname, err)) < 0) {
+				json_decref(olds);
+				goto fail;
+			}
+			json_t *text = json_object_get(stored, oldname);
+			if (text) {
+				json_object_set_new(out, name, json_pack("[s,O]", oldname, text));
+				break;
+			}
+		}
+		json_decref(olds);
+	}
+	hist_release(&h);
+	json_decref(stored);
+	free(rel);
+	free(dir);
+	return out;
+oom:
+	tt_error_oom(err);
+fail:
+	hist_release(&h);
+	json_decref(stored);
+	json_decref(out);
+	free(rel);
+	free(dir);
 	return NULL;
+}
+
+/* The state 0.1.0b4 gives a local directory 0.1.0b3 recorded, when only
+ * the symlinks b3 left out tell the two apart (*out NULL: none). */
+static int b3_dir_state(tt_backend *b, const tt_manifest *m, json_t **out, tt_error *err)
+{
+	json_t *now = NULL;
+	char *text = NULL;
+	int rc;
+	*out = NULL;
+	if ((rc = b->ops->fingerprint(b, m->locator, NULL, &now, err)) < 0)
+		return rc;
+	const char *type = json_string_value(json_object_get(now, "type"));
+	if (json_equal(now, m->state) || !type || strcmp(type, "dir") != 0 || !b->ops->listing ||
+	    (rc = b->ops->listing(b, m->locator, now, &text, err)) < 0 || !text) {
+		json_decref(now);
+		return rc;
+	}
+	/* the listing's file rows (symlinks left out), sorted by path */
+	json_t *rows = json_object();
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		json_t *r = len ? json_loadb(line, len, 0, NULL) : NULL;
+		const char *p = json_string_value(json_object_get(r, "p"));
+		const char *k = json_string_value(json_object_get(r, "k"));
+		if (p && strncmp(k ? k : "", "symlink:", 8) != 0)
+			json_object_set_new(rows, p, json_string(k ? k : ""));
+		json_decref(r);
+		line = nl ? nl + 1 : NULL;
+	}
+	size_t n = json_object_size(rows);
+	json_t *count = json_object_get(now, "count");
+	if ((long long)n != (json_is_integer(count) ? json_integer_value(count) : 0)) {
+		tt_file_row *fr = tt_calloc(n + 1, sizeof *fr);
+		const char **names = tt_calloc(n + 1, sizeof *names);
+		const char *p;
+		json_t *v;
+		size_t i = 0;
+		if (!fr || !names) {
+			rc = tt_error_oom(err);
+		} else {
+			json_object_foreach(rows, p, v) names[i++] = p;
+			qsort(names, n, sizeof *names, cmp_cstr);
+			for (i = 0; i < n; i++) {
+				fr[i].path = names[i];
+				snprintf(fr[i].token, sizeof fr[i].token, "%s", json_string_value(json_object_get(rows, names[i])));
+			}
+			char hex[33];
+			tt_file_rows_digest(fr, n, hex);
+			json_t *b3 = json_pack("{s:s,s:I,s:O,s:s}", "type", "dir", "count", (json_int_t)n, "size",
+					       json_object_get(now, "size") ? json_object_get(now, "size") : json_null(),
+					       "digest", hex);
+			if (b3 && json_equal(b3, m->state))
+				*out = json_incref(now);
+			json_decref(b3);
+		}
+		free(fr);
+		free(names);
+	}
+	json_decref(rows);
+	json_decref(now);
+	free(text);
+	return rc;
+}
+
+#define NEON_XID_WINDOW 65536
+
+/* Whether a Neon branch that recorded next_xid = recorded has committed
+ * nothing since, given its commit_xid now (-1: not numbers). */
+static int neon_xid_unchanged(const char *recorded, const char *now)
+{
+	char *end;
+	long long r = strtoll(recorded, &end, 10);
+	if (!*recorded || *end)
+		return -1;
+	bool window = *now == '<';
+	long long n = strtoll(window ? now + 1 : now, &end, 10);
+	if (!*(window ? now + 1 : now) || *end)
+		return -1;
+	return window ? r >= n - NEON_XID_WINDOW : n < r;
+}
+
+/* {key: {old, new, why}} for working-tree states 0.1.0b3 recorded in a form
+ * 0.1.0b4 no longer produces, whose data is unchanged; notes gets what
+ * could not be read. */
+static json_t *state_rewrites(tt_repo *repo, json_t *notes)
+{
+	const tt_manifest **ms = objects_by_key(repo);
+	json_t *out = json_object();
+	for (size_t i = 0; ms && out && i < repo->objects.n; i++) {
+		const tt_manifest *m = ms[i];
+		const json_t *st = m->state;
+		tt_backend *b;
+		tt_error e = TT_ERROR_INIT;
+		json_t *new = NULL;
+		const char *why = NULL;
+		if (!st || !tt_kind_find(m->kind))
+			continue;
+		const char *type = json_string_value(json_object_get(st, "type"));
+		const json_t *branch = json_object_get(st, "branch");
+		if (strcmp(m->kind, "file") == 0 && type && strcmp(type, "dir") == 0) {
+			const json_t *u = json_object_get(m->locator, "uri");
+			if (!tt_pyv_truthy(u))
+				u = json_object_get(m->locator, "path");
+			char *uri = py_str(u ? u : json_string("")), *local = NULL;
+			int isl = uri ? tt_file_local_path(uri, &local) : 0;
+			free(uri);
+			free(local);
+			if (isl != 1)
+				continue;
+			if (tt_engine_backend(repo, m->kind, &b, &e) == 0 && b3_dir_state(b, m, &new, &e) == 0 && new)
+				why = "symlinks are entries now";
+		} else if (strcmp(m->kind, "lance") == 0 && branch && !json_is_null(branch) &&
+			   !(json_is_string(branch) && strcmp(json_string_value(branch), "main") == 0) &&
+			   !json_object_get(st, "branch_id")) {
+			char *br = py_str(branch);
+			json_t *now = NULL;
+			if (br && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
+			    b->ops->fingerprint(b, m->locator, br, &now, &e) == 0 && json_object_get(now, "branch_id")) {
+				json_t *bare = json_deep_copy(now);
+				json_object_del(bare, "branch_id");
+				if (json_equal(bare, st)) {
+					new = json_incref(now);
+					why = "states off main carry the branch id";
+				}
+				json_decref(bare);
+			}
+			json_decref(now);
+			free(br);
+		} else if (strcmp(m->kind, "neon") == 0 && json_object_get(st, "next_xid") &&
+			   !json_object_get(st, "commit_xid")) {
+			const json_t *tl = json_object_get(st, "timeline");
+			if (!tt_pyv_truthy(tl))
+				tl = json_object_get(st, "branch");
+			const json_t *src = json_object_get(m->locator, "branch");
+			char *timeline = tt_pyv_truthy(tl) ? py_str(tl) : tt_strdup("");
+			char *source = src ? py_str(src) : tt_strdup("main");
+			json_t *now = NULL;
+			if (timeline && source && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
+			    b->ops->fingerprint(b, m->locator, strcmp(timeline, source) == 0 ? NULL : timeline, &now,
+						&e) == 0 &&
+			    json_equal(json_object_get(now, "branch") ? json_object_get(now, "branch") : json_null(),
+				       json_object_get(st, "branch") ? json_object_get(st, "branch") : json_null())) {
+				char *rec = py_str(json_object_get(st, "next_xid"));
+				char *cx = py_str(json_object_get(now, "commit_xid") ? json_object_get(now, "commit_xid")
+										     : json_null());
+				int same = rec && cx ? neon_xid_unchanged(rec, cx) : 0;
+				if (same < 0) {
+					/* what int() says of an xid that is no number */
+					char *r = rec ? tt_pyv_repr_dup(rec) : NULL;
+					tt_error_set(&e, TT_EBACKEND, "invalid literal for int() with base 10: %s", r ? r : "''");
+					free(r);
+				} else if (same) {
+					new = json_deep_copy(st);
+					json_object_del(new, "next_xid");
+					json_object_set(new, "commit_xid", json_object_get(now, "commit_xid"));
+					why = "next_xid became commit_xid";
+				}
+				free(rec);
+				free(cx);
+			}
+			json_decref(now);
+			free(timeline);
+			free(source);
+		}
+		if (new && why) {
+			json_object_set_new(out, m->key, json_pack("{s:O,s:O,s:s}", "old", st, "new", new, "why", why));
+		} else if (e.code) {
+			char *note = tt_asprintf("%s: could not read it to carry its %s state forward (%s); it reads as "
+						 "changed once, and its next commit pins it anew", m->key, m->kind,
+						 e.message ? e.message : "failed");
+			if (note)
+				json_array_append_new(notes, json_string(note));
+			free(note);
+		}
+		json_decref(new);
+		tt_error_clear(&e);
+	}
+	free(ms);
+	return out;
+}
+
+static int plan_v5(tt_repo *repo, tt_plan *plan, tt_error *err)
+{
+	int rc = 0;
+	size_t acted = 0;
+	for (size_t k = 0; k < 2 && rc == 0; k++) {
+		json_t *kept = NULL;
+		long long changed = 0;
+		if ((rc = index_rewrite(repo, INDEXES[k], &kept, &changed, err)) == 0 && changed) {
+			char *detail = tt_asprintf("%lld record(s) take the identity their store has now (one spelling per "
+						   "local path: `file://`, trailing slashes and symlinks resolved), so `gc "
+						   "--delete-stores` sees the stores manifests name as in use", changed);
+			rc = detail ? action(plan, "rewrite-index", NULL, NULL, INDEXES[k], detail, 5, NULL, err)
+				    : tt_error_oom(err);
+			free(detail);
+			acted++;
+		}
+		json_decref(kept);
+	}
+	if (rc < 0)
+		return rc;
+	json_t *copies = listing_copies(repo, err);
+	if (!copies)
+		return err->code;
+	const char **names = tt_calloc(json_object_size(copies) + 1, sizeof *names);
+	const char *name;
+	json_t *v;
+	size_t n = 0;
+	json_object_foreach(copies, name, v) names[n++] = name;
+	qsort(names, n, sizeof *names, cmp_cstr);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *old = json_string_value(json_array_get(json_object_get(copies, names[i]), 0));
+		char *detail = tt_asprintf("listing %s under the name its object's identity gives it now, so `diff` "
+					   "finds it and `gc` keeps it", old);
+		rc = detail ? action(plan, "copy-listing", NULL, NULL, names[i], detail, 5, json_pack("{s:s}", "old", old),
+				     err)
+			    : tt_error_oom(err);
+		free(detail);
+		acted++;
+	}
+	free(names);
+	json_decref(copies);
+	if (rc < 0)
+		return rc;
+	json_t *notes = json_array(), *rw = state_rewrites(repo, notes);
+	const char **keys = tt_calloc(json_object_size(rw) + 1, sizeof *keys);
+	n = 0;
+	json_object_foreach(rw, name, v) keys[n++] = name;
+	qsort(keys, n, sizeof *keys, cmp_cstr);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *r = json_object_get(rw, keys[i]);
+		const tt_manifest *m = tt_manifests_find(&repo->objects, keys[i]);
+		char *detail = tt_asprintf("%s; the data is unchanged, so the state it would read now is recorded in "
+					   "place of the old form (and in workspace.toml)",
+					   json_string_value(json_object_get(r, "why")));
+		rc = detail ? action(plan, "rewrite-state", keys[i], m ? m->kind : NULL, NULL, detail, 5,
+				     json_pack("{s:O,s:O}", "old", json_object_get(r, "old"), "new",
+					       json_object_get(r, "new")),
+				     err)
+			    : tt_error_oom(err);
+		free(detail);
+		acted++;
+	}
+	free(keys);
+	json_decref(rw);
+	size_t i;
+	json_array_foreach(notes, i, v) if (rc == 0) rc = tt_plan_note(plan, json_string_value(v), err);
+	json_decref(notes);
+	if (rc == 0 && !acted)
+		rc = tt_plan_note(plan, "0.1.0b3 left nothing under an old identity or state: only the version changes "
+				  "(which also stops a 0.1.0b3 from opening the dataset)", err);
+	return rc;
+}
+
+static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
+{
+	planned_action *acts = NULL;
+	bool oom;
+	size_t n;
+	int rc = 0;
+	n = planned(plan, "rewrite-index", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *kept = NULL;
+		long long changed = 0;
+		if ((rc = index_rewrite(repo, acts[i].target, &kept, &changed, err)) == 0 && changed) {
+			tt_buf b = TT_BUF_INIT;
+			size_t j;
+			json_t *r;
+			static const tt_json_style py_default = { -1, false, true, false };
+			json_array_foreach(kept, j, r) {
+				tt_json_dump(&b, r, py_default);
+				tt_buf_put(&b, "\n", 1);
+			}
+			char *path = tt_path_join(repo->vcs->shared_dir, acts[i].target);
+			rc = path ? tt_write_file_atomic(path, b.ptr ? b.ptr : "", b.len, 0644, err) : tt_error_oom(err);
+			free(path);
+			tt_buf_release(&b);
+			if (rc == 0)
+				json_object_set_new(json_object_get(report, "rewritten_indexes"), acts[i].target,
+						    json_integer(changed));
+		}
+		json_decref(kept);
+	}
+	free(acts);
+	if (rc < 0)
+		return rc;
+	n = planned(plan, "copy-listing", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
+	if (n) {
+		json_t *copies = listing_copies(repo, err);
+		if (!copies) {
+			free(acts);
+			return err->code;
+		}
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			json_t *c = json_object_get(copies, acts[i].target);
+			if (!c)
+				continue;
+			if ((rc = write_listing(repo, acts[i].target, json_string_value(json_array_get(c, 1)), err)) == 0)
+				json_array_append_new(json_object_get(report, "copied_listings"), json_string(acts[i].target));
+		}
+		json_decref(copies);
+	}
+	free(acts);
+	if (rc < 0)
+		return rc;
+	n = planned(plan, "rewrite-state", 5, &acts, &oom);
+	if (oom)
+		return tt_error_oom(err);
+	json_t **tables[] = { &repo->ws.base_states, &repo->ws.fork_points, &repo->ws.pending_resets,
+			      &repo->ws.last_snapshot };
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		tt_manifest *m = tt_manifests_find(&repo->objects, acts[i].key);
+		const json_t *old = json_object_get(acts[i].params, "old"), *new = json_object_get(acts[i].params, "new");
+		tt_backend *b;
+		if (!m || !json_equal(m->state, old))
+			continue;  /* changed since the plan: it commits as changed */
+		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+			break;
+		json_decref(m->state);
+		m->state = json_deep_copy(new);
+		if ((rc = tt_manifest_save(m, repo->root, err)) < 0 || (rc = store_listing(repo, b, m, new, err)) < 0)
+			break;
+		for (size_t t = 0; t < 4; t++) {
+			json_t *cur = *tables[t] ? json_object_get(*tables[t], m->key) : NULL;
+			if (cur && json_equal(cur, old))
+				json_object_set_new(*tables[t], m->key, json_deep_copy(new));
+		}
+		json_array_append_new(json_object_get(report, "rewritten_manifests"), json_string(m->key));
+	}
+	free(acts);
+	if (rc == 0)
+		rc = tt_workspace_save(&repo->ws, repo->root, err);
+	return rc;
+}
+
+/* The parts a dataset at its version shows it needs, in order (titles
+ * into parts); *refuse: a part this build does not carry. */
+static int choose_parts(tt_repo *repo, json_t *parts, const char **refuse, tt_error *err)
+{
+	int v = repo->config.version, rc = 0;
+	bool need = false;
+	*refuse = NULL;
+	if (v < 4) {
+		if ((rc = needs_namespacing(repo, &need, err)) < 0)
+			return rc;
+		if (need) {
+			*refuse = P_NS;
+			return 0;
+		}
+		if ((rc = needs_content_hashes(repo, &need, err)) < 0)
+			return rc;
+		if (need)
+			json_array_append_new(parts, json_string(P_CONTENT));
+	}
+	if (v < 5) {
+		if ((rc = needs_layout(repo, &need, err)) < 0)
+			return rc;
+		if (need)
+			json_array_append_new(parts, json_string(P_LAYOUT));
+		json_array_append_new(parts, json_string(P_IDS));
+	}
+	return 0;
+}
+
+static bool has_part(const json_t *parts, const char *title)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(parts, i, v) if (json_is_string(v) && strcmp(json_string_value(v), title) == 0) return true;
+	return false;
+}
+
+static int refuse_part(tt_error *err, int from, const char *part)
+{
+	tt_error_set(err, TT_ECONFIG,
+		     "this dataset (tether.toml version %d) needs upgrade parts this tether does not build: %s "
+		     "(its pins are renamed in every store and its history rewritten to the new names)", from, part);
+	return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install tether-vcs==0.1.0b7`, then "
+				  "`tether upgrade --dry-run` and `tether upgrade`); nothing was written");
 }
 
 static int plan_upgrade(tt_repo *repo, bool ignore_immutable, tt_plan **out, tt_error *err)
 {
 	int from = repo->config.version;
 	tt_plan *plan = tt_plan_new("upgrade");
-	char *why = NULL;
+	json_t *parts = NULL;
 	int rc = 0;
 	*out = NULL;
 	if (!plan)
@@ -234,34 +1618,47 @@ static int plan_upgrade(tt_repo *repo, bool ignore_immutable, tt_plan **out, tt_
 		tt_plan_note(plan, note, err);
 		goto done;
 	}
-	if ((why = unsupported(repo)) != NULL) {
-		rc = tt_error_set(err, TT_ECONFIG,
-				  "this dataset (tether.toml version %d) needs upgrade parts this tether does not build: %s",
-				  from, why);
-		tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install tether-vcs==0.1.0b7`, then "
-				   "`tether upgrade --dry-run` and `tether upgrade`); nothing was written");
+	const char *refuse = NULL;
+	if (!(parts = json_array())) {
+		rc = tt_error_oom(err);
 		goto done;
 	}
-	static const char part[] = "0.1.0b3 identities and states";
-	json_t *parts = json_pack("[s]", part);
+	if ((rc = choose_parts(repo, parts, &refuse, err)) < 0)
+		goto done;
+	if (refuse) {
+		rc = refuse_part(err, from, refuse);
+		goto done;
+	}
 	tt_plan_set_context(plan, "parts", parts, err);
-	json_decref(parts);
-	tt_plan_note(plan, "0.1.0b3 left nothing under an old identity or state: only the version changes (which "
-			   "also stops a 0.1.0b3 from opening the dataset)", err);
-	char target[64], d[160];
+	if (has_part(parts, P_CONTENT) && (rc = plan_v3(repo, plan, err)) < 0)
+		goto done;
+	if (has_part(parts, P_LAYOUT) && (rc = plan_v4(repo, plan, err)) < 0)
+		goto done;
+	if (has_part(parts, P_IDS) && (rc = plan_v5(repo, plan, err)) < 0)
+		goto done;
+	if (!json_array_size(parts))
+		tt_plan_note(plan, "the dataset already has the current format; only the version changes", err);
+	char target[64];
+	tt_buf d = TT_BUF_INIT;
 	snprintf(target, sizeof target, "tether upgrade: v%d -> v%d", from, TT_CONFIG_VERSION);
-	snprintf(d, sizeof d, "tether.toml records version = %d after: %s", TT_CONFIG_VERSION, part);
+	tt_buf_printf(&d, "tether.toml records version = %d", TT_CONFIG_VERSION);
+	size_t i;
+	json_array_foreach(parts, i, v) tt_buf_printf(&d, "%s%s", i ? "; " : " after: ", json_string_value(v));
 	json_t *params = json_pack("{s:i}", "migration", TT_CONFIG_VERSION);
-	tt_plan_action(plan, "vcs-commit", NULL, NULL, target, d, params, err);
+	tt_plan_action(plan, "vcs-commit", NULL, NULL, target, d.ptr, params, err);
 	json_decref(params);
+	tt_buf_release(&d);
 done:
-	free(why);
+	json_decref(parts);
 	if (rc == 0 && (rc = err->code) == 0)
 		*out = plan;
 	else
 		tt_plan_free(plan);
 	return rc;
 }
+
+/* In .tether/cache while an upgrade's parts are being written. */
+#define MARKER "upgrade-interrupted"
 
 static json_t *report(int from, const char *vcs_commit)
 {
@@ -273,27 +1670,44 @@ static json_t *report(int from, const char *vcs_commit)
 static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
 {
 	int from = repo->config.version, rc;
-	char *commit = NULL, *objrel = NULL, *rel = NULL;
+	char *commit = NULL, *objrel = NULL, *rel = NULL, *marker = NULL;
 	json_t *pj = NULL, *result = NULL;
-	const json_t *planned = json_object_get(tt_plan_context(plan), "from");
+	const json_t *planned_from = json_object_get(tt_plan_context(plan), "from");
 	if ((rc = tt_engine_check_preconditions(repo, plan, "upgrade", err)) < 0)
 		return rc;
-	if (!json_is_integer(planned) || json_integer_value(planned) != from)
+	if (!json_is_integer(planned_from) || json_integer_value(planned_from) != from)
 		return tt_error_set(err, TT_ESTALEPLAN, "plan was made for version %lld, the dataset is at %d; re-run the plan",
-				    (long long)json_integer_value(planned), from);
+				    (long long)json_integer_value(planned_from), from);
 	int resumed = from >= TT_CONFIG_VERSION ? interrupted_from(repo) : 0;
 	if (from >= TT_CONFIG_VERSION && !resumed) {
+		/* killed after its commit: only the marker is left to clear */
+		char *cache = tt_tether_path(repo->root, TT_CACHE_DIR), *left = cache ? tt_path_join(cache, MARKER) : NULL;
+		if (left && tt_is_file(left))
+			tt_unlink(left, NULL);
+		free(left);
+		free(cache);
 		*out = report(from, NULL);
 		return *out ? 0 : tt_error_oom(err);
 	}
+	const json_t *parts = json_object_get(tt_plan_context(plan), "parts");
+	if (!resumed) {
+		/* a part this build does not carry is refused before anything is written */
+		json_t *now = json_array();
+		const char *refuse = NULL;
+		if (!now)
+			return tt_error_oom(err);
+		rc = choose_parts(repo, now, &refuse, err);
+		json_decref(now);
+		if (rc < 0)
+			return rc;
+		if (refuse)
+			return refuse_part(err, from, refuse);
+	}
 	if (resumed)
 		from = resumed;  /* finish it: the commit and the journal record */
-	char *why = resumed ? NULL : unsupported(repo);
-	if (why) {
-		rc = tt_error_set(err, TT_ECONFIG, "this dataset needs upgrade parts this tether does not build: %s", why);
-		free(why);
-		return rc;
-	}
+	result = report(from, NULL);
+	if (!result)
+		return tt_error_oom(err);
 	/* The manifests must be committed. */
 	rel = dataset_rel(repo);
 	objrel = rel ? (*rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects")) : NULL;
@@ -301,13 +1715,39 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	bool dirty = false;
-	if ((rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0)
+	/* A marker in the per-checkout cache says a killed upgrade of ours left
+	 * the manifests changed: the re-run plans what is left and finishes. */
+	char *cache = tt_tether_path(repo->root, TT_CACHE_DIR);
+	marker = cache ? tt_path_join(cache, MARKER) : NULL;
+	if (!marker) {
+		free(cache);
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	bool dirty = false, ours = tt_is_file(marker);
+	if (!ours && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
+		free(cache);
+		goto done;
+	}
+	if (!resumed && rc == 0 && (rc = tt_mkdirs(cache, 0755, err)) == 0)
+		rc = tt_write_file_atomic(marker, "upgrade\n", 8, 0644, err);
+	free(cache);
+	if (rc < 0)
 		goto done;
 	if (dirty) {
+		tt_unlink(marker, NULL);
 		rc = tt_error_set(err, TT_ECONFIG, "the dataset's manifests have uncommitted changes; commit or restore them "
 						   "before upgrading");
 		goto done;
+	}
+	if (!resumed) {
+		if (has_part(parts, P_CONTENT) && (rc = apply_v3(repo, plan, result, err)) < 0)
+			goto done;
+		if (has_part(parts, P_LAYOUT) && (rc = apply_v4(repo, result, err)) < 0)
+			goto done;
+		if (has_part(parts, P_IDS) && (rc = apply_v5(repo, plan, result, err)) < 0)
+			goto done;
+		tt_fault("upgrade:after-parts");
 	}
 	repo->config.version = TT_CONFIG_VERSION;
 	if ((rc = tt_config_save(&repo->config, repo->root, err)) < 0 ||
@@ -337,20 +1777,24 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	if (rc < 0)
 		goto done;
 	tt_fault("upgrade:after-vcs-commit");
-	result = report(from, commit);
+	if (commit)
+		json_object_set_new(result, "vcs_commit", json_string(commit));
 	pj = tt_plan_to_object(plan, err);
-	if (!result || !pj) {
-		rc = tt_error_oom(err);
+	if (!pj) {
+		rc = err->code ? err->code : tt_error_oom(err);
 		goto done;
 	}
 	if ((rc = tt_oplog_record_plan(repo->root, "upgrade", pj, result, NULL, NULL, NULL, err)) < 0)
 		goto done;
+	if (tt_is_file(marker))
+		tt_unlink(marker, NULL);
 	*out = result;
 	result = NULL;
 done:
 	free(commit);
 	free(objrel);
 	free(rel);
+	free(marker);
 	json_decref(pj);
 	json_decref(result);
 	return rc;
@@ -365,8 +1809,12 @@ int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const ch
 	if (from_plan) {
 		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
 			return rc;
-	} else if ((rc = plan_upgrade(repo, ignore_immutable, &plan, err)) < 0) {
-		return rc;
+	} else {
+		tt_manifests_accept_misplaced(true);
+		rc = plan_upgrade(repo, ignore_immutable, &plan, err);
+		tt_manifests_accept_misplaced(false);
+		if (rc < 0)
+			return rc;
 	}
 	if (dry_run && !from_plan) {
 		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
@@ -379,11 +1827,14 @@ int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const ch
 		tt_plan_free(plan);
 		return rc;
 	}
+	/* the lock re-reads the checkout (manifests an alpha left at another
+	 * path than their key's too); the version stays as loaded */
+	tt_manifests_accept_misplaced(true);
 	if ((rc = tt_repo_lock(repo, err)) == 0) {
-		/* the lock re-reads the checkout; the version stays as loaded */
 		rc = apply_upgrade(repo, plan, out, err);
 		tt_repo_unlock(repo);
 	}
+	tt_manifests_accept_misplaced(false);
 	tt_plan_free(plan);
 	return rc;
 }

@@ -12,8 +12,11 @@
  * "drop:after-journal", "drop:after-leave", "drop:after-delete-bookmark",
  * "abandon:after-rewrite", "abandon:after-journal",
  * "forget-workspace:after-journal";
- * "upgrade:after-config" (tether.toml records the new version, not yet
- * committed: a rerun makes the commit), "upgrade:after-vcs-commit";
+ * "upgrade:after-parts" (every part written,
+ * tether.toml not yet: a marker in .tether/cache lets the rerun plan what
+ * is left and finish), "upgrade:after-config" (tether.toml records the new
+ * version, not yet committed: a rerun makes the commit),
+ * "upgrade:after-vcs-commit";
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
  * between the branch's manifest and its branch file; "iceberg:after-metadata-write"

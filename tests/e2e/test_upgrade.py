@@ -20,14 +20,17 @@ from conftest import ROOT, Runner, git
 VENVS = ROOT / ".tmp"
 
 
-def old_tether(version: str) -> Path:
-    venv = VENVS / f"venv-tether-vcs-{version}"
+def old_tether(version: str, extra: str | None = None, *packages: str) -> Path:
+    """That release's CLI (with `extra` and the pinned `packages` beside it)."""
+    venv = VENVS / (f"venv-tether-vcs-{version}" + (f"-{extra}" if extra else ""))
     exe = venv / "bin" / "tether"
     if not exe.exists():
         VENVS.mkdir(exist_ok=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        extras = "cli" + (f",{extra}" if extra else "")
         proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                               f"tether-vcs[cli]=={version}"], capture_output=True, text=True, timeout=600)
+                               f"tether-vcs[{extras}]=={version}", *packages],
+                              capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             msg = f"cannot install tether-vcs {version}: {proc.stderr[-500:]}"
@@ -140,3 +143,252 @@ def test_killed_upgrade_rerun_finishes_it(tmp_path, env, tether, ref, point):
     assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
     tether("verify", cwd=root)
     ref("verify", cwd=root)
+
+
+# --- the parts: each dataset comes forward as tether-vcs 0.1.0b7 brings its twin ---------
+
+
+def same_upgrade(tether, ref, ours: Path, theirs: Path, env) -> tuple[dict, dict]:
+    """Plan and apply on both twins; everything each writes must agree."""
+    po, pt = tether.json("upgrade", "--dry-run", cwd=ours), ref.json("upgrade", "--dry-run", cwd=theirs)
+    assert comparable(po) == comparable(pt)
+    o, t = tether.json("upgrade", cwd=ours), ref.json("upgrade", cwd=theirs)
+    assert {k: v for k, v in o.items() if k != "vcs_commit"} == {k: v for k, v in t.items() if k != "vcs_commit"}
+    for rel in (".tether/objects", ".tether/listings"):
+        a, b = ours / rel, theirs / rel
+        files = lambda d: {p.relative_to(d).as_posix(): p.read_text() for p in d.rglob("*") if p.is_file()} \
+            if d.is_dir() else {}
+        assert files(a) == files(b), rel
+    for rel in ("tether.toml", ".tether/workspace.toml"):
+        assert (ours / rel).read_text() == (theirs / rel).read_text(), rel
+    for name in ("tether-touched.jsonl", "tether-created.jsonl"):
+        a, b = ours / ".git" / name, theirs / ".git" / name
+        assert (a.read_text() if a.exists() else None) == (b.read_text() if b.exists() else None), name
+    entries = [json.loads((r / ".tether/ops.jsonl").read_text().splitlines()[-1]) for r in (ours, theirs)]
+    assert entries[0]["command"] == entries[1]["command"] == "upgrade"
+    assert sorted(entries[0]) == sorted(entries[1])
+    assert comparable(entries[0]["plan"]) == comparable(entries[1]["plan"])
+    assert entries[0]["result"]["rewritten_manifests"] == entries[1]["result"]["rewritten_manifests"]
+    for root in (ours, theirs):
+        assert git("log", "-1", "--format=%s", cwd=root, env=env).strip().startswith("tether upgrade: v")
+        assert git("status", "--porcelain", cwd=root, env=env) == ""
+    return pt, o
+
+
+def b3_identities(tmp_path: Path, env) -> Path:
+    """A 0.1.0b3 dataset holding what 0.1.0b4 records otherwise: a directory
+    with symlinks (0.1.0b3 left them out of its state), a directory named by
+    a `file://` URI with a trailing slash through a symlinked parent (its
+    identity, and so its listing's name, changed), and a touched-store record
+    in the spellings 0.1.0b3 gave such a store."""
+    old = Runner(old_tether("0.1.0b3"), env)
+    real = tmp_path / "real"
+    (real / "links" / "sub").mkdir(parents=True)
+    (real / "links" / "x").write_text("x\n")
+    (real / "links" / "sub" / "y").write_text("y\n")
+    os.symlink("sub", real / "links" / "to-sub")
+    os.symlink("x", real / "links" / "to-x")
+    (real / "spelled" / "s").mkdir(parents=True)
+    (real / "spelled" / "a").write_text("a\n")
+    (real / "spelled" / "s" / "b").write_text("b\n")
+    os.symlink(real, tmp_path / "via")
+    root = tmp_path / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
+    old("init", cwd=root)
+    old("add", "links", str(real / "links"), "--kind", "file", cwd=root)
+    uri = f"file://{tmp_path}/via/spelled/"
+    old("add", "spelled", uri, "--kind", "file", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    ds = (root / "tether.toml").read_text().split('id = "')[1][:8]
+    with (root / ".git" / "tether-touched.jsonl").open("a") as f:
+        for spelling in (uri, f"{tmp_path}/via/spelled"):
+            f.write(json.dumps({"dataset_id": ds, "kind": "file", "identity": {"uri": spelling},
+                                "locator": {"uri": spelling}, "key": "spelled",
+                                "at": "2026-01-01T00:00:00+00:00"}) + "\n")
+    return root
+
+
+def test_b3_identities_and_states_come_forward_as_tether_vcs_brings_them(tmp_path, env, tether, ref):
+    ours = b3_identities(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    ops = [(a["op"], a["key"] or a["target"]) for a in plan["actions"]]
+    assert ("rewrite-index", "tether-touched.jsonl") in ops
+    assert ("rewrite-state", "links") in ops
+    assert [op for op, _ in ops].count("copy-listing") == 1
+    assert out["rewritten_manifests"] == ["links"] and out["rewritten_indexes"] == {"tether-touched.jsonl": 2}
+    assert len(out["copied_listings"]) == 1
+    # one record per store now, under the identity the store has today
+    records = [json.loads(l) for l in (ours / ".git/tether-touched.jsonl").read_text().splitlines()]
+    assert [r["identity"] for r in records] == [{"uri": str((tmp_path / "real/spelled").resolve())}]
+    # the directory reads unchanged (not modified) for both, and each verifies the other's
+    for runner in (tether, ref):
+        for root in (ours, theirs):
+            runner("verify", cwd=root)
+    st = tether.json("status", cwd=ours)
+    assert st["stale"] is False
+    assert "links" not in json.dumps(st.get("modified", st.get("changed", [])))
+    assert tether("diff", "--content", "HEAD~1", "HEAD", cwd=ours, check=False).returncode in (0, 1)
+
+
+
+def alpha_v2(tmp_path: Path, env, dotted: bool = False) -> Path:
+    """A dataset 0.1.0a8 made (tether.toml version 2: dataset-namespaced pins
+    already): local files by relative path with mtime states, manifests with
+    a write policy, a workspace from before bookmarks, a pinned git store;
+    with `dotted`, a key with a dot in its last segment, which 0.1.0a8 kept in
+    the file of the key before the dot."""
+    old = Runner(old_tether("0.1.0a8"), env)
+    (tmp_path / "files" / "d").mkdir(parents=True)
+    (tmp_path / "files" / "one.txt").write_text("one\n")
+    (tmp_path / "files" / "d" / "x").write_text("x\n")
+    store = tmp_path / "store"
+    store.mkdir()
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    (store / "a").write_text("1\n")
+    git("add", "a", cwd=store, env=env)
+    git("commit", "-q", "-m", "one", cwd=store, env=env)
+    root = tmp_path / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
+    old("init", cwd=root)
+    old("add", "one", "../files/one.txt", "--kind", "file", cwd=root)
+    if dotted:
+        old("add", "d.x", "../files/d", "--kind", "file", cwd=root)
+    old("add", "code", "../store", "--kind", "git", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    assert "version = 2" in (root / "tether.toml").read_text()
+    assert 'write = "fork"' in (root / ".tether/objects/one.toml").read_text()
+    assert "mtime_ns" in (root / ".tether/objects/one.toml").read_text()
+    return root
+
+
+def test_alpha_v2_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, tether, ref):
+    ours = alpha_v2(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert plan["context"]["parts"] == ["content-hashed file states; no write policy",
+                                        "one manifest file per key; absolute local paths",
+                                        "0.1.0b3 identities and states"]
+    ops = {(a["op"], a["key"]) for a in plan["actions"]}
+    assert {("rewrite-manifest", "one"), ("rewrite-manifest", "code"), ("refingerprint", "one"),
+            ("rewrite-locator", "one"), ("rewrite-locator", "code")} <= ops
+    assert out["refingerprinted"] == ["one"]
+    text = (ours / ".tether/objects/one.toml").read_text()
+    assert "write =" not in text and "mtime_ns" not in text and "sha256" in text
+    assert f'uri = "{tmp_path / "files" / "one.txt"}"' in text
+    assert 'bookmark = "main"' in (ours / ".tether/workspace.toml").read_text()
+    st = tether("status", cwd=ours).stdout
+    assert "clean  one" in st and "clean  code" in st
+    tether("verify", cwd=theirs)
+    ref("verify", cwd=ours)
+
+
+def test_alpha_dotted_key_moves_to_its_own_file(tmp_path, env, tether, ref):
+    """tether-vcs 0.1.0b7 writes the rehashed `d.x` at d.x.toml before its v4
+    part moves d.toml there, then stops on the collision it made itself (with
+    both files left in the tree).  This build writes the rehashed manifest
+    where it is read from, so the move that follows lands it."""
+    ours = alpha_v2(tmp_path, env, dotted=True)
+    assert (ours / ".tether/objects/d.toml").exists() and not (ours / ".tether/objects/d.x.toml").exists()
+    theirs = twin(ours, tmp_path, "theirs")
+    po, pt = tether.json("upgrade", "--dry-run", cwd=ours), ref.json("upgrade", "--dry-run", cwd=theirs)
+    assert comparable(po) == comparable(pt)
+    assert ("rename-manifest", "d.x", ".tether/objects/d.x.toml") in \
+        [(a["op"], a["key"], a["target"]) for a in po["actions"]]
+    stopped = ref("upgrade", cwd=theirs, check=False)
+    assert stopped.returncode == 1 and "already exists; a key collided here before v4" in stopped.stderr
+    out = tether.json("upgrade", cwd=ours)
+    assert out["refingerprinted"] == ["d.x", "one"] and "d.x" in out["rewritten_manifests"]
+    assert not (ours / ".tether/objects/d.toml").exists()
+    assert 'key = "d.x"' in (ours / ".tether/objects/d.x.toml").read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) == ""
+    assert "clean  d.x" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    assert "d.x" in ref("status", cwd=ours).stdout
+
+
+def test_killed_upgrade_mid_parts_rerun_finishes_it(tmp_path, env, tether, ref):
+    point = "upgrade:after-parts"
+    ours = alpha_v2(tmp_path, env)
+    theirs = twin(ours, tmp_path, "theirs")
+    killed = tether("upgrade", cwd=ours, check=False, env={**env, "TETHER_FAULT": point})
+    assert killed.returncode == -9, killed
+    assert "version = 2" in (ours / "tether.toml").read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) != ""  # the parts wrote, nothing committed
+    out = tether.json("upgrade", cwd=ours)
+    assert out["from_version"] == 2 and out["vcs_commit"]
+    ref("upgrade", cwd=theirs)
+    for rel in (".tether/objects/one.toml", ".tether/objects/code.toml", "tether.toml"):
+        assert (ours / rel).read_text() == (theirs / rel).read_text()
+    assert git("status", "--porcelain", cwd=ours, env=env) == ""
+    assert not (ours / ".tether/cache/upgrade-interrupted").exists()
+    assert tether("upgrade", cwd=ours).stdout == "already at version 5\n"
+    ref("verify", cwd=ours)
+
+
+def test_b3_relative_ducklake_path_is_made_absolute_as_tether_vcs_does(tmp_path, env, tether, ref):
+    """0.1.0b3 kept a DuckLake catalog path as typed (`ducklake:../lake/...`),
+    which each directory read differently; the upgrade resolves it against
+    the dataset root."""
+    exe = old_tether("0.1.0b3", "ducklake", "duckdb==1.5.5", "duckdb-extension-ducklake==1.5.5")
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    from test_ducklake_backend import connect  # the extensions, from the wheels into HOME
+    con = connect(Path(env["HOME"]))
+    con.execute(f"ATTACH 'ducklake:{lake / 'cat.ducklake'}' AS l (DATA_PATH '{lake / 'data'}')")
+    con.execute("CREATE TABLE l.t(a INT)")
+    con.execute("INSERT INTO l.t VALUES (1)")
+    con.close()
+    old = Runner(exe, env)
+    ours = tmp_path / "ds"
+    ours.mkdir()
+    git("init", "-q", "-b", "main", cwd=ours, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=ours, env=env)
+    old("init", cwd=ours)
+    old("add", "lake", "ducklake:../lake/cat.ducklake", "--kind", "ducklake", cwd=ours)
+    old("commit", "-m", "first", cwd=ours)
+    assert 'uri = "ducklake:../lake/cat.ducklake"' in (ours / ".tether/objects/lake.toml").read_text()
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert [(a["op"], a["key"]) for a in plan["actions"]] == [("rewrite-locator", "lake"), ("vcs-commit", "")]
+    assert out["rewritten_manifests"] == ["lake"]
+    assert f'uri = "ducklake:{lake / "cat.ducklake"}"' in (ours / ".tether/objects/lake.toml").read_text()
+    assert "clean  lake" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    tether("verify", cwd=theirs)
+
+
+def test_b3_lance_state_off_main_gets_its_branch_id_as_tether_vcs_gives_it(tmp_path, env, tether, ref):
+    """0.1.0b3 recorded a Lance state on a branch other than main without the
+    branch's id, which 0.1.0b4 records (a branch deleted and made again under
+    its name is another branch); the data being unchanged, the upgrade
+    carries the state forward."""
+    lance = pytest.importorskip("lance")
+    pa = pytest.importorskip("pyarrow")
+    exe = old_tether("0.1.0b3", "lance", "pylance==14.0.2", "pyarrow==26.0.1")
+    uri = tmp_path / "t.lance"
+    ds = lance.write_dataset(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), str(uri))
+    ds.create_branch("dev", ds.version)
+    dev = lance.dataset(str(uri)).checkout_version(("dev", None))
+    lance.write_dataset(pa.table({"x": pa.array([4], pa.int64())}), dev, mode="append")
+    old = Runner(exe, env)
+    ours = tmp_path / "ds"
+    ours.mkdir()
+    git("init", "-q", "-b", "main", cwd=ours, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=ours, env=env)
+    old("init", cwd=ours)
+    old("add", "t", str(uri), "--kind", "lance", "--branch", "dev", cwd=ours)
+    old("commit", "-m", "first", cwd=ours)
+    assert "branch_id" not in (ours / ".tether/objects/t.toml").read_text()
+    theirs = twin(ours, tmp_path, "theirs")
+    plan, out = same_upgrade(tether, ref, ours, theirs, env)
+    assert [(a["op"], a["key"]) for a in plan["actions"]] == [("rewrite-state", "t"), ("vcs-commit", "")]
+    assert out["rewritten_manifests"] == ["t"]
+    assert "branch_id" in (ours / ".tether/objects/t.toml").read_text()
+    assert "clean  t" in tether("status", cwd=ours).stdout
+    ref("verify", cwd=ours)
+    tether("verify", cwd=theirs)
