@@ -1,11 +1,14 @@
 """`upgrade` on datasets made by older tether-vcs releases, each installed
-from PyPI into its own virtualenv under .tmp/ (made once, then reused):
+from PyPI into its own virtualenv in the per-machine tool cache
+(~/.cache/tether-tools/tether-vcs-<version>, made once, then reused):
 0.1.0b1-b3 datasets (version 4) come forward exactly as tether-vcs 0.1.0b7
 brings them (same plan, same tether.toml, same journal record shape); one
 already at version 5 is left alone; an alpha dataset, which needs parts this
 build does not carry, is refused with nothing written."""
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -15,28 +18,40 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Runner, git
+from conftest import Runner, git
 
-VENVS = ROOT / ".tmp"
+# Made once per machine, outside the checkout (a clean clone reuses them).
+VENVS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tether-tools"
 
 
 def old_tether(version: str, extra: str | None = None, *packages: str) -> Path:
-    """That release's CLI (with `extra` and the pinned `packages` beside it)."""
-    venv = VENVS / (f"venv-tether-vcs-{version}" + (f"-{extra}" if extra else ""))
-    exe = venv / "bin" / "tether"
-    if not exe.exists():
-        VENVS.mkdir(exist_ok=True)
+    """That release's CLI (with `extra` and the pinned `packages` beside it),
+    installed under a lock (test workers share it) and marked done only once
+    the install finished."""
+    pinned = hashlib.sha256(" ".join(packages).encode()).hexdigest()[:8] if packages else ""
+    name = f"tether-vcs-{version}" + (f"-{extra}" if extra else "") + (f"-{pinned}" if pinned else "")
+    venv = VENVS / name
+    exe, done = venv / "bin" / "tether", VENVS / f"{name}.done"
+    if done.exists() and exe.exists():
+        return exe
+    VENVS.mkdir(parents=True, exist_ok=True)
+    with open(VENVS / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists() and exe.exists():
+            return exe
+        shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         extras = "cli" + (f",{extra}" if extra else "")
         proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                                f"tether-vcs[{extras}]=={version}", *packages],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             msg = f"cannot install tether-vcs {version}: {proc.stderr[-500:]}"
             if os.environ.get("TETHER_REQUIRE_JJ") == "1":  # under make check: no silent skips
                 pytest.fail(msg)
             pytest.skip(msg)
+        done.touch()
     return exe
 
 
