@@ -104,3 +104,70 @@ def test_cached_status_same_natively_and_through_git(mixed, tether, env):
     git("switch", "-q", "-c", "elsewhere", cwd=mixed, env=env)
     a, b = _both(tether, mixed)
     assert a == b and a["bookmark_drift"], a
+
+
+# -- libraries loaded on first use (src/util/dynlib.h) ----------------------- #
+LAZY_LIBS = ("libcurl", "libpq", "libmariadb", "libcrypto", "libssl", "libduckdb")
+
+
+def _loaded_libraries(tether, args, cwd, env) -> list[str]:
+    """The shared libraries the dynamic loader initialised for one run."""
+    env = dict(env, LD_DEBUG="libs")
+    p = subprocess.run([str(tether.exe), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return [ln.split("calling init:", 1)[1].strip() for ln in p.stderr.splitlines() if "calling init:" in ln]
+
+
+def test_cached_status_loads_no_network_or_database_library(mixed, tether, env):
+    """Neither the binary nor a command that needs no store pays the dynamic
+    loader for libcurl, libpq, libmariadb or OpenSSL (and their dependency
+    trees): they are opened on first use."""
+    for args in (["status"], ["status", "--json"], ["backends"], ["ops"]):
+        libs = _loaded_libraries(tether, args, mixed, env)
+        assert libs, "LD_DEBUG=libs printed nothing"
+        heavy = [lib for lib in libs if any(Path(lib).name.startswith(n) for n in LAZY_LIBS)]
+        assert not heavy, (args, heavy)
+
+
+def _forget_hashes(ds: Path) -> None:
+    """Drop the file hash cache, so the next refresh hashes the files again."""
+    for f in (Path(ds) / ".tether" / "cache").glob("file-hashes*"):
+        f.unlink()
+
+
+def test_a_command_that_hashes_loads_libcrypto_then(mixed, tether, env):
+    _forget_hashes(mixed)
+    libs = _loaded_libraries(tether, ["status", "--snapshot", "--json"], mixed, env)
+    assert any(Path(lib).name.startswith("libcrypto") for lib in libs), libs
+
+
+def test_a_library_that_cannot_be_loaded_is_named_with_its_package(mixed, tether, env):
+    """A missing libcrypto fails the command that needs it with exit 1 and a
+    message naming the library and the package to install (recorded as the
+    object's fingerprint error, as any store failure is); commands that do
+    not need it still work."""
+    _forget_hashes(mixed)
+    bad = dict(env, TETHER_LIBCRYPTO=str(Path(mixed).parent / "no-such-libcrypto.so.3"))
+    p = subprocess.run([str(tether.exe), "snapshot"], cwd=mixed, env=bad, capture_output=True, text=True)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "libcrypto" in p.stderr and "no-such-libcrypto.so.3" in p.stderr, p.stderr
+    assert "libssl3" in p.stderr and "TETHER_LIBCRYPTO" in p.stderr, p.stderr
+    for args in (["backends"], ["ops"]):
+        p = subprocess.run([str(tether.exe), *args], cwd=mixed, env=bad, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    # and with the library there, the same command succeeds
+    for args in (["snapshot"], ["status"]):
+        p = subprocess.run([str(tether.exe), *args], cwd=mixed, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+
+def test_a_network_store_without_libcurl_says_what_to_install(git_repo, tether, env):
+    tether("init", cwd=git_repo)
+    tether("add", "remote", "s3://bucket/prefix/", "--kind", "file", cwd=git_repo)
+    bad = dict(env, TETHER_LIBCURL="/nonexistent/libcurl.so.4", AWS_ACCESS_KEY_ID="AKIAEXAMPLE",
+               AWS_SECRET_ACCESS_KEY="example-secret", AWS_REGION="us-east-1")
+    p = subprocess.run([str(tether.exe), "snapshot", "remote"], cwd=git_repo, env=bad, capture_output=True,
+                       text=True)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "libcurl" in p.stderr and "libcurl4" in p.stderr, p.stderr
+    assert "example-secret" not in p.stderr + p.stdout
