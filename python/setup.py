@@ -13,7 +13,8 @@ written at build time from the `tether` binary built beside libtether.a.
 
 The extension links libtether.a statically, so the installed wheel needs
 only the shared system libraries libtether itself uses (jansson, libb2,
-OpenSSL libcrypto, zstd, zlib, libcurl, sqlite3, libpq, libmariadb).
+zstd, zlib, sqlite3; OpenSSL's libcrypto, libcurl, libpq and libmariadb
+are opened at run time when first needed).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent  # the tether checkout
 # Keep in step with libtether.pc.in's Requires.private.
-SYSTEM_LIBS = ["jansson", "b2", "crypto", "zstd", "z", "curl", "sqlite3", "pq", "mariadb", "pthread"]
+SYSTEM_LIBS = ["jansson", "b2", "zstd", "z", "sqlite3", "pthread", "dl"]
 
 
 def _libtether_dir() -> Path:

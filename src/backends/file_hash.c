@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,6 +40,7 @@
 
 #include "backends/hashcache.h"
 #include "util/buf.h"
+#include "util/crypto_api.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -589,6 +589,8 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 	threads = default_threads(threads);
 	if ((size_t)threads > n)
 		threads = (unsigned)n;
+	if ((rc = tt_crypto_load(err)) != 0)
+		goto done;
 	if (!(job.md = EVP_MD_fetch(NULL, "SHA256", NULL))) {
 		rc = tt_error_set(err, TT_ERROR, "OpenSSL has no SHA256");
 		goto done;
@@ -620,7 +622,8 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 			rc = tt_file_os_error(err, failed->errnum, failed->read_error ? NULL : failed->path);
 	}
 done:
-	EVP_MD_free(job.md);
+	if (job.md)
+		EVP_MD_free(job.md);
 	free(order);
 	return rc;
 }

@@ -8,15 +8,15 @@
  * quoted identifiers and comments, with the parameters reordered to match.
  * Statements without parameters use the text protocol on a connection
  * opened without CLIENT_MULTI_STATEMENTS, so the server itself refuses a
- * second statement after the first. */
+ * second statement after the first.  libmariadb is loaded on the first
+ * connection (db/mysql_api.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <mysql.h>
-
 #include "db/db.h"
+#include "db/mysql_api.h"
 #include "util/mem.h"
 
 static int my_fail(tt_db *db, tt_error *err, const char *message, unsigned errnum)
@@ -492,6 +492,10 @@ int tt_db_mysql_open(tt_db *db, const char *dsn, tt_error *err)
 		return rc;
 	if (u.password && *u.password)
 		db->secret = tt_strdup(u.password);
+	if ((rc = tt_mysql_load(err)) < 0) {
+		url_free(&u);
+		return rc;
+	}
 	db->where = tt_asprintf("MySQL database '%s' on server %s:%u", u.database ? u.database : "(none)", u.host,
 				u.port);
 	MYSQL *m = mysql_init(NULL);

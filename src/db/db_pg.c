@@ -1,11 +1,11 @@
-/* db/db_pg.c - the PostgreSQL side of db.h, through libpq. */
+/* db/db_pg.c - the PostgreSQL side of db.h, through libpq (loaded on the
+ * first connection, db/pg_api.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
 #include "db/db.h"
+#include "db/pg_api.h"
 #include "util/mem.h"
 
 static int pg_fail_conn(tt_db *db, tt_error *err, int code)
@@ -193,6 +193,9 @@ int tt_db_pg_open(tt_db *db, const char *dsn, tt_error *err)
 {
 	char *perr = NULL;
 	db->ops = &pg_ops;
+	int lrc = tt_pg_load(err);
+	if (lrc < 0)
+		return lrc;
 	PQconninfoOption *info = PQconninfoParse(dsn, &perr);
 	if (!info) {
 		/* libpq's words about a malformed string never quote the password. */

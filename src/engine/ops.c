@@ -6,9 +6,108 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/layout.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
+#include "util/buf.h"
+#include "util/fs.h"
 #include "util/mem.h"
+
+/*
+ * Which journal commits the VCS still has, cached in
+ * .tether/cache/alive-commits under the VCS's alive_token (git: a digest of
+ * the ref tips), so a status whose refs have not moved does not walk the
+ * history again.  The file is only a cache: its first line is
+ * "tether-alive-commits 1 <token>", then one "<commit> 0|1" line per commit
+ * asked about; anything else in it, another token or a commit it does not
+ * list sends the question to the VCS, whose answer replaces the file.
+ */
+#define ALIVE_CACHE "alive-commits"
+#define ALIVE_MAGIC "tether-alive-commits 1 "
+#define ALIVE_CACHE_MAX ((size_t)16 << 20)
+
+static bool hex_id(const char *s, size_t n)
+{
+	if (n != 40 && n != 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* Every commit's answer from the cache: true when all were there. */
+static bool alive_from_cache(const char *path, const char *token, const char **commits, size_t n, bool *alive)
+{
+	tt_buf b = TT_BUF_INIT;
+	bool ok = false;
+	size_t found = 0, next = 0;
+	bool *have = tt_calloc(n ? n : 1, sizeof *have);
+	if (!have || tt_read_file(path, &b, ALIVE_CACHE_MAX, NULL) < 0)
+		goto done;
+	size_t hl = strlen(ALIVE_MAGIC);
+	if (b.len < hl + 65 || memcmp(b.ptr, ALIVE_MAGIC, hl) != 0 || memcmp(b.ptr + hl, token, 64) != 0 ||
+	    b.ptr[hl + 64] != '\n')
+		goto done;
+	for (const char *p = b.ptr + hl + 65, *end = b.ptr + b.len; p < end;) {
+		const char *le = memchr(p, '\n', (size_t)(end - p));
+		if (!le)
+			goto done;  /* a last line without its newline: cut short */
+		size_t len = (size_t)(le - p);
+		if (len < 3 || p[len - 2] != ' ' || (p[len - 1] != '0' && p[len - 1] != '1') || !hex_id(p, len - 2))
+			goto done;
+		/* written in the order asked: the next commit first, then a scan */
+		for (size_t k = 0; k < n; k++) {
+			size_t i = (next + k) % n;
+			if (!have[i] && strlen(commits[i]) == len - 2 && memcmp(commits[i], p, len - 2) == 0) {
+				have[i] = true;
+				alive[i] = p[len - 1] == '1';
+				found++;
+				next = i + 1;
+				break;
+			}
+		}
+		p = le + 1;
+	}
+	ok = found == n;
+done:
+	free(have);
+	tt_buf_release(&b);
+	return ok;
+}
+
+static int alive_commits_cached(tt_repo *repo, const char **commits, size_t n, bool *alive, tt_error *err)
+{
+	tt_vcs *v = repo->vcs;
+	char token[65], after[65];
+	char *path = NULL;
+	bool cacheable = v->ops->alive_token && v->ops->alive_token(v, token) == 1 && strlen(token) == 64;
+	int rc;
+
+	for (size_t i = 0; cacheable && i < n; i++)
+		cacheable = commits[i] && hex_id(commits[i], strlen(commits[i]));
+	/* never through a link, as every cache */
+	if (cacheable && (tt_refuse_links(repo->root, TT_DIR "/" TT_CACHE_DIR, NULL) < 0 ||
+			  !(path = tt_asprintf("%s/" TT_DIR "/" TT_CACHE_DIR "/" ALIVE_CACHE, repo->root))))
+		cacheable = false;
+	if (cacheable && alive_from_cache(path, token, commits, n, alive)) {
+		free(path);
+		return 0;
+	}
+	rc = v->ops->alive_commits(v, (const char *const *)commits, n, alive, err);
+	/* Kept only when the refs did not move while the VCS answered. */
+	if (rc == 0 && cacheable && v->ops->alive_token(v, after) == 1 && strcmp(after, token) == 0) {
+		tt_buf b = TT_BUF_INIT;
+		tt_buf_printf(&b, ALIVE_MAGIC "%s\n", token);
+		for (size_t i = 0; i < n; i++)
+			tt_buf_printf(&b, "%s %c\n", commits[i], alive[i] ? '1' : '0');
+		if (!b.failed)
+			(void)tt_write_file_atomic(path, b.ptr, b.len, 0644, NULL);  /* a cache: best effort */
+		tt_buf_release(&b);
+	}
+	free(path);
+	return rc;
+}
 
 int tt_engine_vcs_drift(tt_repo *repo, const tt_oplog *log, json_t **out, tt_error *err)
 {
@@ -57,7 +156,7 @@ int tt_engine_vcs_drift(tt_repo *repo, const tt_oplog *log, json_t **out, tt_err
 	}
 	for (size_t i = 0; i < n; i++)
 		commits[i] = json_string_value(json_object_get(json_array_get(wanted, i), "commit"));
-	if ((rc = repo->vcs->ops->alive_commits(repo->vcs, commits, n, alive, err)) < 0)
+	if ((rc = alive_commits_cached(repo, commits, n, alive, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		if (alive[i])

@@ -1,5 +1,6 @@
 /*
- * net/http.c - the HTTP client on libcurl (see http.h for its promises).
+ * net/http.c - the HTTP client on libcurl (see http.h for its promises),
+ * loaded on the first client (net/curl_api.h).
  *
  * One CURLSH per client shares the connection cache and DNS among the
  * requests of every thread (a mutex per shared part); each request gets its
@@ -18,8 +19,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
+#include "net/curl_api.h"
 #include "util/mem.h"
 
 #ifndef TETHER_VERSION_STRING
@@ -90,8 +90,11 @@ int tt_http_client_new(const tt_http_opts *opts, tt_http_client **out, tt_error 
 	static const tt_http_opts none = { 0 };
 	tt_http_client *c;
 	bool oom = false;
+	int rc;
 
 	*out = NULL;
+	if ((rc = tt_curl_load(err)) != 0)
+		return rc;
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK)
 		return tt_error_set(err, TT_EBACKEND, "libcurl failed to start: %s",

@@ -10,11 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "net/http.h"
 #include "util/buf.h"
+#include "util/crypto_api.h"
 #include "util/hash.h"
 #include "util/mem.h"
 
@@ -187,6 +185,8 @@ static int sign(const tt_sigv4_input *in, const tt_aws_creds *cr, bool presign, 
 	int rc = 0;
 
 	memset(out, 0, sizeof *out);
+	if ((rc = tt_crypto_load(err)) != 0)
+		return rc;
 	if (!cr->access_key_id || !*cr->access_key_id || !cr->secret_access_key ||
 	    !*cr->secret_access_key)
 		return tt_error_set(err, TT_ECONFIG,

@@ -20,10 +20,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "storage/xml.h"
+#include "util/crypto_api.h"
 #include "util/mem.h"
 
 #define AZ_VERSION "2021-08-06"
@@ -599,6 +597,8 @@ static int az_build(const tt_azure_config *cfg, tt_store **out, tt_error *err)
 	int rc;
 
 	*out = NULL;
+	if ((rc = tt_crypto_load(err)) != 0)
+		return rc;
 	if (!cfg->container || !*cfg->container || strchr(cfg->container, '/'))
 		return tt_error_set(err, TT_ECONFIG,
 				    "azure: a store needs a container name (az://<container>/...)");

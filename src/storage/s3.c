@@ -23,8 +23,7 @@
 #include <time.h>
 #include <pthread.h>
 
-#include <openssl/evp.h>
-
+#include "util/crypto_api.h"
 #include "util/mem.h"
 
 typedef struct s3_impl {
@@ -641,7 +640,7 @@ static int s3_build(const tt_s3_config *cfg, tt_store **out, tt_error *err)
 		s3_close(s);
 		return tt_error_oom(err);
 	}
-	if ((rc = tt_http_client_new(&cfg->http, &im->http, err)) != 0) {
+	if ((rc = tt_crypto_load(err)) != 0 || (rc = tt_http_client_new(&cfg->http, &im->http, err)) != 0) {
 		s3_close(s);
 		return rc;
 	}

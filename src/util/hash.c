@@ -1,11 +1,10 @@
-/* util/hash.c - BLAKE2b (libb2) and SHA-256 (OpenSSL EVP); see hash.h. */
+/* util/hash.c - BLAKE2b (libb2) and SHA-256 (OpenSSL EVP, loaded on first use); see hash.h. */
 #include "util/hash.h"
 
 #include <string.h>
 
 #include <blake2.h>
-#include <openssl/evp.h>
-
+#include "util/crypto_api.h"
 #include "util/error.h"
 
 void tt_hex(char *out, const uint8_t *in, size_t n)
@@ -96,8 +95,11 @@ int tt_blake2b(uint8_t *out, size_t size, const void *data, size_t len)
 
 int tt_sha256_init(tt_sha256 *s)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	EVP_MD_CTX *ctx;
 	s->ctx = NULL;
+	if (tt_crypto_load(NULL) != 0)
+		return TT_ECAPABILITY;
+	ctx = EVP_MD_CTX_new();
 	if (!ctx)
 		return TT_ENOMEM;
 	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
@@ -132,7 +134,7 @@ int tt_sha256_final(tt_sha256 *s, uint8_t out[32])
 
 void tt_sha256_abort(tt_sha256 *s)
 {
-	if (!s)
+	if (!s || !s->ctx)
 		return;
 	EVP_MD_CTX_free(s->ctx);
 	s->ctx = NULL;

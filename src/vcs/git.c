@@ -806,6 +806,12 @@ done:
 	return rc;
 }
 
+/* Read natively or not at all: without the native reader nothing is cached. */
+static int git_alive_token(tt_vcs *v, char out[65])
+{
+	return v->native && tt_gitnat_tips_token(v->native, out) == 0 ? 1 : 0;
+}
+
 static int git_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *out,
 			     tt_error *err)
 {
@@ -1409,6 +1415,7 @@ static const tt_vcs_ops git_ops = {
 	.held_revs = git_held_revs,
 	.alive_commits = git_alive_commits,
 	.commit_alive = git_commit_alive,
+	.alive_token = git_alive_token,
 	.workspace_roots = git_workspace_roots,
 	.dirty = git_dirty,
 	.commit = git_commit,

@@ -1243,42 +1243,25 @@ static int walk_tip(walk *w, const char *tip)
 	return r == 1 ? walk_push_hex(w, hex) : 0;
 }
 
-int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool *out)
+/* Call fn for every tip reachability starts from: every ref, this HEAD,
+ * the main worktree's HEAD when this is a linked one, and every other
+ * worktree's HEAD.  0, or ASK (also when fn says ASK). */
+static int each_tip(tt_gitnat *g, int (*fn)(void *ctx, const char *hex), void *ctx)
 {
-	walk w = { .g = g, .data = TT_BUF_INIT };
-	oidset want = { 0 };
 	tt_gitnat_refent *refs = NULL;
-	size_t nrefs = 0, left = 0;
-	int rc = ASK;
+	size_t nrefs = 0;
 	char *wtdir = NULL;
-	for (size_t i = 0; i < n; i++)
-		out[i] = false;
-	if (!g->walk_ok)
-		return ASK;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t oid[20];
-		if (commits[i] && is_hex40(commits[i], strlen(commits[i])) &&
-		    tt_unhex_lower(oid, commits[i], 20) == 0) {
-			int r = oidset_add(&want, oid);
-			if (r < 0)
-				goto done;
-			left += (size_t)r;
-		}
-	}
-	if (!left) {
-		rc = 0;
-		goto done;
-	}
-	/* the tips: every ref, this HEAD, and every other worktree's HEAD */
+	int rc = ASK;
+
 	if (tt_gitnat_refs(g, "refs/", &refs, &nrefs) < 0)
 		goto done;
 	for (size_t i = 0; i < nrefs; i++)
-		if (walk_tip(&w, refs[i].hex) < 0)
+		if (fn(ctx, refs[i].hex) < 0)
 			goto done;
 	{
 		char hex[65];
 		int r = tt_gitnat_ref(g, "HEAD", hex);
-		if (r < 0 || (r == 1 && walk_tip(&w, hex) < 0))
+		if (r < 0 || (r == 1 && fn(ctx, hex) < 0))
 			goto done;
 		/* the main worktree's HEAD when this is a linked one */
 		if (strcmp(g->git_dir, g->common_dir) != 0) {
@@ -1291,7 +1274,7 @@ int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool
 			int hr = strncmp(text, "ref: ", 5) == 0 ? ref_depth(g, text + 5, hex, 1)
 				 : is_hex40(text, strlen(text)) ? (memcpy(hex, text, 41), 1) : ASK;
 			free(text);
-			if (hr < 0 || (hr == 1 && walk_tip(&w, hex) < 0))
+			if (hr < 0 || (hr == 1 && fn(ctx, hex) < 0))
 				goto done;
 		}
 		if (!(wtdir = join(g->common_dir, "worktrees")))
@@ -1313,7 +1296,7 @@ int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool
 				chomp_s(text);
 				int hr = strncmp(text, "ref: ", 5) == 0 ? ref_depth(g, text + 5, hex, 1)
 					 : is_hex40(text, strlen(text)) ? (memcpy(hex, text, 41), 1) : ASK;
-				bad = hr < 0 || (hr == 1 && walk_tip(&w, hex) < 0);
+				bad = hr < 0 || (hr == 1 && fn(ctx, hex) < 0);
 			}
 			free(hp);
 			free(rp);
@@ -1324,6 +1307,91 @@ int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool
 		if (bad)
 			goto done;
 	}
+	rc = 0;
+done:
+	free(wtdir);
+	tt_gitnat_refs_free(refs, nrefs);
+	return rc;
+}
+
+static int walk_tip_cb(void *ctx, const char *hex)
+{
+	return walk_tip(ctx, hex);
+}
+
+typedef struct tipset {
+	char (*hex)[41];
+	size_t n, alloc;
+} tipset;
+
+static int tip_collect(void *ctx, const char *hex)
+{
+	tipset *t = ctx;
+	if (!is_hex40(hex, strlen(hex)) || TT_ARRAY_GROW(t->hex, t->alloc, t->n + 1) != 0)
+		return ASK;
+	memcpy(t->hex[t->n++], hex, 41);
+	return 0;
+}
+
+static int cmp_hex41(const void *a, const void *b)
+{
+	return memcmp(a, b, 41);
+}
+
+int tt_gitnat_tips_token(tt_gitnat *g, char out[65])
+{
+	tipset t = { 0 };
+	uint8_t d[32];
+	int rc = ASK;
+	out[0] = '\0';
+	if (!g->walk_ok || each_tip(g, tip_collect, &t) < 0)
+		goto done;
+	if (t.n)
+		qsort(t.hex, t.n, sizeof *t.hex, cmp_hex41);
+	/* "reach1" and the sorted ids: the set, not the names, decides */
+	{
+		tt_buf b = TT_BUF_INIT;
+		tt_buf_puts(&b, "reach1");
+		for (size_t i = 0; i < t.n; i++)
+			if (i == 0 || memcmp(t.hex[i], t.hex[i - 1], 41) != 0)
+				tt_buf_printf(&b, "\n%s", t.hex[i]);
+		if (!b.failed && tt_blake2b(d, sizeof d, b.ptr, b.len) == 0) {
+			tt_hex(out, d, sizeof d);
+			rc = 0;
+		}
+		tt_buf_release(&b);
+	}
+done:
+	free(t.hex);
+	return rc;
+}
+
+int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool *out)
+{
+	walk w = { .g = g, .data = TT_BUF_INIT };
+	oidset want = { 0 };
+	size_t left = 0;
+	int rc = ASK;
+	for (size_t i = 0; i < n; i++)
+		out[i] = false;
+	if (!g->walk_ok)
+		return ASK;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t oid[20];
+		if (commits[i] && is_hex40(commits[i], strlen(commits[i])) &&
+		    tt_unhex_lower(oid, commits[i], 20) == 0) {
+			int r = oidset_add(&want, oid);
+			if (r < 0)
+				goto done;
+			left += (size_t)r;
+		}
+	}
+	if (!left) {
+		rc = 0;
+		goto done;
+	}
+	if (each_tip(g, walk_tip_cb, &w) < 0)
+		goto done;
 	/* depth first from the tips, until every commit asked about is met */
 	oidset met = { 0 };
 	while (w.n && left) {
@@ -1384,8 +1452,6 @@ done:
 	if (rc < 0)
 		for (size_t i = 0; i < n; i++)
 			out[i] = false;
-	free(wtdir);
-	tt_gitnat_refs_free(refs, nrefs);
 	free(want.slots);
 	free(want.used);
 	free(w.seen.slots);

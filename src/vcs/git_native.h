@@ -68,6 +68,11 @@ int tt_gitnat_index_has(tt_gitnat *g, const char *const *paths, size_t n, bool *
  * found.  0 or ASK. */
 int tt_gitnat_reachable(tt_gitnat *g, const char *const *commits, size_t n, bool *out);
 
+/* A digest (64 hex digits) of the set of commits reachability starts
+ * from (every tip tt_gitnat_reachable walks from): equal digests, equal
+ * answers from tt_gitnat_reachable, whatever was asked.  0 or ASK. */
+int tt_gitnat_tips_token(tt_gitnat *g, char out[65]);
+
 /* Whether `symbolic-ref --short` spells refs/heads/<branch> as <branch>:
  * no other ref (nor a file in the git directory) by that name. */
 bool tt_gitnat_short_is_plain(tt_gitnat *g, const char *branch);

@@ -123,6 +123,11 @@ typedef struct tt_vcs_ops {
 	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,
 			     tt_error *err);
 	int (*commit_alive)(tt_vcs *v, const char *commit, bool *out, tt_error *err);
+	/* Optional (NULL: none): a token (64 hex digits) that is equal only
+	 * while alive_commits' answers cannot change (git: a digest of the ref
+	 * tips), so they may be cached under it.  1 with out set, 0 when there
+	 * is none to give (then nothing is cached). */
+	int (*alive_token)(tt_vcs *v, char out[65]);
 
 	/* ---- the working copy ------------------------------------------- */
 	/* Root directories of every live checkout, as a JSON array of strings
