@@ -119,10 +119,12 @@ if [ ! -f "$duck_dir/libduckdb.so" ] || [ ! -f "$duck_dir/include/duckdb.h" ]; t
   rm -rf "$duck_tmp"
 fi
 
-# --- object-store servers for the storage tests (Azurite, fake-gcs-server) ---
+# --- object-store servers for the storage tests (Azurite, fake-gcs-server, SeaweedFS) ---
 # Each is installed once per machine into ${XDG_CACHE_HOME:-~/.cache}/tether-tools/<name>-<version>
-# (scripts/objstore-tools.sh says where; the tests find them there).
-for tool in azurite fake-gcs-server; do
+# (scripts/objstore-tools.sh says where; the tests find them there).  SeaweedFS
+# is built from the Go module proxy: about 10 min of CPU (9m32s user measured),
+# once per machine.
+for tool in azurite fake-gcs-server seaweedfs; do
   if [ ! -x "$(scripts/objstore-tools.sh path "$tool")" ]; then
     say "installing $tool $(scripts/objstore-tools.sh version "$tool") (once per machine)"
     scripts/objstore-tools.sh install "$tool"
