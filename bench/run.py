@@ -1495,6 +1495,152 @@ def cmds_ducklake(what: str):
     return cmds
 
 
+# -- s3-prefix: fingerprint of a large prefix on a local S3 server ---------- #
+S3_AK, S3_SK, S3_BUCKET = "bench-ak", "bench-secret-key", "bench"
+
+
+def seaweed_bin() -> Path:
+    out = subprocess.run([str(ROOT / "scripts" / "objstore-tools.sh"), "path", "seaweedfs"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return Path(out)
+
+
+def s3_prefix_available(sides: Sides) -> None:
+    if not seaweed_bin().exists():
+        raise Skip("SeaweedFS is not installed (scripts/objstore-tools.sh install seaweedfs)")
+    try:
+        import boto3  # noqa: F401
+    except ImportError as exc:
+        raise Skip("boto3 is not installed (tests/requirements.txt)") from exc
+
+
+def _low_port() -> int:
+    """A free port p with p + 10000 (SeaweedFS's gRPC port) below 65536."""
+    import socket
+    for _ in range(200):
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            p = so.getsockname()[1]
+        if 1024 < p < 50000:
+            return p
+    raise Skip("no free port below 50000 for SeaweedFS")
+
+
+def _start_seaweed(tmp: Path) -> tuple[subprocess.Popen, str]:
+    data, cfg = tmp / "weed-data", tmp / "s3.json"
+    data.mkdir()
+    cfg.write_text(json.dumps({"identities": [{"name": "bench", "credentials": [
+        {"accessKey": S3_AK, "secretKey": S3_SK}], "actions": ["Admin", "Read", "List", "Write"]}]}))
+    s3 = _low_port()
+    argv = [str(seaweed_bin()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
+            f"-master.port={_low_port()}", f"-volume.port={_low_port()}", "-filer",
+            f"-filer.port={_low_port()}", "-s3", f"-s3.port={s3}", f"-s3.config={cfg}", "-volume.max=8"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{s3}"
+    import urllib.request
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError as exc:  # an HTTP error answer means it is up
+            if hasattr(exc, "code"):
+                break
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise Skip("SeaweedFS did not start within 120 s")
+    return proc, url
+
+
+def _s3_client(url: str):
+    import boto3
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=url, aws_access_key_id=S3_AK, aws_secret_access_key=S3_SK,
+                        region_name="us-east-1", config=Config(max_pool_connections=32))
+
+
+def prep_s3_prefix(n: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        proc, url = _start_seaweed(tmp)
+        ctx = {"proc": proc, "url": url, "sides": sides, "n": n}
+        try:
+            client = _s3_client(url)
+            deadline = time.time() + 60
+            while True:  # the filer may come up after the S3 port answers
+                try:
+                    client.create_bucket(Bucket=S3_BUCKET)
+                    break
+                except Exception:  # noqa: BLE001 - retried until the deadline
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(1)
+            from concurrent.futures import ThreadPoolExecutor
+
+            def put(i: int) -> None:
+                client.put_object(Bucket=S3_BUCKET, Key=f"big/{i:06d}", Body=b"x" * (i % 7))
+            with ThreadPoolExecutor(16) as ex:
+                list(ex.map(put, range(n)))
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            ctx["env"] = env
+            for side in ("ours", "ref"):
+                ds = new_git_repo(tmp / f"ds-{side}", env)
+                exe = sides.exe(side)
+                run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
+                with open(ds / "tether.toml", "a") as f:
+                    f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
+                sec = ds / ".tether" / "secrets.toml"
+                sec.write_text(f'[uris."s3://{S3_BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n'
+                               f'access_key_id = "{S3_AK}"\nsecret_access_key = "{S3_SK}"\n')
+                sec.chmod(0o600)
+                run([exe, "add", "big", f"s3://{S3_BUCKET}/big/", "--kind", "file"], ds, env)
+                ctx[f"ds-{side}"] = ds
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        return ctx
+    return prepare
+
+
+def check_s3_prefix(ctx: dict) -> str:
+    got = {}
+    for side in ("ours", "ref"):
+        p = run([ctx["sides"].exe(side), "snapshot", "--json"], ctx[f"ds-{side}"], ctx["env"], check=False)
+        if p.returncode != 0:
+            raise Skip(f"{who(side)} `snapshot --json` exited {p.returncode}: {first_line(p.stderr)}")
+        got[side] = json.loads(p.stdout)
+    def state(out):
+        objs = out.get("objects", out) if isinstance(out, dict) else out
+        return json.dumps(objs, sort_keys=True)
+    if state(got["ours"]) != state(got["ref"]):
+        raise Skip("the two sides' snapshots differ")
+    return f"same snapshot of the {ctx['n']}-key prefix on both sides"
+
+
+def cmds_s3_prefix(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), "snapshot", "--json"], ctx[f"ds-{side}"])]
+
+
+def sum_s3_prefix(ctx: dict, res: "Result") -> str:
+    """A plain paged LIST of the same prefix with boto3 (the provider's SDK),
+    timed the same way in the same run."""
+    client = _s3_client(ctx["url"])
+    times = []
+    for _ in range(max(3, len(res.times["ours"]) // 2)):
+        t0 = time.perf_counter()
+        n = 0
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=S3_BUCKET, Prefix="big/"):
+            n += len(page.get("Contents", []))
+        times.append(time.perf_counter() - t0)
+    g = statistics.median(times)
+    res.extra.update(plain_list_median_s=g, plain_list_min_s=min(times), ours_over_plain_list=res.med("ours") / g)
+    return (f"plain paged LIST of the same {n} keys with boto3: {g * 1e3:.0f} / {min(times) * 1e3:.0f} ms "
+            f"(median / min); ours is {res.med('ours') / g:.2f}× the plain LIST")
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -1510,6 +1656,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     n_ice = 200 if quick else 1000
     exp_commits, exp_objects = (20, 100) if quick else (200, 1000)
     n_lake = 100 if quick else 1000
+    n_s3 = 10000 if quick else 100000
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -1606,6 +1753,12 @@ def benchmarks(quick: bool) -> list[Bench]:
               "snapshots (written by DuckDB; tether-vcs attaches it through DuckDB)",
               prep_ducklake(n_lake), check_ducklake("fingerprint"), cmds_ducklake("fingerprint"),
               available=ducklake_available),
+        Bench("s3-prefix-fingerprint", f"s3-prefix-fingerprint-{n_s3}", reps(10),
+              f"`tether snapshot --json` of a file object on an s3:// prefix of {n_s3} keys on a local "
+              "SeaweedFS (strict SigV4; tether-vcs lists through obstore), against a plain paged "
+              "LIST of the same prefix with boto3",
+              prep_s3_prefix(n_s3), check_s3_prefix, cmds_s3_prefix, available=s3_prefix_available,
+              summarize=sum_s3_prefix),
         Bench("ducklake-log", f"ducklake-log-{n_lake}", reps(5),
               f"`tether log lake -n {n_lake} --json`: every snapshot of that catalog with its "
               "changes",
@@ -1660,17 +1813,13 @@ def measure(bench: Bench, sides: Sides, reps: int | None) -> Result:
             bench.available(sides)
         with tempfile.TemporaryDirectory(prefix=f"tether-bench-{bench.id}-") as t:
             ctx = bench.prepare(Path(t), sides)
-            res.note = bench.check(ctx)  # also the warm-up run of each side
-            res.reps = reps or bench.reps
-            res.times = {"ours": [], "ref": []}
-            for i in range(res.reps):
-                order = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
-                for side in order:
-                    if bench.before:
-                        bench.before(ctx, side)
-                    res.times[side].append(sample(bench.commands(ctx, side), ctx["env"]))
-            if bench.summarize:
-                res.summary = bench.summarize(ctx, res)
+            try:
+                measure_prepared(bench, sides, reps, res, ctx)
+            finally:  # a server the benchmark started (s3-prefix)
+                proc = ctx.get("proc")
+                if isinstance(proc, subprocess.Popen) and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     except Skip as exc:
         res.skipped = str(exc)
     except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as exc:
@@ -1679,6 +1828,20 @@ def measure(bench: Bench, sides: Sides, reps: int | None) -> Result:
         res.failed = True
         print(f"    {exc}", file=sys.stderr)
     return res
+
+
+def measure_prepared(bench: Bench, sides: Sides, reps: int | None, res: "Result", ctx: dict) -> None:
+    res.note = bench.check(ctx)  # also the warm-up run of each side
+    res.reps = reps or bench.reps
+    res.times = {"ours": [], "ref": []}
+    for i in range(res.reps):
+        order = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
+        for side in order:
+            if bench.before:
+                bench.before(ctx, side)
+            res.times[side].append(sample(bench.commands(ctx, side), ctx["env"]))
+    if bench.summarize:
+        res.summary = bench.summarize(ctx, res)
 
 
 def ms(s: float) -> str:
