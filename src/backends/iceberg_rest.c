@@ -4,10 +4,12 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backends/backend.h"
 #include "backends/iceberg_rest.h"
 #include "net/http.h"
+#include "net/sigv4.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -22,6 +24,7 @@ struct tt_iceberg_rest {
 	char *uri;            /* without a trailing '/' */
 	char *prefix;         /* "" or "<prefix>/" */
 	char *auth;           /* "Authorization: Bearer ..." or NULL */
+	bool sigv4;           /* rest.sigv4-enabled: every request signed instead */
 	char *extra[MAX_HEADERS];
 	size_t nextra;
 };
@@ -30,6 +33,127 @@ static const char *prop(const tt_iceberg_rest *r, const char *key)
 {
 	const json_t *v = json_object_get(r->props, key);
 	return json_is_string(v) && json_string_length(v) ? json_string_value(v) : NULL;
+}
+
+/* A boolean property: true, or the string "true" as pyiceberg reads it. */
+static bool prop_true(const tt_iceberg_rest *r, const char *key)
+{
+	const json_t *v = json_object_get(r->props, key);
+	return json_is_true(v) || (json_is_string(v) && strcasecmp(json_string_value(v), "true") == 0);
+}
+
+static const char *prop_or_env(const tt_iceberg_rest *r, const char *key, const char *env)
+{
+	const char *v = prop(r, key);
+	if (!v && env && getenv(env) && *getenv(env))
+		v = getenv(env);
+	return v;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* %XX and '+' decoded, in place. */
+static void url_decode(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+			s += 2;
+		} else {
+			*o++ = *s == '+' ? ' ' : *s;
+		}
+	}
+	*o = '\0';
+}
+
+/*
+ * SigV4 headers for one request, as pyiceberg's rest.sigv4-enabled signs
+ * it (botocore's SigV4Auth for service rest.signing-name, default
+ * execute-api): the path as sent (already percent-encoded) encoded once
+ * more, as AWS services other than S3 canonicalise it; the query decoded
+ * then encoded canonically; the body's SHA-256.  Credentials:
+ * client.access-key-id / client.secret-access-key / client.session-token,
+ * else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
+ */
+static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, const char *const *headers,
+		      const char *body, size_t len, tt_sigv4_out *out, tt_error *err)
+{
+	tt_aws_creds creds = {
+		.access_key_id = prop_or_env(r, "client.access-key-id", "AWS_ACCESS_KEY_ID"),
+		.secret_access_key = prop_or_env(r, "client.secret-access-key", "AWS_SECRET_ACCESS_KEY"),
+		.session_token = prop_or_env(r, "client.session-token", "AWS_SESSION_TOKEN"),
+	};
+	const char *region = prop(r, "rest.signing-region");
+	if (!region)
+		region = prop_or_env(r, "client.region", "AWS_REGION");
+	if (!region && getenv("AWS_DEFAULT_REGION") && *getenv("AWS_DEFAULT_REGION"))
+		region = getenv("AWS_DEFAULT_REGION");
+	const char *service = prop(r, "rest.signing-name") ? prop(r, "rest.signing-name") : "execute-api";
+	if (!creds.access_key_id || !creds.secret_access_key)
+		return RERR(err, TT_ECONFIG,
+			    "iceberg REST catalog %s: rest.sigv4-enabled, but no AWS credentials: set "
+			    "client.access-key-id and client.secret-access-key in the catalog under "
+			    "[backends.iceberg] in .tether/secrets.toml, or AWS_ACCESS_KEY_ID and "
+			    "AWS_SECRET_ACCESS_KEY",
+			    r->uri);
+	if (!region)
+		return RERR(err, TT_ECONFIG,
+			    "iceberg REST catalog %s: rest.sigv4-enabled, but no signing region: set "
+			    "rest.signing-region in the catalog in .tether/secrets.toml, or AWS_REGION",
+			    r->uri);
+	const char *sep = strstr(url, "://");
+	if (!sep)
+		return RERR(err, TT_ECONFIG, "iceberg REST catalog: %s is not an http(s) URL", r->uri);
+	char *scheme = tt_strndup(url, (size_t)(sep - url));
+	const char *hp = sep + 3, *slash = strchr(hp, '/');
+	char *host = slash ? tt_strndup(hp, (size_t)(slash - hp)) : tt_strdup(hp);
+	const char *q = slash ? strchr(slash, '?') : NULL;
+	char *path = slash ? (q ? tt_strndup(slash, (size_t)(q - slash)) : tt_strdup(slash)) : tt_strdup("/");
+	char *query = q ? tt_strdup(q + 1) : NULL;
+	tt_sigv4_param params[16];
+	size_t np = 0;
+	int rc = 0;
+	if (!scheme || !host || !path || (q && !query)) {
+		rc = ROOM(err);
+		goto done;
+	}
+	/* the Host header curl sends: no default port */
+	size_t hl = strlen(host);
+	if ((strcmp(scheme, "https") == 0 && hl > 4 && strcmp(host + hl - 4, ":443") == 0) ||
+	    (strcmp(scheme, "http") == 0 && hl > 3 && strcmp(host + hl - 3, ":80") == 0))
+		*strrchr(host, ':') = '\0';
+	for (char *p = query, *next; p && *p; p = next) {
+		next = strchr(p, '&');
+		if (next)
+			*next++ = '\0';
+		if (np == sizeof params / sizeof *params) {
+			rc = RERR(err, TT_EBACKEND, "iceberg REST catalog %s: too many query parameters", r->uri);
+			goto done;
+		}
+		char *eq = strchr(p, '=');
+		if (eq)
+			*eq++ = '\0';
+		url_decode(p);
+		if (eq)
+			url_decode(eq);
+		params[np++] = (tt_sigv4_param){ p, eq ? eq : "" };
+	}
+	tt_sigv4_input in = { .method = method, .scheme = scheme, .host = host, .path = path, .query = params,
+			      .nquery = np, .headers = headers, .body = body, .body_len = len, .region = region,
+			      .service = service };
+	rc = tt_sigv4_sign(&in, &creds, out, err);
+	if (rc)
+		tt_error_prefix(err, "iceberg REST catalog %s: signing a request", r->uri);
+done:
+	free(scheme);
+	free(host);
+	free(path);
+	free(query);
+	return rc;
 }
 
 const char *tt_iceberg_rest_uri(const tt_iceberg_rest *r)
@@ -128,7 +252,7 @@ static int rest_send(tt_iceberg_rest *r, const char *method, const char *url, co
 	char *ct = NULL;
 	size_t n = 0;
 	int rc;
-	if (auth && r->auth)
+	if (auth && r->auth && !r->sigv4)
 		headers[n++] = r->auth;
 	if (content_type) {
 		if (!(ct = tt_asprintf("Content-Type: %s", content_type)))
@@ -139,11 +263,18 @@ static int rest_send(tt_iceberg_rest *r, const char *method, const char *url, co
 	for (size_t i = 0; i < r->nextra; i++)
 		headers[n++] = r->extra[i];
 	headers[n] = NULL;
-	tt_http_request req = { .method = method, .url = url, .headers = headers, .body = body,
+	tt_sigv4_out sig = { 0 };
+	if (r->sigv4 && (rc = sigv4_sign(r, method, url, headers, body, len, &sig, err)) != 0) {
+		free(ct);
+		return rc;
+	}
+	tt_http_request req = { .method = method, .url = url,
+				.headers = r->sigv4 ? (const char *const *)sig.headers : headers, .body = body,
 				.body_len = len };
 	tt_http_response_release(resp);
 	tt_http_response_init(resp);
 	rc = tt_http_do(r->http, &req, resp, err);
+	tt_sigv4_out_release(&sig);
 	free(ct);
 	if (rc)
 		tt_error_object(err, NULL, KIND);
@@ -301,7 +432,10 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 	}
 	if ((rc = take_headers(r, err)) != 0)
 		goto done;
-	if (prop(r, "credential")) {
+	r->sigv4 = prop_true(r, "rest.sigv4-enabled");
+	if (r->sigv4) {
+		/* signed requests carry no bearer token (pyiceberg's choice too) */
+	} else if (prop(r, "credential")) {
 		if ((rc = fetch_token(r, ident, err)) != 0)
 			goto done;
 	} else if (prop(r, "token")) {
