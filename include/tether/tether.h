@@ -176,7 +176,8 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
  * -1 (writable for forkable objects, creating the deferred fork first).
  * Keys named `secret_...` (and `url_with_password`) carry credentials for a
  * caller in this process that opens the store itself (iceberg's
- * secret_catalog, ducklake's secret_attach_sql and secret_init_sql): never
+ * secret_catalog, ducklake's secret_attach_sql and secret_init_sql, the
+ * secret_storage_options of a store on an object-store URI): never
  * print, log or store them; `tether open` does not show them.
  */
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,

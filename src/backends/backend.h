@@ -312,6 +312,10 @@ static inline int tt_backend_code(int code)
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
+/* An s3:// repository's store options as icechunk opens it: the object's
+ * secrets with the locator's region, allow_http a boolean (they hold
+ * credentials: never into a message, state or the journal). */
+int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
 /* ducklake */
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 /* iceberg: tables through a SQL catalog (backends/iceberg.c) */

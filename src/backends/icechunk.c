@@ -419,7 +419,7 @@ static bool opt_truthy(const json_t *o, const char *key)
  * two switches only secrets.toml may set: allow_http (plain HTTP to the
  * endpoint) and force_path_style (the bucket in the path).
  */
-static int remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
 	json_t *o = NULL;
 	int rc;
@@ -476,7 +476,7 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 		goto done;
 	}
 	tt_store_uri_release(&u);
-	if ((rc = remote_options(b, loc, &opts, err)) != 0)
+	if ((rc = tt_icechunk_remote_options(b, loc, &opts, err)) != 0)
 		goto done;
 	if ((rc = tt_store_open_uri(uri, opts, &s->remote, &key, err)) != 0) {
 		tt_error_object(err, NULL, KIND);

@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/file.h"
 #include "core/ids.h"
 #include "core/index.h"
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "storage/open.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -1444,6 +1446,64 @@ static int on_bookmark(tt_repo *repo, const tt_manifest *m, tt_error *err)
 	return rc;
 }
 
+/*
+ * For a caller in this process that opens the store itself (the Python
+ * package's handles): the resolved options of a store on an object-store
+ * URI, credentials included, as `secret_storage_options` (a secret_ key:
+ * never printed).  Literal keys as given; a profile or role is resolved
+ * to the keys it yields now.
+ */
+static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_error *err);
+
+/* ...and on failure the handle is dropped: nothing half-described. */
+static int attach_storage_options(tt_backend *b, const json_t *loc, json_t **h, tt_error *err)
+{
+	int rc = *h ? storage_options_into(b, loc, *h, err) : 0;
+	if (rc < 0) {
+		json_decref(*h);
+		*h = NULL;
+	}
+	return rc;
+}
+
+static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_error *err)
+{
+	const char *uri = json_string_value(json_object_get(h, "uri"));
+	const char *k = b->kind->name;
+	json_t *o = NULL;
+	int rc;
+	if (!uri || !strstr(uri, "://") || strncmp(uri, "file://", 7) == 0)
+		return 0;
+	if (strcmp(k, "lance") == 0 || strcmp(k, "delta") == 0 || strcmp(k, "file") == 0)
+		rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &o, err);
+	else if (strcmp(k, "icechunk") == 0)
+		rc = tt_icechunk_remote_options(b, loc, &o, err);
+	else
+		return 0;
+	if (rc)
+		return rc;
+	if (strncmp(uri, "s3://", 5) == 0 && !json_object_get(o, "access_key_id") &&
+	    (json_object_get(o, "profile") || json_object_get(o, "role_arn"))) {
+		tt_aws_resolved r = { 0 };
+		if ((rc = tt_aws_resolve(o, &r, err)) == 0 && r.access_key_id && r.secret_access_key) {
+			json_object_set_new(o, "access_key_id", json_string(r.access_key_id));
+			json_object_set_new(o, "secret_access_key", json_string(r.secret_access_key));
+			if (r.session_token)
+				json_object_set_new(o, "session_token", json_string(r.session_token));
+			json_object_del(o, "profile");
+			json_object_del(o, "role_arn");
+		}
+		tt_aws_resolved_release(&r);
+		if (rc) {
+			json_decref(o);
+			return rc;
+		}
+	}
+	if (json_object_set_new(h, "secret_storage_options", o) < 0)
+		return tt_error_oom(err);
+	return 0;
+}
+
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
@@ -1498,7 +1558,8 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 			tt_error_object(err, key, m->kind);
 			goto done;
 		}
-		if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0)
+		if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0 ||
+		    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
 			tt_error_object(err, key, m->kind);
 		goto done;
 	}
@@ -1547,7 +1608,8 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
 			goto done;
 		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
-		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0) {
+		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0 ||
+		    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
 			tt_error_object(err, key, m->kind);
 			goto done;
 		}
@@ -1580,7 +1642,8 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		t = (tt_target){ .kind = TT_TARGET_BASE };
 		rc = 0;
 	}
-	if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0)
+	if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
 		tt_error_object(err, key, m->kind);
 done:
 	if (locked)

@@ -233,19 +233,63 @@ class MemoryHandle(Handle):
 
 
 _ICECHUNK_REPOS: dict[str, Any] = {}
-"""Opened Icechunk repositories by path: a session reads the refs afresh,
+"""Opened Icechunk repositories by URI: a session reads the refs afresh,
 so one Repository serves every open of a store."""
+
+
+_CLIENT_OPTIONS = ("connect_timeout", "timeout", "request_timeout")
+"""HTTP client options libtether reads from secrets.toml in seconds, which
+the stores' own libraries spell otherwise: left to their defaults."""
+
+
+def _storage_options(d: dict[str, Any]) -> dict[str, str]:
+    """An object-store URI's options as lance and deltalake take them
+    (object_store's keys, string values), credentials included."""
+    out: dict[str, str] = {}
+    for k, v in (d.get("secret_storage_options") or {}).items():
+        if k in _CLIENT_OPTIONS or v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+def _truthy(v: Any) -> bool:
+    return v is True or (isinstance(v, str) and v.strip().lower() in ("1", "true", "yes", "on"))
+
+
+def _icechunk_storage(ic: Any, uri: str, d: dict[str, Any], key: str) -> Any:
+    path = _local_path(uri)
+    if path is not None:
+        return ic.local_filesystem_storage(path)
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme not in ("s3", "s3a"):
+        raise BackendError(f"this package opens Icechunk repositories on local paths and s3:// only, not {uri}",
+                           key=key, kind="icechunk")
+    o = d.get("secret_storage_options") or {}
+    kwargs: dict[str, Any] = {"bucket": parts.netloc, "prefix": parts.path.strip("/") or None,
+                              "region": o.get("region")}
+    if o.get("endpoint_url") or o.get("endpoint"):
+        kwargs["endpoint_url"] = str(o.get("endpoint_url") or o.get("endpoint"))
+    if _truthy(o.get("allow_http")):
+        kwargs["allow_http"] = True
+    if o.get("virtual_hosted_style_request") is False or _truthy(o.get("force_path_style")):
+        kwargs["force_path_style"] = True
+    if o.get("access_key_id") and o.get("secret_access_key"):
+        kwargs.update(access_key_id=str(o["access_key_id"]), secret_access_key=str(o["secret_access_key"]),
+                      session_token=str(o["session_token"]) if o.get("session_token") else None)
+    else:
+        kwargs["from_env"] = True
+    return ic.s3_storage(**kwargs)
 
 
 def _icechunk(d: dict[str, Any], key: str) -> IcechunkHandle:
     uri = d["uri"]
     ic = _import("icechunk", "icechunk", key=key, kind="icechunk")
-    path = _local_path(uri)
-    if path is None:
-        raise BackendError(f"this package opens local Icechunk repositories only, not {uri}", key=key, kind="icechunk")
-    repo = _ICECHUNK_REPOS.get(path)
+    repo = _ICECHUNK_REPOS.get(uri)
     if repo is None:
-        repo = _ICECHUNK_REPOS[path] = ic.Repository.open(ic.local_filesystem_storage(path))
+        repo = _ICECHUNK_REPOS[uri] = ic.Repository.open(_icechunk_storage(ic, uri, d, key))
     ro = bool(d["read_only"])
     branch, tag, sid = d.get("branch"), d.get("tag"), d.get("snapshot_id")
     if branch and not ro:
@@ -265,7 +309,8 @@ def _icechunk(d: dict[str, Any], key: str) -> IcechunkHandle:
 def _lance(d: dict[str, Any], key: str) -> LanceHandle:
     uri = d["uri"]
     lance = _import("lance", "pylance", key=key, kind="lance")
-    ds = lance.dataset(uri)
+    so = _storage_options(d)
+    ds = lance.dataset(uri, storage_options=so) if so else lance.dataset(uri)
     ro = bool(d["read_only"])
     branch, tag, version = d.get("branch"), d.get("tag"), int(d["version"])
     if tag:
@@ -280,7 +325,8 @@ def _lance(d: dict[str, Any], key: str) -> LanceHandle:
 def _delta(d: dict[str, Any], key: str) -> DeltaHandle:
     uri = d["uri"]
     deltalake = _import("deltalake", "deltalake", key=key, kind="delta")
-    table = deltalake.DeltaTable(uri, version=int(d["version"]))
+    so = _storage_options(d)
+    table = deltalake.DeltaTable(uri, version=int(d["version"]), storage_options=so or None)
     return DeltaHandle(key=uri, read_only=True, uri=uri, version=int(table.version()), table=table)
 
 
