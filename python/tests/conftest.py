@@ -26,6 +26,10 @@ def git(cwd: Path, *args: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The per-machine tool cache (test servers built once, ~/.cache/tether-tools)
+    # stays where it is when HOME moves.
+    if not os.environ.get("XDG_CACHE_HOME"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(Path.home() / ".cache"))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
