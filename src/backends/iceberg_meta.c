@@ -232,7 +232,12 @@ int tt_iceberg_meta_parse(const void *data, size_t len, const char *what, tt_ice
 	tt_buf_release(&inflated);
 	if (!m->doc)
 		return err->code ? err->code : TT_EPARSE;
-	return index_doc(m, what, err);
+	/* a document that does not index is not kept: nothing to release */
+	if ((rc = index_doc(m, what, err)) != 0) {
+		tt_iceberg_meta_release(m);
+		m->current = TT_ICEBERG_NO_SNAPSHOT;
+	}
+	return rc;
 }
 
 const tt_iceberg_snapshot *tt_iceberg_meta_snapshot(const tt_iceberg_meta *m, long long id)

@@ -231,8 +231,19 @@ class World:
         return out
 
     def journal(self) -> list[dict]:
+        """The journal's records.  A SIGKILL can cut an append short (the
+        kernel stops a write at a page boundary when a fatal signal is
+        pending): such a torn line is skipped, as tether reads it."""
         p = self.ds / ".tether/ops.jsonl"
-        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+        out = []
+        for line in p.read_text().splitlines() if p.exists() else []:
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # torn by a kill mid-append
+        return out
 
     def open_entries(self) -> list[dict]:
         lines = self.journal()
