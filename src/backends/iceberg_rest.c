@@ -10,6 +10,7 @@
 #include "backends/iceberg_rest.h"
 #include "net/http.h"
 #include "net/sigv4.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -48,26 +49,6 @@ static const char *prop_or_env(const tt_iceberg_rest *r, const char *key, const 
 	if (!v && env && getenv(env) && *getenv(env))
 		v = getenv(env);
 	return v;
-}
-
-static int hexval(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* %XX and '+' decoded, in place. */
-static void url_decode(char *s)
-{
-	char *o = s;
-	for (; *s; s++) {
-		if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
-			s += 2;
-		} else {
-			*o++ = *s == '+' ? ' ' : *s;
-		}
-	}
-	*o = '\0';
 }
 
 /*
@@ -115,7 +96,8 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 	char *path = slash ? (q ? tt_strndup(slash, (size_t)(q - slash)) : tt_strdup(slash)) : tt_strdup("/");
 	char *query = q ? tt_strdup(q + 1) : NULL;
 	tt_sigv4_param params[16];
-	size_t np = 0;
+	char *decoded[32];
+	size_t np = 0, nd = 0;
 	int rc = 0;
 	if (!scheme || !host || !path || (q && !query)) {
 		rc = ROOM(err);
@@ -137,10 +119,13 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 		char *eq = strchr(p, '=');
 		if (eq)
 			*eq++ = '\0';
-		url_decode(p);
-		if (eq)
-			url_decode(eq);
-		params[np++] = (tt_sigv4_param){ p, eq ? eq : "" };
+		char *name = decoded[nd++] = tt_percent_decode(p);
+		char *value = decoded[nd++] = tt_percent_decode(eq ? eq : "");
+		if (!name || !value) {
+			rc = ROOM(err);
+			goto done;
+		}
+		params[np++] = (tt_sigv4_param){ name, value };
 	}
 	tt_sigv4_input in = { .method = method, .scheme = scheme, .host = host, .path = path, .query = params,
 			      .nquery = np, .headers = headers, .body = body, .body_len = len, .region = region,
@@ -149,6 +134,8 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 	if (rc)
 		tt_error_prefix(err, "iceberg REST catalog %s: signing a request", r->uri);
 done:
+	for (size_t i = 0; i < nd; i++)
+		free(decoded[i]);
 	free(scheme);
 	free(host);
 	free(path);
