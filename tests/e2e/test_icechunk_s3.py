@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,7 +32,6 @@ from conftest import BUILD_DIR, ROOT
 from conftest import git as run_git
 
 moto = pytest.importorskip("moto")
-botocore_session = pytest.importorskip("botocore.session")
 
 BUCKET = "tt-ice"
 DS = "1ce5b3c4"
@@ -56,28 +53,10 @@ def icechunk2_python() -> Path:
 
 @pytest.fixture
 def s3():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    client = botocore_session.get_session().create_client(
-        "s3", endpoint_url=url, region_name="us-east-1",
-        aws_access_key_id="testing", aws_secret_access_key="testing",
-    )
-    client.create_bucket(Bucket=BUCKET)
-    yield url, client
-    proc.kill()
-    proc.wait()
+    from s3server import MotoS3
+    server = MotoS3(BUCKET)
+    yield server.url, server.client
+    server.close()
 
 
 class Writer:
