@@ -129,6 +129,44 @@ static bool interrupted_fork_of(tt_repo *repo, const char *key, const char *name
 	return found;
 }
 
+/* A sibling `sib` the killed run forked completely (its ref exists) is the
+ * fork it set out to make when its head is still the state forked from and
+ * nothing else speaks for it: no working ref or pending fork of this
+ * checkout, and no other checkout on the bookmark.  It is taken over
+ * (*ref_out set) instead of forking one more sibling beside it, which no
+ * working ref would ever name again. */
+static int adopt_sibling(tt_repo *repo, const tt_manifest *m, tt_backend *b, const char *sib, char **ref_out,
+			 tt_error *err)
+{
+	json_t *refs = NULL, *head = NULL, *holders = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	bool present = false, spoken = false;
+	const char *k;
+	json_t *v;
+	size_t i;
+	json_t *r;
+	(void)err;
+	if (!b->ops->list_working_refs || !b->ops->fingerprint ||
+	    b->ops->list_working_refs(b, m->locator, &refs, &ignored) < 0)
+		goto done;
+	json_array_foreach(refs, i, r) present |= json_is_string(r) && strcmp(json_string_value(r), sib) == 0;
+	if (!present)
+		goto done;
+	json_object_foreach(repo->ws.working_refs, k, v) spoken |= json_is_string(v) && strcmp(json_string_value(v), sib) == 0;
+	json_object_foreach(repo->ws.pending_forks, k, v) spoken |= json_is_string(v) && strcmp(json_string_value(v), sib) == 0;
+	if (spoken || tt_engine_bookmark_holders(repo, repo->ws.bookmark, &holders, &ignored) < 0 ||
+	    json_array_size(holders) > 0)
+		goto done;
+	if (b->ops->fingerprint(b, m->locator, sib, &head, &ignored) == 0 && tt_engine_same(m, head, m->state))
+		*ref_out = tt_strdup(sib);
+done:
+	tt_error_clear(&ignored);
+	json_decref(refs);
+	json_decref(head);
+	json_decref(holders);
+	return 0;
+}
+
 /* Fork branch `name` for m from its pin, moving it only from expected. */
 int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
 				 const tt_expect *expected, char **ref_out, tt_error *err)
@@ -173,13 +211,18 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 			if (!sib)
 				return tt_error_oom(err);
 			rc = b->ops->clear_partial_fork(b, m->locator, sib, &cleared, err);
+			if (rc == 0 && !cleared && m->state)
+				rc = adopt_sibling(repo, m, b, sib, ref_out, err);
 			free(sib);
 			if (rc < 0)
 				return tt_error_object(err, m->key, m->kind);
+			if (*ref_out)
+				goto forked;
 		}
 	}
 	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
+forked:;
 	json_t *identity = NULL;
 	tt_error ignored = TT_ERROR_INIT;
 	if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)

@@ -385,6 +385,7 @@ apply:;
 			if (rc < 0)
 				goto failed;
 		}
+		tt_fault("restore:after-fork");
 		json_t *ts = json_object_get(v.params, "then_state");
 		json_object_set_new(repo->ws.working_refs, v.key, json_string(ref));
 		json_object_del(repo->ws.pending_forks, v.key);

@@ -7,7 +7,7 @@
  * "undo:after-journal", "undo:after-uncommit", "undo:after-vcs" (an undone
  * `new` returned the working copy), "undo:after-restore";
  * "repair:after-journal", "repair:after-repin", "repair:after-refork";
- * "restore:after-journal", "restore:after-reset", "restore:before-done";
+ * "restore:after-journal", "restore:after-fork", "restore:after-reset", "restore:before-done";
  * "new:...", "promote:...", "gc:..."; the rest of the lifecycle:
  * "drop:after-journal", "drop:after-leave", "drop:after-delete-bookmark",
  * "abandon:after-rewrite", "abandon:after-journal",
@@ -25,7 +25,9 @@
  * running command reaches it, the process is killed on the spot (SIGKILL:
  * no cleanup, no flush), exactly as a crash or a power cut would leave
  * things.  Tests then check that rerunning the command, `repair` or `gc`
- * converges with nothing lost.  Unset, every point costs one getenv.
+ * converges with nothing lost.  "POINT#N" kills the Nth time the process
+ * reaches POINT (a point inside a loop, past its first turns).  Unset,
+ * every point costs one getenv.
  */
 #ifndef TT_UTIL_FAULT_H
 #define TT_UTIL_FAULT_H

@@ -492,20 +492,29 @@ def test_killed_at_named_point_converges(world, point):
     world.check_invariants(point)
 
 
+@pytest.mark.parametrize("turn", [1, 2, 3])
+def test_restore_killed_after_each_fork_converges(world, turn):
+    """A restore killed after its Nth fork, before the journal and the
+    workspace record it: the rerun takes over a sibling branch the killed run
+    made (Lance cannot reset a branch pins hold, so it forks `<ws>.2`) rather
+    than forking `<ws>.3` beside it, which nothing would ever name or release."""
+    argv = prep(world, "restore")
+    mark = len(world.journal())
+    point = f"restore:after-fork#{turn}"
+    p = world.run(*argv, check=False, env={"TETHER_FAULT": point})
+    assert p.returncode in (-signal.SIGKILL, 137), (point, p.returncode, p.stderr)
+    recover(world, argv, mark, point)
+    check_outcome(world, "restore")
+    world.check_invariants(point)
+    ws = tomllib.loads((world.ds / ".tether/workspace.toml").read_text())
+    assert ws["working_refs"]["t"] == f"{WS}.2", ws["working_refs"]
+
+
 DURATIONS: dict[str, float] = {}
 
 
-# A known defect, not yet fixed: `restore` killed at some moments (seen at
-# 69 ms, with a journal append cut short) leaves its new working branch
-# (`<ws>.2`) that neither repair nor gc releases.  Marked so the other
-# scenarios keep guarding; it passes whenever the kill misses that window.
-RANDOM_KNOWN = {"restore": "restore killed mid-run can leave its new working branch that gc does not release"}
-
-
 @pytest.mark.parametrize("seed", range(RANDOM_KILLS))
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=RANDOM_KNOWN[c], strict=False)) if c in RANDOM_KNOWN else c
-    for c in SCENARIOS])
+@pytest.mark.parametrize("command", SCENARIOS)
 def test_killed_at_random_moment_converges(world, tether, command, seed):
     argv = prep(world, command)
     mark = len(world.journal())
