@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/hashbin.h"
 #include "backends/hashcache.h"
 #include "util/buf.h"
 #include "util/crypto_api.h"
@@ -143,6 +144,8 @@ struct tt_fhash {
 	pthread_mutex_t lock;   /* entries, loaded, dirty, disk */
 	char *cache_file;       /* NULL: memory only */
 	tt_hcache *entries;     /* path -> [size, mtime_ns, ctime_ns, ino, sha256, hashed_at_ns] */
+	char *bin_file;         /* the binary copy beside cache_file */
+	tt_hcbin *bin;          /* that copy, mapped: answers lookups until entries is read */
 	bool loaded, dirty;
 	file_sig disk;
 	unsigned threads;
@@ -170,12 +173,15 @@ int tt_fhash_new(tt_fhash **out, const char *cache_file, tt_error *err)
 	*out = NULL;
 	if (!h)
 		return tt_error_oom(err);
-	if (cache_file && !(h->cache_file = tt_strdup(cache_file))) {
+	if (cache_file && (!(h->cache_file = tt_strdup(cache_file)) ||
+			   !(h->bin_file = tt_hcbin_path(cache_file)))) {
+		free(h->cache_file);
 		free(h);
 		return tt_error_oom(err);
 	}
 	if (pthread_mutex_init(&h->lock, NULL) != 0) {
 		free(h->cache_file);
+		free(h->bin_file);
 		free(h);
 		return tt_error_set(err, TT_ERROR, "cannot create a mutex");
 	}
@@ -193,7 +199,9 @@ void tt_fhash_free(tt_fhash *h)
 		return;
 	pthread_mutex_destroy(&h->lock);
 	tt_hcache_free(h->entries);
+	tt_hcbin_close(h->bin);
 	free(h->cache_file);
+	free(h->bin_file);
 	free(h);
 }
 
@@ -251,37 +259,141 @@ static bool sig_equal(const file_sig *a, const file_sig *b)
 			       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns));
 }
 
-/* The cache file's table, or NULL when out of memory.  A file that is
- * missing, unreadable or not a JSON object is an empty table (as tether-vcs
- * treats it).  *sig: the file as read. */
-static tt_hcache *read_cache_file(const char *path, file_sig *sig)
+static file_sig sig_of_stat(const struct stat *st)
 {
-	tt_buf text = TT_BUF_INIT;
-	tt_error ignored = TT_ERROR_INIT;
-	tt_hcache *c = tt_hcache_new();
+	file_sig s = { 0 };
+	s.exists = true;
+	s.dev = st->st_dev;
+	s.ino = st->st_ino;
+	s.size = st->st_size;
+	s.mtime_ns = ts_ns(st->st_mtim);
+	s.ctime_ns = ts_ns(st->st_ctim);
+	return s;
+}
 
-	*sig = sig_of(path);
-	if (c && sig->exists && tt_read_file(path, &text, CACHE_READ_MAX, &ignored) == 0) {
-		size_t len = text.len;
-		char *owned = tt_buf_detach(&text);
-		if (!owned || tt_hcache_load(c, owned, len) < 0) {
-			tt_hcache_free(c);
-			c = NULL;
-		}
+/* Open the cache file: its descriptor (or -1), *sig, and in *key the
+ * identity a binary copy of it is keyed by (*keyed false when there is
+ * none to be had).  The table is then read from the same descriptor, so
+ * the key names exactly the text that was parsed. */
+static int open_cache_json(const char *path, file_sig *sig, tt_hcbin_key *key, bool *keyed)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	memset(sig, 0, sizeof *sig);
+	*keyed = false;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
 	}
-	tt_error_clear(&ignored);
-	tt_buf_release(&text);
+	*sig = sig_of_stat(&st);
+	*keyed = S_ISREG(st.st_mode) && tt_hcbin_key_of_fd(fd, key) == 0;
+	return fd;
+}
+
+/* The table in the file open on fd (sig: its stat), or NULL when out of
+ * memory.  An unreadable file or one that is not a JSON object is an empty
+ * table (as tether-vcs treats it). */
+static tt_hcache *table_from_fd(int fd, const file_sig *sig)
+{
+	tt_hcache *c = tt_hcache_new();
+	size_t cap, len = 0;
+	char *text;
+
+	if (!c || fd < 0 || sig->size < 0 || (uint64_t)sig->size > CACHE_READ_MAX)
+		return c;
+	cap = (size_t)sig->size;
+	if (!(text = tt_malloc(cap + 1))) {
+		tt_hcache_free(c);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t got = len < cap ? read(fd, text + len, cap - len) : 0;
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			free(text);
+			return c;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	text[len] = '\0';
+	if (tt_hcache_load(c, text, len) < 0) {
+		tt_hcache_free(c);
+		return NULL;
+	}
 	return c;
 }
 
+/* The cache file's table, or NULL when out of memory.  A file that is
+ * missing, unreadable or not a JSON object is an empty table (as tether-vcs
+ * treats it).  *sig: the file as read; *key and *keyed as in open_cache_json. */
+static tt_hcache *read_cache_file(const char *path, file_sig *sig, tt_hcbin_key *key, bool *keyed)
+{
+	int fd = open_cache_json(path, sig, key, keyed);
+	tt_hcache *c = table_from_fd(fd, sig);
+	if (fd >= 0)
+		close(fd);
+	return c;
+}
+
+/*
+ * The table is read lazily: when the binary copy beside the JSON file was
+ * made from the JSON file as it is now, lookups are answered from it
+ * (mapped, nothing parsed); otherwise the JSON is parsed and a new binary
+ * copy written.  The JSON stays the truth: a binary copy is used only under
+ * the JSON file's present identity, and the table itself is read from the
+ * JSON before anything is recorded.
+ */
 static int cache_load_locked(tt_fhash *h, tt_error *err)
 {
+	tt_hcbin_key key;
+	bool keyed;
+	int fd;
+
 	if (h->loaded)
 		return 0;
-	h->entries = h->cache_file ? read_cache_file(h->cache_file, &h->disk) : tt_hcache_new();
+	if (!h->cache_file) {
+		if (!(h->entries = tt_hcache_new()))
+			return tt_error_oom(err);
+		h->loaded = true;
+		return 0;
+	}
+	fd = open_cache_json(h->cache_file, &h->disk, &key, &keyed);
+	if (keyed && (h->bin = tt_hcbin_open(h->bin_file, &key)) != NULL) {
+		close(fd);
+		h->loaded = true;
+		return 0;
+	}
+	h->entries = table_from_fd(fd, &h->disk);
+	if (fd >= 0)
+		close(fd);
 	if (!h->entries)
 		return tt_error_oom(err);
+	if (keyed)
+		(void)tt_hcbin_write(h->bin_file, h->entries, &key); /* best effort */
 	h->loaded = true;
+	return 0;
+}
+
+/* The table itself, for a change to it: parsed from the JSON file when
+ * lookups were answered from the binary copy until now. */
+static int cache_table_locked(tt_fhash *h, tt_error *err)
+{
+	tt_hcbin_key key;
+	bool keyed;
+	int rc;
+
+	if ((rc = cache_load_locked(h, err)) != 0 || h->entries)
+		return rc;
+	if (!(h->entries = read_cache_file(h->cache_file, &h->disk, &key, &keyed)))
+		return tt_error_oom(err);
+	tt_hcbin_close(h->bin);
+	h->bin = NULL;
 	return 0;
 }
 
@@ -297,7 +409,9 @@ static int merge_disk_locked(tt_hcache *mine, const char *cache_file, file_sig *
 
 	if (sig_equal(&now, disk_sig))
 		return 0;
-	if (!(disk = read_cache_file(cache_file, &now)))
+	tt_hcbin_key key;
+	bool keyed;
+	if (!(disk = read_cache_file(cache_file, &now, &key, &keyed)))
 		return tt_error_oom(err);
 	rc = tt_hcache_merge(mine, disk) == 0 ? 0 : tt_error_oom(err);
 	tt_hcache_free(disk);
@@ -355,9 +469,17 @@ static int cache_save_locked(tt_fhash *h, tt_error *err)
 		goto done;
 	}
 	if (tt_write_file_atomic(h->cache_file, text.ptr, text.len, 0666, &ignored) == 0) {
-		h->disk = sig_of(h->cache_file);
+		tt_hcbin_key key;
+		bool keyed;
+		int fd = open_cache_json(h->cache_file, &h->disk, &key, &keyed);
+		if (fd >= 0)
+			close(fd);
 		h->dirty = false;
 		atomic_fetch_add(&h->saves, 1);
+		/* The binary copy, keyed by the file now there when that is the
+		 * text just written (another writer may have replaced it since). */
+		if (keyed && key.size == text.len && key.edges == tt_hcbin_edges(text.ptr, text.len))
+			(void)tt_hcbin_write(h->bin_file, h->entries, &key);
 	}
 done:
 	if (lock_fd >= 0)
@@ -381,10 +503,17 @@ static fstat_key key_of(const struct stat *st)
 
 /* The cached sha256 of path (into hex) when every stat field matches and
  * the entry was not made racily. */
-static bool cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *k, char hex[65])
+static bool cache_lookup_locked(tt_fhash *h, const char *path, size_t len, const fstat_key *k,
+				char hex[65], size_t *hint)
 {
-	const tt_hc_entry *e = tt_hcache_get(h->entries, path, strlen(path));
+	tt_hc_entry found;
+	const tt_hc_entry *e = NULL;
 	int64_t changed;
+
+	if (h->entries)
+		e = tt_hcache_get(h->entries, path, len);
+	else if (h->bin && tt_hcbin_get(h->bin, path, len, hint, &found))
+		e = &found;
 
 	if (!e || !e->decoded || (uint64_t)e->size != k->size || e->size < 0 ||
 	    e->mtime_ns != k->mtime_ns || e->ctime_ns != k->ctime_ns || e->ino < 0 ||
@@ -607,7 +736,7 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 		if (misses[i].errnum != 0)
 			failed = &misses[i];
 	pthread_mutex_lock(&h->lock);
-	rc = cache_load_locked(h, err);
+	rc = cache_table_locked(h, err);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (misses[i].errnum == 0)
 			rc = cache_record_locked(h, misses[i].path, &misses[i].key, misses[i].hex,
@@ -641,7 +770,7 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 	m.hex = hex;
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
-	known = rc == 0 && cache_lookup_locked(h, path, &m.key, hex);
+	known = rc == 0 && cache_lookup_locked(h, path, strlen(path), &m.key, hex, NULL);
 	pthread_mutex_unlock(&h->lock);
 	if (rc)
 		return rc;
@@ -1093,20 +1222,23 @@ static void resolve_one(size_t i, void *arg)
 	 * (the cache's keys) live in a ring of that many buffers, and only a
 	 * miss keeps its own. */
 	enum { AHEAD = 8, RING = AHEAD + 1 };
+	size_t hint = 0;        /* the binary copy's next record: slices are in key order */
 	tt_buf ring[RING];
 	for (int k = 0; k < RING; k++)
 		tt_buf_init(&ring[k], 0);
 	for (size_t j = 0; j < p->n && j < AHEAD; j++)
 		if (!p->v[j]->link) {
 			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->path);
-			tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
+			if (p->h->entries)
+				tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
 		}
 	for (size_t j = 0; j < p->n; j++) {
 		wentry *e = p->v[j];
 		size_t a = j + AHEAD;
 		if (a < p->n && !p->v[a]->link) {
 			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->path);
-			tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
+			if (p->h->entries)
+				tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
 		}
 		if (e->link)
 			continue;
@@ -1115,7 +1247,7 @@ static void resolve_one(size_t i, void *arg)
 			p->oom = true;
 			break;
 		}
-		if (cache_lookup_locked(p->h, key->ptr, &e->key, e->token)) {
+		if (cache_lookup_locked(p->h, key->ptr, key->len, &e->key, e->token, &hint)) {
 			p->hits++;
 			continue;
 		}
