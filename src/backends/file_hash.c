@@ -791,13 +791,16 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
  * for the root).  The order of discovery does not matter: the rows are
  * sorted at the end.
  */
+/* Kept small (48 bytes): a refresh of 10^6 files holds 10^6 of them.  A
+ * file's token is written straight into its row; a symlink's is kept in
+ * the names buffer right after its name. */
 typedef struct wentry {
-	size_t off;             /* relative path in the (merged) names buffer */
-	const char *path;       /* set once the buffer stops moving */
-	const char *full;       /* full path (set for files) */
-	bool link;
+	union {
+		size_t off;     /* relative path in the (merged) names buffer... */
+		const char *path; /* ...and, once that buffer stops moving, the path */
+	} u;
 	fstat_key key;          /* files: stat through symlinks */
-	char token[TT_FILE_TOKEN_MAX];
+	bool link;
 } wentry;
 
 typedef struct walkq {
@@ -871,7 +874,7 @@ static int add_entry(walk *w, size_t off, bool link, const struct stat *st, went
 		return TT_ENOMEM;
 	wentry *e = &w->items[w->n++];
 	memset(e, 0, sizeof *e);
-	e->off = off;
+	e->u.off = off;
 	e->link = link;
 	if (st)
 		e->key = key_of(st);
@@ -1019,16 +1022,19 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		}
 		if (type != DT_LNK)
 			continue; /* a "regular" entry that stat calls something else */
-		if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
-		    add_entry(w, off, true, NULL, &e) != 0) {
-			rc = tt_error_oom(err);
-			break;
-		}
 		{
+			char token[TT_FILE_TOKEN_MAX];
 			int errnum = 0;
-			if (link_token(dfd, de->d_name, e->token, &errnum) != 0) {
+			if (link_token(dfd, de->d_name, token, &errnum) != 0) {
 				rc = errnum;
 				goto os_error;
+			}
+			/* name "\0" token "\0" */
+			if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
+			    tt_buf_put(&w->names, token, strlen(token) + 1) != 0 ||
+			    add_entry(w, off, true, NULL, &e) != 0) {
+				rc = tt_error_oom(err);
+				break;
 			}
 		}
 		continue;
@@ -1093,7 +1099,7 @@ static void walker(size_t index, void *arg)
 static int by_path(const void *pa, const void *pb)
 {
 	const wentry *a = *(const wentry *const *)pa, *b = *(const wentry *const *)pb;
-	return strcmp(a->path, b->path);
+	return strcmp(a->u.path, b->u.path);
 }
 
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
@@ -1175,7 +1181,7 @@ static int sort_entries(wentry ***order, size_t n, unsigned threads, tt_error *e
 	}
 	size_t a = 0, b = 0, o = 0;
 	while (a < parts[0].n && b < parts[1].n)
-		tmp[o++] = strcmp(parts[0].v[a]->path, parts[1].v[b]->path) <= 0 ? parts[0].v[a++]
+		tmp[o++] = strcmp(parts[0].v[a]->u.path, parts[1].v[b]->u.path) <= 0 ? parts[0].v[a++]
 										      : parts[1].v[b++];
 	while (a < parts[0].n)
 		tmp[o++] = parts[0].v[a++];
@@ -1192,6 +1198,7 @@ typedef struct resolve_part {
 	tt_fhash *h;
 	const char *root;
 	wentry **v;
+	tt_file_row *rows;      /* the slice's rows: a file's token is written there */
 	size_t n;
 	tt_buf fulls;
 	miss *misses;           /* room for n */
@@ -1228,7 +1235,7 @@ static void resolve_one(size_t i, void *arg)
 		tt_buf_init(&ring[k], 0);
 	for (size_t j = 0; j < p->n && j < AHEAD; j++)
 		if (!p->v[j]->link) {
-			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->path);
+			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->u.path);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
 		}
@@ -1236,7 +1243,7 @@ static void resolve_one(size_t i, void *arg)
 		wentry *e = p->v[j];
 		size_t a = j + AHEAD;
 		if (a < p->n && !p->v[a]->link) {
-			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->path);
+			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->u.path);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
 		}
@@ -1247,13 +1254,13 @@ static void resolve_one(size_t i, void *arg)
 			p->oom = true;
 			break;
 		}
-		if (cache_lookup_locked(p->h, key->ptr, key->len, &e->key, e->token, &hint)) {
+		if (cache_lookup_locked(p->h, key->ptr, key->len, &e->key, p->rows[j].token, &hint)) {
 			p->hits++;
 			continue;
 		}
 		p->misses[p->nmiss].path = (const char *)e;  /* the entry, until its path is kept */
 		p->misses[p->nmiss].key = e->key;
-		p->misses[p->nmiss].hex = e->token;
+		p->misses[p->nmiss].hex = p->rows[j].token;
 		p->nmiss++;
 		need += key->len + 1;
 	}
@@ -1268,13 +1275,13 @@ static void resolve_one(size_t i, void *arg)
 	}
 	for (size_t m = 0; m < p->nmiss; m++) {
 		wentry *e = (wentry *)p->misses[m].path;
-		e->full = p->fulls.ptr + p->fulls.len;
+		const char *full = p->fulls.ptr + p->fulls.len;
 		if (!dot)
 			tt_buf_put(&p->fulls, p->root, rl);
 		if (slash)
 			tt_buf_putc(&p->fulls, '/');
-		tt_buf_put(&p->fulls, e->path, strlen(e->path) + 1);
-		p->misses[m].path = e->full;
+		tt_buf_put(&p->fulls, e->u.path, strlen(e->u.path) + 1);
+		p->misses[m].path = full;
 	}
 }
 
@@ -1320,7 +1327,7 @@ static int merge_walks(walk *ws, unsigned nw, walk *all)
 		tt_buf_put(&all->names, ws[i].names.ptr, ws[i].names.len);
 		tt_buf_release(&ws[i].names);
 		for (size_t j = 0; j < ws[i].n; j++)
-			ws[i].items[j].off += base;
+			ws[i].items[j].u.off += base;
 	}
 	all->n = n;
 	return all->names.failed;
@@ -1393,12 +1400,17 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 	for (unsigned i = 0, k = 0; i < nw; i++)
 		for (size_t j = 0; j < ws[i].n; j++) {
-			ws[i].items[j].path = w.names.ptr + ws[i].items[j].off; /* UTF-8: walk_dir checked */
+			ws[i].items[j].u.path = w.names.ptr + ws[i].items[j].u.off; /* UTF-8: walk_dir checked */
 			order[k++] = &ws[i].items[j];
 		}
 	if (w.n > 1 && (rc = sort_entries(&order, w.n, nw, err)) != 0)
 		goto done;
 
+	/* The rows, in order: the cache's answers and the hashes land there. */
+	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
 	/* Full paths (the cache's keys), then the cache's answers, in slices. */
 	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
 		rc = tt_error_oom(err);
@@ -1411,7 +1423,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 	for (unsigned i = 0; i < nparts; i++) {
 		size_t from = w.n * i / nparts, to = w.n * (i + 1) / nparts;
-		parts[i] = (resolve_part){ h, root, order + from, to - from, TT_BUF_INIT,
+		parts[i] = (resolve_part){ h, root, order + from, out->rows + from, to - from, TT_BUF_INIT,
 					   misses + from, 0, 0, false };
 		tt_buf_init(&parts[i].fulls, 0);
 	}
@@ -1446,21 +1458,23 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		goto done;
 
 	/* The tree: rows (paths into names, which the tree takes over). */
-	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	out->names = tt_buf_detach(&w.names);
-	if (!out->names && w.n) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < w.n; i++) {
-		tt_file_row *r = &out->rows[i];
-		r->path = out->names + order[i]->off;
-		r->size = order[i]->link ? 0 : order[i]->key.size;
-		memcpy(r->token, order[i]->token, sizeof r->token);
-		out->size += r->size;
+	{
+		const char *base = w.names.ptr;
+		out->names = tt_buf_detach(&w.names);
+		if (!out->names && w.n) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < w.n; i++) {
+			tt_file_row *r = &out->rows[i];
+			r->path = out->names + (order[i]->u.path - base);
+			r->size = order[i]->link ? 0 : order[i]->key.size;
+			if (order[i]->link) {
+				const char *t = r->path + strlen(r->path) + 1;
+				memcpy(r->token, t, strlen(t) + 1);
+			}
+			out->size += r->size;
+		}
 	}
 	out->n = w.n;
 	tt_file_rows_digest(out->rows, out->n, out->digest);
