@@ -812,9 +812,25 @@ typedef struct walkq {
 	bool stop;              /* an error: everyone stops */
 } walkq;
 
+/* One directory read: its files and symlinks are entries [start, start +
+ * count) of its walker's items, sorted by name; key is its relative path
+ * and a '/' ("" for the root), an offset into the names buffer until that
+ * stops moving. */
+typedef struct dirrun {
+	union {
+		size_t off;
+		const char *path;
+	} key;
+	size_t start, count;
+	unsigned walker;
+} dirrun;
+
 typedef struct walk {
 	const char *root;
 	walkq *q;
+	dirrun *runs;
+	size_t nruns, runs_alloc;
+	unsigned index;
 	tt_buf names;           /* relative paths, NUL-separated (offsets stay valid) */
 	wentry *items;
 	size_t n, alloc;
@@ -931,12 +947,43 @@ static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], 
 	return 0;
 }
 
+static int by_name_in(const void *pa, const void *pb, void *names)
+{
+	const wentry *a = pa, *b = pb;
+	return strcmp((const char *)names + a->u.off, (const char *)names + b->u.off);
+}
+
+/* The directory just read (its entries from first on): sorted, and
+ * recorded as a run. */
+static int end_dir(walk *w, const char *rel, size_t first)
+{
+	dirrun *r;
+	size_t key = w->names.len;
+
+	if (w->n - first > 1)
+		qsort_r(w->items + first, w->n - first, sizeof *w->items, by_name_in, w->names.ptr);
+	if (rel) {
+		tt_buf_puts(&w->names, rel);
+		tt_buf_putc(&w->names, '/');
+	}
+	tt_buf_putc(&w->names, '\0');
+	if (w->names.failed || TT_ARRAY_GROW(w->runs, w->runs_alloc, w->nruns + 1) != 0)
+		return TT_ENOMEM;
+	r = &w->runs[w->nruns++];
+	r->key.off = key;
+	r->start = first;
+	r->count = w->n - first;
+	r->walker = w->index;
+	return 0;
+}
+
 /* Read one directory (rel: NULL for the root). */
 static int walk_dir(walk *w, const char *rel, tt_error *err)
 {
 	int rc = 0;
 	DIR *d;
 	int dfd;
+	size_t first = w->n;
 
 	/* tether-vcs hashes and lists names as UTF-8 text; a file whose path is
 	 * not cannot be written into a listing. */
@@ -1046,6 +1093,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		break;
 	}
 	closedir(d);
+	if (rc == 0 && end_dir(w, rel, first) != 0)
+		rc = tt_error_oom(err);
 	return rc;
 }
 
@@ -1096,12 +1145,6 @@ static void walker(size_t index, void *arg)
 	}
 }
 
-static int by_path(const void *pa, const void *pb)
-{
-	const wentry *a = *(const wentry *const *)pa, *b = *(const wentry *const *)pb;
-	return strcmp(a->u.path, b->u.path);
-}
-
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
 {
 	blake2b_state S;
@@ -1143,54 +1186,13 @@ void tt_file_tree_release(tt_file_tree *t)
 }
 
 /*
- * After the walk, the work per entry (sorting, the full paths the cache is
+ * After the walk, the work per entry (the full paths the cache is
  * keyed by, the cache lookups) is split across threads too: for a cached
  * refresh of a large tree it is most of what is left once the kernel has
  * answered the stats.  Below PARALLEL_MIN entries a thread costs more than
  * it saves.
  */
 #define PARALLEL_MIN 16384u
-
-typedef struct sort_part {
-	wentry **v;
-	size_t n;
-} sort_part;
-
-static void sort_one(size_t i, void *arg)
-{
-	sort_part *p = &((sort_part *)arg)[i];
-	qsort(p->v, p->n, sizeof *p->v, by_path);
-}
-
-/* Sort order[0..n) by path: two halves at once, then one merge into tmp
- * (n slots), which becomes the order. */
-static int sort_entries(wentry ***order, size_t n, unsigned threads, tt_error *err)
-{
-	wentry **v = *order, **tmp;
-	if (n < PARALLEL_MIN || threads < 2) {
-		qsort(v, n, sizeof *v, by_path);
-		return 0;
-	}
-	sort_part parts[2] = { { v, n / 2 }, { v + n / 2, n - n / 2 } };
-	if (!(tmp = tt_reallocarray(NULL, n, sizeof *tmp)))
-		return tt_error_oom(err);
-	int rc = tt_pool_map(2, 2, sort_one, parts, err);
-	if (rc) {
-		free(tmp);
-		return rc;
-	}
-	size_t a = 0, b = 0, o = 0;
-	while (a < parts[0].n && b < parts[1].n)
-		tmp[o++] = strcmp(parts[0].v[a]->u.path, parts[1].v[b]->u.path) <= 0 ? parts[0].v[a++]
-										      : parts[1].v[b++];
-	while (a < parts[0].n)
-		tmp[o++] = parts[0].v[a++];
-	while (b < parts[1].n)
-		tmp[o++] = parts[1].v[b++];
-	free(v);
-	*order = tmp;
-	return 0;
-}
 
 /* One slice of the sorted entries: their full paths (in a buffer of its
  * own), then the cache's answer for each file. */
@@ -1328,9 +1330,67 @@ static int merge_walks(walk *ws, unsigned nw, walk *all)
 		tt_buf_release(&ws[i].names);
 		for (size_t j = 0; j < ws[i].n; j++)
 			ws[i].items[j].u.off += base;
+		for (size_t j = 0; j < ws[i].nruns; j++)
+			ws[i].runs[j].key.off += base;
 	}
 	all->n = n;
 	return all->names.failed;
+}
+
+static int by_key(const void *pa, const void *pb)
+{
+	const dirrun *a = pa, *b = pb;
+	return strcmp(a->key.path, b->key.path);
+}
+
+/*
+ * The entries in path order, from the directories' runs sorted by key: a
+ * directory's subtree is one block of that order (every path in it starts
+ * with its key) that follows the directory's own key, and a file of its
+ * parent sorts before the whole block or after it, as its path compares
+ * with the key.  So each directory's sorted files are merged with its
+ * children's blocks, emitted in turn.  Returns the run after runs[i]'s
+ * block.  The depth of recursion is the tree's.
+ */
+static size_t emit_run(const dirrun *runs, size_t nruns, size_t i, const walk *ws, wentry **order,
+		       size_t *k)
+{
+	const dirrun *d = &runs[i];
+	const wentry *files = ws[d->walker].items + d->start;
+	size_t klen = strlen(d->key.path), f = 0, j = i + 1;
+
+	while (j < nruns && strncmp(runs[j].key.path, d->key.path, klen) == 0) {
+		while (f < d->count && strcmp(files[f].u.path, runs[j].key.path) < 0)
+			order[(*k)++] = (wentry *)&files[f++];
+		j = emit_run(runs, nruns, j, ws, order, k);
+	}
+	while (f < d->count)
+		order[(*k)++] = (wentry *)&files[f++];
+	return j;
+}
+
+static int order_entries(walk *ws, unsigned nw, wentry **order, size_t n, tt_error *err)
+{
+	size_t nruns = 0, k = 0;
+	dirrun *runs;
+
+	for (unsigned i = 0; i < nw; i++)
+		nruns += ws[i].nruns;
+	if (!nruns)
+		return 0;
+	if (!(runs = tt_reallocarray(NULL, nruns, sizeof *runs)))
+		return tt_error_oom(err);
+	nruns = 0;
+	for (unsigned i = 0; i < nw; i++) {
+		memcpy(runs + nruns, ws[i].runs, ws[i].nruns * sizeof *runs);
+		nruns += ws[i].nruns;
+	}
+	qsort(runs, nruns, sizeof *runs, by_key);
+	/* runs[0] is the root (key ""); its block is everything. */
+	emit_run(runs, nruns, 0, ws, order, &k);
+	free(runs);
+	return k == n ? 0 : tt_error_set(err, TT_ERROR, "[file] the walk lost track of %zu entries",
+					   n - k);
 }
 
 int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
@@ -1374,6 +1434,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	for (unsigned i = 0; i < nw; i++) {
 		ws[i].root = root;
 		ws[i].q = &q;
+		ws[i].index = i;
 		tt_buf_init(&ws[i].names, 0);
 		tt_buf_init(&ws[i].full, 0);
 		tt_buf_init(&ws[i].scratch, 0);
@@ -1398,12 +1459,13 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	for (unsigned i = 0, k = 0; i < nw; i++)
-		for (size_t j = 0; j < ws[i].n; j++) {
-			ws[i].items[j].u.path = w.names.ptr + ws[i].items[j].u.off; /* UTF-8: walk_dir checked */
-			order[k++] = &ws[i].items[j];
-		}
-	if (w.n > 1 && (rc = sort_entries(&order, w.n, nw, err)) != 0)
+	for (unsigned i = 0; i < nw; i++) {
+		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
+			ws[i].items[j].u.path = w.names.ptr + ws[i].items[j].u.off;
+		for (size_t j = 0; j < ws[i].nruns; j++)
+			ws[i].runs[j].key.path = w.names.ptr + ws[i].runs[j].key.off;
+	}
+	if (w.n && (rc = order_entries(ws, nw, order, w.n, err)) != 0)
 		goto done;
 
 	/* The rows, in order: the cache's answers and the hashes land there. */
@@ -1489,6 +1551,7 @@ done:
 			free(ws[i].found[j]);
 		free(ws[i].found);
 		free(ws[i].items);
+		free(ws[i].runs);
 		tt_buf_release(&ws[i].names);
 		tt_buf_release(&ws[i].full);
 		tt_buf_release(&ws[i].scratch);

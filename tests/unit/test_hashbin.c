@@ -368,3 +368,66 @@ TT_TEST(hashbin_engine_believes_the_json_over_the_binary_copy)
 	free(bin);
 	free(tmp);
 }
+
+/* --- the walk's order ------------------------------------------------------------ */
+
+static int put_at(const char *root, const char *rel)
+{
+	char *p = tt_asprintf("%s/%s", root, rel);
+	char *slash;
+	int rc = -1;
+	if (!p)
+		return -1;
+	for (slash = strchr(p + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(p, 0777);
+		*slash = '/';
+	}
+	rc = spill(p, rel, strlen(rel));
+	free(p);
+	return rc;
+}
+
+static int by_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+TT_TEST(walk_rows_are_in_path_order_across_directories)
+{
+	/* Names that sort around a directory's "/" ('.' '-' ' ' before it, '0'
+	 * and letters after), empty-named levels, deep chains, UTF-8. */
+	static const char *const rels[] = {
+		"a", "a.txt", "a-b", "a b", "a0", "aa", "b.x/y", "b/a.txt", "b/a/c",
+		"b/a/c.d/e", "b/a-c", "b/a0", "b/ab/c/d/e/f/g", "b/ab.c", "c/\xc3\xa9", "c/e",
+		"c/\xe6\x97\xa5/x", "c/z", "d/d/d/d", "d/d.d", "d/d0", "d/d/d0", "e0", "e/0",
+	};
+	enum { N = sizeof rels / sizeof *rels };
+	const char *want[N];
+	char *root = path_in("tree");
+	tt_fhash *h = NULL;
+	tt_error err = TT_ERROR_INIT;
+	tt_file_tree t;
+
+	CHECK(root);
+	CHECK(mkdir(root, 0777) == 0);
+	for (int i = 0; i < N; i++) {
+		CHECK_MSG(put_at(root, rels[i]) == 0, "%s", rels[i]);
+		want[i] = rels[i];
+	}
+	qsort(want, N, sizeof *want, by_strcmp);
+	for (unsigned threads = 1; threads <= 3; threads++) {
+		CHECK_INT(tt_fhash_new(&h, NULL, &err), 0);
+		tt_fhash_set_threads(h, threads);
+		CHECK_MSG(tt_fhash_dir(h, root, &t, &err) == 0, "%s", err.message ? err.message : "");
+		CHECK_INT(t.n, N);
+		for (int i = 0; i < N; i++)
+			CHECK_MSG(strcmp(t.rows[i].path, want[i]) == 0, "%u threads: row %d is %s, want %s",
+				  threads, i, t.rows[i].path, want[i]);
+		tt_file_tree_release(&t);
+		tt_fhash_free(h);
+		h = NULL;
+	}
+	tt_error_clear(&err);
+	free(root);
+}
