@@ -623,14 +623,21 @@ def cpu_count() -> int:
 
 
 def peak_rss_kib(argv: list, cwd: Path, env: dict[str, str]) -> int | None:
-    """`/usr/bin/time -v`'s Maximum resident set size of one run, in KiB."""
-    if not Path("/usr/bin/time").exists():
-        return None
-    p = run(["/usr/bin/time", "-v", *argv], cwd, env)
-    for line in p.stderr.splitlines():
-        if "Maximum resident set size" in line:
-            return int(line.rsplit(":", 1)[1])
-    return None
+    """The peak resident set size of one run, in KiB (the child's rusage)."""
+    return child_usage(argv, cwd, env)[0]
+
+
+def child_usage(argv: list, cwd: Path | None = None, env: dict[str, str] | None = None
+                ) -> tuple[int, float]:
+    """One run of argv as a child: its peak RSS in KiB and its CPU seconds
+    (user + system), from the rusage wait4 returns for that child alone."""
+    p = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise Skip(f"{Path(str(argv[0])).name} exited {p.returncode}")
+    return ru.ru_maxrss, ru.ru_utime + ru.ru_stime
 
 
 def timed(argv: list, cwd: Path, env: dict[str, str], reps: int) -> list[float]:
@@ -734,8 +741,10 @@ def check_refresh(ctx: dict) -> str:
     states = [o["state"] for o in got["ours"]]
     if states != ["clean"]:
         raise Skip(f"expected one clean object, got {states}")
+    binary = hash_cache(ctx["ds"]).with_suffix(".bin")
     return (f"both `status --snapshot --json`: the same one object, clean; hash cache "
-            f"{hash_cache(ctx['ds']).stat().st_size / 1e6:.0f} MB")
+            f"{hash_cache(ctx['ds']).stat().st_size / 1e6:.0f} MB"
+            + (f", its binary copy {binary.stat().st_size / 1e6:.0f} MB" if binary.exists() else ""))
 
 
 def cmds_refresh(ctx: dict, side: str):
@@ -787,7 +796,9 @@ def bare_walk_floor(tree: Path) -> dict | None:
         n, secs = p.stdout.split()
         got[threads] = (int(n), float(secs))
     best = min(got.values(), key=lambda v: v[1])
-    return {"entries": best[0], "seconds": best[1],
+    # CPU time of one single-threaded walk (the least of 3 runs of one walk).
+    cpu = min(child_usage([exe, tree, "1", "1"])[1] for _ in range(3))
+    return {"entries": best[0], "seconds": best[1], "cpu_seconds": cpu,
             "by_threads": {str(k): v[1] for k, v in got.items()}}
 
 
@@ -811,6 +822,14 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
                  f"best of 3, {', '.join(f'{k} thread(s) {v * 1e3:.0f} ms' for k, v in bare['by_threads'].items())}) "
                  f"takes {bare['seconds'] * 1e3:.0f} ms, {bare['seconds'] / bare['entries'] * 1e6:.2f} µs/entry: "
                  f"ours is {res.med('ours') / bare['seconds']:.2f}× the floor")
+        # The same comparison in CPU time (user + system of the child, the
+        # least of 3), which load on the machine moves far less than wall.
+        cpu = min(child_usage([ctx["sides"].exe("ours"), "status", "--snapshot"], ctx["ds"],
+                              ctx["env"])[1] for _ in range(3))
+        res.extra["ours_cpu_seconds"] = cpu
+        res.extra["ours_cpu_over_bare_walk_cpu"] = cpu / bare["cpu_seconds"]
+        text += (f"; in CPU time ours {cpu * 1e3:.0f} ms, the bare walk on one thread "
+                 f"{bare['cpu_seconds'] * 1e3:.0f} ms: {cpu / bare['cpu_seconds']:.2f}×")
     if ctx["rss"]:
         for side in ("ours", "ref"):
             kib = peak_rss_kib([ctx["sides"].exe(side), "status", "--snapshot"], ctx["ds"],
@@ -818,7 +837,7 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
             res.extra[f"{side}_peak_rss_mib"] = kib / 1024 if kib else None
         o, r = res.extra["ours_peak_rss_mib"], res.extra["ref_peak_rss_mib"]
         if o is None:
-            text += "; peak memory not measured (no /usr/bin/time)"
+            text += "; peak memory not measured"
         else:
             text += f"; peak RSS ours {o:.0f} MiB, tether-vcs {r:.0f} MiB"
     return text
@@ -1688,11 +1707,11 @@ def benchmarks(quick: bool) -> list[Bench]:
               summarize=sum_first),
         Bench("file-cached-refresh-100k", f"file-cached-refresh-{small_label}", reps(10),
               f"`tether status --snapshot` on {small_n} small files, hash cache warm",
-              prep_refresh(small_n, 1, rss=False), check_refresh, cmds_refresh,
+              prep_refresh(small_n, 1, rss=True), check_refresh, cmds_refresh,
               summarize=sum_refresh),
         Bench("file-cached-refresh-1M", f"file-cached-refresh-{large_label}", reps(3),
               f"`tether status --snapshot` on {small_n * 10} small files in nested "
-              "directories, hash cache warm; peak RSS by /usr/bin/time -v",
+              "directories, hash cache warm; peak RSS from the child's rusage",
               prep_refresh(small_n, 10, rss=True), check_refresh, cmds_refresh,
               summarize=sum_refresh),
         Bench("status-snapshot-vs-dvc", f"status-snapshot-vs-dvc-{mid_label}", reps(10),

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/hashbin.h"
 #include "backends/hashcache.h"
 #include "util/buf.h"
 #include "util/crypto_api.h"
@@ -143,6 +144,8 @@ struct tt_fhash {
 	pthread_mutex_t lock;   /* entries, loaded, dirty, disk */
 	char *cache_file;       /* NULL: memory only */
 	tt_hcache *entries;     /* path -> [size, mtime_ns, ctime_ns, ino, sha256, hashed_at_ns] */
+	char *bin_file;         /* the binary copy beside cache_file */
+	tt_hcbin *bin;          /* that copy, mapped: answers lookups until entries is read */
 	bool loaded, dirty;
 	file_sig disk;
 	unsigned threads;
@@ -170,12 +173,15 @@ int tt_fhash_new(tt_fhash **out, const char *cache_file, tt_error *err)
 	*out = NULL;
 	if (!h)
 		return tt_error_oom(err);
-	if (cache_file && !(h->cache_file = tt_strdup(cache_file))) {
+	if (cache_file && (!(h->cache_file = tt_strdup(cache_file)) ||
+			   !(h->bin_file = tt_hcbin_path(cache_file)))) {
+		free(h->cache_file);
 		free(h);
 		return tt_error_oom(err);
 	}
 	if (pthread_mutex_init(&h->lock, NULL) != 0) {
 		free(h->cache_file);
+		free(h->bin_file);
 		free(h);
 		return tt_error_set(err, TT_ERROR, "cannot create a mutex");
 	}
@@ -193,7 +199,9 @@ void tt_fhash_free(tt_fhash *h)
 		return;
 	pthread_mutex_destroy(&h->lock);
 	tt_hcache_free(h->entries);
+	tt_hcbin_close(h->bin);
 	free(h->cache_file);
+	free(h->bin_file);
 	free(h);
 }
 
@@ -251,37 +259,141 @@ static bool sig_equal(const file_sig *a, const file_sig *b)
 			       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns));
 }
 
-/* The cache file's table, or NULL when out of memory.  A file that is
- * missing, unreadable or not a JSON object is an empty table (as tether-vcs
- * treats it).  *sig: the file as read. */
-static tt_hcache *read_cache_file(const char *path, file_sig *sig)
+static file_sig sig_of_stat(const struct stat *st)
 {
-	tt_buf text = TT_BUF_INIT;
-	tt_error ignored = TT_ERROR_INIT;
-	tt_hcache *c = tt_hcache_new();
+	file_sig s = { 0 };
+	s.exists = true;
+	s.dev = st->st_dev;
+	s.ino = st->st_ino;
+	s.size = st->st_size;
+	s.mtime_ns = ts_ns(st->st_mtim);
+	s.ctime_ns = ts_ns(st->st_ctim);
+	return s;
+}
 
-	*sig = sig_of(path);
-	if (c && sig->exists && tt_read_file(path, &text, CACHE_READ_MAX, &ignored) == 0) {
-		size_t len = text.len;
-		char *owned = tt_buf_detach(&text);
-		if (!owned || tt_hcache_load(c, owned, len) < 0) {
-			tt_hcache_free(c);
-			c = NULL;
-		}
+/* Open the cache file: its descriptor (or -1), *sig, and in *key the
+ * identity a binary copy of it is keyed by (*keyed false when there is
+ * none to be had).  The table is then read from the same descriptor, so
+ * the key names exactly the text that was parsed. */
+static int open_cache_json(const char *path, file_sig *sig, tt_hcbin_key *key, bool *keyed)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	memset(sig, 0, sizeof *sig);
+	*keyed = false;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
 	}
-	tt_error_clear(&ignored);
-	tt_buf_release(&text);
+	*sig = sig_of_stat(&st);
+	*keyed = S_ISREG(st.st_mode) && tt_hcbin_key_of_fd(fd, key) == 0;
+	return fd;
+}
+
+/* The table in the file open on fd (sig: its stat), or NULL when out of
+ * memory.  An unreadable file or one that is not a JSON object is an empty
+ * table (as tether-vcs treats it). */
+static tt_hcache *table_from_fd(int fd, const file_sig *sig)
+{
+	tt_hcache *c = tt_hcache_new();
+	size_t cap, len = 0;
+	char *text;
+
+	if (!c || fd < 0 || sig->size < 0 || (uint64_t)sig->size > CACHE_READ_MAX)
+		return c;
+	cap = (size_t)sig->size;
+	if (!(text = tt_malloc(cap + 1))) {
+		tt_hcache_free(c);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t got = len < cap ? read(fd, text + len, cap - len) : 0;
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			free(text);
+			return c;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	text[len] = '\0';
+	if (tt_hcache_load(c, text, len) < 0) {
+		tt_hcache_free(c);
+		return NULL;
+	}
 	return c;
 }
 
+/* The cache file's table, or NULL when out of memory.  A file that is
+ * missing, unreadable or not a JSON object is an empty table (as tether-vcs
+ * treats it).  *sig: the file as read; *key and *keyed as in open_cache_json. */
+static tt_hcache *read_cache_file(const char *path, file_sig *sig, tt_hcbin_key *key, bool *keyed)
+{
+	int fd = open_cache_json(path, sig, key, keyed);
+	tt_hcache *c = table_from_fd(fd, sig);
+	if (fd >= 0)
+		close(fd);
+	return c;
+}
+
+/*
+ * The table is read lazily: when the binary copy beside the JSON file was
+ * made from the JSON file as it is now, lookups are answered from it
+ * (mapped, nothing parsed); otherwise the JSON is parsed and a new binary
+ * copy written.  The JSON stays the truth: a binary copy is used only under
+ * the JSON file's present identity, and the table itself is read from the
+ * JSON before anything is recorded.
+ */
 static int cache_load_locked(tt_fhash *h, tt_error *err)
 {
+	tt_hcbin_key key;
+	bool keyed;
+	int fd;
+
 	if (h->loaded)
 		return 0;
-	h->entries = h->cache_file ? read_cache_file(h->cache_file, &h->disk) : tt_hcache_new();
+	if (!h->cache_file) {
+		if (!(h->entries = tt_hcache_new()))
+			return tt_error_oom(err);
+		h->loaded = true;
+		return 0;
+	}
+	fd = open_cache_json(h->cache_file, &h->disk, &key, &keyed);
+	if (keyed && (h->bin = tt_hcbin_open(h->bin_file, &key)) != NULL) {
+		close(fd);
+		h->loaded = true;
+		return 0;
+	}
+	h->entries = table_from_fd(fd, &h->disk);
+	if (fd >= 0)
+		close(fd);
 	if (!h->entries)
 		return tt_error_oom(err);
+	if (keyed)
+		(void)tt_hcbin_write(h->bin_file, h->entries, &key); /* best effort */
 	h->loaded = true;
+	return 0;
+}
+
+/* The table itself, for a change to it: parsed from the JSON file when
+ * lookups were answered from the binary copy until now. */
+static int cache_table_locked(tt_fhash *h, tt_error *err)
+{
+	tt_hcbin_key key;
+	bool keyed;
+	int rc;
+
+	if ((rc = cache_load_locked(h, err)) != 0 || h->entries)
+		return rc;
+	if (!(h->entries = read_cache_file(h->cache_file, &h->disk, &key, &keyed)))
+		return tt_error_oom(err);
+	tt_hcbin_close(h->bin);
+	h->bin = NULL;
 	return 0;
 }
 
@@ -297,7 +409,9 @@ static int merge_disk_locked(tt_hcache *mine, const char *cache_file, file_sig *
 
 	if (sig_equal(&now, disk_sig))
 		return 0;
-	if (!(disk = read_cache_file(cache_file, &now)))
+	tt_hcbin_key key;
+	bool keyed;
+	if (!(disk = read_cache_file(cache_file, &now, &key, &keyed)))
 		return tt_error_oom(err);
 	rc = tt_hcache_merge(mine, disk) == 0 ? 0 : tt_error_oom(err);
 	tt_hcache_free(disk);
@@ -355,9 +469,17 @@ static int cache_save_locked(tt_fhash *h, tt_error *err)
 		goto done;
 	}
 	if (tt_write_file_atomic(h->cache_file, text.ptr, text.len, 0666, &ignored) == 0) {
-		h->disk = sig_of(h->cache_file);
+		tt_hcbin_key key;
+		bool keyed;
+		int fd = open_cache_json(h->cache_file, &h->disk, &key, &keyed);
+		if (fd >= 0)
+			close(fd);
 		h->dirty = false;
 		atomic_fetch_add(&h->saves, 1);
+		/* The binary copy, keyed by the file now there when that is the
+		 * text just written (another writer may have replaced it since). */
+		if (keyed && key.size == text.len && key.edges == tt_hcbin_edges(text.ptr, text.len))
+			(void)tt_hcbin_write(h->bin_file, h->entries, &key);
 	}
 done:
 	if (lock_fd >= 0)
@@ -381,10 +503,17 @@ static fstat_key key_of(const struct stat *st)
 
 /* The cached sha256 of path (into hex) when every stat field matches and
  * the entry was not made racily. */
-static bool cache_lookup_locked(tt_fhash *h, const char *path, const fstat_key *k, char hex[65])
+static bool cache_lookup_locked(tt_fhash *h, const char *path, size_t len, const fstat_key *k,
+				char hex[65], size_t *hint)
 {
-	const tt_hc_entry *e = tt_hcache_get(h->entries, path, strlen(path));
+	tt_hc_entry found;
+	const tt_hc_entry *e = NULL;
 	int64_t changed;
+
+	if (h->entries)
+		e = tt_hcache_get(h->entries, path, len);
+	else if (h->bin && tt_hcbin_get(h->bin, path, len, hint, &found))
+		e = &found;
 
 	if (!e || !e->decoded || (uint64_t)e->size != k->size || e->size < 0 ||
 	    e->mtime_ns != k->mtime_ns || e->ctime_ns != k->ctime_ns || e->ino < 0 ||
@@ -607,7 +736,7 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 		if (misses[i].errnum != 0)
 			failed = &misses[i];
 	pthread_mutex_lock(&h->lock);
-	rc = cache_load_locked(h, err);
+	rc = cache_table_locked(h, err);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (misses[i].errnum == 0)
 			rc = cache_record_locked(h, misses[i].path, &misses[i].key, misses[i].hex,
@@ -641,7 +770,7 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 	m.hex = hex;
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
-	known = rc == 0 && cache_lookup_locked(h, path, &m.key, hex);
+	known = rc == 0 && cache_lookup_locked(h, path, strlen(path), &m.key, hex, NULL);
 	pthread_mutex_unlock(&h->lock);
 	if (rc)
 		return rc;
@@ -662,13 +791,16 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
  * for the root).  The order of discovery does not matter: the rows are
  * sorted at the end.
  */
+/* Kept small (48 bytes): a refresh of 10^6 files holds 10^6 of them.  A
+ * file's token is written straight into its row; a symlink's is kept in
+ * the names buffer right after its name. */
 typedef struct wentry {
-	size_t off;             /* relative path in the (merged) names buffer */
-	const char *path;       /* set once the buffer stops moving */
-	const char *full;       /* full path (set for files) */
-	bool link;
+	union {
+		size_t off;     /* relative path in the (merged) names buffer... */
+		const char *path; /* ...and, once that buffer stops moving, the path */
+	} u;
 	fstat_key key;          /* files: stat through symlinks */
-	char token[TT_FILE_TOKEN_MAX];
+	bool link;
 } wentry;
 
 typedef struct walkq {
@@ -680,9 +812,25 @@ typedef struct walkq {
 	bool stop;              /* an error: everyone stops */
 } walkq;
 
+/* One directory read: its files and symlinks are entries [start, start +
+ * count) of its walker's items, sorted by name; key is its relative path
+ * and a '/' ("" for the root), an offset into the names buffer until that
+ * stops moving. */
+typedef struct dirrun {
+	union {
+		size_t off;
+		const char *path;
+	} key;
+	size_t start, count;
+	unsigned walker;
+} dirrun;
+
 typedef struct walk {
 	const char *root;
 	walkq *q;
+	dirrun *runs;
+	size_t nruns, runs_alloc;
+	unsigned index;
 	tt_buf names;           /* relative paths, NUL-separated (offsets stay valid) */
 	wentry *items;
 	size_t n, alloc;
@@ -742,7 +890,7 @@ static int add_entry(walk *w, size_t off, bool link, const struct stat *st, went
 		return TT_ENOMEM;
 	wentry *e = &w->items[w->n++];
 	memset(e, 0, sizeof *e);
-	e->off = off;
+	e->u.off = off;
 	e->link = link;
 	if (st)
 		e->key = key_of(st);
@@ -799,12 +947,43 @@ static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], 
 	return 0;
 }
 
+static int by_name_in(const void *pa, const void *pb, void *names)
+{
+	const wentry *a = pa, *b = pb;
+	return strcmp((const char *)names + a->u.off, (const char *)names + b->u.off);
+}
+
+/* The directory just read (its entries from first on): sorted, and
+ * recorded as a run. */
+static int end_dir(walk *w, const char *rel, size_t first)
+{
+	dirrun *r;
+	size_t key = w->names.len;
+
+	if (w->n - first > 1)
+		qsort_r(w->items + first, w->n - first, sizeof *w->items, by_name_in, w->names.ptr);
+	if (rel) {
+		tt_buf_puts(&w->names, rel);
+		tt_buf_putc(&w->names, '/');
+	}
+	tt_buf_putc(&w->names, '\0');
+	if (w->names.failed || TT_ARRAY_GROW(w->runs, w->runs_alloc, w->nruns + 1) != 0)
+		return TT_ENOMEM;
+	r = &w->runs[w->nruns++];
+	r->key.off = key;
+	r->start = first;
+	r->count = w->n - first;
+	r->walker = w->index;
+	return 0;
+}
+
 /* Read one directory (rel: NULL for the root). */
 static int walk_dir(walk *w, const char *rel, tt_error *err)
 {
 	int rc = 0;
 	DIR *d;
 	int dfd;
+	size_t first = w->n;
 
 	/* tether-vcs hashes and lists names as UTF-8 text; a file whose path is
 	 * not cannot be written into a listing. */
@@ -890,16 +1069,19 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		}
 		if (type != DT_LNK)
 			continue; /* a "regular" entry that stat calls something else */
-		if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
-		    add_entry(w, off, true, NULL, &e) != 0) {
-			rc = tt_error_oom(err);
-			break;
-		}
 		{
+			char token[TT_FILE_TOKEN_MAX];
 			int errnum = 0;
-			if (link_token(dfd, de->d_name, e->token, &errnum) != 0) {
+			if (link_token(dfd, de->d_name, token, &errnum) != 0) {
 				rc = errnum;
 				goto os_error;
+			}
+			/* name "\0" token "\0" */
+			if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
+			    tt_buf_put(&w->names, token, strlen(token) + 1) != 0 ||
+			    add_entry(w, off, true, NULL, &e) != 0) {
+				rc = tt_error_oom(err);
+				break;
 			}
 		}
 		continue;
@@ -911,6 +1093,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		break;
 	}
 	closedir(d);
+	if (rc == 0 && end_dir(w, rel, first) != 0)
+		rc = tt_error_oom(err);
 	return rc;
 }
 
@@ -961,12 +1145,6 @@ static void walker(size_t index, void *arg)
 	}
 }
 
-static int by_path(const void *pa, const void *pb)
-{
-	const wentry *a = *(const wentry *const *)pa, *b = *(const wentry *const *)pb;
-	return strcmp(a->path, b->path);
-}
-
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
 {
 	blake2b_state S;
@@ -1008,7 +1186,7 @@ void tt_file_tree_release(tt_file_tree *t)
 }
 
 /*
- * After the walk, the work per entry (sorting, the full paths the cache is
+ * After the walk, the work per entry (the full paths the cache is
  * keyed by, the cache lookups) is split across threads too: for a cached
  * refresh of a large tree it is most of what is left once the kernel has
  * answered the stats.  Below PARALLEL_MIN entries a thread costs more than
@@ -1016,53 +1194,13 @@ void tt_file_tree_release(tt_file_tree *t)
  */
 #define PARALLEL_MIN 16384u
 
-typedef struct sort_part {
-	wentry **v;
-	size_t n;
-} sort_part;
-
-static void sort_one(size_t i, void *arg)
-{
-	sort_part *p = &((sort_part *)arg)[i];
-	qsort(p->v, p->n, sizeof *p->v, by_path);
-}
-
-/* Sort order[0..n) by path: two halves at once, then one merge into tmp
- * (n slots), which becomes the order. */
-static int sort_entries(wentry ***order, size_t n, unsigned threads, tt_error *err)
-{
-	wentry **v = *order, **tmp;
-	if (n < PARALLEL_MIN || threads < 2) {
-		qsort(v, n, sizeof *v, by_path);
-		return 0;
-	}
-	sort_part parts[2] = { { v, n / 2 }, { v + n / 2, n - n / 2 } };
-	if (!(tmp = tt_reallocarray(NULL, n, sizeof *tmp)))
-		return tt_error_oom(err);
-	int rc = tt_pool_map(2, 2, sort_one, parts, err);
-	if (rc) {
-		free(tmp);
-		return rc;
-	}
-	size_t a = 0, b = 0, o = 0;
-	while (a < parts[0].n && b < parts[1].n)
-		tmp[o++] = strcmp(parts[0].v[a]->path, parts[1].v[b]->path) <= 0 ? parts[0].v[a++]
-										      : parts[1].v[b++];
-	while (a < parts[0].n)
-		tmp[o++] = parts[0].v[a++];
-	while (b < parts[1].n)
-		tmp[o++] = parts[1].v[b++];
-	free(v);
-	*order = tmp;
-	return 0;
-}
-
 /* One slice of the sorted entries: their full paths (in a buffer of its
  * own), then the cache's answer for each file. */
 typedef struct resolve_part {
 	tt_fhash *h;
 	const char *root;
 	wentry **v;
+	tt_file_row *rows;      /* the slice's rows: a file's token is written there */
 	size_t n;
 	tt_buf fulls;
 	miss *misses;           /* room for n */
@@ -1093,20 +1231,23 @@ static void resolve_one(size_t i, void *arg)
 	 * (the cache's keys) live in a ring of that many buffers, and only a
 	 * miss keeps its own. */
 	enum { AHEAD = 8, RING = AHEAD + 1 };
+	size_t hint = 0;        /* the binary copy's next record: slices are in key order */
 	tt_buf ring[RING];
 	for (int k = 0; k < RING; k++)
 		tt_buf_init(&ring[k], 0);
 	for (size_t j = 0; j < p->n && j < AHEAD; j++)
 		if (!p->v[j]->link) {
-			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->path);
-			tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
+			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->u.path);
+			if (p->h->entries)
+				tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
 		}
 	for (size_t j = 0; j < p->n; j++) {
 		wentry *e = p->v[j];
 		size_t a = j + AHEAD;
 		if (a < p->n && !p->v[a]->link) {
-			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->path);
-			tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
+			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->u.path);
+			if (p->h->entries)
+				tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
 		}
 		if (e->link)
 			continue;
@@ -1115,13 +1256,13 @@ static void resolve_one(size_t i, void *arg)
 			p->oom = true;
 			break;
 		}
-		if (cache_lookup_locked(p->h, key->ptr, &e->key, e->token)) {
+		if (cache_lookup_locked(p->h, key->ptr, key->len, &e->key, p->rows[j].token, &hint)) {
 			p->hits++;
 			continue;
 		}
 		p->misses[p->nmiss].path = (const char *)e;  /* the entry, until its path is kept */
 		p->misses[p->nmiss].key = e->key;
-		p->misses[p->nmiss].hex = e->token;
+		p->misses[p->nmiss].hex = p->rows[j].token;
 		p->nmiss++;
 		need += key->len + 1;
 	}
@@ -1136,13 +1277,13 @@ static void resolve_one(size_t i, void *arg)
 	}
 	for (size_t m = 0; m < p->nmiss; m++) {
 		wentry *e = (wentry *)p->misses[m].path;
-		e->full = p->fulls.ptr + p->fulls.len;
+		const char *full = p->fulls.ptr + p->fulls.len;
 		if (!dot)
 			tt_buf_put(&p->fulls, p->root, rl);
 		if (slash)
 			tt_buf_putc(&p->fulls, '/');
-		tt_buf_put(&p->fulls, e->path, strlen(e->path) + 1);
-		p->misses[m].path = e->full;
+		tt_buf_put(&p->fulls, e->u.path, strlen(e->u.path) + 1);
+		p->misses[m].path = full;
 	}
 }
 
@@ -1188,10 +1329,68 @@ static int merge_walks(walk *ws, unsigned nw, walk *all)
 		tt_buf_put(&all->names, ws[i].names.ptr, ws[i].names.len);
 		tt_buf_release(&ws[i].names);
 		for (size_t j = 0; j < ws[i].n; j++)
-			ws[i].items[j].off += base;
+			ws[i].items[j].u.off += base;
+		for (size_t j = 0; j < ws[i].nruns; j++)
+			ws[i].runs[j].key.off += base;
 	}
 	all->n = n;
 	return all->names.failed;
+}
+
+static int by_key(const void *pa, const void *pb)
+{
+	const dirrun *a = pa, *b = pb;
+	return strcmp(a->key.path, b->key.path);
+}
+
+/*
+ * The entries in path order, from the directories' runs sorted by key: a
+ * directory's subtree is one block of that order (every path in it starts
+ * with its key) that follows the directory's own key, and a file of its
+ * parent sorts before the whole block or after it, as its path compares
+ * with the key.  So each directory's sorted files are merged with its
+ * children's blocks, emitted in turn.  Returns the run after runs[i]'s
+ * block.  The depth of recursion is the tree's.
+ */
+static size_t emit_run(const dirrun *runs, size_t nruns, size_t i, const walk *ws, wentry **order,
+		       size_t *k)
+{
+	const dirrun *d = &runs[i];
+	const wentry *files = ws[d->walker].items + d->start;
+	size_t klen = strlen(d->key.path), f = 0, j = i + 1;
+
+	while (j < nruns && strncmp(runs[j].key.path, d->key.path, klen) == 0) {
+		while (f < d->count && strcmp(files[f].u.path, runs[j].key.path) < 0)
+			order[(*k)++] = (wentry *)&files[f++];
+		j = emit_run(runs, nruns, j, ws, order, k);
+	}
+	while (f < d->count)
+		order[(*k)++] = (wentry *)&files[f++];
+	return j;
+}
+
+static int order_entries(walk *ws, unsigned nw, wentry **order, size_t n, tt_error *err)
+{
+	size_t nruns = 0, k = 0;
+	dirrun *runs;
+
+	for (unsigned i = 0; i < nw; i++)
+		nruns += ws[i].nruns;
+	if (!nruns)
+		return 0;
+	if (!(runs = tt_reallocarray(NULL, nruns, sizeof *runs)))
+		return tt_error_oom(err);
+	nruns = 0;
+	for (unsigned i = 0; i < nw; i++) {
+		memcpy(runs + nruns, ws[i].runs, ws[i].nruns * sizeof *runs);
+		nruns += ws[i].nruns;
+	}
+	qsort(runs, nruns, sizeof *runs, by_key);
+	/* runs[0] is the root (key ""); its block is everything. */
+	emit_run(runs, nruns, 0, ws, order, &k);
+	free(runs);
+	return k == n ? 0 : tt_error_set(err, TT_ERROR, "[file] the walk lost track of %zu entries",
+					   n - k);
 }
 
 int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
@@ -1235,6 +1434,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	for (unsigned i = 0; i < nw; i++) {
 		ws[i].root = root;
 		ws[i].q = &q;
+		ws[i].index = i;
 		tt_buf_init(&ws[i].names, 0);
 		tt_buf_init(&ws[i].full, 0);
 		tt_buf_init(&ws[i].scratch, 0);
@@ -1259,14 +1459,20 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	for (unsigned i = 0, k = 0; i < nw; i++)
-		for (size_t j = 0; j < ws[i].n; j++) {
-			ws[i].items[j].path = w.names.ptr + ws[i].items[j].off; /* UTF-8: walk_dir checked */
-			order[k++] = &ws[i].items[j];
-		}
-	if (w.n > 1 && (rc = sort_entries(&order, w.n, nw, err)) != 0)
+	for (unsigned i = 0; i < nw; i++) {
+		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
+			ws[i].items[j].u.path = w.names.ptr + ws[i].items[j].u.off;
+		for (size_t j = 0; j < ws[i].nruns; j++)
+			ws[i].runs[j].key.path = w.names.ptr + ws[i].runs[j].key.off;
+	}
+	if (w.n && (rc = order_entries(ws, nw, order, w.n, err)) != 0)
 		goto done;
 
+	/* The rows, in order: the cache's answers and the hashes land there. */
+	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
 	/* Full paths (the cache's keys), then the cache's answers, in slices. */
 	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
 		rc = tt_error_oom(err);
@@ -1279,7 +1485,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	}
 	for (unsigned i = 0; i < nparts; i++) {
 		size_t from = w.n * i / nparts, to = w.n * (i + 1) / nparts;
-		parts[i] = (resolve_part){ h, root, order + from, to - from, TT_BUF_INIT,
+		parts[i] = (resolve_part){ h, root, order + from, out->rows + from, to - from, TT_BUF_INIT,
 					   misses + from, 0, 0, false };
 		tt_buf_init(&parts[i].fulls, 0);
 	}
@@ -1314,21 +1520,23 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		goto done;
 
 	/* The tree: rows (paths into names, which the tree takes over). */
-	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	out->names = tt_buf_detach(&w.names);
-	if (!out->names && w.n) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < w.n; i++) {
-		tt_file_row *r = &out->rows[i];
-		r->path = out->names + order[i]->off;
-		r->size = order[i]->link ? 0 : order[i]->key.size;
-		memcpy(r->token, order[i]->token, sizeof r->token);
-		out->size += r->size;
+	{
+		const char *base = w.names.ptr;
+		out->names = tt_buf_detach(&w.names);
+		if (!out->names && w.n) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		for (size_t i = 0; i < w.n; i++) {
+			tt_file_row *r = &out->rows[i];
+			r->path = out->names + (order[i]->u.path - base);
+			r->size = order[i]->link ? 0 : order[i]->key.size;
+			if (order[i]->link) {
+				const char *t = r->path + strlen(r->path) + 1;
+				memcpy(r->token, t, strlen(t) + 1);
+			}
+			out->size += r->size;
+		}
 	}
 	out->n = w.n;
 	tt_file_rows_digest(out->rows, out->n, out->digest);
@@ -1343,6 +1551,7 @@ done:
 			free(ws[i].found[j]);
 		free(ws[i].found);
 		free(ws[i].items);
+		free(ws[i].runs);
 		tt_buf_release(&ws[i].names);
 		tt_buf_release(&ws[i].full);
 		tt_buf_release(&ws[i].scratch);

@@ -208,6 +208,18 @@ const tt_hc_entry *tt_hcache_get(const tt_hcache *c, const char *key, size_t len
 	return r ? &r->e : NULL;
 }
 
+bool tt_hcache_at(const tt_hcache *c, size_t i, const char **key, size_t *len,
+		  const tt_hc_entry **e)
+{
+	const rec *r = &c->recs[i];
+	if (r->verbatim || !r->e.decoded)
+		return false;
+	*key = r->key;
+	*len = r->klen;
+	*e = &r->e;
+	return true;
+}
+
 int tt_hcache_put(tt_hcache *c, const char *key, size_t len, const tt_hc_entry *e)
 {
 	uint64_t h = hash_bytes(key, len);

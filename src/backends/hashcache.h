@@ -67,6 +67,11 @@ int tt_hcache_merge(tt_hcache *dst, const tt_hcache *src);
  * (ASCII escapes, insertion order).  Returns 0 or the buffer's failure. */
 int tt_hcache_dump(const tt_hcache *c, tt_buf *out);
 
+/* Record i (0 <= i < count) in insertion order: true with its key and entry
+ * when it is a decoded entry a path can look up, false otherwise. */
+bool tt_hcache_at(const tt_hcache *c, size_t i, const char **key, size_t *len,
+		  const tt_hc_entry **e);
+
 /* The lower-case hex of a decoded entry's sha (65 bytes with the NUL). */
 void tt_hc_entry_hex(const tt_hc_entry *e, char hex[65]);
 
