@@ -403,9 +403,10 @@ def test_b3_lance_state_off_main_gets_its_branch_id_as_tether_vcs_gives_it(tmp_p
 
 def alpha_v1(version: str, where: Path, env) -> Path:
     """A dataset that release made (tether.toml version 1: no dataset id,
-    pins named `tether.<12 hex>`), with its stores inside `where` so a copy
+    pins named `tether.<hash>`), with its stores inside `where` so a copy
     put back at the same path is the same dataset: a git store pinned by two
-    commits, `new`'s working branch `tether.ws.<ws8>.<key>` in it, and a
+    commits, `new`'s working branch `tether.ws.<ws8>.<key>` (0.1.0a7:
+    `...<key>-<key6>`) in it, and a
     local file by relative path."""
     old = Runner(old_tether(version), env)
     store = where / "store"
@@ -427,7 +428,7 @@ def alpha_v1(version: str, where: Path, env) -> Path:
     (store / "a").write_text("2\n")
     git("commit", "-q", "-am", "two", cwd=store, env=env)
     old("commit", "-m", "second", cwd=root)
-    old("new", cwd=root)
+    old("new", *(["--eager"] if version >= "0.1.0a7" else []), cwd=root)  # a7 forks lazily by default
     text = (root / "tether.toml").read_text()
     assert "version = 1" in text and "[dataset]" not in text
     return root
@@ -460,7 +461,7 @@ def renamed(value, ours: str, theirs: str):
     return json.loads(json.dumps(value).replace(ours, theirs))
 
 
-@pytest.mark.parametrize("version", ["0.1.0a5"])
+@pytest.mark.parametrize("version", ["0.1.0a5", "0.1.0a7"])
 def test_alpha_v1_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, tether, ref, version):
     where = tmp_path / "alpha"
     alpha_v1(version, where, env)
@@ -511,3 +512,50 @@ def test_alpha_v1_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, t
     tether("verify", cwd=root)
     assert "clean  code" in tether("status", cwd=root).stdout
     assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
+
+
+def test_alpha_rename_that_fails_stops_before_any_rewrite(tmp_path, env, tether, ref):
+    """A store rename that cannot be made stops the upgrade before history
+    or a manifest is rewritten (only the dataset id the renames are made
+    under is kept, as tether-vcs 0.1.0b7 keeps it); the renames that did
+    happen are journalled, and the rerun once the cause is gone skips them."""
+    root = alpha_v1("0.1.0a5", tmp_path / "alpha", env)
+    store = root.parent / "store"
+    saved = tmp_path / "plan.json"
+    tether("upgrade", "--plan", str(saved), cwd=root)
+    plan = json.loads(saved.read_text())
+    renames = sorted((a for a in plan["actions"] if a["op"] == "rename-pin"), key=lambda a: a["target"])
+    assert len(renames) == 2 and any(a["op"] == "rewrite-history" for a in plan["actions"])
+    blocked, other = renames
+    # the new name of one pin already names another commit in the store
+    elsewhere = [c for c in git("rev-list", "main", cwd=store, env=env).split()
+                 if c != blocked["params"]["state"]["sha"]][0]
+    git("tag", blocked["target"], elsewhere, cwd=store, env=env)
+    files = lambda: {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                     if p.is_file() and ".git/" not in p.as_posix() and "/cache/" not in p.as_posix()
+                     and p.name not in ("ops.jsonl", "lock")}
+    before, head = files(), git("rev-parse", "HEAD", cwd=root, env=env)
+    p = tether("upgrade", "--from-plan", str(saved), cwd=root, check=False)
+    assert p.returncode == 1, p
+    assert "upgrade stopped before rewriting history: 1 store rename(s) failed" in p.stderr
+    assert f"rename-pin {blocked['params']['old']['ref']}" in p.stderr
+    after = files()
+    cfg = after.pop("tether.toml").decode()
+    assert f'[dataset]\nid = "{plan["context"]["dataset_id"]}"' in cfg and "version = 1" in cfg
+    before.pop("tether.toml")
+    assert after == before and git("rev-parse", "HEAD", cwd=root, env=env) == head
+    tags = git("tag", "--list", "tether.*", cwd=store, env=env).split()
+    assert blocked["params"]["old"]["ref"] in tags and other["target"] in tags
+    assert other["params"]["old"]["ref"] not in tags
+    last = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
+    assert last["command"] == "upgrade" and last["result"]["stopped"] is True
+    assert last["result"]["renamed_pins"] == {other["params"]["old"]["ref"]: other["target"]}
+    # the cause gone, a fresh upgrade finishes under the same id
+    git("tag", "-d", blocked["target"], cwd=store, env=env)
+    out = tether.json("upgrade", cwd=root)
+    assert out["renamed_pins"] == {blocked["params"]["old"]["ref"]: blocked["target"]}
+    assert sorted(git("tag", "--list", "tether.*", cwd=store, env=env).split()) == \
+        sorted([blocked["target"], other["target"]])
+    assert git("status", "--porcelain", cwd=root, env=env) == ""
+    ref("verify", cwd=root)
+    tether("verify", cwd=root)
