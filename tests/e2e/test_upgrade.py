@@ -559,3 +559,66 @@ def test_alpha_rename_that_fails_stops_before_any_rewrite(tmp_path, env, tether,
     assert git("status", "--porcelain", cwd=root, env=env) == ""
     ref("verify", cwd=root)
     tether("verify", cwd=root)
+
+
+def test_alpha_v1_jj_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, jj_bin, tether, ref):
+    """On a colocated jj dataset 0.1.0a5 made, the history rewrite is jj's
+    (a child of each change holding the new manifests, squashed into it:
+    the change ids stay): ours and tether-vcs 0.1.0b7's agree on the same
+    dataset put back at the same path."""
+    jenv = {**env, "PATH": f"{jj_bin.parent}{os.pathsep}{env.get('PATH', '')}", "JJ_USER": "Test",
+            "JJ_EMAIL": "test@example.com", "JJ_CONFIG": str(tmp_path / "jjconfig.toml")}
+    jj = lambda *a, cwd: subprocess.run([str(jj_bin), "--no-pager", *a], cwd=str(cwd), env=jenv, check=True,
+                                        capture_output=True, text=True).stdout
+    old = Runner(old_tether("0.1.0a5"), jenv)
+    where = tmp_path / "alpha"
+    store, root = where / "store", where / "ds"
+    store.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    (store / "a").write_text("1\n")
+    git("add", "a", cwd=store, env=env)
+    git("commit", "-q", "-m", "one", cwd=store, env=env)
+    root.mkdir()
+    jj("git", "init", "--colocate", cwd=root)
+    old("init", cwd=root)
+    old("add", "code", str(store), "--kind", "git", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    (store / "a").write_text("2\n")
+    git("commit", "-q", "-am", "two", cwd=store, env=env)
+    old("commit", "-m", "second", cwd=root)
+    assert "version = 1" in (root / "tether.toml").read_text()
+    pristine = tmp_path / "pristine"
+    shutil.copytree(where, pristine, symlinks=True)
+    log = lambda: jj("log", "--no-graph", "-r", "::@- ~ root()", "-T",
+                     'change_id ++ " " ++ description.first_line() ++ "\\n"', cwd=root).splitlines()
+
+    sides = {}
+    for name, exe in (("theirs", ref.exe), ("ours", tether.exe)):
+        if name == "ours":
+            shutil.move(str(where), str(tmp_path / "by-ref"))
+            shutil.copytree(pristine, where, symlinks=True)
+        runner = Runner(exe, jenv, check_json=name == "ours")
+        plan = runner.json("upgrade", "--dry-run", cwd=root)
+        out = runner.json("upgrade", cwd=root)
+        ds = tomllib.loads((root / "tether.toml").read_text())["dataset"]["id"]
+        changes = log()
+        history = {c.split()[0]: jj("file", "show", "-r", c.split()[0], "root:.tether/objects/code.toml", cwd=root)
+                   for c in changes}
+        files = {rel: (root / rel).read_text() for rel in ("tether.toml", ".tether/objects/code.toml",
+                                                          ".tether/workspace.toml")}
+        tags = sorted(git("tag", "--list", "tether.*", cwd=store, env=env).split())
+        sides[name] = renamed((plan, out, changes, history, files, tags), ds, "<id>"), \
+            jj("diff", "--summary", "-r", "@", cwd=root)
+        sides[name] = (sides[name][0], sides[name][1], plan["context"]["dataset_id"])
+    (t, t_wc, t_plan_id), (o, o_wc, o_plan_id) = sides["theirs"], sides["ours"]
+    (pt, tout, tchanges, thist, tfiles, ttags), (po, oout, ochanges, ohist, ofiles, otags) = t, o
+    assert comparable(renamed(po, o_plan_id, t_plan_id)) == comparable(renamed(pt, t_plan_id, t_plan_id))
+    assert "rewrite-history" in {a["op"] for a in po["actions"]}
+    drop = lambda r: {k: v for k, v in r.items() if k not in ("vcs_commit", "rewritten_commits")}
+    assert drop(oout) == drop(tout) and len(oout["rewritten_commits"]) == len(tout["rewritten_commits"]) >= 2
+    assert ochanges == tchanges and ochanges[0].endswith("tether upgrade: v1 -> v5")
+    assert ohist == thist and ofiles == tfiles and otags == ttags and len(otags) == 2
+    assert o_wc == t_wc == ""  # the working copy holds nothing left over
+    assert all(f'"tether.<id>.' in text for text in ohist.values() if "[pin]" in text)
+    Runner(ref.exe, jenv)("verify", cwd=root)
+    Runner(tether.exe, jenv)("verify", cwd=root)
