@@ -62,7 +62,7 @@ done:
 }
 
 static const cli_opt opts[] = {
-	{ "from", 0, OPT_VALUE, "REV", "The dataset revision whose pins to restore." },
+	{ "from", 'f', OPT_VALUE, "REV", "The dataset revision whose pins to restore." },
 	{ "at", 0, OPT_VALUE, "REF", "Instead of --from: start each branch from this native ref or state in "
 				      "its store (a branch, tag or state id, as `add --at` takes); REF itself "
 				      "is never moved or written." },
