@@ -2362,6 +2362,8 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 				json_decref(r);
 				tt_error_clear(&ig);
 			}
+			/* it stopped before writing a manifest: the tree is the user's again */
+			tt_unlink(marker, NULL);
 			goto done;
 		}
 		if (has_part(parts, P_CONTENT) && (rc = apply_v3(repo, plan, result, err)) < 0)

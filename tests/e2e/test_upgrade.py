@@ -551,6 +551,7 @@ def test_alpha_rename_that_fails_stops_before_any_rewrite(tmp_path, env, tether,
     last = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
     assert last["command"] == "upgrade" and last["result"]["stopped"] is True
     assert last["result"]["renamed_pins"] == {other["params"]["old"]["ref"]: other["target"]}
+    assert not (root / ".tether/cache/upgrade-interrupted").exists()  # no manifest was touched
     # the cause gone, a fresh upgrade finishes under the same id
     git("tag", "-d", blocked["target"], cwd=store, env=env)
     out = tether.json("upgrade", cwd=root)
