@@ -172,7 +172,11 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 
 	if ((rc = tt_toml_get_str(dataset, "id", &id, file, "[dataset]", err)) < 0)
 		goto done;
-	if (!id || !tt_is_dataset_id(id)) {
+	if (!id && accept_outdated && version < 4) {
+		/* an alpha dataset from before dataset ids: the upgrade's
+		 * namespacing part gives it one */
+		c->dataset_id[0] = '\0';
+	} else if (!id || !tt_is_dataset_id(id)) {
 		char fresh[9] = "0a1b2c3d";
 		tt_new_dataset_id(fresh, NULL);
 		rc = tt_toml_refuse(err, file, id ? toml_table_get(dataset, "id") : dataset,
@@ -181,8 +185,9 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 		tt_error_hint(err, "add\n  [dataset]\n  id = \"%s\"\n(pins and branches made before it was "
 				   "set are not recognised: re-commit and `new`, or `tether repair`)", fresh);
 		goto done;
+	} else {
+		memcpy(c->dataset_id, id, 9);
 	}
-	memcpy(c->dataset_id, id, 9);
 
 	if ((rc = tt_toml_get_bool(snapshot, "auto", &c->snapshot_auto, file, "[snapshot]", err)) < 0 ||
 	    (rc = tt_toml_get_bool(verify, "on_status", &c->verify_on_status, file, "[verify]", err)) < 0 ||

@@ -26,6 +26,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 #include "engine/engine.h"
 #include "util/fault.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/toml.h"
@@ -63,23 +65,6 @@ static long long version_in(const char *text, size_t len)
 		out = (long long)version;
 	toml_free(doc);
 	tt_error_clear(&ig);
-	return out;
-}
-
-/* [tether] version of the dataset at or above start (1 when absent), or
- * -1 when it cannot be read (opening then says why). */
-static long long recorded_version(const char *start)
-{
-	char *root = tt_find_dataset_root(start), *path = root ? tt_config_path(root) : NULL;
-	tt_buf text = TT_BUF_INIT;
-	tt_error ig = TT_ERROR_INIT;
-	long long out = -1;
-	if (path && tt_read_file(path, &text, 4 << 20, &ig) == 0)
-		out = version_in(text.ptr, text.len);
-	tt_error_clear(&ig);
-	tt_buf_release(&text);
-	free(path);
-	free(root);
 	return out;
 }
 
@@ -114,44 +99,9 @@ static int interrupted_from(tt_repo *repo)
 	return v > 0 && v < TT_CONFIG_VERSION && repo->config.version >= TT_CONFIG_VERSION ? (int)v : 0;
 }
 
-/* Whether tether.toml's text names a [dataset] id. */
-static bool has_dataset_id(const char *start)
-{
-	char *root = tt_find_dataset_root(start), *path = root ? tt_config_path(root) : NULL;
-	tt_buf text = TT_BUF_INIT;
-	tt_error ig = TT_ERROR_INIT;
-	toml_value *doc = NULL;
-	const toml_value *ds = NULL;
-	const char *id = NULL;
-	bool out = false;
-	if (path && tt_read_file(path, &text, 4 << 20, &ig) == 0 &&
-	    toml_parse(&doc, text.ptr, text.len, TT_CONFIG_FILENAME, &ig) == 0 &&
-	    tt_toml_get_table(doc, "dataset", &ds, TT_CONFIG_FILENAME, "", &ig) == 0 && ds &&
-	    tt_toml_get_str(ds, "id", &id, TT_CONFIG_FILENAME, "[dataset]", &ig) == 0)
-		out = id && *id;
-	toml_free(doc);
-	tt_error_clear(&ig);
-	tt_buf_release(&text);
-	free(path);
-	free(root);
-	return out;
-}
-
 int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err)
 {
-	const char *start = start_dir ? start_dir : ".";
-	long long v = recorded_version(start);
 	*out = NULL;
-	if (v >= 0 && v < 4 && !has_dataset_id(start)) {
-		/* an alpha dataset without an id: its pins and working branches
-		 * are renamed into the namespace a new id makes */
-		tt_error_set(err, TT_ECONFIG,
-			     "this dataset (tether.toml version %lld) needs upgrade parts this tether does not build: "
-			     "dataset-namespaced refs (it has no dataset id: its pins are renamed in every store and "
-			     "its history rewritten to the new names)", v);
-		return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install tether-vcs==0.1.0b7`, "
-					  "then `tether upgrade --dry-run` and `tether upgrade`); nothing was written");
-	}
 	tt_config_accept_outdated(true);
 	tt_manifests_accept_misplaced(true);
 	int rc = tt_repo_open(out, start_dir, err);
@@ -494,7 +444,7 @@ static void hist_release(hist_manifests *h)
 	memset(h, 0, sizeof *h);
 }
 
-/* --- v2: dataset-namespaced refs (not built here) ---------------------------- */
+/* --- v2: dataset-namespaced refs ------------------------------------------ */
 
 static int needs_namespacing(tt_repo *repo, bool *out, tt_error *err)
 {
@@ -1536,20 +1486,701 @@ static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 	return rc;
 }
 
+/* --- v2: dataset-namespaced refs ------------------------------------------- */
+
+#define WS_PREFIX "tether.ws."
+
+/* slugify_key: runs of [^0-9A-Za-z] become "-", stripped, lower-cased. */
+static char *key_slug(const char *key)
+{
+	tt_buf b = TT_BUF_INIT;
+	bool dash = false;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+		bool ok = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+		if (!ok) {
+			dash = true;
+			continue;
+		}
+		if (dash && b.len)
+			tt_buf_putc(&b, '-');
+		dash = false;
+		tt_buf_putc(&b, (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p));
+	}
+	if (!b.len)
+		tt_buf_puts(&b, "obj");
+	return tt_buf_detach(&b);
+}
+
+/* key_digest6: blake(canon(key), size=8)[:6]. */
+static int key6(const char *key, char out[7])
+{
+	tt_buf q = TT_BUF_INIT;
+	json_t *s = json_string(key);
+	char hex[17];
+	int rc = s && tt_json_canonical(&q, s) == 0 ? 0 : -1;
+	tt_bytes part = { q.ptr, q.len };
+	if (rc == 0)
+		rc = tt_blake_parts(hex, 8, &part, 1);
+	if (rc == 0)
+		memcpy(out, hex, 6), out[6] = '\0';
+	json_decref(s);
+	tt_buf_release(&q);
+	return rc;
+}
+
+/* {slug: key} of the working tree's keys (the last key wins, as a dict). */
+static json_t *key_slugs(tt_repo *repo)
+{
+	json_t *out = json_object();
+	for (size_t i = 0; out && i < repo->objects.n; i++) {
+		char *s = key_slug(repo->objects.items[i].key);
+		if (s)
+			json_object_set_new(out, s, json_string(repo->objects.items[i].key));
+		free(s);
+	}
+	return out;
+}
+
+/* A pre-namespace working branch: tether.ws.<ws8>.<slug>[-<key6>], its
+ * ws8 no dataset id seen in the store's pins (foreign, may be NULL). */
+static bool v1_branch(const char *ref, const json_t *slugs, const json_t *foreign)
+{
+	if (strncmp(ref, WS_PREFIX, strlen(WS_PREFIX)) != 0)
+		return false;
+	const char *rest = ref + strlen(WS_PREFIX), *dot = strchr(rest, '.');
+	if (!dot || dot - rest != 8 || !is_ds8(rest) || strchr(dot + 1, '.'))
+		return false;
+	char ws8[9];
+	memcpy(ws8, rest, 8);
+	ws8[8] = '\0';
+	if (foreign && json_object_get(foreign, ws8))
+		return false;
+	const char *tail = dot + 1;
+	if (json_object_get(slugs, tail))
+		return true;
+	const char *dash = strrchr(tail, '-');
+	if (!dash || strlen(dash + 1) != 6)
+		return false;
+	for (const char *p = dash + 1; *p; p++)
+		if (!strchr("0123456789abcdef", *p))
+			return false;
+	char *slug = tt_strndup(tail, (size_t)(dash - tail));
+	bool out = slug && json_object_get(slugs, slug);
+	free(slug);
+	return out;
+}
+
+/* tether.ws.<ws8>.<tail> -> tether.ws.<ds8>.<ws8>.<tail>[-<key6>]. */
+static char *v1_branch_new(const char *ref, const char *ds, const json_t *slugs)
+{
+	const char *rest = ref + strlen(WS_PREFIX), *tail = rest + 9;
+	const char *key = json_string_value(json_object_get(slugs, tail));
+	char d6[7] = "";
+	if (key && key6(key, d6) < 0)
+		return NULL;
+	return tt_asprintf(WS_PREFIX "%s.%.8s.%s%s%s", ds, rest, tail, key ? "-" : "", d6);
+}
+
+/* The locator a history manifest is read with (a relative local path
+ * resolved against the dataset root, as tether-vcs reads history). */
+static json_t *resolved_locator(tt_repo *repo, const tt_manifest *m)
+{
+	json_t *copy = json_deep_copy(m->locator);
+	tt_error ig = TT_ERROR_INIT;
+	if (copy && tt_absolutize_locator(copy, m->kind, repo->root, &ig) < 0) {
+		json_decref(copy);
+		copy = json_deep_copy(m->locator);
+	}
+	tt_error_clear(&ig);
+	return copy;
+}
+
+/* The namespaced pin id of m's state and its system key (kind|identity). */
+static int new_pin_id(tt_repo *repo, const tt_manifest *m, const json_t *loc, const char *ds, char id[TT_PIN_ID_MAX],
+		      char **sys_key, tt_error *err)
+{
+	tt_backend *b;
+	json_t *identity = NULL, *content = NULL;
+	int rc;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = b->ops->identity(b, loc, &identity, err)) < 0)
+		return rc;
+	content = tt_content_state(b->kind, m->state);
+	rc = content ? tt_pin_id(id, ds, m->kind, identity, content, err) : tt_error_oom(err);
+	if (rc == 0 && sys_key) {
+		tt_buf c = TT_BUF_INIT;
+		if (tt_json_canonical(&c, identity) < 0 || !(*sys_key = tt_asprintf("%s|%s", m->kind, c.ptr ? c.ptr : "")))
+			rc = tt_error_oom(err);
+		tt_buf_release(&c);
+	}
+	json_decref(identity);
+	json_decref(content);
+	return rc;
+}
+
+typedef struct ns_hist {
+	tt_repo *repo;
+	size_t commits;       /* commits holding an old-format pin */
+	json_t *renames;      /* {sys_key \x1f old id: [key, kind, locator, state, old pin id, old ref, new id]} */
+	json_t *order;        /* their tags in first-seen order */
+} ns_hist;
+
+static int ns_add(ns_hist *h, const tt_manifest *m, const json_t *loc, const char *ds, tt_error *err)
+{
+	char id[TT_PIN_ID_MAX], *sys = NULL;
+	int rc = new_pin_id(h->repo, m, loc, ds, id, &sys, err);
+	if (rc < 0)
+		return rc;
+	char *tag = tt_asprintf("%s\x1f%s", sys, m->pin_id);
+	if (!tag)
+		rc = tt_error_oom(err);
+	else if (!json_object_get(h->renames, tag)) {
+		json_object_set_new(h->renames, tag,
+				    json_pack("[s,s,O,O,s,s,s]", m->key, m->kind, loc, m->state, m->pin_id,
+					      m->pin_ref ? m->pin_ref : "", id));
+		json_array_append_new(h->order, json_string(tag));
+	}
+	free(tag);
+	free(sys);
+	return rc;
+}
+
+typedef struct ns_walk {
+	ns_hist *h;
+	const char *ds;
+} ns_walk;
+
+static int ns_hist_cb(void *ctx, const char *commit, json_t *files, tt_error *err)
+{
+	ns_walk *w = ctx;
+	const char *path;
+	json_t *text;
+	bool any = false;
+	(void)commit;
+	json_object_foreach(files, path, text) {
+		size_t pl = strlen(path);
+		const char *t = json_string_value(text);
+		tt_manifest m;
+		tt_error ig = TT_ERROR_INIT;
+		if (pl < 5 || strcmp(path + pl - 5, ".toml") != 0 || !t)
+			continue;
+		if (tt_manifest_parse(&m, t, strlen(t), path, &ig) < 0) {
+			tt_error_clear(&ig);
+			continue;
+		}
+		int rc = 0;
+		if (old_pin(&m) && m.state) {
+			any = true;
+			json_t *loc = resolved_locator(w->h->repo, &m);
+			rc = loc ? ns_add(w->h, &m, loc, w->ds, err) : tt_error_oom(err);
+			json_decref(loc);
+		}
+		tt_manifest_release(&m);
+		if (rc < 0)
+			return rc;
+	}
+	w->h->commits += any;
+	return 0;
+}
+
+/* Python's sorted() of (sys_key, old id) tuples. */
+static int cmp_tag(const void *pa, const void *pb)
+{
+	const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+	size_t la = strcspn(a, "\x1f"), lb = strcspn(b, "\x1f");
+	int c = memcmp(a, b, la < lb ? la : lb);
+	if (c)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a + la + 1, b + lb + 1);
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0) return true;
+	return false;
+}
+
+static int note_fmt(tt_plan *plan, tt_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int note_fmt(tt_plan *plan, tt_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = tt_vasprintf(fmt, ap);
+	va_end(ap);
+	int rc = s ? tt_plan_note(plan, s, err) : tt_error_oom(err);
+	free(s);
+	return rc;
+}
+
+/* Dataset ids other than ours in the pins of m's store (an object). */
+static json_t *foreign_ids(tt_backend *b, const tt_manifest *m, const char *ours)
+{
+	json_t *out = json_object(), *pins = NULL;
+	tt_error ig = TT_ERROR_INIT;
+	if (out && (b->kind->caps & TT_CAP_PIN) && b->ops->list_pins && b->ops->list_pins(b, m->locator, &pins, &ig) == 0) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(pins, i, v) {
+			const char *id = json_string_value(v);
+			const char *dot = id ? strchr(id, '.') : NULL;
+			if (dot && dot - id == 8 && is_ds8(id) && strncmp(id, ours, 8) != 0) {
+				char ds[9];
+				memcpy(ds, id, 8);
+				ds[8] = '\0';
+				json_object_set_new(out, ds, json_true());
+			}
+		}
+	}
+	json_decref(pins);
+	tt_error_clear(&ig);
+	return out;
+}
+
+static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
+{
+	char ds[TT_DATASET_ID_LEN + 1];
+	int rc;
+	if (repo->config.dataset_id[0])
+		memcpy(ds, repo->config.dataset_id, sizeof ds);
+	else if ((rc = tt_new_dataset_id(ds, err)) < 0)
+		return rc;
+	json_t *dsj = json_string(ds);
+	rc = tt_plan_set_context(plan, "dataset_id", dsj, err);
+	json_decref(dsj);
+	if (rc < 0 || (rc = note_fmt(plan, err, "dataset id: %s", ds)) < 0)
+		return rc;
+
+	ns_hist h = { repo, 0, json_object(), json_array() };
+	ns_walk w = { &h, ds };
+	char *reldir = tt_engine_objects_reldir(repo);
+	json_t *live = json_object(), *slugs = NULL, *seen = NULL;
+	const char **tags = NULL;
+	const tt_manifest **ms = NULL;
+	if (!h.renames || !h.order || !reldir || !live) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, ns_hist_cb, &w, err)) < 0)
+		goto done;
+	rc = 0;
+	for (size_t i = 0; i < repo->objects.n && rc == 0; i++)
+		if (old_pin(&repo->objects.items[i]) && repo->objects.items[i].state)
+			rc = ns_add(&h, &repo->objects.items[i], repo->objects.items[i].locator, ds, err);
+	if (rc < 0)
+		goto done;
+	size_t n = json_array_size(h.order);
+	tags = tt_calloc(n + 1, sizeof *tags);
+	if (!tags) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		tags[i] = json_string_value(json_array_get(h.order, i));
+	qsort(tags, n, sizeof *tags, cmp_tag);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *r = json_object_get(h.renames, tags[i]);
+		const char *key = json_string_value(json_array_get(r, 0)), *kind = json_string_value(json_array_get(r, 1));
+		json_t *loc = json_array_get(r, 2), *state = json_array_get(r, 3);
+		const char *old_id = json_string_value(json_array_get(r, 4)), *old_ref = json_string_value(json_array_get(r, 5));
+		const char *new_id = json_string_value(json_array_get(r, 6));
+		char *sys = tt_strndup(tags[i], strcspn(tags[i], "\x1f"));
+		tt_backend *b;
+		if (!sys || (rc = tt_engine_backend(repo, kind, &b, err)) < 0) {
+			free(sys);
+			rc = rc < 0 ? rc : tt_error_oom(err);
+			break;
+		}
+		json_t *pins = json_object_get(live, sys);
+		if (!pins) {
+			tt_error e = TT_ERROR_INIT;
+			pins = NULL;
+			if ((b->kind->caps & TT_CAP_PIN) && b->ops->list_pins) {
+				if (b->ops->list_pins(b, loc, &pins, &e) < 0) {
+					rc = note_fmt(plan, err, "%s: could not list pins (%s)", key, e.message ? e.message : "failed");
+					json_decref(pins);
+					pins = NULL;
+				}
+			}
+			tt_error_clear(&e);
+			json_object_set_new(live, sys, pins ? pins : json_array());
+			pins = json_object_get(live, sys);
+		}
+		free(sys);
+		if (rc < 0)
+			break;
+		if (!in_array(pins, old_id)) {
+			rc = note_fmt(plan, err, "%s: pin %s is not in the store; manifests are rewritten to the new name only",
+				      key, old_ref);
+			continue;
+		}
+		char target[TT_PIN_ID_MAX + 8], *detail = tt_asprintf("from %s", old_ref);
+		tt_ref_for_pin(target, sizeof target, new_id);
+		rc = detail ? action(plan, "rename-pin", key, kind, target, detail, 2,
+				     json_pack("{s:O,s:{s:s,s:s},s:O,s:s}", "locator", loc, "old", "id", old_id, "ref", old_ref,
+					       "state", state, "new_id", new_id),
+				     err)
+			    : tt_error_oom(err);
+		free(detail);
+	}
+	if (rc < 0)
+		goto done;
+
+	/* working branches in the old format, in every store the working tree names */
+	slugs = key_slugs(repo);
+	seen = json_object();
+	ms = objects_by_key(repo);
+	if (!slugs || !seen || !ms) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	for (size_t i = 0; i < repo->objects.n && rc == 0; i++) {
+		const tt_manifest *m = ms[i];
+		tt_backend *b;
+		char *sys = NULL, id[TT_PIN_ID_MAX];
+		json_t *refs = NULL, *foreign = NULL;
+		tt_error e = TT_ERROR_INIT;
+		if (!tt_kind_find(m->kind) || tt_engine_backend(repo, m->kind, &b, &e) < 0) {
+			tt_error_clear(&e);
+			continue;
+		}
+		if (!(tt_backend_caps(b, m->locator, m->policy.file, m->policy.pin) & TT_CAP_FORK) || !b->ops->list_working_refs)
+			continue;
+		/* the system key: kind|identity (a state-free part of new_pin_id) */
+		json_t *identity = NULL;
+		if (b->ops->identity(b, m->locator, &identity, &e) == 0) {
+			tt_buf c = TT_BUF_INIT;
+			tt_json_canonical(&c, identity);
+			sys = tt_asprintf("%s|%s", m->kind, c.ptr ? c.ptr : "");
+			tt_buf_release(&c);
+		} else {
+			sys = tt_asprintf("%s|?%s", m->kind, m->key);
+		}
+		json_decref(identity);
+		tt_error_clear(&e);
+		(void)id;
+		if (!sys) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		if (json_object_get(seen, sys)) {
+			free(sys);
+			continue;
+		}
+		json_object_set_new(seen, sys, json_true());
+		free(sys);
+		if (b->ops->list_working_refs(b, m->locator, &refs, &e) < 0) {
+			rc = note_fmt(plan, err, "%s: could not list working branches (%s)", m->key,
+				      e.message ? e.message : "failed");
+			tt_error_clear(&e);
+			json_decref(refs);
+			continue;
+		}
+		foreign = foreign_ids(b, m, ds);
+		size_t nr = json_array_size(refs);
+		const char **names = tt_calloc(nr + 1, sizeof *names);
+		for (size_t k = 0; names && k < nr; k++)
+			names[k] = json_string_value(json_array_get(refs, k));
+		if (names)
+			qsort(names, nr, sizeof *names, cmp_cstr);
+		for (size_t k = 0; names && k < nr && rc == 0; k++) {
+			if (!names[k] || !v1_branch(names[k], slugs, foreign))
+				continue;
+			char *target = v1_branch_new(names[k], ds, slugs), *detail = tt_asprintf("from %s", names[k]);
+			rc = target && detail ? action(plan, "rename-branch", m->key, m->kind, target, detail, 2,
+						       json_pack("{s:O,s:s}", "locator", m->locator, "old", names[k]), err)
+					      : tt_error_oom(err);
+			free(target);
+			free(detail);
+		}
+		if (!names)
+			rc = tt_error_oom(err);
+		free(names);
+		json_decref(refs);
+		json_decref(foreign);
+	}
+	if (rc == 0 && h.commits) {
+		char target[64];
+		snprintf(target, sizeof target, "%zu commit(s)", h.commits);
+		rc = action(plan, "rewrite-history", NULL, NULL, target,
+			    "manifests with old-format pins get the new names; commit ids change, every clone must re-sync",
+			    2, NULL, err);
+	}
+done:
+	free(ms);
+	free(tags);
+	free(reldir);
+	json_decref(live);
+	json_decref(slugs);
+	json_decref(seen);
+	json_decref(h.renames);
+	json_decref(h.order);
+	return rc;
+}
+
+typedef struct ns_rewrite {
+	tt_repo *repo;
+	const char *ds;
+} ns_rewrite;
+
+/* History: every manifest with an old-format pin gets the new name. */
+static int ns_transform(void *ctx, const char *commit, const json_t *files, json_t **out, tt_error *err)
+{
+	ns_rewrite *r = ctx;
+	const char *path;
+	json_t *text;
+	(void)commit;
+	*out = json_object();
+	if (!*out)
+		return tt_error_oom(err);
+	json_object_foreach((json_t *)files, path, text) {
+		size_t pl = strlen(path);
+		const char *t = json_string_value(text);
+		tt_manifest m;
+		tt_error ig = TT_ERROR_INIT;
+		json_object_set(*out, path, text);
+		if (pl < 5 || strcmp(path + pl - 5, ".toml") != 0 || !t)
+			continue;
+		if (tt_manifest_parse(&m, t, strlen(t), path, &ig) < 0) {
+			tt_error_clear(&ig);
+			continue;
+		}
+		int rc = 0;
+		if (old_pin(&m) && m.state) {
+			char id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
+			json_t *loc = resolved_locator(r->repo, &m);
+			tt_buf b = TT_BUF_INIT;
+			if (!loc)
+				rc = tt_error_oom(err);
+			else if ((rc = new_pin_id(r->repo, &m, loc, r->ds, id, NULL, err)) == 0) {
+				tt_ref_for_pin(ref, sizeof ref, id);
+				free(m.pin_id);
+				free(m.pin_ref);
+				m.pin_id = tt_strdup(id);
+				m.pin_ref = tt_strdup(ref);
+				if (!m.pin_id || !m.pin_ref)
+					rc = tt_error_oom(err);
+				else if ((rc = tt_manifest_render(&b, &m, err)) == 0)
+					json_object_set_new(*out, path, json_stringn(b.ptr ? b.ptr : "", b.len));
+			}
+			tt_buf_release(&b);
+			json_decref(loc);
+		}
+		tt_manifest_release(&m);
+		if (rc < 0) {
+			json_decref(*out);
+			*out = NULL;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Whether a store rename (or the history rewrite) this plan needs can be
+ * made here at all: refused before anything is written. */
+static int v2_refusals(tt_repo *repo, const tt_plan *plan, tt_error *err)
+{
+	size_t total = tt_plan_action_count(plan);
+	tt_plan_action_view v;
+	for (size_t i = 0; i < total; i++) {
+		if (!tt_plan_action_at(plan, i, &v) || json_integer_value(json_object_get(v.params, "migration")) != 2)
+			continue;
+		if (strcmp(v.op, "rewrite-history") == 0 && !repo->vcs->ops->rewrite_history) {
+			tt_error_set(err, TT_ECONFIG, "upgrade: this dataset's history holds old-format pins to rewrite, and "
+				     "this tether cannot rewrite %s history", repo->vcs->ops->kind);
+			return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install "
+						  "tether-vcs==0.1.0b7`, then `tether upgrade`); nothing was written");
+		}
+		tt_backend *b;
+		if ((strcmp(v.op, "rename-pin") == 0 || strcmp(v.op, "rename-branch") == 0) &&
+		    tt_engine_backend(repo, v.kind, &b, err) == 0) {
+			bool pin = strcmp(v.op, "rename-pin") == 0;
+			bool can = pin ? b->ops->pin && b->ops->unpin && strcmp(v.kind, "neon") != 0
+				       : b->ops->fork && b->ops->delete_working_ref && b->ops->fingerprint &&
+					 strcmp(v.kind, "neon") != 0;
+			if (!can) {
+				tt_error_set(err, TT_ECAPABILITY, "upgrade: [%s] %s cannot rename its %s here (%s)", v.key,
+					     v.kind, pin ? "pins" : "working branches", v.target);
+				return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install "
+							  "tether-vcs==0.1.0b7`, then `tether upgrade`); nothing was written");
+			}
+		} else if (err->code) {
+			return err->code;
+		}
+	}
+	return 0;
+}
+
+static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
+{
+	const char *ds = json_string_value(json_object_get(tt_plan_context(plan), "dataset_id"));
+	json_t *failed = json_object_get(report, "failed"), *rp = json_object_get(report, "renamed_pins");
+	json_t *rb = json_object_get(report, "renamed_branches");
+	int rc = 0;
+	if (!ds || !tt_is_dataset_id(ds))
+		return tt_error_set(err, TT_ESTALEPLAN, "upgrade plan carries no dataset id; re-run the plan");
+	if (repo->config.dataset_id[0] && strcmp(repo->config.dataset_id, ds) != 0)
+		return tt_error_set(err, TT_ESTALEPLAN, "this dataset already renamed refs under id %s; the plan carries "
+				    "%s -- re-run the plan", repo->config.dataset_id, ds);
+	/* 0. the namespace first: a re-run after a failure uses the same one */
+	if (strcmp(repo->config.dataset_id, ds) != 0) {
+		memcpy(repo->config.dataset_id, ds, TT_DATASET_ID_LEN + 1);
+		if ((rc = tt_config_save(&repo->config, repo->root, err)) < 0)
+			return rc;
+	}
+	/* 1. stores: pins, then working branches; what already happened is skipped */
+	size_t total = tt_plan_action_count(plan);
+	tt_plan_action_view v;
+	for (size_t i = 0; i < total; i++) {
+		if (!tt_plan_action_at(plan, i, &v) || json_integer_value(json_object_get(v.params, "migration")) != 2)
+			continue;
+		tt_backend *b;
+		tt_error e = TT_ERROR_INIT;
+		const json_t *loc = json_object_get(v.params, "locator");
+		json_t *live = NULL;
+		char *what = NULL;
+		if (strcmp(v.op, "rename-pin") == 0) {
+			const json_t *old = json_object_get(v.params, "old");
+			const char *old_id = json_string_value(json_object_get(old, "id"));
+			const char *old_ref = json_string_value(json_object_get(old, "ref"));
+			const char *new_id = json_string_value(json_object_get(v.params, "new_id"));
+			char new_ref[TT_PIN_ID_MAX + 8];
+			tt_pin np, op;
+			if (!old_id || !old_ref || !new_id)
+				continue;
+			tt_ref_for_pin(new_ref, sizeof new_ref, new_id);
+			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && b->ops->list_pins(b, loc, &live, &e) == 0) {
+				if (!in_array(live, old_id) && in_array(live, new_id)) {
+					json_object_set_new(rp, old_ref, json_string(new_ref));
+				} else if (b->ops->pin(b, loc, json_object_get(v.params, "state"), new_id, &np, &e) == 0) {
+					memset(&op, 0, sizeof op);
+					snprintf(op.id, sizeof op.id, "%s", old_id);
+					snprintf(op.ref, sizeof op.ref, "%s", old_ref);
+					if (strcmp(op.ref, np.ref) == 0 || b->ops->unpin(b, loc, &op, &e) == 0)
+						json_object_set_new(rp, old_ref, json_string(np.ref));
+				}
+			}
+			if (e.code)
+				what = tt_asprintf("rename-pin %s", old_ref);
+		} else if (strcmp(v.op, "rename-branch") == 0) {
+			const char *old = json_string_value(json_object_get(v.params, "old"));
+			json_t *head = NULL;
+			char *ref = NULL;
+			if (!old)
+				continue;
+			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && b->ops->list_working_refs(b, loc, &live, &e) == 0) {
+				if (!in_array(live, old) && in_array(live, v.target)) {
+					json_object_set_new(rb, old, json_string(v.target));
+				} else if (b->ops->fingerprint(b, loc, old, &head, &e) == 0) {
+					tt_target src = { .kind = TT_TARGET_STATE, .state = head };
+					tt_expect ex = { TT_EXPECT_NONE, NULL };
+					if (b->ops->fork(b, loc, &src, v.target, &ex, &ref, &e) == 0 &&
+					    (strcmp(ref, old) == 0 || b->ops->delete_working_ref(b, loc, old, &e) == 0))
+						json_object_set_new(rb, old, json_string(ref));
+				}
+			}
+			json_decref(head);
+			free(ref);
+			if (e.code)
+				what = tt_asprintf("rename-branch %s", old);
+		}
+		if (what)
+			json_object_set_new(failed, what, json_string(e.message ? e.message : "failed"));
+		free(what);
+		json_decref(live);
+		tt_error_clear(&e);
+	}
+	tt_fault("upgrade:after-renames");
+	/* Fail closed: a rename that did not happen leaves the manifests naming
+	 * the old refs; the re-run skips the renames already made. */
+	if (json_object_size(failed)) {
+		tt_buf why = TT_BUF_INIT;
+		const char *k;
+		json_t *x;
+		void *it;
+		const char **keys = tt_calloc(json_object_size(failed) + 1, sizeof *keys);
+		size_t n = 0;
+		json_object_foreach_safe(failed, it, k, x) if (keys) keys[n++] = k;
+		if (keys)
+			qsort(keys, n, sizeof *keys, cmp_cstr);
+		for (size_t i = 0; keys && i < n; i++)
+			tt_buf_printf(&why, "\n  %s: %s", keys[i], json_string_value(json_object_get(failed, keys[i])));
+		free(keys);
+		rc = tt_error_set(err, TT_EBACKEND, "upgrade stopped before rewriting history: %zu store rename(s) failed:%s"
+				  "\nfix the cause and re-run `tether upgrade` (renames already made are skipped)",
+				  n, why.ptr ? why.ptr : "");
+		tt_buf_release(&why);
+		return rc;
+	}
+	/* 2. history */
+	bool rewrite = false;
+	for (size_t i = 0; i < total; i++)
+		if (tt_plan_action_at(plan, i, &v) && strcmp(v.op, "rewrite-history") == 0 &&
+		    json_integer_value(json_object_get(v.params, "migration")) == 2)
+			rewrite = true;
+	if (rewrite) {
+		char *reldir = tt_engine_objects_reldir(repo);
+		ns_rewrite ctx = { repo, ds };
+		json_t *mapping = NULL;
+		if (!reldir)
+			return tt_error_oom(err);
+		rc = repo->vcs->ops->rewrite_history(repo->vcs, reldir, ns_transform, &ctx,
+						     json_is_true(json_object_get(tt_plan_context(plan), "ignore_immutable")),
+						     &mapping, err);
+		free(reldir);
+		if (rc < 0)
+			return rc;
+		json_object_update(json_object_get(report, "rewritten_commits"), mapping);
+		json_decref(mapping);
+		tt_fault("upgrade:after-history");
+	}
+	/* 3. working tree, workspace */
+	for (size_t i = 0; i < repo->objects.n && rc == 0; i++) {
+		tt_manifest *m = &repo->objects.items[i];
+		char id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
+		if (!old_pin(m) || !m->state)
+			continue;
+		if ((rc = new_pin_id(repo, m, m->locator, ds, id, NULL, err)) < 0)
+			break;
+		tt_ref_for_pin(ref, sizeof ref, id);
+		free(m->pin_id);
+		free(m->pin_ref);
+		m->pin_id = tt_strdup(id);
+		m->pin_ref = tt_strdup(ref);
+		rc = m->pin_id && m->pin_ref ? save_where_it_is(repo, m, err) : tt_error_oom(err);
+	}
+	if (rc < 0 || (rc = reload_objects(repo, err)) < 0)
+		return rc;
+	json_t *slugs = key_slugs(repo);
+	json_t *tables[] = { repo->ws.working_refs, repo->ws.pending_forks };
+	for (size_t t = 0; slugs && t < 2; t++) {
+		const char *k;
+		json_t *x;
+		json_object_foreach(tables[t], k, x) {
+			const char *r = json_string_value(x);
+			char *nn = r && v1_branch(r, slugs, NULL) ? v1_branch_new(r, ds, slugs) : NULL;
+			if (nn)
+				json_object_set_new(tables[t], k, json_string(nn));
+			free(nn);
+		}
+	}
+	json_decref(slugs);
+	return tt_workspace_save(&repo->ws, repo->root, err);
+}
+
 /* The parts a dataset at its version shows it needs, in order (titles
- * into parts); *refuse: a part this build does not carry. */
-static int choose_parts(tt_repo *repo, json_t *parts, const char **refuse, tt_error *err)
+ * into parts). */
+static int choose_parts(tt_repo *repo, json_t *parts, tt_error *err)
 {
 	int v = repo->config.version, rc = 0;
 	bool need = false;
-	*refuse = NULL;
 	if (v < 4) {
 		if ((rc = needs_namespacing(repo, &need, err)) < 0)
 			return rc;
-		if (need) {
-			*refuse = P_NS;
-			return 0;
-		}
+		if (need)
+			json_array_append_new(parts, json_string(P_NS));
 		if ((rc = needs_content_hashes(repo, &need, err)) < 0)
 			return rc;
 		if (need)
@@ -1571,15 +2202,6 @@ static bool has_part(const json_t *parts, const char *title)
 	json_t *v;
 	json_array_foreach(parts, i, v) if (json_is_string(v) && strcmp(json_string_value(v), title) == 0) return true;
 	return false;
-}
-
-static int refuse_part(tt_error *err, int from, const char *part)
-{
-	tt_error_set(err, TT_ECONFIG,
-		     "this dataset (tether.toml version %d) needs upgrade parts this tether does not build: %s "
-		     "(its pins are renamed in every store and its history rewritten to the new names)", from, part);
-	return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install tether-vcs==0.1.0b7`, then "
-				  "`tether upgrade --dry-run` and `tether upgrade`); nothing was written");
 }
 
 static int plan_upgrade(tt_repo *repo, bool ignore_immutable, tt_plan **out, tt_error *err)
@@ -1618,18 +2240,15 @@ static int plan_upgrade(tt_repo *repo, bool ignore_immutable, tt_plan **out, tt_
 		tt_plan_note(plan, note, err);
 		goto done;
 	}
-	const char *refuse = NULL;
 	if (!(parts = json_array())) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = choose_parts(repo, parts, &refuse, err)) < 0)
+	if ((rc = choose_parts(repo, parts, err)) < 0)
 		goto done;
-	if (refuse) {
-		rc = refuse_part(err, from, refuse);
-		goto done;
-	}
 	tt_plan_set_context(plan, "parts", parts, err);
+	if (has_part(parts, P_NS) && (rc = plan_v2(repo, plan, err)) < 0)
+		goto done;
 	if (has_part(parts, P_CONTENT) && (rc = plan_v3(repo, plan, err)) < 0)
 		goto done;
 	if (has_part(parts, P_LAYOUT) && (rc = plan_v4(repo, plan, err)) < 0)
@@ -1690,19 +2309,9 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		return *out ? 0 : tt_error_oom(err);
 	}
 	const json_t *parts = json_object_get(tt_plan_context(plan), "parts");
-	if (!resumed) {
-		/* a part this build does not carry is refused before anything is written */
-		json_t *now = json_array();
-		const char *refuse = NULL;
-		if (!now)
-			return tt_error_oom(err);
-		rc = choose_parts(repo, now, &refuse, err);
-		json_decref(now);
-		if (rc < 0)
-			return rc;
-		if (refuse)
-			return refuse_part(err, from, refuse);
-	}
+	/* what this build cannot rename or rewrite is refused before anything is written */
+	if (!resumed && has_part(parts, P_NS) && (rc = v2_refusals(repo, plan, err)) < 0)
+		return rc;
 	if (resumed)
 		from = resumed;  /* finish it: the commit and the journal record */
 	result = report(from, NULL);
@@ -1741,6 +2350,22 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		goto done;
 	}
 	if (!resumed) {
+		if (has_part(parts, P_NS) && (rc = apply_v2(repo, plan, result, err)) < 0) {
+			/* record what did happen (store renames), then surface the stop */
+			if (json_object_size(json_object_get(result, "renamed_pins")) ||
+			    json_object_size(json_object_get(result, "renamed_branches"))) {
+				tt_error ig = TT_ERROR_INIT;
+				json_t *p = tt_plan_to_object(plan, &ig), *r = json_deep_copy(result);
+				if (p && r && json_object_set_new(r, "stopped", json_true()) == 0)
+					tt_oplog_record_plan(repo->root, "upgrade", p, r, NULL, NULL, NULL, &ig);
+				json_decref(p);
+				json_decref(r);
+				tt_error_clear(&ig);
+			}
+			/* it stopped before writing a manifest: the tree is the user's again */
+			tt_unlink(marker, NULL);
+			goto done;
+		}
 		if (has_part(parts, P_CONTENT) && (rc = apply_v3(repo, plan, result, err)) < 0)
 			goto done;
 		if (has_part(parts, P_LAYOUT) && (rc = apply_v4(repo, result, err)) < 0)

@@ -17,6 +17,11 @@
  * is left and finish), "upgrade:after-config" (tether.toml records the new
  * version, not yet committed: a rerun makes the commit),
  * "upgrade:after-vcs-commit";
+ * "upgrade:after-renames" (an alpha dataset's pins and working branches
+ * renamed into its namespace in every store, history and manifests not yet
+ * rewritten: the rerun finds them renamed and rewrites), "upgrade:after-history"
+ * (history rewritten and the branch moved, the working tree's manifests
+ * not yet: the rerun rewrites them);
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
  * between the branch's manifest and its branch file; "iceberg:after-metadata-write"

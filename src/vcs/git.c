@@ -1432,6 +1432,7 @@ static const tt_vcs_ops git_ops = {
 	.forget_workspace = tt_git_forget_workspace,
 	.abandon = tt_git_abandon,
 	.drop_bookmark = tt_git_drop_bookmark,
+	.rewrite_history = tt_git_rewrite_history,
 	.free = git_free,
 };
 

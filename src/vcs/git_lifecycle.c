@@ -651,3 +651,251 @@ out:
 	tt_buf_release(&b);
 	return rc;
 }
+
+/*
+ * The upgrade's history rewrite, as tether-vcs 0.1.0b7 does it under git:
+ * every commit any ref reaches, oldest first, gets a new tree when fn
+ * changes reldir's files and new parents when an ancestor was rewritten;
+ * author, committer, their dates and the message are kept (the message as
+ * `git log -1 --format=%B` prints it, with the record's newline).  Refs
+ * pointing at a rewritten commit are moved compare-and-swap; HEAD's index
+ * is refreshed (the working tree under reldir keeps the old texts for the
+ * caller to rewrite).
+ */
+int tt_git_rewrite_history(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn fn, void *ctx, bool ignore_immutable,
+			   json_t **mapping, tt_error *err)
+{
+	json_t *commits = NULL, *map = json_object(), *by_sub = json_object();
+	tt_buf b = TT_BUF_INIT, gd = TT_BUF_INIT;
+	char *index = NULL, *env_index = NULL, *start_commit = NULL;
+	bool on_branch = false;
+	int rc, st = 0;
+	size_t i;
+	json_t *c;
+	(void)ignore_immutable;
+	*mapping = NULL;
+	if (!map || !by_sub) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = genv(v, NULL, (const char *const[]){ "symbolic-ref", "-q", "HEAD", NULL }, NULL, NULL, &b, &st,
+		       err)) < 0)
+		goto done;
+	on_branch = st == 0 && b.len;
+	if ((rc = genv(v, NULL, (const char *const[]){ "rev-parse", "--verify", "-q", "HEAD", NULL }, NULL, NULL, &b,
+		       &st, err)) < 0)
+		goto done;
+	start_commit = st == 0 && b.len ? tt_strdup(b.ptr) : NULL;
+	if ((rc = genv(v, NULL, (const char *const[]){ "rev-list", "--reverse", "--topo-order", "--all", NULL }, NULL,
+		       NULL, &b, &st, err)) < 0)
+		goto done;
+	commits = json_array();
+	if (!commits || (st == 0 && (rc = words_into(commits, &b, err)) < 0)) {
+		rc = rc < 0 ? rc : tt_error_oom(err);
+		goto done;
+	}
+	if ((rc = genv(v, NULL, (const char *const[]){ "rev-parse", "--git-dir", NULL }, NULL, NULL, &gd, NULL, err)) <
+	    0)
+		goto done;
+	char *gdir = gd.ptr[0] == '/' ? tt_strdup(gd.ptr) : tt_path_join(v->root, gd.ptr);
+	index = gdir ? tt_asprintf("%s/tether-rewrite-%ld.index", gdir, (long)getpid()) : NULL;
+	free(gdir);
+	env_index = index ? tt_asprintf("GIT_INDEX_FILE=%s", index) : NULL;
+	if (!env_index) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	const char *const ienv[] = { env_index, NULL };
+	json_array_foreach(commits, i, c) {
+		const char *commit = json_string_value(c);
+		json_t *parents = NULL, *files = NULL, *new_files = NULL;
+		char *spec = tt_asprintf("%s:%s", commit, reldir), *tree = NULL, *sub = NULL;
+		bool reparent = false;
+		if (!spec) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		if ((rc = list_of(v, NULL, (const char *const[]){ "rev-list", "--parents", "-n1", commit, NULL }, &parents,
+				  err)) < 0)
+			goto next;
+		json_array_remove(parents, 0);
+		size_t k;
+		json_t *p;
+		json_array_foreach(parents, k, p) {
+			json_t *to = json_object_get(map, json_string_value(p));
+			if (to) {
+				json_array_set(parents, k, to);
+				reparent = true;
+			}
+		}
+		if ((rc = genv(v, NULL, (const char *const[]){ "rev-parse", "--verify", "--quiet", spec, NULL }, NULL,
+			       NULL, &b, &st, err)) < 0)
+			goto next;
+		sub = tt_strdup(st == 0 ? b.ptr : "");
+		json_t *known = sub ? json_object_get(by_sub, sub) : NULL;
+		if (!sub) {
+			rc = tt_error_oom(err);
+			goto next;
+		}
+		if (known) {
+			files = json_incref(json_array_get(known, 0));
+			new_files = json_incref(json_array_get(known, 1));
+		} else {
+			if (*sub) {
+				if ((rc = v->ops->files_at(v, commit, reldir, &files, err)) < 0)
+					goto next;
+			} else {
+				files = json_object();
+			}
+			if (json_object_size(files)) {
+				if ((rc = fn(ctx, commit, files, &new_files, err)) < 0)
+					goto next;
+			} else {
+				new_files = json_incref(files);
+			}
+			json_object_set_new(by_sub, sub, json_pack("[O,O]", files, new_files));
+		}
+		bool changed = !json_equal(files, new_files);
+		if (!changed && !reparent)
+			goto next;
+		char *treespec = tt_asprintf("%s^{tree}", commit);
+		if (!treespec || (rc = genv(v, NULL, (const char *const[]){ "rev-parse", treespec, NULL }, NULL, NULL, &b,
+					    NULL, err)) < 0) {
+			free(treespec);
+			rc = rc < 0 ? rc : tt_error_oom(err);
+			goto next;
+		}
+		free(treespec);
+		tree = tt_strdup(b.ptr);
+		if (changed) {
+			const char *path;
+			json_t *text;
+			if ((rc = genv(v, NULL, (const char *const[]){ "read-tree", tree, NULL }, ienv, NULL, NULL, NULL,
+				       err)) < 0)
+				goto next;
+			json_object_foreach(new_files, path, text) {
+				char *info;
+				if ((rc = genv(v, NULL, (const char *const[]){ "hash-object", "-w", "--stdin", NULL }, NULL,
+					       json_string_value(text), &b, NULL, err)) < 0)
+					goto next;
+				if (!(info = tt_asprintf("100644,%s,%s", b.ptr, path))) {
+					rc = tt_error_oom(err);
+					goto next;
+				}
+				rc = genv(v, NULL, (const char *const[]){ "update-index", "--add", "--cacheinfo", info, NULL },
+					  ienv, NULL, NULL, NULL, err);
+				free(info);
+				if (rc < 0)
+					goto next;
+			}
+			if ((rc = genv(v, NULL, (const char *const[]){ "write-tree", NULL }, ienv, NULL, &b, NULL, err)) < 0)
+				goto next;
+			free(tree);
+			tree = tt_strdup(b.ptr);
+		}
+		if ((rc = genv(v, NULL,
+			       (const char *const[]){ "log", "-1", "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x01",
+						      commit, NULL },
+			       NULL, NULL, &b, NULL, err)) < 0)
+			goto next;
+		{
+			const char *f[7];
+			char *s = b.ptr, *end = b.ptr + b.len;
+			size_t nf = 0;
+			while (nf < 6 && s < end) {
+				f[nf++] = s;
+				s += strlen(s) + 1;
+			}
+			if (nf < 6 || s > end) {
+				rc = tt_error_set(err, TT_EVCS, "git: cannot read the metadata of commit %s", commit);
+				goto next;
+			}
+			f[6] = s;
+			char *msg = tt_asprintf("%s\n", f[6]);
+			char *x = msg ? strrchr(msg, '\x01') : NULL;
+			if (x)
+				memmove(x, x + 1, strlen(x + 1) + 1);
+			char *e[7] = { tt_asprintf("GIT_AUTHOR_NAME=%s", f[0]), tt_asprintf("GIT_AUTHOR_EMAIL=%s", f[1]),
+				       tt_asprintf("GIT_AUTHOR_DATE=%s", f[2]), tt_asprintf("GIT_COMMITTER_NAME=%s", f[3]),
+				       tt_asprintf("GIT_COMMITTER_EMAIL=%s", f[4]),
+				       tt_asprintf("GIT_COMMITTER_DATE=%s", f[5]), NULL };
+			size_t np = json_array_size(parents);
+			const char **argv = tt_calloc(2 * np + 3, sizeof *argv);
+			bool ok = msg && tree && argv;
+			for (size_t q = 0; q < 6; q++)
+				ok = ok && e[q];
+			if (ok) {
+				size_t a = 0;
+				argv[a++] = "commit-tree";
+				argv[a++] = tree;
+				json_array_foreach(parents, k, p) {
+					argv[a++] = "-p";
+					argv[a++] = json_string_value(p);
+				}
+				rc = genv(v, NULL, argv, (const char *const *)e, msg, &b, NULL, err);
+				if (rc == 0)
+					json_object_set_new(map, commit, json_string(b.ptr));
+			} else {
+				rc = tt_error_oom(err);
+			}
+			for (size_t q = 0; q < 6; q++)
+				free(e[q]);
+			free(argv);
+			free(msg);
+		}
+	next:
+		json_decref(parents);
+		json_decref(files);
+		json_decref(new_files);
+		free(spec);
+		free(tree);
+		free(sub);
+		if (rc < 0)
+			break;
+	}
+	if (index)
+		unlink(index);
+	if (rc < 0 || !json_object_size(map))
+		goto done;
+	if ((rc = genv(v, NULL,
+		       (const char *const[]){ "for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", NULL },
+		       NULL, NULL, &b, NULL, err)) < 0)
+		goto done;
+	for (char *line = b.ptr; line && *line && rc == 0;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char name[1024], sha[128], kind[32];
+		if (sscanf(line, "%1023s %127s %31s", name, sha, kind) == 3 && strcmp(kind, "commit") == 0) {
+			const char *to = json_string_value(json_object_get(map, sha));
+			if (to)
+				rc = genv(v, NULL, (const char *const[]){ "update-ref", name, to, sha, NULL }, NULL, NULL, NULL,
+					  NULL, err);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	if (rc < 0)
+		goto done;
+	if (on_branch) {
+		rc = genv(v, NULL, (const char *const[]){ "reset", "-q", NULL }, NULL, NULL, NULL, NULL, err);
+	} else if (start_commit && json_object_get(map, start_commit)) {
+		const char *to = json_string_value(json_object_get(map, start_commit));
+		if ((rc = genv(v, NULL, (const char *const[]){ "update-ref", "--no-deref", "HEAD", to, NULL }, NULL, NULL,
+			       NULL, NULL, err)) == 0)
+			rc = genv(v, NULL, (const char *const[]){ "reset", "-q", NULL }, NULL, NULL, NULL, NULL, err);
+	}
+done:
+	if (rc == 0) {
+		*mapping = map;
+		map = NULL;
+	}
+	json_decref(map);
+	json_decref(by_sub);
+	json_decref(commits);
+	tt_buf_release(&b);
+	tt_buf_release(&gd);
+	free(index);
+	free(env_index);
+	free(start_commit);
+	return rc;
+}

@@ -11,4 +11,7 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 		   json_t **rewritten, tt_error *err);
 int tt_git_drop_bookmark(tt_vcs *v, const char *bookmark, const json_t *commits, tt_error *err);
 
+int tt_git_rewrite_history(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn fn, void *ctx,
+			    bool ignore_immutable, json_t **mapping, tt_error *err);
+
 #endif

@@ -1713,6 +1713,100 @@ static int track_files(jj_vcs *j, const json_t *files, tt_error *err)
 	return rc;
 }
 
+/*
+ * The upgrade's history rewrite, as tether-vcs 0.1.0b7 does it under jj:
+ * each change touching reldir whose files fn changes gets a child holding
+ * the new texts, squashed into it (jj rebases the descendants and keeps
+ * the change ids); the working-copy change is left for the caller to
+ * edit in place.  *mapping: {old commit: new commit} of every rewritten
+ * descendant.
+ */
+static int jj_rewrite_history(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn fn, void *ctx, bool ignore_immutable,
+			      json_t **mapping, tt_error *err)
+{
+	jj_vcs *j = J(v);
+	json_t *start = NULL, *touched = json_array(), *affected = json_array(), *map = json_object();
+	tt_buf b = TT_BUF_INIT;
+	char *set = tt_asprintf("files(\"%s\")", reldir), *after = set ? tt_asprintf("%s::", set) : NULL;
+	const char *tmpl = "self.change_id() ++ \" \" ++ self.commit_id() ++ \"\\n\"";
+	const char *flag = ignore_immutable ? "--ignore-immutable" : NULL;
+	bool rewritten = false;
+	int rc = 0;
+	*mapping = NULL;
+	if (!touched || !affected || !map || !after) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (strpbrk(reldir, "\"\\\n")) {
+		rc = tt_error_set(err, TT_EVCS, "jj: cannot name the path %s in a revset", reldir);
+		goto done;
+	}
+	if ((rc = jj_position(v, &start, err)) < 0 ||
+	    (rc = jj(j, (const char *const[]){ "log", "--no-graph", "--reversed", "-r", set, "-T", tmpl, NULL }, &b,
+		     err)) < 0 ||
+	    (rc = words_into(touched, &b, err)) < 0 ||
+	    (rc = jj(j, (const char *const[]){ "log", "--no-graph", "-r", after, "-T", tmpl, NULL }, &b, err)) < 0 ||
+	    (rc = words_into(affected, &b, err)) < 0)
+		goto done;
+	const char *wc = json_string_value(json_object_get(start, "id"));
+	j->parked++;
+	for (size_t i = 0; rc == 0 && i + 1 < json_array_size(touched); i += 2) {
+		const char *change = json_string_value(json_array_get(touched, i));
+		const char *commit = json_string_value(json_array_get(touched, i + 1));
+		json_t *files = NULL, *new_files = NULL;
+		if (wc && strcmp(change, wc) == 0)
+			continue;  /* the working copy: the caller edits it in place */
+		if ((rc = jj_files_at(v, commit, reldir, &files, err)) == 0 &&
+		    (rc = fn(ctx, commit, files, &new_files, err)) == 0 && !json_equal(files, new_files)) {
+			if (bad_rev(change))
+				rc = refuse_rev(change, err);
+			else if ((rc = jj(j, (const char *const[]){ "new", flag ? flag : change, flag ? change : NULL, NULL },
+					  NULL, err)) == 0 &&
+				 (rc = write_files(j, new_files, err)) == 0 && (rc = track_files(j, new_files, err)) == 0)
+				rc = jj(j, (const char *const[]){ "squash", "-u", flag, NULL }, NULL, err);
+			rewritten = rc == 0;
+		}
+		json_decref(files);
+		json_decref(new_files);
+	}
+	if (rc == 0 && rewritten) {
+		for (size_t i = 0; i + 1 < json_array_size(affected); i += 2) {
+			const char *change = json_string_value(json_array_get(affected, i));
+			const char *commit = json_string_value(json_array_get(affected, i + 1));
+			char *now = NULL;
+			tt_error ig = TT_ERROR_INIT;
+			if (wc && strcmp(change, wc) == 0)
+				continue;
+			if (jj_resolve(v, change, &now, &ig) == 0 && strcmp(now, commit) != 0)
+				json_object_set_new(map, commit, json_string(now));
+			free(now);
+			tt_error_clear(&ig);
+		}
+		/* the recorded parent may have been rewritten: `jj new` on its old
+		 * id would revive the hidden pre-rewrite history */
+		const char *parent = json_string_value(json_object_get(start, "parent"));
+		const json_t *moved = parent ? json_object_get(map, parent) : NULL;
+		if (moved)
+			json_object_set(start, "parent", (json_t *)moved);
+	}
+	if (rc == 0)
+		rc = jj_goto_position(v, start, err);
+	j->parked--;
+done:
+	if (rc == 0) {
+		*mapping = map;
+		map = NULL;
+	}
+	json_decref(map);
+	json_decref(start);
+	json_decref(touched);
+	json_decref(affected);
+	tt_buf_release(&b);
+	free(set);
+	free(after);
+	return rc;
+}
+
 static int jj_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *keep_dir, json_t **ids_out,
 		      json_t **rewritten, tt_error *err)
 {
@@ -1879,6 +1973,7 @@ static const tt_vcs_ops jj_ops = {
 	.remote_counterparts = jj_remote_counterparts,
 	.forget_workspace = jj_forget_workspace,
 	.abandon = jj_abandon,
+	.rewrite_history = jj_rewrite_history,
 	.drop_bookmark = jj_drop_bookmark,
 	.free = jj_free,
 };

@@ -32,6 +32,14 @@ typedef struct tt_vcs tt_vcs;
 typedef int (*tt_vcs_history_fn)(void *ctx, const char *commit, json_t *files, tt_error *err);
 
 /*
+ * Called by rewrite_history for each commit whose reldir holds files: the
+ * files ({path: text}, borrowed) in, *out the files that commit should hold
+ * instead (a new reference; the same texts: nothing to rewrite).
+ */
+typedef int (*tt_vcs_rewrite_fn)(void *ctx, const char *commit, const json_t *files, json_t **out,
+				 tt_error *err);
+
+/*
  * The adapter.  Paths are relative to the VCS root, '/'-separated.  A
  * revision is anything the VCS resolves (a commit id, a bookmark/branch, a
  * tag, git's HEAD~2, jj's @-); one starting with '-', or holding a line
@@ -195,6 +203,12 @@ typedef struct tt_vcs_ops {
 	/* Delete bookmark whose exclusive commits are commits (git: the branch
 	 * goes, and with it what only it reached). */
 	int (*drop_bookmark)(tt_vcs *v, const char *bookmark, const json_t *commits, tt_error *err);
+	/* The upgrade's history rewrite: every commit reachable from a ref
+	 * gets reldir's files as fn gives them (the commit's metadata kept),
+	 * descendants re-parented, refs moved; *mapping: {old: new}.  NULL:
+	 * this VCS cannot (the upgrade refuses before writing anything). */
+	int (*rewrite_history)(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn fn, void *ctx,
+			       bool ignore_immutable, json_t **mapping, tt_error *err);
 
 	void (*free)(tt_vcs *v);
 } tt_vcs_ops;

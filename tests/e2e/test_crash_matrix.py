@@ -57,6 +57,10 @@ COMMANDS += ["upgrade"]
 # starting state ("undo-new": undo of a `new`, which returns the working copy).
 SCENARIOS = COMMANDS + ["undo-new"]
 SCENARIO_OF = {"undo:after-vcs": "undo-new"}
+# "upgrade-alpha": an alpha dataset whose pins predate the dataset namespace
+# (the upgrade renames them in the store and rewrites the history naming them).
+SCENARIOS += ["upgrade-alpha"]
+SCENARIO_OF.update({"upgrade:after-renames": "upgrade-alpha", "upgrade:after-history": "upgrade-alpha"})
 RANDOM_KILLS = 3
 
 
@@ -73,7 +77,8 @@ def fault_points() -> list[str]:
 # backend's fork, which new and restore run here.
 # (An undo of a commit and forget-workspace write no file of their own, only
 # journal lines and the forgotten checkout's removal.)
-LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace", "upgrade")], "fork": ["new", "restore"]}
+LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace", "upgrade", "upgrade-alpha")],
+          "fork": ["new", "restore"]}
 POINTS = [p for p in fault_points() if p.split(":")[0] in COMMANDS] + \
     [f"{c}@{p}" for p in fault_points() for c in LAYERS.get(p.split(":")[0], [])]
 
@@ -363,6 +368,23 @@ def prep(w: World, command: str) -> list[str]:
         cfg.write_text(cfg.read_text().replace("version = 5", "version = 4"))
         w.git("commit", "-q", "-m", "as 0.1.0b3 left it", "--", "tether.toml")
         return ["upgrade"]
+    if command == "upgrade-alpha":
+        # as 0.1.0a5 left it (version 1): the git pin named "tether.<12 hex>",
+        # outside the dataset's namespace, in the store and in the last commit
+        w.run("remove", "files")
+        w.run("commit", "-m", "without files")
+        path = w.ds / ".tether/objects/code.toml"
+        pin = tomllib.loads(path.read_text())["pin"]
+        old = pin["id"].split(".")[1][:12]
+        sha = w.git_code("rev-parse", f"{pin['ref']}^{{commit}}").strip()
+        w.git_code("tag", f"tether.{old}", sha)
+        w.git_code("tag", "-d", pin["ref"])
+        path.write_text(path.read_text().replace(pin["ref"], f"tether.{old}").replace(pin["id"], old))
+        cfg = w.ds / "tether.toml"
+        cfg.write_text(cfg.read_text().replace("version = 5", "version = 1"))
+        w.git("commit", "-q", "-m", "as 0.1.0a5 left it", "--", "tether.toml", ".tether/objects/code.toml")
+        w.alpha_pin = (old, pin["ref"])
+        return ["upgrade"]
     raise AssertionError(f"no crash scenario for the command {command!r}: add one to prep()")
 
 
@@ -427,6 +449,18 @@ def check_outcome(w: World, command: str) -> None:
         assert "version = 5" in (w.ds / "tether.toml").read_text()
         assert subjects(w)[0] == "tether upgrade: v4 -> v5", subjects(w)
         assert w.git("status", "--porcelain", "--untracked-files=no") == ""
+    elif command == "upgrade-alpha":
+        old, new = w.alpha_pin
+        assert "version = 5" in (w.ds / "tether.toml").read_text()
+        assert subjects(w)[:2] == ["tether upgrade: v1 -> v5", "as 0.1.0a5 left it"], subjects(w)
+        assert w.git("status", "--porcelain", "--untracked-files=no") == ""
+        # the store holds the pin under its namespaced name only, and no
+        # reachable commit names the old one
+        refs = w.native_refs()["code"]
+        assert new in refs and f"tether.{old}" not in refs, refs
+        history = w.git("log", "--all", "-p", "--format=", "--", ".tether/objects")
+        assert f'id = "{old}"' not in history and f'"tether.{old}"' not in history
+        assert tomllib.loads((w.ds / ".tether/objects/code.toml").read_text())["pin"]["ref"] == new
     elif command == "forget-workspace":
         # its state is gone (the VCS half goes with the rerun while the
         # state file is still there to find the checkout by)

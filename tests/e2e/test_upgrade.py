@@ -3,8 +3,9 @@ from PyPI into its own virtualenv in the per-machine tool cache
 (~/.cache/tether-tools/tether-vcs-<version>, made once, then reused):
 0.1.0b1-b3 datasets (version 4) come forward exactly as tether-vcs 0.1.0b7
 brings them (same plan, same tether.toml, same journal record shape); one
-already at version 5 is left alone; an alpha dataset, which needs parts this
-build does not carry, is refused with nothing written."""
+already at version 5 is left alone; alpha datasets (versions 1 and 2) come
+forward as 0.1.0b7 brings them too, their pre-namespace pins and working
+branches renamed in the stores and their history rewritten."""
 from __future__ import annotations
 
 import fcntl
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -48,7 +50,8 @@ def old_tether(version: str, extra: str | None = None, *packages: str) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             msg = f"cannot install tether-vcs {version}: {proc.stderr[-500:]}"
-            if os.environ.get("TETHER_REQUIRE_JJ") == "1":  # under make check: no silent skips
+            if "1" in (os.environ.get("TETHER_REQUIRE_JJ"), os.environ.get("TETHER_REQUIRE_TOOLS")):
+                # under make check and CI: no silent skips
                 pytest.fail(msg)
             pytest.skip(msg)
         done.touch()
@@ -121,19 +124,6 @@ def test_current_dataset_is_left_alone(tmp_path, env, tether, ref):
     assert comparable(tether.json("upgrade", "--dry-run", cwd=root)) == \
         comparable(ref.json("upgrade", "--dry-run", cwd=root))
     assert git("rev-parse", "HEAD", cwd=root, env=env) == head
-
-
-def test_alpha_dataset_is_refused_with_nothing_written(tmp_path, env, tether):
-    root = made_by("0.1.0a5", tmp_path, env)
-    assert "version = 1" in (root / "tether.toml").read_text()
-    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git/" not in str(p)}
-    head = git("rev-parse", "HEAD", cwd=root, env=env)
-    p = tether("upgrade", cwd=root, check=False)
-    assert p.returncode == 1
-    assert "needs upgrade parts this tether does not build" in p.stderr
-    assert "tether-vcs 0.1.0b7" in p.stderr
-    after = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git/" not in str(p)}
-    assert after == before and git("rev-parse", "HEAD", cwd=root, env=env) == head
 
 
 # --- crash points ----------------------------------------------------------------
@@ -407,3 +397,262 @@ def test_b3_lance_state_off_main_gets_its_branch_id_as_tether_vcs_gives_it(tmp_p
     assert "clean  t" in tether("status", cwd=ours).stdout
     ref("verify", cwd=ours)
     tether("verify", cwd=theirs)
+
+
+# --- alpha datasets from before the dataset namespace (version 1) ----------------
+
+
+def alpha_v1(version: str, where: Path, env) -> Path:
+    """A dataset that release made (tether.toml version 1: no dataset id,
+    pins named `tether.<hash>`), with its stores inside `where` so a copy
+    put back at the same path is the same dataset: a git store pinned by two
+    commits, `new`'s working branch `tether.ws.<ws8>.<key>` (0.1.0a7:
+    `...<key>-<key6>`) in it, and a
+    local file by relative path."""
+    old = Runner(old_tether(version), env)
+    store = where / "store"
+    store.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    (store / "a").write_text("1\n")
+    git("add", "a", cwd=store, env=env)
+    git("commit", "-q", "-m", "one", cwd=store, env=env)
+    (where / "files").mkdir()
+    (where / "files" / "one.txt").write_text("one\n")
+    root = where / "ds"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=root, env=env)
+    old("init", cwd=root)
+    old("add", "code", str(store), "--kind", "git", cwd=root)
+    old("add", "one", "../files/one.txt", "--kind", "file", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    (store / "a").write_text("2\n")
+    git("commit", "-q", "-am", "two", cwd=store, env=env)
+    old("commit", "-m", "second", cwd=root)
+    old("new", *(["--eager"] if version >= "0.1.0a7" else []), cwd=root)  # a7 forks lazily by default
+    text = (root / "tether.toml").read_text()
+    assert "version = 1" in text and "[dataset]" not in text
+    return root
+
+
+def snapshot(root: Path, env) -> dict:
+    """What an upgrade writes, read without tether: files, store refs,
+    the dataset's history (messages, authors, dates and manifest texts)."""
+    files = lambda d: {p.relative_to(d).as_posix(): p.read_text() for p in sorted(d.rglob("*")) if p.is_file()} \
+        if d.is_dir() else {}
+    last = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
+    return {
+        "objects": files(root / ".tether/objects"),
+        "listings": files(root / ".tether/listings"),
+        "tether.toml": (root / "tether.toml").read_text(),
+        "workspace.toml": (root / ".tether/workspace.toml").read_text(),
+        "store": git("for-each-ref", "--format=%(refname) %(objectname)", cwd=root.parent / "store", env=env),
+        "history": git("log", "--all", "-p", "--format=%s|%an|%ae|%ad|%cd|%B", "--", ".",
+                       # (this build also ignores its temporary files there)
+                       ":!.tether/.gitignore", cwd=root, env=env),
+        "status": git("status", "--porcelain", cwd=root, env=env),
+        "journal": {"command": last["command"], "keys": sorted(last), "plan": comparable(last["plan"]),
+                    "result": {k: v for k, v in last["result"].items() if k not in ("vcs_commit", "rewritten_commits")},
+                    "rewritten": sorted(last["result"]["rewritten_commits"])},
+    }
+
+
+def renamed(value, ours: str, theirs: str):
+    """value with dataset id `ours` spelled `theirs` (each side draws its own)."""
+    return json.loads(json.dumps(value).replace(ours, theirs))
+
+
+@pytest.mark.parametrize("version", ["0.1.0a5", "0.1.0a7"])
+def test_alpha_v1_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, tether, ref, version):
+    where = tmp_path / "alpha"
+    alpha_v1(version, where, env)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(where, pristine, symlinks=True)
+    root = where / "ds"
+    old_tags = git("tag", "--list", "tether.*", cwd=where / "store", env=env).split()
+    old_branch = git("branch", "--list", "tether.ws.*", "--format=%(refname:short)", cwd=where / "store", env=env).strip()
+    assert len(old_tags) == 2 and old_branch
+
+    sides = {}
+    for name, runner in (("theirs", ref), ("ours", tether)):
+        if name == "ours":  # the same dataset, back at the same path
+            shutil.move(str(where), str(tmp_path / "by-ref"))
+            shutil.copytree(pristine, where, symlinks=True)
+        plan = runner.json("upgrade", "--dry-run", cwd=root)
+        text = runner("upgrade", "--dry-run", cwd=root).stdout
+        out = runner.json("upgrade", cwd=root)
+        ds = tomllib.loads((root / "tether.toml").read_text())["dataset"]["id"]
+        sides[name] = (plan, text, out, snapshot(root, env), ds)
+    (pt, tt, t, st, tid), (po, to, o, so, oid) = sides["theirs"], sides["ours"]
+    assert po["context"]["parts"][0] == "dataset-namespaced refs"
+    assert {a["op"] for a in po["actions"]} >= {"rename-pin", "rename-branch", "rewrite-history"}
+    assert comparable(renamed(po, po["context"]["dataset_id"], pt["context"]["dataset_id"])) == comparable(pt)
+    # the text plan: the same lines, each side with the fresh id its dry run drew
+    ids = lambda text: __import__("re").sub(r"\b[0-9a-f]{8}\b", "<id>", text)
+    assert ids(to) == ids(tt)
+    assert renamed({k: v for k, v in o.items() if k not in ("vcs_commit", "rewritten_commits")}, oid, tid) == \
+        {k: v for k, v in t.items() if k not in ("vcs_commit", "rewritten_commits")}
+    assert sorted(o["rewritten_commits"]) == sorted(t["rewritten_commits"]) and len(o["rewritten_commits"]) == 2
+    ours_snap = renamed(so, oid, tid)
+    # commit ids differ (the manifests they hold name each side's dataset id); everything else agrees
+    # (and the upgrade's own commit is made at its own moment)
+    strip = lambda h: "\n".join(l.split("|")[0] if l.startswith("tether upgrade:") else l
+                                 for l in h.splitlines() if not l.startswith("index "))
+    ours_snap["history"], st["history"] = strip(ours_snap["history"]), strip(st["history"])
+    ours_snap["store"] = sorted(l.split()[0] for l in ours_snap["store"].splitlines())
+    st["store"] = sorted(l.split()[0] for l in st["store"].splitlines())
+    assert ours_snap == st
+    # old refs are gone from the store, under their namespaced names now
+    tags = git("tag", "--list", "tether.*", cwd=where / "store", env=env).split()
+    assert len(tags) == 2 and not set(tags) & set(old_tags) and all(t.startswith(f"tether.{oid}.") for t in tags)
+    branches = git("branch", "--list", "tether.ws.*", "--format=%(refname:short)", cwd=where / "store", env=env).split()
+    assert branches == [o["renamed_branches"][old_branch]] and branches[0].startswith(f"tether.ws.{oid}.")
+    assert so["status"] == ""
+    # both implementations work on what ours made
+    ref("verify", cwd=root)
+    tether("verify", cwd=root)
+    assert "clean  code" in tether("status", cwd=root).stdout
+    assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
+
+
+def test_alpha_rename_that_fails_stops_before_any_rewrite(tmp_path, env, tether, ref):
+    """A store rename that cannot be made stops the upgrade before history
+    or a manifest is rewritten (only the dataset id the renames are made
+    under is kept, as tether-vcs 0.1.0b7 keeps it); the renames that did
+    happen are journalled, and the rerun once the cause is gone skips them."""
+    root = alpha_v1("0.1.0a5", tmp_path / "alpha", env)
+    store = root.parent / "store"
+    saved = tmp_path / "plan.json"
+    tether("upgrade", "--plan", str(saved), cwd=root)
+    plan = json.loads(saved.read_text())
+    renames = sorted((a for a in plan["actions"] if a["op"] == "rename-pin"), key=lambda a: a["target"])
+    assert len(renames) == 2 and any(a["op"] == "rewrite-history" for a in plan["actions"])
+    blocked, other = renames
+    # the new name of one pin already names another commit in the store
+    elsewhere = [c for c in git("rev-list", "main", cwd=store, env=env).split()
+                 if c != blocked["params"]["state"]["sha"]][0]
+    git("tag", blocked["target"], elsewhere, cwd=store, env=env)
+    files = lambda: {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                     if p.is_file() and ".git/" not in p.as_posix() and "/cache/" not in p.as_posix()
+                     and p.name not in ("ops.jsonl", "lock")}
+    before, head = files(), git("rev-parse", "HEAD", cwd=root, env=env)
+    p = tether("upgrade", "--from-plan", str(saved), cwd=root, check=False)
+    assert p.returncode == 1, p
+    assert "upgrade stopped before rewriting history: 1 store rename(s) failed" in p.stderr
+    assert f"rename-pin {blocked['params']['old']['ref']}" in p.stderr
+    after = files()
+    cfg = after.pop("tether.toml").decode()
+    assert f'[dataset]\nid = "{plan["context"]["dataset_id"]}"' in cfg and "version = 1" in cfg
+    before.pop("tether.toml")
+    assert after == before and git("rev-parse", "HEAD", cwd=root, env=env) == head
+    tags = git("tag", "--list", "tether.*", cwd=store, env=env).split()
+    assert blocked["params"]["old"]["ref"] in tags and other["target"] in tags
+    assert other["params"]["old"]["ref"] not in tags
+    last = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
+    assert last["command"] == "upgrade" and last["result"]["stopped"] is True
+    assert last["result"]["renamed_pins"] == {other["params"]["old"]["ref"]: other["target"]}
+    assert not (root / ".tether/cache/upgrade-interrupted").exists()  # no manifest was touched
+    # the cause gone, a fresh upgrade finishes under the same id
+    git("tag", "-d", blocked["target"], cwd=store, env=env)
+    out = tether.json("upgrade", cwd=root)
+    assert out["renamed_pins"] == {blocked["params"]["old"]["ref"]: blocked["target"]}
+    assert sorted(git("tag", "--list", "tether.*", cwd=store, env=env).split()) == \
+        sorted([blocked["target"], other["target"]])
+    assert git("status", "--porcelain", cwd=root, env=env) == ""
+    ref("verify", cwd=root)
+    tether("verify", cwd=root)
+
+
+def test_alpha_v1_jj_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, jj_bin, tether, ref):
+    """On a colocated jj dataset 0.1.0a5 made, the history rewrite is jj's
+    (a child of each change holding the new manifests, squashed into it:
+    the change ids stay): ours and tether-vcs 0.1.0b7's agree on the same
+    dataset put back at the same path."""
+    jenv = {**env, "PATH": f"{jj_bin.parent}{os.pathsep}{env.get('PATH', '')}", "JJ_USER": "Test",
+            "JJ_EMAIL": "test@example.com", "JJ_CONFIG": str(tmp_path / "jjconfig.toml")}
+    jj = lambda *a, cwd: subprocess.run([str(jj_bin), "--no-pager", *a], cwd=str(cwd), env=jenv, check=True,
+                                        capture_output=True, text=True).stdout
+    old = Runner(old_tether("0.1.0a5"), jenv)
+    where = tmp_path / "alpha"
+    store, root = where / "store", where / "ds"
+    store.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=store, env=env)
+    (store / "a").write_text("1\n")
+    git("add", "a", cwd=store, env=env)
+    git("commit", "-q", "-m", "one", cwd=store, env=env)
+    root.mkdir()
+    jj("git", "init", "--colocate", cwd=root)
+    old("init", cwd=root)
+    old("add", "code", str(store), "--kind", "git", cwd=root)
+    old("commit", "-m", "first", cwd=root)
+    (store / "a").write_text("2\n")
+    git("commit", "-q", "-am", "two", cwd=store, env=env)
+    old("commit", "-m", "second", cwd=root)
+    assert "version = 1" in (root / "tether.toml").read_text()
+    pristine = tmp_path / "pristine"
+    shutil.copytree(where, pristine, symlinks=True)
+    log = lambda: jj("log", "--no-graph", "-r", "::@- ~ root()", "-T",
+                     'change_id ++ " " ++ description.first_line() ++ "\\n"', cwd=root).splitlines()
+
+    sides = {}
+    for name, exe in (("theirs", ref.exe), ("ours", tether.exe)):
+        if name == "ours":
+            shutil.move(str(where), str(tmp_path / "by-ref"))
+            shutil.copytree(pristine, where, symlinks=True)
+        runner = Runner(exe, jenv, check_json=name == "ours")
+        plan = runner.json("upgrade", "--dry-run", cwd=root)
+        out = runner.json("upgrade", cwd=root)
+        ds = tomllib.loads((root / "tether.toml").read_text())["dataset"]["id"]
+        changes = log()
+        history = {c.split()[0]: jj("file", "show", "-r", c.split()[0], "root:.tether/objects/code.toml", cwd=root)
+                   for c in changes}
+        files = {rel: (root / rel).read_text() for rel in ("tether.toml", ".tether/objects/code.toml",
+                                                          ".tether/workspace.toml")}
+        tags = sorted(git("tag", "--list", "tether.*", cwd=store, env=env).split())
+        sides[name] = renamed((plan, out, changes, history, files, tags), ds, "<id>"), \
+            jj("diff", "--summary", "-r", "@", cwd=root)
+        sides[name] = (sides[name][0], sides[name][1], plan["context"]["dataset_id"])
+    (t, t_wc, t_plan_id), (o, o_wc, o_plan_id) = sides["theirs"], sides["ours"]
+    (pt, tout, tchanges, thist, tfiles, ttags), (po, oout, ochanges, ohist, ofiles, otags) = t, o
+    assert comparable(renamed(po, o_plan_id, t_plan_id)) == comparable(renamed(pt, t_plan_id, t_plan_id))
+    assert "rewrite-history" in {a["op"] for a in po["actions"]}
+    drop = lambda r: {k: v for k, v in r.items() if k not in ("vcs_commit", "rewritten_commits")}
+    assert drop(oout) == drop(tout) and len(oout["rewritten_commits"]) == len(tout["rewritten_commits"]) >= 2
+    assert ochanges == tchanges and ochanges[0].endswith("tether upgrade: v1 -> v5")
+    assert ohist == thist and ofiles == tfiles and otags == ttags and len(otags) == 2
+    assert o_wc == t_wc == ""  # the working copy holds nothing left over
+    assert all(f'"tether.<id>.' in text for text in ohist.values() if "[pin]" in text)
+    Runner(ref.exe, jenv)("verify", cwd=root)
+    Runner(tether.exe, jenv)("verify", cwd=root)
+
+
+@pytest.mark.parametrize("point", ["upgrade:after-renames", "upgrade:after-history"])
+def test_killed_alpha_upgrade_rerun_lands_what_tether_vcs_lands(tmp_path, env, tether, ref, point):
+    """Killed after the store renames, or after the history rewrite, the
+    rerun finishes: the dataset then holds what tether-vcs 0.1.0b7's
+    uninterrupted upgrade of the same dataset holds."""
+    where = tmp_path / "alpha"
+    root = alpha_v1("0.1.0a5", where, env)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(where, pristine, symlinks=True)
+    ref("upgrade", cwd=root)
+    theirs = snapshot(root, env)
+    tid = tomllib.loads((root / "tether.toml").read_text())["dataset"]["id"]
+    shutil.move(str(where), str(tmp_path / "by-ref"))
+    shutil.copytree(pristine, where, symlinks=True)
+    killed = tether("upgrade", cwd=root, check=False, env={**env, "TETHER_FAULT": point})
+    assert killed.returncode == -9, killed
+    assert "version = 1" in (root / "tether.toml").read_text()
+    out = tether.json("upgrade", cwd=root)
+    assert out["from_version"] == 1 and out["vcs_commit"]
+    oid = tomllib.loads((root / "tether.toml").read_text())["dataset"]["id"]
+    ours = renamed(snapshot(root, env), oid, tid)
+    strip = lambda h: "\n".join(l.split("|")[0] if l.startswith("tether upgrade:") else l
+                                 for l in h.splitlines() if not l.startswith("index "))
+    for k in ("objects", "listings", "tether.toml", "workspace.toml", "status"):
+        assert ours[k] == theirs[k], k
+    assert strip(ours["history"]) == strip(theirs["history"])
+    names = lambda s: sorted(l.split()[0] for l in s.splitlines())
+    assert names(ours["store"]) == names(theirs["store"])
+    assert tether("upgrade", cwd=root).stdout == "already at version 5\n"
+    ref("verify", cwd=root)
