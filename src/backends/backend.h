@@ -231,6 +231,10 @@ typedef struct tt_backend_ops {
 
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
+	/* Why a kind without PIN / FORK cannot: the text of the capability
+	 * error the kit's stubs (backends/kit.h) and the dispatcher give. */
+	const char *no_pin;
+	const char *no_fork;
 
 	void (*free)(tt_backend *b);
 } tt_backend_ops;

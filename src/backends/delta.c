@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/delta.h"
 #include "backends/file.h"
 #include "formats/parquet.h"
@@ -762,42 +763,7 @@ done:
 	return rc;
 }
 
-/* --- pins and forks: none -------------------------------------------------------------- */
-
-static int delta_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
-		     tt_pin *out, tt_error *err)
-{
-	(void)b, (void)loc, (void)state, (void)pin_id, (void)out;
-	return derr(err, TT_ECAPABILITY, "delta has no native tags; versions are recorded only");
-}
-
-static int delta_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
-{
-	(void)b, (void)loc, (void)pin;
-	return derr(err, TT_ECAPABILITY, "delta has no native tags; versions are recorded only");
-}
-
-static int delta_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
-{
-	(void)b, (void)loc;
-	*ids = json_array();
-	return *ids ? 0 : doom(err);
-}
-
-static int delta_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
-		      const tt_expect *expected, char **ref_out, tt_error *err)
-{
-	(void)b, (void)loc, (void)source, (void)name, (void)expected;
-	*ref_out = NULL;
-	return derr(err, TT_ECAPABILITY, "delta cannot fork; write a new table instead");
-}
-
-static int delta_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref,
-				    tt_error *err)
-{
-	(void)b, (void)loc, (void)ref, (void)err;
-	return 0; /* there are none */
-}
+/* Pins and forks: none (the kit's stubs, see the ops table). */
 
 /* --- history and diff ------------------------------------------------------------------ */
 
@@ -1508,14 +1474,16 @@ static void delta_free(tt_backend *b)
 
 static const tt_backend_ops delta_ops = {
 	.abi = TT_BACKEND_ABI,
+	.no_pin = "delta has no native tags; versions are recorded only",
+	.no_fork = "delta cannot fork; write a new table instead",
 	.identity = delta_identity,
 	.fingerprint = delta_fingerprint,
-	.pin = delta_pin,
-	.unpin = delta_unpin,
-	.list_pins = delta_list_pins,
+	.pin = tt_kit_no_pin,
+	.unpin = tt_kit_no_unpin,
+	.list_pins = tt_kit_no_pins,
 	.verify = delta_verify,
-	.fork = delta_fork,
-	.delete_working_ref = delta_delete_working_ref,
+	.fork = tt_kit_no_fork,
+	.delete_working_ref = tt_kit_no_working_ref,
 	.open = delta_open,
 	.diff = delta_diff,
 	.history = delta_history,

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "core/ids.h"
 #include "core/pyvalue.h"
 #include "db/db.h"
@@ -537,16 +538,6 @@ static int dl_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 
 /* --- pins ---------------------------------------------------------------------- */
 
-static int fill_pin(tt_pin *out, const char *pin_id, bool created, tt_error *err)
-{
-	memset(out, 0, sizeof *out);
-	if (strlen(pin_id) >= sizeof out->id || tt_ref_for_pin(out->ref, sizeof out->ref, pin_id) != 0)
-		return DERR(err, TT_EUSAGE, "pin id %s is too long", pin_id);
-	strcpy(out->id, pin_id);
-	out->created = created;
-	return 0;
-}
-
 static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id, tt_pin *out,
 		  tt_error *err)
 {
@@ -561,7 +552,7 @@ static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	if (json_is_true(json_object_get(state, "dirty")))
 		return DERR(err, TT_EBACKEND,
 			    "dolt branch has uncommitted changes; DOLT_COMMIT or DOLT_RESET first");
-	if ((rc = fill_pin(out, pin_id, false, err)) != 0)
+	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, false, err)) != 0)
 		return rc;
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
 		return rc;
@@ -611,16 +602,11 @@ static int list_names(tt_backend *b, const json_t *loc, const char *sql, const c
 		return rc;
 	if ((rc = dc_query(&c, sql, NULL, 0, &r, err)) == 0) {
 		*out = json_array();
-		size_t n = strlen(prefix);
-		for (size_t i = 0; *out && i < r.nrows; i++) {
-			const char *name = cell(&r, i, 0);
-			if (!name || strncmp(name, prefix, n) != 0)
-				continue;
-			if (json_array_append_new(*out, json_string(strip ? name + n : name)) != 0) {
+		for (size_t i = 0; *out && i < r.nrows; i++)
+			if (tt_kit_keep_ref(*out, cell(&r, i, 0), prefix, NULL, strip) != 0) {
 				json_decref(*out);
 				*out = NULL;
 			}
-		}
 		if (!*out)
 			rc = DOOM(err);
 	}

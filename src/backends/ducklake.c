@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/ducklake.h"
 #include "db/db.h"
 #include "util/buf.h"
@@ -442,41 +443,7 @@ done:
 	return rc;
 }
 
-/* --- pins and forks: none -------------------------------------------------------------- */
-
-static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
-		  tt_pin *out, tt_error *err)
-{
-	(void)b, (void)loc, (void)state, (void)pin_id, (void)out;
-	return derr(err, TT_ECAPABILITY, "ducklake has no tags; snapshots are recorded only");
-}
-
-static int dl_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
-{
-	(void)b, (void)loc, (void)pin;
-	return derr(err, TT_ECAPABILITY, "ducklake has no tags; snapshots are recorded only");
-}
-
-static int dl_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
-{
-	(void)b, (void)loc;
-	*ids = json_array();
-	return *ids ? 0 : doom(err);
-}
-
-static int dl_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
-		   const tt_expect *expected, char **ref_out, tt_error *err)
-{
-	(void)b, (void)loc, (void)source, (void)name, (void)expected;
-	*ref_out = NULL;
-	return derr(err, TT_ECAPABILITY, "ducklake cannot fork; copy the catalog instead");
-}
-
-static int dl_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
-{
-	(void)b, (void)loc, (void)ref, (void)err;
-	return 0;
-}
+/* Pins and forks: none (the kit's stubs, see the ops table). */
 
 /* --- verify ----------------------------------------------------------------------- */
 
@@ -1801,14 +1768,16 @@ static void dl_free(tt_backend *b)
 
 static const tt_backend_ops ducklake_ops = {
 	.abi = TT_BACKEND_ABI,
+	.no_pin = "ducklake has no tags; snapshots are recorded only",
+	.no_fork = "ducklake cannot fork; copy the catalog instead",
 	.identity = dl_identity,
 	.fingerprint = dl_fingerprint,
-	.pin = dl_pin,
-	.unpin = dl_unpin,
-	.list_pins = dl_list_pins,
+	.pin = tt_kit_no_pin,
+	.unpin = tt_kit_no_unpin,
+	.list_pins = tt_kit_no_pins,
 	.verify = dl_verify,
-	.fork = dl_fork,
-	.delete_working_ref = dl_delete_working_ref,
+	.fork = tt_kit_no_fork,
+	.delete_working_ref = tt_kit_no_working_ref,
 	.open = dl_open,
 	.diff = dl_diff,
 	.history = dl_history,

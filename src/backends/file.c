@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include "backends/file.h"
+#include "backends/kit.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1617,41 +1618,7 @@ static int file_diff(tt_backend *b, const json_t *loc, const json_t *a, const js
 	return rc;
 }
 
-/* --- what the file kind cannot do -------------------------------------------------- */
-
-static int file_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
-		    tt_pin *out, tt_error *err)
-{
-	(void)b, (void)loc, (void)state, (void)pin_id, (void)out;
-	return file_err(err, TT_ECAPABILITY, "file backend cannot pin");
-}
-
-static int file_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
-{
-	(void)b, (void)loc, (void)pin;
-	return file_err(err, TT_ECAPABILITY, "file backend cannot pin");
-}
-
-static int file_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
-{
-	(void)b, (void)loc;
-	*ids = json_array();
-	return *ids ? 0 : file_oom(err);
-}
-
-static int file_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
-		     const tt_expect *expected, char **ref_out, tt_error *err)
-{
-	(void)b, (void)loc, (void)source, (void)name, (void)expected;
-	*ref_out = NULL;
-	return file_err(err, TT_ECAPABILITY, "file backend cannot fork");
-}
-
-static int file_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
-{
-	(void)b, (void)loc, (void)ref, (void)err;
-	return 0; /* there are none */
-}
+/* Pins and forks: none (the kit's stubs, see the ops table). */
 
 /* --- store lifecycle (CREATE, local directories) ----------------------------------- */
 
@@ -1917,14 +1884,16 @@ static void file_free(tt_backend *b)
 
 static const tt_backend_ops file_ops = {
 	.abi = TT_BACKEND_ABI,
+	.no_pin = "file backend cannot pin",
+	.no_fork = "file backend cannot fork",
 	.identity = file_identity,
 	.fingerprint = file_fingerprint,
-	.pin = file_pin,
-	.unpin = file_unpin,
-	.list_pins = file_list_pins,
+	.pin = tt_kit_no_pin,
+	.unpin = tt_kit_no_unpin,
+	.list_pins = tt_kit_no_pins,
 	.verify = file_verify,
-	.fork = file_fork,
-	.delete_working_ref = file_delete_working_ref,
+	.fork = tt_kit_no_fork,
+	.delete_working_ref = tt_kit_no_working_ref,
 	.open = file_open,
 	.listing = file_listing,
 	.diff = file_diff,

@@ -18,6 +18,7 @@
  * winner whatever process they come from.
  */
 #include "backends/gitobj.h"
+#include "backends/kit.h"
 #include "vcs/git_native.h"
 
 #include <dirent.h>
@@ -884,17 +885,6 @@ static int git_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
 	return rc;
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, const char *ref, bool created, tt_error *err)
-{
-	if (strlen(pin_id) >= sizeof out->id || strlen(ref) >= sizeof out->ref)
-		return gerr(err, TT_ELIMIT, "pin id %s is too long", pin_id);
-	memset(out, 0, sizeof *out);
-	memcpy(out->id, pin_id, strlen(pin_id) + 1);
-	memcpy(out->ref, ref, strlen(ref) + 1);
-	out->created = created;
-	return 0;
-}
-
 static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
 		   tt_pin *out, tt_error *err)
 {
@@ -913,7 +903,7 @@ static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 		goto done;
 	}
 	/* The id fits a tt_pin before anything is made. */
-	if ((rc = guard(pin_id, "pin", err)) < 0 || (rc = fill_pin(out, pin_id, ref, false, err)) < 0 ||
+	if ((rc = guard(pin_id, "pin", err)) < 0 || (rc = tt_kit_fill_pin(out, KIND, pin_id, ref, false, err)) < 0 ||
 	    (rc = state_sha(state, &sha, err)) < 0 ||
 	    (rc = pin_remote(b, loc, repo, &remote, err)) < 0 ||
 	    (rc = rev_commit(b, repo, ref, false, &existing, err)) < 0)

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/iceberg_meta.h"
 #include "backends/iceberg_rest.h"
 #include "core/ids.h"
@@ -897,16 +898,6 @@ static int ib_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 	return rc;
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, bool created, tt_error *err)
-{
-	memset(out, 0, sizeof *out);
-	if (strlen(pin_id) >= sizeof out->id || tt_ref_for_pin(out->ref, sizeof out->ref, pin_id) != 0)
-		return IERR(err, TT_EUSAGE, "pin id %s is too long", pin_id);
-	strcpy(out->id, pin_id);
-	out->created = created;
-	return 0;
-}
-
 static int ib_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
 		  tt_pin *out, tt_error *err)
 {
@@ -916,7 +907,7 @@ static int ib_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	int rc;
 	if (!pin_id || !*pin_id)
 		return IERR(err, TT_EUSAGE, "pin needs an id");
-	if ((rc = state_sid(state, &sid, err)) != 0 || (rc = fill_pin(out, pin_id, false, err)) != 0)
+	if ((rc = state_sid(state, &sid, err)) != 0 || (rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, false, err)) != 0)
 		return rc;
 	if (sid == EMPTY)
 		return 0; /* nothing to hold */
@@ -977,9 +968,7 @@ static int list_refs(tt_backend *b, const json_t *loc, const char *prefix, bool 
 	*out = json_array();
 	for (size_t i = 0; *out && i < t.meta.nrefs; i++) {
 		const tt_iceberg_ref *r = &t.meta.refs[i];
-		if (r->tag != tags || strncmp(r->name, prefix, strlen(prefix)) != 0)
-			continue;
-		if (json_array_append_new(*out, json_string(r->name + (tags ? strlen(prefix) : 0))) != 0) {
+		if (r->tag == tags && tt_kit_keep_ref(*out, r->name, prefix, NULL, tags) != 0) {
 			json_decref(*out);
 			*out = NULL;
 		}

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/file.h"
 #include "backends/icechunk_fmt.h"
 #include "storage/open.h"
@@ -1227,17 +1228,6 @@ static long generation_number(const char *tag)
 	return n;
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, const char *ref, bool created, tt_error *err)
-{
-	if (strlen(pin_id) >= sizeof out->id || strlen(ref) >= sizeof out->ref)
-		return ierr(err, TT_EUSAGE, "pin id %s is too long", pin_id);
-	memset(out, 0, sizeof *out);
-	strcpy(out->id, pin_id);
-	strcpy(out->ref, ref);
-	out->created = created;
-	return 0;
-}
-
 static int v1_write_ref(view *v, const char *kind, const char *name, const char *sid, bool create,
 			tt_error *err)
 {
@@ -1369,7 +1359,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 		pin_ctx pc = { pin_id, sid, "", false };
 		rc = v2_update(&v, pin_plan, &pc, err);
 		if (rc >= 0)
-			rc = fill_pin(out, pin_id, pc.ref, pc.created, err);
+			rc = tt_kit_fill_pin(out, KIND, pin_id, pc.ref, pc.created, err);
 		goto done;
 	}
 	for (int gen = 1; gen <= MAX_GENERATIONS; gen++) {
@@ -1380,7 +1370,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 			snprintf(ref, sizeof ref, PIN_PREFIX "%s.%d", pin_id, gen);
 		rc = v1_write_ref(&v, "tag", ref, sid, true, err);
 		if (rc == 0) {
-			rc = fill_pin(out, pin_id, ref, true, err);
+			rc = tt_kit_fill_pin(out, KIND, pin_id, ref, true, err);
 			goto done;
 		}
 		if (rc != TT_EEXISTS)
@@ -1392,7 +1382,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 		if (rc)
 			goto done;
 		if (strcmp(have, sid) == 0) {
-			rc = fill_pin(out, pin_id, ref, false, err);
+			rc = tt_kit_fill_pin(out, KIND, pin_id, ref, false, err);
 			goto done;
 		}
 		rc = ierr(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, have, sid);

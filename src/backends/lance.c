@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/file.h"
 #include "formats/lance_manifest.h"
 #include "storage/open.h"
@@ -1056,16 +1057,6 @@ static char *ref_text(const json_t *j)
 	return json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, bool created, tt_error *err)
-{
-	memset(out, 0, sizeof *out);
-	if (snprintf(out->id, sizeof out->id, "%s", pin_id) >= (int)sizeof out->id ||
-	    snprintf(out->ref, sizeof out->ref, PIN_PREFIX "%s", pin_id) >= (int)sizeof out->ref)
-		return lerr(err, TT_EUSAGE, "pin id '%s' is too long", pin_id);
-	out->created = created;
-	return 0;
-}
-
 static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
 		     tt_pin *out, tt_error *err)
 {
@@ -1077,7 +1068,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 	json_t *tag = NULL, *existing = NULL;
 	int rc;
 
-	if ((rc = fill_pin(out, pin_id, true, err)) < 0)
+	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, true, err)) < 0)
 		return rc;
 	if (!ref_segment_ok(out->ref, strlen(out->ref)))
 		return lerr(err, TT_EBACKEND, "'%s' is not a valid Lance tag name", out->ref);

@@ -14,6 +14,7 @@
  * system on first use, which tether-vcs keeps as well.
  */
 #include "backends/memory.h"
+#include "backends/kit.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -643,17 +644,6 @@ done:
 	return rc;
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, const char *ref, bool created, tt_error *err)
-{
-	if (strlen(pin_id) >= sizeof out->id || strlen(ref) >= sizeof out->ref)
-		return mem_err(err, TT_ELIMIT, "pin id %s is too long", pin_id);
-	memset(out, 0, sizeof *out);
-	memcpy(out->id, pin_id, strlen(pin_id) + 1);
-	memcpy(out->ref, ref, strlen(ref) + 1);
-	out->created = created;
-	return 0;
-}
-
 static int mem_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id,
 		   tt_pin *out, tt_error *err)
 {
@@ -681,7 +671,7 @@ static int mem_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 		rc = mem_err(err, TT_EBACKEND, "pin %s already points elsewhere", ref);
 		goto done;
 	}
-	if ((rc = fill_pin(out, pin_id, ref, !existing, err)) != 0)
+	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, ref, !existing, err)) != 0)
 		goto done;
 	if (!existing) {
 		if (json_object_set_new(json_object_get(sys, "tags"), ref, json_string(sid)) != 0) {

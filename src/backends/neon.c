@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "core/ids.h"
 #include "db/db.h"
 #include "net/http.h"
@@ -648,16 +649,6 @@ done:
 	return rc;
 }
 
-static int fill_pin(tt_pin *out, const char *pin_id, bool created, tt_error *err)
-{
-	memset(out, 0, sizeof *out);
-	if (strlen(pin_id) >= sizeof out->id || tt_ref_for_pin(out->ref, sizeof out->ref, pin_id) != 0)
-		return NERR(err, TT_EUSAGE, "pin id %s is too long", pin_id);
-	strcpy(out->id, pin_id);
-	out->created = created;
-	return 0;
-}
-
 static bool protect_pins(const tt_backend *b)
 {
 	return json_is_true(json_object_get(b->config, "protected_pins"));
@@ -670,7 +661,7 @@ static int neon_pin(tt_backend *b, const json_t *loc, const json_t *state, const
 	json_t *all = NULL;
 	const json_t *parent;
 	int rc;
-	if ((rc = fill_pin(out, pin_id, false, err)) || (rc = project_of(loc, &pid, err)))
+	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, false, err)) || (rc = project_of(loc, &pid, err)))
 		return rc;
 	const char *lsn = str_of(state, "lsn"), *tl = timeline_of(state);
 	if (!lsn || !tl)
@@ -753,13 +744,11 @@ static int list_prefixed(tt_backend *b, const json_t *loc, bool pins, json_t **o
 	const json_t *br;
 	json_array_foreach(all, i, br) {
 		const char *n = str_of(br, "name");
-		if (!n)
-			continue;
-		bool ws = strncmp(n, TT_WORKING_REF_PREFIX, strlen(TT_WORKING_REF_PREFIX)) == 0;
-		if (pins && !ws && strncmp(n, PIN_PREFIX, strlen(PIN_PREFIX)) == 0)
-			json_array_append_new(*out, json_string(n + strlen(PIN_PREFIX)));
-		else if (!pins && ws)
-			json_array_append_new(*out, json_string(n));
+		if (*out && (pins ? tt_kit_keep_ref(*out, n, PIN_PREFIX, TT_WORKING_REF_PREFIX, true)
+				  : tt_kit_keep_ref(*out, n, TT_WORKING_REF_PREFIX, NULL, false)) != 0) {
+			json_decref(*out);
+			*out = NULL;
+		}
 	}
 	json_decref(all);
 	return *out ? 0 : NOOM(err);
