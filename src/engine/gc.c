@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/index.h"
 #include "core/layout.h"
 #include "core/oplog.h"
@@ -49,6 +50,7 @@
 #include "util/json.h"
 #include "util/fault.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* tether-vcs's backends it no longer ships, and the release that removed them. */
 static const char *removed_in(const char *kind)
@@ -169,13 +171,13 @@ static int namespace_key(tt_backend *b, const char *kind, const json_t *loc, cha
 	char *ns = NULL;
 	int rc;
 	*out = NULL;
-	if (b->ops->ref_namespace) {
-		if ((rc = b->ops->ref_namespace(b, loc, &ns, err)) < 0)
+	if (tt_backend_has(b, ref_namespace)) {
+		if ((rc = tt_backend_ref_namespace(b, loc, &ns, err)) < 0)
 			return rc;
 	} else {
 		json_t *identity = NULL;
 		tt_buf c = TT_BUF_INIT;
-		if ((rc = b->ops->identity(b, loc, &identity, err)) < 0)
+		if ((rc = tt_backend_identity(b, loc, &identity, err)) < 0)
 			return rc;
 		rc = tt_json_canonical(&c, identity);
 		json_decref(identity);
@@ -242,14 +244,14 @@ static bool own_file(tt_repo *repo, const checkout *c, const char *name)
 	char *why = NULL;
 	if (tt_git_run(repo->vcs->exe, c->vcs_root, args, &out, false, NULL, &e) < 0) {
 		own = false;
-		why = tt_asprintf("cannot tell whether %s tracks it there (%s)", repo->vcs->ops->kind,
+		why = tt_asprintf("cannot tell whether %s tracks it there (%s)", tt_vcs_kind(repo->vcs),
 				  tt_error_text(&e));
 	} else {
 		for (size_t off = 0; off < out.len; off += strlen(out.ptr + off) + 1)
 			if (strcmp(out.ptr + off, relpath) == 0)
 				own = false;
 		if (!own)
-			why = tt_asprintf("%s tracks it there", repo->vcs->ops->kind);
+			why = tt_asprintf("%s tracks it there", tt_vcs_kind(repo->vcs));
 	}
 	if (!own)
 		warn(repo, tt_asprintf("skipping %s of checkout %s: %s, so it is not that checkout's own "
@@ -272,7 +274,7 @@ static int live_checkouts(tt_repo *repo, checkouts *out, tt_error *err)
 	const char *rel = dataset_rel(repo);
 	int rc;
 	memset(out, 0, sizeof *out);
-	if ((rc = repo->vcs->ops->workspace_roots(repo->vcs, &roots, err)) < 0)
+	if ((rc = tt_vcs_workspace_roots(repo->vcs, &roots, err)) < 0)
 		return rc;
 	size_t i;
 	json_t *r;
@@ -944,7 +946,7 @@ static int sharing_remotes(gc_state *s, const char **out, tt_error *err)
 {
 	if (!s->remotes_read) {
 		json_t *names = NULL;
-		int rc = s->repo->vcs->ops->remotes ? s->repo->vcs->ops->remotes(s->repo->vcs, &names, err) : 0;
+		int rc = tt_vcs_has(s->repo->vcs, remotes) ? tt_vcs_remotes(s->repo->vcs, &names, err) : 0;
 		if (rc < 0)
 			return rc;
 		tt_buf t = TT_BUF_INIT;
@@ -984,16 +986,16 @@ static int remote_unfetched(gc_state *s, const char **out, tt_error *err)
 		tt_buf t = TT_BUF_INIT;
 		size_t i, j;
 		json_t *v, *r;
-		if ((rc = s->repo->vcs->ops->remotes(s->repo->vcs, &list, err)) < 0)
+		if ((rc = tt_vcs_remotes(s->repo->vcs, &list, err)) < 0)
 			return rc;
 		json_array_foreach(list, i, v) {
 			const char *name = json_string_value(v);
 			json_t *refs = NULL;
 			tt_error e = TT_ERROR_INIT;
-			if (!s->repo->vcs->ops->remote_unfetched)
+			if (!tt_vcs_has(s->repo->vcs, remote_unfetched))
 				break;
 			tt_buf_puts(&t, t.len ? "; " : "");
-			if (s->repo->vcs->ops->remote_unfetched(s->repo->vcs, name, &refs, &e) < 0) {
+			if (tt_vcs_remote_unfetched(s->repo->vcs, name, &refs, &e) < 0) {
 				tt_buf_printf(&t, "%s, whose commits may name it: fetch it (or remove the remote) "
 					      "first", tt_error_text(&e));
 			} else if (json_array_size(refs)) {
@@ -1044,7 +1046,7 @@ static int published_pins(gc_state *s, tt_error *err)
 		return 0;
 	if (!(s->published = json_object()))
 		return tt_error_oom(err);
-	if (v->ops->published_revs && (rc = v->ops->published_revs(v, &revs, err)) == 0)
+	if (tt_vcs_has(v, published_revs) && (rc = tt_vcs_published_revs(v, &revs, err)) == 0)
 		rc = pins_of_revs(s, revs, s->published, err);
 	json_decref(revs);
 	return rc;
@@ -1066,10 +1068,10 @@ static int held_pins(gc_state *s, tt_error *err)
 		return 0;
 	if (!(s->held = json_object()))
 		return tt_error_oom(err);
-	if (!v->ops->held_revs)
+	if (!tt_vcs_has(v, held_revs))
 		return 0;
 	tt_error e = TT_ERROR_INIT;
-	if (v->ops->held_revs(v, &revs, &e) < 0) {
+	if (tt_vcs_held_revs(v, &revs, &e) < 0) {
 		if (e.code == TT_ENOMEM) {
 			tt_error_move(err, &e);
 			return err->code;
@@ -1101,7 +1103,7 @@ static int pins_of_revs(gc_state *s, json_t *revs, json_t *into, tt_error *err)
 	}
 	for (i = 0; i < n; i++)
 		ids[i] = json_string_value(json_array_get(revs, i));
-	rc = v->ops->files_at_many(v, ids, n, s->w.reldir, &files, err);
+	rc = tt_vcs_files_at_many(v, ids, n, s->w.reldir, &files, err);
 	free(ids);
 	if (rc < 0)
 		goto done;
@@ -1226,10 +1228,10 @@ static int plan_unpins(gc_state *s, tt_error *err)
 		json_t *listed = NULL, *live = NULL, *mine = NULL;
 		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 			goto done;
-		if (!(b->kind->caps & TT_CAP_PIN) || !b->ops->list_pins || set_has(checked, ns))
+		if (!(b->kind->caps & TT_CAP_PIN) || !tt_backend_has(b, list_pins) || set_has(checked, ns))
 			continue;
 		set_add(checked, ns);
-		if ((rc = b->ops->list_pins(b, m->locator, &listed, err)) < 0) {
+		if ((rc = tt_backend_list_pins(b, m->locator, &listed, err)) < 0) {
 			tt_error_object(err, m->key, m->kind);
 			goto done;
 		}
@@ -1465,7 +1467,7 @@ static int manifest_identity(tt_repo *repo, const tt_manifest *m, tt_backend **b
 	int rc;
 	*identity = NULL;
 	if ((rc = tt_engine_backend(repo, m->kind, b, err)) < 0 ||
-	    (rc = (*b)->ops->identity(*b, m->locator, identity, err)) < 0)
+	    (rc = tt_backend_identity(*b, m->locator, identity, err)) < 0)
 		tt_error_object(err, m->key, m->kind);
 	return rc;
 }
@@ -1512,7 +1514,7 @@ static int prune_setup(gc_state *s, prune_ctx *p, tt_error *err)
 	}
 	/* Live bookmarks: the VCS's, this workspace's, every live checkout's,
 	 * and --keep-bookmark names. */
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 		goto done;
 	const char *k;
 	json_t *v;
@@ -1618,8 +1620,8 @@ static int judge_branch(gc_state *s, prune_ctx *p, const tt_manifest *m, tt_back
 	json_t *full = NULL, *head = NULL, *params = NULL;
 	tt_buf det = TT_BUF_INIT;
 	int rc = 0;
-	if (b->ops->working_ref_blockers &&
-	    (rc = b->ops->working_ref_blockers(b, m->locator, ref, &why, err)) < 0) {
+	if (tt_backend_has(b, working_ref_blockers) &&
+	    (rc = tt_backend_working_ref_blockers(b, m->locator, ref, &why, err)) < 0) {
 		tt_error_object(err, m->key, m->kind);
 		goto done;
 	}
@@ -1635,10 +1637,10 @@ static int judge_branch(gc_state *s, prune_ctx *p, const tt_manifest *m, tt_back
 		reason = tt_strdup("branch is storage; deleting reclaims its data");
 	} else {
 		tt_error e = TT_ERROR_INIT;
-		if (b->ops->fingerprint(b, m->locator, ref, &full, &e) == 0 &&
+		if (tt_backend_fingerprint(b, m->locator, ref, &full, &e) == 0 &&
 		    (head = tt_content_state(b->kind, full)) != NULL && !*base_head) {
 			json_t *base = NULL;
-			if (b->ops->fingerprint(b, m->locator, NULL, &base, &e) == 0) {
+			if (tt_backend_fingerprint(b, m->locator, NULL, &base, &e) == 0) {
 				*base_head = tt_content_state(b->kind, base);
 				json_decref(base);
 			} else {
@@ -1773,8 +1775,8 @@ static int plan_prune(gc_state *s, tt_error *err)
 		}
 		set_add(systems, ns);
 		bool storage = (eff & TT_CAP_BRANCH_IS_STORAGE) != 0;
-		if (!b->ops->list_working_refs ||
-		    (rc = b->ops->list_working_refs(b, m->locator, &refs, err)) < 0) {
+		if (!tt_backend_has(b, list_working_refs) ||
+		    (rc = tt_backend_list_working_refs(b, m->locator, &refs, err)) < 0) {
 			if (rc < 0)
 				tt_error_object(err, m->key, m->kind);
 			free(ns);
@@ -1922,7 +1924,7 @@ static int store_slugs(gc_state *s, json_t *keep, json_t *known, tt_error *err)
 	int rc;
 	if (!live)
 		return tt_error_oom(err);
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 		goto done;
 	json_object_foreach(marks, k, v) set_add(live, k);
 	if (repo->ws.bookmark)
@@ -2037,12 +2039,12 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 	}
 	/* The digest before the walk: a commit landing during or after it
 	 * changes what the apply compares against. */
-	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
+	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	head = tt_engine_vcs_head(repo);
 	s.w.repo = repo;
 	s.w.reldir = reldir;
-	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, walk_commit, &s.w, err)) < 0)
+	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, walk_commit, &s.w, err)) < 0)
 		goto done;
 	if ((rc = live_checkouts(repo, &s.co, err)) < 0 || (rc = gather_working(&s, err)) < 0 ||
 	    (rc = read_journals(&s.co, &s.journal, err)) < 0 ||
@@ -2125,7 +2127,7 @@ static int require_head(tt_repo *repo, const tt_plan_action_view *a, tt_error *e
 	if (!expected || json_is_null(expected)) {
 		/* The plan could not read the head: if it reads now, review it. */
 		tt_error none = TT_ERROR_INIT;
-		if (b->ops->fingerprint(b, loc, a->target, &now, &none) < 0) {
+		if (tt_backend_fingerprint(b, loc, a->target, &now, &none) < 0) {
 			tt_error_clear(&none);
 			return 0;
 		}
@@ -2137,7 +2139,7 @@ static int require_head(tt_repo *repo, const tt_plan_action_view *a, tt_error *e
 		json_decref(now);
 		return rc;
 	}
-	if ((rc = b->ops->fingerprint(b, loc, a->target, &now, err)) < 0)
+	if ((rc = tt_backend_fingerprint(b, loc, a->target, &now, err)) < 0)
 		return rc;
 	if (!json_is_object(expected) || !tt_states_equal(b->kind, now, expected)) {
 		tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
@@ -2159,14 +2161,14 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 	int rc;
 	if ((rc = tt_engine_backend(repo, a->kind, &b, err)) < 0)
 		return rc;
-	if (!b->ops->unpin || !json_is_object(loc))
+	if (!tt_backend_has(b, unpin) || !json_is_object(loc))
 		return tt_error_set(err, TT_ECAPABILITY, "[%s] cannot unpin %s", a->kind, a->target);
 	tt_pin pin = { 0 };
 	if (strlen(pid) >= sizeof pin.id || strlen(a->target) >= sizeof pin.ref)
 		return tt_error_set(err, TT_ELIMIT, "pin %s is too long", pid);
 	memcpy(pin.id, pid, strlen(pid) + 1);
 	memcpy(pin.ref, a->target, strlen(a->target) + 1);
-	if ((rc = b->ops->unpin(b, loc, &pin, err)) < 0)
+	if ((rc = tt_backend_unpin(b, loc, &pin, err)) < 0)
 		return rc;
 	/* Every generation of this id the plan listed. */
 	size_t i;
@@ -2178,7 +2180,7 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 		    !tt_pin_id_of_ref(ref, of) || strcmp(of, pid) != 0)
 			continue;
 		memcpy(pin.ref, ref, strlen(ref) + 1);
-		if ((rc = b->ops->unpin(b, loc, &pin, err)) < 0)
+		if ((rc = tt_backend_unpin(b, loc, &pin, err)) < 0)
 			return rc;
 	}
 	return 0;
@@ -2270,9 +2272,9 @@ static int apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *
 					map_append(json_object_get(report, "kept_working_refs"), a.key,
 						   json_string(a.target));
 			} else if (tt_engine_backend(repo, a.kind, &b, &e) == 0) {
-				if (!b->ops->delete_working_ref)
+				if (!tt_backend_has(b, delete_working_ref))
 					tt_error_set(&e, TT_ECAPABILITY, "[%s] cannot delete branches", a.kind);
-				else if (b->ops->delete_working_ref(b, loc, a.target, &e) == 0) {
+				else if (tt_backend_delete_working_ref(b, loc, a.target, &e) == 0) {
 					map_append(json_object_get(report, "deleted_working_refs"), a.key,
 						   json_string(a.target));
 					json_t *d = json_pack("{s:s,s:s}", "key", a.key, "target", a.target);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/kinds.h"
 #include "core/layout.h"
 #include "core/oplog.h"
@@ -337,8 +338,8 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 	{
 		tt_backend *b;
 		tt_error berr = TT_ERROR_INIT;
-		if (tt_engine_backend(repo, kind->name, &b, &berr) == 0 && b->ops->check_locator &&
-		    (rc = b->ops->check_locator(b, loc, err)) < 0) {
+		if (tt_engine_backend(repo, kind->name, &b, &berr) == 0 && tt_backend_has(b, check_locator) &&
+		    (rc = tt_backend_check_locator(b, loc, err)) < 0) {
 			tt_error_clear(&berr);
 			goto done;
 		}

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "backends/backend.h"
+#include "backends/dispatch.h"
 #include "backends/file.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -47,6 +48,7 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/toml.h"
+#include "vcs/dispatch.h"
 
 /* [tether] version tether.toml's text records (1 when absent), or -1
  * when it cannot be read. */
@@ -104,7 +106,7 @@ static int interrupted_from(tt_repo *repo)
 	tt_error ig = TT_ERROR_INIT;
 	if (rel && (path = *rel ? tt_asprintf("%s/%s", rel, TT_CONFIG_FILENAME) : tt_strdup(TT_CONFIG_FILENAME)) &&
 	    (head = tt_engine_vcs_head(repo)) &&
-	    repo->vcs->ops->read_file_at(repo->vcs, head, path, &text, &len, &ig) == 0 && text)
+	    tt_vcs_read_file_at(repo->vcs, head, path, &text, &len, &ig) == 0 && text)
 		v = version_in(text, len);
 	tt_error_clear(&ig);
 	free(rel);
@@ -422,10 +424,10 @@ static int store_listing(tt_repo *repo, tt_backend *b, const tt_manifest *m, con
 	char *text = NULL, name[TT_LISTING_NAME_MAX];
 	json_t *identity = NULL;
 	int rc = 0;
-	if (!b->ops->listing)
+	if (!tt_backend_has(b, listing))
 		return 0;
-	if ((rc = b->ops->listing(b, m->locator, state, &text, err)) == 0 && text &&
-	    (rc = b->ops->identity(b, m->locator, &identity, err)) == 0 &&
+	if ((rc = tt_backend_listing(b, m->locator, state, &text, err)) == 0 && text &&
+	    (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
 	    (rc = listing_name_of(b, m, identity, state, name, err)) == 0)
 		rc = write_listing(repo, name, text, err);
 	json_decref(identity);
@@ -480,7 +482,7 @@ static int history_manifests(tt_repo *repo, hist_manifests *h, tt_error *err)
 		free(reldir);
 		return tt_error_oom(err);
 	}
-	int rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, hist_cb, h, err);
+	int rc = tt_vcs_iter_history_files(repo->vcs, reldir, hist_cb, h, err);
 	free(reldir);
 	return rc < 0 ? rc : 0;
 }
@@ -630,22 +632,22 @@ static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
 	char *here = NULL;
 	int rc;
 	*out = NULL;
-	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
 		return rc;
-	if (strcmp(repo->vcs->ops->kind, "git") == 0) {
+	if (strcmp(tt_vcs_kind(repo->vcs), "git") == 0) {
 		if (here && strcmp(here, trunk) != 0) {
 			json_object_set_new(repo->config.vcs, "trunk", json_string(here));
 			*out = here;
 			return tt_config_save(&repo->config, repo->root, err);
 		}
 		free(here);
-		if (!here && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+		if (!here && (rc = tt_vcs_park(repo->vcs, trunk, err)) < 0)
 			return rc;
 		*out = tt_strdup(trunk);
 		return *out ? 0 : tt_error_oom(err);
 	}
 	json_t *marks = NULL;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0) {
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0) {
 		free(here);
 		return rc;
 	}
@@ -655,7 +657,7 @@ static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
 		*out = here;
 		return 0;
 	}
-	if (!have && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+	if (!have && (rc = tt_vcs_park(repo->vcs, trunk, err)) < 0)
 		return rc;
 	*out = tt_strdup(trunk);
 	return *out ? 0 : tt_error_oom(err);
@@ -742,7 +744,7 @@ static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		tt_error e = TT_ERROR_INIT;
 		if (!m)
 			continue;
-		if (b->ops->fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
+		if (tt_backend_fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
 		    (json_decref(m->state), m->state = state, save_where_it_is(repo, m, &e) < 0) ||
 		    store_listing(repo, b, m, state, &e) < 0) {
 			char *what = tt_asprintf("refingerprint %s", m->key);
@@ -1029,7 +1031,7 @@ static int index_rewrite(tt_repo *repo, const char *name, json_t **kept, long lo
 		    tt_engine_backend(repo, kind, &be, &ig) == 0) {
 			json_t *loc = json_object_get(r, "locator"), *now = NULL;
 			json_t *l = json_is_object(loc) ? json_deep_copy(loc) : json_object();
-			if (be->ops->identity(be, l, &now, &ig) == 0 && now)
+			if (tt_backend_identity(be, l, &now, &ig) == 0 && now)
 				json_object_set_new(new, "identity", now);
 			json_decref(l);
 		}
@@ -1129,7 +1131,7 @@ static json_t *listing_copies(tt_repo *repo, tt_error *err)
 	free(drel);
 	if (!rel)
 		goto oom;
-	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, rel, listings_cb, stored, err)) < 0)
+	if ((rc = tt_vcs_iter_history_files(repo->vcs, rel, listings_cb, stored, err)) < 0)
 		goto fail;
 	if (!(dir = tt_tether_path(repo->root, TT_LISTINGS_DIR)))
 		goto oom;
@@ -1156,7 +1158,7 @@ static json_t *listing_copies(tt_repo *repo, tt_error *err)
 		char name[TT_LISTING_NAME_MAX], oldname[TT_LISTING_NAME_MAX];
 		if (strcmp(m->kind, "file") != 0 || !m->state)
 			continue;
-		if ((rc = b->ops->identity(b, m->locator, &identity, err)) < 0 ||
+		if ((rc = tt_backend_identity(b, m->locator, &identity, err)) < 0 ||
 		    (rc = listing_name_of(b, m, identity, m->state, name, err)) < 0) {
 			json_decref(identity);
 			goto fail;
@@ -1205,11 +1207,11 @@ static int b3_dir_state(tt_backend *b, const tt_manifest *m, json_t **out, tt_er
 	char *text = NULL;
 	int rc;
 	*out = NULL;
-	if ((rc = b->ops->fingerprint(b, m->locator, NULL, &now, err)) < 0)
+	if ((rc = tt_backend_fingerprint(b, m->locator, NULL, &now, err)) < 0)
 		return rc;
 	const char *type = json_string_value(json_object_get(now, "type"));
-	if (json_equal(now, m->state) || !type || strcmp(type, "dir") != 0 || !b->ops->listing ||
-	    (rc = b->ops->listing(b, m->locator, now, &text, err)) < 0 || !text) {
+	if (json_equal(now, m->state) || !type || strcmp(type, "dir") != 0 || !tt_backend_has(b, listing) ||
+	    (rc = tt_backend_listing(b, m->locator, now, &text, err)) < 0 || !text) {
 		json_decref(now);
 		return rc;
 	}
@@ -1314,7 +1316,7 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 			char *br = py_str(branch);
 			json_t *now = NULL;
 			if (br && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
-			    b->ops->fingerprint(b, m->locator, br, &now, &e) == 0 && json_object_get(now, "branch_id")) {
+			    tt_backend_fingerprint(b, m->locator, br, &now, &e) == 0 && json_object_get(now, "branch_id")) {
 				json_t *bare = json_deep_copy(now);
 				json_object_del(bare, "branch_id");
 				if (json_equal(bare, st)) {
@@ -1335,7 +1337,7 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 			char *source = src ? py_str(src) : tt_strdup("main");
 			json_t *now = NULL;
 			if (timeline && source && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
-			    b->ops->fingerprint(b, m->locator, strcmp(timeline, source) == 0 ? NULL : timeline, &now,
+			    tt_backend_fingerprint(b, m->locator, strcmp(timeline, source) == 0 ? NULL : timeline, &now,
 						&e) == 0 &&
 			    json_equal(json_object_get(now, "branch") ? json_object_get(now, "branch") : json_null(),
 				       json_object_get(st, "branch") ? json_object_get(st, "branch") : json_null())) {
@@ -1725,7 +1727,7 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		goto done;
 	}
 	bool dirty = false, ours = tt_is_file(marker);
-	if (!ours && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
+	if (!ours && (rc = tt_vcs_dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
 		free(cache);
 		goto done;
 	}
@@ -1766,11 +1768,11 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	for (size_t i = 0; i < np; i++)
 		if (!paths[i])
 			rc = tt_error_oom(err);
-	if (rc == 0 && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
+	if (rc == 0 && (rc = tt_vcs_dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
 	    dirty) {
 		char msg[64];
 		snprintf(msg, sizeof msg, "tether upgrade: v%d -> v%d", from, TT_CONFIG_VERSION);
-		rc = repo->vcs->ops->commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, &commit, err);
+		rc = tt_vcs_commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, &commit, err);
 	}
 	for (size_t i = 0; i < np; i++)
 		free(paths[i]);
