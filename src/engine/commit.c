@@ -1076,20 +1076,6 @@ done:
 
 /* --- the public entry points -------------------------------------------------- */
 
-/* The repository-wide lock (VCS shared dir, 60 s): commit, pull, gc, new
- * and undo of one clone take turns across all its checkouts. */
-int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
-{
-	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
-	int rc;
-	if (!path)
-		return tt_error_oom(err);
-	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
-			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
-	free(path);
-	return rc;
-}
-
 static int selection(tt_repo *repo, const tt_commit_opts *o, json_t **keys, tt_error *err)
 {
 	*keys = NULL;

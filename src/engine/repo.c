@@ -230,6 +230,20 @@ int tt_lock_timeout_ms(int dflt)
 	return s && *s && !*end && v >= 0 && v <= 3600000 ? (int)v : dflt;
 }
 
+/* The repository-wide lock (VCS shared dir, 60 s): commit, pull, gc, new
+ * and undo of one clone take turns across all its checkouts. */
+int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
+{
+	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
+	int rc;
+	if (!path)
+		return tt_error_oom(err);
+	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
+			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
+	free(path);
+	return rc;
+}
+
 int tt_repo_lock(tt_repo *repo, tt_error *err)
 {
 	char *path = tt_tether_path(repo->root, TT_LOCK_FILENAME);
