@@ -294,7 +294,7 @@ int tt_check_expected_for(tt_backend *b, const json_t *loc, const char *ref,
 bool tt_backend_error_code(int code);
 
 
-/* Per-kind constructors (registered in backend.c). */
+/* Per-kind constructors (registered in backends/registry.c). */
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);

@@ -3,6 +3,7 @@
  */
 #include "backends/kit.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,4 +78,46 @@ int tt_kit_keep_ref(json_t *out, const char *name, const char *prefix, const cha
 	if (!name || strncmp(name, prefix, n) != 0 || (skip && strncmp(name, skip, strlen(skip)) == 0))
 		return 0;
 	return json_array_append_new(out, json_string(strip ? name + n : name)) == 0 ? 0 : TT_ENOMEM;
+}
+
+/* --- locator checks' helpers ---------------------------------------------- */
+
+const char *tt_kit_locator_str(const json_t *loc, const char *key)
+{
+	json_t *v = json_object_get(loc, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* The `at` a locator gives, as text ("" when absent). */
+static int at_text(const json_t *loc, char *buf, size_t n)
+{
+	json_t *v = json_object_get(loc, "at");
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v))
+		return snprintf(buf, n, "%lld", (long long)json_integer_value(v)) > 0;
+	if (json_is_string(v))
+		return snprintf(buf, n, "%s", json_string_value(v)) >= 0;
+	return snprintf(buf, n, "?") > 0;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *what, tt_error *err)
+{
+	char at[256] = "";
+	at_text(loc, at, sizeof at);
+	if (at[0] && !all_digits(at)) {
+		tt_error_set(err, TT_EBACKEND, "%s `at` must be a %s number, got '%s'", kind, what, at);
+		return tt_error_object(err, NULL, kind);
+	}
+	return 0;
 }

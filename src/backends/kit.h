@@ -42,4 +42,10 @@ int tt_kit_no_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_
  */
 int tt_kit_keep_ref(json_t *out, const char *name, const char *prefix, const char *skip, bool strip);
 
+/* Locator checks' helpers.  The string at key, or NULL (absent, not a string). */
+const char *tt_kit_locator_str(const json_t *loc, const char *key);
+/* TT_EBACKEND "<kind> `at` must be a <what> number, got '...'" when the
+ * locator's `at` is given and is not all digits. */
+int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *what, tt_error *err);
+
 #endif

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "backends/dispatch.h"
 #include "core/ids.h"
 #include "core/index.h"

@@ -12,7 +12,7 @@
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "engine/repo.h"
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "util/fs.h"
 #include "util/mem.h"
 

@@ -33,7 +33,7 @@
 
 #include "backends/backend.h"
 #include "backends/dispatch.h"
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/kinds.h"

@@ -6,7 +6,7 @@
  * file (kept whole) or from an arena of chunks, so a record is a few fixed
  * fields and a refresh of a million files allocates a handful of blocks.
  */
-#include "backends/hashcache.h"
+#include "backends/file/hashcache.h"
 
 #include <stdlib.h>
 #include <string.h>

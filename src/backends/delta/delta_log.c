@@ -1,5 +1,5 @@
 /* backends/delta_log.c - readers of one Delta log file (see delta.h). */
-#include "backends/delta.h"
+#include "backends/delta/delta.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -35,7 +35,7 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/ducklake.h"
+#include "backends/ducklake/ducklake.h"
 #include "db/db.h"
 #include "util/buf.h"
 #include "util/fs.h"

@@ -1,5 +1,5 @@
 /* backends/iceberg_meta.c - Iceberg table metadata (see iceberg_meta.h). */
-#include "backends/iceberg_meta.h"
+#include "backends/iceberg/iceberg_meta.h"
 
 #include <stdlib.h>
 #include <string.h>

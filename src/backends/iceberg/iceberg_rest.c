@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "backends/backend.h"
-#include "backends/iceberg_rest.h"
+#include "backends/iceberg/iceberg_rest.h"
 #include "net/http.h"
 #include "net/sigv4.h"
 #include "util/fs.h"

@@ -13,7 +13,7 @@
  * change anything; the only earlier change is the implicit creation of a
  * system on first use, which tether-vcs keeps as well.
  */
-#include "backends/memory.h"
+#include "backends/memory/memory.h"
 #include "backends/kit.h"
 
 #include <pthread.h>

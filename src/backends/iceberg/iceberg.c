@@ -35,8 +35,8 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/iceberg_meta.h"
-#include "backends/iceberg_rest.h"
+#include "backends/iceberg/iceberg_meta.h"
+#include "backends/iceberg/iceberg_rest.h"
 #include "core/ids.h"
 #include "core/pyvalue.h"
 #include "core/secrets.h"

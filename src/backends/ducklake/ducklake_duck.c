@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/ducklake.h"
+#include "backends/ducklake/ducklake.h"
 #include "util/mem.h"
 
 #define NEEDS \

@@ -29,8 +29,8 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/delta.h"
-#include "backends/file.h"
+#include "backends/delta/delta.h"
+#include "backends/file/file.h"
 #include "formats/parquet.h"
 #include "storage/open.h"
 #include "storage/store.h"

@@ -10,7 +10,7 @@
  * their size relative to the buffer start, vector length words to 4 and
  * vector elements to their own alignment.
  */
-#include "backends/icechunk_fmt.h"
+#include "backends/icechunk/icechunk_fmt.h"
 
 #include <stdlib.h>
 #include <string.h>

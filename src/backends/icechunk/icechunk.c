@@ -42,8 +42,8 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/file.h"
-#include "backends/icechunk_fmt.h"
+#include "backends/file/file.h"
+#include "backends/icechunk/icechunk_fmt.h"
 #include "storage/open.h"
 #include "storage/store.h"
 #include "util/buf.h"

@@ -17,7 +17,7 @@
  * (`update-ref <ref> <new> <old>`), so racing forks leave exactly one
  * winner whatever process they come from.
  */
-#include "backends/gitobj.h"
+#include "backends/git/gitobj.h"
 #include "backends/kit.h"
 #include "vcs/git_native.h"
 

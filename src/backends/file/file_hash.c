@@ -21,7 +21,7 @@
  * order), so either implementation reads what the other wrote.
  */
 #define _GNU_SOURCE
-#include "backends/file.h"
+#include "backends/file/file.h"
 
 #include <blake2.h>
 #include <dirent.h>
@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/hashcache.h"
+#include "backends/file/hashcache.h"
 #include "util/buf.h"
 #include "util/crypto_api.h"
 #include "util/fs.h"

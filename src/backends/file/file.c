@@ -24,7 +24,7 @@
  * writer is read again until two readings agree.
  */
 #define _GNU_SOURCE
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "backends/kit.h"
 
 #include <ctype.h>

@@ -38,7 +38,7 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "formats/lance_manifest.h"
 #include "storage/open.h"
 #include "storage/store.h"

@@ -8,7 +8,7 @@
  * checked; offsets must point forward (as icechunk's verifier requires), so
  * no input can make a decoder loop.
  */
-#include "backends/icechunk_fmt.h"
+#include "backends/icechunk/icechunk_fmt.h"
 
 #include <stdlib.h>
 #include <string.h>
