@@ -112,7 +112,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 		json_decref(pre);
 		goto done;
 	}
-	tt_gc_opts plain = { 0 };
+	tt_gc_opts plain = TT_GC_OPTS_INIT;
 	tt_error gerr = TT_ERROR_INIT;
 	repo->gc_after_rewrite = true;
 	int grc = tt_repo_plan_gc(repo, &plain, &plan_json, &plan_text, &gerr);

@@ -1086,6 +1086,7 @@ static int selection(tt_repo *repo, const tt_commit_opts *o, json_t **keys, tt_e
 
 int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	json_t *keys = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
@@ -1113,6 +1114,7 @@ done:
 int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text, char **text,
 			tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	json_t *keys = NULL;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

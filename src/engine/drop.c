@@ -339,7 +339,8 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		if (head)
 			excluded[nex++] = head;
 	}
-	tt_gc_opts o = { .prune_bookmarks = true, .force_prune = force_prune, .delete_stores = delete_stores };
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true, .force_prune = force_prune,
+			  .delete_stores = delete_stores };
 	const char *one[] = { bookmark };
 	tt_manifest_set gone_set = { 0 };
 	if (resumed && (rc = dropped_manifests(repo, commits, &gone_set, err)) < 0)
@@ -503,7 +504,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 				dropped.items[dropped.n++] = m;
 			tt_error_clear(&ig);
 		}
-		tt_new_opts no = { .rev = leave, .eager = -1 };
+		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) < 0 ||
 		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, err)) < 0)
 			goto fail;
@@ -523,7 +524,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	tt_manifests_release(&repo->objects);
 	if ((rc = tt_manifests_load(&repo->objects, repo->root, err)) < 0)
 		goto fail;
-	tt_gc_opts o = { .prune_bookmarks = true,
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true,
 			 .force_prune = json_is_true(json_object_get(ctx, "force_prune")),
 			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")) };
 	const char *one[] = { bookmark };
@@ -607,7 +608,7 @@ static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_erro
 	if (!leave)
 		return 0;
 	if (tt_vcs_current_bookmark(repo->vcs, &here, &ig) == 0 && here && strcmp(here, leave) == 0) {
-		tt_new_opts no = { .rev = leave, .eager = -1 };
+		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) == 0)
 			rc = tt_engine_apply_new(repo, new_plan, false, NULL, err);
 	}

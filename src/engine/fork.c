@@ -1509,13 +1509,14 @@ static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
-	tt_open_opts o = { .rev = rev, .read_only = read_only };
+	tt_open_opts o = { .version = TT_OPEN_OPTS_VERSION, .rev = rev, .read_only = read_only };
 	return tt_repo_open_handle(repo, key, &o, out, err);
 }
 
 int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
 			tt_error *err)
 {
+	TT_CHECK_OPTS(opts, tt_open_opts, TT_OPEN_OPTS_VERSION, err);
 	const char *rev = opts->rev;
 	int read_only = opts->read_only;
 	tt_manifest_set at = { 0 };
@@ -1662,6 +1663,7 @@ done:
 int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
 		char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_new_opts, TT_NEW_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

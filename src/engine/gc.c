@@ -57,6 +57,7 @@
 
 int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
 	int rc;
@@ -104,6 +105,7 @@ done:
 
 int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *o, char **plan_json, char **plan_text, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
 	int rc;

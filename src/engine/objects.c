@@ -276,6 +276,7 @@ static bool blank_at(json_t *at)
 
 int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(opts, tt_add_opts, TT_ADD_OPTS_VERSION, err);
 	const tt_kind *kind = NULL;
 	json_t *loc = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
 	char *key = NULL, *cwd = NULL;

@@ -842,6 +842,7 @@ done:
 int tt_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_promote_opts, TT_PROMOTE_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

@@ -244,6 +244,22 @@ int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
 	return rc;
 }
 
+int tt_engine_opts_version(unsigned have, unsigned want, const char *type, tt_error *err)
+{
+	char macro[64];
+	size_t n = 0;
+	/* tt_commit_opts -> TT_COMMIT_OPTS_INIT */
+	for (const char *p = type; *p && n + 6 < sizeof macro; p++)
+		macro[n++] = (char)toupper((unsigned char)*p);
+	macro[n] = '\0';
+	if (have == want)
+		return 0;
+	tt_error_set(err, TT_EUSAGE, "%s version %u is not one this libtether knows (it knows %u)",
+		     type, have, want);
+	tt_error_hint(err, "initialise it with %s_INIT and rebuild against this tether.h", macro);
+	return TT_EUSAGE;
+}
+
 int tt_repo_lock(tt_repo *repo, tt_error *err)
 {
 	char *path = tt_tether_path(repo->root, TT_LOCK_FILENAME);
