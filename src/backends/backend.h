@@ -322,11 +322,11 @@ int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
 /* ducklake */
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
-/* iceberg: tables through a SQL catalog (backends/iceberg.c) */
+/* iceberg: tables through a SQL catalog (backends/iceberg/) */
 int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
-/* dolt: Dolt databases over the MySQL protocol (backends/dolt.c) */
+/* dolt: Dolt databases over the MySQL protocol (backends/dolt/) */
 int tt_dolt_backend_new(tt_backend *b, tt_error *err);
-/* neon: branches through Neon's API v2, state over libpq (backends/neon.c) */
+/* neon: branches through Neon's API v2, state over libpq (backends/neon/) */
 int tt_neon_backend_new(tt_backend *b, tt_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * backends/delta.c - Delta Lake tables, read natively from `_delta_log`.
+ * backends/delta/delta.c - Delta Lake tables, read natively from `_delta_log`.
  *
  * Addressable tier: a state is {version, table_id}.  The version is the
  * newest commit the log lists (`_last_checkpoint` is only a hint, so the

@@ -1,5 +1,5 @@
 /*
- * backends/delta.h - the `delta` backend's log readers.
+ * backends/delta/delta.h - the `delta` backend's log readers.
  *
  * The backend itself is reached through the vtable (tt_delta_backend_new,
  * declared in backend.h).  This header holds the pure readers of one

@@ -1,4 +1,4 @@
-/* backends/delta_log.c - readers of one Delta log file (see delta.h). */
+/* backends/delta/delta_log.c - readers of one Delta log file (see delta.h). */
 #include "backends/delta/delta.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * backends/dolt.c - Dolt databases over the MySQL protocol (Forkable,
+ * backends/dolt/dolt.c - Dolt databases over the MySQL protocol (Forkable,
  * experimental; ATOMIC_REF, DIFF, HISTORY, PROMOTE, MERGE).
  *
  * Dolt versions a SQL database like git: a branch's head commit hash is the

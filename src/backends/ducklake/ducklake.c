@@ -1,5 +1,5 @@
 /*
- * backends/ducklake.c - DuckLake catalogs, read natively from their
+ * backends/ducklake/ducklake.c - DuckLake catalogs, read natively from their
  * metadata tables.
  *
  * Addressable tier: a state is {snapshot_id, snapshot_time_us}, a row of

@@ -1,5 +1,5 @@
 /*
- * backends/ducklake.h - the DuckLake backend's parts (ducklake.c) and its
+ * backends/ducklake/ducklake.h - the DuckLake backend's parts (ducklake.c) and its
  * reader of DuckDB-file catalogs (ducklake_duck.c).
  *
  * A DuckDB-file catalog is read through libduckdb's C API, loaded at run

@@ -1,5 +1,5 @@
 /*
- * backends/ducklake_duck.c - DuckDB-file DuckLake catalogs through
+ * backends/ducklake/ducklake_duck.c - DuckDB-file DuckLake catalogs through
  * libduckdb's C API, loaded with dlopen (see ducklake.h).
  */
 #define _GNU_SOURCE

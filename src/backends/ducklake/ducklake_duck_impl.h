@@ -1,5 +1,5 @@
 /*
- * backends/ducklake_duck_impl.h - the libduckdb half of ducklake_duck.c,
+ * backends/ducklake/ducklake_duck_impl.h - the libduckdb half of ducklake_duck.c,
  * compiled when the build found duckdb.h (TT_HAVE_DUCKDB_H).  The library
  * itself is loaded with dlopen on first use, so the binary does not depend
  * on it.  Included by ducklake_duck.c only.

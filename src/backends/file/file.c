@@ -1,5 +1,5 @@
 /*
- * backends/file.c - the `file` backend: plain files and directories on
+ * backends/file/file.c - the `file` backend: plain files and directories on
  * local disk (tether-vcs's FileBackend, local half).
  *
  * Observed tier: a local path is fingerprinted and drift is detected, but

@@ -1,5 +1,5 @@
 /*
- * backends/file.h - the `file` backend: local files and directories, and
+ * backends/file/file.h - the `file` backend: local files and directories, and
  * objects and prefixes in the object stores storage/ builds in.
  *
  * The backend itself is reached through the vtable (tt_file_backend_new,

@@ -1,5 +1,5 @@
 /*
- * backends/gitobj.c - the git backend (see gitobj.h), with the semantics of
+ * backends/git/gitobj.c - the git backend (see gitobj.h), with the semantics of
  * tether-vcs's GitBackend: a commit sha is the state, a lightweight tag
  * "tether.<id>" the pin, a branch off it the fork.
  *

@@ -1,5 +1,5 @@
 /*
- * backends/gitobj.h - the git backend (a git object: a repository outside
+ * backends/git/gitobj.h - the git backend (a git object: a repository outside
  * the dataset, pinned with lightweight tags).  Not the dataset's own VCS:
  * that is vcs/.
  *

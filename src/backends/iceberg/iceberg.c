@@ -1,5 +1,5 @@
 /*
- * backends/iceberg.c - Apache Iceberg tables through their catalog
+ * backends/iceberg/iceberg.c - Apache Iceberg tables through their catalog
  * (Forkable, experimental; RETENTION_BOUND, DIFF, HISTORY, PROMOTE and
  * CONDITIONAL_REF).
  *

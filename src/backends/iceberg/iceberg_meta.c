@@ -1,4 +1,4 @@
-/* backends/iceberg_meta.c - Iceberg table metadata (see iceberg_meta.h). */
+/* backends/iceberg/iceberg_meta.c - Iceberg table metadata (see iceberg_meta.h). */
 #include "backends/iceberg/iceberg_meta.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * backends/iceberg_meta.h - Apache Iceberg table metadata (format v1, v2
+ * backends/iceberg/iceberg_meta.h - Apache Iceberg table metadata (format v1, v2
  * and v3 JSON), read and edited natively.
  *
  * A parsed table keeps the whole document (every key the reader does not

@@ -1,5 +1,5 @@
 /*
- * backends/iceberg_rest.c - the Iceberg REST catalog client (see
+ * backends/iceberg/iceberg_rest.c - the Iceberg REST catalog client (see
  * iceberg_rest.h) on net/http.c.
  */
 #include <stdlib.h>

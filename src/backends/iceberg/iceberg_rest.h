@@ -1,5 +1,5 @@
 /*
- * backends/iceberg_rest.h - the Iceberg REST catalog protocol (the REST
+ * backends/iceberg/iceberg_rest.h - the Iceberg REST catalog protocol (the REST
  * OpenAPI spec) for the iceberg backend: config, load table, commit table.
  *
  * Properties are pyiceberg's RestCatalog properties: uri, warehouse,

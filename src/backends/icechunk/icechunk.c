@@ -1,5 +1,5 @@
 /*
- * backends/icechunk.c - the icechunk backend: Icechunk repositories read
+ * backends/icechunk/icechunk.c - the icechunk backend: Icechunk repositories read
  * natively (no icechunk library), with the semantics of tether-vcs's
  * IcechunkBackend.  The state is {snapshot_id} of the branch head, a tag
  * "tether.<id>" (or a generation "tether.<id>.N" when that name was burnt

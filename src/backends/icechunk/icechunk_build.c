@@ -1,5 +1,5 @@
 /*
- * backends/icechunk_build.c - writing Icechunk metadata (see
+ * backends/icechunk/icechunk_build.c - writing Icechunk metadata (see
  * icechunk_fmt.h): a small flatbuffers builder, a schema-driven copy of the
  * spec-2 repo file with one change applied, and the objects of a new
  * repository.

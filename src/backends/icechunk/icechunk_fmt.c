@@ -1,5 +1,5 @@
 /*
- * backends/icechunk_fmt.c - see icechunk_fmt.h.
+ * backends/icechunk/icechunk_fmt.c - see icechunk_fmt.h.
  *
  * The flatbuffers reader follows the wire rules: a table starts with an i32
  * offset back to its vtable (u16 vtable length, u16 inline size, one u16

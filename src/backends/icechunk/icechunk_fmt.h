@@ -1,5 +1,5 @@
 /*
- * backends/icechunk_fmt.h - readers for Icechunk's on-disk format (spec 1
+ * backends/icechunk/icechunk_fmt.h - readers for Icechunk's on-disk format (spec 1
  * and spec 2): the metadata-file container (header + one zstd frame), a
  * bounds-checked flatbuffers table reader, and decoders for the objects the
  * backend needs: the spec-2 `repo` file, snapshots and transaction logs.

@@ -1,5 +1,5 @@
 /*
- * backends/lance.c - Lance datasets, read and referenced natively.
+ * backends/lance/lance.c - Lance datasets, read and referenced natively.
  *
  * Everything goes through the dataset's own files: manifests (decoded by
  * formats/lance_manifest), tags (_refs/tags/<name>.json) and branches

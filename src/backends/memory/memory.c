@@ -1,5 +1,5 @@
 /*
- * backends/memory.c - the memory backend: every capability of the memory
+ * backends/memory/memory.c - the memory backend: every capability of the memory
  * kind over a tiny versioned key-value store (see memory.h), with the
  * semantics of tether-vcs's memory backend, the reference the conformance
  * suite is checked against.

@@ -1,5 +1,5 @@
 /*
- * backends/memory.h - the memory backend's store, for tests and tools.
+ * backends/memory/memory.h - the memory backend's store, for tests and tools.
  *
  * The memory kind is tether's executable specification: a tiny versioned
  * key-value store (systems of snapshots, branches, tags).  Every memory

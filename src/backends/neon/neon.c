@@ -1,5 +1,5 @@
 /*
- * backends/neon.c - Neon serverless Postgres branches (Forkable,
+ * backends/neon/neon.c - Neon serverless Postgres branches (Forkable,
  * experimental; NEEDS_QUIESCENCE, RETENTION_BOUND, BRANCH_IS_STORAGE).
  *
  * Two channels: Neon's control-plane API v2 (net/http.c) for branches,
