@@ -1824,9 +1824,11 @@ static int ic_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs,
 	if ((rc = list_refs(&v, "branch", &all, err)) == 0) {
 		*refs = json_array();
 		json_array_foreach(all, i, e)
-			if (*refs && strncmp(json_string_value(e), TT_WORKING_REF_PREFIX,
-					     strlen(TT_WORKING_REF_PREFIX)) == 0)
-				json_array_append(*refs, e);
+			if (*refs && tt_kit_keep_ref(*refs, json_string_value(e), TT_WORKING_REF_PREFIX, NULL,
+						     false) != 0) {
+				json_decref(*refs);
+				*refs = NULL;
+			}
 		if (!*refs)
 			rc = ioom(err);
 	}

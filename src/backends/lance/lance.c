@@ -1164,8 +1164,11 @@ static json_t *sorted_keys(const json_t *obj, const char *prefix, bool strip)
 		if (strncmp(key, prefix, pl) == 0)
 			v[k++] = key;
 	qsort(v, k, sizeof *v, tt_cmp_cstr);
-	for (size_t i = 0; i < k; i++)
-		json_array_append_new(out, json_string(v[i] + (strip ? pl : 0)));
+	for (size_t i = 0; out && i < k; i++)
+		if (tt_kit_keep_ref(out, v[i], prefix, NULL, strip) != 0) {
+			json_decref(out);
+			out = NULL;
+		}
 	free(v);
 	return out;
 }
