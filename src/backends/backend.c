@@ -198,8 +198,10 @@ int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
 	*out = NULL;
 	if (!kind || !kind->name)
 		return tt_error_set(err, TT_EUSAGE, "no backend kind given");
-	/* The constructor comes from the one table of kinds (backends/registry.c). */
-	make = kind->make;
+	/* The constructor comes from the one table of kinds (backends/registry.c),
+	 * found by name: a copy of a kind under another name builds nothing. */
+	const tt_kind *registered = tt_kind_find(kind->name);
+	make = registered ? registered->make : NULL;
 	if (!make) {
 		rc = tt_error_set(err, TT_ECAPABILITY,
 				  "the %s backend is not built into this tether yet", kind->name);
