@@ -72,6 +72,13 @@ int tt_kit_no_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_
 	return 0; /* there are none */
 }
 
+int tt_kit_no_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why, tt_error *err)
+{
+	(void)b, (void)loc, (void)ref, (void)err;
+	*why = NULL;
+	return 0;
+}
+
 int tt_kit_keep_ref(json_t *out, const char *name, const char *prefix, const char *skip, bool strip)
 {
 	size_t n = strlen(prefix);

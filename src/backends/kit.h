@@ -32,6 +32,9 @@ int tt_kit_no_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err
 int tt_kit_no_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
 		   const tt_expect *expected, char **ref_out, tt_error *err);
 int tt_kit_no_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err);
+/* working_ref_blockers for kinds where nothing ever blocks deleting a
+ * branch (refusals, if any, surface when the delete is tried): *why NULL. */
+int tt_kit_no_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why, tt_error *err);
 
 /*
  * The ref-listing filter: append name to the array out when it begins with

@@ -783,17 +783,6 @@ static int dl_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 	return rc;
 }
 
-static int dl_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
-				   tt_error *err)
-{
-	(void)b;
-	(void)loc;
-	(void)ref;
-	(void)err;
-	*why = NULL;
-	return 0;
-}
-
 /* --- promote and merge ------------------------------------------------------------- */
 
 static int in_log(dconn *c, const char *from, const char *want, int *answer, tt_error *err)
@@ -1311,7 +1300,7 @@ static const tt_backend_ops dl_ops = {
 	.fork = dl_fork,
 	.delete_working_ref = dl_delete_working_ref,
 	.list_working_refs = dl_list_working_refs,
-	.working_ref_blockers = dl_working_ref_blockers,
+	.working_ref_blockers = tt_kit_no_blockers,
 	.open = dl_open,
 	.promote = dl_promote,
 	.merge = dl_merge,

@@ -1151,17 +1151,6 @@ static int ib_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 	return rc;
 }
 
-static int ib_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
-				   tt_error *err)
-{
-	(void)b;
-	(void)loc;
-	(void)ref;
-	(void)err;
-	*why = NULL;
-	return 0;
-}
-
 static int ib_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			  const tt_target *descendant, int *answer, tt_error *err)
 {
@@ -1581,7 +1570,7 @@ static const tt_backend_ops ib_ops = {
 	.fork = ib_fork,
 	.delete_working_ref = ib_delete_working_ref,
 	.list_working_refs = ib_list_working_refs,
-	.working_ref_blockers = ib_working_ref_blockers,
+	.working_ref_blockers = tt_kit_no_blockers,
 	.open = ib_open,
 	.promote = ib_promote,
 	.merge = ib_merge,

@@ -1837,17 +1837,6 @@ static int ic_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs,
 	return rc;
 }
 
-static int ic_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
-				   tt_error *err)
-{
-	(void)b;
-	(void)loc;
-	(void)ref;
-	(void)err;
-	*why = NULL;
-	return 0;
-}
-
 typedef struct find_ctx {
 	const char *wanted;
 	bool found;
@@ -3037,7 +3026,7 @@ static const tt_backend_ops ic_ops = {
 	.fork = ic_fork,
 	.delete_working_ref = ic_delete_working_ref,
 	.list_working_refs = ic_list_working_refs,
-	.working_ref_blockers = ic_working_ref_blockers,
+	.working_ref_blockers = tt_kit_no_blockers,
 	.open = ic_open,
 	.promote = ic_promote,
 	.merge = ic_merge,

@@ -1685,13 +1685,6 @@ static int lance_list_working_refs(tt_backend *b, const json_t *loc, json_t **re
 	return rc;
 }
 
-static int lance_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
-				      tt_error *err)
-{
-	*why = NULL; /* as tether-vcs: refusals surface when the delete is tried */
-	return 0;
-}
-
 /* --- open -------------------------------------------------------------------------- */
 
 static int lance_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
@@ -2015,7 +2008,7 @@ static const tt_backend_ops lance_ops = {
 	.fork = lance_fork,
 	.delete_working_ref = lance_delete_working_ref,
 	.list_working_refs = lance_list_working_refs,
-	.working_ref_blockers = lance_working_ref_blockers,
+	.working_ref_blockers = tt_kit_no_blockers,
 	.clear_partial_fork = lance_clear_partial_fork,
 	.open = lance_open,
 	.diff = lance_diff,

@@ -896,13 +896,6 @@ static int mem_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs
 	return list_names(b, loc, "branches", TT_WORKING_REF_PREFIX, 0, refs, err);
 }
 
-static int mem_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,
-				    tt_error *err)
-{
-	*why = NULL; /* nothing ever blocks a memory branch */
-	return 0;
-}
-
 static int mem_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
 		    json_t **handle, tt_error *err)
 {
@@ -1440,7 +1433,7 @@ static const tt_backend_ops mem_ops = {
 	.fork = mem_fork,
 	.delete_working_ref = mem_delete_working_ref,
 	.list_working_refs = mem_list_working_refs,
-	.working_ref_blockers = mem_working_ref_blockers,
+	.working_ref_blockers = tt_kit_no_blockers,
 	.open = mem_open,
 	.promote = mem_promote,
 	.merge = mem_merge,
