@@ -1,6 +1,6 @@
 /*
  * fuzz_delta_log - libFuzzer target for the Delta log readers
- * (backends/delta_log.c): the input is read as a commit file (its
+ * (backends/delta/delta_log.c): the input is read as a commit file (its
  * commitInfo, metaData and add/remove actions) and as the tail of a Parquet
  * checkpoint (the Thrift-compact footer).  Malformed input must be a
  * TT_EPARSE with a message, never a crash; an id from a footer must be
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/delta_log.c"
+#include "backends/delta/delta_log.c"
 #include "util/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

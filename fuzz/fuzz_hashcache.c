@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/hashcache.c"
+#include "backends/file/hashcache.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

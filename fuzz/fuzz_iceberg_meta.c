@@ -1,6 +1,6 @@
 /*
  * fuzz_iceberg_meta - libFuzzer target for the Iceberg table-metadata reader
- * (backends/iceberg_meta.c): the input is read as a metadata file (plain or
+ * (backends/iceberg/iceberg_meta.c): the input is read as a metadata file (plain or
  * gzip), then every ref's ancestry is walked and a tag is set and removed
  * again as a catalog commit would.  Malformed input must be a TT_EPARSE (or
  * TT_ELIMIT) with a message, never a crash.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/iceberg_meta.c"
+#include "backends/iceberg/iceberg_meta.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/icechunk_fmt.h"
+#include "backends/icechunk/icechunk_fmt.h"
 #include "util/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -51,7 +51,12 @@ const char *tt_repo_trunk(const tt_repo *repo);
 size_t tt_repo_warning_count(const tt_repo *repo);
 const char *tt_repo_warning(const tt_repo *repo, size_t i);
 
+/* Set version to TT_ADD_OPTS_VERSION (TT_ADD_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_ADD_OPTS_VERSION 1u
+#define TT_ADD_OPTS_INIT { .version = TT_ADD_OPTS_VERSION }
 typedef struct tt_add_opts {
+	unsigned version;  /* TT_ADD_OPTS_VERSION */
 	const char *key;          /* NULL: derived from the locator's path */
 	const char *kind;
 	json_t *locator;          /* borrowed; fields as on the command line */
@@ -97,7 +102,12 @@ int tt_repo_snapshot(tt_repo *repo, const char *const *selectors, size_t n, json
 int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int snapshot,
 		   json_t **out, tt_error *err);
 
+/* Set version to TT_COMMIT_OPTS_VERSION (TT_COMMIT_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_COMMIT_OPTS_VERSION 1u
+#define TT_COMMIT_OPTS_INIT { .version = TT_COMMIT_OPTS_VERSION }
 typedef struct tt_commit_opts {
+	unsigned version;  /* TT_COMMIT_OPTS_VERSION */
 	const char *message;        /* the VCS commit message */
 	const char *const *keys;    /* commit only these (keys or "prefix/"); NULL: all */
 	size_t nkeys;
@@ -146,7 +156,12 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b,
 		 const char *const *selectors, size_t n, bool content, json_t **out, tt_error *err);
 
+/* Set version to TT_NEW_OPTS_VERSION (TT_NEW_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_NEW_OPTS_VERSION 1u
+#define TT_NEW_OPTS_INIT { .version = TT_NEW_OPTS_VERSION }
 typedef struct tt_new_opts {
+	unsigned version;  /* TT_NEW_OPTS_VERSION */
 	const char *rev;       /* move the working copy here first (NULL: stay) */
 	const char *bookmark;  /* -b NAME: create it at rev and work on it */
 	bool shared;           /* work on a bookmark another live checkout holds */
@@ -183,7 +198,12 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, s
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only,
 			json_t **out, tt_error *err);
 
+/* Set version to TT_OPEN_OPTS_VERSION (TT_OPEN_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_OPEN_OPTS_VERSION 1u
+#define TT_OPEN_OPTS_INIT { .version = TT_OPEN_OPTS_VERSION }
 typedef struct tt_open_opts {
+	unsigned version;  /* TT_OPEN_OPTS_VERSION */
 	const char *rev;       /* as tt_repo_open_object's rev */
 	int read_only;         /* 1, 0 or -1, as tt_repo_open_object's */
 	const char *worktree;  /* git, writable: check the branch out in a new worktree at this
@@ -199,7 +219,12 @@ typedef struct tt_open_opts {
 int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
 			tt_error *err);
 
+/* Set version to TT_PROMOTE_OPTS_VERSION (TT_PROMOTE_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_PROMOTE_OPTS_VERSION 1u
+#define TT_PROMOTE_OPTS_INIT { .version = TT_PROMOTE_OPTS_VERSION }
 typedef struct tt_promote_opts {
+	unsigned version;  /* TT_PROMOTE_OPTS_VERSION */
 	const char *const *keys;  /* land only these (keys or "prefix/"); never moves the trunk */
 	size_t nkeys;
 	const char *rev;          /* promote what this dataset commit pinned */
@@ -356,7 +381,12 @@ int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err);
 
 /* --- gc ------------------------------------------------------------------- */
 
+/* Set version to TT_GC_OPTS_VERSION (TT_GC_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_GC_OPTS_VERSION 1u
+#define TT_GC_OPTS_INIT { .version = TT_GC_OPTS_VERSION }
 typedef struct tt_gc_opts {
+	unsigned version;  /* TT_GC_OPTS_VERSION */
 	bool dry_run;                        /* tt_repo_gc: report what would go, release nothing */
 	bool release_foreign;                /* also unpin unreferenced pins this clone did not create */
 	bool prune_bookmarks;                /* judge stray tether.ws.* branches */

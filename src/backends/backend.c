@@ -1,8 +1,8 @@
 /*
  * backends/backend.c - the parts of the backend contract every kind shares
- * (see backend.h): content diffs, history entries, the registry of built-in
- * kinds, effective capabilities, state equality and the default
- * conditional-move check.
+ * (see backend.h): content diffs, history entries, building a backend with
+ * its kind's constructor, effective capabilities, state equality and the
+ * default conditional-move check.
  */
 #include "backends/backend.h"
 
@@ -171,31 +171,7 @@ void tt_history_release(tt_history_entry *entries, size_t n)
 	free(entries);
 }
 
-/* --- the registry -------------------------------------------------------- */
-
-typedef int (*backend_ctor)(tt_backend *b, tt_error *err);
-
-/* Kinds whose backend is compiled in.  Every other kind of kinds.c is known
- * (it lists, validates and prints) but cannot be built yet. */
-static const struct {
-	const char *kind;
-	backend_ctor make;
-} builtins[] = {
-	{ "memory", tt_memory_backend_new },
-	{ "file", tt_file_backend_new },
-	{ "git", tt_git_backend_new },
-	{ "delta", tt_delta_backend_new },
-	{ "lance", tt_lance_backend_new },
-	{ "icechunk", tt_icechunk_backend_new },
-	/* ducklake */
-	{ "ducklake", tt_ducklake_backend_new },
-	/* iceberg */
-	{ "iceberg", tt_iceberg_backend_new },
-	/* dolt */
-	{ "dolt", tt_dolt_backend_new },
-	/* neon */
-	{ "neon", tt_neon_backend_new },
-};
+/* --- building a backend ------------------------------------------------- */
 
 void tt_backend_seterr(tt_error *err, const char *kind, int code, const char *fmt, ...)
 {
@@ -217,14 +193,15 @@ int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
 {
 	int rc = 0;
 	tt_backend *b = NULL;
-	backend_ctor make = NULL;
+	int (*make)(tt_backend *b, tt_error *err) = NULL;
 
 	*out = NULL;
 	if (!kind || !kind->name)
 		return tt_error_set(err, TT_EUSAGE, "no backend kind given");
-	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-		if (strcmp(builtins[i].kind, kind->name) == 0)
-			make = builtins[i].make;
+	/* The constructor comes from the one table of kinds (backends/registry.c),
+	 * found by name: a copy of a kind under another name builds nothing. */
+	const tt_kind *registered = tt_kind_find(kind->name);
+	make = registered ? registered->make : NULL;
 	if (!make) {
 		rc = tt_error_set(err, TT_ECAPABILITY,
 				  "the %s backend is not built into this tether yet", kind->name);

@@ -231,6 +231,10 @@ typedef struct tt_backend_ops {
 
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
+	/* Why a kind without PIN / FORK cannot: the text of the capability
+	 * error the kit's stubs (backends/kit.h) and the dispatcher give. */
+	const char *no_pin;
+	const char *no_fork;
 
 	void (*free)(tt_backend *b);
 } tt_backend_ops;
@@ -290,7 +294,7 @@ int tt_check_expected_for(tt_backend *b, const json_t *loc, const char *ref,
 bool tt_backend_error_code(int code);
 
 
-/* Per-kind constructors (registered in backend.c). */
+/* Per-kind constructors (registered in backends/registry.c). */
 int tt_memory_backend_new(tt_backend *b, tt_error *err);
 int tt_file_backend_new(tt_backend *b, tt_error *err);
 int tt_git_backend_new(tt_backend *b, tt_error *err);
@@ -318,11 +322,11 @@ int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
 /* ducklake */
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
-/* iceberg: tables through a SQL catalog (backends/iceberg.c) */
+/* iceberg: tables through a SQL catalog (backends/iceberg/) */
 int tt_iceberg_backend_new(tt_backend *b, tt_error *err);
-/* dolt: Dolt databases over the MySQL protocol (backends/dolt.c) */
+/* dolt: Dolt databases over the MySQL protocol (backends/dolt/) */
 int tt_dolt_backend_new(tt_backend *b, tt_error *err);
-/* neon: branches through Neon's API v2, state over libpq (backends/neon.c) */
+/* neon: branches through Neon's API v2, state over libpq (backends/neon/) */
 int tt_neon_backend_new(tt_backend *b, tt_error *err);
 
 #endif

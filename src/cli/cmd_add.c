@@ -177,6 +177,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 
 	tt_add_opts opts = {
+		.version = TT_ADD_OPTS_VERSION,
 		.key = key,
 		.kind = kind->name,
 		.locator = loc,

@@ -23,6 +23,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_commit_opts o = {
+		.version = TT_COMMIT_OPTS_VERSION,
 		.message = cli_value(cmd, a, "message"),
 		.keys = a->pos,
 		.nkeys = a->npos,

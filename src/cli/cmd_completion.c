@@ -15,6 +15,7 @@
 #include "engine/repo.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "vcs/dispatch.h"
 #include "vcs/vcs.h"
 
 /* Options a command's KEY... or --key/--keep-bookmark values complete from. */
@@ -329,7 +330,7 @@ int cli_complete_words(int argc, char **argv)
 		json_t *k;
 		json_array_foreach(out, i, k)
 			printf("%s\n", json_string_value(k));
-	} else if (strcmp(what, "bookmarks") == 0 && repo->vcs->ops->bookmarks(repo->vcs, &out, &err) == 0) {
+	} else if (strcmp(what, "bookmarks") == 0 && tt_vcs_bookmarks(repo->vcs, &out, &err) == 0) {
 		const char *name;
 		json_t *v;
 		json_object_foreach(out, name, v)

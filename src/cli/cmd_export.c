@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "engine/registry.h"
 #include "engine/repo.h"
+#include "vcs/dispatch.h"
 
 void cli_print_row_counts(const json_t *counts)
 {
@@ -38,7 +39,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		return rc;
 	int ri = cli_opt_index(cmd, "rev");
 	tt_export_opts o = { a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), cli_flag(cmd, a, "workspace") };
-	const char *here[1] = { strcmp(repo->vcs->ops->kind, "jj") == 0 ? "@" : "HEAD" };
+	const char *here[1] = { strcmp(tt_vcs_kind(repo->vcs), "jj") == 0 ? "@" : "HEAD" };
 	/* --no-all-history without --rev: the working copy's commit. */
 	int ai = cli_opt_index(cmd, "all-history"), ni = cli_opt_index(cmd, "no-all-history");
 	if (!o.nrevs && a->seen[ni] && !a->seen[ai]) {

@@ -141,6 +141,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 				 "--dry-run or --plan");
 	}
 	tt_gc_opts o = {
+		.version = TT_GC_OPTS_VERSION,
 		.release_foreign = cli_flag(cmd, a, "release-foreign"),
 		.prune_bookmarks = cli_flag(cmd, a, "prune-bookmarks"),
 		.keep_bookmarks = a->list[ki],

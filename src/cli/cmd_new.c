@@ -25,6 +25,7 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_new_opts o = {
+		.version = TT_NEW_OPTS_VERSION,
 		.rev = a->npos ? a->pos[0] : NULL,
 		.bookmark = cli_value(cmd, a, "bookmark"),
 		.shared = cli_flag(cmd, a, "shared"),
@@ -154,6 +155,7 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_open_opts o = {
+		.version = TT_OPEN_OPTS_VERSION,
 		.rev = cli_value(cmd, a, "rev"),
 		.read_only = cli_flag(cmd, a, "read-only") ? 1 : cli_flag(cmd, a, "writable") ? 0 : -1,
 	};

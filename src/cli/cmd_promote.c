@@ -52,6 +52,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_promote_opts o = {
+		.version = TT_PROMOTE_OPTS_VERSION,
 		.keys = a->pos,
 		.nkeys = a->npos,
 		.rev = cli_value(cmd, a, "rev"),

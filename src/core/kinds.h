@@ -16,6 +16,8 @@
 
 #include "util/error.h"
 
+struct tt_backend;
+
 /* Capability flags, in tether-vcs's declaration order (the order names print in). */
 typedef enum tt_cap {
 	TT_CAP_FINGERPRINT = 1u << 0,
@@ -56,9 +58,12 @@ typedef struct tt_kind {
 	/* Cheap checks at `add` (nothing contacted); NULL: accept.  checkout is
 	 * the dataset's VCS root (resolved), for kinds that refuse paths in it. */
 	int (*validate_locator)(const json_t *locator, const char *checkout, tt_error *err);
+	/* Build its backend (backends/backend.h); NULL: not built in. */
+	int (*make)(struct tt_backend *b, tt_error *err);
 } tt_kind;
 
-/* Every kind, sorted by name (as `tether backends` lists them). */
+/* Every kind, sorted by name (as `tether backends` lists them): the table
+ * of backends/registry.c. */
 const tt_kind *tt_kinds(size_t *count);
 const tt_kind *tt_kind_find(const char *name);
 /* TT_ECONFIG "unknown backend kind: 'x' (known: ...)" when absent. */

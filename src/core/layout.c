@@ -260,7 +260,7 @@ void tt_sweep_temps(const char *root, const struct timespec *before)
 		sweep_dir(listings, NULL, 0, before);
 	}
 	/* The hash cache is rewritten without the checkout lock, under an flock
-	 * on its directory (backends/file_hash.c): sweep it holding that. */
+	 * on its directory (backends/file/file_hash.c): sweep it holding that. */
 	char *cache = tdir ? tt_path_join(tdir, TT_CACHE_DIR) : NULL;
 	int fd = cache && tt_refuse_links(root, TT_DIR "/" TT_CACHE_DIR, NULL) == 0
 			 ? open(cache, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;

@@ -14,6 +14,7 @@
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err)
 {
@@ -27,7 +28,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	*out = NULL;
 	if (!targets || !moved || !unreferenced)
 		return tt_error_oom(err);
-	if (!repo->vcs->ops->abandon) {
+	if (!tt_vcs_has(repo->vcs, abandon)) {
 		rc = tt_error_set(err, TT_EVCS, "this VCS cannot abandon commits");
 		goto done;
 	}
@@ -38,8 +39,8 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 		goto done;
 	tt_buf wb = TT_BUF_INIT;
 	tt_workspace_render(&wb, &repo->ws, err);
-	if ((rc = repo->vcs->ops->position(repo->vcs, &pos, err)) < 0 ||
-	    (rc = repo->vcs->ops->bookmarks(repo->vcs, &before, err)) < 0) {
+	if ((rc = tt_vcs_position(repo->vcs, &pos, err)) < 0 ||
+	    (rc = tt_vcs_bookmarks(repo->vcs, &before, err)) < 0) {
 		tt_buf_release(&wb);
 		goto done;
 	}
@@ -47,7 +48,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	tt_buf_release(&wb);
 	for (size_t i = 0; i < n; i++) {
 		char *id = NULL;
-		if ((rc = repo->vcs->ops->resolve(repo->vcs, revs[i], &id, err)) < 0) {
+		if ((rc = tt_vcs_resolve(repo->vcs, revs[i], &id, err)) < 0) {
 			json_decref(pre);
 			goto done;
 		}
@@ -67,9 +68,9 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 			sorted[b] = sorted[b - 1];
 			sorted[b - 1] = x;
 		}
-	if ((rc = repo->vcs->ops->commit_info(repo->vcs, sorted, nt, &infos, err)) < 0 ||
+	if ((rc = tt_vcs_commit_info(repo->vcs, sorted, nt, &infos, err)) < 0 ||
 	    !(reldir = tt_engine_objects_reldir(repo)) ||
-	    (rc = repo->vcs->ops->abandon(repo->vcs, revs, n, reldir, &ids, &rewritten, err)) < 0) {
+	    (rc = tt_vcs_abandon(repo->vcs, revs, n, reldir, &ids, &rewritten, err)) < 0) {
 		if (!reldir && rc == 0)
 			rc = tt_error_oom(err);
 		json_decref(pre);
@@ -97,7 +98,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 		char *final = tt_strdup(mapped ? json_string_value(mapped) : dest ? dest : "");
 		json_decref(seen);
 		if (final && *final) {
-			if ((rc = repo->vcs->ops->bookmark_set(repo->vcs, name, final, err)) < 0) {
+			if ((rc = tt_vcs_bookmark_set(repo->vcs, name, final, err)) < 0) {
 				free(final);
 				json_decref(pre);
 				goto done;
@@ -111,7 +112,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 		json_decref(pre);
 		goto done;
 	}
-	tt_gc_opts plain = { 0 };
+	tt_gc_opts plain = TT_GC_OPTS_INIT;
 	tt_error gerr = TT_ERROR_INIT;
 	repo->gc_after_rewrite = true;
 	int grc = tt_repo_plan_gc(repo, &plain, &plan_json, &plan_text, &gerr);

@@ -19,6 +19,7 @@ int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const
 			   const char *const *excluded, size_t nexcluded, const char *const *gone, size_t ngone,
 			   char **plan_json, char **plan_text, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
 	tt_gc_scope scope = { .bookmarks = nbookmarks ? bookmarks : NULL, .nbookmarks = nbookmarks,
 			      .excluded_commits = excluded, .nexcluded = nexcluded, .gone_bookmarks = gone,
 			      .ngone = ngone };

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/index.h"
 #include "core/layout.h"
 #include "core/oplog.h"
@@ -22,6 +23,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* "k=v k=v" with each value cut at 16 characters, as tether-vcs shows states. */
 int tt_short_state(tt_buf *out, const json_t *state)
@@ -90,7 +92,7 @@ static int state_listing_name(tt_repo *repo, const tt_manifest *m, char name[TT_
 		tt_error_clear(err);
 		return 0;
 	}
-	if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+	if ((rc = tt_backend_identity(b, m->locator, &identity, err)) == 0) {
 		if (!(content = tt_content_state(b->kind, m->state)))
 			rc = tt_error_oom(err);
 		else
@@ -190,9 +192,9 @@ int tt_engine_branch_scope(tt_repo *repo, const tt_manifest *m, char **out, tt_e
 	*out = NULL;
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 		return rc;
-	if (b->ops->branch_scope)
-		return b->ops->branch_scope(b, m->locator, out, err);
-	if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+	if (tt_backend_has(b, branch_scope))
+		return tt_backend_branch_scope(b, m->locator, out, err);
+	if ((rc = tt_backend_identity(b, m->locator, &identity, err)) == 0) {
 		tt_buf sb = TT_BUF_INIT;
 		tt_json_canonical(&sb, identity);
 		if (!(*out = tt_buf_detach(&sb)))
@@ -345,11 +347,11 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
 			tt_backend *b;
 			if (!m || !(tt_engine_caps(repo, m) & TT_CAP_NEEDS_QUIESCENCE) ||
-			    tt_engine_backend(repo, m->kind, &b, err) < 0 || !b->ops->check_quiescence)
+			    tt_engine_backend(repo, m->kind, &b, err) < 0 || !tt_backend_has(b, check_quiescence))
 				continue;
 			char *ref = NULL;
 			if ((rc = tt_engine_working_ref(repo, m, &ref, err)) == 0)
-				rc = b->ops->check_quiescence(b, m->locator, ref, err);
+				rc = tt_backend_check_quiescence(b, m->locator, ref, err);
 			free(ref);
 			if (rc < 0) {
 				tt_error_object(err, m->key, m->kind);
@@ -452,7 +454,7 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			json_t *identity = NULL, *content = NULL;
 			char pin_id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
 			if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
-			    (rc = b->ops->identity(b, m->locator, &identity, err)) < 0 ||
+			    (rc = tt_backend_identity(b, m->locator, &identity, err)) < 0 ||
 			    !(content = tt_content_state(b->kind, state)) ||
 			    (rc = tt_pin_id(pin_id, repo->config.dataset_id, m->kind, identity, content, err)) < 0) {
 				json_decref(identity);
@@ -473,8 +475,8 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			tt_backend *b = NULL;
 			bool recoverable = true;
 			tt_error ignored = TT_ERROR_INIT;
-			if (tt_engine_backend(repo, m->kind, &b, &ignored) == 0 && b->ops->state_addressable)
-				recoverable = b->ops->state_addressable(b, m->locator, state);
+			if (tt_engine_backend(repo, m->kind, &b, &ignored) == 0 && tt_backend_has(b, state_addressable))
+				recoverable = tt_backend_state_addressable(b, m->locator, state);
 			tt_error_clear(&ignored);
 			tt_buf_printf(&det, "%s%s: state %s, no native ref%s",
 				      strcmp(m->policy.pin, "record") == 0 ? "pin=record" : "Addressable",
@@ -496,7 +498,7 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 			tt_pyv_repr_str(&rep, message, strlen(message));
 		else
 			tt_buf_puts(&rep, "None");
-		tt_buf_printf(&det, "%s commit: %s", repo->vcs->ops->kind, rep.ptr);
+		tt_buf_printf(&det, "%s commit: %s", tt_vcs_kind(repo->vcs), rep.ptr);
 		rc = tt_plan_action(plan, "vcs-commit", NULL, NULL, NULL, det.ptr, NULL, err);
 		tt_buf_release(&det);
 		tt_buf_release(&rep);
@@ -517,7 +519,7 @@ done:
 /* The bookmark the VCS has this checkout on (git: HEAD's branch). */
 static int vcs_bookmark_here(tt_repo *repo, char **out, tt_error *err)
 {
-	return repo->vcs->ops->current_bookmark(repo->vcs, out, err);
+	return tt_vcs_current_bookmark(repo->vcs, out, err);
 }
 
 /* Refuse to commit when the working copy has left the workspace's bookmark:
@@ -530,7 +532,7 @@ static int check_on_bookmark(tt_repo *repo, tt_error *err)
 	int rc;
 	if (!b)
 		return 0;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0 ||
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0 ||
 	    (rc = vcs_bookmark_here(repo, &here, err)) < 0)
 		goto done;
 	bool on = here && strcmp(here, b) == 0;
@@ -539,8 +541,8 @@ static int check_on_bookmark(tt_repo *repo, tt_error *err)
 		 * and commit leave it, and the only place from which the commit's
 		 * own operation carries it along (so one `jj undo` reverts both). */
 		bool at = false, behind = false;
-		if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@", &at, err)) < 0 ||
-		    (at && (rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@--", &behind, err)) < 0))
+		if ((rc = tt_vcs_is_ancestor(repo->vcs, b, "@", &at, err)) < 0 ||
+		    (at && (rc = tt_vcs_is_ancestor(repo->vcs, b, "@--", &behind, err)) < 0))
 			goto done;
 		if (!at) {
 			rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
@@ -585,8 +587,8 @@ static void rollback_pins(tt_repo *repo, const tt_pin *pins, const char **keys, 
 		tt_backend *b;
 		tt_error ignored = TT_ERROR_INIT;
 		/* Best effort: a failed unpin is reconciled by gc. */
-		if (m && tt_engine_backend(repo, m->kind, &b, &ignored) == 0 && b->ops->unpin &&
-		    b->ops->unpin(b, m->locator, &pins[i], &ignored) == 0)
+		if (m && tt_engine_backend(repo, m->kind, &b, &ignored) == 0 && tt_backend_has(b, unpin) &&
+		    tt_backend_unpin(b, m->locator, &pins[i], &ignored) == 0)
 			json_array_append_new(ids, json_string(pins[i].id));
 		tt_error_clear(&ignored);
 	}
@@ -698,7 +700,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	if (vcs && (rc = check_on_bookmark(repo, err)) < 0)
 		goto done;
 	/* Before the first pin: a stale lock would stop the commit at its end. */
-	if (vcs && repo->vcs->ops->check_commit && (rc = repo->vcs->ops->check_commit(repo->vcs, err)) < 0)
+	if (vcs && tt_vcs_has(repo->vcs, check_commit) && (rc = tt_vcs_check_commit(repo->vcs, err)) < 0)
 		goto done;
 	bool is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
 	/* Earlier runs that were interrupted: this one finishes them. */
@@ -764,7 +766,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
 		for (size_t i = 0; pv && i < np; i++)
 			pv[i] = json_string_value(json_array_get(paths, i));
-		rc = pv ? repo->vcs->ops->dirty(repo->vcs, pv, np, &dirty, err) : tt_error_oom(err);
+		rc = pv ? tt_vcs_dirty(repo->vcs, pv, np, &dirty, err) : tt_error_oom(err);
 		free(pv);
 		if (rc < 0)
 			goto done;
@@ -784,7 +786,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 	}
 
 	/* What undo needs, journaled before the first store write. */
-	if (vcs && (rc = repo->vcs->ops->position(repo->vcs, &position, err)) < 0)
+	if (vcs && (rc = tt_vcs_position(repo->vcs, &position, err)) < 0)
 		goto done;
 	if (!(texts = json_object()) || (rc = workspace_text(repo, &wstext, err)) < 0) {
 		rc = rc < 0 ? rc : tt_error_oom(err);
@@ -840,8 +842,8 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 			}
 			if (!shared) {
 				tt_backend *b;
-				if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || !b->ops->pin ||
-				    (rc = b->ops->pin(b, m->locator, o->state, pin_id, &o->pin, err)) < 0) {
+				if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || !tt_backend_has(b, pin) ||
+				    (rc = tt_backend_pin(b, m->locator, o->state, pin_id, &o->pin, err)) < 0) {
 					if (rc == 0)
 						rc = tt_error_set(err, TT_ECAPABILITY, "%s backend cannot pin", m->kind);
 					tt_error_object(err, m->key, m->kind);
@@ -849,7 +851,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 				}
 				json_t *identity = NULL;
 				tt_error ignored = TT_ERROR_INIT;
-				if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)
+				if (tt_backend_identity(b, m->locator, &identity, &ignored) == 0)
 					tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind,
 							      identity, m->locator, m->key, &ignored);
 				json_decref(identity);
@@ -901,17 +903,17 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 			goto failed;
 		tt_backend *b;
 		if (!(tt_engine_caps(repo, m) & TT_CAP_DIFF) || tt_engine_backend(repo, m->kind, &b, err) < 0 ||
-		    !b->ops->listing) {
+		    !tt_backend_has(b, listing)) {
 			tt_error_clear(err);
 			continue;
 		}
 		char *text = NULL, name[TT_LISTING_NAME_MAX];
 		json_t *identity = NULL, *content = NULL;
-		if ((rc = b->ops->listing(b, m->locator, m->state, &text, err)) < 0) {
+		if ((rc = tt_backend_listing(b, m->locator, m->state, &text, err)) < 0) {
 			tt_error_object(err, m->key, m->kind);
 			goto failed;
 		}
-		if (text && (rc = b->ops->identity(b, m->locator, &identity, err)) == 0 &&
+		if (text && (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
 		    (content = tt_content_state(b->kind, m->state)) &&
 		    (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
 			char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
@@ -966,7 +968,7 @@ int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool ve
 			tt_error_clear(&ignored);
 			json_decref(ids);
 		}
-		rc = pv ? repo->vcs->ops->commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
+		rc = pv ? tt_vcs_commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
 						 &vcs_commit, err)
 			: tt_error_oom(err);
 		free(pv);
@@ -1005,7 +1007,7 @@ failed:
 		json_t *now_pos = NULL;
 		tt_error ignored = TT_ERROR_INIT;
 		const char *landed = NULL;
-		if (vcs && repo->vcs->ops->position(repo->vcs, &now_pos, &ignored) == 0) {
+		if (vcs && tt_vcs_position(repo->vcs, &now_pos, &ignored) == 0) {
 			/* jj: the working-copy commit's id changes on every
 			 * snapshot; a landed commit moved @ onto a new parent. */
 			const char *field = tt_engine_vcs_is_jj(repo) ? "parent" : "commit";
@@ -1074,20 +1076,6 @@ done:
 
 /* --- the public entry points -------------------------------------------------- */
 
-/* The repository-wide lock (VCS shared dir, 60 s): commit, pull, gc, new
- * and undo of one clone take turns across all its checkouts. */
-int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
-{
-	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
-	int rc;
-	if (!path)
-		return tt_error_oom(err);
-	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
-			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
-	free(path);
-	return rc;
-}
-
 static int selection(tt_repo *repo, const tt_commit_opts *o, json_t **keys, tt_error *err)
 {
 	*keys = NULL;
@@ -1098,6 +1086,7 @@ static int selection(tt_repo *repo, const tt_commit_opts *o, json_t **keys, tt_e
 
 int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	json_t *keys = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
@@ -1125,6 +1114,7 @@ done:
 int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text, char **text,
 			tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	json_t *keys = NULL;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/kinds.h"
+#include "backends/dispatch.h"
 #include "core/layout.h"
 #include "engine/engine.h"
 #include "util/mem.h"
@@ -198,8 +199,8 @@ int tt_engine_working_ref(tt_repo *repo, const tt_manifest *m, char **out, tt_er
 		tt_error_clear(&ignored);
 		return 0;
 	}
-	if (b->ops->base_branch) {
-		if (b->ops->base_branch(b, m->locator, out, &ignored) < 0) {
+	if (tt_backend_has(b, base_branch)) {
+		if (tt_backend_base_branch(b, m->locator, out, &ignored) < 0) {
 			tt_error_clear(&ignored);
 			*out = NULL;
 		}

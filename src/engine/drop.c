@@ -19,6 +19,7 @@
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* Python's repr of a str, for the messages that quote names with it. */
 static char *repr(const char *s)
@@ -54,8 +55,8 @@ static bool on_bookmark(tt_repo *repo, const char *bookmark, const json_t *commi
 		 * shares its commit with its base, and jj cannot tell which of the
 		 * two the working copy is on: workspace.toml can. */
 		json_t *marks = NULL, *pos = NULL;
-		if (repo->vcs->ops->bookmarks(repo->vcs, &marks, err) == 0 &&
-		    repo->vcs->ops->position(repo->vcs, &pos, err) == 0) {
+		if (tt_vcs_bookmarks(repo->vcs, &marks, err) == 0 &&
+		    tt_vcs_position(repo->vcs, &pos, err) == 0) {
 			const char *at = json_string_value(json_object_get(marks, bookmark));
 			const char *c = json_string_value(json_object_get(pos, "commit"));
 			const char *p = json_string_value(json_object_get(pos, "parent"));
@@ -67,7 +68,7 @@ static bool on_bookmark(tt_repo *repo, const char *bookmark, const json_t *commi
 		json_decref(pos);
 		return on;
 	}
-	if (repo->vcs->ops->current_bookmark(repo->vcs, &here, err) == 0)
+	if (tt_vcs_current_bookmark(repo->vcs, &here, err) == 0)
 		on = here && strcmp(here, bookmark) == 0;
 	free(here);
 	return on;
@@ -96,7 +97,7 @@ static int dropped_manifests(tt_repo *repo, const json_t *commits, tt_manifest_s
 		goto done;
 	}
 	if (json_array_size(commits) &&
-	    (rc = repo->vcs->ops->files_at_many(repo->vcs, ids, json_array_size(commits), reldir, &files_by, err)) < 0)
+	    (rc = tt_vcs_files_at_many(repo->vcs, ids, json_array_size(commits), reldir, &files_by, err)) < 0)
 		goto done;
 	const char *rev;
 	json_t *files;
@@ -174,7 +175,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		rc = tt_error_set(err, TT_ECONFIG, "%s is the trunk bookmark; it cannot be dropped", r ? r : bookmark);
 		goto done;
 	}
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 		goto done;
 	json_t *resumed = NULL;
 	if (!json_object_get(marks, bookmark) && !(resumed = interrupted_drop(repo, bookmark))) {
@@ -195,13 +196,13 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		rc = tt_error_set(err, TT_ECONFIG, "no bookmark %s to leave for", r ? r : destination);
 		goto done;
 	}
-	if (!repo->vcs->ops->exclusive_commits) {
+	if (!tt_vcs_has(repo->vcs, exclusive_commits)) {
 		rc = tt_error_set(err, TT_EVCS, "this VCS cannot tell which commits only one bookmark reaches");
 		goto done;
 	}
 	if (resumed)
 		commits = resumed;
-	else if ((rc = repo->vcs->ops->exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
+	else if ((rc = tt_vcs_exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
 		goto done;
 	bool here = !resumed && on_bookmark(repo, bookmark, commits, err);
 	if (err->code) {
@@ -219,11 +220,11 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 			goto done;
 		}
 	}
-	if (repo->vcs->ops->remote_counterparts &&
-	    (rc = repo->vcs->ops->remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
+	if (tt_vcs_has(repo->vcs, remote_counterparts) &&
+	    (rc = tt_vcs_remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
 		goto done;
 	head = tt_engine_vcs_head(repo);
-	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
+	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (!(plan = tt_plan_new("drop"))) {
 		rc = tt_error_oom(err);
@@ -282,7 +283,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 	tt_buf_release(&d);
 	if (json_array_size(commits) && !resumed) {
 		const char **ids = string_list(commits, 0);
-		if (!ids || (rc = repo->vcs->ops->commit_info(repo->vcs, ids, json_array_size(commits), &infos, err)) < 0) {
+		if (!ids || (rc = tt_vcs_commit_info(repo->vcs, ids, json_array_size(commits), &infos, err)) < 0) {
 			free(ids);
 			rc = rc < 0 ? rc : tt_error_oom(err);
 			goto done;
@@ -338,7 +339,8 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		if (head)
 			excluded[nex++] = head;
 	}
-	tt_gc_opts o = { .prune_bookmarks = true, .force_prune = force_prune, .delete_stores = delete_stores };
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true, .force_prune = force_prune,
+			  .delete_stores = delete_stores };
 	const char *one[] = { bookmark };
 	tt_manifest_set gone_set = { 0 };
 	if (resumed && (rc = dropped_manifests(repo, commits, &gone_set, err)) < 0)
@@ -369,7 +371,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 		json_array_foreach(remotes, i, c)
 			tt_buf_printf(&n, "%s%s", i ? ", " : "", json_string_value(c));
 		tt_buf_printf(&n, " %s; ", json_array_size(commits) ? "still reach its commits" : "also exist");
-		if (strcmp(repo->vcs->ops->kind, "jj") == 0)
+		if (strcmp(tt_vcs_kind(repo->vcs), "jj") == 0)
 			tt_buf_puts(&n, "the deletion goes with the next `jj git push`");
 		else
 			tt_buf_printf(&n, "`git push <remote> --delete %s` removes them", bookmark);
@@ -429,7 +431,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	bool resume = json_is_true(json_object_get(ctx, "resume"));
 	if (resume) {
 		json_t *marks = NULL;
-		if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+		if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 			return rc;
 		bool back = json_object_get(marks, bookmark) != NULL;
 		json_decref(marks);
@@ -437,7 +439,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 			return tt_error_set(err, TT_ESTALEPLAN, "bookmark %s exists again since the drop plan was made; re-run "
 								"the plan", bookmark);
 		commits = json_deep_copy(json_object_get(ctx, "commits"));
-	} else if ((rc = repo->vcs->ops->exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
+	} else if ((rc = tt_vcs_exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
 		return rc;
 	json_t *planned = json_object_get(ctx, "commits");
 	bool same = json_array_size(planned) == json_array_size(commits);
@@ -476,7 +478,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	}
 	tt_buf wb = TT_BUF_INIT;
 	tt_workspace_render(&wb, &repo->ws, err);
-	if ((rc = repo->vcs->ops->position(repo->vcs, &pos, err)) < 0) {
+	if ((rc = tt_vcs_position(repo->vcs, &pos, err)) < 0) {
 		tt_buf_release(&wb);
 		goto done;
 	}
@@ -502,7 +504,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 				dropped.items[dropped.n++] = m;
 			tt_error_clear(&ig);
 		}
-		tt_new_opts no = { .rev = leave, .eager = -1 };
+		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) < 0 ||
 		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, err)) < 0)
 			goto fail;
@@ -512,7 +514,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 		json_decref(dd);
 		tt_fault("drop:after-leave");
 	}
-	if (!resume && (rc = repo->vcs->ops->drop_bookmark(repo->vcs, bookmark, commits, err)) < 0)
+	if (!resume && (rc = tt_vcs_drop_bookmark(repo->vcs, bookmark, commits, err)) < 0)
 		goto fail;
 	deleted = true;
 	json_t *dd = json_pack("{s:s}", "target", bookmark);
@@ -522,7 +524,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	tt_manifests_release(&repo->objects);
 	if ((rc = tt_manifests_load(&repo->objects, repo->root, err)) < 0)
 		goto fail;
-	tt_gc_opts o = { .prune_bookmarks = true,
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true,
 			 .force_prune = json_is_true(json_object_get(ctx, "force_prune")),
 			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")) };
 	const char *one[] = { bookmark };
@@ -605,8 +607,8 @@ static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_erro
 	tt_error_clear(&ig);
 	if (!leave)
 		return 0;
-	if (repo->vcs->ops->current_bookmark(repo->vcs, &here, &ig) == 0 && here && strcmp(here, leave) == 0) {
-		tt_new_opts no = { .rev = leave, .eager = -1 };
+	if (tt_vcs_current_bookmark(repo->vcs, &here, &ig) == 0 && here && strcmp(here, leave) == 0) {
+		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) == 0)
 			rc = tt_engine_apply_new(repo, new_plan, false, NULL, err);
 	}

@@ -163,6 +163,16 @@ int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *con
  * promote and gc of one clone take turns across its checkouts. */
 int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err);
 
+/* A public options struct's version check: TT_EUSAGE naming the type, the
+ * version it carries and the one this library knows, and the _INIT macro
+ * that sets it.  0 when it matches. */
+int tt_engine_opts_version(unsigned have, unsigned want, const char *type, tt_error *err);
+#define TT_CHECK_OPTS(o, TYPE, WANT, err)                                                   \
+	do {                                                                                \
+		if ((o) && (o)->version != (WANT))                                          \
+			return tt_engine_opts_version((o)->version, (WANT), #TYPE, (err));  \
+	} while (0)
+
 /* What a committed object is read or forked from: its pin, verified (a
  * drifted pin is TT_EPINDRIFT; a missing one falls back to the recorded
  * state where the kind can address it).  pin is storage for *t. */

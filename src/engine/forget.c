@@ -17,6 +17,7 @@
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* The dataset root of the live checkout whose workspace id starts with
  * id8 (this one included), resolved; NULL when none. */
@@ -24,7 +25,7 @@ static char *workspace_root(tt_repo *repo, const char *id8, tt_error *err)
 {
 	json_t *roots = NULL;
 	char *found = NULL;
-	if (repo->vcs->ops->workspace_roots(repo->vcs, &roots, err) < 0)
+	if (tt_vcs_workspace_roots(repo->vcs, &roots, err) < 0)
 		return NULL;
 	size_t n = strlen(repo->vcs->root);
 	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/' ? repo->root + n + 1 : "";
@@ -163,9 +164,9 @@ int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_r
 				tt_error_errno(&aerr, errno, "cannot remove %s", a.target);
 		} else if (strcmp(a.op, "forget-vcs-workspace") == 0) {
 			char *said = NULL;
-			if (!repo->vcs->ops->forget_workspace)
+			if (!tt_vcs_has(repo->vcs, forget_workspace))
 				tt_error_set(&aerr, TT_EVCS, "this VCS cannot forget a workspace");
-			else if (repo->vcs->ops->forget_workspace(repo->vcs, a.target, &said, &aerr) == 0 && said) {
+			else if (tt_vcs_forget_workspace(repo->vcs, a.target, &said, &aerr) == 0 && said) {
 				json_decref(vcs);
 				vcs = json_string(said);
 			}

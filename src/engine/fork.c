@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/file.h"
+#include "backends/file/file.h"
+#include "backends/dispatch.h"
 #include "core/ids.h"
 #include "core/index.h"
 #include "core/oplog.h"
@@ -28,6 +29,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 static bool same_state(const tt_manifest *m, const json_t *a, const json_t *b)
 {
@@ -55,7 +57,7 @@ int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, 
 	snprintf(pin->ref, sizeof pin->ref, "%s", m->pin_ref);
 	tt_verify_status st = TT_VERIFY_UNKNOWN;
 	char *msg = NULL;
-	int rc = b->ops->verify ? b->ops->verify(b, m->locator, m->state, pin, false, &st, &msg, err) : 0;
+	int rc = tt_backend_has(b, verify) ? tt_backend_verify(b, m->locator, m->state, pin, false, &st, &msg, err) : 0;
 	if (rc < 0) {
 		free(msg);
 		return tt_error_object(err, m->key, m->kind);
@@ -146,8 +148,7 @@ static int adopt_sibling(tt_repo *repo, const tt_manifest *m, tt_backend *b, con
 	size_t i;
 	json_t *r;
 	(void)err;
-	if (!b->ops->list_working_refs || !b->ops->fingerprint ||
-	    b->ops->list_working_refs(b, m->locator, &refs, &ignored) < 0)
+	if (tt_backend_list_working_refs(b, m->locator, &refs, &ignored) < 0)
 		goto done;
 	json_array_foreach(refs, i, r) present |= json_is_string(r) && strcmp(json_string_value(r), sib) == 0;
 	if (!present)
@@ -157,7 +158,7 @@ static int adopt_sibling(tt_repo *repo, const tt_manifest *m, tt_backend *b, con
 	if (spoken || tt_engine_bookmark_holders(repo, repo->ws.bookmark, &holders, &ignored) < 0 ||
 	    json_array_size(holders) > 0)
 		goto done;
-	if (b->ops->fingerprint(b, m->locator, sib, &head, &ignored) == 0 && tt_engine_same(m, head, m->state))
+	if (tt_backend_fingerprint(b, m->locator, sib, &head, &ignored) == 0 && tt_engine_same(m, head, m->state))
 		*ref_out = tt_strdup(sib);
 done:
 	tt_error_clear(&ignored);
@@ -179,15 +180,15 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
 	    (rc = tt_engine_pinned_source(repo, m, b, &pin, &src, err)) < 0)
 		return rc;
-	if (!b->ops->fork) {
+	if (!tt_backend_has(b, fork)) {
 		tt_error_set(err, TT_ECAPABILITY, "%s backend cannot fork", m->kind);
 		return tt_error_object(err, m->key, m->kind);
 	}
-	if (src.kind == TT_TARGET_STATE && m->pin_id == NULL && b->ops->verify) {
+	if (src.kind == TT_TARGET_STATE && m->pin_id == NULL && tt_backend_has(b, verify)) {
 		/* No pin: the recorded state is the fork point while the store has it. */
 		tt_verify_status st = TT_VERIFY_UNKNOWN;
 		char *msg = NULL;
-		if (b->ops->verify(b, m->locator, m->state, NULL, true, &st, &msg, err) == 0 &&
+		if (tt_backend_verify(b, m->locator, m->state, NULL, true, &st, &msg, err) == 0 &&
 		    st == TT_VERIFY_MISSING) {
 			rc = tt_error_set(err, TT_EBACKEND, "recorded state is gone: %s", msg ? msg : "");
 			free(msg);
@@ -196,7 +197,7 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 		free(msg);
 		tt_error_clear(err);
 	}
-	if (b->ops->clear_partial_fork && expected && interrupted_fork_of(repo, m->key, name)) {
+	if (tt_backend_has(b, clear_partial_fork) && expected && interrupted_fork_of(repo, m->key, name)) {
 		/* Finish what the killed run began: its leftover goes, the fork
 		 * is made again.  A reset of a branch that pins hold forks a
 		 * sibling (name.2, name.3, ...) instead, so the killed run may have
@@ -204,13 +205,13 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 		 * and holds no more than one half-written version. */
 		bool cleared = false;
 		if (expected->kind == TT_EXPECT_ABSENT &&
-		    (rc = b->ops->clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
+		    (rc = tt_backend_clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
 			return tt_error_object(err, m->key, m->kind);
 		for (unsigned n = 2; n <= TT_FORK_SIBLINGS_CLEARED; n++) {
 			char *sib = tt_asprintf("%s.%u", name, n);
 			if (!sib)
 				return tt_error_oom(err);
-			rc = b->ops->clear_partial_fork(b, m->locator, sib, &cleared, err);
+			rc = tt_backend_clear_partial_fork(b, m->locator, sib, &cleared, err);
 			if (rc == 0 && !cleared && m->state)
 				rc = adopt_sibling(repo, m, b, sib, ref_out, err);
 			free(sib);
@@ -220,12 +221,12 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 				goto forked;
 		}
 	}
-	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
+	if ((rc = tt_backend_fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
 forked:;
 	json_t *identity = NULL;
 	tt_error ignored = TT_ERROR_INIT;
-	if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)
+	if (tt_backend_identity(b, m->locator, &identity, &ignored) == 0)
 		tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind, identity,
 				      m->locator, m->key, &ignored);
 	json_decref(identity);
@@ -287,7 +288,7 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 	 * the switch and the workspace write (only an interrupted `new`, not a
 	 * partial one, which wrote its workspace). */
 	bool ws_on_it = repo->ws.bookmark && strcmp(repo->ws.bookmark, bookmark) == 0;
-	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
 		return rc;
 	bool on_it = here && strcmp(here, bookmark) == 0;
 	free(here);
@@ -355,7 +356,7 @@ static int plan_adopt(tt_repo *repo, tt_plan *plan, const tt_manifest *m, tt_bac
 	if (!found || (rc = tt_bookmark_slug(&slug, bookmark, err)) < 0 ||
 	    (rc = tt_working_ref_name(&wanted, repo->config.dataset_id, bookmark, err)) < 0)
 		goto done;
-	if (!b->ops->list_working_refs || b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+	if (!tt_backend_has(b, list_working_refs) || tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
 		tt_buf_printf(&d, "could not list branches (%s); whether %s's branch exists is unknown, so there is nothing "
 				  "to adopt or fork", lerr.code ? tt_error_text(&lerr) : "cannot list", bookmark);
 		rc = tt_plan_action(plan, "refuse", m->key, m->kind, wanted, d.ptr, NULL, err);
@@ -387,7 +388,7 @@ static int plan_adopt(tt_repo *repo, tt_plan *plan, const tt_manifest *m, tt_bac
 		}
 	const char *ref = json_string_value(json_array_get(found, json_array_size(found) - 1));
 	tt_error_clear(&lerr);
-	if (b->ops->fingerprint(b, m->locator, ref, &full, &lerr) < 0) {
+	if (tt_backend_fingerprint(b, m->locator, ref, &full, &lerr) < 0) {
 		tt_buf_printf(&d, "%s exists but its head could not be read (%s); it is not adopted blind", ref,
 			      tt_error_text(&lerr));
 		rc = tt_plan_action(plan, "refuse", m->key, m->kind, ref, d.ptr, NULL, err);
@@ -447,7 +448,7 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 	if (o->rev)
 		objects = &at;
 	bool eager = o->eager < 0 ? strcmp(repo->config.new_fork, "eager") == 0 : o->eager > 0;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &known, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &known, err)) < 0)
 		goto done;
 	bool resume = false;
 	if (o->bookmark && json_object_get(known, o->bookmark) &&
@@ -484,7 +485,7 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 				if (strcmp(json_string_value(c), resolved) == 0)
 					json_array_append_new(cands, json_string(k));
 		} else {
-			if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0) {
+			if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0) {
 				json_decref(cands);
 				goto done;
 			}
@@ -584,8 +585,8 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 		}
 		if (on_trunk) {
 			char *branch = NULL;
-			if (b->ops->base_branch)
-				rc = b->ops->base_branch(b, m->locator, &branch, err);
+			if (tt_backend_has(b, base_branch))
+				rc = tt_backend_base_branch(b, m->locator, &branch, err);
 			else {
 				json_t *br = json_object_get(m->locator, "branch");
 				branch = tt_strdup(json_is_string(br) ? json_string_value(br) : "main");
@@ -612,9 +613,9 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 		/* One branch per (kind, scope): members after the first share it. */
 		char *scope = NULL;
 		json_t *identity = NULL;
-		if (b->ops->branch_scope)
-			rc = b->ops->branch_scope(b, m->locator, &scope, err);
-		else if ((rc = b->ops->identity(b, m->locator, &identity, err)) == 0) {
+		if (tt_backend_has(b, branch_scope))
+			rc = tt_backend_branch_scope(b, m->locator, &scope, err);
+		else if ((rc = tt_backend_identity(b, m->locator, &identity, err)) == 0) {
 			tt_buf sb = TT_BUF_INIT;
 			tt_json_canonical(&sb, identity);
 			scope = tt_buf_detach(&sb);
@@ -676,9 +677,9 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 		const char *op = NULL;
 		tt_buf detail = TT_BUF_INIT;
 		json_t *params = json_object();
-		if (b->ops->list_working_refs) {
+		if (tt_backend_has(b, list_working_refs)) {
 			tt_error lerr = TT_ERROR_INIT;
-			if (b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+			if (tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
 				tt_buf_printf(&detail, "could not list branches (%s); whether %s exists is unknown "
 					      "and a fork would reset it blind", tt_error_text(&lerr), name);
 				op = "refuse";
@@ -689,7 +690,7 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 		}
 		if (!op && existing) {
 			tt_error herr = TT_ERROR_INIT;
-			if (b->ops->fingerprint(b, m->locator, name, &head, &herr) < 0) {
+			if (tt_backend_fingerprint(b, m->locator, name, &head, &herr) < 0) {
 				tt_buf_printf(&detail, "%s exists but its head could not be read (%s); a fork would "
 					      "reset it blind", name, tt_error_text(&herr));
 				json_object_set_new(params, "existing", json_string(name));
@@ -739,8 +740,8 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 					int builds = -1;
 					tt_target t = { .kind = TT_TARGET_REF, .ref = name };
 					tt_error aerr = TT_ERROR_INIT;
-					if (!b->ops->ancestor_of ||
-					    b->ops->ancestor_of(b, m->locator, m->state, &t, &builds, &aerr) < 0)
+					if (!tt_backend_has(b, ancestor_of) ||
+					    tt_backend_ancestor_of(b, m->locator, m->state, &t, &builds, &aerr) < 0)
 						builds = -1;
 					tt_error_clear(&aerr);
 					bool ours = json_is_string(json_object_get(repo->ws.working_refs, m->key)) &&
@@ -994,7 +995,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing"))
 			json_object_set(heads, a.key, json_object_get(a.params, "head"));
 	}
-	if ((rc = repo->vcs->ops->position(repo->vcs, &position, err)) < 0 ||
+	if ((rc = tt_vcs_position(repo->vcs, &position, err)) < 0 ||
 	    (rc = workspace_text(repo, &wstext, err)) < 0)
 		goto done;
 	pre = json_pack("{s:O,s:O,s:O}", "workspace", wstext, "vcs", position, "heads", heads);
@@ -1006,11 +1007,11 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		goto done;
 	tt_fault("new:after-journal");
 	if (create) {
-		if ((rc = repo->vcs->ops->new_bookmark(repo->vcs, bookmark, rev, err)) < 0 ||
+		if ((rc = tt_vcs_new_bookmark(repo->vcs, bookmark, rev, err)) < 0 ||
 		    (rc = reload_objects(repo, err)) < 0)
 			goto failed;
 	} else if (rev) {
-		if ((rc = repo->vcs->ops->new(repo->vcs, rev, err)) < 0 || (rc = reload_objects(repo, err)) < 0)
+		if ((rc = tt_vcs_new(repo->vcs, rev, err)) < 0 || (rc = reload_objects(repo, err)) < 0)
 			goto failed;
 	}
 	if ((rc = tt_workspace_set_bookmark(&repo->ws, bookmark, err)) < 0)
@@ -1024,7 +1025,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 			goto failed;
 		json_t *now = NULL;
-		repo->vcs->ops->position(repo->vcs, &now, err);
+		tt_vcs_position(repo->vcs, &now, err);
 		result = json_pack("{s:o?}", "vcs", now);
 		rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
 		goto done;
@@ -1226,7 +1227,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 	}
 	json_t *now = NULL;
 	tt_error perr = TT_ERROR_INIT;
-	repo->vcs->ops->position(repo->vcs, &now, &perr);
+	tt_vcs_position(repo->vcs, &now, &perr);
 	tt_error_clear(&perr);
 	/* As tether-vcs journals it: the reused keys, and the heads of the
 	 * branches reset as a late `pre`. */
@@ -1331,12 +1332,12 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
 		goto done;
 	tt_expect expected = { TT_EXPECT_ABSENT, NULL };
-	if (b->ops->list_working_refs && (rc = b->ops->list_working_refs(b, m->locator, &refs, err)) < 0)
+	if (tt_backend_has(b, list_working_refs) && (rc = tt_backend_list_working_refs(b, m->locator, &refs, err)) < 0)
 		goto done;
 	if (list_has(refs, name)) {
 		/* It exists: reset only onto the head `new` reviewed; a branch
 		 * already at the pin is taken as it is. */
-		if ((rc = b->ops->fingerprint(b, m->locator, name, &head, err)) < 0)
+		if ((rc = tt_backend_fingerprint(b, m->locator, name, &head, err)) < 0)
 			goto done;
 		if (m->state && tt_engine_same(m, head, m->state)) {
 			json_object_set_new(repo->ws.working_refs, m->key, json_string(name));
@@ -1463,12 +1464,12 @@ static int on_bookmark(tt_repo *repo, const tt_manifest *m, tt_error *err)
 	char *here = NULL;
 	bool on = false;
 	int rc;
-	if (strcmp(repo->vcs->ops->kind, "jj") == 0) {
+	if (strcmp(tt_vcs_kind(repo->vcs), "jj") == 0) {
 		/* jj's working copy sits on a change above the bookmark */
-		if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, b, "@", &on, err)) < 0)
+		if ((rc = tt_vcs_is_ancestor(repo->vcs, b, "@", &on, err)) < 0)
 			return rc;
 	} else {
-		if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+		if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
 			return rc;
 		on = here && strcmp(here, b) == 0;
 	}
@@ -1550,13 +1551,14 @@ static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_
 int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int read_only, json_t **out,
 			tt_error *err)
 {
-	tt_open_opts o = { .rev = rev, .read_only = read_only };
+	tt_open_opts o = { .version = TT_OPEN_OPTS_VERSION, .rev = rev, .read_only = read_only };
 	return tt_repo_open_handle(repo, key, &o, out, err);
 }
 
 int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
 			tt_error *err)
 {
+	TT_CHECK_OPTS(opts, tt_open_opts, TT_OPEN_OPTS_VERSION, err);
 	const char *rev = opts->rev;
 	int read_only = opts->read_only;
 	tt_manifest_set at = { 0 };
@@ -1601,7 +1603,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 			tt_error_object(err, key, m->kind);
 			goto done;
 		}
-		if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0 ||
+		if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
 		    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
 			tt_error_object(err, key, m->kind);
 		goto done;
@@ -1617,7 +1619,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 	bool want_write = read_only < 0 ? forkable : read_only == 0;
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 		return tt_error_object(err, key, m->kind);
-	if (opts->worktree && (!want_write || !b->ops->checkout)) {
+	if (opts->worktree && (!want_write || !tt_backend_has(b, checkout))) {
 		rc = tt_error_set(err, TT_EUSAGE, "a worktree is a checkout of a writable branch; '%s' "
 				  "opens %s", key, !want_write ? "read-only" : "no branch checkout (not git)");
 		tt_error_hint(err, "leave out --worktree%s", !want_write && forkable ? ", or open --writable" : "");
@@ -1651,15 +1653,15 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
 			goto done;
 		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
-		if ((rc = b->ops->open(b, m->locator, &t, false, out, err)) < 0 ||
+		if ((rc = tt_backend_open(b, m->locator, &t, false, out, err)) < 0 ||
 		    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
 			tt_error_object(err, key, m->kind);
 			goto done;
 		}
 		/* Where the branch is checked out (or a new checkout of it). */
-		if (b->ops->checkout) {
+		if (tt_backend_has(b, checkout)) {
 			char *where = NULL;
-			if ((rc = b->ops->checkout(b, m->locator, ref, opts->worktree, &where, err)) < 0) {
+			if ((rc = tt_backend_checkout(b, m->locator, ref, opts->worktree, &where, err)) < 0) {
 				tt_error_object(err, key, m->kind);
 				json_decref(*out);
 				*out = NULL;
@@ -1685,7 +1687,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		t = (tt_target){ .kind = TT_TARGET_BASE };
 		rc = 0;
 	}
-	if ((rc = b->ops->open(b, m->locator, &t, true, out, err)) < 0 ||
+	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
 	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
 		tt_error_object(err, key, m->kind);
 done:
@@ -1703,6 +1705,7 @@ done:
 int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
 		char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_new_opts, TT_NEW_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/index.h"
 #include "core/oplog.h"
 #include "engine/gc.h"
@@ -83,7 +84,7 @@ static bool in_use(tt_repo *repo, const tt_gc_store_ctx *ctx, const char *kind, 
 	bool used = has(ctx->in_use, tag);
 	free(tag);
 	if (!used && tt_engine_backend(repo, kind, &b, &ignored) == 0 &&
-	    b->ops->identity(b, loc, &now, &ignored) == 0) {
+	    tt_backend_identity(b, loc, &now, &ignored) == 0) {
 		tag = tag_of(kind, now);
 		used = has(ctx->in_use, tag);
 		free(tag);
@@ -156,10 +157,10 @@ static int judge_ref(tt_repo *repo, tt_backend *b, const char *kind, const json_
 {
 	tt_error e = TT_ERROR_INIT;
 	json_t *content = NULL;
-	if (b->ops->fingerprint(b, loc, ref, head, &e) == 0 && (content = tt_content_state(b->kind, *head)) &&
+	if (tt_backend_fingerprint(b, loc, ref, head, &e) == 0 && (content = tt_content_state(b->kind, *head)) &&
 	    !*base_head) {
 		json_t *base = NULL;
-		if (b->ops->fingerprint(b, loc, NULL, &base, &e) == 0)
+		if (tt_backend_fingerprint(b, loc, NULL, &base, &e) == 0)
 			*base_head = tt_content_state(b->kind, base);
 		json_decref(base);
 	}
@@ -222,7 +223,7 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 	unsigned eff = tt_backend_caps(b, loc, repo->config.defaults.file, repo->config.defaults.pin);
 	size_t i;
 	json_t *v;
-	if ((eff & TT_CAP_FORK) && b->ops->list_working_refs) {
+	if ((eff & TT_CAP_FORK) && tt_backend_has(b, list_working_refs)) {
 		if (!(mine_slugs = json_deep_copy(ctx->known_slugs)))
 			return tt_error_oom(err);
 		if (created_on) {
@@ -232,7 +233,7 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 			json_object_set_new(mine_slugs, slug, json_true());
 			free(slug);
 		}
-		if ((rc = b->ops->list_working_refs(b, loc, &listed, err)) < 0)
+		if ((rc = tt_backend_list_working_refs(b, loc, &listed, err)) < 0)
 			goto done;
 		sort_strings(listed);
 		json_array_foreach(listed, i, v) {
@@ -253,8 +254,8 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 		json_decref(listed);
 		listed = NULL;
 	}
-	if ((eff & TT_CAP_PIN) && b->ops->list_pins) {
-		if ((rc = b->ops->list_pins(b, loc, &listed, err)) < 0)
+	if ((eff & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
+		if ((rc = tt_backend_list_pins(b, loc, &listed, err)) < 0)
 			goto done;
 		json_array_foreach(listed, i, v)
 			if (json_is_string(v))
@@ -341,7 +342,7 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 			}
 			if (!head && pass) {
 				tt_error ignored = TT_ERROR_INIT;
-				if (b->ops->fingerprint(b, loc, ref, &head, &ignored) < 0)
+				if (tt_backend_fingerprint(b, loc, ref, &head, &ignored) < 0)
 					head = NULL;
 				tt_error_clear(&ignored);
 			}
@@ -420,7 +421,7 @@ static int created_entries(tt_repo *repo, const char *const *claimed, size_t ncl
 			rc = tt_error_oom(err);
 		else if ((rc = tt_engine_backend(repo, kind, &b, err)) < 0 ||
 			 (rc = tt_absolutize_locator(loc, kind, cwd, err)) < 0 ||
-			 (rc = b->ops->identity(b, loc, &identity, err)) < 0)
+			 (rc = tt_backend_identity(b, loc, &identity, err)) < 0)
 			tt_error_object(err, NULL, kind);
 		else if (!(tag = tag_of(kind, identity)))
 			rc = tt_error_oom(err);
@@ -478,11 +479,11 @@ static int plan_created(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx
 			tt_error_object(err, key, kind);
 			goto next;
 		}
-		if (!b->ops->owner || !b->ops->is_ref_empty || !b->ops->delete_store) {
+		if (!tt_backend_has(b, owner) || !tt_backend_has(b, is_ref_empty) || !tt_backend_has(b, delete_store)) {
 			rc = keep_store(plan, e, where, "its kind cannot remove stores", err);
 			goto next;
 		}
-		if (b->ops->owner(b, loc, &owner, &inner) < 0) {
+		if (tt_backend_owner(b, loc, &owner, &inner) < 0) {
 			char *r = tt_asprintf("cannot read its owner marker: %s", tt_error_text(&inner));
 			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
 			free(r);
@@ -517,7 +518,7 @@ static int plan_created(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx
 			goto next;
 		}
 		int empty = -1;
-		if (b->ops->is_ref_empty(b, loc, refs.ignoring, &empty, &inner) < 0) {
+		if (tt_backend_is_ref_empty(b, loc, refs.ignoring, &empty, &inner) < 0) {
 			char *r = tt_asprintf("cannot list what remains: %s", tt_error_text(&inner));
 			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
 			free(r);
@@ -725,13 +726,13 @@ void tt_gc_apply_store(tt_repo *repo, const tt_plan_action_view *a, json_t *repo
 	int empty = -1;
 	if (tt_engine_backend(repo, a->kind, &b, e) < 0)
 		return;
-	if (!b->ops->owner || !b->ops->is_ref_empty || !b->ops->delete_store) {
+	if (!tt_backend_has(b, owner) || !tt_backend_has(b, is_ref_empty) || !tt_backend_has(b, delete_store)) {
 		tt_error_set(e, TT_ECAPABILITY, "[%s] cannot remove stores", a->kind);
 		return;
 	}
 	/* The refs this plan released are gone now: the store must be empty
 	 * outright, and still ours. */
-	if (b->ops->owner(b, loc, &owner, e) < 0)
+	if (tt_backend_owner(b, loc, &owner, e) < 0)
 		return;
 	if (!owner || strcmp(owner, ds) != 0) {
 		json_object_set_new(json_object_get(report, "kept_stores"), a->key, json_string("owner marker changed"));
@@ -741,7 +742,7 @@ void tt_gc_apply_store(tt_repo *repo, const tt_plan_action_view *a, json_t *repo
 		return;
 	}
 	free(owner);
-	if (b->ops->is_ref_empty(b, loc, NULL, &empty, e) < 0)
+	if (tt_backend_is_ref_empty(b, loc, NULL, &empty, e) < 0)
 		return;
 	if (empty != 1) {
 		json_object_set_new(json_object_get(report, "kept_stores"), a->key,
@@ -749,7 +750,7 @@ void tt_gc_apply_store(tt_repo *repo, const tt_plan_action_view *a, json_t *repo
 		tt_error_set(e, TT_ESTALEPLAN, "%s: the store at %s is not empty; re-run the plan", a->key, a->target);
 		return;
 	}
-	if (b->ops->delete_store(b, loc, e) < 0)
+	if (tt_backend_delete_store(b, loc, e) < 0)
 		return;
 	tt_error ignored = TT_ERROR_INIT;
 	tt_index_forget_store(shared, TT_CREATED_FILENAME, ds, identity, &ignored);

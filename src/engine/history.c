@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/layout.h"
 #include "engine/engine.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* ".tether/objects" relative to the VCS root. */
 char *tt_engine_objects_reldir(const tt_repo *repo)
@@ -121,8 +123,8 @@ int tt_engine_objects_at(tt_repo *repo, const char *rev, tt_manifest_set *set, c
 	memset(set, 0, sizeof *set);
 	if (!reldir)
 		return tt_error_oom(err);
-	if ((rc = repo->vcs->ops->resolve(repo->vcs, rev, &commit, err)) == 0 &&
-	    (rc = repo->vcs->ops->files_at(repo->vcs, commit, reldir, &files, err)) == 0)
+	if ((rc = tt_vcs_resolve(repo->vcs, rev, &commit, err)) == 0 &&
+	    (rc = tt_vcs_files_at(repo->vcs, commit, reldir, &files, err)) == 0)
 		rc = parse_files(files, reldir, commit, set, err);
 	if (rc == 0 && resolved) {
 		*resolved = commit;
@@ -151,7 +153,7 @@ static void verify_one(size_t i, void *ctx)
 	tt_backend *b;
 	tt_error err = TT_ERROR_INIT;
 	job->status = TT_VERIFY_UNKNOWN;
-	if (tt_engine_backend(job->repo, job->m->kind, &b, &err) < 0 || !b->ops->verify) {
+	if (tt_engine_backend(job->repo, job->m->kind, &b, &err) < 0 || !tt_backend_has(b, verify)) {
 		job->message = tt_strdup(err.code ? tt_error_text(&err) : "cannot verify");
 		tt_error_clear(&err);
 		return;
@@ -161,7 +163,7 @@ static void verify_one(size_t i, void *ctx)
 		snprintf(pin.id, sizeof pin.id, "%s", job->m->pin_id);
 		snprintf(pin.ref, sizeof pin.ref, "%s", job->m->pin_ref);
 	}
-	if (b->ops->verify(b, job->m->locator, job->m->state, job->m->pin_id ? &pin : NULL, job->deep,
+	if (tt_backend_verify(b, job->m->locator, job->m->state, job->m->pin_id ? &pin : NULL, job->deep,
 			   &job->status, &job->message, &err) < 0) {
 		/* A store that cannot answer is reported, not fatal. */
 		job->status = TT_VERIFY_UNKNOWN;
@@ -178,7 +180,7 @@ static char *signature(tt_repo *repo, const tt_manifest *m)
 	json_t *identity = NULL;
 	tt_error ignored = TT_ERROR_INIT;
 	if (tt_engine_backend(repo, m->kind, &b, &ignored) < 0 ||
-	    b->ops->identity(b, m->locator, &identity, &ignored) < 0)
+	    tt_backend_identity(b, m->locator, &identity, &ignored) < 0)
 		identity = json_deep_copy(m->locator);
 	tt_error_clear(&ignored);
 	json_t *sig = json_pack("[s,o,O,o]", m->kind, identity ? identity : json_null(), m->state,
@@ -350,7 +352,7 @@ int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const 
 			goto done;
 		}
 		w.reldir = reldir;
-		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, walk_commit, &w, err)) < 0)
+		if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, walk_commit, &w, err)) < 0)
 			goto done;
 		/* Selection among every key history has had. */
 		if (n) {
@@ -478,13 +480,13 @@ int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *
 		else if ((rc = tt_engine_working_ref(repo, m, &start, err)) < 0)
 			return rc;
 	}
-	if (!(caps & TT_CAP_HISTORY) || !b->ops->history) {
+	if (!(caps & TT_CAP_HISTORY) || !tt_backend_has(b, history)) {
 		rc = key ? tt_error_set(err, TT_ECAPABILITY, "'%s' (%s) cannot list history", key, kind)
 			 : tt_error_set(err, TT_ECAPABILITY, "%s backend cannot list history", kind);
 		tt_error_object(err, key, kind);
 		goto done;
 	}
-	if ((rc = b->ops->history(b, loc, start, limit, &entries, &n, err)) < 0) {
+	if ((rc = tt_backend_history(b, loc, start, limit, &entries, &n, err)) < 0) {
 		tt_error_object(err, key, kind);
 		goto done;
 	}
@@ -515,7 +517,7 @@ static char *listing_for(tt_repo *repo, const tt_manifest *m, const char *rev)
 	char name[TT_LISTING_NAME_MAX], *text = NULL;
 	tt_error ignored = TT_ERROR_INIT;
 	if (!m->state || tt_engine_backend(repo, m->kind, &b, &ignored) < 0 ||
-	    b->ops->identity(b, m->locator, &identity, &ignored) < 0 ||
+	    tt_backend_identity(b, m->locator, &identity, &ignored) < 0 ||
 	    !(content = tt_content_state(b->kind, m->state)) ||
 	    tt_listing_name(name, m->kind, identity, content, &ignored) < 0)
 		goto done;
@@ -529,7 +531,7 @@ static char *listing_for(tt_repo *repo, const tt_manifest *m, const char *rev)
 		char *full = *root_rel ? tt_asprintf("%s/%s", root_rel, rel) : tt_strdup(rel);
 		size_t len;
 		if (full)
-			repo->vcs->ops->read_file_at(repo->vcs, rev, full, &text, &len, &ignored);
+			tt_vcs_read_file_at(repo->vcs, rev, full, &text, &len, &ignored);
 		free(full);
 	} else {
 		char *path = tt_path_join(repo->root, rel);
@@ -560,7 +562,7 @@ static void diff_one(size_t i, void *ctx)
 	}
 	char *la = listing_for(job->repo, job->a, job->rev_a);
 	char *lb = listing_for(job->repo, job->b, job->rev_b);
-	if (b->ops->diff(b, job->b->locator, job->a->state, job->b->state, la, lb, &d, &err) < 0) {
+	if (tt_backend_diff(b, job->b->locator, job->a->state, job->b->state, la, lb, &d, &err) < 0) {
 		tt_error_object(&err, job->b->key, job->b->kind);
 		job->error = tt_strdup(tt_error_text(&err));
 	} else {

@@ -12,6 +12,7 @@
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 static json_t *manifest_json(const tt_manifest *m)
 {
@@ -48,14 +49,14 @@ int tt_repo_objects(tt_repo *repo, json_t **out, tt_error *err)
 int tt_repo_current_rev(tt_repo *repo, char **out, tt_error *err)
 {
 	*out = NULL;
-	return repo->vcs->ops->current_rev(repo->vcs, out, err);
+	return tt_vcs_current_rev(repo->vcs, out, err);
 }
 
-const char *tt_repo_vcs_kind(const tt_repo *repo) { return repo->vcs->ops->kind; }
+const char *tt_repo_vcs_kind(const tt_repo *repo) { return tt_vcs_kind(repo->vcs); }
 
 bool tt_engine_vcs_is_jj(const tt_repo *repo)
 {
-	return strcmp(repo->vcs->ops->kind, "jj") == 0;
+	return strcmp(tt_vcs_kind(repo->vcs), "jj") == 0;
 }
 
 char *tt_engine_vcs_head(tt_repo *repo)
@@ -64,13 +65,13 @@ char *tt_engine_vcs_head(tt_repo *repo)
 	char *head = NULL;
 	if (tt_engine_vcs_is_jj(repo)) {
 		json_t *pos = NULL;
-		if (repo->vcs->ops->position(repo->vcs, &pos, &none) == 0) {
+		if (tt_vcs_position(repo->vcs, &pos, &none) == 0) {
 			const char *parent = json_string_value(json_object_get(pos, "parent"));
 			head = parent ? tt_strdup(parent) : NULL;
 		}
 		json_decref(pos);
 	}
-	if (!head && repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0)
+	if (!head && tt_vcs_current_rev(repo->vcs, &head, &none) < 0)
 		head = NULL;
 	tt_error_clear(&none);
 	return head;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/index.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
@@ -43,19 +44,19 @@ static int adopt_into_bookmark(tt_repo *repo, const char *key, tt_backend *b, co
 	*ref_out = NULL;
 	if (!repo->ws.bookmark || tt_engine_on_trunk(repo))
 		return 0;
-	if (!(tt_backend_caps(b, loc, policy->file, policy->pin) & TT_CAP_FORK) || !b->ops->fork)
+	if (!(tt_backend_caps(b, loc, policy->file, policy->pin) & TT_CAP_FORK) || !tt_backend_has(b, fork))
 		return 0;
 	if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, repo->ws.bookmark, err)) < 0)
 		return rc;
 	tt_target src = { .kind = TT_TARGET_STATE, .state = initial };
 	tt_expect any = { .kind = TT_EXPECT_NONE };
-	rc = b->ops->fork(b, loc, &src, name, &any, ref_out, err);
+	rc = tt_backend_fork(b, loc, &src, name, &any, ref_out, err);
 	free(name);
 	if (rc < 0)
 		return rc;
 	json_t *identity = NULL;
 	tt_error ignored = TT_ERROR_INIT;
-	if (b->ops->identity(b, loc, &identity, &ignored) == 0)
+	if (tt_backend_identity(b, loc, &identity, &ignored) == 0)
 		tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, b->kind->name, identity,
 				      loc, key, &ignored);
 	json_decref(identity);
@@ -77,7 +78,7 @@ int tt_engine_add_created(tt_repo *repo, const char *key, const tt_kind *kind, j
 	*result = NULL;
 	if ((rc = tt_engine_backend(repo, kind->name, &b, err)) < 0)
 		return tt_error_object(err, key, kind->name);
-	if (!(tt_backend_caps(b, loc, policy->file, policy->pin) & TT_CAP_CREATE) || !b->ops->create) {
+	if (!(tt_backend_caps(b, loc, policy->file, policy->pin) & TT_CAP_CREATE) || !tt_backend_has(b, create)) {
 		rc = tt_error_set(err, TT_ECAPABILITY, "'%s' cannot create a store at this locator; register "
 				  "an existing one instead", kind->name);
 		tt_error_hint(err, "make the store with its own tools, then `tether add` it without --create");
@@ -87,11 +88,11 @@ int tt_engine_add_created(tt_repo *repo, const char *key, const tt_kind *kind, j
 	 * entry naming what was under way. */
 	if ((rc = tt_oplog_begin(repo->root, "add", NULL, pre, NULL, op_id, err)) < 0)
 		return rc;
-	if ((rc = b->ops->create(b, loc, repo->config.dataset_id, &initial, err)) < 0) {
+	if ((rc = tt_backend_create(b, loc, repo->config.dataset_id, &initial, err)) < 0) {
 		tt_error_object(err, key, kind->name);
 		goto done;
 	}
-	if ((rc = b->ops->identity(b, loc, &identity, err)) < 0) {
+	if ((rc = tt_backend_identity(b, loc, &identity, err)) < 0) {
 		tt_error_object(err, key, kind->name);
 		goto done;
 	}
@@ -155,13 +156,13 @@ void tt_engine_undo_created(tt_repo *repo, const json_t *result, json_t *restore
 		return;
 	}
 	const char *where = tt_engine_store_where(loc, &wb);
-	if (tt_engine_backend(repo, kind, &b, &e) < 0 || !b->ops->owner || !b->ops->is_ref_empty ||
-	    !b->ops->delete_store) {
+	if (tt_engine_backend(repo, kind, &b, &e) < 0 || !tt_backend_has(b, owner) || !tt_backend_has(b, is_ref_empty) ||
+	    !tt_backend_has(b, delete_store)) {
 		if (!e.code)
 			tt_error_set(&e, TT_ECAPABILITY, "[%s] cannot remove stores", kind);
 		goto failed;
 	}
-	if (b->ops->owner(b, loc, &owner, &e) < 0)
+	if (tt_backend_owner(b, loc, &owner, &e) < 0)
 		goto failed;
 	if (!owner || strcmp(owner, repo->config.dataset_id) != 0) {
 		report(irreversible, tt_asprintf("%s: the store at %s no longer carries this dataset's owner "
@@ -173,7 +174,7 @@ void tt_engine_undo_created(tt_repo *repo, const json_t *result, json_t *restore
 		tt_error_oom(&e);
 		goto failed;
 	}
-	if (b->ops->is_ref_empty(b, loc, ignoring, &empty, &e) < 0)
+	if (tt_backend_is_ref_empty(b, loc, ignoring, &empty, &e) < 0)
 		goto failed;
 	if (empty != 1) {
 		report(irreversible, tt_asprintf("%s: the store at %s holds writes; left for `gc "
@@ -181,13 +182,13 @@ void tt_engine_undo_created(tt_repo *repo, const json_t *result, json_t *restore
 						 key, where));
 		goto done;
 	}
-	if (fork && (!b->ops->delete_working_ref ||
-		     b->ops->delete_working_ref(b, loc, json_string_value(fork), &e) < 0)) {
+	if (fork && (!tt_backend_has(b, delete_working_ref) ||
+		     tt_backend_delete_working_ref(b, loc, json_string_value(fork), &e) < 0)) {
 		if (!e.code)
 			tt_error_set(&e, TT_ECAPABILITY, "[%s] cannot delete branches", kind);
 		goto failed;
 	}
-	if (b->ops->delete_store(b, loc, &e) < 0)
+	if (tt_backend_delete_store(b, loc, &e) < 0)
 		goto failed;
 	/* Best effort: a record left behind is forgotten by the next gc
 	 * (`forget-store`: the store has no marker any more). */

@@ -6,12 +6,13 @@
 #include <unistd.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/kinds.h"
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "engine/repo.h"
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "util/fs.h"
 #include "util/mem.h"
 
@@ -275,6 +276,7 @@ static bool blank_at(json_t *at)
 
 int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(opts, tt_add_opts, TT_ADD_OPTS_VERSION, err);
 	const tt_kind *kind = NULL;
 	json_t *loc = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
 	char *key = NULL, *cwd = NULL;
@@ -337,8 +339,8 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 	{
 		tt_backend *b;
 		tt_error berr = TT_ERROR_INIT;
-		if (tt_engine_backend(repo, kind->name, &b, &berr) == 0 && b->ops->check_locator &&
-		    (rc = b->ops->check_locator(b, loc, err)) < 0) {
+		if (tt_engine_backend(repo, kind->name, &b, &berr) == 0 && tt_backend_has(b, check_locator) &&
+		    (rc = tt_backend_check_locator(b, loc, err)) < 0) {
 			tt_error_clear(&berr);
 			goto done;
 		}

@@ -12,6 +12,7 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /*
  * Which journal commits the VCS still has, cached in
@@ -81,7 +82,7 @@ static int alive_commits_cached(tt_repo *repo, const char **commits, size_t n, b
 	tt_vcs *v = repo->vcs;
 	char token[65], after[65];
 	char *path = NULL;
-	bool cacheable = v->ops->alive_token && v->ops->alive_token(v, token) == 1 && strlen(token) == 64;
+	bool cacheable = tt_vcs_has(v, alive_token) && tt_vcs_alive_token(v, token) == 1 && strlen(token) == 64;
 	int rc;
 
 	for (size_t i = 0; cacheable && i < n; i++)
@@ -94,9 +95,9 @@ static int alive_commits_cached(tt_repo *repo, const char **commits, size_t n, b
 		free(path);
 		return 0;
 	}
-	rc = v->ops->alive_commits(v, (const char *const *)commits, n, alive, err);
+	rc = tt_vcs_alive_commits(v, (const char *const *)commits, n, alive, err);
 	/* Kept only when the refs did not move while the VCS answered. */
-	if (rc == 0 && cacheable && v->ops->alive_token(v, after) == 1 && strcmp(after, token) == 0) {
+	if (rc == 0 && cacheable && tt_vcs_alive_token(v, after) == 1 && strcmp(after, token) == 0) {
 		tt_buf b = TT_BUF_INIT;
 		tt_buf_printf(&b, ALIVE_MAGIC "%s\n", token);
 		for (size_t i = 0; i < n; i++)

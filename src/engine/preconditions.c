@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "core/plan.h"
+#include "backends/dispatch.h"
 #include "engine/engine.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 static int stale(const tt_plan_precondition_view *pre, const char *observed, tt_error *err)
 {
@@ -80,7 +82,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			if ((want == NULL) != (mine == NULL) || (want && strcmp(want, mine) != 0)) {
 				rc = stale(&pre, mine ? mine : "no bookmark", err);
 			} else if (want) {
-				if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &observed, err)) == 0 &&
+				if ((rc = tt_vcs_current_bookmark(repo->vcs, &observed, err)) == 0 &&
 				    !(observed && strcmp(observed, want) == 0))
 					rc = stale(&pre, observed ? observed : "no bookmark", err);
 			}
@@ -100,7 +102,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 				rc = stale(&pre, hash, err);
 		} else if (strcmp(pre.kind, "history_digest") == 0) {
 			char digest[17];
-			if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) == 0 &&
+			if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) == 0 &&
 			    (!want || strcmp(want, digest) != 0))
 				rc = stale(&pre, digest, err);
 		} else if (strcmp(pre.kind, "vcs_head") == 0) {
@@ -130,7 +132,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 					rc = stale(&pre, repo->ws.bookmark ? repo->ws.bookmark : want, err);
 			} else {
 				json_t *marks = NULL;
-				if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) == 0) {
+				if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) == 0) {
 					const char *now = json_string_value(json_object_get(marks, json_string_value(bm)));
 					if ((want == NULL) != (now == NULL) || (want && strcmp(want, now) != 0))
 						rc = stale(&pre, now ? now : "gone", err);
@@ -149,8 +151,8 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			json_t *loc, *refs = NULL;
 			const char *ref;
 			bool absent = strcmp(pre.kind, "ref_absent") == 0;
-			if ((rc = ref_target(repo, &pre, &b, &loc, &ref, err)) == 0 && b->ops->list_working_refs &&
-			    (rc = b->ops->list_working_refs(b, loc, &refs, err)) == 0) {
+			if ((rc = ref_target(repo, &pre, &b, &loc, &ref, err)) == 0 && tt_backend_has(b, list_working_refs) &&
+			    (rc = tt_backend_list_working_refs(b, loc, &refs, err)) == 0) {
 				bool found = false;
 				size_t k;
 				json_t *r;
@@ -172,7 +174,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 				if (json_is_null(pre.expected)) {
 					/* The plan could not read the head; if it reads now, the
 					 * plan should be made again with it in view. */
-					if (b->ops->fingerprint(b, loc, ref, &now, &none) == 0) {
+					if (tt_backend_fingerprint(b, loc, ref, &now, &none) == 0) {
 						tt_buf s = TT_BUF_INIT;
 						tt_short_state(&s, now);
 						rc = tt_error_set(err, TT_ESTALEPLAN, "%s: the plan could not read %s's "
@@ -180,7 +182,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 								  "review it", what_of(&pre), ref, s.ptr);
 						tt_buf_release(&s);
 					}
-				} else if ((rc = b->ops->fingerprint(b, loc, ref, &now, err)) == 0 &&
+				} else if ((rc = tt_backend_fingerprint(b, loc, ref, &now, err)) == 0 &&
 					   !tt_states_equal(b->kind, now, pre.expected)) {
 					tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
 					tt_short_state(&x, pre.expected);
@@ -201,8 +203,8 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			if ((rc = ref_target(repo, &pre, &b, &loc, &ref, err)) == 0) {
 				tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
 				tt_error none = TT_ERROR_INIT;
-				if (!b->ops->ancestor_of ||
-				    b->ops->ancestor_of(b, loc, pre.expected, &t, &answer, &none) < 0)
+				if (!tt_backend_has(b, ancestor_of) ||
+				    tt_backend_ancestor_of(b, loc, pre.expected, &t, &answer, &none) < 0)
 					answer = -1;
 				tt_error_clear(&none);
 				if (answer != 1)
@@ -220,7 +222,7 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			} else if ((rc = tt_engine_backend(repo, kind, &b, err)) == 0) {
 				base = json_deep_copy(loc);
 				json_object_del(base, "at");
-				if ((rc = b->ops->fingerprint(b, base, NULL, &now, err)) == 0 &&
+				if ((rc = tt_backend_fingerprint(b, base, NULL, &now, err)) == 0 &&
 				    !tt_states_equal(b->kind, now, pre.expected)) {
 					tt_buf s = TT_BUF_INIT;
 					tt_short_state(&s, now);
@@ -236,13 +238,13 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			const char *kind = json_string_value(json_object_get(pre.params, "backend"));
 			if (!kind || !json_is_object(loc) || !json_is_object(pj)) {
 				rc = stale(&pre, "no pin named", err);
-			} else if ((rc = tt_engine_backend(repo, kind, &b, err)) == 0 && b->ops->verify) {
+			} else if ((rc = tt_engine_backend(repo, kind, &b, err)) == 0 && tt_backend_has(b, verify)) {
 				tt_pin pin = { 0 };
 				snprintf(pin.id, sizeof pin.id, "%s", json_string_value(json_object_get(pj, "id")));
 				snprintf(pin.ref, sizeof pin.ref, "%s", json_string_value(json_object_get(pj, "ref")));
 				tt_verify_status st = TT_VERIFY_UNKNOWN;
 				char *msg = NULL;
-				if ((rc = b->ops->verify(b, loc, pre.expected, &pin, false, &st, &msg, err)) == 0 &&
+				if ((rc = tt_backend_verify(b, loc, pre.expected, &pin, false, &st, &msg, err)) == 0 &&
 				    st != TT_VERIFY_OK) {
 					char *o = tt_asprintf("%s: %s", tt_verify_status_name(st), msg ? msg : "");
 					rc = stale(&pre, o, err);
@@ -262,9 +264,9 @@ int tt_engine_check_preconditions(tt_repo *repo, const tt_plan *plan, const char
 			if (!kind || !json_is_object(loc) || (ignoring && !json_is_null(ignoring) && !json_is_array(ignoring)))
 				rc = stale(&pre, "no store named", err);
 			else if ((rc = tt_engine_backend(repo, kind, &b, err)) == 0) {
-				if (!b->ops->is_ref_empty)
+				if (!tt_backend_has(b, is_ref_empty))
 					rc = stale(&pre, "cannot tell", err);
-				else if ((rc = b->ops->is_ref_empty(b, loc, json_is_array(ignoring) ? ignoring : NULL,
+				else if ((rc = tt_backend_is_ref_empty(b, loc, json_is_array(ignoring) ? ignoring : NULL,
 								   &empty, err)) == 0 && empty != 1)
 					rc = stale(&pre, empty < 0 ? "cannot tell" : "not empty", err);
 			}

@@ -6,7 +6,7 @@
 
 #include <tether/progress.h>
 
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 

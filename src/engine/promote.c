@@ -15,11 +15,13 @@
 #include <string.h>
 
 #include "core/oplog.h"
+#include "backends/dispatch.h"
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 static const char *base_branch_name(const tt_manifest *m)
 {
@@ -86,7 +88,7 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 	else
 		snprintf(msg, sizeof msg, "tether promote %.8s", o->rev ? o->rev : repo->ws.workspace_id);
 	const char *bookmark = repo->ws.bookmark;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 		goto done;
 	const char *bookmark_commit = bookmark ? json_string_value(json_object_get(marks, bookmark)) : NULL;
 	/* What the bookmark's commit records: where a full promotion moves the trunk. */
@@ -167,7 +169,7 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 		const char *op = NULL;
 		tt_pin pin;
 		tt_buf_reset(&d);
-		if ((rc = b->ops->fingerprint(b, bloc, NULL, &base_state, err)) < 0) {
+		if ((rc = tt_backend_fingerprint(b, bloc, NULL, &base_state, err)) < 0) {
 			tt_error_object(err, m->key, m->kind);
 			json_decref(bloc);
 			goto done;
@@ -206,7 +208,7 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 			} else if (!recorded || !recorded->state) {
 				snprintf(note, sizeof note, "%s: nothing committed on this bookmark yet; commit first", m->key);
 				op = "";
-			} else if ((rc = b->ops->fingerprint(b, m->locator, working_ref, &target_state, err)) < 0) {
+			} else if ((rc = tt_backend_fingerprint(b, m->locator, working_ref, &target_state, err)) < 0) {
 				tt_error_object(err, m->key, m->kind);
 				goto item_done;
 			} else {
@@ -232,7 +234,7 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 			int unchanged = -1;
 			tt_target t = { .kind = TT_TARGET_STATE, .state = target_state };
 			tt_error aerr = TT_ERROR_INIT;
-			if (!b->ops->ancestor_of || b->ops->ancestor_of(b, m->locator, base_state, &t, &unchanged, &aerr) < 0)
+			if (!tt_backend_has(b, ancestor_of) || tt_backend_ancestor_of(b, m->locator, base_state, &t, &unchanged, &aerr) < 0)
 				unchanged = -1;
 			tt_error_clear(&aerr);
 			if (unchanged < 0 && fork_point)
@@ -273,8 +275,8 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 				} else {
 					tt_buf_puts(&d, "cannot tell whether the base moved (no fork point recorded)");
 				}
-				if (b->ops->promote_hint)
-					tt_buf_printf(&d, "; %s", b->ops->promote_hint);
+				if (tt_backend_promote_hint(b))
+					tt_buf_printf(&d, "; %s", tt_backend_promote_hint(b));
 				op = "refuse";
 			}
 		}
@@ -349,9 +351,9 @@ item_done:
 		}
 		char *scope = NULL;
 		json_t *identity = NULL;
-		if (b->ops->branch_scope)
-			b->ops->branch_scope(b, m->locator, &scope, err);
-		else if (b->ops->identity(b, m->locator, &identity, err) == 0) {
+		if (tt_backend_has(b, branch_scope))
+			tt_backend_branch_scope(b, m->locator, &scope, err);
+		else if (tt_backend_identity(b, m->locator, &identity, err) == 0) {
 			tt_buf sb = TT_BUF_INIT;
 			tt_json_canonical(&sb, identity);
 			scope = tt_buf_detach(&sb);
@@ -386,7 +388,7 @@ item_done:
 		const char *tc = json_string_value(json_object_get(marks, trunk));
 		bool ok = true;
 		if (tc && bookmark_commit) {
-			if ((rc = repo->vcs->ops->is_ancestor(repo->vcs, tc, bookmark_commit, &ok, err)) < 0)
+			if ((rc = tt_vcs_is_ancestor(repo->vcs, tc, bookmark_commit, &ok, err)) < 0)
 				goto done_acts;
 		}
 		if (!ok) {
@@ -513,15 +515,15 @@ static void move_one(size_t i, void *ctx)
 	tt_expect expected = json_is_object(base) ? (tt_expect){ TT_EXPECT_STATE, base }
 						  : (tt_expect){ TT_EXPECT_NONE, NULL };
 	if (strcmp(j->op, "fast-forward") == 0) {
-		if (!b->ops->promote)
+		if (!tt_backend_has(b, promote))
 			tt_error_set(&j->err, TT_ECAPABILITY, "%s backend cannot promote", j->kind);
 		else
-			b->ops->promote(b, loc, &what, &expected, &j->new_state, &j->err);
+			tt_backend_promote(b, loc, &what, &expected, &j->new_state, &j->err);
 	} else {
-		if (!b->ops->merge)
+		if (!tt_backend_has(b, merge))
 			tt_error_set(&j->err, TT_ECAPABILITY, "%s backend cannot merge", j->kind);
 		else
-			b->ops->merge(b, loc, &what, j->message, &expected, &j->new_state, &j->conflicts, &j->err);
+			tt_backend_merge(b, loc, &what, j->message, &expected, &j->new_state, &j->conflicts, &j->err);
 	}
 	if (j->err.code)
 		tt_error_object(&j->err, j->key, j->kind);
@@ -533,10 +535,10 @@ static void check_one(size_t i, void *ctx)
 	move_job *j = &((move_job *)ctx)[i];
 	tt_backend *b;
 	j->err = (tt_error)TT_ERROR_INIT;
-	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0 || !b->ops->check_move)
+	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0 || !tt_backend_has(b, check_move))
 		goto done;
 	tt_target what = { .kind = TT_TARGET_STATE, .state = json_object_get(j->params, "target_state") };
-	b->ops->check_move(b, json_object_get(j->params, "locator"), &what, strcmp(j->op, "merge") == 0,
+	tt_backend_check_move(b, json_object_get(j->params, "locator"), &what, strcmp(j->op, "merge") == 0,
 			   &j->err);
 done:
 	if (j->err.code)
@@ -741,7 +743,7 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 			tt_target src = { .kind = TT_TARGET_STATE, .state = state };
 			tt_expect exp = reviewed ? (tt_expect){ TT_EXPECT_STATE, reviewed } : (tt_expect){ TT_EXPECT_NONE, NULL };
 			if (tt_engine_backend(repo, m->kind, &b, &ferr) == 0 &&
-			    b->ops->fork(b, m->locator, &src, json_string_value(wr), &exp, &ref, &ferr) == 0) {
+			    tt_backend_fork(b, m->locator, &src, json_string_value(wr), &exp, &ref, &ferr) == 0) {
 				json_object_set_new(repo->ws.working_refs, key, json_string(ref));
 			} else {
 				char *why = tt_asprintf("%s was not reset onto the merge result (%s); left as it is -- "
@@ -775,7 +777,7 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 	    !json_object_size(failed)) {
 		json_t *marks = NULL;
 		const char *trunk = tt_config_trunk(&repo->config);
-		if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0)
+		if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
 			goto done;
 		const char *commit = json_string_value(json_object_get(ctx, "bookmark_commit"));
 		if (!commit)
@@ -784,12 +786,12 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		if (commit && tc && strcmp(commit, tc) == 0)
 			commit = NULL;
 		bool ok = true;
-		if (commit && tc && (rc = repo->vcs->ops->is_ancestor(repo->vcs, tc, commit, &ok, err)) < 0) {
+		if (commit && tc && (rc = tt_vcs_is_ancestor(repo->vcs, tc, commit, &ok, err)) < 0) {
 			json_decref(marks);
 			goto done;
 		}
 		if (commit && ok) {
-			if ((rc = repo->vcs->ops->bookmark_set(repo->vcs, trunk, commit, err)) < 0) {
+			if ((rc = tt_vcs_bookmark_set(repo->vcs, trunk, commit, err)) < 0) {
 				json_decref(marks);
 				goto done;
 			}
@@ -840,6 +842,7 @@ done:
 int tt_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
+	TT_CHECK_OPTS(o, tt_promote_opts, TT_PROMOTE_OPTS_VERSION, err);
 	tt_plan *plan = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
 	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;

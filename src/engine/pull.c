@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "core/kinds.h"
+#include "backends/dispatch.h"
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 typedef struct head_job {
 	tt_repo *repo;
@@ -31,11 +33,11 @@ static void read_head(size_t i, void *ctx)
 	if (tt_engine_backend(j->repo, j->m->kind, &b, &j->err) < 0)
 		goto done;
 	if (j->ref) {
-		b->ops->fingerprint(b, j->m->locator, j->ref, &j->state, &j->err);
+		tt_backend_fingerprint(b, j->m->locator, j->ref, &j->state, &j->err);
 	} else {
 		json_t *loc = json_deep_copy(j->m->locator);
 		json_object_del(loc, "at");
-		b->ops->fingerprint(b, loc, NULL, &j->state, &j->err);
+		tt_backend_fingerprint(b, loc, NULL, &j->state, &j->err);
 		json_decref(loc);
 	}
 done:
@@ -75,7 +77,7 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 		goto done;
 	const char *before = json_string_value(json_object_get(json_object_get(e->pre, "vcs"), "commit"));
 	tt_error none = TT_ERROR_INIT;
-	if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0 || !head || !before ||
+	if (tt_vcs_current_rev(repo->vcs, &head, &none) < 0 || !head || !before ||
 	    strcmp(head, before) != 0) {
 		tt_error_clear(&none);
 		goto done;
@@ -98,7 +100,7 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 			rc = tt_error_oom(err);
 			goto done;
 		}
-		rc = repo->vcs->ops->read_file_at(repo->vcs, head, rel, &then, &then_len, err);
+		rc = tt_vcs_read_file_at(repo->vcs, head, rel, &then, &then_len, err);
 		free(rel);
 		if (rc == 0)
 			rc = tt_manifest_read_text(&now, repo->root, key, err);
@@ -179,7 +181,7 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 	{
 		json_t *marks = NULL;
 		char *here = NULL;
-		if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) == 0 &&
+		if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) == 0 &&
 		    !(here && strcmp(here, mine) == 0)) {
 			rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
 					  mine, here ? here : "no bookmark");
@@ -198,7 +200,7 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 		char *objs = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
 		const char *paths[] = { objs };
 		bool dirty = false;
-		rc = objs ? repo->vcs->ops->dirty(repo->vcs, paths, 1, &dirty, err) : tt_error_oom(err);
+		rc = objs ? tt_vcs_dirty(repo->vcs, paths, 1, &dirty, err) : tt_error_oom(err);
 		free(objs);
 		if (rc < 0)
 			goto done;

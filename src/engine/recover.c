@@ -12,9 +12,11 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "engine/engine.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 #define RECOVER_COMMIT "Recover "
 
@@ -176,8 +178,8 @@ static void list_one(size_t i, void *vctx)
 		o->holds_refs = false;
 		goto done;
 	}
-	if ((caps & TT_CAP_PIN) && b->ops->list_pins) {
-		if (b->ops->list_pins(b, m->locator, &listed, &err) < 0)
+	if ((caps & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
+		if (tt_backend_list_pins(b, m->locator, &listed, &err) < 0)
 			goto fail;
 		size_t k;
 		json_t *raw;
@@ -197,8 +199,8 @@ static void list_one(size_t i, void *vctx)
 		json_decref(listed);
 		listed = NULL;
 	}
-	if ((caps & TT_CAP_FORK) && b->ops->list_working_refs) {
-		if (b->ops->list_working_refs(b, m->locator, &listed, &err) < 0)
+	if ((caps & TT_CAP_FORK) && tt_backend_has(b, list_working_refs)) {
+		if (tt_backend_list_working_refs(b, m->locator, &listed, &err) < 0)
 			goto fail;
 		size_t k;
 		json_t *r;
@@ -393,7 +395,7 @@ static bool earlier_recovery(rctx *c, const char *name, const char *head, const 
 	tt_manifest_set at = { 0 };
 	tt_error err = TT_ERROR_INIT;
 	bool yes = false;
-	if (!v->ops->exclusive_commits || v->ops->exclusive_commits(v, name, &only, &err) < 0)
+	if (!tt_vcs_has(v, exclusive_commits) || tt_vcs_exclusive_commits(v, name, &only, &err) < 0)
 		goto done;
 	if (json_array_size(only)) {
 		const char **ids = tt_calloc(json_array_size(only), sizeof *ids);
@@ -401,7 +403,7 @@ static bool earlier_recovery(rctx *c, const char *name, const char *head, const 
 		json_t *x;
 		json_array_foreach(only, i, x)
 			ids[i] = json_string_value(x);
-		int rc = ids ? v->ops->commit_info(v, ids, json_array_size(only), &infos, &err) : -1;
+		int rc = ids ? tt_vcs_commit_info(v, ids, json_array_size(only), &infos, &err) : -1;
 		free(ids);
 		if (rc < 0)
 			goto done;
@@ -443,11 +445,11 @@ static void legacy_steps(rctx *c, const char *target, const json_t *known)
 		tt_backend *b = NULL;
 		char *scope = NULL;
 		if (tt_engine_backend(c->repo, o->m->kind, &b, &err) == 0) {
-			if (b->ops->branch_scope) {
-				b->ops->branch_scope(b, o->m->locator, &scope, &err);
+			if (tt_backend_has(b, branch_scope)) {
+				tt_backend_branch_scope(b, o->m->locator, &scope, &err);
 			} else {
 				json_t *identity = NULL;
-				if (b->ops->identity(b, o->m->locator, &identity, &err) == 0) {
+				if (tt_backend_identity(b, o->m->locator, &identity, &err) == 0) {
 					tt_buf sb = TT_BUF_INIT;
 					tt_json_canonical(&sb, identity);
 					scope = tt_buf_detach(&sb);
@@ -484,7 +486,7 @@ static void legacy_steps(rctx *c, const char *target, const json_t *known)
 	}
 	if (!json_array_size(order))
 		goto done;
-	if (c->repo->vcs->ops->bookmarks(c->repo->vcs, &marks, &err) < 0) {
+	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
 		tt_error_clear(&err);
 		marks = json_object();
 	}
@@ -666,7 +668,7 @@ static void take_back_steps(rctx *c)
 		step(c, "tether recover", note.ptr);
 		goto done;
 	}
-	if (c->repo->vcs->ops->bookmarks(c->repo->vcs, &marks, &err) < 0) {
+	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
 		tt_error_clear(&err);
 		marks = json_object();
 	}

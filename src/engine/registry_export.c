@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/kinds.h"
 #include "core/layout.h"
 #include "core/oplog.h"
@@ -18,6 +19,7 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* --- tables ----------------------------------------------------------------- */
 
@@ -258,7 +260,7 @@ static int derive(builder *bd, size_t i, tt_error *err)
 	tt_error ignored = TT_ERROR_INIT;
 	bool have_backend = tt_engine_backend(bd->repo, m->kind, &be, &ignored) == 0;
 	tt_error_clear(&ignored);
-	if (have_backend && be->ops->identity(be, m->locator, &d->identity, &ignored) < 0)
+	if (have_backend && tt_backend_identity(be, m->locator, &d->identity, &ignored) < 0)
 		d->identity = NULL;  /* unknown here; the identity stays unknown */
 	tt_error_clear(&ignored);
 	if (d->identity && (rc = digest_of(d->ident_hash, d->identity, err)) < 0)
@@ -567,14 +569,14 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 		for (size_t i = 0; rc == 0 && i < o->nrevs; i++) {
 			char *commit = NULL;
 			json_t *files = NULL;
-			if ((rc = v->ops->resolve(v, o->revs[i], &commit, err)) == 0 &&
-			    (rc = v->ops->files_at(v, commit, bd.reldir, &files, err)) == 0)
+			if ((rc = tt_vcs_resolve(v, o->revs[i], &commit, err)) == 0 &&
+			    (rc = tt_vcs_files_at(v, commit, bd.reldir, &files, err)) == 0)
 				rc = add_commit(&bd, commit, files, err);
 			free(commit);
 			json_decref(files);
 		}
 	} else {
-		rc = v->ops->iter_history_files(v, bd.reldir, history_cb, &bd, err);
+		rc = tt_vcs_iter_history_files(v, bd.reldir, history_cb, &bd, err);
 		if (rc > 0)
 			rc = 0;
 	}
@@ -591,7 +593,7 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 	}
 	for (size_t i = 0; i < bd.ncommits; i++)
 		ids[i] = bd.commits[i].commit;
-	if (bd.ncommits && (rc = v->ops->commit_info(v, ids, bd.ncommits, &list, err)) < 0)
+	if (bd.ncommits && (rc = tt_vcs_commit_info(v, ids, bd.ncommits, &list, err)) < 0)
 		goto done;
 	size_t li;
 	json_t *info;
@@ -604,7 +606,7 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 		goto done;
 	char *head = NULL;
 	tt_error ignored = TT_ERROR_INIT;
-	if (v->ops->current_rev(v, &head, &ignored) < 0)
+	if (tt_vcs_current_rev(v, &head, &ignored) < 0)
 		head = NULL;
 	tt_error_clear(&ignored);
 	out->head = head;
@@ -746,7 +748,7 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 	}
 
 	/* refs at exported commits. */
-	if ((rc = v->ops->refs(v, &refs, err)) < 0)
+	if ((rc = tt_vcs_refs(v, &refs, err)) < 0)
 		goto done;
 	json_t *r;
 	json_array_foreach(refs, li, r) {
@@ -766,7 +768,7 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 	char sv[8];
 	snprintf(sv, sizeof sv, "%d", TT_REG_SCHEMA_VERSION);
 	const char *meta[][2] = { { "schema_version", sv }, { "exported_at", out->exported_at },
-				  { "head", out->head }, { "vcs", v->ops->kind }, { "tether_version", tt_version() } };
+				  { "head", out->head }, { "vcs", tt_vcs_kind(v) }, { "tether_version", tt_version() } };
 	for (size_t i = 0; rc == 0 && i < sizeof meta / sizeof meta[0]; i++)
 		rc = push(tables, "tether_meta", json_pack("{s:s,s:s?}", "key", meta[i][0], "value", meta[i][1]), err);
 done:

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/kinds.h"
+#include "backends/dispatch.h"
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "core/plan.h"
@@ -526,10 +527,10 @@ static int apply_update(tt_repo *repo, const tt_plan_action_view *a, tt_error *e
 	json_t *old_id = NULL, *new_id = NULL;
 	tt_error ignored = TT_ERROR_INIT;
 	if (!same_loc && tt_engine_backend(repo, cur->kind, &b, &ignored) == 0) {
-		if (b->ops->identity(b, cur->locator, &old_id, &ignored) < 0)
+		if (tt_backend_identity(b, cur->locator, &old_id, &ignored) < 0)
 			old_id = NULL;
 		tt_error_clear(&ignored);
-		if (b->ops->identity(b, loc, &new_id, &ignored) < 0)
+		if (tt_backend_identity(b, loc, &new_id, &ignored) < 0)
 			new_id = NULL;
 	}
 	tt_error_clear(&ignored);

@@ -10,12 +10,14 @@
 #include <string.h>
 
 #include "core/index.h"
+#include "backends/dispatch.h"
 #include "core/oplog.h"
 #include "util/fault.h"
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "util/fault.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 typedef struct walk_ctx {
 	const char *reldir;
@@ -68,7 +70,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 			goto done;
 		goto apply;
 	}
-	if ((rc = repo->vcs->ops->history_digest(repo->vcs, digest, err)) < 0)
+	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
 		goto done;
@@ -79,7 +81,7 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 			goto done;
 		}
 		w.reldir = reldir;
-		if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
+		if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
 			goto done;
 	}
 	if (!(plan = tt_plan_new("repair"))) {
@@ -176,8 +178,8 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		tt_verify_status st = TT_VERIFY_UNKNOWN;
 		char *msg = NULL;
 		tt_error verr = TT_ERROR_INIT;
-		if (tt_engine_backend(repo, m->kind, &b, &verr) < 0 || !b->ops->verify ||
-		    b->ops->verify(b, m->locator, m->state, &pin, false, &st, &msg, &verr) < 0) {
+		if (tt_engine_backend(repo, m->kind, &b, &verr) < 0 || !tt_backend_has(b, verify) ||
+		    tt_backend_verify(b, m->locator, m->state, &pin, false, &st, &msg, &verr) < 0) {
 			char note[600];
 			snprintf(note, sizeof note, "%s: could not check its pin (%s)", json_string_value(json_object_get(t, "label")),
 				 verr.code ? tt_error_text(&verr) : "cannot verify");
@@ -216,8 +218,8 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		tt_backend *b;
 		json_t *refs = NULL;
 		tt_error lerr = TT_ERROR_INIT;
-		if (!want || tt_engine_backend(repo, m->kind, &b, &lerr) < 0 || !b->ops->list_working_refs ||
-		    b->ops->list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+		if (!want || tt_engine_backend(repo, m->kind, &b, &lerr) < 0 || !tt_backend_has(b, list_working_refs) ||
+		    tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
 			tt_error_clear(&lerr);
 			continue;
 		}
@@ -289,8 +291,8 @@ apply:
 			tt_pin pin;
 			const char *pid = json_string_value(json_object_get(a.params, "pin_id"));
 			json_t *loc = json_object_get(a.params, "locator");
-			if (tt_engine_backend(repo, a.kind, &b, &aerr) == 0 && b->ops->pin &&
-			    b->ops->pin(b, loc, json_object_get(a.params, "state"), pid, &pin, &aerr) == 0) {
+			if (tt_engine_backend(repo, a.kind, &b, &aerr) == 0 && tt_backend_has(b, pin) &&
+			    tt_backend_pin(b, loc, json_object_get(a.params, "state"), pid, &pin, &aerr) == 0) {
 				if (pin.created)
 					tt_index_note_pinned(repo->vcs->shared_dir, repo->config.dataset_id, pin.id, a.kind,
 							     a.key, &aerr);

@@ -14,6 +14,7 @@
 #include "core/oplog.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 const char *tt_version(void)
 {
@@ -107,7 +108,7 @@ static int refuse_tracked(tt_repo *repo, tt_error *err)
 	}
 	if (!n)
 		goto done;
-	if ((rc = repo->vcs->ops->tracked(repo->vcs, rel, n, tracked, err)) < 0) {
+	if ((rc = tt_vcs_tracked(repo->vcs, rel, n, tracked, err)) < 0) {
 		tt_error_prefix(err, "cannot tell whether git tracks this checkout's per-checkout files");
 		tt_error_hint(err, "put git on PATH or set TETHER_GIT (secrets.toml's git_path is read "
 				   "only after this check)");
@@ -119,13 +120,13 @@ static int refuse_tracked(tt_repo *repo, tt_error *err)
 			tt_buf_printf(&names_b, "%s%s", names_b.len ? " " : "", rel[i]);
 	}
 	if (names_b.len) {
-		bool jj = strcmp(repo->vcs->ops->kind, "jj") == 0;
+		bool jj = strcmp(tt_vcs_kind(repo->vcs), "jj") == 0;
 		tt_ensure_ignored(repo->root, true, NULL);
 		rc = tt_error_set(err, TT_ECONFIG,
 				  "%s tracks %s: tether reads these per-checkout files only when the VCS "
 				  "does not, since a tracked copy arrives with every clone -- secrets.toml "
 				  "chooses executables, endpoints and credentials, workspace.toml where "
-				  "writes go, ops.jsonl which pins gc may release", repo->vcs->ops->kind, names_b.ptr);
+				  "writes go, ops.jsonl which pins gc may release", tt_vcs_kind(repo->vcs), names_b.ptr);
 		tt_error_hint(err, "review (or delete) them, then untrack them from the repository root "
 				   "(%s) with `%s %s` -- the files stay on disk and "
 				   ".tether/.gitignore ignores them -- and commit", repo->vcs->root,
@@ -229,6 +230,36 @@ int tt_lock_timeout_ms(int dflt)
 	return s && *s && !*end && v >= 0 && v <= 3600000 ? (int)v : dflt;
 }
 
+/* The repository-wide lock (VCS shared dir, 60 s): commit, pull, gc, new
+ * and undo of one clone take turns across all its checkouts. */
+int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err)
+{
+	char *path = tt_path_join(repo->vcs->shared_dir, "tether.lock");
+	int rc;
+	if (!path)
+		return tt_error_oom(err);
+	rc = tt_lock_acquire(lock, path, "committing, collecting or forking in a checkout of this "
+			     "repository", tt_lock_timeout_ms(TT_REPO_LOCK_TIMEOUT_MS), err);
+	free(path);
+	return rc;
+}
+
+int tt_engine_opts_version(unsigned have, unsigned want, const char *type, tt_error *err)
+{
+	char macro[64];
+	size_t n = 0;
+	/* tt_commit_opts -> TT_COMMIT_OPTS_INIT */
+	for (const char *p = type; *p && n + 6 < sizeof macro; p++)
+		macro[n++] = (char)toupper((unsigned char)*p);
+	macro[n] = '\0';
+	if (have == want)
+		return 0;
+	tt_error_set(err, TT_EUSAGE, "%s version %u is not one this libtether knows (it knows %u)",
+		     type, have, want);
+	tt_error_hint(err, "initialise it with %s_INIT and rebuild against this tether.h", macro);
+	return TT_EUSAGE;
+}
+
 int tt_repo_lock(tt_repo *repo, tt_error *err)
 {
 	char *path = tt_tether_path(repo->root, TT_LOCK_FILENAME);
@@ -281,27 +312,27 @@ int tt_init(const char *path, const char *dataset_id, json_t **out, tt_error *er
 	/* Find the VCS before writing anything: a failed init leaves no trace. */
 	if ((rc = tt_vcs_detect(&vcs, root, NULL, "jj", err)) < 0)
 		goto done;
-	if ((rc = vcs->ops->current_bookmark(vcs, &bookmark, err)) < 0)
+	if ((rc = tt_vcs_current_bookmark(vcs, &bookmark, err)) < 0)
 		goto done;
-	if (strcmp(vcs->ops->kind, "jj") == 0) {
+	if (strcmp(tt_vcs_kind(vcs), "jj") == 0) {
 		/* jj: the trunk bookmark when it exists (unless the working copy
 		 * sits on another one alone), else the one the working copy is
 		 * on, else the trunk created at @.  tether.toml is left alone. */
 		json_t *marks = NULL;
 		const char *trunk = tt_config_trunk(&config);
-		if ((rc = vcs->ops->bookmarks(vcs, &marks, err)) < 0)
+		if ((rc = tt_vcs_bookmarks(vcs, &marks, err)) < 0)
 			goto done;
 		bool have_trunk = json_object_get(marks, trunk) != NULL;
 		json_decref(marks);
 		if (!bookmark || (have_trunk && strcmp(bookmark, trunk) == 0)) {
-			if (!have_trunk && (rc = vcs->ops->park(vcs, trunk, err)) < 0)
+			if (!have_trunk && (rc = tt_vcs_park(vcs, trunk, err)) < 0)
 				goto done;
 			free(bookmark);
 			bookmark = tt_strdup(trunk);
 		}
 	} else if (!bookmark) {
 		/* Detached HEAD: park the dataset on the trunk branch. */
-		if ((rc = vcs->ops->park(vcs, tt_config_trunk(&config), err)) < 0)
+		if ((rc = tt_vcs_park(vcs, tt_config_trunk(&config), err)) < 0)
 			goto done;
 		bookmark = tt_strdup(tt_config_trunk(&config));
 	} else if (strcmp(bookmark, tt_config_trunk(&config)) != 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "backends/dispatch.h"
 #include "core/oplog.h"
 #include "util/fault.h"
 #include "core/plan.h"
@@ -28,16 +29,16 @@ static int fork_from_state(tt_repo *repo, const tt_manifest *m, const json_t *st
 	*ref_out = NULL;
 	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
-	if (!b->ops->fork) {
+	if (!tt_backend_has(b, fork)) {
 		tt_error_set(err, TT_ECAPABILITY, "%s backend cannot fork", m->kind);
 		return tt_error_object(err, m->key, m->kind);
 	}
 	tt_target src = { .kind = TT_TARGET_STATE, .state = state };
-	if ((rc = b->ops->fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
+	if ((rc = tt_backend_fork(b, m->locator, &src, name, expected, ref_out, err)) < 0)
 		return tt_error_object(err, m->key, m->kind);
 	json_t *identity = NULL;
 	tt_error ignored = TT_ERROR_INIT;
-	if (b->ops->identity(b, m->locator, &identity, &ignored) == 0)
+	if (tt_backend_identity(b, m->locator, &identity, &ignored) == 0)
 		tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind, identity,
 				      m->locator, m->key, &ignored);
 	json_decref(identity);
@@ -58,7 +59,7 @@ static int resolve_at(tt_repo *repo, const tt_manifest *m, const char *at, json_
 		json_decref(loc);
 		return tt_error_oom(err);
 	}
-	rc = b->ops->fingerprint(b, loc, NULL, state, err);
+	rc = tt_backend_fingerprint(b, loc, NULL, state, err);
 	json_decref(loc);
 	return rc;
 }
@@ -249,8 +250,8 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		bool present = false;
 		tt_error lerr = TT_ERROR_INIT;
 		const char *op = "fork";
-		if (tt_engine_backend(repo, now->kind, &b, &lerr) < 0 || !b->ops->list_working_refs ||
-		    b->ops->list_working_refs(b, now->locator, &refs, &lerr) < 0) {
+		if (tt_engine_backend(repo, now->kind, &b, &lerr) < 0 || !tt_backend_has(b, list_working_refs) ||
+		    tt_backend_list_working_refs(b, now->locator, &refs, &lerr) < 0) {
 			tt_buf_reset(&det);
 			tt_buf_printf(&det, "could not list branches (%s); whether %s exists is unknown and a fork "
 				      "would reset it blind", tt_error_text(&lerr), name);
@@ -261,7 +262,7 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 			json_array_foreach(refs, k, r) present |= strcmp(json_string_value(r), name) == 0;
 		}
 		if (strcmp(op, "fork") == 0 && present) {
-			if (b->ops->fingerprint(b, now->locator, name, &head, &lerr) < 0) {
+			if (tt_backend_fingerprint(b, now->locator, name, &head, &lerr) < 0) {
 				tt_buf_reset(&det);
 				tt_buf_printf(&det, "%s exists but its head could not be read (%s); a restore would "
 					      "reset it blind", name, tt_error_text(&lerr));

@@ -25,6 +25,7 @@
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 static bool commit_like(const tt_op_entry *e)
 {
@@ -39,7 +40,7 @@ int tt_engine_objects_dirty(tt_repo *repo, bool *dirty, tt_error *err)
 	if (!reldir)
 		return tt_error_oom(err);
 	const char *paths[] = { reldir };
-	rc = repo->vcs->ops->dirty(repo->vcs, paths, 1, dirty, err);
+	rc = tt_vcs_dirty(repo->vcs, paths, 1, dirty, err);
 	free(reldir);
 	return rc;
 }
@@ -103,13 +104,13 @@ static int landed_commit(tt_repo *repo, const tt_op_entry *e, bool judge_head, c
 	if (*out || !judge_head)
 		return 0;
 	tt_error none = TT_ERROR_INIT;
-	if (repo->vcs->ops->current_rev(repo->vcs, &head, &none) < 0 || !head ||
+	if (tt_vcs_current_rev(repo->vcs, &head, &none) < 0 || !head ||
 	    (before && strcmp(head, before) == 0)) {
 		tt_error_clear(&none);
 		goto done;
 	}
 	const char *revs[] = { head };
-	if ((rc = repo->vcs->ops->commit_info(repo->vcs, revs, 1, &info, err)) < 0)
+	if ((rc = tt_vcs_commit_info(repo->vcs, revs, 1, &info, err)) < 0)
 		goto done;
 	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
 	const char *first = json_string_value(json_array_get(parents, 0));
@@ -186,7 +187,7 @@ int tt_engine_scan_interrupted(tt_repo *repo, tt_close_mode mode, json_t **out, 
 			const char *before = started_at(e);
 			char *head = NULL;
 			tt_error none = TT_ERROR_INIT;
-			bool moved = repo->vcs->ops->current_rev(repo->vcs, &head, &none) == 0 && head &&
+			bool moved = tt_vcs_current_rev(repo->vcs, &head, &none) == 0 && head &&
 				     (!before || strcmp(head, before) != 0);
 			tt_error_clear(&none);
 			free(head);

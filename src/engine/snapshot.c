@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "core/kinds.h"
+#include "backends/dispatch.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 /* --- selection ----------------------------------------------------------- */
 
@@ -103,7 +105,7 @@ static void fingerprint_one(size_t i, void *ctx)
 		}
 		json_object_del(loc, "at");
 	}
-	if (b->ops->fingerprint(b, loc ? loc : job->m->locator, job->ref, &job->state, &job->err) < 0)
+	if (tt_backend_fingerprint(b, loc ? loc : job->m->locator, job->ref, &job->state, &job->err) < 0)
 		job->state = NULL;
 done:
 	if (job->err.code)
@@ -313,8 +315,8 @@ static int bookmark_drift(tt_repo *repo, json_t **out, tt_error *err)
 	*out = json_array();
 	if (!b)
 		return 0;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0 ||
-	    (rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0 ||
+	    (rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
 		goto done;
 	const char *trunk = tt_config_trunk(&repo->config);
 	bool on = here && strcmp(here, b) == 0;
@@ -441,13 +443,13 @@ int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int sn
 			tt_verify_status vs = TT_VERIFY_UNKNOWN;
 			char *msg = NULL;
 			tt_error verr = TT_ERROR_INIT;
-			if (tt_engine_backend(repo, m->kind, &b, &verr) == 0 && b->ops->verify) {
+			if (tt_engine_backend(repo, m->kind, &b, &verr) == 0 && tt_backend_has(b, verify)) {
 				tt_pin pin = { 0 };
 				if (m->pin_id) {
 					snprintf(pin.id, sizeof pin.id, "%s", m->pin_id);
 					snprintf(pin.ref, sizeof pin.ref, "%s", m->pin_ref);
 				}
-				if (b->ops->verify(b, m->locator, m->state, m->pin_id ? &pin : NULL, false, &vs,
+				if (tt_backend_verify(b, m->locator, m->state, m->pin_id ? &pin : NULL, false, &vs,
 						   &msg, &verr) < 0)
 					vs = TT_VERIFY_UNKNOWN;
 			}

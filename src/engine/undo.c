@@ -21,11 +21,13 @@
 #include <string.h>
 
 #include "core/layout.h"
+#include "backends/dispatch.h"
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 typedef struct undo_report {
 	json_t *restored, *irreversible, *skipped;
@@ -213,7 +215,7 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 			json_t *head = NULL;
 			tt_error ignored = TT_ERROR_INIT;
 			if (!m || tt_engine_backend(repo, m->kind, &b, &ignored) < 0 ||
-			    b->ops->fingerprint(b, m->locator, json_string_value(ref), &head, &ignored) < 0) {
+			    tt_backend_fingerprint(b, m->locator, json_string_value(ref), &head, &ignored) < 0) {
 				tt_error_clear(&ignored);
 				continue; /* gone: nothing to lose */
 			}
@@ -245,8 +247,8 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 		json_t *refs = NULL;
 		bool gone = false;
 		/* Finishing an interrupted undo: a branch it deleted is gone already. */
-		if (r->resuming && tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->list_working_refs &&
-		    b->ops->list_working_refs(b, m->locator, &refs, &derr) == 0) {
+		if (r->resuming && tt_engine_backend(repo, m->kind, &b, &derr) == 0 && tt_backend_has(b, list_working_refs) &&
+		    tt_backend_list_working_refs(b, m->locator, &refs, &derr) == 0) {
 			size_t k;
 			json_t *x;
 			gone = true;
@@ -256,8 +258,8 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 		tt_error_clear(&derr);
 		if (gone)
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
-		else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && b->ops->delete_working_ref &&
-			 b->ops->delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
+		else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && tt_backend_has(b, delete_working_ref) &&
+			 tt_backend_delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
 		else {
 			char *msg = tt_asprintf("%s: could not delete %s: %s", key, json_string_value(ref),
@@ -307,8 +309,8 @@ static int already_uncommitted(tt_repo *repo, const char *commit, bool *out, tt_
 	int rc;
 	*out = false;
 	const char *revs[] = { commit };
-	if ((rc = repo->vcs->ops->commit_info(repo->vcs, revs, 1, &info, err)) < 0 ||
-	    (rc = repo->vcs->ops->position(repo->vcs, &pos, err)) < 0)
+	if ((rc = tt_vcs_commit_info(repo->vcs, revs, 1, &info, err)) < 0 ||
+	    (rc = tt_vcs_position(repo->vcs, &pos, err)) < 0)
 		goto done;
 	json_t *parents = json_object_get(json_array_get(info, 0), "parents");
 	const char *parent = json_string_value(json_array_get(parents, 0));
@@ -419,7 +421,7 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 		const char *commit = json_string_value(json_object_get(target->result, "vcs_commit"));
 		if (commit) {
 			bool did = false, already = false;
-			if ((rc = repo->vcs->ops->uncommit(repo->vcs, commit, &did, err)) < 0 ||
+			if ((rc = tt_vcs_uncommit(repo->vcs, commit, &did, err)) < 0 ||
 			    (!did && (rc = already_uncommitted(repo, commit, &already, err)) < 0))
 				goto failed;
 			if (did)
@@ -491,10 +493,10 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 		bool went_back = false;
 		if (moved_vcs) {
 			json_t *now = NULL;
-			if ((rc = repo->vcs->ops->position(repo->vcs, &now, err)) < 0)
+			if ((rc = tt_vcs_position(repo->vcs, &now, err)) < 0)
 				goto failed;
 			if (same_field(now, after, "id") && same_field(now, after, "branch")) {
-				if ((rc = repo->vcs->ops->goto_position(repo->vcs, before, err)) < 0) {
+				if ((rc = tt_vcs_goto_position(repo->vcs, before, err)) < 0) {
 					json_decref(now);
 					goto failed;
 				}
@@ -519,14 +521,14 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 			goto failed;
 		if (made && went_back) {
 			json_t *marks = NULL;
-			if (repo->vcs->ops->bookmarks(repo->vcs, &marks, err) == 0) {
+			if (tt_vcs_bookmarks(repo->vcs, &marks, err) == 0) {
 				const char *at = json_string_value(json_object_get(marks, made));
 				/* jj: the bookmark went on @'s parent */
 				const char *was = json_string_value(json_object_get(after, "parent"));
 				if (!was)
 					was = json_string_value(json_object_get(after, "commit"));
 				if (at && was && strcmp(at, was) == 0 &&
-				    repo->vcs->ops->bookmark_delete(repo->vcs, made, err) == 0)
+				    tt_vcs_bookmark_delete(repo->vcs, made, err) == 0)
 					add_line(r.restored, "bookmark %s deleted", made);
 				else if (at)
 					add_line(r.skipped, "bookmark %s has moved since; kept", made);

@@ -33,7 +33,8 @@
 #include <sys/stat.h>
 
 #include "backends/backend.h"
-#include "backends/file.h"
+#include "backends/dispatch.h"
+#include "backends/file/file.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/kinds.h"
@@ -49,6 +50,7 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/toml.h"
+#include "vcs/dispatch.h"
 
 /* [tether] version tether.toml's text records (1 when absent), or -1
  * when it cannot be read. */
@@ -89,7 +91,7 @@ static int interrupted_from(tt_repo *repo)
 	tt_error ig = TT_ERROR_INIT;
 	if (rel && (path = *rel ? tt_asprintf("%s/%s", rel, TT_CONFIG_FILENAME) : tt_strdup(TT_CONFIG_FILENAME)) &&
 	    (head = tt_engine_vcs_head(repo)) &&
-	    repo->vcs->ops->read_file_at(repo->vcs, head, path, &text, &len, &ig) == 0 && text)
+	    tt_vcs_read_file_at(repo->vcs, head, path, &text, &len, &ig) == 0 && text)
 		v = version_in(text, len);
 	tt_error_clear(&ig);
 	free(rel);
@@ -372,10 +374,10 @@ static int store_listing(tt_repo *repo, tt_backend *b, const tt_manifest *m, con
 	char *text = NULL, name[TT_LISTING_NAME_MAX];
 	json_t *identity = NULL;
 	int rc = 0;
-	if (!b->ops->listing)
+	if (!tt_backend_has(b, listing))
 		return 0;
-	if ((rc = b->ops->listing(b, m->locator, state, &text, err)) == 0 && text &&
-	    (rc = b->ops->identity(b, m->locator, &identity, err)) == 0 &&
+	if ((rc = tt_backend_listing(b, m->locator, state, &text, err)) == 0 && text &&
+	    (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
 	    (rc = listing_name_of(b, m, identity, state, name, err)) == 0)
 		rc = write_listing(repo, name, text, err);
 	json_decref(identity);
@@ -430,7 +432,7 @@ static int history_manifests(tt_repo *repo, hist_manifests *h, tt_error *err)
 		free(reldir);
 		return tt_error_oom(err);
 	}
-	int rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, hist_cb, h, err);
+	int rc = tt_vcs_iter_history_files(repo->vcs, reldir, hist_cb, h, err);
 	free(reldir);
 	return rc < 0 ? rc : 0;
 }
@@ -580,22 +582,22 @@ static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
 	char *here = NULL;
 	int rc;
 	*out = NULL;
-	if ((rc = repo->vcs->ops->current_bookmark(repo->vcs, &here, err)) < 0)
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
 		return rc;
-	if (strcmp(repo->vcs->ops->kind, "git") == 0) {
+	if (strcmp(tt_vcs_kind(repo->vcs), "git") == 0) {
 		if (here && strcmp(here, trunk) != 0) {
 			json_object_set_new(repo->config.vcs, "trunk", json_string(here));
 			*out = here;
 			return tt_config_save(&repo->config, repo->root, err);
 		}
 		free(here);
-		if (!here && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+		if (!here && (rc = tt_vcs_park(repo->vcs, trunk, err)) < 0)
 			return rc;
 		*out = tt_strdup(trunk);
 		return *out ? 0 : tt_error_oom(err);
 	}
 	json_t *marks = NULL;
-	if ((rc = repo->vcs->ops->bookmarks(repo->vcs, &marks, err)) < 0) {
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0) {
 		free(here);
 		return rc;
 	}
@@ -605,7 +607,7 @@ static int adopt_trunk(tt_repo *repo, char **out, tt_error *err)
 		*out = here;
 		return 0;
 	}
-	if (!have && (rc = repo->vcs->ops->park(repo->vcs, trunk, err)) < 0)
+	if (!have && (rc = tt_vcs_park(repo->vcs, trunk, err)) < 0)
 		return rc;
 	*out = tt_strdup(trunk);
 	return *out ? 0 : tt_error_oom(err);
@@ -692,7 +694,7 @@ static int apply_v3(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		tt_error e = TT_ERROR_INIT;
 		if (!m)
 			continue;
-		if (b->ops->fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
+		if (tt_backend_fingerprint(b, m->locator, NULL, &state, &e) < 0 ||
 		    (json_decref(m->state), m->state = state, save_where_it_is(repo, m, &e) < 0) ||
 		    store_listing(repo, b, m, state, &e) < 0) {
 			char *what = tt_asprintf("refingerprint %s", m->key);
@@ -979,7 +981,7 @@ static int index_rewrite(tt_repo *repo, const char *name, json_t **kept, long lo
 		    tt_engine_backend(repo, kind, &be, &ig) == 0) {
 			json_t *loc = json_object_get(r, "locator"), *now = NULL;
 			json_t *l = json_is_object(loc) ? json_deep_copy(loc) : json_object();
-			if (be->ops->identity(be, l, &now, &ig) == 0 && now)
+			if (tt_backend_identity(be, l, &now, &ig) == 0 && now)
 				json_object_set_new(new, "identity", now);
 			json_decref(l);
 		}
@@ -1079,7 +1081,7 @@ static json_t *listing_copies(tt_repo *repo, tt_error *err)
 	free(drel);
 	if (!rel)
 		goto oom;
-	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, rel, listings_cb, stored, err)) < 0)
+	if ((rc = tt_vcs_iter_history_files(repo->vcs, rel, listings_cb, stored, err)) < 0)
 		goto fail;
 	if (!(dir = tt_tether_path(repo->root, TT_LISTINGS_DIR)))
 		goto oom;
@@ -1106,7 +1108,7 @@ static json_t *listing_copies(tt_repo *repo, tt_error *err)
 		char name[TT_LISTING_NAME_MAX], oldname[TT_LISTING_NAME_MAX];
 		if (strcmp(m->kind, "file") != 0 || !m->state)
 			continue;
-		if ((rc = b->ops->identity(b, m->locator, &identity, err)) < 0 ||
+		if ((rc = tt_backend_identity(b, m->locator, &identity, err)) < 0 ||
 		    (rc = listing_name_of(b, m, identity, m->state, name, err)) < 0) {
 			json_decref(identity);
 			goto fail;
@@ -1155,11 +1157,11 @@ static int b3_dir_state(tt_backend *b, const tt_manifest *m, json_t **out, tt_er
 	char *text = NULL;
 	int rc;
 	*out = NULL;
-	if ((rc = b->ops->fingerprint(b, m->locator, NULL, &now, err)) < 0)
+	if ((rc = tt_backend_fingerprint(b, m->locator, NULL, &now, err)) < 0)
 		return rc;
 	const char *type = json_string_value(json_object_get(now, "type"));
-	if (json_equal(now, m->state) || !type || strcmp(type, "dir") != 0 || !b->ops->listing ||
-	    (rc = b->ops->listing(b, m->locator, now, &text, err)) < 0 || !text) {
+	if (json_equal(now, m->state) || !type || strcmp(type, "dir") != 0 || !tt_backend_has(b, listing) ||
+	    (rc = tt_backend_listing(b, m->locator, now, &text, err)) < 0 || !text) {
 		json_decref(now);
 		return rc;
 	}
@@ -1264,7 +1266,7 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 			char *br = py_str(branch);
 			json_t *now = NULL;
 			if (br && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
-			    b->ops->fingerprint(b, m->locator, br, &now, &e) == 0 && json_object_get(now, "branch_id")) {
+			    tt_backend_fingerprint(b, m->locator, br, &now, &e) == 0 && json_object_get(now, "branch_id")) {
 				json_t *bare = json_deep_copy(now);
 				json_object_del(bare, "branch_id");
 				if (json_equal(bare, st)) {
@@ -1285,7 +1287,7 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 			char *source = src ? py_str(src) : tt_strdup("main");
 			json_t *now = NULL;
 			if (timeline && source && tt_engine_backend(repo, m->kind, &b, &e) == 0 &&
-			    b->ops->fingerprint(b, m->locator, strcmp(timeline, source) == 0 ? NULL : timeline, &now,
+			    tt_backend_fingerprint(b, m->locator, strcmp(timeline, source) == 0 ? NULL : timeline, &now,
 						&e) == 0 &&
 			    json_equal(json_object_get(now, "branch") ? json_object_get(now, "branch") : json_null(),
 				       json_object_get(st, "branch") ? json_object_get(st, "branch") : json_null())) {
@@ -1602,7 +1604,7 @@ static int new_pin_id(tt_repo *repo, const tt_manifest *m, const json_t *loc, co
 	tt_backend *b;
 	json_t *identity = NULL, *content = NULL;
 	int rc;
-	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = b->ops->identity(b, loc, &identity, err)) < 0)
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = tt_backend_identity(b, loc, &identity, err)) < 0)
 		return rc;
 	content = tt_content_state(b->kind, m->state);
 	rc = content ? tt_pin_id(id, ds, m->kind, identity, content, err) : tt_error_oom(err);
@@ -1720,7 +1722,7 @@ static json_t *foreign_ids(tt_backend *b, const tt_manifest *m, const char *ours
 {
 	json_t *out = json_object(), *pins = NULL;
 	tt_error ig = TT_ERROR_INIT;
-	if (out && (b->kind->caps & TT_CAP_PIN) && b->ops->list_pins && b->ops->list_pins(b, m->locator, &pins, &ig) == 0) {
+	if (out && (b->kind->caps & TT_CAP_PIN) && tt_backend_has(b, list_pins) && tt_backend_list_pins(b, m->locator, &pins, &ig) == 0) {
 		size_t i;
 		json_t *v;
 		json_array_foreach(pins, i, v) {
@@ -1763,7 +1765,7 @@ static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = repo->vcs->ops->iter_history_files(repo->vcs, reldir, ns_hist_cb, &w, err)) < 0)
+	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, ns_hist_cb, &w, err)) < 0)
 		goto done;
 	rc = 0;
 	for (size_t i = 0; i < repo->objects.n && rc == 0; i++)
@@ -1797,8 +1799,8 @@ static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
 		if (!pins) {
 			tt_error e = TT_ERROR_INIT;
 			pins = NULL;
-			if ((b->kind->caps & TT_CAP_PIN) && b->ops->list_pins) {
-				if (b->ops->list_pins(b, loc, &pins, &e) < 0) {
+			if ((b->kind->caps & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
+				if (tt_backend_list_pins(b, loc, &pins, &e) < 0) {
 					rc = note_fmt(plan, err, "%s: could not list pins (%s)", key, e.message ? e.message : "failed");
 					json_decref(pins);
 					pins = NULL;
@@ -1846,11 +1848,11 @@ static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
 			tt_error_clear(&e);
 			continue;
 		}
-		if (!(tt_backend_caps(b, m->locator, m->policy.file, m->policy.pin) & TT_CAP_FORK) || !b->ops->list_working_refs)
+		if (!(tt_backend_caps(b, m->locator, m->policy.file, m->policy.pin) & TT_CAP_FORK) || !tt_backend_has(b, list_working_refs))
 			continue;
 		/* the system key: kind|identity (a state-free part of new_pin_id) */
 		json_t *identity = NULL;
-		if (b->ops->identity(b, m->locator, &identity, &e) == 0) {
+		if (tt_backend_identity(b, m->locator, &identity, &e) == 0) {
 			tt_buf c = TT_BUF_INIT;
 			tt_json_canonical(&c, identity);
 			sys = tt_asprintf("%s|%s", m->kind, c.ptr ? c.ptr : "");
@@ -1871,7 +1873,7 @@ static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
 		}
 		json_object_set_new(seen, sys, json_true());
 		free(sys);
-		if (b->ops->list_working_refs(b, m->locator, &refs, &e) < 0) {
+		if (tt_backend_list_working_refs(b, m->locator, &refs, &e) < 0) {
 			rc = note_fmt(plan, err, "%s: could not list working branches (%s)", m->key,
 				      e.message ? e.message : "failed");
 			tt_error_clear(&e);
@@ -1987,9 +1989,9 @@ static int v2_refusals(tt_repo *repo, const tt_plan *plan, tt_error *err)
 	for (size_t i = 0; i < total; i++) {
 		if (!tt_plan_action_at(plan, i, &v) || json_integer_value(json_object_get(v.params, "migration")) != 2)
 			continue;
-		if (strcmp(v.op, "rewrite-history") == 0 && !repo->vcs->ops->rewrite_history) {
+		if (strcmp(v.op, "rewrite-history") == 0 && !tt_vcs_has(repo->vcs, rewrite_history)) {
 			tt_error_set(err, TT_ECONFIG, "upgrade: this dataset's history holds old-format pins to rewrite, and "
-				     "this tether cannot rewrite %s history", repo->vcs->ops->kind);
+				     "this tether cannot rewrite %s history", tt_vcs_kind(repo->vcs));
 			return tt_error_hint(err, "run the upgrade with tether-vcs 0.1.0b7 (`pip install "
 						  "tether-vcs==0.1.0b7`, then `tether upgrade`); nothing was written");
 		}
@@ -1997,8 +1999,8 @@ static int v2_refusals(tt_repo *repo, const tt_plan *plan, tt_error *err)
 		if ((strcmp(v.op, "rename-pin") == 0 || strcmp(v.op, "rename-branch") == 0) &&
 		    tt_engine_backend(repo, v.kind, &b, err) == 0) {
 			bool pin = strcmp(v.op, "rename-pin") == 0;
-			bool can = pin ? b->ops->pin && b->ops->unpin && strcmp(v.kind, "neon") != 0
-				       : b->ops->fork && b->ops->delete_working_ref && b->ops->fingerprint &&
+			bool can = pin ? tt_backend_has(b, pin) && tt_backend_has(b, unpin) && strcmp(v.kind, "neon") != 0
+				       : tt_backend_has(b, fork) && tt_backend_has(b, delete_working_ref) && tt_backend_has(b, fingerprint) &&
 					 strcmp(v.kind, "neon") != 0;
 			if (!can) {
 				tt_error_set(err, TT_ECAPABILITY, "upgrade: [%s] %s cannot rename its %s here (%s)", v.key,
@@ -2051,14 +2053,14 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 			if (!old_id || !old_ref || !new_id)
 				continue;
 			tt_ref_for_pin(new_ref, sizeof new_ref, new_id);
-			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && b->ops->list_pins(b, loc, &live, &e) == 0) {
+			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_pins(b, loc, &live, &e) == 0) {
 				if (!in_array(live, old_id) && in_array(live, new_id)) {
 					json_object_set_new(rp, old_ref, json_string(new_ref));
-				} else if (b->ops->pin(b, loc, json_object_get(v.params, "state"), new_id, &np, &e) == 0) {
+				} else if (tt_backend_pin(b, loc, json_object_get(v.params, "state"), new_id, &np, &e) == 0) {
 					memset(&op, 0, sizeof op);
 					snprintf(op.id, sizeof op.id, "%s", old_id);
 					snprintf(op.ref, sizeof op.ref, "%s", old_ref);
-					if (strcmp(op.ref, np.ref) == 0 || b->ops->unpin(b, loc, &op, &e) == 0)
+					if (strcmp(op.ref, np.ref) == 0 || tt_backend_unpin(b, loc, &op, &e) == 0)
 						json_object_set_new(rp, old_ref, json_string(np.ref));
 				}
 			}
@@ -2070,14 +2072,14 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 			char *ref = NULL;
 			if (!old)
 				continue;
-			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && b->ops->list_working_refs(b, loc, &live, &e) == 0) {
+			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_working_refs(b, loc, &live, &e) == 0) {
 				if (!in_array(live, old) && in_array(live, v.target)) {
 					json_object_set_new(rb, old, json_string(v.target));
-				} else if (b->ops->fingerprint(b, loc, old, &head, &e) == 0) {
+				} else if (tt_backend_fingerprint(b, loc, old, &head, &e) == 0) {
 					tt_target src = { .kind = TT_TARGET_STATE, .state = head };
 					tt_expect ex = { TT_EXPECT_NONE, NULL };
-					if (b->ops->fork(b, loc, &src, v.target, &ex, &ref, &e) == 0 &&
-					    (strcmp(ref, old) == 0 || b->ops->delete_working_ref(b, loc, old, &e) == 0))
+					if (tt_backend_fork(b, loc, &src, v.target, &ex, &ref, &e) == 0 &&
+					    (strcmp(ref, old) == 0 || tt_backend_delete_working_ref(b, loc, old, &e) == 0))
 						json_object_set_new(rb, old, json_string(ref));
 				}
 			}
@@ -2126,7 +2128,7 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		json_t *mapping = NULL;
 		if (!reldir)
 			return tt_error_oom(err);
-		rc = repo->vcs->ops->rewrite_history(repo->vcs, reldir, ns_transform, &ctx,
+		rc = tt_vcs_rewrite_history(repo->vcs, reldir, ns_transform, &ctx,
 						     json_is_true(json_object_get(tt_plan_context(plan), "ignore_immutable")),
 						     &mapping, err);
 		free(reldir);
@@ -2334,7 +2336,7 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		goto done;
 	}
 	bool dirty = false, ours = tt_is_file(marker);
-	if (!ours && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
+	if (!ours && (rc = tt_vcs_dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
 		free(cache);
 		goto done;
 	}
@@ -2391,11 +2393,11 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 	for (size_t i = 0; i < np; i++)
 		if (!paths[i])
 			rc = tt_error_oom(err);
-	if (rc == 0 && (rc = repo->vcs->ops->dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
+	if (rc == 0 && (rc = tt_vcs_dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
 	    dirty) {
 		char msg[64];
 		snprintf(msg, sizeof msg, "tether upgrade: v%d -> v%d", from, TT_CONFIG_VERSION);
-		rc = repo->vcs->ops->commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, &commit, err);
+		rc = tt_vcs_commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, &commit, err);
 	}
 	for (size_t i = 0; i < np; i++)
 		free(paths[i]);

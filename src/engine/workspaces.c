@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "util/fs.h"
 #include "util/mem.h"
+#include "vcs/dispatch.h"
 
 int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err)
 {
@@ -20,7 +21,7 @@ int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out
 		return tt_error_oom(err);
 	if (!bookmark)
 		return 0;
-	if ((rc = repo->vcs->ops->workspace_roots(repo->vcs, &roots, err)) < 0)
+	if ((rc = tt_vcs_workspace_roots(repo->vcs, &roots, err)) < 0)
 		return rc;
 	size_t n = strlen(repo->vcs->root);
 	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'

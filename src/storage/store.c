@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "util/mem.h"
 
 /* ---- URIs ---------------------------------------------------------------------- */

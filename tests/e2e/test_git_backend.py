@@ -125,7 +125,7 @@ def test_empty_root_sha_is_tether_vcs_constant(env):
     theirs = reference_api(
         env, "import json\nfrom tether.backends.git import GitBackend\n"
              "print(json.dumps([GitBackend.EMPTY_ROOT_SHA, GitBackend.EMPTY_TREE]))")
-    header = (ROOT / "src/backends/gitobj.h").read_text()
+    header = (ROOT / "src/backends/git/gitobj.h").read_text()
     assert f'#define TT_GIT_EMPTY_ROOT_SHA "{theirs[0]}"' in header
     assert f'#define TT_GIT_EMPTY_TREE "{theirs[1]}"' in header
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/memory.h"
+#include "backends/memory/memory.h"
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/mem.h"

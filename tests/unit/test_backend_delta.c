@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/delta.h"
+#include "backends/delta/delta.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"

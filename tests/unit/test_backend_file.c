@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/file.h"
+#include "backends/file/file.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"

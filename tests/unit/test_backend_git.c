@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/gitobj.h"
+#include "backends/git/gitobj.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/icechunk_fmt.h"
+#include "backends/icechunk/icechunk_fmt.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/memory.h"
+#include "backends/memory/memory.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/ducklake.h"
+#include "backends/ducklake/ducklake.h"
 #include "harness.h"
 
 #ifdef TT_HAVE_DUCKDB_H

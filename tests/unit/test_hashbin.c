@@ -1,4 +1,4 @@
-/* Unit tests for backends/hashbin: the binary copy of the hash cache, and
+/* Unit tests for backends/file/hashbin: the binary copy of the hash cache, and
  * the file engine's use of it (the JSON is the truth). */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/file.h"
-#include "backends/hashbin.h"
-#include "backends/hashcache.h"
+#include "backends/file/file.h"
+#include "backends/file/hashbin.h"
+#include "backends/file/hashcache.h"
 #include "harness.h"
 #include "util/buf.h"
 #include "util/error.h"

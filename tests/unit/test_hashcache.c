@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/hashcache.h"
+#include "backends/file/hashcache.h"
 #include "harness.h"
 #include "util/buf.h"
 #include "util/mem.h"

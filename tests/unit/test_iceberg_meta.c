@@ -10,7 +10,7 @@
 
 #include "harness.h"
 
-#include "backends/iceberg_meta.h"
+#include "backends/iceberg/iceberg_meta.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/mem.h"

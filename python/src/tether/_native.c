@@ -606,7 +606,7 @@ static int call_snapshot(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_add(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_add_opts a = { .key = v[0].s, .kind = v[1].s, .locator = v[2].j, .file_policy = v[3].s,
+	tt_add_opts a = { .version = TT_ADD_OPTS_VERSION, .key = v[0].s, .kind = v[1].s, .locator = v[2].j, .file_policy = v[3].s,
 			  .pin_policy = v[4].s, .cwd = v[5].s, .create = v[6].i };
 	return tt_repo_add(r, &a, &o->out, e);
 }
@@ -624,7 +624,7 @@ static int call_set_policy(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_commit(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_commit_opts c = { .message = v[0].s, .keys = LIST(v[1]), .no_vcs = v[2].i, .strict = v[3].i,
+	tt_commit_opts c = { .version = TT_COMMIT_OPTS_VERSION, .message = v[0].s, .keys = LIST(v[1]), .no_vcs = v[2].i, .strict = v[3].i,
 			     .force = v[4].i, .no_snapshot = v[5].i };
 	const char *fp = v[7].s;
 	if (v[6].i) {
@@ -653,7 +653,7 @@ static int call_diff(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_new(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_new_opts n = { .rev = v[0].s, .bookmark = v[1].s, .shared = v[2].i, .keep = v[3].i, .eager = (int)v[4].i,
+	tt_new_opts n = { .version = TT_NEW_OPTS_VERSION, .rev = v[0].s, .bookmark = v[1].s, .shared = v[2].i, .keep = v[3].i, .eager = (int)v[4].i,
 			  .discard = v[5].i, .adopt = v[8].i };
 	const char *fp = v[7].s;
 	o->plan = v[6].i;
@@ -667,7 +667,7 @@ static int call_open_object(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_promote(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_promote_opts p = { .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s, .message = v[3].s };
+	tt_promote_opts p = { .version = TT_PROMOTE_OPTS_VERSION, .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s, .message = v[3].s };
 	const char *fp = v[5].s;
 	o->plan = v[4].i;
 	return tt_repo_promote(r, &p, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
@@ -705,7 +705,7 @@ static int call_ops(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_gc(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_gc_opts g = { .dry_run = v[0].i, .release_foreign = v[1].i, .prune_bookmarks = v[2].i,
+	tt_gc_opts g = { .version = TT_GC_OPTS_VERSION, .dry_run = v[0].i, .release_foreign = v[1].i, .prune_bookmarks = v[2].i,
 			 .keep_bookmarks = v[3].l.v, .nkeep = v[3].l.n, .force_prune = v[4].i,
 			 .delete_stores = v[5].i, .stores = v[6].l.v, .nstores = v[6].l.n };
 	const char *fp = v[8].s;

@@ -1,0 +1,138 @@
+/*
+ * backends/file/file.h - the `file` backend: local files and directories, and
+ * objects and prefixes in the object stores storage/ builds in.
+ *
+ * The backend itself is reached through the vtable (tt_file_backend_new,
+ * declared in backend.h).  This header holds what else the CLI and the tests
+ * need from it:
+ *   - tt_file_local_path(): tether-vcs's local_path(), the one spelling of a
+ *     local path (identities, ref namespaces);
+ *   - hooks on a built backend: a progress callback for the hashing engine,
+ *     the number of hashing threads, a clock (tests), counters;
+ * and, below the line, the interface between file.c (the protocol) and
+ * file_hash.c (the directory walk, the parallel hashing engine and the
+ * persistent hash cache), which nothing else should use.
+ */
+#ifndef TT_BACKENDS_FILE_H
+#define TT_BACKENDS_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "backends/backend.h"
+
+/*
+ * tether-vcs's local_path(uri): the filesystem path a locator string names,
+ * in one spelling per directory, or "not local" for a remote URL.
+ * "file:///p" and "file://localhost/p" are "/p"; an absolute path is
+ * resolved (symlinks followed, ".", "..", doubled and trailing slashes
+ * gone, as os.path.realpath); a relative one is normalised lexically (as
+ * os.path.normpath); anything with another URL scheme is not local.
+ * Returns 1 with *out set (caller frees), 0 when not local (*out NULL), or
+ * TT_ENOMEM.
+ */
+int tt_file_local_path(const char *uri, char **out);
+
+/*
+ * The options an object-store URI of b's object is opened with
+ * (tt_store_open_uri), layered as tether-vcs's merged_storage_options does:
+ * [backends.<kind>] storage_options (committed), then from the object's
+ * secrets only the credentials and endpoint_url, the region once (the
+ * secrets', else loc_region, else the committed one).  file, lance and
+ * delta share it.
+ */
+int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err);
+
+/* --- hooks on a built file backend (b->kind is "file") ---------------------- */
+
+/* Hashing progress: bytes and files read so far out of what this
+ * fingerprint has to read (cache hits are not counted).  Called from the
+ * hashing threads, possibly at the same time from several: the callback
+ * must be thread-safe and cheap (a progress bar throttles itself). */
+typedef struct tt_file_progress {
+	uint64_t files_done, files_total;
+	uint64_t bytes_done, bytes_total;
+	uint64_t bytes_step;  /* read for the file this call reports */
+} tt_file_progress;
+typedef void (*tt_file_progress_fn)(void *ctx, const tt_file_progress *p);
+void tt_file_backend_set_progress(tt_backend *b, tt_file_progress_fn fn, void *ctx);
+
+/* Hashing threads per fingerprint (0: one per CPU, at least 4). */
+void tt_file_backend_set_threads(tt_backend *b, unsigned threads);
+
+/* The wall clock the hash cache stamps entries with and judges "racily
+ * clean" against (NULL: CLOCK_REALTIME).  For tests. */
+void tt_file_backend_set_clock(tt_backend *b, int64_t (*now_ns)(void));
+
+/* Counters since the backend was built. */
+typedef struct tt_file_stats {
+	uint64_t hashed_files;  /* files read and hashed */
+	uint64_t hashed_bytes;
+	uint64_t cache_hits;    /* files answered by the hash cache */
+	uint64_t cache_saves;   /* times the cache file was written */
+} tt_file_stats;
+void tt_file_backend_stats(tt_backend *b, tt_file_stats *out);
+
+/* ========================================================================= */
+/* Internal to the file backend (file.c <-> file_hash.c).                    */
+/* ========================================================================= */
+
+/* The file at the root of a directory tether created; never content. */
+#define TT_FILE_OWNER_MARKER ".tether-owner"
+/* The cache file under the checkout's .tether/cache/. */
+#define TT_FILE_HASH_CACHE "file-hashes.json"
+/* A listing token: 64 hex digits of sha256, or "symlink:" and 64. */
+#define TT_FILE_TOKEN_MAX 73
+
+/* One listing row: a file (token = sha256 of its content, size) or a
+ * symlink that is not read through (token "symlink:<sha256 of target>",
+ * size 0). */
+typedef struct tt_file_row {
+	const char *path;  /* relative, '/'-separated; points into the tree's names */
+	uint64_t size;
+	char token[TT_FILE_TOKEN_MAX];
+} tt_file_row;
+
+/* A hashed directory: its rows sorted by path (byte order, which is code
+ * point order for UTF-8, as Python sorts str). */
+typedef struct tt_file_tree {
+	tt_file_row *rows;
+	size_t n;
+	char *names;        /* the rows' paths, NUL-separated */
+	uint64_t size;      /* sum of file sizes (symlinks count 0) */
+	char digest[33];    /* blake2b-16 hex over the sorted (path, token) pairs */
+} tt_file_tree;
+void tt_file_tree_release(tt_file_tree *t);
+
+/* The hashing engine and its cache, one per backend; thread-safe. */
+typedef struct tt_fhash tt_fhash;
+
+/* cache_file NULL: entries live for the engine's lifetime only. */
+int tt_fhash_new(tt_fhash **out, const char *cache_file, tt_error *err);
+void tt_fhash_free(tt_fhash *h);
+void tt_fhash_set_progress(tt_fhash *h, tt_file_progress_fn fn, void *ctx);
+void tt_fhash_set_threads(tt_fhash *h, unsigned threads);
+void tt_fhash_set_clock(tt_fhash *h, int64_t (*now_ns)(void));
+void tt_fhash_stats(tt_fhash *h, tt_file_stats *out);
+
+/* Walk root (not following symlinked directories; the root-level owner
+ * marker skipped), hash what the cache cannot answer, and fill *out.
+ * Errors are TT_EBACKEND worded as tether-vcs words an OSError, or
+ * TT_ENOMEM. */
+int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err);
+/* One file (st: its stat, following symlinks): sha256 hex. */
+int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex[65],
+		  tt_error *err);
+
+/* The digest of sorted rows, as tether-vcs's _digest_pairs. */
+void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33]);
+
+/* Set err the way tether-vcs's wrap_library_errors words an OSError:
+ * "file: PermissionError: [Errno 13] Permission denied: '/p'" (path NULL:
+ * without the filename); TT_EBACKEND, kind "file". */
+int tt_file_os_error(tt_error *err, int errnum, const char *path);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * backends/kit.h - the pieces several backends share, written once: pin
+ * descriptors, the capability stubs of kinds that record states without
+ * pinning or forking them, and the filter their ref listings apply.
+ *
+ * Errors name the backend's kind, as every backend error does.
+ */
+#ifndef TT_BACKENDS_KIT_H
+#define TT_BACKENDS_KIT_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "backends/backend.h"
+
+/* Fill a pin descriptor: id pin_id, native name ref (NULL: "tether.<pin_id>").
+ * TT_ELIMIT naming the kind when either does not fit; *out is zeroed first. */
+int tt_kit_fill_pin(tt_pin *out, const char *kind, const char *pin_id, const char *ref, bool created,
+		    tt_error *err);
+
+/*
+ * Capability stubs for kinds that cannot pin or fork: pin and unpin refuse
+ * with the ops' no_pin reason, fork with its no_fork reason (both
+ * TT_ECAPABILITY naming the kind); there are never pins or working refs to
+ * list, and deleting a working ref (there are none) succeeds.
+ */
+int tt_kit_no_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id, tt_pin *out,
+		  tt_error *err);
+int tt_kit_no_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err);
+int tt_kit_no_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err);
+int tt_kit_no_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
+		   const tt_expect *expected, char **ref_out, tt_error *err);
+int tt_kit_no_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err);
+/* working_ref_blockers for kinds where nothing ever blocks deleting a
+ * branch (refusals, if any, surface when the delete is tried): *why NULL. */
+int tt_kit_no_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why, tt_error *err);
+
+/*
+ * The ref-listing filter: append name to the array out when it begins with
+ * prefix and not with skip (NULL: nothing skipped), without the prefix when
+ * strip.  Pins: prefix "tether.", skip "tether.ws.", strip; working refs:
+ * prefix TT_WORKING_REF_PREFIX, kept whole.  0, or TT_ENOMEM (out is then
+ * left as it was).  A NULL name is skipped.
+ */
+int tt_kit_keep_ref(json_t *out, const char *name, const char *prefix, const char *skip, bool strip);
+
+/* Locator checks' helpers.  The string at key, or NULL (absent, not a string). */
+const char *tt_kit_locator_str(const json_t *loc, const char *key);
+/* TT_EBACKEND "<kind> `at` must be a <what> number, got '...'" when the
+ * locator's `at` is given and is not all digits. */
+int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *what, tt_error *err);
+
+#endif

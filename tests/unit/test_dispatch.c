@@ -1,0 +1,192 @@
+/*
+ * The backend dispatch layer (backends/dispatch.c) and the kit's shared
+ * pieces (backends/kit.c): a missing op is the capability error naming the
+ * kind, out-parameters are reset before the op runs, errors a backend left
+ * without a kind get one, every call reaches the trace hook, and the kit's
+ * pin descriptors and record-only stubs behave as the backends relied on.
+ */
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/dispatch.h"
+#include "backends/kit.h"
+#include "core/kinds.h"
+#include "harness.h"
+#include "vcs/dispatch.h"
+
+static int seen_out_null;
+
+static int fake_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	(void)b, (void)loc;
+	seen_out_null = *out == NULL;
+	/* An error raised below the backend, without the kind. */
+	return tt_error_set(err, TT_EBACKEND, "the store said no");
+}
+
+static int fake_fingerprint(tt_backend *b, const json_t *loc, const char *ref, json_t **state,
+			    tt_error *err)
+{
+	(void)b, (void)loc, (void)ref, (void)err;
+	*state = json_object();
+	return 0;
+}
+
+static const tt_backend_ops fake_ops = {
+	.abi = TT_BACKEND_ABI,
+	.no_fork = "fake cannot fork; copy it",
+	.identity = fake_identity,
+	.fingerprint = fake_fingerprint,
+};
+
+static tt_kind fake_kind;
+
+static void fake_backend(tt_backend *b)
+{
+	memset(b, 0, sizeof *b);
+	memset(&fake_kind, 0, sizeof fake_kind);
+	fake_kind.name = "fake";
+	fake_kind.caps = TT_CAP_PIN;
+	b->ops = &fake_ops;
+	b->kind = &fake_kind;
+}
+
+struct trace {
+	int calls;
+	char last[32];
+	int rc;
+};
+
+static void on_trace(void *ctx, const char *kind, const char *op, int rc)
+{
+	struct trace *t = ctx;
+	t->calls++;
+	snprintf(t->last, sizeof t->last, "%s.%s", kind, op);
+	t->rc = rc;
+}
+
+TT_TEST(missing_op_is_the_capability_error)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	json_t *refs = json_string("stale");
+	json_t *keep = refs;
+	fake_backend(&b);
+	CHECK(!tt_backend_has(&b, list_working_refs));
+	CHECK(tt_backend_list_working_refs(&b, NULL, &refs, &err) == TT_ECAPABILITY);
+	CHECK(refs == NULL); /* reset before the op was looked at */
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	CHECK_MSG(strstr(err.message, "cannot list_working_refs") != NULL, "%s", err.message);
+	json_decref(keep);
+	tt_error_clear(&err);
+}
+
+TT_TEST(missing_fork_gives_the_kinds_reason)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	char *ref = (char *)"stale";
+	tt_target src = { .kind = TT_TARGET_BASE };
+	fake_backend(&b);
+	CHECK(tt_backend_fork(&b, NULL, &src, "x", NULL, &ref, &err) == TT_ECAPABILITY);
+	CHECK(ref == NULL);
+	CHECK_MSG(strstr(err.message, "fake cannot fork; copy it") != NULL, "%s", err.message);
+	tt_error_clear(&err);
+}
+
+TT_TEST(errors_name_the_kind_and_calls_are_traced)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	json_t *out = json_string("stale"), *keep = out, *state = NULL;
+	struct trace t = { 0 };
+	fake_backend(&b);
+	tt_backend_set_trace(on_trace, &t);
+	CHECK(tt_backend_identity(&b, NULL, &out, &err) == TT_EBACKEND);
+	CHECK(seen_out_null && out == NULL);
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	CHECK(t.calls == 1 && strcmp(t.last, "fake.identity") == 0 && t.rc == TT_EBACKEND);
+	tt_error_clear(&err);
+	CHECK(tt_backend_fingerprint(&b, NULL, NULL, &state, &err) == 0 && json_is_object(state));
+	CHECK(t.calls == 2 && strcmp(t.last, "fake.fingerprint") == 0 && t.rc == 0);
+	tt_backend_set_trace(NULL, NULL);
+	CHECK(tt_backend_effective_capabilities(&b, NULL, NULL) == TT_CAP_PIN); /* the default */
+	CHECK(tt_backend_state_addressable(&b, NULL, NULL));
+	json_decref(state);
+	json_decref(keep);
+}
+
+TT_TEST(kit_fill_pin)
+{
+	tt_pin p;
+	tt_error err = TT_ERROR_INIT;
+	char longid[80];
+	CHECK(tt_kit_fill_pin(&p, "fake", "abcd1234.0123456789abcdef", NULL, true, &err) == 0);
+	CHECK(strcmp(p.id, "abcd1234.0123456789abcdef") == 0);
+	CHECK(strcmp(p.ref, "tether.abcd1234.0123456789abcdef") == 0 && p.created);
+	CHECK(tt_kit_fill_pin(&p, "fake", "a.b", "tether.a.b.2", false, &err) == 0);
+	CHECK(strcmp(p.ref, "tether.a.b.2") == 0 && !p.created);
+	memset(longid, 'x', sizeof longid - 1);
+	longid[sizeof longid - 1] = '\0';
+	CHECK(tt_kit_fill_pin(&p, "fake", longid, NULL, false, &err) == TT_ELIMIT);
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	CHECK(p.id[0] == '\0' && p.ref[0] == '\0');
+	tt_error_clear(&err);
+}
+
+TT_TEST(kit_record_only_stubs)
+{
+	static const tt_backend_ops rec_ops = {
+		.abi = TT_BACKEND_ABI,
+		.no_pin = "rec has no tags",
+		.pin = tt_kit_no_pin,
+		.unpin = tt_kit_no_unpin,
+		.list_pins = tt_kit_no_pins,
+		.delete_working_ref = tt_kit_no_working_ref,
+	};
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	tt_pin p;
+	json_t *ids = NULL;
+	fake_backend(&b);
+	b.ops = &rec_ops;
+	CHECK(tt_backend_pin(&b, NULL, NULL, "x", &p, &err) == TT_ECAPABILITY);
+	CHECK_MSG(strstr(err.message, "rec has no tags") != NULL, "%s", err.message);
+	tt_error_clear(&err);
+	CHECK(tt_backend_unpin(&b, NULL, &p, &err) == TT_ECAPABILITY);
+	tt_error_clear(&err);
+	CHECK(tt_backend_list_pins(&b, NULL, &ids, &err) == 0 && json_array_size(ids) == 0);
+	CHECK(tt_backend_delete_working_ref(&b, NULL, "tether.ws.x", &err) == 0);
+	json_decref(ids);
+}
+
+TT_TEST(kit_keep_ref)
+{
+	json_t *out = json_array();
+	CHECK(tt_kit_keep_ref(out, "tether.a.b", "tether.", "tether.ws.", true) == 0);
+	CHECK(tt_kit_keep_ref(out, "tether.ws.x", "tether.", "tether.ws.", true) == 0);
+	CHECK(tt_kit_keep_ref(out, "main", "tether.", NULL, true) == 0);
+	CHECK(tt_kit_keep_ref(out, NULL, "tether.", NULL, true) == 0);
+	CHECK(tt_kit_keep_ref(out, "tether.ws.y", TT_WORKING_REF_PREFIX, NULL, false) == 0);
+	CHECK(json_array_size(out) == 2);
+	CHECK(strcmp(json_string_value(json_array_get(out, 0)), "a.b") == 0);
+	CHECK(strcmp(json_string_value(json_array_get(out, 1)), "tether.ws.y") == 0);
+	json_decref(out);
+}
+
+static const tt_vcs_ops bare_vcs_ops = { .kind = "git" };
+
+TT_TEST(vcs_missing_op_is_the_capability_error)
+{
+	tt_vcs v = { .ops = &bare_vcs_ops };
+	tt_error err = TT_ERROR_INIT;
+	json_t *out = json_string("stale"), *keep = out;
+	char token[65];
+	CHECK(!tt_vcs_has(&v, abandon));
+	CHECK(strcmp(tt_vcs_kind(&v), "git") == 0);
+	CHECK(tt_vcs_bookmarks(&v, &out, &err) == TT_ECAPABILITY && out == NULL);
+	CHECK_MSG(strstr(err.message, "git adapter cannot bookmarks") != NULL, "%s", err.message);
+	CHECK(tt_vcs_alive_token(&v, token) == 0);
+	json_decref(keep);
+	tt_error_clear(&err);
+}
