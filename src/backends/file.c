@@ -469,7 +469,7 @@ int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_r
 						    "use_emulator",
 						    /* GCS */
 						    "service_account_path", "service_account",
-						    "bearer_token", NULL };
+						    "service_account_key", "bearer_token", NULL };
 	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
 	const char *k;
 	int rc;
