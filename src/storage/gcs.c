@@ -403,6 +403,20 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	return rc;
 }
 
+/* The listing after a key: our own page token says where it starts. */
+static int gcs_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			  tt_store_page *out, tt_error *err)
+{
+	char *tok = tt_asprintf(AFTER_TOKEN "%s", after);
+	int rc;
+	memset(out, 0, sizeof *out);
+	if (!tok)
+		return tt_error_oom(err);
+	rc = gcs_list(s, prefix, tok, max_keys ? max_keys : 1000, out, err);
+	free(tok);
+	return rc;
+}
+
 /* ---- writes ---------------------------------------------------------------------- */
 
 /*
@@ -593,6 +607,7 @@ static const tt_store_ops gcs_ops = {
 	.get_range = gcs_get_range,
 	.head = gcs_head,
 	.list = gcs_list,
+	.list_after = gcs_list_after,
 	.put = gcs_put,
 	.put_if_absent = gcs_put_if_absent,
 	.put_if_match = gcs_put_if_match,

@@ -74,7 +74,7 @@ class _Proxy:
 
             def _forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if proxy.hook and "continuation-token=" in self.path:
+                if proxy.hook and ("continuation-token=" in self.path or "start-after=" in self.path):
                     proxy.fired += 1
                     answer = proxy.hook()
                     if answer == "drop":  # the server dies mid-listing
