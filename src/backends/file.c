@@ -607,7 +607,9 @@ typedef struct list_range {
 	tt_error err;
 } list_range;
 
-static int range_keep(list_range *r, tt_store_page *pg, bool *more)
+/* Keep the page's keys up to the range's end; *more: the next page may
+ * still be inside the range (the page had a `next`, given as has_next). */
+static int range_keep(list_range *r, tt_store_page *pg, bool has_next, bool *more)
 {
 	size_t keep = pg->n;
 	if (r->upto)
@@ -616,7 +618,7 @@ static int range_keep(list_range *r, tt_store_page *pg, bool *more)
 				keep = i;
 				break;
 			}
-	*more = keep == pg->n && pg->next;
+	*more = keep == pg->n && has_next;
 	for (size_t i = keep; i < pg->n; i++) {
 		free(pg->items[i].key);
 		tt_store_meta_release(&pg->items[i].meta);
@@ -640,7 +642,7 @@ static void list_range_run(size_t i, void *ctx)
 	while (r->rc == 0) {
 		token = pg.next;
 		pg.next = NULL;
-		if ((r->rc = range_keep(r, &pg, &more)) != 0 || !more)
+		if ((r->rc = range_keep(r, &pg, token != NULL, &more)) != 0 || !more)
 			break;
 		r->rc = tt_store_list(r->s, r->prefix, token, 0, &pg, &r->err);
 		free(token);
