@@ -271,6 +271,16 @@ done:
 
 /* ---- the key file ------------------------------------------------------------------ */
 
+/* An encrypted key is refused, never asked a passphrase for on the terminal. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return 0;
+}
+
 void tt_gcs_token_source_free(tt_gcs_token_source *ts)
 {
 	if (!ts)
@@ -329,7 +339,7 @@ int tt_gcs_token_source_new(const json_t *sa, const char *where, const tt_http_o
 		return tt_error_oom(err);
 	}
 	if ((bio = BIO_new_mem_buf(pem, -1)) != NULL) {
-		ts->key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+		ts->key = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
 		BIO_free(bio);
 	}
 	if (!ts->key || EVP_PKEY_get_base_id(ts->key) != EVP_PKEY_RSA) {
