@@ -126,7 +126,8 @@ class AuthProxy:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if self.command != "HEAD":  # a HEAD answer has no body
+                        self.wfile.write(data)
                     return
                 c = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
                 hdrs = {k: v for k, v in self.headers.items()
