@@ -546,14 +546,14 @@ int tt_repo_keys(tt_repo *repo, json_t **out, tt_error *err)
  * The URI schemes this build reaches a kind's stores through ("file": a
  * local path or file://), or NULL for kinds not addressed by a store URI
  * (a catalog, a database, a repository).  The object-store schemes are
- * the ones src/storage/open.c opens; icechunk takes s3 only, as tether-vcs
- * does.
+ * the ones src/storage/open.c opens; icechunk takes s3 (as tether-vcs
+ * does) and Azure (which icechunk itself writes; tether-vcs refuses it).
  */
 static json_t *kind_schemes(const char *kind)
 {
 	static const char *const objstore[] = { "file", "s3", "s3a", "gs", "gcs", "az", "azure",
 						"abfs", "abfss", "adl", NULL };
-	static const char *const icechunk[] = { "file", "s3", "s3a", NULL };
+	static const char *const icechunk[] = { "file", "s3", "s3a", "az", "azure", NULL };
 	static const struct {
 		const char *kind;
 		const char *const *schemes;

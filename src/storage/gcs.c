@@ -24,6 +24,7 @@
 
 typedef struct gcs_impl {
 	char *bucket, *prefix, *base, *auth;
+	tt_gcs_token_source *ts;  /* OAuth2 instead of auth */
 	tt_http_client *http;
 } gcs_impl;
 
@@ -55,16 +56,37 @@ static int gcs_do(tt_store *s, const char *method, const char *url, const char *
 {
 	gcs_impl *im = IM(s);
 	const char *headers[8];
+	char *tok = NULL;
 	size_t nh = 0;
 	int rc;
-	if (im->auth)
-		headers[nh++] = im->auth;
+	if (im->ts && (rc = tt_gcs_token_header(im->ts, NULL, &tok, err)) != 0)
+		return tt_error_prefix(err, "%s", s->display);
+	if (im->auth || tok)
+		headers[nh++] = tok ? tok : im->auth;
 	for (size_t i = 0; extra && extra[i] && nh < 7; i++)
 		headers[nh++] = extra[i];
 	headers[nh] = NULL;
 	tt_http_request req = { .method = method, .url = url, .headers = headers, .body = body,
 				.body_len = len };
 	rc = tt_http_do(im->http, &req, r, err);
+	if (rc == 0 && r->status == 401 && tok) {
+		/* the token was revoked or expired early: one fresh token, one retry */
+		char *fresh = NULL;
+		rc = tt_gcs_token_header(im->ts, tok, &fresh, err);
+		if (rc == 0) {
+			memset(tok, 0, strlen(tok));
+			free(tok);
+			tok = fresh;
+			headers[0] = tok;
+			tt_http_response_release(r);
+			tt_http_response_init(r);
+			rc = tt_http_do(im->http, &req, r, err);
+		}
+	}
+	if (tok) {
+		memset(tok, 0, strlen(tok));
+		free(tok);
+	}
 	if (rc)
 		tt_error_prefix(err, "%s", s->display);
 	return rc;
@@ -381,6 +403,20 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	return rc;
 }
 
+/* The listing after a key: our own page token says where it starts. */
+static int gcs_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			  tt_store_page *out, tt_error *err)
+{
+	char *tok = tt_asprintf(AFTER_TOKEN "%s", after);
+	int rc;
+	memset(out, 0, sizeof *out);
+	if (!tok)
+		return tt_error_oom(err);
+	rc = gcs_list(s, prefix, tok, max_keys ? max_keys : 1000, out, err);
+	free(tok);
+	return rc;
+}
+
 /* ---- writes ---------------------------------------------------------------------- */
 
 /*
@@ -559,6 +595,7 @@ static void gcs_close(tt_store *s)
 			memset(im->auth, 0, strlen(im->auth));
 			free(im->auth);
 		}
+		tt_gcs_token_source_free(im->ts);
 		free(im);
 	}
 	free(s->display);
@@ -570,6 +607,7 @@ static const tt_store_ops gcs_ops = {
 	.get_range = gcs_get_range,
 	.head = gcs_head,
 	.list = gcs_list,
+	.list_after = gcs_list_after,
 	.put = gcs_put,
 	.put_if_absent = gcs_put_if_absent,
 	.put_if_match = gcs_put_if_match,
@@ -587,16 +625,22 @@ static int gcs_build(const tt_gcs_config *cfg, tt_store **out, tt_error *err)
 	int rc;
 
 	*out = NULL;
-	if (!cfg->bucket || !*cfg->bucket || strchr(cfg->bucket, '/'))
+	if (!cfg->bucket || !*cfg->bucket || strchr(cfg->bucket, '/')) {
+		tt_gcs_token_source_free(cfg->token_source);
 		return tt_error_set(err, TT_ECONFIG, "gcs: a store needs a bucket name (gs://<bucket>/...)");
-	if (strncasecmp(base, "http://", 7) != 0 && strncasecmp(base, "https://", 8) != 0)
+	}
+	if (strncasecmp(base, "http://", 7) != 0 && strncasecmp(base, "https://", 8) != 0) {
+		tt_gcs_token_source_free(cfg->token_source);
 		return tt_error_set(err, TT_ECONFIG, "gs://%s: the base URL must be http(s)://host[:port]",
 				    cfg->bucket);
+	}
 	if (!(s = tt_calloc(1, sizeof *s)) || !(im = tt_calloc(1, sizeof *im))) {
 		free(s);
+		tt_gcs_token_source_free(cfg->token_source);
 		return tt_error_oom(err);
 	}
 	s->impl = im;
+	im->ts = cfg->token_source;
 	s->ops = &gcs_ops;
 	s->kind = TT_STORE_GCS;
 	s->versioned = true;  /* every object has a generation */
@@ -610,11 +654,11 @@ static int gcs_build(const tt_gcs_config *cfg, tt_store **out, tt_error *err)
 		while (n && im->base[n - 1] == '/')
 			im->base[--n] = '\0';
 	}
-	if (cfg->bearer_token && *cfg->bearer_token)
+	if (cfg->bearer_token && *cfg->bearer_token && !im->ts)
 		im->auth = tt_asprintf("Authorization: Bearer %s", cfg->bearer_token);
 	s->display = tt_asprintf("gs://%s/%s", cfg->bucket, im->prefix ? im->prefix : "");
 	if (!im->bucket || !im->prefix || !im->base || !s->display ||
-	    (cfg->bearer_token && *cfg->bearer_token && !im->auth)) {
+	    (cfg->bearer_token && *cfg->bearer_token && !im->ts && !im->auth)) {
 		gcs_close(s);
 		return tt_error_oom(err);
 	}

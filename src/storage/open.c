@@ -649,22 +649,24 @@ static const char *gcs_opt(const json_t *o, const char *const *names)
  * gs://bucket/key: the base URL from endpoint (endpoint_url, base_url),
  * else the service-account file's gcs_base_url (the file from
  * service_account_path / service_account, else GOOGLE_SERVICE_ACCOUNT,
- * GOOGLE_SERVICE_ACCOUNT_PATH, GOOGLE_APPLICATION_CREDENTIALS), as the
- * object-store libraries reach an emulator; a bearer token from
- * bearer_token.  A service account that needs OAuth2 (no disable_oauth) is
- * refused by name: signing its JWT is not built yet.
+ * GOOGLE_SERVICE_ACCOUNT_PATH, GOOGLE_APPLICATION_CREDENTIALS; or its
+ * JSON itself in service_account_key / GOOGLE_SERVICE_ACCOUNT_KEY), as the
+ * object-store libraries reach an emulator.  Authorisation: bearer_token
+ * when given; else the service account's OAuth2 tokens (gcs_auth.h),
+ * unless the file says disable_oauth (an emulator: no token at all).
  */
 static int open_gcs(const tt_store_uri *u, const json_t *o, tt_store **out, tt_error *err)
 {
 	static const char *const n_sa[] = { "service_account_path", "service_account",
 					    "application_credentials", NULL };
+	static const char *const n_sak[] = { "service_account_key", NULL };
 	static const char *const n_ep[] = { "endpoint", "endpoint_url", "base_url", NULL };
 	static const char *const n_tok[] = { "bearer_token", NULL };
 	tt_gcs_config c = { .bucket = u->bucket, .prefix = "" };
 	int allow = opt_bool(o, "allow_http");
 	long ct = opt_ms(o, "connect_timeout"), rt = opt_ms(o, "timeout"),
 	     tt = opt_ms(o, "request_timeout");
-	const char *sa = gcs_opt(o, n_sa);
+	const char *sa = gcs_opt(o, n_sa), *sak = gcs_opt(o, n_sak);
 	json_t *saj = NULL;
 	int rc;
 
@@ -674,38 +676,56 @@ static int open_gcs(const tt_store_uri *u, const json_t *o, tt_store **out, tt_e
 	if (ct < 0 || rt < 0 || tt < 0)
 		return tt_error_set(err, TT_ECONFIG, "gs://%s: %s must be a number of seconds",
 				    u->bucket, ct < 0 ? "connect_timeout" : rt < 0 ? "timeout" : "request_timeout");
-	if (!sa)
+	if (!sa && !sak) {
 		sa = env("GOOGLE_SERVICE_ACCOUNT") ? env("GOOGLE_SERVICE_ACCOUNT")
 		     : env("GOOGLE_SERVICE_ACCOUNT_PATH") ? env("GOOGLE_SERVICE_ACCOUNT_PATH")
 							  : env("GOOGLE_APPLICATION_CREDENTIALS");
+		if (!sa)
+			sak = env("GOOGLE_SERVICE_ACCOUNT_KEY");
+	}
 	c.base_url = gcs_opt(o, n_ep);
 	c.bearer_token = gcs_opt(o, n_tok);
-	if (sa) {
-		json_error_t je;
-		json_t *v;
-		if (!(saj = json_load_file(sa, 0, &je)) || !json_is_object(saj)) {
-			json_decref(saj);
-			return tt_error_set(err, TT_ECONFIG,
-					    "gs://%s: the service-account file %s cannot be read as JSON; "
-					    "point service_account_path at the key file", u->bucket, sa);
-		}
-		v = json_object_get(saj, "gcs_base_url");
-		if (!c.base_url && json_is_string(v))
-			c.base_url = json_string_value(v);
-		if (!c.bearer_token && !json_is_true(json_object_get(saj, "disable_oauth"))) {
-			json_decref(saj);
-			return tt_error_set(err, TT_ECAPABILITY,
-					    "gs://%s: the service account in %s needs OAuth2, which this "
-					    "tether cannot do yet; set bearer_token for this store in "
-					    ".tether/secrets.toml", u->bucket, sa);
-		}
-	}
 	if (allow == -1 && env("GOOGLE_ALLOW_HTTP"))
 		allow = !strcasecmp(env("GOOGLE_ALLOW_HTTP"), "true") || !strcmp(env("GOOGLE_ALLOW_HTTP"), "1");
 	c.http.allow_http = allow == 1;
 	c.http.connect_timeout_ms = ct;
 	c.http.read_timeout_ms = rt;
 	c.http.total_timeout_ms = tt;
+	if (sa || sak) {
+		json_error_t je;
+		json_t *v;
+		/* never the key's text in a message: only where it came from */
+		if (sa)
+			saj = json_load_file(sa, 0, &je);
+		else
+			saj = json_loads(sak, 0, &je);
+		if (!saj || !json_is_object(saj)) {
+			json_decref(saj);
+			return sa ? tt_error_set(err, TT_ECONFIG,
+						 "gs://%s: the service-account file %s cannot be read as "
+						 "JSON; point service_account_path at the key file",
+						 u->bucket, sa)
+				  : tt_error_set(err, TT_ECONFIG,
+						 "gs://%s: service_account_key is not a service account's "
+						 "JSON key; give the key file's whole text (or its path as "
+						 "service_account_path)", u->bucket);
+		}
+		v = json_object_get(saj, "gcs_base_url");
+		if (!c.base_url && json_is_string(v))
+			c.base_url = json_string_value(v);
+		if (!c.bearer_token && !json_is_true(json_object_get(saj, "disable_oauth"))) {
+			char *where = sa ? tt_strdup(sa) : tt_strdup("service_account_key");
+			if (!where)
+				rc = tt_error_oom(err);
+			else
+				rc = tt_gcs_token_source_new(saj, where, &c.http, &c.token_source, err);
+			free(where);
+			if (rc) {
+				json_decref(saj);
+				return tt_error_prefix(err, "gs://%s", u->bucket);
+			}
+		}
+	}
 	rc = tt_store_gcs_open(&c, out, err);
 	json_decref(saj);
 	return rc;

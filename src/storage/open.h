@@ -60,8 +60,10 @@ void tt_aws_resolved_release(tt_aws_resolved *r);
  * the store's root (*key ""); an s3://, gs:// or az:// URI opens the
  * bucket (container) and *key is the object key or prefix within it.
  * gs:// reads endpoint / base_url, bearer_token, service_account_path
- * (else GOOGLE_SERVICE_ACCOUNT[_PATH], GOOGLE_APPLICATION_CREDENTIALS: a
- * file whose gcs_base_url and disable_oauth reach an emulator); az://
+ * (else GOOGLE_SERVICE_ACCOUNT[_PATH], GOOGLE_APPLICATION_CREDENTIALS) or
+ * service_account_key (GOOGLE_SERVICE_ACCOUNT_KEY): a service account's
+ * key, whose OAuth2 tokens authorise the requests, or a file whose
+ * gcs_base_url and disable_oauth reach an emulator; az://
  * reads account_name, account_key, sas_token, endpoint, use_emulator (any
  * "azure_" / "azure_storage_" spelling; else the AZURE_STORAGE_* variables
  * and AZURITE_BLOB_STORAGE_URL).  Other schemes: TT_ECAPABILITY naming the

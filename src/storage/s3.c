@@ -324,22 +324,27 @@ static int s3_get_range(tt_store *s, const char *key, const char *version, uint6
 	return rc;
 }
 
-static int s3_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
-		   tt_store_page *out, tt_error *err)
+static int s3_list_any(tt_store *s, const char *prefix, const char *token, const char *after,
+		       size_t max_keys, tt_store_page *out, tt_error *err)
 {
 	s3_impl *im = IM(s);
 	tt_http_response r;
 	char maxk[24], *fp = tt_asprintf("%s%s", im->prefix, prefix);
-	tt_sigv4_param q[4] = { { "list-type", "2" }, { "prefix", fp }, { "max-keys", maxk } };
+	char *fa = after ? tt_asprintf("%s%s", im->prefix, after) : NULL;
+	tt_sigv4_param q[5] = { { "list-type", "2" }, { "prefix", fp }, { "max-keys", maxk } };
 	size_t nq = 3, plen = strlen(im->prefix), alloc = 0;
 	call c = { .method = "GET", .query = q };
 	int rc;
 
-	if (!fp)
+	if (!fp || (after && !fa)) {
+		free(fp);
 		return tt_error_oom(err);
+	}
 	snprintf(maxk, sizeof maxk, "%zu", max_keys > 1000 ? (size_t)1000 : max_keys);
 	if (token)
 		q[nq++] = (tt_sigv4_param){ "continuation-token", token };
+	if (fa)
+		q[nq++] = (tt_sigv4_param){ "start-after", fa };
 	c.nquery = nq;
 	tt_http_response_init(&r);
 	rc = s3_do(s, &c, &r, err);
@@ -397,7 +402,21 @@ static int s3_list(tt_store *s, const char *prefix, const char *token, size_t ma
 		tt_store_page_release(out);
 	tt_http_response_release(&r);
 	free(fp);
+	free(fa);
 	return rc;
+}
+
+static int s3_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		   tt_store_page *out, tt_error *err)
+{
+	return s3_list_any(s, prefix, token, NULL, max_keys, out, err);
+}
+
+static int s3_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			 tt_store_page *out, tt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	return s3_list_any(s, prefix, NULL, after, max_keys, out, err);
 }
 
 /* ---- writes ---------------------------------------------------------------------- */
@@ -551,6 +570,7 @@ static const tt_store_ops s3_ops = {
 	.get_range = s3_get_range,
 	.head = s3_head,
 	.list = s3_list,
+	.list_after = s3_list_after,
 	.put = s3_put,
 	.put_if_absent = s3_put_if_absent,
 	.put_if_match = s3_put_if_match,

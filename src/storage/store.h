@@ -141,6 +141,12 @@ typedef struct tt_store_ops {
 			    size_t len, tt_store_meta *meta, tt_error *err);
 	int (*del)(tt_store *s, const char *key, tt_error *err);
 	void (*close)(tt_store *s);
+	/* Optional (NULL where the store cannot): the first page of the keys
+	 * under prefix that sort after `after` (S3's start-after); the page's
+	 * `next` goes on through list.  Lets a caller list key ranges in
+	 * parallel. */
+	int (*list_after)(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			  tt_store_page *out, tt_error *err);
 } tt_store_ops;
 
 struct tt_store {

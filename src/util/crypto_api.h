@@ -11,13 +11,17 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
 
 #include "util/dynlib.h"
 
 #define TT_CRYPTO_SYMS(X)                                                             \
 	X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_DigestInit_ex) X(EVP_DigestInit_ex2) \
 	X(EVP_DigestUpdate) X(EVP_DigestFinal_ex) X(EVP_Digest) X(EVP_sha256) X(EVP_md5) \
-	X(EVP_MD_fetch) X(EVP_MD_free) X(HMAC) X(EVP_EncodeBlock) X(EVP_DecodeBlock)
+	X(EVP_MD_fetch) X(EVP_MD_free) X(HMAC) X(EVP_EncodeBlock) X(EVP_DecodeBlock)                   \
+	/* RS256 (GCS service-account JWTs) */                                        \
+	X(BIO_new_mem_buf) X(BIO_free) X(PEM_read_bio_PrivateKey) X(EVP_PKEY_free)      \
+	X(EVP_PKEY_get_base_id) X(EVP_DigestSignInit) X(EVP_DigestSign)
 
 typedef struct tt_crypto_api {
 	TT_CRYPTO_SYMS(TT_DYN_FIELD)
@@ -44,6 +48,13 @@ const char *tt_crypto_why(void);
 #define HMAC (*tt_crypto.HMAC)
 #define EVP_EncodeBlock (*tt_crypto.EVP_EncodeBlock)
 #define EVP_DecodeBlock (*tt_crypto.EVP_DecodeBlock)
+#define BIO_new_mem_buf (*tt_crypto.BIO_new_mem_buf)
+#define BIO_free (*tt_crypto.BIO_free)
+#define PEM_read_bio_PrivateKey (*tt_crypto.PEM_read_bio_PrivateKey)
+#define EVP_PKEY_free (*tt_crypto.EVP_PKEY_free)
+#define EVP_PKEY_get_base_id (*tt_crypto.EVP_PKEY_get_base_id)
+#define EVP_DigestSignInit (*tt_crypto.EVP_DigestSignInit)
+#define EVP_DigestSign (*tt_crypto.EVP_DigestSign)
 #endif
 
 #endif

@@ -254,10 +254,10 @@ def test_backends_say_which_schemes_this_build_reaches(tmp_path, tether):
     rows = {r["kind"]: r for r in tether.json("backends", cwd=tmp_path)}
     for kind in ("file", "lance", "delta"):
         assert {"file", "s3", "gs", "az"} <= set(rows[kind]["schemes"]), kind
-    assert rows["icechunk"]["schemes"] == ["file", "s3", "s3a"]
+    assert rows["icechunk"]["schemes"] == ["file", "s3", "s3a", "az", "azure"]
     assert rows["git"]["schemes"] is None and rows["dolt"]["schemes"] is None
     text = {line.split()[0]: line for line in tether("backends", cwd=tmp_path).stdout.splitlines()}
-    assert text["icechunk"].endswith("  [file, s3, s3a]")
+    assert text["icechunk"].endswith("  [file, s3, s3a, az, azure]")
     assert "[" not in text["git"]
 
 

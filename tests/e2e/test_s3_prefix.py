@@ -74,7 +74,7 @@ class _Proxy:
 
             def _forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if proxy.hook and "continuation-token=" in self.path:
+                if proxy.hook and ("continuation-token=" in self.path or "start-after=" in self.path):
                     proxy.fired += 1
                     answer = proxy.hook()
                     if answer == "drop":  # the server dies mid-listing
@@ -291,3 +291,29 @@ def test_s3_prefix_server_failing_mid_listing_is_named(s3, proxy, tether, tmp_pa
     proxy.hook = None
     tether("commit", "-m", "big", cwd=ds)
     assert f"count = {BIG}" in manifest(ds, "big")
+
+
+def test_s3_prefix_ranges_listed_in_parallel_give_the_one_listing(s3, proxy, tether, ref, tmp_path):
+    """Past its first page a prefix is listed as key ranges in parallel
+    (start-after); keys on and around the range bounds (a bound itself, a
+    key just past one, bytes the first page never used) are each listed
+    once: the same manifest and listing as tether-vcs's one paged LIST."""
+    url, client, _ = s3
+    keys = [f"r/{i:05d}" for i in range(2300)]
+    keys += ["r/01", "r/010", "r/0100", "r/002", "r/0020", "r/1", "r/1a", "r/9", "r/99999z",
+             "r/A", "r/Z/deep/er", "r/_x", "r/~", "r/\u00e9t\u00e9", "r/0", "r/00000-"]
+    for k in keys:
+        client.put_object(Bucket=BUCKET, Key=k, Body=k.encode()[-3:])
+    ours = make_dataset(tmp_path / "ours", tether, proxy.url)
+    theirs = make_dataset(tmp_path / "theirs", ref, url)
+    seen = []
+    proxy.hook = lambda: seen.append(1)
+    for runner, root in ((tether, ours), (ref, theirs)):
+        runner("add", "r", f"s3://{BUCKET}/r/", "--kind", "file", cwd=root)
+        runner("commit", "-m", "ranges", cwd=root)
+    proxy.hook = None
+    assert manifest(ours, "r") == manifest(theirs, "r")
+    assert f"count = {len(set(keys))}" in manifest(ours, "r")
+    assert listings(ours) == listings(theirs)
+    assert len(seen) >= 3, "the pages after the first were listed as ranges"
+    assert states(ref, ours) == {"r": "clean"} and states(tether, theirs) == {"r": "clean"}

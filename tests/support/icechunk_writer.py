@@ -18,6 +18,8 @@ A path "s3://bucket/prefix" opens S3 storage, reached through
 ICECHUNK_S3_ENDPOINT (plain HTTP, path-style) with the keys in
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: how the tests run icechunk (1.x
 here, 2.x under Python 3.12) against a local S3 server.
+A path "az://container/prefix" opens Azure storage on the emulator at
+AZURITE_BLOB_STORAGE_URL with its development account.
 """
 import json
 import logging
@@ -42,6 +44,12 @@ def storage(path):
             endpoint_url=os.environ["ICECHUNK_S3_ENDPOINT"], allow_http=True,
             force_path_style=True, access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
             secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"])
+    if path.startswith("az://"):
+        container, _, prefix = path[len("az://"):].partition("/")
+        return ic.azure_storage(
+            account="devstoreaccount1", container=container, prefix=prefix,
+            access_key=os.environ["AZURE_STORAGE_ACCOUNT_KEY"],
+            config={"azure_storage_use_emulator": "true", "azure_allow_http": "true"})
     return ic.local_filesystem_storage(path)
 
 

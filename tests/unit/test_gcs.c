@@ -137,7 +137,9 @@ TT_TEST(gcs_store_list_pages_past_1000)
 	tt_store_close(s);
 }
 
-TT_TEST(gcs_service_account_needing_oauth_is_refused_by_name)
+/* A service account's key is used for OAuth2 now (test_gcs_oauth.py); a
+ * key file it cannot use is refused naming the file, never the key. */
+TT_TEST(gcs_service_account_unusable_key_is_refused_by_name)
 {
 	tt_error err = TT_ERROR_INIT;
 	tt_store *s = NULL;
@@ -147,9 +149,19 @@ TT_TEST(gcs_service_account_needing_oauth_is_refused_by_name)
 	fputs("{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\nAAAA\\n\"}", f);
 	fclose(f);
 	json_t *o = json_pack("{s:s}", "service_account_path", sa);
-	CHECK_INT(tt_store_open_uri("gs://tt-b/x", o, &s, &key, &err), TT_ECAPABILITY);
-	CHECK_MSG(strstr(err.message, "gs://tt-b") && strstr(err.message, "OAuth2") &&
-			  !strstr(err.message, "PRIVATE"),
+	CHECK_INT(tt_store_open_uri("gs://tt-b/x", o, &s, &key, &err), TT_ECONFIG);
+	CHECK_MSG(strstr(err.message, "gs://tt-b") && strstr(err.message, sa) &&
+			  strstr(err.message, "client_email") && !strstr(err.message, "PRIVATE"),
+		  "%s", err.message);
+	tt_error_clear(&err);
+	f = fopen(sa, "w");
+	CHECK(f != NULL);
+	fputs("{\"type\": \"service_account\", \"client_email\": \"a@b\", \"private_key\": "
+	      "\"-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\\n\"}", f);
+	fclose(f);
+	CHECK_INT(tt_store_open_uri("gs://tt-b/x", o, &s, &key, &err), TT_ECONFIG);
+	CHECK_MSG(strstr(err.message, "gs://tt-b") && strstr(err.message, sa) &&
+			  strstr(err.message, "RSA private key") && !strstr(err.message, "AAAA"),
 		  "%s", err.message);
 	tt_error_clear(&err);
 	json_decref(o);

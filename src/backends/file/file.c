@@ -50,6 +50,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/pool.h"
 
 #define KIND "file"
 /* Recent directory listings kept, by digest (tether-vcs keeps 16). */
@@ -470,7 +471,7 @@ int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_r
 						    "use_emulator",
 						    /* GCS */
 						    "service_account_path", "service_account",
-						    "bearer_token", NULL };
+						    "service_account_key", "bearer_token", NULL };
 	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
 	const char *k;
 	int rc;
@@ -589,6 +590,179 @@ static void prefix_ents_free(prefix_ent *e, size_t n)
 	free(e);
 }
 
+/* ---- the pages of a prefix's LIST -------------------------------------------------- */
+
+/* Key ranges listed at once after the first page (where the store can
+ * start a listing after a key), and the threads that list them. */
+#define LIST_RANGES_MAX 48
+#define LIST_THREADS 8
+
+typedef struct list_range {
+	tt_store *s;
+	const char *prefix;
+	char *after;          /* keys > after ... */
+	char *upto;           /* ... and <= upto (NULL: to the end) */
+	tt_store_page *pgs;
+	size_t npgs, alloc;
+	int rc;
+	tt_error err;
+} list_range;
+
+/* Keep the page's keys up to the range's end; *more: the next page may
+ * still be inside the range (the page had a `next`, given as has_next). */
+static int range_keep(list_range *r, tt_store_page *pg, bool has_next, bool *more)
+{
+	size_t keep = pg->n;
+	if (r->upto)
+		for (size_t i = 0; i < pg->n; i++)
+			if (strcmp(pg->items[i].key, r->upto) > 0) {
+				keep = i;
+				break;
+			}
+	*more = keep == pg->n && has_next;
+	for (size_t i = keep; i < pg->n; i++) {
+		free(pg->items[i].key);
+		tt_store_meta_release(&pg->items[i].meta);
+	}
+	pg->n = keep;
+	if (TT_ARRAY_GROW(r->pgs, r->alloc, r->npgs + 1) != 0) {
+		tt_store_page_release(pg);
+		return tt_error_oom(&r->err);
+	}
+	r->pgs[r->npgs++] = *pg;
+	return 0;
+}
+
+static void list_range_run(size_t i, void *ctx)
+{
+	list_range *r = &((list_range *)ctx)[i];
+	tt_store_page pg;
+	bool more;
+	char *token = NULL;
+	r->rc = r->s->ops->list_after(r->s, r->prefix, r->after, 1000, &pg, &r->err);
+	while (r->rc == 0) {
+		token = pg.next;
+		pg.next = NULL;
+		if ((r->rc = range_keep(r, &pg, token != NULL, &more)) != 0 || !more)
+			break;
+		r->rc = tt_store_list(r->s, r->prefix, token, 0, &pg, &r->err);
+		free(token);
+		token = NULL;
+	}
+	free(token);
+}
+
+/*
+ * Where to cut the rest of a listing whose first page ended at `last`:
+ * for each position j from the end of `last` back to the prefix, the keys
+ * that share last's first j bytes and continue with a greater byte, one
+ * range per such byte among those the first page's keys use (so numbered
+ * keys split by their digits).  Ascending by construction.  Only a guess
+ * at balance: the ranges cover every key after `last` whatever the keys
+ * are.
+ */
+static size_t list_bounds(const tt_store_page *first, size_t plen, char **out, size_t max)
+{
+	const char *last = first->items[first->n - 1].key;
+	bool used[256] = { false };
+	size_t n = 0, len = strlen(last);
+	for (size_t i = 0; i < first->n; i++)
+		for (const unsigned char *p = (const unsigned char *)first->items[i].key + plen; *p; p++)
+			used[*p] = true;
+	for (size_t j = len; j-- > plen && n < max;) {
+		for (unsigned c = (unsigned char)last[j] + 1; c < 256 && n < max; c++) {
+			if (!used[c])
+				continue;
+			char *b = tt_asprintf("%.*s%c", (int)j, last, (char)c);
+			if (!b)
+				break;
+			out[n++] = b;
+		}
+	}
+	return n;
+}
+
+/*
+ * Every page of prefix's LIST, in key order.  Where the store lists after
+ * a key (S3's start-after) and the first page is not the last, the rest is
+ * cut into key ranges listed in parallel over the store's one HTTP client
+ * (its connections kept alive and shared); each range drops what lies past
+ * its end.  The pages together hold the same keys one paged LIST gives.
+ */
+static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size_t *npgs,
+		      tt_error *err)
+{
+	tt_store_page pg;
+	size_t alloc = 0;
+	char *token = NULL;
+	int rc;
+
+	*pgs = NULL;
+	*npgs = 0;
+	rc = tt_store_list(s, prefix, NULL, 0, &pg, err);
+	if (rc == 0 && pg.next && pg.n && s->ops->list_after) {
+		char *bounds[LIST_RANGES_MAX];
+		size_t nb = list_bounds(&pg, strlen(prefix), bounds, LIST_RANGES_MAX - 1);
+		list_range *rs = tt_calloc(nb + 1, sizeof *rs);
+		if (!rs || TT_ARRAY_GROW(*pgs, alloc, 1) != 0) {
+			for (size_t i = 0; i < nb; i++)
+				free(bounds[i]);
+			free(rs);
+			tt_store_page_release(&pg);
+			return file_oom(err);
+		}
+		for (size_t i = 0; i <= nb; i++) {
+			rs[i].s = s;
+			rs[i].prefix = prefix;
+			rs[i].after = i ? bounds[i - 1] : tt_strdup(pg.items[pg.n - 1].key);
+			rs[i].upto = i < nb ? bounds[i] : NULL;
+			rs[i].err = (tt_error)TT_ERROR_INIT;
+		}
+		free(pg.next);
+		pg.next = NULL;
+		(*pgs)[(*npgs)++] = pg;
+		rc = rs[0].after ? tt_pool_map(nb + 1, LIST_THREADS, list_range_run, rs, err)
+				 : file_oom(err);
+		for (size_t i = 0; i <= nb; i++) {
+			if (rc == 0 && rs[i].rc) {
+				rc = rs[i].rc;
+				tt_error_move(err, &rs[i].err);
+			}
+			for (size_t k = 0; k < rs[i].npgs; k++) {
+				if (rc == 0 && TT_ARRAY_GROW(*pgs, alloc, *npgs + 1) == 0)
+					(*pgs)[(*npgs)++] = rs[i].pgs[k];
+				else {
+					if (rc == 0)
+						rc = file_oom(err);
+					tt_store_page_release(&rs[i].pgs[k]);
+				}
+			}
+			free(rs[i].pgs);
+			tt_error_clear(&rs[i].err);
+			free(rs[i].after);
+		}
+		free(rs[nb].upto);
+		free(rs);
+		return rc;
+	}
+	while (rc == 0) {
+		if (TT_ARRAY_GROW(*pgs, alloc, *npgs + 1) != 0) {
+			tt_store_page_release(&pg);
+			return file_oom(err);
+		}
+		token = pg.next;
+		pg.next = NULL;
+		(*pgs)[(*npgs)++] = pg;
+		if (!token)
+			break;
+		rc = tt_store_list(s, prefix, token, 0, &pg, err);
+		free(token);
+		token = NULL;
+	}
+	return rc;
+}
+
+
 /*
  * One paged LIST of prefix into tree (rows by path, token the ETag), as
  * tether-vcs's obstore listing gives it; *pages and *newest (the latest
@@ -604,19 +778,19 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 	tt_buf names = TT_BUF_INIT;
 	int rc = 0;
 
+	tt_store_page *pgs = NULL;
+	size_t npgs = 0;
+
 	memset(tree, 0, sizeof *tree);
 	*pages = 0;
 	*newest = 0;
-	do {
-		tt_store_page pg;
-		rc = tt_store_list(s, prefix, token, 0, &pg, err);
-		free(token);
-		token = NULL;
-		if (rc) {
-			tt_error_object(err, NULL, KIND);
-			goto done;
-		}
-		(*pages)++;
+	if ((rc = list_pages(s, prefix, &pgs, &npgs, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		goto done;
+	}
+	*pages = (unsigned)npgs;
+	for (size_t pi = 0; pi < npgs && rc == 0; pi++) {
+		tt_store_page pg = pgs[pi];
 		for (size_t i = 0; i < pg.n && rc == 0; i++) {
 			tt_store_entry *it = &pg.items[i];
 			const char *why;
@@ -663,10 +837,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 			if (it->meta.mtime_ns > *newest)
 				*newest = it->meta.mtime_ns;
 		}
-		token = pg.next;
-		pg.next = NULL;
-		tt_store_page_release(&pg);
-	} while (rc == 0 && token);
+	}
 	if (rc)
 		goto done;
 	if (no_etag) {
@@ -720,6 +891,9 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 	}
 done:
 	free(token);
+	for (size_t pi = 0; pi < npgs; pi++)
+		tt_store_page_release(&pgs[pi]);
+	free(pgs);
 	tt_buf_release(&names);
 	prefix_ents_free(ents, n);
 	if (rc)

@@ -469,9 +469,12 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
-	if (u.kind != TT_STORE_S3) {
+	/* Azure too, where icechunk itself writes (Azurite included); not gs://,
+	 * whose emulator refuses icechunk's writes, so it is untested (and
+	 * tether-vcs takes s3 only) */
+	if (u.kind != TT_STORE_S3 && u.kind != TT_STORE_AZURE) {
 		rc = ierr(err, TT_ECAPABILITY,
-			  "unsupported icechunk storage scheme: '%s' (one of '', 'file', 's3'): %s",
+			  "unsupported icechunk storage scheme: '%s' (one of '', 'file', 's3', 'az'): %s",
 			  u.scheme, uri);
 		tt_store_uri_release(&u);
 		goto done;
@@ -3002,7 +3005,9 @@ static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *
 	 * swap; on an object store every ref move is a conditional write from
 	 * the head the plan reviewed (If-Match / If-None-Match). */
 	if (get_uri(loc, &uri, &quiet) == 0 && tt_file_local_path(uri, &path) == 0 &&
-	    (!strncasecmp(uri, "s3://", 5) || !strncasecmp(uri, "s3a://", 6)))
+	    (!strncasecmp(uri, "s3://", 5) || !strncasecmp(uri, "s3a://", 6) ||
+	     !strncasecmp(uri, "az://", 5) || !strncasecmp(uri, "azure://", 8) ||
+	     !strncasecmp(uri, "abfs://", 7) || !strncasecmp(uri, "abfss://", 8)))
 		caps |= TT_CAP_CONDITIONAL_REF;
 	tt_error_clear(&quiet);
 	free(uri);

@@ -33,8 +33,11 @@ int tt_icechunk_validate_locator(const json_t *loc, const char *checkout, tt_err
 		return 0;
 	if (strncmp(uri, "s3://", 5) == 0)
 		return 0;
+	/* Azure Blob: icechunk writes it (tether-vcs takes s3 only) */
+	if (strncmp(uri, "az://", 5) == 0 || strncmp(uri, "azure://", 8) == 0)
+		return 0;
 	size_t n = (size_t)(strchr(uri, ':') - uri);
 	tt_error_set(err, TT_EBACKEND,
-		     "unsupported icechunk storage scheme: '%.*s' (one of 'file', 's3')", (int)n, uri);
+		     "unsupported icechunk storage scheme: '%.*s' (one of 'file', 's3', 'az')", (int)n, uri);
 	return tt_error_object(err, NULL, "icechunk");
 }
