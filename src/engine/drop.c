@@ -14,6 +14,7 @@
 
 #include "core/oplog.h"
 #include "core/plan.h"
+#include "backends/dispatch.h"
 #include "engine/engine.h"
 #include "engine/gc.h"
 #include "util/fault.h"
@@ -154,6 +155,55 @@ static json_t *interrupted_drop(tt_repo *repo, const char *bookmark)
 		found = NULL;
 	}
 	return found;
+}
+
+/* A resumed drop: each branch the interrupted run set out to delete and
+ * that its store no longer lists is deleted once more, so what a killed
+ * delete left of it (a Lance tree whose branch file went) goes too.  A
+ * branch that is simply gone is no error here. */
+static void finish_branch_deletes(tt_repo *repo, const char *bookmark, const char *running)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	tt_error ig = TT_ERROR_INIT;
+	if (tt_oplog_read(repo->root, &log, &ig) < 0)
+		goto done;
+	for (size_t i = log.count; i-- > 0;) {
+		const tt_op_entry *e = &log.entries[i];
+		if (strcmp(e->command, "drop") != 0 || (e->id && strcmp(e->id, running) == 0))
+			continue;
+		const char *b = json_string_value(json_object_get(json_object_get(e->plan, "context"), "bookmark"));
+		if (!b || strcmp(b, bookmark) != 0)
+			continue;
+		if (!tt_op_incomplete(e))
+			break;
+		size_t k;
+		json_t *a;
+		json_array_foreach(json_object_get(e->plan, "actions"), k, a) {
+			const char *op = json_string_value(json_object_get(a, "op"));
+			const char *kind = json_string_value(json_object_get(a, "kind"));
+			const char *ref = json_string_value(json_object_get(a, "target"));
+			json_t *loc = json_object_get(json_object_get(a, "params"), "locator");
+			tt_backend *be;
+			json_t *refs = NULL, *r;
+			bool listed = false;
+			size_t j;
+			if (!op || strcmp(op, "delete-branch") != 0 || !kind || !ref || !json_is_object(loc) ||
+			    tt_engine_backend(repo, kind, &be, &ig) < 0 || !tt_backend_has(be, delete_working_ref) ||
+			    tt_backend_list_working_refs(be, loc, &refs, &ig) < 0) {
+				tt_error_clear(&ig);
+				continue;
+			}
+			json_array_foreach(refs, j, r) listed |= json_is_string(r) && strcmp(json_string_value(r), ref) == 0;
+			json_decref(refs);
+			if (!listed)
+				tt_backend_delete_working_ref(be, loc, ref, &ig);
+			tt_error_clear(&ig);
+		}
+		break;
+	}
+done:
+	tt_oplog_free(&log);
+	tt_error_clear(&ig);
 }
 
 static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
@@ -538,6 +588,8 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 		rc = tt_error_oom(err);
 		goto fail;
 	}
+	if (resume)
+		finish_branch_deletes(repo, bookmark, op_id);
 	json_t *gcj = json_deep_copy(gc_report);
 	json_object_del(gcj, "failed");
 	json_object_del(gcj, "kept_pins_shared"); /* the text report's, not the journal's */

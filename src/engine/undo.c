@@ -256,9 +256,15 @@ static int undo_branches(tt_repo *repo, const tt_op_entry *e, undo_report *r, bo
 		}
 		json_decref(refs);
 		tt_error_clear(&derr);
-		if (gone)
+		if (gone) {
+			/* ... but what its killed delete left of it goes too (a
+			 * Lance tree whose branch file was removed); a ref that is
+			 * gone is not an error here. */
+			if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && tt_backend_has(b, delete_working_ref))
+				tt_backend_delete_working_ref(b, m->locator, json_string_value(ref), &derr);
+			tt_error_clear(&derr);
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
-		else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && tt_backend_has(b, delete_working_ref) &&
+		} else if (tt_engine_backend(repo, m->kind, &b, &derr) == 0 && tt_backend_has(b, delete_working_ref) &&
 			 tt_backend_delete_working_ref(b, m->locator, json_string_value(ref), &derr) == 0)
 			add_line(r->restored, "%s: deleted %s", key, json_string_value(ref));
 		else {

@@ -24,7 +24,9 @@
  * not yet: the rerun rewrites them);
  * "fs:before-rename": every atomic file write, its temporary written and
  * not yet renamed into place; "fork:lance-before-ref" inside a Lance fork,
- * between the branch's manifest and its branch file; "iceberg:after-metadata-write"
+ * between the branch's manifest and its branch file; "lance:after-branch-file"
+ * inside a Lance branch delete, the branch file removed and its tree not yet;
+ * "iceberg:after-metadata-write"
  * inside an Iceberg catalog commit, the next metadata file written and the
  * catalog not yet swapped to it); when the
  * running command reaches it, the process is killed on the spot (SIGKILL:

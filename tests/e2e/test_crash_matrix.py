@@ -74,11 +74,12 @@ def fault_points() -> list[str]:
 
 # Points below the commands, and the commands of the matrix that reach them:
 # "fs:before-rename" is every atomic file write; "fork:*" are inside a
-# backend's fork, which new and restore run here.
+# backend's fork, which new and restore run here; "lance:*" inside a Lance
+# branch delete, which an undone new and drop run.
 # (An undo of a commit and forget-workspace write no file of their own, only
 # journal lines and the forgotten checkout's removal.)
 LAYERS = {"fs": [c for c in SCENARIOS if c not in ("undo", "forget-workspace", "upgrade", "upgrade-alpha")],
-          "fork": ["new", "restore"]}
+          "fork": ["new", "restore"], "lance": ["undo-new", "drop"]}
 POINTS = [p for p in fault_points() if p.split(":")[0] in COMMANDS] + \
     [f"{c}@{p}" for p in fault_points() for c in LAYERS.get(p.split(":")[0], [])]
 

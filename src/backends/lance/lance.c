@@ -1468,6 +1468,7 @@ static int delete_branch(lstore *s, const char *name, tt_error *err)
 	}
 	if ((rc = s->ops->remove(s, bfile, err)) < 0 || (rc = list_branches(s, &branches, err)) < 0)
 		goto done;
+	tt_fault("lance:after-branch-file");
 	const char *key;
 	json_t *val;
 	size_t n = strlen(name);
@@ -1653,6 +1654,32 @@ done:
 	return rc;
 }
 
+/* A delete killed between the branch file and its tree leaves
+ * tree/<name> with no branch: the delete is finished (unless a branch
+ * nested under the name still lives there). */
+static int finish_delete(lstore *s, const char *name, tt_error *err)
+{
+	char *tree = tt_asprintf("tree/%s", name);
+	json_t *branches = NULL;
+	int rc = 0;
+	if (!tree)
+		return loom(err);
+	if (s->ops->exists(s, tree) && (rc = list_branches(s, &branches, err)) == 0) {
+		size_t n = strlen(name);
+		bool nested = false;
+		const char *key;
+		json_t *val;
+		json_object_foreach(branches, key, val)
+			if (strncmp(key, name, n) == 0 && (key[n] == '/' || key[n] == '\0'))
+				nested = true;
+		if (!nested && (rc = s->ops->remove_tree(s, tree, err)) < 0)
+			tt_error_object(err, NULL, KIND);
+	}
+	json_decref(branches);
+	free(tree);
+	return rc;
+}
+
 static int lance_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
 {
 	lstore s;
@@ -1664,6 +1691,8 @@ static int lance_delete_working_ref(tt_backend *b, const json_t *loc, const char
 		return rc;
 	if ((rc = read_branch(&s, ref, &meta, err)) == 0 && meta)
 		rc = delete_branch(&s, ref, err);
+	else if (rc == 0)
+		rc = finish_delete(&s, ref, err);
 	json_decref(meta);
 	lstore_close(&s);
 	return rc;
