@@ -23,7 +23,7 @@ import pytest
 
 import test_azure_file as azf
 from conftest import BUILD_DIR, ROOT
-from test_icechunk_s3 import icechunk2_python
+from test_icechunk_s3 import Writer, icechunk2_python
 from test_lake_gs_az import Server
 
 CONTAINER = "tt-lake"
@@ -38,29 +38,9 @@ def az(env, tmp_path):
     srv.close()
 
 
-class Writer:
-    def __init__(self, python: Path, url: str):
-        env = {**os.environ, "ICECHUNK_LOG": "error", "AZURITE_BLOB_STORAGE_URL": url,
-               "AZURE_STORAGE_ACCOUNT_KEY": azf.KEY}
-        self.proc = subprocess.Popen([str(python), str(ROOT / "tests/support/icechunk_writer.py")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, env=env)
-
-    def __call__(self, *cmd: str) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        out = json.loads(self.proc.stdout.readline())
-        assert out.pop("ok"), (cmd, out.get("error"))
-        return out
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=60)
-
-
 @pytest.fixture
 def ic2(az):
-    w = Writer(icechunk2_python(), az)
+    w = Writer(icechunk2_python(), az, {"AZURITE_BLOB_STORAGE_URL": az, "AZURE_STORAGE_ACCOUNT_KEY": azf.KEY})
     yield w
     w.close()
 

@@ -62,9 +62,12 @@ def s3():
 class Writer:
     """Real icechunk behind tests/support/icechunk_writer.py, on the bucket."""
 
-    def __init__(self, python: Path, url: str):
-        env = {**os.environ, "ICECHUNK_LOG": "error", "ICECHUNK_S3_ENDPOINT": url,
-               "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    def __init__(self, python: Path, url: str, store_env: dict[str, str] | None = None):
+        """store_env: how the writer reaches its store (moto's S3 at url by default)."""
+        if store_env is None:
+            store_env = {"ICECHUNK_S3_ENDPOINT": url, "AWS_ACCESS_KEY_ID": "testing",
+                         "AWS_SECRET_ACCESS_KEY": "testing"}
+        env = {**os.environ, "ICECHUNK_LOG": "error", **store_env}
         self.proc = subprocess.Popen([str(python), str(ROOT / "tests/support/icechunk_writer.py")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, env=env)
