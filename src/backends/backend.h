@@ -229,6 +229,14 @@ typedef struct tt_backend_ops {
 	 * repository has not configured).  Default: nothing to check. */
 	int (*check_locator)(tt_backend *b, const json_t *loc, tt_error *err);
 
+	/* Rename native ref `old` (a pin's "tether.<id>" or a working branch)
+	 * to `new_name` in place, keeping what it holds and what hangs off it
+	 * (`upgrade`'s renames).  TT_EBACKEND when old is not there or the new
+	 * name is taken.  NULL: the engine pins again and unpins, or forks and
+	 * deletes (Neon needs it: a pin there is a branch with children). */
+	int (*rename_ref)(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
+			  tt_error *err);
+
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
 	/* Why a kind without PIN / FORK cannot: the text of the capability

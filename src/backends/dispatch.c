@@ -323,3 +323,11 @@ int tt_backend_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
 		return missing(b, "check_locator", err);
 	return done(b, "check_locator", b->ops->check_locator(b, loc, err), err);
 }
+
+int tt_backend_rename_ref(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
+		tt_error *err)
+{
+	if (!b->ops->rename_ref)
+		return missing(b, "rename_ref", err);
+	return done(b, "rename_ref", b->ops->rename_ref(b, loc, old, new_name, err), err);
+}

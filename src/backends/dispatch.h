@@ -77,5 +77,7 @@ int tt_backend_check_quiescence(tt_backend *b, const json_t *loc, const char *wo
 int tt_backend_clear_partial_fork(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
 		tt_error *err);
 int tt_backend_check_locator(tt_backend *b, const json_t *loc, tt_error *err);
+int tt_backend_rename_ref(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
+		tt_error *err);
 
 #endif

@@ -1999,9 +1999,11 @@ static int v2_refusals(tt_repo *repo, const tt_plan *plan, tt_error *err)
 		if ((strcmp(v.op, "rename-pin") == 0 || strcmp(v.op, "rename-branch") == 0) &&
 		    tt_engine_backend(repo, v.kind, &b, err) == 0) {
 			bool pin = strcmp(v.op, "rename-pin") == 0;
-			bool can = pin ? tt_backend_has(b, pin) && tt_backend_has(b, unpin) && strcmp(v.kind, "neon") != 0
-				       : tt_backend_has(b, fork) && tt_backend_has(b, delete_working_ref) && tt_backend_has(b, fingerprint) &&
-					 strcmp(v.kind, "neon") != 0;
+			/* in place where the kind renames (Neon), else pin + unpin / fork + delete */
+			bool can = pin ? tt_backend_has(b, unpin) && (tt_backend_has(b, rename_ref) || tt_backend_has(b, pin))
+				       : tt_backend_has(b, rename_ref) ||
+					 (tt_backend_has(b, fork) && tt_backend_has(b, delete_working_ref) &&
+					  tt_backend_has(b, fingerprint));
 			if (!can) {
 				tt_error_set(err, TT_ECAPABILITY, "upgrade: [%s] %s cannot rename its %s here (%s)", v.key,
 					     v.kind, pin ? "pins" : "working branches", v.target);
@@ -2056,6 +2058,16 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_pins(b, loc, &live, &e) == 0) {
 				if (!in_array(live, old_id) && in_array(live, new_id)) {
 					json_object_set_new(rp, old_ref, json_string(new_ref));
+				} else if (tt_backend_has(b, rename_ref)) {
+					/* in place: what hangs off the pin stays on it; a pin
+					 * already under the new name makes the old one a
+					 * duplicate to drop */
+					memset(&op, 0, sizeof op);
+					snprintf(op.id, sizeof op.id, "%s", old_id);
+					snprintf(op.ref, sizeof op.ref, "%s", old_ref);
+					if ((in_array(live, new_id) ? tt_backend_unpin(b, loc, &op, &e)
+								    : tt_backend_rename_ref(b, loc, old_ref, new_ref, &e)) == 0)
+						json_object_set_new(rp, old_ref, json_string(new_ref));
 				} else if (tt_backend_pin(b, loc, json_object_get(v.params, "state"), new_id, &np, &e) == 0) {
 					memset(&op, 0, sizeof op);
 					snprintf(op.id, sizeof op.id, "%s", old_id);
@@ -2075,6 +2087,9 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_working_refs(b, loc, &live, &e) == 0) {
 				if (!in_array(live, old) && in_array(live, v.target)) {
 					json_object_set_new(rb, old, json_string(v.target));
+				} else if (tt_backend_has(b, rename_ref)) {
+					if (tt_backend_rename_ref(b, loc, old, v.target, &e) == 0)
+						json_object_set_new(rb, old, json_string(v.target));
 				} else if (tt_backend_fingerprint(b, loc, old, &head, &e) == 0) {
 					tt_target src = { .kind = TT_TARGET_STATE, .state = head };
 					tt_expect ex = { TT_EXPECT_NONE, NULL };

@@ -948,6 +948,41 @@ static int neon_delete_working_ref(tt_backend *b, const json_t *loc, const char 
 	return rc;
 }
 
+/* A branch renamed in place (PATCH .../branches/{id} {"branch": {"name"}}):
+ * its data, its parent and the branches hanging off it stay, which pin
+ * again + unpin (or fork + delete) could not give a pin with children. */
+static int neon_rename_ref(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
+			   tt_error *err)
+{
+	const char *pid;
+	json_t *all = NULL, *body = NULL, *got = NULL;
+	const json_t *br;
+	char *path = NULL;
+	int rc;
+	if ((rc = project_of(loc, &pid, err)) || (rc = list_branches(b, pid, &all, err)))
+		return rc;
+	if ((rc = require_branch(all, old, &br, err)))
+		goto done;
+	const json_t *taken = branch_named(all, new_name);
+	if (taken && taken != br) {
+		rc = NERR(err, TT_EBACKEND, "cannot rename branch %s: a branch %s already exists", old, new_name);
+		tt_error_hint(err, "delete or rename that branch in Neon if nothing records it, then run "
+				   "the command again");
+		goto done;
+	}
+	if (taken)
+		goto done;
+	path = tt_asprintf("/projects/%s/branches/%s", pid, str_of(br, "id"));
+	body = json_pack("{s:{s:s}}", "branch", "name", new_name);
+	rc = path && body ? api(b, "PATCH", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+done:
+	json_decref(got);
+	json_decref(body);
+	free(path);
+	json_decref(all);
+	return rc;
+}
+
 static int neon_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only,
 		     json_t **handle, tt_error *err)
 {
@@ -1035,6 +1070,7 @@ static const tt_backend_ops neon_ops = {
 	.branch_scope = neon_scope,
 	.ref_namespace = neon_scope,
 	.check_quiescence = neon_check_quiescence,
+	.rename_ref = neon_rename_ref,
 	.promote_hint = PROMOTE_HINT,
 	.free = neon_free,
 };
