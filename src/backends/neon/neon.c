@@ -24,7 +24,8 @@
  * existing working branch is restored onto the source, unless a pin hangs
  * off it - then the fork lands on the sibling <name>.2, .3, ...  A branch
  * read or written gets one read_write endpoint; pins and time-travel reads
- * a read_only one.
+ * a read_only one.  `upgrade` renames pins and working branches in place
+ * (rename_ref: PATCH the branch's name), keeping what hangs off them.
  *
  * Configuration only from .tether/secrets.toml [backends.neon]:
  * api_key_env (default NEON_API_KEY), api_url (default Neon's API v2),
