@@ -94,6 +94,18 @@ TT_TEST(missing_fork_gives_the_kinds_reason)
 	tt_error_clear(&err);
 }
 
+TT_TEST(missing_rename_ref_is_the_capability_error)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	fake_backend(&b);
+	CHECK(!tt_backend_has(&b, rename_ref)); /* upgrade then pins again, or forks, and deletes */
+	CHECK(tt_backend_rename_ref(&b, NULL, "tether.old", "tether.new", &err) == TT_ECAPABILITY);
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	CHECK_MSG(strstr(err.message, "cannot rename_ref") != NULL, "%s", err.message);
+	tt_error_clear(&err);
+}
+
 TT_TEST(errors_name_the_kind_and_calls_are_traced)
 {
 	tt_backend b;
