@@ -235,3 +235,29 @@ def test_alpha_neon_rename_that_fails_stops_before_any_rewrite(tmp_path, env, te
     assert git("status", "--porcelain", cwd=root, env=env) == ""
     ref("verify", cwd=root)
     tether("verify", cwd=root)
+
+
+@pytest.mark.parametrize("side", ["tether-vcs", "ours"])
+def test_alpha_neon_pin_whose_new_name_is_taken_is_dropped_as_a_duplicate(tmp_path, env, tether, ref, neon, side):
+    """A pin whose new name is already a branch (say two old pins of one
+    state) is a duplicate: 0.1.0b7 deletes the old one -- lifting the
+    protection 0.1.0a5 gave its pins first -- and so does this tether."""
+    fake = neon
+    runner = ref if side == "tether-vcs" else tether
+    root = alpha_neon(tmp_path / "alpha", env, fake)
+    saved = tmp_path / "plan.json"
+    runner("upgrade", "--plan", str(saved), cwd=root)
+    plan = json.loads(saved.read_text())
+    with fake.lock:
+        ws = next(b for b in fake.branches.values() if b.name.startswith("tether.ws."))
+        leaf = next(a for a in plan["actions"] if a["op"] == "rename-pin"
+                    and fake.branch(a["params"]["old"]["ref"]).id != ws.parent_id)
+        assert fake.branch(leaf["params"]["old"]["ref"]).protected
+        fake._create_branch({"branch": {"name": leaf["target"], "parent_id": fake.main.id}})
+    out = runner.json("upgrade", "--from-plan", str(saved), cwd=root)
+    assert out["renamed_pins"][leaf["params"]["old"]["ref"]] == leaf["target"]
+    names = set(branch_names(fake).values())
+    assert leaf["params"]["old"]["ref"] not in names and leaf["target"] in names
+    assert all(n.startswith(f"tether.{plan['context']['dataset_id']}.") or n.startswith("tether.ws.") or n == "main"
+               for n in names), names
+    assert git("status", "--porcelain", cwd=root, env=env) == ""
