@@ -1382,7 +1382,8 @@ static int order_entries(walk *ws, unsigned nw, wentry **order, size_t n, tt_err
 		return tt_error_oom(err);
 	nruns = 0;
 	for (unsigned i = 0; i < nw; i++) {
-		memcpy(runs + nruns, ws[i].runs, ws[i].nruns * sizeof *runs);
+		if (ws[i].nruns) /* a walker that took no directory has no runs (NULL) */
+			memcpy(runs + nruns, ws[i].runs, ws[i].nruns * sizeof *runs);
 		nruns += ws[i].nruns;
 	}
 	qsort(runs, nruns, sizeof *runs, by_key);
