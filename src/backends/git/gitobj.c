@@ -38,7 +38,7 @@
 #include "util/fs.h"
 #include "util/mem.h"
 #include "util/proc.h"
-#include "vcs/vcs.h"
+#include "vcs/git_exec.h"
 
 #define KIND "git"
 #define PIN_PREFIX "tether."
