@@ -52,27 +52,23 @@ static bool own_file(tt_repo *repo, const checkout *c, const char *name)
 	bool own = true;
 	if (!path || !relpath || stat(path, &st) != 0)
 		goto done;
-	const char *args[] = { "--literal-pathspecs", "ls-files", "-z", "--", relpath, NULL };
-	tt_buf out = TT_BUF_INIT;
+	const char *paths[] = { relpath };
+	bool tracked = false;
 	tt_error e = TT_ERROR_INIT;
 	char *why = NULL;
-	if (tt_git_run(repo->vcs->exe, c->vcs_root, args, &out, false, NULL, &e) < 0) {
+	if (tt_vcs_tracked_at(repo->vcs, c->vcs_root, paths, 1, &tracked, &e) < 0) {
 		own = false;
 		why = tt_asprintf("cannot tell whether %s tracks it there (%s)", tt_vcs_kind(repo->vcs),
 				  tt_error_text(&e));
-	} else {
-		for (size_t off = 0; off < out.len; off += strlen(out.ptr + off) + 1)
-			if (strcmp(out.ptr + off, relpath) == 0)
-				own = false;
-		if (!own)
-			why = tt_asprintf("%s tracks it there", tt_vcs_kind(repo->vcs));
+	} else if (tracked) {
+		own = false;
+		why = tt_asprintf("%s tracks it there", tt_vcs_kind(repo->vcs));
 	}
 	if (!own)
 		tt_gc_warn(repo, tt_asprintf("skipping %s of checkout %s: %s, so it is not that checkout's own "
 				       "record (a tracked copy comes with every clone); untrack it in that "
 				       "checkout to count it again", relpath, c->vcs_root, why ? why : ""));
 	free(why);
-	tt_buf_release(&out);
 	tt_error_clear(&e);
 done:
 	free(sub);

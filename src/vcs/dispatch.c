@@ -43,6 +43,16 @@ int tt_vcs_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, 
 	return v->ops->tracked(v, relpaths, n, out, err);
 }
 
+int tt_vcs_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+		      tt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = false;
+	if (!v->ops->tracked_at)
+		return missing(v, "tracked_at", err);
+	return v->ops->tracked_at(v, root, relpaths, n, out, err);
+}
+
 int tt_vcs_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
 {
 	if (out)

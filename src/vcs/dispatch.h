@@ -18,6 +18,8 @@ int tt_vcs_current_bookmark(tt_vcs *v, char **out, tt_error *err);
 int tt_vcs_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err);
 int tt_vcs_park(tt_vcs *v, const char *name, tt_error *err);
 int tt_vcs_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
+int tt_vcs_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+		      tt_error *err);
 int tt_vcs_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err);
 int tt_vcs_current_rev(tt_vcs *v, char **out, tt_error *err);
 int tt_vcs_is_ancestor(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err);

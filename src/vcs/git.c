@@ -358,10 +358,9 @@ done:
 	return rc;
 }
 
-static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+/* `git ls-files` of relpaths in the checkout at dir. */
+static int ls_files_has(tt_vcs *v, const char *dir, const char *const *relpaths, size_t n, bool *out, tt_error *err)
 {
-	if (v->native && tt_gitnat_index_has(v->native, relpaths, n, out) == 0)
-		return 0;
 	const char **args = tt_calloc(n + 5, sizeof *args);
 	tt_buf b = TT_BUF_INIT;
 	int rc;
@@ -375,7 +374,7 @@ static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *o
 		args[4 + i] = relpaths[i];
 		out[i] = false;
 	}
-	rc = tt_git_run(v->exe, v->root, args, &b, false, NULL, err);
+	rc = tt_git_run(v->exe, dir, args, &b, false, NULL, err);
 	for (size_t off = 0; rc == 0 && off < b.len;) {
 		const char *entry = b.ptr + off;
 		size_t l = strlen(entry);
@@ -387,6 +386,20 @@ static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *o
 	tt_buf_release(&b);
 	free(args);
 	return rc;
+}
+
+static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+{
+	if (v->native && tt_gitnat_index_has(v->native, relpaths, n, out) == 0)
+		return 0;
+	return ls_files_has(v, v->root, relpaths, n, out, err);
+}
+
+/* Another worktree has its own index: git answers for it there. */
+static int git_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+			  tt_error *err)
+{
+	return ls_files_has(v, root, relpaths, n, out, err);
 }
 
 /* ---- content at a revision ------------------------------------------- */
@@ -1398,6 +1411,7 @@ static const tt_vcs_ops git_ops = {
 	.new_bookmark = git_new_bookmark,
 	.park = git_park,
 	.tracked = git_tracked,
+	.tracked_at = git_tracked_at,
 	.resolve = git_resolve,
 	.current_rev = git_current_rev,
 	.is_ancestor = git_is_ancestor,

@@ -61,6 +61,11 @@ typedef struct tt_vcs_ops {
 	int (*park)(tt_vcs *v, const char *name, tt_error *err);
 	/* For each path (relative to the VCS root), whether the VCS tracks it. */
 	int (*tracked)(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
+	/* The same, asked of another checkout of this repository (a git
+	 * worktree, a jj workspace) at root: gc's test that a peer's .tether
+	 * files are its own, not a tracked copy.  NULL: this VCS cannot tell. */
+	int (*tracked_at)(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+			  tt_error *err);
 
 	/* ---- revisions -------------------------------------------------- */
 	/* The commit id rev names: TT_EVCS "could not resolve revision: <rev>". */
