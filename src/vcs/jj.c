@@ -1245,7 +1245,9 @@ static int jj_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out,
 	return rc;
 }
 
-static int jj_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+/* Which relpaths the working-copy commit of the workspace at cwd (NULL:
+ * this one) holds, as jj last snapshotted it. */
+static int tracked_in(tt_vcs *v, const char *cwd, const char *const *relpaths, size_t n, bool *out, tt_error *err)
 {
 	argv_list a = { 0 };
 	tt_buf b = TT_BUF_INIT;
@@ -1263,7 +1265,7 @@ static int jj_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *ou
 	av_add(&a, "@");
 	av_add(&a, "--");
 	av_paths(&a, "root-file:", relpaths, n);
-	rc = jj_av(J(v), &a, &b, err);
+	rc = a.oom || !a.v ? tt_error_oom(err) : jj_run_in(J(v), cwd, a.v, &b, false, NULL, err);
 	for (const char *p = b.ptr, *end = b.ptr + b.len; rc == 0 && p && p < end;) {
 		const char *le = memchr(p, '\n', (size_t)(end - p));
 		if (!le)
@@ -1276,6 +1278,18 @@ static int jj_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *ou
 	av_release(&a);
 	tt_buf_release(&b);
 	return rc;
+}
+
+static int jj_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
+{
+	return tracked_in(v, NULL, relpaths, n, out, err);
+}
+
+/* Another workspace: its own working-copy commit (@ there). */
+static int jj_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+			 tt_error *err)
+{
+	return tracked_in(v, root, relpaths, n, out, err);
 }
 
 static int jj_bookmark_set(tt_vcs *v, const char *name, const char *rev, tt_error *err)
@@ -1941,6 +1955,7 @@ static const tt_vcs_ops jj_ops = {
 	.new_bookmark = jj_new_bookmark,
 	.park = jj_park,
 	.tracked = jj_tracked,
+	.tracked_at = jj_tracked_at,
 	.resolve = jj_resolve,
 	.current_rev = jj_current_rev,
 	.is_ancestor = jj_is_ancestor,

@@ -172,6 +172,26 @@ def test_workspaces_are_jj_workspaces(tmp_path, jj_env, jj_bin, tether):
     assert peer.is_dir()  # jj leaves the directory
 
 
+def test_gc_counts_a_peer_jj_workspaces_branches(tmp_path, jj_env, jj_bin, tether):
+    """gc asks jj (in the peer workspace) whether its .tether records are
+    tracked copies; an untracked one is that workspace's own, so its working
+    branch is spoken for, not a stray to delete."""
+    env = jj_env
+    store = make_store(tmp_path, env)
+    root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
+    tether("init", "--dataset-id", DS, cwd=root, env=env)
+    tether("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+    tether("commit", "-m", "first", cwd=root, env=env)
+    peer = tmp_path / "peer"
+    jj(jj_bin, root, env, "workspace", "add", "--name", "peer", "-r", "main", str(peer))
+    tether("new", "-b", "side", "--eager", cwd=peer, env=env)
+    p = tether("gc", "--prune-bookmarks", "--dry-run", cwd=root, env=env)
+    assert "skipping .tether/workspace.toml" not in p.stderr, p.stderr
+    plan = tether.json("gc", "--prune-bookmarks", "--dry-run", "--json", cwd=root, env=env)
+    doomed = [a for a in plan.get("actions", []) if a.get("op") == "delete-branch"]
+    assert not doomed, doomed
+
+
 def test_user_config_is_kept_out_but_immutable_heads_is_honoured(tmp_path, jj_env, jj_bin, tether):
     env = dict(jj_env)
     Path(env["JJ_CONFIG"]).write_text(
