@@ -184,16 +184,14 @@ static void finish_branch_deletes(tt_repo *repo, const char *bookmark, const cha
 			const char *ref = json_string_value(json_object_get(a, "target"));
 			json_t *loc = json_object_get(json_object_get(a, "params"), "locator");
 			tt_backend *be;
-			json_t *refs = NULL, *r;
-			bool listed = false;
-			size_t j;
+			json_t *refs = NULL;
 			if (!op || strcmp(op, "delete-branch") != 0 || !kind || !ref || !json_is_object(loc) ||
 			    tt_engine_backend(repo, kind, &be, &ig) < 0 || !tt_backend_has(be, delete_working_ref) ||
 			    tt_backend_list_working_refs(be, loc, &refs, &ig) < 0) {
 				tt_error_clear(&ig);
 				continue;
 			}
-			json_array_foreach(refs, j, r) listed |= json_is_string(r) && strcmp(json_string_value(r), ref) == 0;
+			bool listed = tt_json_has_string(refs, ref);
 			json_decref(refs);
 			if (!listed)
 				tt_backend_delete_working_ref(be, loc, ref, &ig);

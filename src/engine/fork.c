@@ -142,19 +142,13 @@ static int adopt_sibling(tt_repo *repo, const tt_manifest *m, tt_backend *b, con
 {
 	json_t *refs = NULL, *head = NULL, *holders = NULL;
 	tt_error ignored = TT_ERROR_INIT;
-	bool present = false, spoken = false;
-	const char *k;
-	json_t *v;
-	size_t i;
-	json_t *r;
+	bool spoken;
 	(void)err;
 	if (tt_backend_list_working_refs(b, m->locator, &refs, &ignored) < 0)
 		goto done;
-	json_array_foreach(refs, i, r) present |= json_is_string(r) && strcmp(json_string_value(r), sib) == 0;
-	if (!present)
+	if (!tt_json_has_string(refs, sib))
 		goto done;
-	json_object_foreach(repo->ws.working_refs, k, v) spoken |= json_is_string(v) && strcmp(json_string_value(v), sib) == 0;
-	json_object_foreach(repo->ws.pending_forks, k, v) spoken |= json_is_string(v) && strcmp(json_string_value(v), sib) == 0;
+	spoken = tt_json_has_string(repo->ws.working_refs, sib) || tt_json_has_string(repo->ws.pending_forks, sib);
 	if (spoken || tt_engine_bookmark_holders(repo, repo->ws.bookmark, &holders, &ignored) < 0 ||
 	    json_array_size(holders) > 0)
 		goto done;

@@ -378,3 +378,20 @@ json_t *tt_json_parse(const char *text, size_t len, const char *what, tt_error *
 	}
 	return v;
 }
+
+bool tt_json_has_string(const json_t *v, const char *s)
+{
+	size_t i;
+	const char *k;
+	json_t *x;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			if (json_is_string(x) && strcmp(json_string_value(x), s) == 0)
+				return true;
+	} else if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, x)
+			if (json_is_string(x) && strcmp(json_string_value(x), s) == 0)
+				return true;
+	}
+	return false;
+}

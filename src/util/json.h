@@ -74,4 +74,7 @@ size_t tt_utf8_put(char out[4], uint32_t cp);
  */
 json_t *tt_json_parse(const char *text, size_t len, const char *what, tt_error *err);
 
+/* Whether an array's items, or an object's values, include the string s. */
+bool tt_json_has_string(const json_t *v, const char *s);
+
 #endif

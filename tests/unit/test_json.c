@@ -271,3 +271,15 @@ TT_TEST(parse_errors)
 	CHECK_MSG(strncmp(err.message, "f:2:", 4) == 0, "message %s", err.message);
 	tt_error_clear(&err);
 }
+
+TT_TEST(has_string_in_array_items_and_object_values)
+{
+	json_t *a = json_pack("[s,i,s]", "x.2", 3, "y");
+	json_t *o = json_pack("{s:s,s:n}", "k", "x.2", "n");
+	CHECK(tt_json_has_string(a, "x.2") && tt_json_has_string(a, "y"));
+	CHECK(!tt_json_has_string(a, "x") && !tt_json_has_string(a, "3"));
+	CHECK(tt_json_has_string(o, "x.2") && !tt_json_has_string(o, "k"));
+	CHECK(!tt_json_has_string(NULL, "x.2") && !tt_json_has_string(json_null(), "x.2"));
+	json_decref(a);
+	json_decref(o);
+}

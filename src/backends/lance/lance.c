@@ -1447,6 +1447,19 @@ done:
 
 /* Delete branch `name`: its file, then its tree (unless another branch
  * lives under it).  Gone already is success. */
+/* Whether branches (a listing) holds name itself or a branch nested under
+ * it ("name/..."), whose tree lives inside name's. */
+static bool has_nested(json_t *branches, const char *name)
+{
+	size_t n = strlen(name);
+	const char *key;
+	json_t *val;
+	json_object_foreach(branches, key, val)
+		if (strncmp(key, name, n) == 0 && (key[n] == '/' || key[n] == '\0'))
+			return true;
+	return false;
+}
+
 static int delete_branch(lstore *s, const char *name, tt_error *err)
 {
 	char *why = NULL, *bfile = NULL, *tree = NULL;
@@ -1469,14 +1482,7 @@ static int delete_branch(lstore *s, const char *name, tt_error *err)
 	if ((rc = s->ops->remove(s, bfile, err)) < 0 || (rc = list_branches(s, &branches, err)) < 0)
 		goto done;
 	tt_fault("lance:after-branch-file");
-	const char *key;
-	json_t *val;
-	size_t n = strlen(name);
-	bool nested = false;
-	json_object_foreach(branches, key, val)
-		if (strncmp(key, name, n) == 0 && (key[n] == '/' || key[n] == '\0'))
-			nested = true;
-	if (!nested)
+	if (!has_nested(branches, name))
 		rc = s->ops->remove_tree(s, tree, err);
 done:
 	if (rc < 0)
@@ -1664,17 +1670,9 @@ static int finish_delete(lstore *s, const char *name, tt_error *err)
 	int rc = 0;
 	if (!tree)
 		return loom(err);
-	if (s->ops->exists(s, tree) && (rc = list_branches(s, &branches, err)) == 0) {
-		size_t n = strlen(name);
-		bool nested = false;
-		const char *key;
-		json_t *val;
-		json_object_foreach(branches, key, val)
-			if (strncmp(key, name, n) == 0 && (key[n] == '/' || key[n] == '\0'))
-				nested = true;
-		if (!nested && (rc = s->ops->remove_tree(s, tree, err)) < 0)
-			tt_error_object(err, NULL, KIND);
-	}
+	if (s->ops->exists(s, tree) && (rc = list_branches(s, &branches, err)) == 0 &&
+	    !has_nested(branches, name) && (rc = s->ops->remove_tree(s, tree, err)) < 0)
+		tt_error_object(err, NULL, KIND);
 	json_decref(branches);
 	free(tree);
 	return rc;
