@@ -128,3 +128,70 @@ int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *w
 	}
 	return 0;
 }
+
+int tt_kit_storage_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err)
+{
+	static const char *const region_keys[] = { "region", "aws_region", "default_region",
+						    "aws_default_region", NULL };
+	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
+						    "session_token", "profile", "role_arn",
+						    /* Azure Blob */
+						    "account_name", "account_key", "sas_token",
+						    "use_emulator",
+						    /* GCS */
+						    "service_account_path", "service_account",
+						    "service_account_key", "bearer_token", NULL };
+	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
+	const char *k;
+	int rc;
+
+	*out = NULL;
+	if (!o)
+		return tt_error_oom(err);
+	if ((rc = tt_backend_secrets_for(b, loc, &all, err)) != 0) {
+		json_decref(o);
+		return rc;
+	}
+	so = json_object_get(all, "storage_options");
+	json_object_foreach(so, k, v) {
+		bool is_region = false;
+		for (const char *const *r = region_keys; *r; r++)
+			is_region |= strcasecmp(k, *r) == 0;
+		if (is_region)
+			region = v;
+		else if (json_object_set(o, k, v) < 0)
+			goto oom;
+	}
+	for (const char *const *sk = secret_keys; *sk; sk++)
+		if ((v = json_object_get(all, *sk)) && json_object_set(o, *sk, v) < 0)
+			goto oom;
+	if ((v = json_object_get(all, "endpoint_url")) && json_object_set(o, "endpoint_url", v) < 0)
+		goto oom;
+	/* HTTP client options (seconds) from the secrets entry, any spelling
+	 * ("timeout", "aws_timeout", "client_timeout"): not committed, since a
+	 * clone must not make every request wait; tether-vcs ignores them */
+	json_object_foreach(all, k, v) {
+		static const char *const client[] = { "connect_timeout", "timeout", "request_timeout",
+						      NULL };
+		const char *bare = !strncasecmp(k, "aws_", 4)       ? k + 4
+				   : !strncasecmp(k, "client_", 7) ? k + 7
+								   : k;
+		for (const char *const *c = client; *c; c++)
+			if (strcasecmp(bare, *c) == 0 && json_object_set(o, *c, v) < 0)
+				goto oom;
+	}
+	if (tt_pyv_truthy(json_object_get(all, "region")))
+		region = json_object_get(all, "region");
+	else if (tt_pyv_truthy(loc_region))
+		region = (json_t *)loc_region;
+	if (region && json_object_set(o, "region", region) < 0)
+		goto oom;
+	json_decref(all);
+	*out = o;
+	return 0;
+oom:
+	json_decref(all);
+	json_decref(o);
+	return tt_error_oom(err);
+}

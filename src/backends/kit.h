@@ -51,4 +51,15 @@ const char *tt_kit_locator_str(const json_t *loc, const char *key);
  * locator's `at` is given and is not all digits. */
 int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *what, tt_error *err);
 
+/*
+ * The options an object-store URI of b's object is opened with
+ * (tt_store_open_uri), layered as tether-vcs's merged_storage_options does:
+ * [backends.<kind>] storage_options (committed), then from the object's
+ * secrets only the credentials and endpoint_url, the region once (the
+ * secrets', else loc_region, else the committed one).  file, lance and
+ * delta share it.
+ */
+int tt_kit_storage_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
+			   tt_error *err);
+
 #endif

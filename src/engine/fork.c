@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/file/file.h"
 #include "backends/dispatch.h"
+#include "backends/kit.h"
 #include "core/ids.h"
 #include "core/index.h"
 #include "core/oplog.h"
@@ -1513,7 +1513,7 @@ static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_
 	if (!uri || !strstr(uri, "://") || strncmp(uri, "file://", 7) == 0)
 		return 0;
 	if (strcmp(k, "lance") == 0 || strcmp(k, "delta") == 0 || strcmp(k, "file") == 0)
-		rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &o, err);
+		rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &o, err);
 	else if (strcmp(k, "icechunk") == 0)
 		rc = tt_icechunk_remote_options(b, loc, &o, err);
 	else

@@ -12,7 +12,7 @@
 #include "core/oplog.h"
 #include "engine/engine.h"
 #include "engine/repo.h"
-#include "backends/file/file.h"
+#include "storage/store.h"
 #include "util/fs.h"
 #include "util/mem.h"
 
@@ -211,7 +211,7 @@ static int refuse_own_paths(tt_repo *repo, const tt_kind *k, const json_t *loc, 
 		if (!json_is_string(v) || !json_string_length(v))
 			continue;
 		char *real = NULL;
-		int local = tt_file_local_path(json_string_value(v), &real);
+		int local = tt_store_local_path(json_string_value(v), &real);
 		if (local == 0 || (local > 0 && real[0] != '/')) {
 			free(real);
 			continue; /* a remote store, or a relative path no add writes */

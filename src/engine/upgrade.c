@@ -35,6 +35,7 @@
 #include "backends/backend.h"
 #include "backends/dispatch.h"
 #include "backends/file/file.h"
+#include "storage/store.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/kinds.h"
@@ -1253,7 +1254,7 @@ static json_t *state_rewrites(tt_repo *repo, json_t *notes)
 			if (!tt_pyv_truthy(u))
 				u = json_object_get(m->locator, "path");
 			char *uri = py_str(u ? u : json_string("")), *local = NULL;
-			int isl = uri ? tt_file_local_path(uri, &local) : 0;
+			int isl = uri ? tt_store_local_path(uri, &local) : 0;
 			free(uri);
 			free(local);
 			if (isl != 1)

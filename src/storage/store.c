@@ -9,10 +9,74 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/file/file.h"
+#include "util/fs.h"
 #include "util/mem.h"
 
 /* ---- URIs ---------------------------------------------------------------------- */
+
+/*
+ * The scheme urllib.parse.urlsplit finds in s (lower-cased into out), or
+ * false: leading C0 controls and spaces are stripped and tabs/newlines
+ * dropped as urlsplit does, then the text before the first ':' is a scheme
+ * when it starts with an ASCII letter and holds only letters, digits, '+',
+ * '-' and '.'.
+ */
+bool tt_store_url_scheme(const char *s, char *out, size_t outsz)
+{
+	size_t n = 0;
+	while (*s && (unsigned char)*s <= 0x20)
+		s++;
+	if (!isascii((unsigned char)*s) || !isalpha((unsigned char)*s))
+		return false;
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\t' || c == '\n' || c == '\r')
+			continue;
+		if (c == ':') {
+			if (outsz)
+				out[n < outsz ? n : outsz - 1] = '\0';
+			return n > 0;
+		}
+		if (!isascii(c) || (!isalnum(c) && c != '+' && c != '-' && c != '.'))
+			return false;
+		if (n + 1 < outsz)
+			out[n] = (char)tolower(c);
+		n++;
+	}
+	return false;
+}
+
+int tt_store_local_path(const char *uri, char **out)
+{
+	char scheme[32];
+	const char *p = uri;
+
+	*out = NULL;
+	if (strncmp(uri, "file:", 5) == 0) {
+		const char *rest = uri + 5;
+		if (strncmp(rest, "//", 2) == 0) {
+			/* file://HOST/path: only an empty host or localhost is here. */
+			const char *host = rest + 2, *slash = strchr(host, '/');
+			size_t hl = slash ? (size_t)(slash - host) : 0;
+			if (!slash || !(hl == 0 || (hl == 9 && strncmp(host, "localhost", 9) == 0)))
+				return 0;
+			rest = slash;
+		}
+		if (!*rest)
+			return 0;
+		p = rest;
+	} else if (uri[0] != '/' && tt_store_url_scheme(uri, scheme, sizeof scheme)) {
+		return 0;
+	}
+	if (p[0] != '/') {
+		/* Relative (only a hand-written manifest has one): lexical only. */
+		*out = *p ? tt_path_normalize(p) : tt_strdup(p);
+	} else {
+		*out = tt_realpath(p);
+	}
+	return *out ? 1 : TT_ENOMEM;
+}
+
 
 static const struct {
 	const char *name;
@@ -73,7 +137,7 @@ int tt_store_uri_parse(const char *uri, tt_store_uri *out, tt_error *err)
 	memset(out, 0, sizeof *out);
 	if (!uri || !*uri)
 		return tt_error_set(err, TT_ECONFIG, "empty store URI; give a path or s3://bucket/...");
-	local = tt_file_local_path(uri, &out->path);
+	local = tt_store_local_path(uri, &out->path);
 	if (local < 0)
 		return tt_error_oom(err);
 	if (local) {

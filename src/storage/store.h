@@ -78,6 +78,22 @@ typedef struct tt_store_uri {
 	char *key;
 } tt_store_uri;
 
+/*
+ * tether-vcs's local_path(uri): the filesystem path a locator string names,
+ * in one spelling per directory, or "not local" for a remote URL.
+ * "file:///p" and "file://localhost/p" are "/p"; an absolute path is
+ * resolved (symlinks followed, ".", "..", doubled and trailing slashes
+ * gone, as os.path.realpath); a relative one is normalised lexically (as
+ * os.path.normpath); anything with another URL scheme is not local.
+ * Returns 1 with *out set (caller frees), 0 when not local (*out NULL), or
+ * TT_ENOMEM.
+ */
+int tt_store_local_path(const char *uri, char **out);
+
+/* The scheme urllib.parse.urlsplit finds in s, lower-cased into out (at
+ * most outsz-1 bytes), or false when s has none. */
+bool tt_store_url_scheme(const char *s, char *out, size_t outsz);
+
 /* Parse uri.  An unknown scheme, an empty bucket, or credentials in the
  * authority ("s3://key:secret@bucket") are TT_ECONFIG naming the scheme
  * (never the rest of the authority). */

@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/file/file.h"
+#include "storage/store.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "harness.h"
@@ -292,26 +293,26 @@ TT_TEST(identity_folds_spellings_of_one_directory)
 TT_TEST(local_path_matches_tether_vcs_rules)
 {
 	char *out = NULL;
-	CHECK_INT(tt_file_local_path("s3://b/k", &out), 0);
+	CHECK_INT(tt_store_local_path("s3://b/k", &out), 0);
 	CHECK(out == NULL);
-	CHECK_INT(tt_file_local_path("file://host/p", &out), 0);
-	CHECK_INT(tt_file_local_path("file://", &out), 0);
-	CHECK_INT(tt_file_local_path("file:", &out), 0);
-	CHECK_INT(tt_file_local_path("ducklake:x", &out), 0);
-	CHECK_INT(tt_file_local_path("file:///", &out), 1);
+	CHECK_INT(tt_store_local_path("file://host/p", &out), 0);
+	CHECK_INT(tt_store_local_path("file://", &out), 0);
+	CHECK_INT(tt_store_local_path("file:", &out), 0);
+	CHECK_INT(tt_store_local_path("ducklake:x", &out), 0);
+	CHECK_INT(tt_store_local_path("file:///", &out), 1);
 	CHECK_STR(out, "/");
 	free(out);
-	CHECK_INT(tt_file_local_path("file:rel/./a", &out), 1);
+	CHECK_INT(tt_store_local_path("file:rel/./a", &out), 1);
 	CHECK_STR(out, "rel/a");
 	free(out);
-	CHECK_INT(tt_file_local_path("./x//y/", &out), 1);
+	CHECK_INT(tt_store_local_path("./x//y/", &out), 1);
 	CHECK_STR(out, "x/y");
 	free(out);
-	CHECK_INT(tt_file_local_path("/no/such/../dir/", &out), 1);
+	CHECK_INT(tt_store_local_path("/no/such/../dir/", &out), 1);
 	CHECK_STR(out, "/no/dir");
 	free(out);
 	/* urlsplit's scheme needs a letter first */
-	CHECK_INT(tt_file_local_path("1a:b", &out), 1);
+	CHECK_INT(tt_store_local_path("1a:b", &out), 1);
 	CHECK_STR(out, "1a:b");
 	free(out);
 }

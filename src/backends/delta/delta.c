@@ -30,7 +30,6 @@
 #include "backends/backend.h"
 #include "backends/kit.h"
 #include "backends/delta/delta.h"
-#include "backends/file/file.h"
 #include "formats/parquet.h"
 #include "storage/open.h"
 #include "storage/store.h"
@@ -226,7 +225,7 @@ static int locator_uri(const json_t *loc, const char **uri, tt_error *err)
 /* The local directory a uri names, or (0 with *root NULL) none. */
 static int local_root(const char *uri, char **root, tt_error *err)
 {
-	int local = tt_file_local_path(uri, root);
+	int local = tt_store_local_path(uri, root);
 	if (local < 0)
 		return doom(err);
 	return 0;
@@ -244,7 +243,7 @@ static int scan_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
 	json_t *opts = NULL;
 	char *key = NULL, *pre = NULL, *token = NULL;
-	int rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
 	size_t n;
 	if (rc)
 		return rc;
@@ -725,7 +724,7 @@ static int delta_identity(tt_backend *b, const json_t *loc, json_t **out, tt_err
 	if ((rc = locator_uri(loc, &uri, err)) != 0)
 		return rc;
 	/* canonical_uri: a local path resolved, any other URL as written. */
-	if ((rc = tt_file_local_path(uri, &path)) < 0)
+	if ((rc = tt_store_local_path(uri, &path)) < 0)
 		return doom(err);
 	if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri)))
 		rc = derr(err, TT_EBACKEND, "the path is not valid UTF-8: %s", path ? path : uri);
@@ -1240,7 +1239,7 @@ static char *data_path(const dlog *l, const char *p)
 		return NULL;
 	char *out = NULL;
 	if (strstr(p, "://") || strncmp(p, "file:", 5) == 0) {
-		if (l->remote || tt_file_local_path(decoded, &out) <= 0)
+		if (l->remote || tt_store_local_path(decoded, &out) <= 0)
 			out = NULL;
 	} else if (l->remote) {
 		/* a key relative to the table's prefix */

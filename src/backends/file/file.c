@@ -76,69 +76,6 @@ typedef struct file_impl {
 
 /* --- URIs -------------------------------------------------------------------------- */
 
-/*
- * The scheme urllib.parse.urlsplit finds in s (lower-cased into out), or
- * false: leading C0 controls and spaces are stripped and tabs/newlines
- * dropped as urlsplit does, then the text before the first ':' is a scheme
- * when it starts with an ASCII letter and holds only letters, digits, '+',
- * '-' and '.'.
- */
-static bool py_url_scheme(const char *s, char *out, size_t outsz)
-{
-	size_t n = 0;
-	while (*s && (unsigned char)*s <= 0x20)
-		s++;
-	if (!isascii((unsigned char)*s) || !isalpha((unsigned char)*s))
-		return false;
-	for (const char *p = s; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (c == '\t' || c == '\n' || c == '\r')
-			continue;
-		if (c == ':') {
-			if (outsz)
-				out[n < outsz ? n : outsz - 1] = '\0';
-			return n > 0;
-		}
-		if (!isascii(c) || (!isalnum(c) && c != '+' && c != '-' && c != '.'))
-			return false;
-		if (n + 1 < outsz)
-			out[n] = (char)tolower(c);
-		n++;
-	}
-	return false;
-}
-
-int tt_file_local_path(const char *uri, char **out)
-{
-	char scheme[32];
-	const char *p = uri;
-
-	*out = NULL;
-	if (strncmp(uri, "file:", 5) == 0) {
-		const char *rest = uri + 5;
-		if (strncmp(rest, "//", 2) == 0) {
-			/* file://HOST/path: only an empty host or localhost is here. */
-			const char *host = rest + 2, *slash = strchr(host, '/');
-			size_t hl = slash ? (size_t)(slash - host) : 0;
-			if (!slash || !(hl == 0 || (hl == 9 && strncmp(host, "localhost", 9) == 0)))
-				return 0;
-			rest = slash;
-		}
-		if (!*rest)
-			return 0;
-		p = rest;
-	} else if (uri[0] != '/' && py_url_scheme(uri, scheme, sizeof scheme)) {
-		return 0;
-	}
-	if (p[0] != '/') {
-		/* Relative (only a hand-written manifest has one): lexical only. */
-		*out = *p ? tt_path_normalize(p) : tt_strdup(p);
-	} else {
-		*out = tt_realpath(p);
-	}
-	return *out ? 1 : TT_ENOMEM;
-}
-
 /* Schemes an object-store client would take (tether-vcs's _REMOTE_SCHEMES). */
 static const char *const remote_schemes[] = {
 	"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http", "https", NULL,
@@ -227,14 +164,14 @@ static int parse_uri(const char *uri, parsed_uri *out, tt_error *err)
 	int local;
 
 	memset(out, 0, sizeof *out);
-	local = tt_file_local_path(uri, &out->path);
+	local = tt_store_local_path(uri, &out->path);
 	if (local < 0)
 		return file_oom(err);
 	if (local) {
 		out->cls = URI_LOCAL;
 		return 0;
 	}
-	if (!py_url_scheme(uri, out->scheme, sizeof out->scheme))
+	if (!tt_store_url_scheme(uri, out->scheme, sizeof out->scheme))
 		out->scheme[0] = '\0';
 	for (const char *const *s = remote_schemes; *s; s++) {
 		if (strcmp(*s, out->scheme) == 0) {
@@ -459,73 +396,6 @@ static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt
  * endpoint_url; the region once: the secrets', else the locator's, else
  * the committed one.
  */
-int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
-			   tt_error *err)
-{
-	static const char *const region_keys[] = { "region", "aws_region", "default_region",
-						    "aws_default_region", NULL };
-	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
-						    "session_token", "profile", "role_arn",
-						    /* Azure Blob */
-						    "account_name", "account_key", "sas_token",
-						    "use_emulator",
-						    /* GCS */
-						    "service_account_path", "service_account",
-						    "service_account_key", "bearer_token", NULL };
-	json_t *all = NULL, *o = json_object(), *so, *region = NULL, *v;
-	const char *k;
-	int rc;
-
-	*out = NULL;
-	if (!o)
-		return file_oom(err);
-	if ((rc = tt_backend_secrets_for(b, loc, &all, err)) != 0) {
-		json_decref(o);
-		return rc;
-	}
-	so = json_object_get(all, "storage_options");
-	json_object_foreach(so, k, v) {
-		bool is_region = false;
-		for (const char *const *r = region_keys; *r; r++)
-			is_region |= strcasecmp(k, *r) == 0;
-		if (is_region)
-			region = v;
-		else if (json_object_set(o, k, v) < 0)
-			goto oom;
-	}
-	for (const char *const *sk = secret_keys; *sk; sk++)
-		if ((v = json_object_get(all, *sk)) && json_object_set(o, *sk, v) < 0)
-			goto oom;
-	if ((v = json_object_get(all, "endpoint_url")) && json_object_set(o, "endpoint_url", v) < 0)
-		goto oom;
-	/* HTTP client options (seconds) from the secrets entry, any spelling
-	 * ("timeout", "aws_timeout", "client_timeout"): not committed, since a
-	 * clone must not make every request wait; tether-vcs ignores them */
-	json_object_foreach(all, k, v) {
-		static const char *const client[] = { "connect_timeout", "timeout", "request_timeout",
-						      NULL };
-		const char *bare = !strncasecmp(k, "aws_", 4)       ? k + 4
-				   : !strncasecmp(k, "client_", 7) ? k + 7
-								   : k;
-		for (const char *const *c = client; *c; c++)
-			if (strcasecmp(bare, *c) == 0 && json_object_set(o, *c, v) < 0)
-				goto oom;
-	}
-	if (tt_pyv_truthy(json_object_get(all, "region")))
-		region = json_object_get(all, "region");
-	else if (tt_pyv_truthy(loc_region))
-		region = (json_t *)loc_region;
-	if (region && json_object_set(o, "region", region) < 0)
-		goto oom;
-	json_decref(all);
-	*out = o;
-	return 0;
-oom:
-	json_decref(all);
-	json_decref(o);
-	return file_oom(err);
-}
-
 /* --- prefixes in object stores ------------------------------------------------------ */
 
 /* Re-lists allowed when a paged listing saw the prefix change under it. */
@@ -1009,7 +879,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 
 	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
-	if ((rc = tt_file_remote_options(b, loc, region, &opts, err)) != 0)
+	if ((rc = tt_kit_storage_options(b, loc, region, &opts, err)) != 0)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
@@ -1078,7 +948,7 @@ static int file_identity(tt_backend *b, const json_t *loc, json_t **out, tt_erro
 	if ((rc = get_uri(loc, &uri, err)) != 0)
 		return rc;
 	/* canonical_uri: a local path resolved, any other URL as written. */
-	rc = tt_file_local_path(uri, &path);
+	rc = tt_store_local_path(uri, &path);
 	if (rc < 0) {
 		rc = file_oom(err);
 	} else if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri))) {
@@ -1157,7 +1027,7 @@ static int verify_version(tt_backend *b, const json_t *loc, const char *uri, con
 	char *key = NULL;
 	int rc;
 
-	if ((rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+	if ((rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
 		return rc;
 	if (tt_pyv_str(&v, version) != 0) {
 		json_decref(opts);

@@ -5,8 +5,6 @@
  * The backend itself is reached through the vtable (tt_file_backend_new,
  * declared in backend.h).  This header holds what else the CLI and the tests
  * need from it:
- *   - tt_file_local_path(): tether-vcs's local_path(), the one spelling of a
- *     local path (identities, ref namespaces);
  *   - hooks on a built backend: a progress callback for the hashing engine,
  *     the number of hashing threads, a clock (tests), counters;
  * and, below the line, the interface between file.c (the protocol) and
@@ -22,29 +20,6 @@
 #include <sys/stat.h>
 
 #include "backends/backend.h"
-
-/*
- * tether-vcs's local_path(uri): the filesystem path a locator string names,
- * in one spelling per directory, or "not local" for a remote URL.
- * "file:///p" and "file://localhost/p" are "/p"; an absolute path is
- * resolved (symlinks followed, ".", "..", doubled and trailing slashes
- * gone, as os.path.realpath); a relative one is normalised lexically (as
- * os.path.normpath); anything with another URL scheme is not local.
- * Returns 1 with *out set (caller frees), 0 when not local (*out NULL), or
- * TT_ENOMEM.
- */
-int tt_file_local_path(const char *uri, char **out);
-
-/*
- * The options an object-store URI of b's object is opened with
- * (tt_store_open_uri), layered as tether-vcs's merged_storage_options does:
- * [backends.<kind>] storage_options (committed), then from the object's
- * secrets only the credentials and endpoint_url, the region once (the
- * secrets', else loc_region, else the committed one).  file, lance and
- * delta share it.
- */
-int tt_file_remote_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
-			   tt_error *err);
 
 /* --- hooks on a built file backend (b->kind is "file") ---------------------- */
 

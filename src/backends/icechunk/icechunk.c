@@ -42,7 +42,6 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/file/file.h"
 #include "backends/icechunk/icechunk_fmt.h"
 #include "storage/open.h"
 #include "storage/store.h"
@@ -456,7 +455,7 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	s->ops = &local_store_ops;
 	if (rc)
 		return rc;
-	rc = tt_file_local_path(uri, &s->root);
+	rc = tt_store_local_path(uri, &s->root);
 	if (rc < 0) {
 		rc = ioom(err);
 		goto done;
@@ -1131,7 +1130,7 @@ static int ic_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error 
 	*out = NULL;
 	if ((rc = get_uri(loc, &uri, err)) != 0)
 		return rc;
-	rc = tt_file_local_path(uri, &path);
+	rc = tt_store_local_path(uri, &path);
 	if (rc < 0) {
 		rc = ioom(err);
 	} else if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri))) {
@@ -3004,7 +3003,7 @@ static unsigned ic_effective_caps(tt_backend *b, const json_t *loc, const char *
 	/* On local storage icechunk itself replaces refs without compare-and-
 	 * swap; on an object store every ref move is a conditional write from
 	 * the head the plan reviewed (If-Match / If-None-Match). */
-	if (get_uri(loc, &uri, &quiet) == 0 && tt_file_local_path(uri, &path) == 0 &&
+	if (get_uri(loc, &uri, &quiet) == 0 && tt_store_local_path(uri, &path) == 0 &&
 	    (!strncasecmp(uri, "s3://", 5) || !strncasecmp(uri, "s3a://", 6) ||
 	     !strncasecmp(uri, "az://", 5) || !strncasecmp(uri, "azure://", 8) ||
 	     !strncasecmp(uri, "abfs://", 7) || !strncasecmp(uri, "abfss://", 8)))

@@ -38,7 +38,6 @@
 
 #include "backends/backend.h"
 #include "backends/kit.h"
-#include "backends/file/file.h"
 #include "formats/lance_manifest.h"
 #include "storage/open.h"
 #include "storage/store.h"
@@ -360,7 +359,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 {
 	json_t *opts = NULL;
 	char *key = NULL;
-	int rc = tt_file_remote_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
 	if (rc)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s->remote, &key, err);
@@ -421,7 +420,7 @@ static int open_store(tt_backend *b, const json_t *loc, lstore *s, tt_error *err
 	memset(s, 0, sizeof *s);
 	if (!uri)
 		return lerr(err, TT_EBACKEND, "lance locator needs 'uri'");
-	local = tt_file_local_path(uri, &path);
+	local = tt_store_local_path(uri, &path);
 	if (local < 0)
 		return loom(err);
 	if (local == 0)
@@ -985,7 +984,7 @@ static int lance_identity(tt_backend *b, const json_t *loc, json_t **out, tt_err
 	*out = NULL;
 	if (!uri)
 		return lerr(err, TT_EBACKEND, "lance locator needs 'uri'");
-	int local = tt_file_local_path(uri, &path);
+	int local = tt_store_local_path(uri, &path);
 	if (local < 0)
 		return loom(err);
 	*out = json_pack("{s:s}", "uri", local ? path : uri);
