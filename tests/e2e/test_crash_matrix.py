@@ -482,6 +482,18 @@ def recover(w: World, argv: list[str], mark: int, label: str) -> None:
     assert p.returncode == 0, f"{label}: gc exited {p.returncode}\n{p.stdout}\n{p.stderr}"
 
 
+def wait_for_group(pgid: int, timeout: float = 60.0) -> None:
+    """Until no process of group pgid is left (its orphans have exited)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"processes of group {pgid} still running after {timeout:.0f} s")
+
+
 @pytest.fixture
 def world(tmp_path, tether, env):
     env["ICECHUNK_LOG"] = "error"
@@ -545,6 +557,24 @@ def test_restore_killed_after_each_fork_converges(world, turn):
     assert ws["working_refs"]["t"] == f"{WS}.2", ws["working_refs"]
 
 
+@pytest.mark.parametrize("turn", [1, 2, 3])
+def test_new_killed_after_each_fork_converges(world, turn):
+    """A `new -b` killed after its Nth fork, before the journal and the
+    workspace record it: the rerun takes over the branch the killed run made
+    under the planned name (it is complete, at the pinned state, and nothing
+    else names it) instead of refusing it as someone else's."""
+    argv = prep(world, "new")
+    mark = len(world.journal())
+    point = f"new:after-fork#{turn}"
+    p = world.run(*argv, check=False, env={"TETHER_FAULT": point})
+    assert p.returncode in (-signal.SIGKILL, 137), (point, p.returncode, p.stderr)
+    recover(world, argv, mark, point)
+    check_outcome(world, "new")
+    world.check_invariants(point)
+    ws = tomllib.loads((world.ds / ".tether/workspace.toml").read_text())
+    assert ws["working_refs"]["t"] == WS, ws["working_refs"]
+
+
 DURATIONS: dict[str, float] = {}
 
 
@@ -557,8 +587,10 @@ def test_killed_at_random_moment_converges(world, tether, command, seed):
     limit = DURATIONS.get(command, 0.08)
     delay = rng.uniform(0.0, limit)
     start = time.monotonic()
+    # its own process group, so the children it leaves can be waited for
     proc = subprocess.Popen([str(tether.exe), *argv], cwd=str(world.ds), env=world.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
         proc.wait(timeout=delay)
         # finished before the kill: remember how long it takes, so the
@@ -567,6 +599,10 @@ def test_killed_at_random_moment_converges(world, tether, command, seed):
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+        # Only tether dies: a `git` it started runs on and finishes its
+        # change (a branch made, HEAD moved) with nobody to record it.  The
+        # user reruns after that, not while it is still writing.
+        wait_for_group(proc.pid)
     label = f"{command} killed after {delay * 1000:.0f} ms (seed {seed})"
     recover(world, argv, mark, label)
     check_outcome(world, command)
