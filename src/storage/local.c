@@ -2,16 +2,19 @@
  * storage/local.c - the store interface on a local directory.
  *
  * A key is a file under the root.  Writes go through util/fs.c (a
- * temporary in the same directory, fsync, rename, fsync of the directory),
- * so a blob is replaced whole.  Conditional writes and deletes of one
+ * temporary "<name>#<digits>" in the same directory, fsync, rename or link,
+ * fsync of the directory), so a blob is replaced whole.  That temporary form
+ * is the one object_store's local listing skips as its own staging files, so
+ * a temporary left by an interrupted write is invisible to the libraries
+ * (icechunk, Lance, delta-rs) that read the same directory through it.  Conditional writes and deletes of one
  * directory's keys are serialised by an flock(2) on that directory, which
  * makes put_if_match a compare-and-swap between processes too.  The ETag
  * is the one the object-store libraries give a local file:
  * "<inode>-<mtime in µs>-<size>", each in lower-case hex.
  *
  * Listing walks the tree below the prefix's directory, skips the
- * temporaries of writes in flight (".<name>.<random>.tmp") and anything not a
- * regular file, sorts by key and pages by "the last key returned".
+ * temporaries of writes in flight ("<name>#<digits>", and the older
+ * ".<name>.<random>.tmp") and anything not a regular file, sorts by key and pages by "the last key returned".
  */
 #define _GNU_SOURCE
 #include "storage/store.h"
@@ -172,7 +175,8 @@ typedef struct key_list {
 static bool is_temporary(const char *name)
 {
 	size_t n = strlen(name);
-	return name[0] == '.' && n > 5 && strcmp(name + n - 4, ".tmp") == 0;
+	return (name[0] == '.' && n > 5 && strcmp(name + n - 4, ".tmp") == 0) ||
+	       tt_is_staged_temp(name);
 }
 
 /* Every regular file below dir (whose key prefix is rel: "" or "a/b/")
@@ -316,8 +320,8 @@ static int write_blob(tt_store *s, const char *key, const void *data, size_t len
 	int rc;
 	if (!path)
 		return tt_error_oom(err);
-	rc = exclusive ? tt_write_file_exclusive(path, data, len, 0666, err)
-		       : tt_write_file_atomic(path, data, len, 0666, err);
+	rc = exclusive ? tt_write_file_exclusive_staged(path, data, len, 0666, err)
+		       : tt_write_file_atomic_staged(path, data, len, 0666, err);
 	free(path);
 	if (rc == TT_EEXISTS)
 		return tt_error_set(err, TT_EEXISTS, "%s: blob '%s' already exists", s->display, key);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 #define DEFAULT_READ_MAX ((size_t)64 << 20)
 #define TMP_BASE_MAX 200  /* keeps ".<name>.<16 hex>.tmp" under NAME_MAX */
+#define STAGED_DIGITS 16  /* "<name>#<16 digits>" */
 
 /* ---- low-level helpers ------------------------------------------------ */
 
@@ -82,20 +84,34 @@ static const char *base_name(const char *path)
 }
 
 /*
- * Create a fresh temporary ".<name>.<random>.tmp" beside path.  On success
- * *tmp is the malloc'd name and the fd is returned; on failure err is set
- * and a negative code returned.
+ * Create a fresh temporary beside path: ".<name>.<random>.tmp", or with
+ * staged "<name>#<random digits>" (the form object_store's local listing
+ * skips), falling back to the first form where the name would be too long.
+ * On success *tmp is the malloc'd name and the fd is returned; on failure
+ * err is set and a negative code returned.
  */
-static int open_temp(const char *path, const char *dir, mode_t mode, char **tmp, tt_error *err)
+static int open_temp(const char *path, const char *dir, mode_t mode, bool staged, char **tmp,
+		     tt_error *err)
 {
 	const char *base = base_name(path);
 	size_t bl = strlen(base);
+	if (staged && bl + 1 + STAGED_DIGITS > NAME_MAX)
+		staged = false;
 	if (bl > TMP_BASE_MAX)
 		bl = TMP_BASE_MAX;
 	for (int attempt = 0; attempt < 32; attempt++) {
 		char rnd[17];
+		char *name;
 		random_hex(rnd);
-		char *name = tt_asprintf("%s/.%.*s.%s.tmp", dir, (int)bl, base, rnd);
+		if (staged) {
+			char digits[STAGED_DIGITS + 1];
+			for (int i = 0; i < STAGED_DIGITS; i++)
+				digits[i] = (char)('0' + (unsigned char)rnd[i] % 10);
+			digits[STAGED_DIGITS] = '\0';
+			name = tt_asprintf("%s#%s", path, digits);
+		} else {
+			name = tt_asprintf("%s/.%.*s.%s.tmp", dir, (int)bl, base, rnd);
+		}
 		if (!name)
 			return tt_error_oom(err);
 		int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -109,6 +125,17 @@ static int open_temp(const char *path, const char *dir, mode_t mode, char **tmp,
 			return tt_error_errno(err, e, "cannot create a temporary file in %s", dir);
 	}
 	return tt_error_set(err, TT_EIO, "cannot create a temporary file in %s: too many collisions", dir);
+}
+
+bool tt_is_staged_temp(const char *name)
+{
+	const char *h = strrchr(name, '#');
+	if (!h || h == name || !h[1])
+		return false;
+	for (h++; *h; h++)
+		if (*h < '0' || *h > '9')
+			return false;
+	return true;
 }
 
 bool tt_is_atomic_temp(const char *name)
@@ -139,14 +166,15 @@ static int prepare_parent(const char *path, char **dir, tt_error *err)
 
 /* ---- writing ---------------------------------------------------------- */
 
-int tt_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, tt_error *err)
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool staged,
+			tt_error *err)
 {
 	char *dir = NULL, *tmp = NULL;
 	int fd = -1;
 	int rc = prepare_parent(path, &dir, err);
 	if (rc)
 		goto done;
-	fd = open_temp(path, dir, mode, &tmp, err);
+	fd = open_temp(path, dir, mode, staged, &tmp, err);
 	if (fd < 0) {
 		rc = fd;
 		fd = -1;
@@ -208,7 +236,8 @@ static int write_exclusive_direct(const char *path, const void *data, size_t len
  * The content is written to a temporary and hard-linked into place, which
  * fails atomically when path exists: a reader never sees a partial file.
  */
-int tt_write_file_exclusive(const char *path, const void *data, size_t len, mode_t mode, tt_error *err)
+static int write_exclusive(const char *path, const void *data, size_t len, mode_t mode, bool staged,
+			   tt_error *err)
 {
 	char *dir = NULL, *tmp = NULL;
 	int fd = -1;
@@ -220,7 +249,7 @@ int tt_write_file_exclusive(const char *path, const void *data, size_t len, mode
 		rc = tt_error_set(err, TT_EEXISTS, "%s already exists", path);
 		goto done;
 	}
-	fd = open_temp(path, dir, mode, &tmp, err);
+	fd = open_temp(path, dir, mode, staged, &tmp, err);
 	if (fd < 0) {
 		rc = fd;
 		fd = -1;
@@ -260,6 +289,28 @@ done:
 	free(tmp);
 	free(dir);
 	return rc;
+}
+
+int tt_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, tt_error *err)
+{
+	return write_atomic(path, data, len, mode, false, err);
+}
+
+int tt_write_file_atomic_staged(const char *path, const void *data, size_t len, mode_t mode,
+				tt_error *err)
+{
+	return write_atomic(path, data, len, mode, true, err);
+}
+
+int tt_write_file_exclusive(const char *path, const void *data, size_t len, mode_t mode, tt_error *err)
+{
+	return write_exclusive(path, data, len, mode, false, err);
+}
+
+int tt_write_file_exclusive_staged(const char *path, const void *data, size_t len, mode_t mode,
+				   tt_error *err)
+{
+	return write_exclusive(path, data, len, mode, true, err);
 }
 
 int tt_append_fsync(const char *path, const void *data, size_t len, mode_t mode, tt_error *err)

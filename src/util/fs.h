@@ -27,6 +27,18 @@ bool tt_is_atomic_temp(const char *name);
  * links are unsupported), so readers never see a partial file. */
 int tt_write_file_exclusive(const char *path, const void *data, size_t len, mode_t mode, tt_error *err);
 
+/* The two writers above with the temporary named "<path>#<digits>" instead,
+ * the form the object_store library's local listing skips as its own staging
+ * files (icechunk, Lance and delta-rs read local stores through it), so a
+ * temporary left by an interrupted write is never listed as data there.
+ * Names too long for that suffix fall back to ".<name>.<random>.tmp". */
+int tt_write_file_atomic_staged(const char *path, const void *data, size_t len, mode_t mode,
+				tt_error *err);
+int tt_write_file_exclusive_staged(const char *path, const void *data, size_t len, mode_t mode,
+				   tt_error *err);
+/* Whether a file name ends in '#' followed by one or more digits. */
+bool tt_is_staged_temp(const char *name);
+
 /* Append a line-framed record and fsync (journal entries).  The file is
  * created with mode if absent.  If the file does not end in '\n' (a torn
  * last write), a '\n' is written first so the record starts a line.

@@ -1,4 +1,5 @@
 /* Unit tests: storage/ (the store interface, the local store, URIs). */
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,69 @@ TT_TEST(local_store_list_skips_temporaries_and_dirs)
 	tt_store_close(s);
 	free(tmp);
 	free(sub);
+}
+
+TT_TEST(local_store_list_skips_leftover_temporaries_of_both_forms)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_page p = { 0 };
+	/* what an interrupted write leaves: the staged form and the older one */
+	char *staged = tt_path_join(tt_test_tmpdir(), "t/blob#0123456789012345");
+	char *old = tt_path_join(tt_test_tmpdir(), "t/.blob.0123456789abcdef.tmp");
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "t/blob", "1", 1, NULL, &err));
+	CHECK_OK(tt_write_file_atomic(staged, "partial", 7, 0644, &err));
+	CHECK_OK(tt_write_file_atomic(old, "partial", 7, 0644, &err));
+	CHECK_OK(tt_store_list(s, "t/", NULL, 0, &p, &err));
+	CHECK_INT(p.n, 1);
+	CHECK_STR(p.items[0].key, "t/blob");
+	tt_store_page_release(&p);
+	/* a '#' not followed by digits only is an ordinary key */
+	CHECK_OK(tt_store_put(s, "t/a#b", "2", 1, NULL, &err));
+	CHECK_OK(tt_store_list(s, "t/", NULL, 0, &p, &err));
+	CHECK_INT(p.n, 2);
+	CHECK_STR(p.items[0].key, "t/a#b");
+	tt_store_page_release(&p);
+	CHECK(tt_is_staged_temp("x#1"));
+	CHECK(!tt_is_staged_temp("x#"));
+	CHECK(!tt_is_staged_temp("#1"));
+	CHECK(!tt_is_staged_temp("x#1a"));
+	tt_store_close(s);
+	free(staged);
+	free(old);
+}
+
+TT_TEST(local_store_put_replaces_whole_and_leaves_no_temporary)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_buf b = TT_BUF_INIT;
+	char *dir = tt_path_join(tt_test_tmpdir(), "r");
+	DIR *d;
+	struct dirent *de;
+	int names = 0;
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "r/blob", "first version", 13, NULL, &err));
+	CHECK_OK(tt_store_put(s, "r/blob", "2nd", 3, NULL, &err));
+	CHECK_OK(tt_store_put_if_absent(s, "r/new", "n", 1, NULL, &err));
+	CHECK_OK(tt_store_get(s, "r/blob", NULL, &b, NULL, &err));
+	CHECK_INT(b.len, 3);
+	CHECK(memcmp(b.ptr, "2nd", 3) == 0);
+	tt_buf_release(&b);
+	d = opendir(dir);
+	CHECK(d != NULL);
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		CHECK(!strcmp(de->d_name, "blob") || !strcmp(de->d_name, "new"));
+		names++;
+	}
+	if (d)
+		closedir(d);
+	CHECK_INT(names, 2);
+	tt_store_close(s);
+	free(dir);
 }
 
 TT_TEST(local_store_open_missing_dir)
