@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -112,6 +113,22 @@ static tt_s3_config config(const char *bucket, const char *prefix, const char *s
 	return c;
 }
 
+/* Create the bucket once the gateway can: until its filer is up, SeaweedFS's
+ * S3 gateway answers a bucket PUT with 404 (not a 5xx the client retries),
+ * so a freshly started server is given up to 30 s. */
+static int create_bucket_ready(const tt_s3_config *c, tt_error *err)
+{
+	int rc = 0;
+	for (int i = 0; i < 300; i++) {
+		tt_error_clear(err);
+		rc = tt_s3_create_bucket(c, err);
+		if (rc == 0 || !err->message || !strstr(err->message, "HTTP 404"))
+			return rc;
+		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+	}
+	return rc;
+}
+
 TT_TEST(seaweedfs_s3_conformance_with_strict_sigv4)
 {
 	tt_error err = TT_ERROR_INIT;
@@ -119,7 +136,7 @@ TT_TEST(seaweedfs_s3_conformance_with_strict_sigv4)
 	if (!have_weed())
 		return;
 	tt_s3_config c = config("tt-weed", "root/dir", SK);
-	CHECK_OK(tt_s3_create_bucket(&c, &err));
+	CHECK_OK(create_bucket_ready(&c, &err));
 	CHECK_OK(tt_store_s3_open(&c, &s, &err));
 	CHECK_INT(tt_store_conformance_run(s, "seaweedfs"), 0);
 	tt_store_close(s);
@@ -133,7 +150,7 @@ TT_TEST(seaweedfs_wrong_secret_is_403_named)
 	if (!have_weed())
 		return;
 	tt_s3_config good = config("tt-weed-auth", NULL, SK);
-	CHECK_OK(tt_s3_create_bucket(&good, &err));
+	CHECK_OK(create_bucket_ready(&good, &err));
 	tt_s3_config c = config("tt-weed-auth", NULL, "not-the-secret-at-all");
 	int rc = tt_store_s3_open(&c, &s, &err);
 	if (rc == 0)
