@@ -540,39 +540,24 @@ def test_killed_at_named_point_converges(world, point):
 
 
 @pytest.mark.parametrize("turn", [1, 2, 3])
-def test_restore_killed_after_each_fork_converges(world, turn):
-    """A restore killed after its Nth fork, before the journal and the
-    workspace record it: the rerun takes over a sibling branch the killed run
-    made (Lance cannot reset a branch pins hold, so it forks `<ws>.2`) rather
-    than forking `<ws>.3` beside it, which nothing would ever name or release."""
-    argv = prep(world, "restore")
+@pytest.mark.parametrize("command, lance_ref", [("restore", f"{WS}.2"), ("new", WS)])
+def test_killed_after_each_fork_converges(world, command, lance_ref, turn):
+    """A restore or `new -b` killed after its Nth fork, before the journal
+    and the workspace record it, converges on the branch the killed run made.
+    restore: the rerun takes over the sibling the killed run forked (Lance
+    cannot reset a branch pins hold, so it forks `<ws>.2`) rather than
+    forking `<ws>.3` beside it, which nothing would ever name or release.
+    new: the Lance branch under the planned name ends up the working ref."""
+    argv = prep(world, command)
     mark = len(world.journal())
-    point = f"restore:after-fork#{turn}"
+    point = f"{command}:after-fork#{turn}"
     p = world.run(*argv, check=False, env={"TETHER_FAULT": point})
     assert p.returncode in (-signal.SIGKILL, 137), (point, p.returncode, p.stderr)
     recover(world, argv, mark, point)
-    check_outcome(world, "restore")
+    check_outcome(world, command)
     world.check_invariants(point)
     ws = tomllib.loads((world.ds / ".tether/workspace.toml").read_text())
-    assert ws["working_refs"]["t"] == f"{WS}.2", ws["working_refs"]
-
-
-@pytest.mark.parametrize("turn", [1, 2, 3])
-def test_new_killed_after_each_fork_converges(world, turn):
-    """A `new -b` killed after its Nth fork, before the journal and the
-    workspace record it: the rerun takes over the branch the killed run made
-    under the planned name (it is complete, at the pinned state, and nothing
-    else names it) instead of refusing it as someone else's."""
-    argv = prep(world, "new")
-    mark = len(world.journal())
-    point = f"new:after-fork#{turn}"
-    p = world.run(*argv, check=False, env={"TETHER_FAULT": point})
-    assert p.returncode in (-signal.SIGKILL, 137), (point, p.returncode, p.stderr)
-    recover(world, argv, mark, point)
-    check_outcome(world, "new")
-    world.check_invariants(point)
-    ws = tomllib.loads((world.ds / ".tether/workspace.toml").read_text())
-    assert ws["working_refs"]["t"] == WS, ws["working_refs"]
+    assert ws["working_refs"]["t"] == lance_ref, ws["working_refs"]
 
 
 DURATIONS: dict[str, float] = {}
