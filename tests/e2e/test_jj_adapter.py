@@ -155,8 +155,9 @@ def test_a_jj_repository_without_colocated_git(tmp_path, jj_env, jj_bin, tether,
     ref("verify", cwd=root, env=env)
 
 
-def test_workspaces_are_jj_workspaces(tmp_path, jj_env, jj_bin, tether):
-    env = jj_env
+def dataset_with_peer(tmp_path, jj_bin, env, tether):
+    """A jj dataset with one committed git object, and a second jj workspace
+    `peer` on bookmark `side` (forked eagerly): (root, peer)."""
     store = make_store(tmp_path, env)
     root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
     tether("init", "--dataset-id", DS, cwd=root, env=env)
@@ -165,6 +166,12 @@ def test_workspaces_are_jj_workspaces(tmp_path, jj_env, jj_bin, tether):
     peer = tmp_path / "peer"
     jj(jj_bin, root, env, "workspace", "add", "--name", "peer", "-r", "main", str(peer))
     tether("new", "-b", "side", "--eager", cwd=peer, env=env)
+    return root, peer
+
+
+def test_workspaces_are_jj_workspaces(tmp_path, jj_env, jj_bin, tether):
+    env = jj_env
+    root, peer = dataset_with_peer(tmp_path, jj_bin, env, tether)
     wid = re.search(r'workspace_id = "([0-9a-f]+)"', (peer / ".tether/workspace.toml").read_text()).group(1)
     out = tether.json("forget-workspace", wid, cwd=root, env=env)
     assert "jj workspace 'peer' forgotten" in str(out), out
@@ -177,14 +184,7 @@ def test_gc_counts_a_peer_jj_workspaces_branches(tmp_path, jj_env, jj_bin, tethe
     tracked copies; an untracked one is that workspace's own, so its working
     branch is spoken for, not a stray to delete."""
     env = jj_env
-    store = make_store(tmp_path, env)
-    root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
-    tether("init", "--dataset-id", DS, cwd=root, env=env)
-    tether("add", "code", str(store), "--kind", "git", cwd=root, env=env)
-    tether("commit", "-m", "first", cwd=root, env=env)
-    peer = tmp_path / "peer"
-    jj(jj_bin, root, env, "workspace", "add", "--name", "peer", "-r", "main", str(peer))
-    tether("new", "-b", "side", "--eager", cwd=peer, env=env)
+    root, peer = dataset_with_peer(tmp_path, jj_bin, env, tether)
     p = tether("gc", "--prune-bookmarks", "--dry-run", cwd=root, env=env)
     assert "skipping .tether/workspace.toml" not in p.stderr, p.stderr
     plan = tether.json("gc", "--prune-bookmarks", "--dry-run", "--json", cwd=root, env=env)
