@@ -385,11 +385,12 @@ def test_corrupt_manifest_is_named_and_nothing_written(dataset, tether, table, e
 # --------------------------------------------------------------------------- #
 # A fork killed half-way is finished by the rerun
 # --------------------------------------------------------------------------- #
-@pytest.mark.parametrize("leftover", ["manifest", "tempfile"])
+@pytest.mark.parametrize("leftover", ["manifest", "tempfile", "directory"])
 def test_fork_killed_before_its_branch_file_is_finished_by_the_rerun(dataset, tether, table, env,
                                                                       leftover):
     """Killed between the branch's manifest and its branch file (or while
-    the manifest was being written, leaving only a temp file), the store
+    the manifest was being written, leaving only a temp file, or right
+    after its directory was made, leaving tree/<branch>/ empty), the store
     holds tree/<branch>/ with no branch.  The same `new` again finishes the
     fork; pylance opens the branch; repair and gc have nothing left over."""
     tether("add", "tbl", str(table), "--kind", "lance", cwd=dataset)
@@ -405,6 +406,10 @@ def test_fork_killed_before_its_branch_file_is_finished_by_the_rerun(dataset, te
     if leftover == "tempfile":
         # As a kill inside the manifest's write leaves it.
         made[0].rename(versions / f".{made[0].name}.0123456789abcdef.tmp")
+    if leftover == "directory":
+        # As a kill between making tree/<branch>/ and its _versions/ leaves it.
+        shutil.rmtree(versions)
+        assert not any((table / "tree" / branch).iterdir())
 
     tether("new", "-b", "exp", "--eager", cwd=dataset)
     ds = lance.dataset(str(table))

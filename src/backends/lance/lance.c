@@ -1314,8 +1314,19 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		goto done;
 	}
 	if (s->ops->exists(s, tree)) {
-		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
-		goto done;
+		/* An empty tree/<name>/ is what a fork killed right after making
+		 * it leaves (a local store's directory): no branch, nothing to
+		 * keep; the create-only writes below still settle a race. */
+		char **names = NULL;
+		size_t n = 0;
+		tt_error ignored = TT_ERROR_INIT;
+		bool empty = s->ops->list(s, tree, &names, &n, &ignored) == 0 && n == 0;
+		free_names(names, n);
+		tt_error_clear(&ignored);
+		if (!empty) {
+			rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
+			goto done;
+		}
 	}
 	if (!is_main(src)) {
 		if ((rc = read_branch(s, src, &parent, err)) < 0)
