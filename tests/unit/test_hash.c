@@ -161,3 +161,28 @@ TT_TEST(hex_lower_case)
 	tt_hex(out, in, 0);
 	CHECK_STR(out, "");
 }
+
+/* Every byte value, at every length up to 40 and every start offset up to
+ * 8 (the word-at-a-time path and its byte-at-a-time tail), matches
+ * printf's %02x. */
+TT_TEST(hex_matches_printf_for_every_byte_length_and_offset)
+{
+	uint8_t in[256 + 8];
+	char out[2 * 264 + 1], want[2 * 264 + 1];
+	for (size_t i = 0; i < sizeof in; i++)
+		in[i] = (uint8_t)(i * 37 + 11);
+	for (size_t i = 0; i < 256; i++)
+		in[i] = (uint8_t)i;
+	tt_hex(out, in, 256);
+	for (size_t i = 0; i < 256; i++)
+		snprintf(want + 2 * i, 3, "%02x", in[i]);
+	CHECK_STR(out, want);
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; n <= 40; n++) {
+			tt_hex(out, in + off, n);
+			for (size_t i = 0; i < n; i++)
+				snprintf(want + 2 * i, 3, "%02x", in[off + i]);
+			want[2 * n] = '\0';
+			CHECK_STR(out, want);
+		}
+}

@@ -800,6 +800,7 @@ typedef struct wentry {
 		const char *path; /* ...and, once that buffer stops moving, the path */
 	} u;
 	fstat_key key;          /* files: stat through symlinks */
+	uint32_t len;           /* of the relative path */
 	bool link;
 } wentry;
 
@@ -857,17 +858,22 @@ static int join_full(tt_buf *out, const char *root, const char *rel)
 	return tt_buf_puts(out, rel);
 }
 
-/* names += [parent "/"] name "\0"; returns the offset or SIZE_MAX on OOM. */
-static size_t add_name(walk *w, const char *parent, const char *name)
+/* names += [parent "/"] name "\0" (parent_len: strlen(parent));
+ * returns the offset or SIZE_MAX on OOM (or a path longer than a
+ * wentry's len holds), *len the path's length. */
+static size_t add_name(walk *w, const char *parent, size_t parent_len, const char *name, uint32_t *len)
 {
-	size_t off = w->names.len;
+	size_t off = w->names.len, nl = strlen(name);
 	if (parent) {
-		tt_buf_puts(&w->names, parent);
+		tt_buf_put(&w->names, parent, parent_len);
 		tt_buf_putc(&w->names, '/');
 	}
-	tt_buf_puts(&w->names, name);
-	tt_buf_putc(&w->names, '\0');
-	return w->names.failed ? SIZE_MAX : off;
+	tt_buf_put(&w->names, name, nl + 1); /* with its NUL */
+	size_t total = w->names.len - off - 1;
+	if (w->names.failed || total > UINT32_MAX)
+		return SIZE_MAX;
+	*len = (uint32_t)total;
+	return off;
 }
 
 /* w->full = the full path of name in directory rel (NULL: the root). */
@@ -884,13 +890,14 @@ static int child_full(walk *w, const char *rel, const char *name)
 	return join_full(&w->full, w->root, w->scratch.ptr);
 }
 
-static int add_entry(walk *w, size_t off, bool link, const struct stat *st, wentry **out)
+static int add_entry(walk *w, size_t off, uint32_t len, bool link, const struct stat *st, wentry **out)
 {
 	if (TT_ARRAY_GROW(w->items, w->alloc, w->n + 1) != 0)
 		return TT_ENOMEM;
 	wentry *e = &w->items[w->n++];
 	memset(e, 0, sizeof *e);
 	e->u.off = off;
+	e->len = len;
 	e->link = link;
 	if (st)
 		e->key = key_of(st);
@@ -947,10 +954,107 @@ static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], 
 	return 0;
 }
 
-static int by_name_in(const void *pa, const void *pb, void *names)
+/*
+ * A directory's entries sorted by name.  Every path in one directory
+ * starts with the same "rel/", so only the names are compared, and by a
+ * sort key first: a name's first 8 bytes as a big-endian number (zeros
+ * past its end, and a name holds no NUL, so numbers order as strcmp
+ * does).  Equal keys mean both names are at least 8 bytes long and share
+ * them: the rest decides.  The keys are sorted, then the entries moved
+ * into that order.
+ */
+typedef struct name_key {
+	uint64_t pfx;
+	const char *rest;       /* the name from its 9th byte */
+	size_t idx;
+} name_key;
+
+static uint64_t name_prefix(const char *name)
 {
-	const wentry *a = pa, *b = pb;
-	return strcmp((const char *)names + a->u.off, (const char *)names + b->u.off);
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++) {
+		unsigned char c = (unsigned char)name[i];
+		v = v << 8 | c;
+		if (!c) {
+			v <<= 8 * (7 - i);
+			break;
+		}
+	}
+	return v;
+}
+
+static bool key_less(const name_key *a, const name_key *b)
+{
+	if (a->pfx != b->pfx)
+		return a->pfx < b->pfx;
+	return strcmp(a->rest, b->rest) < 0;
+}
+
+static void sort_keys(name_key *v, size_t n)
+{
+	while (n > 16) {
+		/* median of three as the pivot, then Hoare's partition */
+		name_key *a = &v[0], *m = &v[n / 2], *z = &v[n - 1], t;
+		if (key_less(m, a)) { t = *m; *m = *a; *a = t; }
+		if (key_less(z, m)) { t = *z; *z = *m; *m = t; }
+		if (key_less(m, a)) { t = *m; *m = *a; *a = t; }
+		name_key pivot = *m;
+		size_t i = 0, j = n - 1;
+		for (;;) {
+			while (key_less(&v[i], &pivot))
+				i++;
+			while (key_less(&pivot, &v[j]))
+				j--;
+			if (i >= j)
+				break;
+			t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+			i++;
+			j--;
+		}
+		/* [0, j] and [j + 1, n): the smaller by recursion, the larger here */
+		size_t left = j + 1;
+		if (left < n - left) {
+			sort_keys(v, left);
+			v += left;
+			n -= left;
+		} else {
+			sort_keys(v + left, n - left);
+			n = left;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		name_key k = v[i];
+		size_t j = i;
+		for (; j > 0 && key_less(&k, &v[j - 1]); j--)
+			v[j] = v[j - 1];
+		v[j] = k;
+	}
+}
+
+static int sort_dir(walk *w, size_t first, size_t skip)
+{
+	size_t n = w->n - first;
+	if (n < 2)
+		return 0;
+	tt_buf_reset(&w->scratch);
+	if (tt_buf_grow(&w->scratch, n * (sizeof(name_key) + sizeof(wentry))) != 0)
+		return TT_ENOMEM;
+	name_key *keys = (name_key *)(void *)w->scratch.ptr; /* malloc'd: aligned for both */
+	wentry *moved = (wentry *)(void *)(keys + n);
+	wentry *items = w->items + first;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = w->names.ptr + items[i].u.off + skip;
+		keys[i].pfx = name_prefix(name);
+		keys[i].rest = items[i].len >= skip + 8 ? name + 8 : "";
+		keys[i].idx = i;
+	}
+	sort_keys(keys, n);
+	for (size_t i = 0; i < n; i++)
+		moved[i] = items[keys[i].idx];
+	memcpy(items, moved, n * sizeof *items);
+	return 0;
 }
 
 /* The directory just read (its entries from first on): sorted, and
@@ -960,8 +1064,8 @@ static int end_dir(walk *w, const char *rel, size_t first)
 	dirrun *r;
 	size_t key = w->names.len;
 
-	if (w->n - first > 1)
-		qsort_r(w->items + first, w->n - first, sizeof *w->items, by_name_in, w->names.ptr);
+	if (sort_dir(w, first, rel ? strlen(rel) + 1 : 0) != 0)
+		return TT_ENOMEM;
 	if (rel) {
 		tt_buf_puts(&w->names, rel);
 		tt_buf_putc(&w->names, '/');
@@ -987,7 +1091,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 
 	/* tether-vcs hashes and lists names as UTF-8 text; a file whose path is
 	 * not cannot be written into a listing. */
-	bool rel_utf8 = !rel || tt_utf8_valid(rel, strlen(rel));
+	size_t rel_len = rel ? strlen(rel) : 0;
+	bool rel_utf8 = !rel || tt_utf8_valid(rel, rel_len);
 
 	if (join_full(&w->full, w->root, rel) != 0)
 		return tt_error_oom(err);
@@ -999,6 +1104,7 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		struct stat st;
 		unsigned char type;
 		size_t off;
+		uint32_t len;
 		wentry *e;
 
 		errno = 0;
@@ -1060,8 +1166,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 			/* The owner marker is not content; only at the root. */
 			if (!rel && strcmp(de->d_name, TT_FILE_OWNER_MARKER) == 0)
 				continue;
-			if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
-			    add_entry(w, off, false, &st, &e) != 0) {
+			if ((off = add_name(w, rel, rel_len, de->d_name, &len)) == SIZE_MAX ||
+			    add_entry(w, off, len, false, &st, &e) != 0) {
 				rc = tt_error_oom(err);
 				break;
 			}
@@ -1077,9 +1183,9 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 				goto os_error;
 			}
 			/* name "\0" token "\0" */
-			if ((off = add_name(w, rel, de->d_name)) == SIZE_MAX ||
+			if ((off = add_name(w, rel, rel_len, de->d_name, &len)) == SIZE_MAX ||
 			    tt_buf_put(&w->names, token, strlen(token) + 1) != 0 ||
-			    add_entry(w, off, true, NULL, &e) != 0) {
+			    add_entry(w, off, len, true, NULL, &e) != 0) {
 				rc = tt_error_oom(err);
 				break;
 			}
@@ -1145,35 +1251,55 @@ static void walker(size_t index, void *arg)
 	}
 }
 
-void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
-{
+/* The listing's digest, fed rows in order a run at a time.  Rows are
+ * gathered into a block before hashing: a call per field costs more than
+ * the hashing of a hundred bytes. */
+typedef struct rows_digest {
 	blake2b_state S;
-	uint8_t out[16];
-	/* Rows are gathered into a block before hashing: a call per field costs
-	 * more than the hashing of a hundred bytes. */
+	size_t used;
 	uint8_t block[16384];
-	size_t used = 0;
+} rows_digest;
 
-	blake2b_init(&S, sizeof out);
+static void digest_begin(rows_digest *d)
+{
+	blake2b_init(&d->S, 16);
+	d->used = 0;
+}
+
+static void digest_rows(rows_digest *d, const tt_file_row *rows, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
 		const char *field[2] = { rows[i].path, rows[i].token };
 		for (int f = 0; f < 2; f++) {
 			size_t len = strlen(field[f]);
-			if (used + len + 1 > sizeof block) {
-				blake2b_update(&S, block, used);
-				used = 0;
+			if (d->used + len + 1 > sizeof d->block) {
+				blake2b_update(&d->S, d->block, d->used);
+				d->used = 0;
 			}
-			if (len + 1 > sizeof block) { /* a path longer than the block */
-				blake2b_update(&S, (const uint8_t *)field[f], len + 1);
+			if (len + 1 > sizeof d->block) { /* a path longer than the block */
+				blake2b_update(&d->S, (const uint8_t *)field[f], len + 1);
 				continue;
 			}
-			memcpy(block + used, field[f], len + 1); /* with its NUL separator */
-			used += len + 1;
+			memcpy(d->block + d->used, field[f], len + 1); /* with its NUL separator */
+			d->used += len + 1;
 		}
 	}
-	blake2b_update(&S, block, used);
-	blake2b_final(&S, out, sizeof out);
+}
+
+static void digest_end(rows_digest *d, char hex[33])
+{
+	uint8_t out[16];
+	blake2b_update(&d->S, d->block, d->used);
+	blake2b_final(&d->S, out, sizeof out);
 	tt_hex(hex, out, sizeof out);
+}
+
+void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
+{
+	rows_digest d;
+	digest_begin(&d);
+	digest_rows(&d, rows, n);
+	digest_end(&d, hex);
 }
 
 void tt_file_tree_release(tt_file_tree *t)
@@ -1187,15 +1313,23 @@ void tt_file_tree_release(tt_file_tree *t)
 
 /*
  * After the walk, the work per entry (the full paths the cache is
- * keyed by, the cache lookups) is split across threads too: for a cached
- * refresh of a large tree it is most of what is left once the kernel has
- * answered the stats.  Below PARALLEL_MIN entries a thread costs more than
- * it saves.
+ * keyed by, the cache lookups, the rows) is split across threads too: for
+ * a cached refresh of a large tree it is most of what is left once the
+ * kernel has answered the stats.  Below PARALLEL_MIN entries a thread
+ * costs more than it saves.  The sorted entries are cut into slices of
+ * about SLICE entries, taken in order; the listing's digest (one BLAKE2b
+ * stream, so on one thread at a time) follows them, fed each slice as soon
+ * as it and every slice before it are done, so it runs beside the
+ * lookups instead of after them.  A slice with cache misses stops it: the
+ * rest is digested once the misses are hashed.
  */
 #define PARALLEL_MIN 16384u
+#define SLICE 4096u
+
+struct digest_line;
 
 /* One slice of the sorted entries: their full paths (in a buffer of its
- * own), then the cache's answer for each file. */
+ * own), the cache's answer for each file, its rows. */
 typedef struct resolve_part {
 	tt_fhash *h;
 	const char *root;
@@ -1205,24 +1339,71 @@ typedef struct resolve_part {
 	tt_buf fulls;
 	miss *misses;           /* room for n */
 	size_t nmiss;
-	uint64_t hits;
+	uint64_t hits, size;
 	bool oom;
+	struct digest_line *line;
 } resolve_part;
 
+/* The digest following the slices. */
+typedef struct digest_line {
+	pthread_mutex_t mu;
+	resolve_part *parts;
+	unsigned char *done;    /* per slice: resolved */
+	size_t nparts, next;    /* next: the first slice not digested */
+	bool busy;              /* a thread is feeding the digest */
+	bool stopped;           /* at a slice with misses: finished after hashing */
+	rows_digest d;
+} digest_line;
+
+/* Slice i is resolved: feed the digest every slice now ready in order,
+ * unless another thread is doing so (it will see this one when it gets
+ * here, since done[] and next are read and written under the mutex). */
+static void line_done(digest_line *l, size_t i)
+{
+	pthread_mutex_lock(&l->mu);
+	l->done[i] = 1;
+	if (!l->busy) {
+		l->busy = true;
+		while (!l->stopped && l->next < l->nparts && l->done[l->next]) {
+			resolve_part *p = &l->parts[l->next];
+			if (p->nmiss || p->oom) {
+				l->stopped = true;
+				break;
+			}
+			pthread_mutex_unlock(&l->mu);
+			digest_rows(&l->d, p->rows, p->n);
+			pthread_mutex_lock(&l->mu);
+			l->next++;
+		}
+		l->busy = false;
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
 /* str(Path(root) / rel), as join_full builds it, into b (replaced). */
-static void full_into(tt_buf *b, const char *root, size_t rl, bool dot, bool slash, const char *rel)
+static void full_into(tt_buf *b, const char *root, size_t rl, bool dot, bool slash, const char *rel,
+		      size_t len)
 {
 	tt_buf_reset(b);
 	if (!dot)
 		tt_buf_put(b, root, rl);
 	if (slash)
 		tt_buf_putc(b, '/');
-	tt_buf_puts(b, rel);
+	tt_buf_put(b, rel, len);
 }
+
+static void resolve_slice(resolve_part *p);
 
 static void resolve_one(size_t i, void *arg)
 {
 	resolve_part *p = &((resolve_part *)arg)[i];
+	resolve_slice(p);
+	if (p->line)
+		line_done(p->line, i);
+}
+
+static void resolve_slice(resolve_part *p)
+{
 	size_t rl = strlen(p->root), need = 0;
 	bool dot = strcmp(p->root, ".") == 0;
 	bool slash = !dot && (rl == 0 || p->root[rl - 1] != '/');
@@ -1237,15 +1418,23 @@ static void resolve_one(size_t i, void *arg)
 		tt_buf_init(&ring[k], 0);
 	for (size_t j = 0; j < p->n && j < AHEAD; j++)
 		if (!p->v[j]->link) {
-			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->u.path);
+			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->u.path, p->v[j]->len);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
 		}
 	for (size_t j = 0; j < p->n; j++) {
 		wentry *e = p->v[j];
+		tt_file_row *r = &p->rows[j];
 		size_t a = j + AHEAD;
+		r->path = e->u.path;
+		r->size = e->link ? 0 : e->key.size;
+		p->size += r->size;
+		if (e->link) { /* its token follows its name */
+			const char *t = e->u.path + e->len + 1;
+			memcpy(r->token, t, strlen(t) + 1);
+		}
 		if (a < p->n && !p->v[a]->link) {
-			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->u.path);
+			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->u.path, p->v[a]->len);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
 		}
@@ -1282,7 +1471,7 @@ static void resolve_one(size_t i, void *arg)
 			tt_buf_put(&p->fulls, p->root, rl);
 		if (slash)
 			tt_buf_putc(&p->fulls, '/');
-		tt_buf_put(&p->fulls, e->u.path, strlen(e->u.path) + 1);
+		tt_buf_put(&p->fulls, e->u.path, (size_t)e->len + 1);
 		p->misses[m].path = full;
 	}
 }
@@ -1406,7 +1595,8 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	uint64_t hits = 0;
 	loader ld = { h, 0, TT_ERROR_INIT };
 	resolve_part *parts = NULL;
-	unsigned nparts = 0;
+	size_t nparts = 0;
+	digest_line line = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t ldt;
 	bool loading = false;
 
@@ -1479,15 +1669,18 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	nparts = w.n < PARALLEL_MIN ? 1 : nw;
-	if (!(parts = tt_calloc(nparts, sizeof *parts))) {
+	nparts = w.n < PARALLEL_MIN || nw < 2 ? 1 : (w.n + SLICE - 1) / SLICE;
+	if (!(parts = tt_calloc(nparts, sizeof *parts)) || !(line.done = tt_calloc(nparts, 1))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	for (unsigned i = 0; i < nparts; i++) {
+	line.parts = parts;
+	line.nparts = nparts;
+	digest_begin(&line.d);
+	for (size_t i = 0; i < nparts; i++) {
 		size_t from = w.n * i / nparts, to = w.n * (i + 1) / nparts;
 		parts[i] = (resolve_part){ h, root, order + from, out->rows + from, to - from, TT_BUF_INIT,
-					   misses + from, 0, 0, false };
+					   misses + from, 0, 0, 0, false, &line };
 		tt_buf_init(&parts[i].fulls, 0);
 	}
 	if (loading) {
@@ -1501,11 +1694,11 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	pthread_mutex_lock(&h->lock);
 	rc = cache_load_locked(h, err);
 	if (rc == 0)
-		rc = tt_pool_map(nparts, nparts, resolve_one, parts, err);
+		rc = tt_pool_map(nparts, nparts < nw ? (unsigned)nparts : nw, resolve_one, parts, err);
 	pthread_mutex_unlock(&h->lock);
 	if (rc)
 		goto done;
-	for (unsigned i = 0; i < nparts; i++) {
+	for (size_t i = 0; i < nparts; i++) {
 		if (parts[i].oom) {
 			rc = tt_error_oom(err);
 			goto done;
@@ -1515,32 +1708,23 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			memmove(misses + nmiss, parts[i].misses, parts[i].nmiss * sizeof *misses);
 		nmiss += parts[i].nmiss;
 		hits += parts[i].hits;
+		out->size += parts[i].size;
 	}
 	atomic_fetch_add(&h->hits, hits);
 	if ((rc = hash_misses(h, misses, nmiss, err)) != 0)
 		goto done;
 
-	/* The tree: rows (paths into names, which the tree takes over). */
-	{
-		const char *base = w.names.ptr;
-		out->names = tt_buf_detach(&w.names);
-		if (!out->names && w.n) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		for (size_t i = 0; i < w.n; i++) {
-			tt_file_row *r = &out->rows[i];
-			r->path = out->names + (order[i]->u.path - base);
-			r->size = order[i]->link ? 0 : order[i]->key.size;
-			if (order[i]->link) {
-				const char *t = r->path + strlen(r->path) + 1;
-				memcpy(r->token, t, strlen(t) + 1);
-			}
-			out->size += r->size;
-		}
+	/* The tree: the rows point into names (which does not move when the
+	 * tree takes it over); the slices the digest has not had yet. */
+	out->names = tt_buf_detach(&w.names);
+	if (!out->names) {
+		rc = tt_error_oom(err);
+		goto done;
 	}
 	out->n = w.n;
-	tt_file_rows_digest(out->rows, out->n, out->digest);
+	for (; line.next < nparts; line.next++)
+		digest_rows(&line.d, parts[line.next].rows, parts[line.next].n);
+	digest_end(&line.d, out->digest);
 done:
 	if (loading)
 		pthread_join(ldt, NULL);
@@ -1564,9 +1748,10 @@ done:
 	free(q.dirs);
 	pthread_mutex_destroy(&q.mu);
 	pthread_cond_destroy(&q.cv);
-	for (unsigned i = 0; parts && i < nparts; i++)
+	for (size_t i = 0; parts && i < nparts; i++)
 		tt_buf_release(&parts[i].fulls);
 	free(parts);
+	free(line.done);
 	free(misses);
 	free(order);
 	free(w.items);
