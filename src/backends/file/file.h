@@ -77,6 +77,8 @@ typedef struct tt_file_tree {
 	tt_file_row *rows;
 	size_t n;
 	char *names;        /* the rows' paths, NUL-separated */
+	char **more_names;  /* and further blocks of them (a walk's threads each fill one) */
+	size_t nmore;
 	uint64_t size;      /* sum of file sizes (symlinks count 0) */
 	char digest[33];    /* blake2b-16 hex over the sorted (path, token) pairs */
 } tt_file_tree;

@@ -1308,6 +1308,9 @@ void tt_file_tree_release(tt_file_tree *t)
 		return;
 	free(t->rows);
 	free(t->names);
+	for (size_t i = 0; i < t->nmore; i++)
+		free(t->more_names[i]);
+	free(t->more_names);
 	memset(t, 0, sizeof *t);
 }
 
@@ -1502,30 +1505,6 @@ static unsigned walkers_for(tt_fhash *h)
 	return n > 16 ? 16 : n;
 }
 
-/* Every walker's names in one buffer (the entries stay in the walkers'
- * arrays, their offsets moved onto it); all->n counts them. */
-static int merge_walks(walk *ws, unsigned nw, walk *all)
-{
-	size_t n = 0, bytes = 0;
-	for (unsigned i = 0; i < nw; i++) {
-		n += ws[i].n;
-		bytes += ws[i].names.len;
-	}
-	if (tt_buf_grow(&all->names, bytes) != 0)
-		return TT_ENOMEM;
-	for (unsigned i = 0; i < nw; i++) {
-		size_t base = all->names.len;
-		tt_buf_put(&all->names, ws[i].names.ptr, ws[i].names.len);
-		tt_buf_release(&ws[i].names);
-		for (size_t j = 0; j < ws[i].n; j++)
-			ws[i].items[j].u.off += base;
-		for (size_t j = 0; j < ws[i].nruns; j++)
-			ws[i].runs[j].key.off += base;
-	}
-	all->n = n;
-	return all->names.failed;
-}
-
 static int by_key(const void *pa, const void *pb)
 {
 	const dirrun *a = pa, *b = pb;
@@ -1640,21 +1619,22 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			goto done;
 		}
 	}
-	if (merge_walks(ws, nw, &w) != 0) {
-		rc = tt_error_oom(err);
-		goto done;
+	/* The walkers' names buffers have stopped moving: point into them
+	 * (each stays where it is, and the tree takes them over). */
+	for (unsigned i = 0; i < nw; i++) {
+		if (ws[i].names.failed) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		w.n += ws[i].n;
+		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
+			ws[i].items[j].u.path = ws[i].names.ptr + ws[i].items[j].u.off;
+		for (size_t j = 0; j < ws[i].nruns; j++)
+			ws[i].runs[j].key.path = ws[i].names.ptr + ws[i].runs[j].key.off;
 	}
-
-	/* The names buffer has stopped moving: point into it, check, sort. */
 	if (w.n && !(order = tt_reallocarray(NULL, w.n, sizeof *order))) {
 		rc = tt_error_oom(err);
 		goto done;
-	}
-	for (unsigned i = 0; i < nw; i++) {
-		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
-			ws[i].items[j].u.path = w.names.ptr + ws[i].items[j].u.off;
-		for (size_t j = 0; j < ws[i].nruns; j++)
-			ws[i].runs[j].key.path = w.names.ptr + ws[i].runs[j].key.off;
 	}
 	if (w.n && (rc = order_entries(ws, nw, order, w.n, err)) != 0)
 		goto done;
@@ -1716,7 +1696,18 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 
 	/* The tree: the rows point into names (which does not move when the
 	 * tree takes it over); the slices the digest has not had yet. */
-	out->names = tt_buf_detach(&w.names);
+	if (nw > 1 && !(out->more_names = tt_calloc(nw - 1, sizeof *out->more_names))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	out->names = tt_buf_detach(&ws[0].names);
+	for (unsigned i = 1; out->names && i < nw; i++) {
+		if (!(out->more_names[out->nmore] = tt_buf_detach(&ws[i].names))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		out->nmore++;
+	}
 	if (!out->names) {
 		rc = tt_error_oom(err);
 		goto done;
