@@ -179,54 +179,91 @@ static bool is_temporary(const char *name)
 	       tt_is_staged_temp(name);
 }
 
+/* Every key under directory k ("k/...") sorts before token t: "k/" does
+ * and t does not lie under it (where t and "k/" first differ, "k/" has
+ * the smaller byte, and so has every key that starts with it). */
+static bool dir_before_token(const char *k, size_t klen, const char *t)
+{
+	int c = strncmp(k, t, klen);
+	if (c != 0)
+		return c < 0;
+	unsigned char next = (unsigned char)t[klen]; /* t is at least klen long: k holds no NUL */
+	return next != '\0' && next > '/';
+}
+
 /* Every regular file below dir (whose key prefix is rel: "" or "a/b/")
- * whose key starts with prefix and sorts after token. */
+ * whose key starts with prefix and sorts after token; with_meta: its
+ * size, mtime and ETag too (else only the key, and a regular file that
+ * the directory entry names as one is not stat'ed).  A name that can
+ * neither be such a key nor hold one is skipped before anything else. */
 static int walk(tt_store *s, const char *dir, const char *rel, const char *prefix, const char *token,
-		key_list *kl, tt_error *err)
+		bool with_meta, key_list *kl, tt_error *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int rc = 0;
 	size_t plen = strlen(prefix), rlen = strlen(rel);
+	tt_buf key = TT_BUF_INIT;
 
 	if (!d)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : io_err(s, rel, errno, "cannot list", err);
 	while (rc == 0 && (de = readdir(d))) {
 		struct stat st;
-		char *key, *path;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || is_temporary(de->d_name))
+		const char *name = de->d_name;
+		if (!strcmp(name, ".") || !strcmp(name, "..") || is_temporary(name))
 			continue;
-		key = tt_asprintf("%s%s", rel, de->d_name);
-		path = tt_asprintf("%s/%s", dir, de->d_name);
-		if (!key || !path) {
+		tt_buf_reset(&key);
+		tt_buf_put(&key, rel, rlen);
+		tt_buf_puts(&key, name);
+		if (key.failed) {
 			rc = tt_error_oom(err);
-		} else if (stat(path, &st) != 0) {
-			/* vanished meanwhile, or a dangling link: not a blob */
-		} else if (S_ISDIR(st.st_mode)) {
-			/* descend only where keys under it can match the prefix */
-			size_t kl2 = strlen(key);
-			if (strncmp(key, prefix, kl2 < plen ? kl2 : plen) == 0) {
-				char *sub = tt_asprintf("%s/", key);
-				rc = sub ? walk(s, path, sub, prefix, token, kl, err) : tt_error_oom(err);
-				free(sub);
+			break;
+		}
+		size_t klen = key.len;
+		/* a blob here: the key starts with prefix and sorts after token;
+		 * a directory: its keys ("key/...") can start with prefix */
+		bool as_dir = strncmp(key.ptr, prefix, klen < plen ? klen : plen) == 0;
+		bool as_blob = as_dir && klen >= plen && (!token || strcmp(key.ptr, token) > 0);
+		if (as_dir && token && dir_before_token(key.ptr, klen, token))
+			as_dir = false;
+		if (!as_dir && !as_blob)
+			continue;
+		unsigned char type = de->d_type;
+		bool stat_it = with_meta || (type != DT_REG && type != DT_DIR);
+		if (stat_it) {
+			if (fstatat(dirfd(d), name, &st, 0) != 0)
+				continue; /* vanished meanwhile, or a dangling link: not a blob */
+		} else {
+			st.st_mode = type == DT_DIR ? S_IFDIR : S_IFREG;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (!as_dir)
+				continue;
+			char *path = tt_asprintf("%s/%s", dir, name);
+			if (!path || tt_buf_putc(&key, '/') != 0) {
+				free(path);
+				rc = tt_error_oom(err);
+				break;
 			}
-		} else if (S_ISREG(st.st_mode) && strncmp(key, prefix, plen) == 0 &&
-			   (!token || strcmp(key, token) > 0)) {
+			rc = walk(s, path, key.ptr, prefix, token, with_meta, kl, err);
+			free(path);
+		} else if (S_ISREG(st.st_mode) && as_blob) {
 			if (TT_ARRAY_GROW(kl->v, kl->alloc, kl->n + 1) != 0) {
 				rc = tt_error_oom(err);
-			} else {
-				tt_store_entry *e = &kl->v[kl->n];
-				memset(e, 0, sizeof *e);
-				e->key = key;
-				key = NULL;
-				kl->n++;
-				rc = meta_from_stat(&st, &e->meta, err);
+				break;
 			}
+			tt_store_entry *e = &kl->v[kl->n];
+			memset(e, 0, sizeof *e);
+			if (!(e->key = tt_strndup(key.ptr, key.len))) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			kl->n++;
+			if (with_meta)
+				rc = meta_from_stat(&st, &e->meta, err);
 		}
-		free(key);
-		free(path);
 	}
-	(void)rlen;
+	tt_buf_release(&key);
 	closedir(d);
 	return rc;
 }
@@ -236,7 +273,7 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(((const tt_store_entry *)a)->key, ((const tt_store_entry *)b)->key);
 }
 
-static int local_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+static int list_local(tt_store *s, const char *prefix, const char *token, size_t max_keys, bool with_meta,
 		      tt_store_page *out, tt_error *err)
 {
 	key_list kl = { 0 };
@@ -249,7 +286,7 @@ static int local_list(tt_store *s, const char *prefix, const char *token, size_t
 		free(rel);
 		return tt_error_oom(err);
 	}
-	rc = walk(s, dir, rel, prefix, token, &kl, err);
+	rc = walk(s, dir, rel, prefix, token, with_meta, &kl, err);
 	free(dir);
 	free(rel);
 	if (rc == 0) {
@@ -270,6 +307,18 @@ static int local_list(tt_store *s, const char *prefix, const char *token, size_t
 	if (rc)
 		tt_store_page_release(out);
 	return rc;
+}
+
+static int local_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		      tt_store_page *out, tt_error *err)
+{
+	return list_local(s, prefix, token, max_keys, true, out, err);
+}
+
+static int local_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+			   tt_store_page *out, tt_error *err)
+{
+	return list_local(s, prefix, token, max_keys, false, out, err);
 }
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -418,6 +467,7 @@ static const tt_store_ops local_ops = {
 	.get_range = local_get_range,
 	.head = local_head,
 	.list = local_list,
+	.list_keys = local_list_keys,
 	.put = local_put,
 	.put_if_absent = local_put_if_absent,
 	.put_if_match = local_put_if_match,

@@ -294,6 +294,14 @@ int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max
 	return s->ops->list(s, prefix ? prefix : "", token, max_keys ? max_keys : 1000, out, err);
 }
 
+int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		       tt_store_page *out, tt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	return (s->ops->list_keys ? s->ops->list_keys : s->ops->list)(s, prefix ? prefix : "", token,
+								     max_keys ? max_keys : 1000, out, err);
+}
+
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err)
 {

@@ -163,6 +163,10 @@ typedef struct tt_store_ops {
 	 * parallel. */
 	int (*list_after)(tt_store *s, const char *prefix, const char *after, size_t max_keys,
 			  tt_store_page *out, tt_error *err);
+	/* Optional: list with the keys only (every meta zero), where that is
+	 * cheaper than list (the local store stats no file for it). */
+	int (*list_keys)(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+			 tt_store_page *out, tt_error *err);
 } tt_store_ops;
 
 struct tt_store {
@@ -186,6 +190,11 @@ int tt_store_head(tt_store *s, const char *key, const char *version, tt_store_me
 		  tt_error *err);
 int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		  tt_store_page *out, tt_error *err);
+/* As tt_store_list, for a caller that needs only the keys: the pages'
+ * meta may be empty (zero size, no ETag) where the store can list faster
+ * without them; the keys and pages are list's. */
+int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		       tt_store_page *out, tt_error *err);
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err);
 int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,

@@ -319,11 +319,53 @@ static int sc_versions(tt_store *s)
 	return failed_;
 }
 
+/* list_keys names exactly the keys list names, page by page. */
+static int sc_list_keys(tt_store *s)
+{
+	SC_BEGIN;
+	static const char *const keys[] = { "lk/a-b", "lk/a/b", "lk/a/c/d", "lk/a0", "lk/ab", "lk/b/x/y", "lk/b0" };
+	enum { NK = sizeof keys / sizeof keys[0] };
+	tt_store_page p = { 0 }, q = { 0 };
+	for (size_t i = 0; i < NK; i++)
+		SC_CHECK(tt_store_put(s, keys[i], "k", 1, NULL, &err) == 0, "put %s", keys[i]);
+	static const char *const prefixes[] = { "lk/", "lk/a", "lk/a/", "lk/b/", "lk/zz" };
+	for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+		SC_CHECK(tt_store_list(s, prefixes[k], NULL, 0, &p, &err) == 0, "list %s", prefixes[k]);
+		SC_CHECK(tt_store_list_keys(s, prefixes[k], NULL, 0, &q, &err) == 0, "list_keys %s", prefixes[k]);
+		SC_CHECK(p.n == q.n, "%s: list %zu keys, list_keys %zu", prefixes[k], p.n, q.n);
+		for (size_t i = 0; i < p.n && i < q.n; i++)
+			SC_CHECK(strcmp(p.items[i].key, q.items[i].key) == 0, "%s: %s vs %s", prefixes[k],
+				 p.items[i].key, q.items[i].key);
+		tt_store_page_release(&p);
+		tt_store_page_release(&q);
+	}
+	for (size_t size = 1; size <= 3; size++) {
+		char *token = NULL;
+		size_t seen = 0;
+		do {
+			SC_CHECK(tt_store_list_keys(s, "lk/", token, size, &q, &err) == 0, "page");
+			SC_CHECK(q.n <= size, "page of %zu", q.n);
+			for (size_t i = 0; i < q.n; i++, seen++)
+				SC_CHECK(seen < NK && strcmp(q.items[i].key, keys[seen]) == 0, "paged order");
+			free(token);
+			token = q.next;
+			q.next = NULL;
+			tt_store_page_release(&q);
+		} while (token && seen <= NK);
+		free(token);
+		SC_CHECK(seen == NK, "pages of %zu: %zu of %d keys", size, seen, (int)NK);
+	}
+	SC_END;
+	tt_store_page_release(&p);
+	tt_store_page_release(&q);
+	return failed_;
+}
+
 int tt_store_conformance_run(tt_store *s, const char *label)
 {
 	int (*const checks[])(tt_store *) = {
 		sc_missing, sc_roundtrip, sc_range, sc_overwrite, sc_put_if_absent,
-		sc_put_if_match, sc_race, sc_list, sc_bad_keys, sc_cap, sc_versions,
+		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_bad_keys, sc_cap, sc_versions,
 	};
 	int failed = 0;
 	label_ = label;

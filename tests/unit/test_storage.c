@@ -70,6 +70,89 @@ TT_TEST(local_store_list_skips_temporaries_and_dirs)
 	free(sub);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The local store skips names and whole directories that cannot hold a
+ * key past the token or under the prefix: for every prefix and every
+ * token (each key, and strings between and around them), both list and
+ * list_keys give exactly the keys a filter of all of them gives, metadata
+ * only from list.  A symlink to a file is a blob; to a directory, one
+ * that is walked. */
+TT_TEST(local_store_list_by_prefix_and_token_matches_a_filter)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	static const char *const keys[] = {
+		"a-", "a-b", "a.b/c", "a/b", "a/b0", "a/bb", "a/bc/d", "a0", "ab/c", "b/a/x", "b/a/y",
+		"b/ab", "b/b", "c/d/e/f", "c/d/ef", "c/d0", "zz",
+	};
+	enum { NK = sizeof keys / sizeof keys[0] };
+	char *dir = tt_path_join(tt_test_tmpdir(), "ranges");
+	CHECK_OK(tt_store_local_open(dir, true, &s, &err));
+	for (size_t i = 0; i < NK; i++) {
+		if (strcmp(keys[i], "a0") == 0)
+			continue; /* a symlink, below */
+		CHECK_OK(tt_store_put(s, keys[i], keys[i], strlen(keys[i]), NULL, &err));
+	}
+	{
+		/* "a0" a symlink to a file; "sym" to the directory c/ */
+		char *a0 = tt_path_join(dir, "a0"), *c = tt_path_join(dir, "sym");
+		CHECK(symlink("zz", a0) == 0);
+		CHECK(symlink("c", c) == 0);
+		free(a0);
+		free(c);
+	}
+	/* what the store holds: the keys (a0 through its link) and sym/...
+	 * (through the link to c/) */
+	const char *all[NK + 8];
+	size_t nall = 0;
+	for (size_t i = 0; i < NK; i++)
+		all[nall++] = keys[i];
+	all[nall++] = "sym/d/e/f";
+	all[nall++] = "sym/d/ef";
+	all[nall++] = "sym/d0";
+	qsort(all, nall, sizeof *all, cmp_str);
+	static const char *const prefixes[] = { "", "a", "a/", "a/b", "a/b/", "b/", "b/a", "c/d", "s", "sym/d/", "zz", "zzz" };
+	static const char *const between[] = { "", "0", "a", "a,", "a-a", "a.", "a/", "a/a", "a/b/", "a/b/c",
+					       "a/c", "a1", "b", "b/a", "b/a/", "b/a/x0", "c/d/e", "c/d/e0", "c/e",
+					       "sym", "sym/d", "z", "zzz" };
+	const char *tokens[NK + 8 + sizeof between / sizeof between[0] + 1];
+	size_t nt = 0;
+	tokens[nt++] = NULL;
+	for (size_t i = 0; i < nall; i++)
+		tokens[nt++] = all[i];
+	for (size_t i = 0; i < sizeof between / sizeof between[0]; i++)
+		tokens[nt++] = between[i];
+	for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++)
+		for (size_t t = 0; t < nt; t++)
+			for (int keys_only = 0; keys_only < 2; keys_only++) {
+				tt_store_page p = { 0 };
+				const char *pre = prefixes[k], *tok = tokens[t];
+				CHECK_OK(keys_only ? tt_store_list_keys(s, pre, tok, SIZE_MAX, &p, &err)
+						   : tt_store_list(s, pre, tok, SIZE_MAX, &p, &err));
+				size_t j = 0;
+				for (size_t i = 0; i < nall; i++) {
+					if (strncmp(all[i], pre, strlen(pre)) != 0 || (tok && strcmp(all[i], tok) <= 0))
+						continue;
+					CHECK_MSG(j < p.n && strcmp(p.items[j].key, all[i]) == 0,
+						  "prefix '%s' token '%s'%s: expected %s at %zu, got %s", pre,
+						  tok ? tok : "(none)", keys_only ? " keys only" : "", all[i], j,
+						  j < p.n ? p.items[j].key : "(end)");
+					if (j < p.n && !keys_only)
+						CHECK(p.items[j].meta.etag && p.items[j].meta.size > 0);
+					j++;
+				}
+				CHECK_MSG(j == p.n, "prefix '%s' token '%s': %zu keys, expected %zu", pre,
+					  tok ? tok : "(none)", p.n, j);
+				tt_store_page_release(&p);
+			}
+	tt_store_close(s);
+	free(dir);
+}
+
 TT_TEST(local_store_list_skips_leftover_temporaries_of_both_forms)
 {
 	tt_error err = TT_ERROR_INIT;
