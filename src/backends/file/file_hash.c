@@ -1383,15 +1383,11 @@ static void line_done(digest_line *l, size_t i)
 	pthread_mutex_unlock(&l->mu);
 }
 
-/* str(Path(root) / rel), as join_full builds it, into b (replaced). */
-static void full_into(tt_buf *b, const char *root, size_t rl, bool dot, bool slash, const char *rel,
-		      size_t len)
+/* b = base (str(Path(root)) and its '/', as join_full builds a child's
+ * path; written once) + rel: only rel is copied. */
+static void full_into(tt_buf *b, size_t base_len, const char *rel, size_t len)
 {
-	tt_buf_reset(b);
-	if (!dot)
-		tt_buf_put(b, root, rl);
-	if (slash)
-		tt_buf_putc(b, '/');
+	b->len = base_len;
 	tt_buf_put(b, rel, len);
 }
 
@@ -1417,11 +1413,24 @@ static void resolve_slice(resolve_part *p)
 	enum { AHEAD = 8, RING = AHEAD + 1 };
 	size_t hint = 0;        /* the binary copy's next record: slices are in key order */
 	tt_buf ring[RING];
-	for (int k = 0; k < RING; k++)
+	size_t base_len = (dot ? 0 : rl) + (slash ? 1 : 0);
+	for (int k = 0; k < RING; k++) {
 		tt_buf_init(&ring[k], 0);
+		if (!dot)
+			tt_buf_put(&ring[k], p->root, rl);
+		if (slash)
+			tt_buf_putc(&ring[k], '/');
+		if (ring[k].failed || ring[k].len != base_len)
+			p->oom = true;
+	}
+	if (p->oom) {
+		for (int k = 0; k < RING; k++)
+			tt_buf_release(&ring[k]);
+		return;
+	}
 	for (size_t j = 0; j < p->n && j < AHEAD; j++)
 		if (!p->v[j]->link) {
-			full_into(&ring[j % RING], p->root, rl, dot, slash, p->v[j]->u.path, p->v[j]->len);
+			full_into(&ring[j % RING], base_len, p->v[j]->u.path, p->v[j]->len);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[j % RING].ptr, ring[j % RING].len);
 		}
@@ -1437,7 +1446,7 @@ static void resolve_slice(resolve_part *p)
 			memcpy(r->token, t, strlen(t) + 1);
 		}
 		if (a < p->n && !p->v[a]->link) {
-			full_into(&ring[a % RING], p->root, rl, dot, slash, p->v[a]->u.path, p->v[a]->len);
+			full_into(&ring[a % RING], base_len, p->v[a]->u.path, p->v[a]->len);
 			if (p->h->entries)
 				tt_hcache_prefetch(p->h->entries, ring[a % RING].ptr, ring[a % RING].len);
 		}
