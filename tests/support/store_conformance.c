@@ -206,14 +206,40 @@ static int sc_race(tt_store *s)
 	return failed_;
 }
 
+typedef int (*sc_lister)(tt_store *, const char *, const char *, size_t, tt_store_page *, tt_error *);
+
+/* Paged through in pages of `size` by `list`, prefix names keys[0..nk)
+ * once each, in order. */
+static int sc_pages(tt_store *s, sc_lister list, const char *prefix, size_t size,
+		    const char *const *keys, size_t nk)
+{
+	SC_BEGIN;
+	tt_store_page p = { 0 };
+	char *token = NULL;
+	size_t seen = 0;
+	do {
+		SC_CHECK(list(s, prefix, token, size, &p, &err) == 0, "page");
+		SC_CHECK(p.n <= size, "page of %zu", p.n);
+		for (size_t i = 0; i < p.n; i++, seen++)
+			SC_CHECK(seen < nk && strcmp(p.items[i].key, keys[seen]) == 0, "paged order");
+		free(token);
+		token = p.next;
+		p.next = NULL;
+		tt_store_page_release(&p);
+	} while (token);
+	SC_CHECK(seen == nk, "pages of %zu: %zu of %zu keys", size, seen, nk);
+	SC_END;
+	free(token);
+	tt_store_page_release(&p);
+	return failed_;
+}
+
 static int sc_list(tt_store *s)
 {
 	SC_BEGIN;
 	static const char *const keys[] = { "l/a-b", "l/a/b", "l/a/c/d", "l/a0", "l/ab", "l/b" };
 	enum { NK = sizeof keys / sizeof keys[0] };
 	tt_store_page p = { 0 };
-	char *token = NULL;
-	size_t seen = 0;
 	for (size_t i = 0; i < NK; i++)
 		SC_CHECK(tt_store_put(s, keys[i], keys[i], strlen(keys[i]), NULL, &err) == 0, "put %s",
 			 keys[i]);
@@ -236,17 +262,7 @@ static int sc_list(tt_store *s)
 	SC_CHECK(p.n == 0 && !p.next, "nothing under l/zz");
 	tt_store_page_release(&p);
 	/* pages of two, each key once, in order */
-	do {
-		SC_CHECK(tt_store_list(s, "l/", token, 2, &p, &err) == 0, "page");
-		SC_CHECK(p.n <= 2, "page of %zu", p.n);
-		for (size_t i = 0; i < p.n; i++, seen++)
-			SC_CHECK(seen < NK && strcmp(p.items[i].key, keys[seen]) == 0, "paged order");
-		free(token);
-		token = p.next;
-		p.next = NULL;
-		tt_store_page_release(&p);
-	} while (token);
-	SC_CHECK(seen == NK, "paged %zu of %d", seen, (int)NK);
+	SC_CHECK(sc_pages(s, tt_store_list, "l/", 2, keys, NK) == 0, "pages of two");
 	/* a deleted key is no longer listed */
 	SC_CHECK(tt_store_delete(s, "l/ab", &err) == 0, "delete");
 	SC_CHECK(tt_store_list(s, "l/", NULL, 0, &p, &err) == 0, "list after delete");
@@ -255,7 +271,6 @@ static int sc_list(tt_store *s)
 	SC_CHECK(tt_store_head(s, "l/ab", NULL, &m, &err) == TT_ENOTFOUND, "deleted");
 	tt_error_clear(&err);
 	SC_END;
-	free(token);
 	tt_store_page_release(&p);
 	return failed_;
 }
@@ -339,22 +354,8 @@ static int sc_list_keys(tt_store *s)
 		tt_store_page_release(&p);
 		tt_store_page_release(&q);
 	}
-	for (size_t size = 1; size <= 3; size++) {
-		char *token = NULL;
-		size_t seen = 0;
-		do {
-			SC_CHECK(tt_store_list_keys(s, "lk/", token, size, &q, &err) == 0, "page");
-			SC_CHECK(q.n <= size, "page of %zu", q.n);
-			for (size_t i = 0; i < q.n; i++, seen++)
-				SC_CHECK(seen < NK && strcmp(q.items[i].key, keys[seen]) == 0, "paged order");
-			free(token);
-			token = q.next;
-			q.next = NULL;
-			tt_store_page_release(&q);
-		} while (token && seen <= NK);
-		free(token);
-		SC_CHECK(seen == NK, "pages of %zu: %zu of %d keys", size, seen, (int)NK);
-	}
+	for (size_t size = 1; size <= 3; size++)
+		SC_CHECK(sc_pages(s, tt_store_list_keys, "lk/", size, keys, NK) == 0, "pages of %zu", size);
 	SC_END;
 	tt_store_page_release(&p);
 	tt_store_page_release(&q);

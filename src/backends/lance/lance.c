@@ -1268,6 +1268,19 @@ static int random_hex(char out[33], tt_error *err)
  * the clone manifest goes into tree/<name>/_versions create-only, then the
  * branch file create-only.  TT_EEXISTS when either is already there.
  */
+/* How many entries directory rel holds (SIZE_MAX when it cannot be listed). */
+static size_t entries_in(lstore *s, const char *rel)
+{
+	char **names = NULL;
+	size_t n = 0;
+	tt_error ignored = TT_ERROR_INIT;
+	if (s->ops->list(s, rel, &names, &n, &ignored) != 0)
+		n = SIZE_MAX;
+	free_names(names, n == SIZE_MAX ? 0 : n);
+	tt_error_clear(&ignored);
+	return n;
+}
+
 static int create_branch(lstore *s, const char *name, const char *src, uint64_t version,
 			 tt_error *err)
 {
@@ -1299,12 +1312,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		/* Versions without the branch file: a fork that was interrupted
 		 * (or one being made right now).  The fix names the tree when it
 		 * holds nothing else (a branch nested under the name stays). */
-		char **names = NULL;
-		size_t n = 0;
-		tt_error ignored = TT_ERROR_INIT;
-		bool alone = s->ops->list(s, tree, &names, &n, &ignored) == 0 && n == 1;
-		free_names(names, n);
-		tt_error_clear(&ignored);
+		bool alone = entries_in(s, tree) == 1;
 		char *path = local_path(s, alone ? tree : vdir);
 		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
 			  "branch file -- a fork was interrupted there, or another is creating it now; "
@@ -1317,13 +1325,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		/* An empty tree/<name>/ is what a fork killed right after making
 		 * it leaves (a local store's directory): no branch, nothing to
 		 * keep; the create-only writes below still settle a race. */
-		char **names = NULL;
-		size_t n = 0;
-		tt_error ignored = TT_ERROR_INIT;
-		bool empty = s->ops->list(s, tree, &names, &n, &ignored) == 0 && n == 0;
-		free_names(names, n);
-		tt_error_clear(&ignored);
-		if (!empty) {
+		if (entries_in(s, tree) != 0) {
 			rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 			goto done;
 		}
