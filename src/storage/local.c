@@ -6,15 +6,17 @@
  * fsync of the directory), so a blob is replaced whole.  That temporary form
  * is the one object_store's local listing skips as its own staging files, so
  * a temporary left by an interrupted write is invisible to the libraries
- * (icechunk, Lance, delta-rs) that read the same directory through it.  Conditional writes and deletes of one
- * directory's keys are serialised by an flock(2) on that directory, which
- * makes put_if_match a compare-and-swap between processes too.  The ETag
+ * (icechunk, Lance, delta-rs) that read the same directory through it.
+ * Conditional writes and deletes of one directory's keys are serialised
+ * by an flock(2) on that directory, which makes put_if_match a
+ * compare-and-swap between processes too.  The ETag
  * is the one the object-store libraries give a local file:
  * "<inode>-<mtime in µs>-<size>", each in lower-case hex.
  *
  * Listing walks the tree below the prefix's directory, skips the
  * temporaries of writes in flight ("<name>#<digits>", and the older
- * ".<name>.<random>.tmp") and anything not a regular file, sorts by key and pages by "the last key returned".
+ * ".<name>.<random>.tmp") and anything not a regular file, sorts by key
+ * and pages by "the last key returned".
  */
 #define _GNU_SOURCE
 #include "storage/store.h"

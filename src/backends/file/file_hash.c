@@ -1397,8 +1397,7 @@ static void resolve_one(size_t i, void *arg)
 {
 	resolve_part *p = &((resolve_part *)arg)[i];
 	resolve_slice(p);
-	if (p->line)
-		line_done(p->line, i);
+	line_done(p->line, i);
 }
 
 static void resolve_slice(resolve_part *p)
@@ -1574,7 +1573,8 @@ static int order_entries(walk *ws, unsigned nw, wentry **order, size_t n, tt_err
 int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
 {
 	int rc = 0;
-	walk w, *ws = NULL;
+	walk *ws = NULL;
+	size_t n = 0;                 /* entries of every walker */
 	walkq q;
 	wentry **order = NULL;        /* the entries sorted by path */
 	unsigned nw = walkers_for(h);
@@ -1589,12 +1589,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	bool loading = false;
 
 	memset(out, 0, sizeof *out);
-	memset(&w, 0, sizeof w);
 	memset(&q, 0, sizeof q);
-	w.root = root;
-	tt_buf_init(&w.names, 0);
-	tt_buf_init(&w.full, 0);
-	tt_buf_init(&w.scratch, 0);
 	pthread_mutex_init(&q.mu, NULL);
 	pthread_cond_init(&q.cv, NULL);
 
@@ -1635,30 +1630,30 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			rc = tt_error_oom(err);
 			goto done;
 		}
-		w.n += ws[i].n;
+		n += ws[i].n;
 		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
 			ws[i].items[j].u.path = ws[i].names.ptr + ws[i].items[j].u.off;
 		for (size_t j = 0; j < ws[i].nruns; j++)
 			ws[i].runs[j].key.path = ws[i].names.ptr + ws[i].runs[j].key.off;
 	}
-	if (w.n && !(order = tt_reallocarray(NULL, w.n, sizeof *order))) {
+	if (n && !(order = tt_reallocarray(NULL, n, sizeof *order))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if (w.n && (rc = order_entries(ws, nw, order, w.n, err)) != 0)
+	if (n && (rc = order_entries(ws, nw, order, n, err)) != 0)
 		goto done;
 
 	/* The rows, in order: the cache's answers and the hashes land there. */
-	if (w.n && !(out->rows = tt_reallocarray(NULL, w.n, sizeof *out->rows))) {
+	if (n && !(out->rows = tt_reallocarray(NULL, n, sizeof *out->rows))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
 	/* Full paths (the cache's keys), then the cache's answers, in slices. */
-	if (w.n && !(misses = tt_calloc(w.n, sizeof *misses))) {
+	if (n && !(misses = tt_calloc(n, sizeof *misses))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	nparts = w.n < PARALLEL_MIN || nw < 2 ? 1 : (w.n + SLICE - 1) / SLICE;
+	nparts = n < PARALLEL_MIN || nw < 2 ? 1 : (n + SLICE - 1) / SLICE;
 	if (!(parts = tt_calloc(nparts, sizeof *parts)) || !(line.done = tt_calloc(nparts, 1))) {
 		rc = tt_error_oom(err);
 		goto done;
@@ -1667,7 +1662,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	line.nparts = nparts;
 	digest_begin(&line.d);
 	for (size_t i = 0; i < nparts; i++) {
-		size_t from = w.n * i / nparts, to = w.n * (i + 1) / nparts;
+		size_t from = n * i / nparts, to = n * (i + 1) / nparts;
 		parts[i] = (resolve_part){ h, root, order + from, out->rows + from, to - from, TT_BUF_INIT,
 					   misses + from, 0, 0, 0, false, &line };
 		tt_buf_init(&parts[i].fulls, 0);
@@ -1721,7 +1716,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	out->n = w.n;
+	out->n = n;
 	for (; line.next < nparts; line.next++)
 		digest_rows(&line.d, parts[line.next].rows, parts[line.next].n);
 	digest_end(&line.d, out->digest);
@@ -1754,9 +1749,5 @@ done:
 	free(line.done);
 	free(misses);
 	free(order);
-	free(w.items);
-	tt_buf_release(&w.names);
-	tt_buf_release(&w.full);
-	tt_buf_release(&w.scratch);
 	return rc;
 }
