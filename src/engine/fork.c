@@ -131,9 +131,9 @@ static bool interrupted_fork_of(tt_repo *repo, const char *key, const char *name
 	return found;
 }
 
-/* A branch `sib` (the name itself, or a sibling name.N) the killed run
- * forked completely (its ref exists) is the fork it set out to make when
- * its head is still the state forked from and nothing else speaks for it: no working ref or pending fork of this
+/* A sibling `sib` the killed run forked completely (its ref exists) is the
+ * fork it set out to make when its head is still the state forked from and
+ * nothing else speaks for it: no working ref or pending fork of this
  * checkout, and no other checkout on the bookmark.  It is taken over
  * (*ref_out set) instead of forking one more sibling beside it, which no
  * working ref would ever name again. */
@@ -198,16 +198,9 @@ int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char
 		 * left one of those: a backend clears only a name that has no ref
 		 * and holds no more than one half-written version. */
 		bool cleared = false;
-		if (expected->kind == TT_EXPECT_ABSENT) {
-			/* the killed run may have forked name itself completely,
-			 * before the journal or the workspace named it */
-			if ((rc = tt_backend_clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
-				return tt_error_object(err, m->key, m->kind);
-			if (!cleared && m->state && (rc = adopt_sibling(repo, m, b, name, ref_out, err)) < 0)
-				return tt_error_object(err, m->key, m->kind);
-			if (*ref_out)
-				goto forked;
-		}
+		if (expected->kind == TT_EXPECT_ABSENT &&
+		    (rc = tt_backend_clear_partial_fork(b, m->locator, name, &cleared, err)) < 0)
+			return tt_error_object(err, m->key, m->kind);
 		for (unsigned n = 2; n <= TT_FORK_SIBLINGS_CLEARED; n++) {
 			char *sib = tt_asprintf("%s.%u", name, n);
 			if (!sib)
