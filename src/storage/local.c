@@ -323,6 +323,50 @@ static int local_list_keys(tt_store *s, const char *prefix, const char *token, s
 	return list_local(s, prefix, token, max_keys, false, out, err);
 }
 
+/* One directory's entries: its blobs and its subdirectories (empty ones
+ * too), not the temporaries of writes in flight nor anything else. */
+static int local_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
+{
+	char *path = *dir ? key_path(s, dir) : tt_strdup(ROOT(s));
+	DIR *d;
+	struct dirent *de;
+	size_t alloc = 0;
+	int rc = 0;
+
+	if (!path)
+		return tt_error_oom(err);
+	d = opendir(path);
+	free(path);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : io_err(s, dir, errno, "cannot list", err);
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		struct stat st;
+		if (!strcmp(name, ".") || !strcmp(name, "..") || is_temporary(name))
+			continue;
+		if (de->d_type != DT_REG && de->d_type != DT_DIR &&
+		    (fstatat(dirfd(d), name, &st, 0) != 0 ||
+		     !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))))
+			continue; /* vanished meanwhile, a dangling link, a device */
+		if (TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		memset(&out->items[out->n], 0, sizeof out->items[out->n]);
+		if (!(out->items[out->n].key = tt_strdup(name))) {
+			rc = tt_error_oom(err);
+			break;
+		}
+		out->n++;
+	}
+	closedir(d);
+	if (rc == 0 && out->n > 1)
+		qsort(out->items, out->n, sizeof *out->items, cmp_entry);
+	if (rc)
+		tt_store_page_release(out);
+	return rc;
+}
+
 /* ---- writes -------------------------------------------------------------------- */
 
 /* Lock the directory key's blob lives in (created first): the fd, or < 0. */
@@ -470,6 +514,7 @@ static const tt_store_ops local_ops = {
 	.head = local_head,
 	.list = local_list,
 	.list_keys = local_list_keys,
+	.list_names = local_list_names,
 	.put = local_put,
 	.put_if_absent = local_put_if_absent,
 	.put_if_match = local_put_if_match,

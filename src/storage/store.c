@@ -302,6 +302,68 @@ int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_
 								     max_keys ? max_keys : 1000, out, err);
 }
 
+static int cmp_entry_key(const void *a, const void *b)
+{
+	return strcmp(((const tt_store_entry *)a)->key, ((const tt_store_entry *)b)->key);
+}
+
+/* The names under dir cut from a listing of every key below it. */
+static int names_by_listing(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
+{
+	char *prefix = *dir ? tt_asprintf("%s/", dir) : tt_strdup(""), *token = NULL;
+	size_t plen = prefix ? strlen(prefix) : 0, alloc = 0;
+	int rc = 0;
+
+	if (!prefix)
+		return tt_error_oom(err);
+	do {
+		tt_store_page page;
+		rc = tt_store_list_keys(s, prefix, token, 0, &page, err);
+		free(token);
+		token = NULL;
+		for (size_t i = 0; rc == 0 && i < page.n; i++) {
+			const char *name = page.items[i].key + plen, *slash = strchr(name, '/');
+			size_t n = slash ? (size_t)(slash - name) : strlen(name);
+			const char *prev = out->n ? out->items[out->n - 1].key : NULL;
+			/* the keys under one name are adjacent in a sorted listing */
+			if (!n || (prev && strlen(prev) == n && memcmp(prev, name, n) == 0))
+				continue;
+			if (TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			memset(&out->items[out->n], 0, sizeof out->items[out->n]);
+			if (!(out->items[out->n].key = tt_strndup(name, n)))
+				rc = tt_error_oom(err);
+			else
+				out->n++;
+		}
+		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
+			rc = tt_error_oom(err);
+		tt_store_page_release(&page);
+	} while (rc == 0 && token);
+	free(token);
+	free(prefix);
+	/* "a-1" sorts before "a/x", so the names cut from them need a sort */
+	if (rc == 0 && out->n > 1)
+		qsort(out->items, out->n, sizeof *out->items, cmp_entry_key);
+	if (rc)
+		tt_store_page_release(out);
+	return rc;
+}
+
+int tt_store_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
+{
+	int rc;
+	memset(out, 0, sizeof *out);
+	if (!dir)
+		dir = "";
+	if (*dir && (rc = tt_store_key_check(dir, err)) != 0)
+		return rc;
+	return s->ops->list_names ? s->ops->list_names(s, dir, out, err)
+				  : names_by_listing(s, dir, out, err);
+}
+
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err)
 {

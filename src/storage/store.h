@@ -167,6 +167,9 @@ typedef struct tt_store_ops {
 	 * cheaper than list (the local store stats no file for it). */
 	int (*list_keys)(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 			 tt_store_page *out, tt_error *err);
+	/* Optional: the names one level below dir (see tt_store_list_names),
+	 * where the store can read that level alone. */
+	int (*list_names)(tt_store *s, const char *dir, tt_store_page *out, tt_error *err);
 } tt_store_ops;
 
 struct tt_store {
@@ -195,6 +198,13 @@ int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max
  * without them; the keys and pages are list's. */
 int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		       tt_store_page *out, tt_error *err);
+/* The names directly under dir ("" = the root): the distinct first
+ * segments of the keys under "dir/", ascending, each once, all of them
+ * (no paging) -- what a listing with a '/' delimiter gives.  Each item's
+ * key is a name, its meta zero.  A store that can read that one level
+ * does (the local store reads one directory, so an empty subdirectory is
+ * a name there too); elsewhere the keys below dir are listed and cut. */
+int tt_store_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err);
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err);
 int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,

@@ -362,11 +362,50 @@ static int sc_list_keys(tt_store *s)
 	return failed_;
 }
 
+/* list_names: each first segment under a dir once, in byte order, and
+ * the same names whether the store reads one level or cuts a listing. */
+static int sc_list_names(tt_store *s)
+{
+	SC_BEGIN;
+	static const char *const keys[] = { "ln/a-1", "ln/a/x", "ln/a/y/z", "ln/a.b", "ln/b/c", "ln/c", "lnx" };
+	static const char *const under_ln[] = { "a", "a-1", "a.b", "b", "c" };
+	tt_store_page p = { 0 };
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		SC_CHECK(tt_store_put(s, keys[i], "n", 1, NULL, &err) == 0, "put %s", keys[i]);
+	SC_CHECK(tt_store_list_names(s, "ln", &p, &err) == 0, "names under ln");
+	SC_CHECK(p.n == 5 && !p.next, "%zu names under ln", p.n);
+	for (size_t i = 0; i < p.n && i < 5; i++)
+		SC_CHECK(strcmp(p.items[i].key, under_ln[i]) == 0 && p.items[i].meta.size == 0,
+			 "name %zu is %s, want %s", i, p.items[i].key, under_ln[i]);
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_list_names(s, "ln/a", &p, &err) == 0, "names under ln/a");
+	SC_CHECK(p.n == 2 && strcmp(p.items[0].key, "x") == 0 && strcmp(p.items[1].key, "y") == 0,
+		 "%zu names under ln/a", p.n);
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_list_names(s, "ln/none", &p, &err) == 0 && p.n == 0, "a dir without keys");
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_list_names(s, "", &p, &err) == 0, "names at the root");
+	bool ln = false, lnx = false;
+	for (size_t i = 0; i < p.n; i++) {
+		ln |= strcmp(p.items[i].key, "ln") == 0;
+		lnx |= strcmp(p.items[i].key, "lnx") == 0;
+		SC_CHECK(!strchr(p.items[i].key, '/'), "a root name holds no '/': %s", p.items[i].key);
+		SC_CHECK(i == 0 || strcmp(p.items[i - 1].key, p.items[i].key) < 0, "root names ascend");
+	}
+	SC_CHECK(ln && lnx, "ln and lnx among the root names");
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_list_names(s, "ln/", &p, &err) == TT_EUSAGE, "a dir spelt with a trailing '/'");
+	tt_error_clear(&err);
+	SC_END;
+	tt_store_page_release(&p);
+	return failed_;
+}
+
 int tt_store_conformance_run(tt_store *s, const char *label)
 {
 	int (*const checks[])(tt_store *) = {
 		sc_missing, sc_roundtrip, sc_range, sc_overwrite, sc_put_if_absent,
-		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_bad_keys, sc_cap, sc_versions,
+		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_bad_keys, sc_cap, sc_versions,
 	};
 	int failed = 0;
 	label_ = label;

@@ -825,6 +825,58 @@ TT_TEST(spec2_racing_conditional_forks_one_wins)
 	tt_backend_free(b);
 }
 
+/* Forks of eight different branches racing on one local spec-2
+ * repository: each rewrites the one `repo` file, If-Match on what it read,
+ * so every one lands (the losers of a round plan again) and none is lost. */
+typedef struct brancher {
+	tt_backend *b;
+	const json_t *loc, *source;
+	char name[64];
+	int rc;
+} brancher;
+
+static void *race_branch(void *p)
+{
+	brancher *r = p;
+	tt_error err = TT_ERROR_INIT;
+	tt_target src = { TT_TARGET_STATE, NULL, NULL, r->source };
+	char *ref = NULL;
+	r->rc = r->b->ops->fork(r->b, r->loc, &src, r->name, NULL, &ref, &err);
+	free(ref);
+	tt_error_clear(&err);
+	return NULL;
+}
+
+TT_TEST(spec2_racing_forks_of_distinct_branches_all_land)
+{
+	tt_backend *b = backend();
+	tt_error err = TT_ERROR_INIT;
+	char *path = tt_asprintf("%s/many", tt_test_tmpdir());
+	json_t *loc = NULL, *st0 = NULL, *refs = NULL;
+	brancher r[8];
+	pthread_t th[8];
+
+	CHECK(b && path);
+	loc = loc_of(path);
+	CHECK_OK(b->ops->create(b, loc, "me", &st0, &err));
+	for (int i = 0; i < 8; i++) {
+		r[i] = (brancher){ b, loc, st0, "", 1 };
+		snprintf(r[i].name, sizeof r[i].name, "tether.ws.c0fe5a1e.b%d", i);
+		CHECK(pthread_create(&th[i], NULL, race_branch, &r[i]) == 0);
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 8; i++)
+		CHECK_INT(r[i].rc, 0);
+	CHECK_OK(b->ops->list_working_refs(b, loc, &refs, &err));
+	CHECK_INT(json_array_size(refs), 8);
+	free(path);
+	json_decref(loc);
+	json_decref(st0);
+	json_decref(refs);
+	tt_backend_free(b);
+}
+
 /* A repository where icechunk's create_tag feature is disabled gets no pin
  * from tether either (icechunk's own writers refuse there too). */
 TT_TEST(spec2_disabled_tag_creation_is_respected)

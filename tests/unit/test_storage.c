@@ -25,6 +25,53 @@ TT_TEST(local_store_conformance)
 	free(dir);
 }
 
+/* The conformance suite again with the local store's one-directory
+ * list_names taken away, so the names cut from a listing (what every
+ * other store does) are held to the same checks. */
+TT_TEST(local_store_conformance_with_names_cut_from_a_listing)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_ops ops;
+	char *dir = tt_path_join(tt_test_tmpdir(), "store-cut");
+	CHECK_OK(tt_store_local_open(dir, true, &s, &err));
+	const tt_store_ops *own = s->ops;
+	ops = *own;
+	ops.list_names = NULL;
+	s->ops = &ops;
+	CHECK_INT(tt_store_conformance_run(s, "local, names cut"), 0);
+	s->ops = own;
+	tt_store_close(s);
+	free(dir);
+}
+
+/* list_names reads one directory: empty subdirectories count, staged
+ * temporaries do not. */
+TT_TEST(local_store_list_names_reads_one_directory)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	tt_store_page p = { 0 };
+	char *empty = tt_path_join(tt_test_tmpdir(), "n/empty");
+	char *staged = tt_path_join(tt_test_tmpdir(), "n/blob#0123456789");
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "n/blob", "1", 1, NULL, &err));
+	CHECK_OK(tt_store_put(s, "n/deep/er/x", "1", 1, NULL, &err));
+	CHECK_OK(tt_mkdirs(empty, 0777, &err));
+	CHECK_OK(tt_write_file_atomic(staged, "partial", 7, 0644, &err));
+	CHECK_OK(tt_store_list_names(s, "n", &p, &err));
+	CHECK_INT(p.n, 3);
+	CHECK_STR(p.items[0].key, "blob");
+	CHECK_STR(p.items[1].key, "deep");
+	CHECK_STR(p.items[2].key, "empty");
+	tt_store_page_release(&p);
+	CHECK_OK(tt_store_list_names(s, "n/blob", &p, &err)); /* a blob, not a directory */
+	CHECK_INT(p.n, 0);
+	tt_store_close(s);
+	free(empty);
+	free(staged);
+}
+
 TT_TEST(local_store_etag_is_inode_mtime_size)
 {
 	tt_error err = TT_ERROR_INIT;

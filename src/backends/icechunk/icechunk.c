@@ -12,29 +12,25 @@
  *   - spec 1: refs/{branch,tag}.<name>/ref.json pointers, a tag tombstone
  *     ref.json.deleted, and each snapshot file naming its parent.
  *
- * Storage sits behind ic_store: a local directory, or an s3:// prefix
- * through the storage layer (storage/store.h).  Local writes: spec-1 refs
- * are written the way icechunk writes them on local storage
- * (create-if-absent through link(), replace through rename(), temporaries
- * named "<name>#<digits>", which icechunk's listing skips).  On S3 creation
- * is If-None-Match and every ref move is If-Match on the ETag read with
- * what the change was planned on (CONDITIONAL_REF).
+ * Every read and write goes through the storage layer (storage/store.h):
+ * a local directory, or an s3:// or az:// prefix.  Locally the store
+ * writes the way icechunk does on local storage (create-if-absent through
+ * link(), replace through rename(), temporaries named "<name>#<digits>",
+ * which icechunk's listing skips).  Creation is If-None-Match and every
+ * ref move with an expected state is If-Match on the ETag read with what
+ * the change was planned on (CONDITIONAL_REF), on every store.
  *
  * Nothing decoded is kept between calls: every operation re-reads the
  * repository, so the backend is safe to call from several threads.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -64,190 +60,49 @@
 
 /* --- storage ------------------------------------------------------------------ */
 
-/* Keys are '/'-separated paths under the repository root. */
-typedef struct ic_store ic_store;
-typedef struct ic_store_ops {
-	/* TT_ENOTFOUND when absent. */
-	int (*get)(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err);
-	bool (*exists)(ic_store *s, const char *key);
-	/* Create only if absent (TT_EEXISTS otherwise). */
-	int (*put_new)(ic_store *s, const char *key, const void *data, size_t len, tt_error *err);
-	/* Replace atomically (readers see old or new). */
-	int (*replace)(ic_store *s, const char *key, const void *data, size_t len, tt_error *err);
-	/* Names directly under a key prefix ("refs"): a JSON array. */
-	int (*list)(ic_store *s, const char *dir, json_t **names, tt_error *err);
-	int (*remove)(ic_store *s, const char *key, tt_error *err);
-} ic_store_ops;
-
-struct ic_store {
-	const ic_store_ops *ops;
+/*
+ * The repository's blobs through the storage layer (storage/store.h): a
+ * local directory or an object-store prefix.  Keys are '/'-separated paths
+ * under the repository root.  The local store stages its writes as
+ * "<name>#<digits>", the form object_store's local listing (what icechunk
+ * reads through) skips, and creates through link(), as icechunk does; on
+ * an object store creation is If-None-Match and every ref move If-Match on
+ * the ETag read with what the change was planned on (CONDITIONAL_REF).
+ */
+typedef struct ic_store {
+	tt_store *st;      /* NULL while a local root does not exist */
+	bool remote;
 	char *root;        /* the local path, or the URI as written (for messages) */
-	tt_store *remote;  /* an object store (s3://); NULL locally */
-	char *prefix;      /* remote: the repository's key prefix, "" or "a/b/" */
-	char *etag;        /* remote: the ETag of the blob the last get read */
-};
+	char *prefix;      /* the repository's key prefix, "" or "a/b/" */
+	char *etag;        /* the ETag of the blob the last ic_get read */
+} ic_store;
 
-static char *local_key(ic_store *s, const char *key)
-{
-	return tt_asprintf("%s/%s", s->root, key);
-}
-
-static int local_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err)
-{
-	char *p = local_key(s, key);
-	int rc = p ? tt_read_file(p, out, max, err) : tt_error_oom(err);
-	free(p);
-	return rc;
-}
-
-static bool local_exists(ic_store *s, const char *key)
-{
-	char *p = local_key(s, key);
-	bool yes = p && tt_is_file(p);
-	free(p);
-	return yes;
-}
-
-/* A temporary beside path named "<path>#<digits>": object_store's local
- * listing (what icechunk reads through) skips such names. */
-static int write_temp(const char *path, const void *data, size_t len, char **tmp, tt_error *err)
-{
-	static atomic_uint counter;
-	char *dir = tt_dirname(path);
-	int fd = -1, rc = 0;
-	if (!dir)
-		return tt_error_oom(err);
-	if ((rc = tt_mkdirs(dir, 0777, err)) != 0)
-		goto done;
-	*tmp = tt_asprintf("%s#%ld%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-	if (!*tmp) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		rc = tt_error_errno(err, errno, "cannot create %s", *tmp);
-		goto done;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t w = write(fd, (const char *)data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
-			goto done;
-		}
-		off += (size_t)w;
-	}
-	if (fsync(fd) != 0)
-		rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
-done:
-	if (fd >= 0 && close(fd) != 0 && !rc)
-		rc = tt_error_errno(err, errno, "cannot write %s", *tmp);
-	if (rc && *tmp) {
-		unlink(*tmp);
-		free(*tmp);
-		*tmp = NULL;
-	}
-	free(dir);
-	return rc;
-}
-
-static int local_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
-{
-	char *p = local_key(s, key), *tmp = NULL;
-	int rc;
-	if (!p)
-		return tt_error_oom(err);
-	if ((rc = write_temp(p, data, len, &tmp, err)) == 0) {
-		if (link(tmp, p) != 0)
-			rc = errno == EEXIST ? tt_error_set(err, TT_EEXISTS, "%s already exists", p)
-					     : tt_error_errno(err, errno, "cannot create %s", p);
-		unlink(tmp);
-	}
-	free(tmp);
-	free(p);
-	return rc;
-}
-
-static int local_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
-{
-	char *p = local_key(s, key), *tmp = NULL;
-	int rc;
-	if (!p)
-		return tt_error_oom(err);
-	if ((rc = write_temp(p, data, len, &tmp, err)) == 0 && rename(tmp, p) != 0) {
-		rc = tt_error_errno(err, errno, "cannot replace %s", p);
-		unlink(tmp);
-	}
-	free(tmp);
-	free(p);
-	return rc;
-}
-
-static int local_list(ic_store *s, const char *dir, json_t **names, tt_error *err)
-{
-	char *p = local_key(s, dir);
-	DIR *d;
-	struct dirent *e;
-	int rc = 0;
-	*names = json_array();
-	if (!p || !*names) {
-		free(p);
-		return tt_error_oom(err);
-	}
-	d = opendir(p);
-	if (!d) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			rc = tt_error_errno(err, errno, "cannot list %s", p);
-		free(p);
-		return rc;
-	}
-	while ((e = readdir(d))) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (json_array_append_new(*names, json_string(e->d_name)) != 0) {
-			rc = tt_error_oom(err);
-			break;
-		}
-	}
-	closedir(d);
-	free(p);
-	return rc;
-}
-
-static int local_remove(ic_store *s, const char *key, tt_error *err)
-{
-	char *p = local_key(s, key);
-	int rc = p ? tt_unlink(p, err) : tt_error_oom(err);
-	free(p);
-	return rc;
-}
-
-static const ic_store_ops local_store_ops = {
-	local_get, local_exists, local_put_new, local_replace, local_list, local_remove,
-};
-
-/* An object store through the storage layer (storage/store.h): keys under
- * the repository's prefix; create-if-absent is If-None-Match: *, and the
- * writes that move refs are If-Match on the ETag last read (see
- * v2_update). */
-static char *remote_key(ic_store *s, const char *key)
+static char *ic_key(ic_store *s, const char *key)
 {
 	return tt_asprintf("%s%s", s->prefix, key);
 }
 
-static int remote_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err)
+/* The local root's store, made (with the root) the first time a write
+ * needs it. */
+static int ic_for_write(ic_store *s, tt_error *err)
 {
-	char *k = remote_key(s, key);
+	return s->st ? 0 : tt_store_local_open(s->root, true, &s->st, err);
+}
+
+/* The whole blob (at most max bytes); TT_ENOTFOUND when absent. */
+static int ic_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_error *err)
+{
 	tt_store_meta meta;
+	char *k;
 	int rc;
-	if (!k)
-		return tt_error_oom(err);
 	free(s->etag);
 	s->etag = NULL;
+	if (!s->st)
+		return tt_error_set(err, TT_ENOTFOUND, "%s/%s does not exist", s->root, key);
+	if (!(k = ic_key(s, key)))
+		return tt_error_oom(err);
 	out->max = max;
-	rc = tt_store_get(s->remote, k, NULL, out, &meta, err);
+	rc = tt_store_get(s->st, k, NULL, out, &meta, err);
 	if (rc == 0 && meta.etag && !(s->etag = tt_strdup(meta.etag)))
 		rc = tt_error_oom(err);
 	tt_store_meta_release(&meta);
@@ -255,12 +110,12 @@ static int remote_get(ic_store *s, const char *key, size_t max, tt_buf *out, tt_
 	return rc;
 }
 
-static bool remote_exists(ic_store *s, const char *key)
+static bool ic_exists(ic_store *s, const char *key)
 {
 	tt_error quiet = TT_ERROR_INIT;
 	tt_store_meta meta;
-	char *k = remote_key(s, key);
-	bool yes = k && tt_store_head(s->remote, k, NULL, &meta, &quiet) == 0;
+	char *k = s->st ? ic_key(s, key) : NULL;
+	bool yes = k && tt_store_head(s->st, k, NULL, &meta, &quiet) == 0;
 	if (k)
 		tt_store_meta_release(&meta);
 	tt_error_clear(&quiet);
@@ -268,37 +123,88 @@ static bool remote_exists(ic_store *s, const char *key)
 	return yes;
 }
 
-static int remote_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+/* Create only if absent (TT_EEXISTS otherwise). */
+static int ic_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
 {
-	char *k = remote_key(s, key);
-	int rc = k ? tt_store_put_if_absent(s->remote, k, data, len, NULL, err) : tt_error_oom(err);
+	char *k;
+	int rc = ic_for_write(s, err);
+	if (rc)
+		return rc;
+	k = ic_key(s, key);
+	rc = k ? tt_store_put_if_absent(s->st, k, data, len, NULL, err) : tt_error_oom(err);
 	free(k);
 	return rc;
 }
 
-static int remote_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+/* Replace atomically (readers see old or new). */
+static int ic_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
 {
-	char *k = remote_key(s, key);
-	int rc = k ? tt_store_put(s->remote, k, data, len, NULL, err) : tt_error_oom(err);
+	char *k;
+	int rc = ic_for_write(s, err);
+	if (rc)
+		return rc;
+	k = ic_key(s, key);
+	rc = k ? tt_store_put(s->st, k, data, len, NULL, err) : tt_error_oom(err);
 	free(k);
 	return rc;
 }
 
 /* Replace key only while it still has etag: TT_EREFMOVED otherwise. */
-static int remote_replace_if(ic_store *s, const char *key, const char *etag, const void *data,
-			     size_t len, tt_error *err)
+static int ic_replace_if(ic_store *s, const char *key, const char *etag, const void *data, size_t len,
+			 tt_error *err)
 {
-	char *k = remote_key(s, key);
-	int rc = k ? tt_store_put_if_match(s->remote, k, etag, data, len, NULL, err)
-		   : tt_error_oom(err);
+	char *k;
+	int rc = ic_for_write(s, err);
+	if (rc)
+		return rc;
+	k = ic_key(s, key);
+	rc = k ? tt_store_put_if_match(s->st, k, etag, data, len, NULL, err) : tt_error_oom(err);
+	free(k);
+	return rc;
+}
+
+/* The names directly under dir ("" for the top): a JSON array. */
+static int ic_list(ic_store *s, const char *dir, json_t **names, tt_error *err)
+{
+	tt_store_page page = { 0 };
+	char *k = NULL;
+	size_t n;
+	int rc = 0;
+	if (!(*names = json_array()))
+		return tt_error_oom(err);
+	if (!s->st)
+		return 0;
+	n = strlen(s->prefix);
+	k = *dir ? ic_key(s, dir) : n ? tt_strndup(s->prefix, n - 1) : tt_strdup("");
+	if (!k)
+		rc = tt_error_oom(err);
+	else
+		rc = tt_store_list_names(s->st, k, &page, err);
+	for (size_t i = 0; rc == 0 && i < page.n; i++)
+		if (json_array_append_new(*names, json_string(page.items[i].key)) != 0)
+			rc = tt_error_oom(err);
+	tt_store_page_release(&page);
+	free(k);
+	if (rc) {
+		json_decref(*names);
+		*names = NULL;
+	}
+	return rc;
+}
+
+/* Deleting what is not there succeeds. */
+static int ic_remove(ic_store *s, const char *key, tt_error *err)
+{
+	char *k = s->st ? ic_key(s, key) : NULL;
+	int rc = !s->st ? 0 : k ? tt_store_delete(s->st, k, err) : tt_error_oom(err);
 	free(k);
 	return rc;
 }
 
 /* Every key under the prefix + sub ("" for all), relative to the prefix;
  * fn returns nonzero to stop (that value returned). */
-typedef int (*remote_key_fn)(const char *rel, void *ctx, tt_error *err);
-static int remote_each_key(ic_store *s, const char *sub, remote_key_fn fn, void *ctx, tt_error *err)
+typedef int (*ic_key_fn)(const char *rel, void *ctx, tt_error *err);
+static int ic_each_key(ic_store *s, const char *sub, ic_key_fn fn, void *ctx, tt_error *err)
 {
 	char *pre = tt_asprintf("%s%s", s->prefix, sub), *token = NULL;
 	size_t pl = strlen(s->prefix);
@@ -307,7 +213,9 @@ static int remote_each_key(ic_store *s, const char *sub, remote_key_fn fn, void 
 		return tt_error_oom(err);
 	do {
 		tt_store_page page;
-		rc = tt_store_list(s->remote, pre, token, 0, &page, err);
+		if (!s->st)
+			break;
+		rc = tt_store_list_keys(s->st, pre, token, 0, &page, err);
 		free(token);
 		token = NULL;
 		if (rc)
@@ -324,60 +232,10 @@ static int remote_each_key(ic_store *s, const char *sub, remote_key_fn fn, void 
 	return rc;
 }
 
-typedef struct names_ctx {
-	json_t *names;
-	size_t skip;  /* the length of "dir/" */
-} names_ctx;
-
-static int name_step(const char *rel, void *ctx, tt_error *err)
-{
-	names_ctx *nc = ctx;
-	const char *name = rel + nc->skip, *slash = strchr(name, '/');
-	size_t n = slash ? (size_t)(slash - name) : strlen(name), last = json_array_size(nc->names);
-	const json_t *prev = last ? json_array_get(nc->names, last - 1) : NULL;
-	if (!n || (prev && json_string_length(prev) == n && memcmp(json_string_value(prev), name, n) == 0))
-		return 0; /* listings are sorted: a repeat follows its first */
-	return json_array_append_new(nc->names, json_stringn(name, n)) == 0 ? 0 : tt_error_oom(err);
-}
-
-static int remote_list(ic_store *s, const char *dir, json_t **names, tt_error *err)
-{
-	bool all = strcmp(dir, ".") == 0;
-	char *sub = all ? tt_strdup("") : tt_asprintf("%s/", dir);
-	names_ctx nc = { json_array(), sub ? strlen(sub) : 0 };
-	int rc;
-	*names = NULL;
-	if (!sub || !nc.names) {
-		free(sub);
-		json_decref(nc.names);
-		return tt_error_oom(err);
-	}
-	rc = remote_each_key(s, sub, name_step, &nc, err);
-	free(sub);
-	if (rc) {
-		json_decref(nc.names);
-		return rc;
-	}
-	*names = nc.names;
-	return 0;
-}
-
-static int remote_remove(ic_store *s, const char *key, tt_error *err)
-{
-	char *k = remote_key(s, key);
-	int rc = k ? tt_store_delete(s->remote, k, err) : tt_error_oom(err);
-	free(k);
-	return rc;
-}
-
-static const ic_store_ops remote_store_ops = {
-	remote_get, remote_exists, remote_put_new, remote_replace, remote_list, remote_remove,
-};
-
 static void ic_store_release(ic_store *s)
 {
 	free(s->root);
-	tt_store_close(s->remote);
+	tt_store_close(s->st);
 	free(s->prefix);
 	free(s->etag);
 	memset(s, 0, sizeof *s);
@@ -442,8 +300,9 @@ oom:
 	return ioom(err);
 }
 
-/* Open the repository's storage: a local directory, or an s3:// prefix
- * through the storage layer (the URI's own spelling in messages). */
+/* Open the repository's storage: a local directory (its store opened
+ * once the directory exists), or an s3:// or az:// prefix (the URI's own
+ * spelling in messages). */
 static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *err)
 {
 	char *uri = NULL, *key = NULL;
@@ -452,7 +311,6 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	int rc = get_uri(loc, &uri, err);
 
 	memset(s, 0, sizeof *s);
-	s->ops = &local_store_ops;
 	if (rc)
 		return rc;
 	rc = tt_store_local_path(uri, &s->root);
@@ -462,6 +320,10 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	}
 	if (rc > 0) {
 		rc = 0;
+		if (!(s->prefix = tt_strdup("")))
+			rc = ioom(err);
+		else if (tt_is_dir(s->root) && (rc = tt_store_local_open(s->root, false, &s->st, err)) != 0)
+			tt_error_object(err, NULL, KIND);
 		goto done;
 	}
 	if ((rc = tt_store_uri_parse(uri, &u, err)) != 0) {
@@ -481,7 +343,7 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	tt_store_uri_release(&u);
 	if ((rc = tt_icechunk_remote_options(b, loc, &opts, err)) != 0)
 		goto done;
-	if ((rc = tt_store_open_uri(uri, opts, &s->remote, &key, err)) != 0) {
+	if ((rc = tt_store_open_uri(uri, opts, &s->st, &key, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
@@ -492,7 +354,7 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 		s->prefix = n ? tt_asprintf("%s/", key) : tt_strdup("");
 	}
 	s->root = tt_strdup(uri);
-	s->ops = &remote_store_ops;
+	s->remote = true;
 	if (!s->prefix || !s->root)
 		rc = ioom(err);
 done:
@@ -551,7 +413,7 @@ static int read_object_raw(view *v, const char *key, int want, tt_buf *fb, int *
 		raw = &own;
 	if (!what)
 		return ioom(err);
-	rc = v->store.ops->get(&v->store, key, META_MAX, raw, err);
+	rc = ic_get(&v->store, key, META_MAX, raw, err);
 	if (rc == 0)
 		rc = ic_container_read((const uint8_t *)raw->ptr, raw->len, want, what, 0, fb, spec,
 				       err);
@@ -577,7 +439,7 @@ static int store_probe(ic_store *s, int *spec, tt_error *err)
 	*spec = 0;
 	for (int i = 0; i < 2; i++) {
 		if (!s->remote) {
-			if (s->ops->exists(s, keys[i])) {
+			if (ic_exists(s, keys[i])) {
 				*spec = 2 - i;
 				return 0;
 			}
@@ -586,7 +448,7 @@ static int store_probe(ic_store *s, int *spec, tt_error *err)
 		/* a GET, not a HEAD: a refusal's body says why (an expired
 		 * token, a bad signature), a HEAD's has nothing */
 		tt_buf b = TT_BUF_INIT;
-		int rc = remote_get(s, keys[i], META_MAX, &b, err);
+		int rc = ic_get(s, keys[i], META_MAX, &b, err);
 		tt_buf_release(&b);
 		if (rc == 0) {
 			*spec = 2 - i;
@@ -708,37 +570,28 @@ static int backup_name(char out[64], tt_error *err)
 
 /*
  * One read-modify-write of `repo`, the way icechunk does it: the old bytes
- * are copied to overwritten/ first, then `repo` is replaced (rename, so
- * icechunk's cached version notices).  Local storage has no compare-and-
- * swap for icechunk either; tether writers exclude each other with a lock
- * on the repository directory, and the file is compared with what the plan
- * read right before the replace, so a racing icechunk write between the
- * two is detected in all but a tiny window.
+ * are copied to overwritten/ first, then `repo` is replaced (on local
+ * storage through rename, so icechunk's cached version notices).  The
+ * replace is If-Match on the ETag the plan read, on every store (the local
+ * one compares it under a lock on the directory): of racing writers one
+ * wins and the others plan again on its file, as many rounds as they need.
+ * icechunk's own local writes take no such lock, so one of theirs between
+ * the compare and the rename is missed, a window of a few system calls.
  */
 static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 {
-	bool remote = v->store.remote != NULL;
-	int dfd = remote ? -1 : open(v->store.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
-	tt_buf fb = TT_BUF_INIT, file = TT_BUF_INIT, now = TT_BUF_INIT;
+	tt_buf fb = TT_BUF_INIT, file = TT_BUF_INIT;
 	char bname[64], *bkey = NULL, *what = NULL, *etag = NULL;
 	ic_change ch;
+	int rc;
 
-	if (!remote && dfd < 0)
-		return ierr(err, TT_EIO, "cannot open %s: %s", v->store.root, strerror(errno));
-	if (!remote && flock(dfd, LOCK_EX) != 0) {
-		rc = ierr(err, TT_EIO, "cannot lock %s: %s", v->store.root, strerror(errno));
-		goto done;
-	}
-	/* An object store has the compare-and-swap: as many rounds as racing
-	 * writers may need, each planned again on the winner's file. */
-	for (int attempt = 0; attempt < (remote ? 32 : 5); attempt++) {
-		if (attempt && remote)
+	for (int attempt = 0; attempt < 32; attempt++) {
+		if (attempt)
 			backoff(attempt);
 		if ((rc = view_read_repo(v, err)) != 0)
 			goto done;
 		free(etag);
-		etag = NULL;
-		if (remote && !(etag = tt_strdup(v->store.etag ? v->store.etag : ""))) {
+		if (!(etag = tt_strdup(v->store.etag ? v->store.etag : ""))) {
 			rc = ioom(err);
 			goto done;
 		}
@@ -768,33 +621,17 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 			rc = ioom(err);
 			goto done;
 		}
-		if ((rc = v->store.ops->put_new(&v->store, bkey, v->raw.ptr, v->raw.len, err)) != 0) {
+		if ((rc = ic_put_new(&v->store, bkey, v->raw.ptr, v->raw.len, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
-		if (remote) {
-			/* If-Match on the ETag the plan read: one writer of a racing
-			 * many wins, the others plan again on its file */
-			rc = remote_replace_if(&v->store, "repo", etag, file.ptr, file.len, err);
-			if (rc == TT_EREFMOVED) {
-				tt_error_clear(err);
-				continue;
-			}
-			if (rc)
-				tt_error_object(err, NULL, KIND);
-			goto done;
-		}
-		tt_buf_reset(&now);
-		if ((rc = v->store.ops->get(&v->store, "repo", META_MAX, &now, err)) != 0) {
-			tt_error_object(err, NULL, KIND);
-			goto done;
-		}
-		if (now.len != v->raw.len || memcmp(now.ptr, v->raw.ptr, now.len) != 0) {
-			/* someone else wrote in between: plan again on their file
-			 * (our backup copy stays, as icechunk's would) */
+		/* someone else's write in between: plan again on their file (our
+		 * backup copy stays, as icechunk's would) */
+		rc = ic_replace_if(&v->store, "repo", etag, file.ptr, file.len, err);
+		if (rc == TT_EREFMOVED) {
+			tt_error_clear(err);
 			continue;
 		}
-		rc = v->store.ops->replace(&v->store, "repo", file.ptr, file.len, err);
 		if (rc)
 			tt_error_object(err, NULL, KIND);
 		goto done;
@@ -802,12 +639,9 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 	rc = ierr(err, TT_EBACKEND, "icechunk repository %s kept changing under this write; try again",
 		  v->store.root);
 done:
-	if (dfd >= 0)
-		close(dfd); /* releases the lock */
 	free(etag);
 	tt_buf_release(&fb);
 	tt_buf_release(&file);
-	tt_buf_release(&now);
 	free(bkey);
 	free(what);
 	return rc;
@@ -865,7 +699,7 @@ static int v1_read_ref(view *v, const char *kind, const char *name, char sid[IC_
 
 	if (!key)
 		return ioom(err);
-	rc = v->store.ops->get(&v->store, key, REF_MAX, &b, err);
+	rc = ic_get(&v->store, key, REF_MAX, &b, err);
 	if (rc)
 		goto done;
 	doc = tt_json_parse(b.ptr, b.len, key, err);
@@ -920,7 +754,7 @@ static int lookup_tag(view *v, const char *name, char sid[IC_ID_CHARS + 1], tt_e
 		int rc;
 		if (!dead)
 			return ioom(err);
-		if (v->store.ops->exists(&v->store, dead)) {
+		if (ic_exists(&v->store, dead)) {
 			free(dead);
 			return TT_ENOTFOUND;
 		}
@@ -953,7 +787,7 @@ static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
 				return ioom(err);
 		return 0;
 	}
-	if ((rc = v->store.ops->list(&v->store, "refs", &names, err)) != 0) {
+	if ((rc = ic_list(&v->store, "refs", &names, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
 		return rc;
 	}
@@ -1239,8 +1073,8 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	if (!key)
 		return ioom(err);
 	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
-	rc = create ? v->store.ops->put_new(&v->store, key, body, strlen(body), err)
-		    : v->store.ops->replace(&v->store, key, body, strlen(body), err);
+	rc = create ? ic_put_new(&v->store, key, body, strlen(body), err)
+		    : ic_replace(&v->store, key, body, strlen(body), err);
 	if (rc && rc != TT_EEXISTS)
 		tt_error_object(err, NULL, KIND);
 	free(key);
@@ -1258,7 +1092,7 @@ static int v1_write_ref_if(view *v, const char *kind, const char *name, const ch
 	if (!key)
 		return ioom(err);
 	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
-	rc = remote_replace_if(&v->store, key, etag, body, strlen(body), err);
+	rc = ic_replace_if(&v->store, key, etag, body, strlen(body), err);
 	if (rc)
 		tt_error_object(err, NULL, KIND);
 	free(key);
@@ -1507,7 +1341,7 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 			rc = ioom(err);
 			goto done;
 		}
-		rc = v.store.ops->put_new(&v.store, dead, "", 0, err);
+		rc = ic_put_new(&v.store, dead, "", 0, err);
 		free(dead);
 		if (rc == TT_EEXISTS) {
 			tt_error_clear(err);
@@ -1717,7 +1551,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 		goto done;
 	}
-	if (expected && expected->kind == TT_EXPECT_STATE && v.store.remote) {
+	if (expected && expected->kind == TT_EXPECT_STATE) {
 		/* the ref moves from the reviewed head or not at all (If-Match) */
 		const json_t *e = json_object_get(expected->state, "snapshot_id");
 		const char *want = json_is_string(e) ? json_string_value(e) : "";
@@ -1737,15 +1571,6 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 			}
 		}
 		free(etag);
-		goto done;
-	}
-	if (expected && expected->kind == TT_EXPECT_STATE) {
-		/* No compare-and-swap on local storage: compare just before the move. */
-		if ((rc = tt_check_expected(b, loc, name, expected, err)) != 0)
-			goto done;
-		if (lookup_branch(&v, name, head, err) == 0 && strcmp(head, sid) == 0)
-			goto done;
-		rc = v1_write_ref(&v, "branch", name, sid, false, err);
 		goto done;
 	}
 	if (rc == TT_ENOTFOUND) {
@@ -1797,7 +1622,7 @@ static int ic_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 		rc = ioom(err);
 		goto done;
 	}
-	rc = v.store.ops->remove(&v.store, key, err);
+	rc = ic_remove(&v.store, key, err);
 	if (rc == TT_ENOTFOUND) {
 		tt_error_clear(err);
 		rc = 0;
@@ -1944,7 +1769,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 				goto done;
 			goto moved;
 		}
-		if (v.store.remote) {
+		{
 			/* If-Match on the ref the ancestry was checked against */
 			char was[IC_ID_CHARS + 1], *etag = NULL;
 			memcpy(was, head, sizeof was);
@@ -1961,22 +1786,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			free(etag);
 			if (rc)
 				goto done;
-			goto moved;
 		}
-		/* Local storage has no compare-and-swap: re-read the head right
-		 * before the replace to narrow the window. */
-		if (lookup_branch(&v, base, head, err) == 0 &&
-		    expected && expected->kind == TT_EXPECT_STATE) {
-			const char *from = json_string_value(json_object_get(expected->state, "snapshot_id"));
-			if (from && strcmp(head, from) != 0) {
-				rc = ierr(err, TT_EREFMOVED,
-					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
-					  head, from);
-				goto done;
-			}
-		}
-		if ((rc = v1_write_ref(&v, "branch", base, target, false, err)) != 0)
-			goto done;
 	}
 moved:
 	if (!(*new_state = sid_state(target)))
@@ -2726,7 +2536,7 @@ static int put_object(view *v, const char *key, const tt_buf *fb, int type, tt_e
 	tt_buf file = TT_BUF_INIT;
 	int rc = ic_container_write((const uint8_t *)fb->ptr, fb->len, type, 2, &file, err);
 	if (rc == 0)
-		rc = v->store.ops->put_new(&v->store, key, file.ptr, file.len, err);
+		rc = ic_put_new(&v->store, key, file.ptr, file.len, err);
 	tt_buf_release(&file);
 	return rc;
 }
@@ -2750,7 +2560,7 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 		/* anything under the prefix is someone's data, and delete_store
 		 * would later take the whole prefix */
 		json_t *names = NULL;
-		if ((rc = v.store.ops->list(&v.store, ".", &names, err)) != 0) {
+		if ((rc = ic_list(&v.store, "", &names, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
@@ -2943,7 +2753,7 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			  root);
 		goto done;
 	}
-	if ((rc = s.ops->list(&s, ".", &names, err)) != 0)
+	if ((rc = ic_list(&s, "", &names, err)) != 0)
 		goto done;
 	json_array_foreach(names, i, e)
 		if (!in_layout(json_string_value(e)))
@@ -2960,12 +2770,12 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			rc = ioom(err);
 			goto done;
 		}
-		if ((rc = remote_each_key(&s, "", key_step, keys, err)) != 0) {
+		if ((rc = ic_each_key(&s, "", key_step, keys, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
 		json_array_foreach(keys, i, e)
-			if ((rc = s.ops->remove(&s, json_string_value(e), err)) != 0) {
+			if ((rc = ic_remove(&s, json_string_value(e), err)) != 0) {
 				tt_error_prefix(err, "%s was removed only in part", root);
 				tt_error_object(err, NULL, KIND);
 				goto done;
