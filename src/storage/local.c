@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,6 +500,32 @@ static int local_del(tt_store *s, const char *key, tt_error *err)
 	return rc;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT)
+		return 0;
+	return -1;
+}
+
+/* The directory and all in it: blobs, the temporaries of interrupted
+ * writes, empty subdirectories.  A file named dir is no directory (and
+ * no key under it): it stays. */
+static int local_delete_tree(tt_store *s, const char *dir, tt_error *err)
+{
+	char *path = key_path(s, dir);
+	struct stat st;
+	int rc = 0;
+	if (!path)
+		return tt_error_oom(err);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		rc = io_err(s, dir, errno, "cannot delete everything under", err);
+	free(path);
+	return rc;
+}
+
 static void local_close(tt_store *s)
 {
 	local_impl *im = s->impl;
@@ -519,6 +546,7 @@ static const tt_store_ops local_ops = {
 	.put_if_absent = local_put_if_absent,
 	.put_if_match = local_put_if_match,
 	.del = local_del,
+	.delete_tree = local_delete_tree,
 	.close = local_close,
 };
 

@@ -408,6 +408,35 @@ int tt_store_delete(tt_store *s, const char *key, tt_error *err)
 	return s->ops->del(s, key, err);
 }
 
+int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err)
+{
+	char *prefix, *token = NULL;
+	int rc;
+	if ((rc = tt_store_key_check(dir, err)) != 0)
+		return rc;
+	if (s->ops->delete_tree)
+		return s->ops->delete_tree(s, dir, err);
+	if (!(prefix = tt_asprintf("%s/", dir)))
+		return tt_error_oom(err);
+	/* Deleting while paging: each page is read again from the start, as
+	 * what came before it is gone (a token may no longer be valid). */
+	do {
+		tt_store_page page;
+		free(token);
+		token = NULL;
+		if ((rc = tt_store_list_keys(s, prefix, NULL, 0, &page, err)) != 0)
+			break;
+		for (size_t i = 0; rc == 0 && i < page.n; i++)
+			rc = s->ops->del(s, page.items[i].key, err);
+		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
+			rc = tt_error_oom(err);
+		tt_store_page_release(&page);
+	} while (rc == 0 && token);
+	free(token);
+	free(prefix);
+	return rc;
+}
+
 void tt_store_close(tt_store *s)
 {
 	if (s)

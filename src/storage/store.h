@@ -170,6 +170,9 @@ typedef struct tt_store_ops {
 	/* Optional: the names one level below dir (see tt_store_list_names),
 	 * where the store can read that level alone. */
 	int (*list_names)(tt_store *s, const char *dir, tt_store_page *out, tt_error *err);
+	/* Optional: tt_store_delete_tree where the store has more to remove
+	 * than its keys (the local store: directories, staged temporaries). */
+	int (*delete_tree)(tt_store *s, const char *dir, tt_error *err);
 } tt_store_ops;
 
 struct tt_store {
@@ -212,6 +215,11 @@ int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_
 int tt_store_put_if_match(tt_store *s, const char *key, const char *etag, const void *data,
 			  size_t len, tt_store_meta *meta, tt_error *err);
 int tt_store_delete(tt_store *s, const char *key, tt_error *err);
+/* Delete every key under "dir/" (dir itself is not a key here: a blob
+ * named dir stays).  The local store removes the directory itself, with
+ * whatever interrupted writes left in it; a missing dir is no error.  On
+ * failure some keys may be gone already: the error says which was not. */
+int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err);
 void tt_store_close(tt_store *s);
 
 #endif

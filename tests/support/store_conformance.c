@@ -401,11 +401,42 @@ static int sc_list_names(tt_store *s)
 	return failed_;
 }
 
+/* delete_tree: every key under dir/, nothing beside it. */
+static int sc_delete_tree(tt_store *s)
+{
+	SC_BEGIN;
+	static const char *const keys[] = { "dt/a", "dt/b/c", "dt/b/d/e", "dt-x", "dtx/y" };
+	tt_store_page p = { 0 };
+	tt_store_meta m = { 0 };
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		SC_CHECK(tt_store_put(s, keys[i], "d", 1, NULL, &err) == 0, "put %s", keys[i]);
+	SC_CHECK(tt_store_delete_tree(s, "dt/b", &err) == 0, "delete dt/b");
+	SC_CHECK(tt_store_list_keys(s, "dt", NULL, 0, &p, &err) == 0, "list dt");
+	SC_CHECK(p.n == 3 && strcmp(p.items[0].key, "dt-x") == 0 && strcmp(p.items[1].key, "dt/a") == 0 &&
+		 strcmp(p.items[2].key, "dtx/y") == 0, "%zu keys left under dt", p.n);
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_delete_tree(s, "dt", &err) == 0, "delete dt");
+	SC_CHECK(tt_store_list_keys(s, "dt", NULL, 0, &p, &err) == 0, "list dt again");
+	SC_CHECK(p.n == 2 && strcmp(p.items[0].key, "dt-x") == 0 && strcmp(p.items[1].key, "dtx/y") == 0,
+		 "%zu keys left beside dt", p.n);
+	tt_store_page_release(&p);
+	SC_CHECK(tt_store_delete_tree(s, "dt", &err) == 0, "a missing dir");
+	SC_CHECK(tt_store_delete_tree(s, "dt-x", &err) == 0, "a blob is no dir");
+	SC_CHECK(tt_store_head(s, "dt-x", NULL, &m, &err) == 0, "the blob stays");
+	tt_store_meta_release(&m);
+	SC_CHECK(tt_store_delete_tree(s, "dt/", &err) == TT_EUSAGE, "a dir spelt with a trailing '/'");
+	tt_error_clear(&err);
+	SC_END;
+	tt_store_page_release(&p);
+	tt_store_meta_release(&m);
+	return failed_;
+}
+
 int tt_store_conformance_run(tt_store *s, const char *label)
 {
 	int (*const checks[])(tt_store *) = {
 		sc_missing, sc_roundtrip, sc_range, sc_overwrite, sc_put_if_absent,
-		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_bad_keys, sc_cap, sc_versions,
+		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_delete_tree, sc_bad_keys, sc_cap, sc_versions,
 	};
 	int failed = 0;
 	label_ = label;

@@ -38,6 +38,7 @@ TT_TEST(local_store_conformance_with_names_cut_from_a_listing)
 	const tt_store_ops *own = s->ops;
 	ops = *own;
 	ops.list_names = NULL;
+	ops.delete_tree = NULL;
 	s->ops = &ops;
 	CHECK_INT(tt_store_conformance_run(s, "local, names cut"), 0);
 	s->ops = own;
@@ -70,6 +71,30 @@ TT_TEST(local_store_list_names_reads_one_directory)
 	tt_store_close(s);
 	free(empty);
 	free(staged);
+}
+
+/* delete_tree on a local directory takes what interrupted writes left
+ * and the directories themselves. */
+TT_TEST(local_store_delete_tree_takes_temporaries_and_directories)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_store *s = NULL;
+	char *dir = tt_path_join(tt_test_tmpdir(), "d");
+	char *staged = tt_path_join(tt_test_tmpdir(), "d/v/blob#0123456789");
+	char *old = tt_path_join(tt_test_tmpdir(), "d/v/.blob.0123456789abcdef.tmp");
+	char *empty = tt_path_join(tt_test_tmpdir(), "d/w/x");
+	CHECK_OK(tt_store_local_open(tt_test_tmpdir(), false, &s, &err));
+	CHECK_OK(tt_store_put(s, "d/v/blob", "1", 1, NULL, &err));
+	CHECK_OK(tt_write_file_atomic(staged, "partial", 7, 0644, &err));
+	CHECK_OK(tt_write_file_atomic(old, "partial", 7, 0644, &err));
+	CHECK_OK(tt_mkdirs(empty, 0777, &err));
+	CHECK_OK(tt_store_delete_tree(s, "d", &err));
+	CHECK(!tt_exists(dir));
+	tt_store_close(s);
+	free(dir);
+	free(staged);
+	free(old);
+	free(empty);
 }
 
 TT_TEST(local_store_etag_is_inode_mtime_size)
