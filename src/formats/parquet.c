@@ -44,6 +44,8 @@ typedef struct reader {
 	size_t depth;
 	int max_def;                  /* definition level of a present value */
 	int64_t row;                  /* the next value's row */
+	uint64_t values, bytes;       /* handed to fn so far */
+	uint64_t max_values, max_bytes;
 	tt_parquet_string_fn fn;
 	void *ctx;
 	tt_error *err;
@@ -441,8 +443,19 @@ static int read_values(reader *rd, const dict *d, int encoding, const unsigned c
 			return malformed(rd, "a page has fewer definition levels than values");
 		if (level > (uint32_t)rd->max_def)
 			return malformed(rd, "a definition level is out of range");
-		if (level < (uint32_t)rd->max_def)
-			continue; /* null here: the row is another action */
+		if (level < (uint32_t)rd->max_def) {
+			/* null here: the row is another action.  The rest of a
+			 * repeated run is null too: skipped at once, so a run of
+			 * billions from a few bytes costs nothing. */
+			if (have_levels && !lv->old && !lv->h.packed && lv->h.left) {
+				uint64_t k = lv->h.left < (uint64_t)(num - i - 1) ? lv->h.left
+										 : (uint64_t)(num - i - 1);
+				lv->h.left -= k;
+				rd->row += (int64_t)k;
+				i += (int32_t)k;
+			}
+			continue;
+		}
 		const unsigned char *s;
 		size_t n;
 		if (by_dict) {
@@ -456,6 +469,15 @@ static int read_values(reader *rd, const dict *d, int encoding, const unsigned c
 		} else if (!plain_next(&p, end, &s, &n)) {
 			return malformed(rd, "a value runs past its page");
 		}
+		/* A repeated run of dictionary indices hands out one value
+		 * again and again from a few bytes: the read is bounded. */
+		if (++rd->values > rd->max_values || (rd->bytes += n) > rd->max_bytes)
+			return tt_error_set(rd->err, TT_ELIMIT,
+					    "%s: column %s states more than %llu values or %llu bytes of "
+					    "them in a file of %zu bytes, which no writer makes of real "
+					    "data (corrupt, or crafted?)",
+					    rd->what, rd->column, (unsigned long long)rd->max_values,
+					    (unsigned long long)rd->max_bytes, rd->len);
 		if ((rc = rd->fn(rd->ctx, row, s, n, rd->err)) != 0)
 			return rc;
 	}
@@ -760,7 +782,14 @@ int tt_parquet_strings(const unsigned char *data, size_t len, const char *what,
 	column[0] = 0;
 	for (size_t i = 0; i < depth && at < sizeof column; i++)
 		at += (size_t)snprintf(column + at, sizeof column - at, "%s%s", i ? "." : "", path[i]);
-	reader rd = { data, len, what, column, path, depth, 0, 0, fn, ctx, err };
+	reader rd = { .data = data, .len = len, .what = what, .column = column, .path = path,
+		      .depth = depth, .fn = fn, .ctx = ctx, .err = err };
+	rd.max_values = (uint64_t)len * TT_PARQUET_VALUES_PER_BYTE;
+	if (rd.max_values < TT_PARQUET_VALUES_FLOOR)
+		rd.max_values = TT_PARQUET_VALUES_FLOOR;
+	rd.max_bytes = (uint64_t)len * TT_PARQUET_BYTES_PER_BYTE;
+	if (rd.max_bytes < TT_PARQUET_BYTES_FLOOR)
+		rd.max_bytes = TT_PARQUET_BYTES_FLOOR;
 	if (depth == 0)
 		return tt_error_set(err, TT_EUSAGE, "a Parquet column path is empty");
 	if (len < 12 || memcmp(data, "PAR1", 4) != 0 || memcmp(data + len - 4, "PAR1", 4) != 0)

@@ -10,7 +10,10 @@
  * stored UNCOMPRESSED or compressed with SNAPPY, GZIP or ZSTD.
  *
  * Input is untrusted.  Every offset, length and count is checked against
- * the file, a page larger than TT_PARQUET_PAGE_MAX is refused, and a
+ * the file, a page larger than TT_PARQUET_PAGE_MAX is refused, a read
+ * that would hand out more values, or bytes of them, than its size can
+ * hold (TT_PARQUET_VALUES_PER_BYTE, TT_PARQUET_BYTES_PER_BYTE) is
+ * TT_ELIMIT, and a
  * malformed file is TT_EPARSE naming it; a codec or encoding outside the
  * list above is TT_ECAPABILITY naming it.
  */
@@ -24,6 +27,15 @@
 #include "util/error.h"
 
 #define TT_PARQUET_PAGE_MAX ((size_t)256 << 20)
+/* What one read hands to its callback at most (TT_ELIMIT past it), per
+ * byte of the file: repeated runs of dictionary indices make any number of
+ * values from a few bytes, where real files (a Delta checkpoint's rows
+ * each hold a unique path) take more than a byte per row and compress
+ * their strings far less than 64 times.  Small files get the floors. */
+#define TT_PARQUET_VALUES_PER_BYTE 8u
+#define TT_PARQUET_VALUES_FLOOR ((uint64_t)1 << 20)
+#define TT_PARQUET_BYTES_PER_BYTE 64u
+#define TT_PARQUET_BYTES_FLOOR ((uint64_t)1 << 24)
 
 /* One value of the column, in row `row` of the file (counting from 0
  * across row groups).  s is not NUL-terminated and points into a buffer

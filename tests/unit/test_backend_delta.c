@@ -20,6 +20,7 @@
 #include "backends/backend.h"
 #include "backends/delta/delta.h"
 #include "conformance.h"
+#include "formats/parquet.h"
 #include "core/kinds.h"
 #include "harness.h"
 #include "util/buf.h"
@@ -693,4 +694,37 @@ TT_TEST(commit_reader_normalises_metrics)
 	CHECK_INT(tt_delta_parse_commit(bad, strlen(bad), "bad.json", &c, &err), TT_EPARSE);
 	CHECK_MSG(strstr(tt_error_text(&err), "bad.json (line 2)"), "%s", tt_error_text(&err));
 	tt_error_clear(&err);
+}
+
+static int count_value(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
+{
+	(void)row;
+	(void)s;
+	(void)n;
+	(void)err;
+	(*(uint64_t *)ctx)++;
+	return 0;
+}
+
+/* A file of 641 bytes whose pages repeat one dictionary index billions of
+ * times (found by the fuzzer, which it kept busy past its timeout): the
+ * read stops at the values its size allows, TT_ELIMIT naming the file. */
+TT_TEST(parquet_repeated_dictionary_run_is_bounded_by_the_file_size)
+{
+	static const char *const col[] = { "add", "path" };
+	tt_error err = TT_ERROR_INIT;
+	tt_buf data = TT_BUF_INIT;
+	uint64_t values = 0;
+	bool found = false;
+	char *f = source_path("fuzz/corpus/parquet/repeated-dictionary-run.parquet");
+	CHECK_OK(tt_read_file(f, &data, 0, &err));
+	CHECK_INT(tt_parquet_strings((const unsigned char *)data.ptr, data.len, "crafted.parquet", col, 2,
+				     count_value, &values, &found, &err),
+		  TT_ELIMIT);
+	CHECK(values == TT_PARQUET_VALUES_FLOOR);
+	CHECK_MSG(strstr(err.message, "crafted.parquet") && strstr(err.message, "add.path"), "%s",
+		  err.message);
+	tt_error_clear(&err);
+	tt_buf_release(&data);
+	free(f);
 }
