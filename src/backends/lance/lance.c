@@ -19,14 +19,12 @@
  * picks a sibling name.  Promote and merge do not exist: Lance cannot move
  * a branch head.
  *
- * Storage sits behind a small interface (lstore): a local directory, or an
- * object-store prefix through the storage layer (storage/store.h), where
+ * Every file is read and written through the storage layer
+ * (storage/store.h): a local directory, or an object-store prefix, where
  * create-only is If-None-Match: *.
  */
 #define _GNU_SOURCE 1
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,27 +57,20 @@
 /* --- storage ------------------------------------------------------------------ */
 
 /*
- * What the backend needs of a store, paths relative to the dataset root.
- * read: TT_ENOTFOUND when absent.  list: the names in a directory (none
- * when it is absent).  put_new: create-only (TT_EEXISTS).  remove: gone is
- * fine.  remove_tree: a whole prefix.
+ * The dataset's files through the storage layer (storage/store.h), paths
+ * relative to the dataset root: a local directory or an object-store
+ * prefix.  read: TT_ENOTFOUND when absent.  list: the names in a directory
+ * (none when it is absent; never the temporaries of writes in flight).
+ * put_new: create-only (TT_EEXISTS; If-None-Match: * on an object store).
+ * remove: gone is fine.  remove_tree: a whole directory (locally with what
+ * an interrupted write left in it).
  */
-typedef struct lstore lstore;
-typedef struct lstore_ops {
-	int (*read)(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error *err);
-	int (*list)(lstore *s, const char *rel, char ***names, size_t *n, tt_error *err);
-	int (*put_new)(lstore *s, const char *rel, const void *data, size_t len, tt_error *err);
-	int (*remove)(lstore *s, const char *rel, tt_error *err);
-	int (*remove_tree)(lstore *s, const char *rel, tt_error *err);
-	bool (*exists)(lstore *s, const char *rel);
-} lstore_ops;
-
-struct lstore {
-	const lstore_ops *ops;
+typedef struct lstore {
+	tt_store *st;
+	bool remote;
 	char *root;   /* the dataset root as the locator gives it (for messages, base paths) */
-	tt_store *remote;  /* an object store (s3://, gs://, az://); NULL locally */
-	char *prefix;      /* remote: the dataset's key prefix, "" or "a/b.lance/" */
-};
+	char *prefix; /* the dataset's key prefix, "" or "a/b.lance/" */
+} lstore;
 
 static void free_names(char **v, size_t n)
 {
@@ -88,268 +79,132 @@ static void free_names(char **v, size_t n)
 	free(v);
 }
 
+/* A local dataset's path for rel (messages only: nothing is opened by it). */
 static char *local_path(lstore *s, const char *rel)
 {
 	return rel && *rel ? tt_path_join(s->root, rel) : tt_strdup(s->root);
 }
 
-static int local_read(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error *err)
-{
-	char *p = local_path(s, rel);
-	int rc;
-	if (!p)
-		return loom(err);
-	if (!tt_is_file(p))
-		rc = tt_error_set(err, TT_ENOTFOUND, "%s not found", p);
-	else
-		rc = tt_read_file(p, out, max, err);
-	free(p);
-	return rc;
-}
-
-static int local_list(lstore *s, const char *rel, char ***names, size_t *n, tt_error *err)
-{
-	char *p = local_path(s, rel);
-	DIR *d;
-	struct dirent *e;
-	size_t alloc = 0;
-	int rc = 0;
-
-	*names = NULL;
-	*n = 0;
-	if (!p)
-		return loom(err);
-	if (!(d = opendir(p))) {
-		rc = errno == ENOENT || errno == ENOTDIR ? 0 : tt_error_errno(err, errno, "cannot list %s", p);
-		free(p);
-		return rc;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (TT_ARRAY_GROW(*names, alloc, *n + 1) != 0 || !((*names)[*n] = tt_strdup(e->d_name))) {
-			rc = loom(err);
-			break;
-		}
-		(*n)++;
-	}
-	closedir(d);
-	free(p);
-	if (rc) {
-		free_names(*names, *n);
-		*names = NULL;
-		*n = 0;
-	}
-	return rc;
-}
-
-static int local_put_new(lstore *s, const char *rel, const void *data, size_t len, tt_error *err)
-{
-	char *p = local_path(s, rel);
-	int rc;
-	if (!p)
-		return loom(err);
-	rc = tt_write_file_exclusive(p, data, len, 0644, err);
-	free(p);
-	return rc;
-}
-
-static int local_remove(lstore *s, const char *rel, tt_error *err)
-{
-	char *p = local_path(s, rel);
-	int rc = 0;
-	if (!p)
-		return loom(err);
-	if (unlink(p) != 0 && errno != ENOENT)
-		rc = tt_error_errno(err, errno, "cannot remove %s", p);
-	free(p);
-	return rc;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-static int local_remove_tree(lstore *s, const char *rel, tt_error *err)
-{
-	char *p = local_path(s, rel);
-	int rc = 0;
-	if (!p)
-		return loom(err);
-	if (tt_exists(p) && nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-		rc = tt_error_errno(err, errno, "cannot remove %s", p);
-	free(p);
-	return rc;
-}
-
-static bool local_exists(lstore *s, const char *rel)
-{
-	char *p = local_path(s, rel);
-	bool yes = p && tt_exists(p);
-	free(p);
-	return yes;
-}
-
-static const lstore_ops local_ops = {
-	local_read, local_list, local_put_new, local_remove, local_remove_tree, local_exists,
-};
-
-/* --- an object store, through the storage layer (storage/store.h) --- */
-
-static char *remote_key(lstore *s, const char *rel)
+static char *ls_key(lstore *s, const char *rel)
 {
 	return tt_asprintf("%s%s", s->prefix, rel ? rel : "");
 }
 
-static int remote_read(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error *err)
+/* The store's name for directory rel ("" the root): the key without a
+ * trailing '/'. */
+static char *ls_dir(lstore *s, const char *rel)
 {
-	char *k = remote_key(s, rel);
+	size_t n = strlen(s->prefix);
+	if (rel && *rel)
+		return ls_key(s, rel);
+	return n ? tt_strndup(s->prefix, n - 1) : tt_strdup("");
+}
+
+static int ls_read(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error *err)
+{
+	char *k = ls_key(s, rel);
 	int rc;
 	if (!k)
 		return loom(err);
 	out->max = max;
-	rc = tt_store_get(s->remote, k, NULL, out, NULL, err);
+	rc = tt_store_get(s->st, k, NULL, out, NULL, err);
 	free(k);
 	return rc;
 }
 
-/* Every key under rel + "/" (all keys when rel is empty), relative to the
- * dataset root; fn returns nonzero (an error) to stop. */
-typedef int (*remote_key_fn)(lstore *s, const char *relkey, void *ctx, tt_error *err);
-static int remote_each(lstore *s, const char *rel, remote_key_fn fn, void *ctx, tt_error *err)
+static int ls_list(lstore *s, const char *rel, char ***names, size_t *n, tt_error *err)
 {
-	char *pre = rel && *rel ? tt_asprintf("%s%s/", s->prefix, rel) : tt_strdup(s->prefix);
-	char *token = NULL;
-	size_t pl = strlen(s->prefix);
-	int rc = 0;
-	if (!pre)
-		return loom(err);
-	do {
-		tt_store_page page;
-		rc = tt_store_list(s->remote, pre, token, 0, &page, err);
-		free(token);
-		token = NULL;
-		if (rc)
-			break;
-		for (size_t i = 0; i < page.n && rc == 0; i++)
-			if (strlen(page.items[i].key) > pl)
-				rc = fn(s, page.items[i].key + pl, ctx, err);
-		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
-			rc = loom(err);
-		tt_store_page_release(&page);
-	} while (rc == 0 && token);
-	free(token);
-	free(pre);
-	return rc;
-}
-
-typedef struct names_acc {
-	char ***names;
-	size_t *n, alloc, skip;
-} names_acc;
-
-static int name_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
-{
-	names_acc *a = ctx;
-	const char *name = relkey + a->skip, *slash = strchr(name, '/');
-	size_t len = slash ? (size_t)(slash - name) : strlen(name);
-	(void)s;
-	if (!len)
-		return 0;
-	/* listings are sorted: a directory's keys follow one another */
-	if (*a->n && strlen((*a->names)[*a->n - 1]) == len && !memcmp((*a->names)[*a->n - 1], name, len))
-		return 0;
-	if (TT_ARRAY_GROW(*a->names, a->alloc, *a->n + 1) != 0 ||
-	    !((*a->names)[*a->n] = tt_strndup(name, len)))
-		return loom(err);
-	(*a->n)++;
-	return 0;
-}
-
-static int remote_list(lstore *s, const char *rel, char ***names, size_t *n, tt_error *err)
-{
-	names_acc a = { names, n, 0, rel && *rel ? strlen(rel) + 1 : 0 };
+	tt_store_page page = { 0 };
+	char *dir = ls_dir(s, rel);
 	int rc;
 	*names = NULL;
 	*n = 0;
-	rc = remote_each(s, rel, name_step, &a, err);
-	if (rc) {
-		free_names(*names, *n);
-		*names = NULL;
-		*n = 0;
+	if (!dir)
+		return loom(err);
+	rc = tt_store_list_names(s->st, dir, &page, err);
+	free(dir);
+	if (rc == 0 && page.n && !(*names = tt_calloc(page.n, sizeof **names)))
+		rc = loom(err);
+	for (size_t i = 0; rc == 0 && i < page.n; i++) {
+		(*names)[i] = page.items[i].key; /* taken over */
+		page.items[i].key = NULL;
 	}
-	return rc;
-}
-
-static int remote_put_new(lstore *s, const char *rel, const void *data, size_t len, tt_error *err)
-{
-	char *k = remote_key(s, rel);
-	int rc = k ? tt_store_put_if_absent(s->remote, k, data, len, NULL, err) : loom(err);
-	free(k);
-	return rc;
-}
-
-static int remote_remove(lstore *s, const char *rel, tt_error *err)
-{
-	char *k = remote_key(s, rel);
-	int rc = k ? tt_store_delete(s->remote, k, err) : loom(err);
-	free(k);
-	return rc;
-}
-
-static int delete_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
-{
-	(void)ctx;
-	return remote_remove(s, relkey, err);
-}
-
-static int remote_remove_tree(lstore *s, const char *rel, tt_error *err)
-{
-	int rc = remote_remove(s, rel, err);
 	if (rc == 0)
-		rc = remote_each(s, rel, delete_step, NULL, err);
+		*n = page.n;
+	tt_store_page_release(&page);
 	return rc;
 }
 
-static int any_step(lstore *s, const char *relkey, void *ctx, tt_error *err)
+static int ls_put_new(lstore *s, const char *rel, const void *data, size_t len, tt_error *err)
 {
-	(void)s;
-	(void)relkey;
-	(void)err;
-	*(bool *)ctx = true;
-	return 1; /* stop at the first */
+	char *k = ls_key(s, rel);
+	int rc = k ? tt_store_put_if_absent(s->st, k, data, len, NULL, err) : loom(err);
+	free(k);
+	return rc;
 }
 
-/* A blob at rel, or any key under rel/ (a "directory"). */
-static bool remote_exists(lstore *s, const char *rel)
+static int ls_remove(lstore *s, const char *rel, tt_error *err)
+{
+	char *k = ls_key(s, rel);
+	int rc = k ? tt_store_delete(s->st, k, err) : loom(err);
+	free(k);
+	return rc;
+}
+
+static int ls_remove_tree(lstore *s, const char *rel, tt_error *err)
+{
+	char *k = ls_key(s, rel);
+	int rc = k ? tt_store_delete_tree(s->st, k, err) : loom(err);
+	free(k);
+	return rc;
+}
+
+/* A file at rel. */
+static bool ls_has_file(lstore *s, const char *rel)
 {
 	tt_error quiet = TT_ERROR_INIT;
 	tt_store_meta meta;
-	char *k = remote_key(s, rel);
-	bool yes = false;
-	if (k && tt_store_head(s->remote, k, NULL, &meta, &quiet) == 0) {
+	char *k = ls_key(s, rel);
+	bool yes = k && tt_store_head(s->st, k, NULL, &meta, &quiet) == 0;
+	if (k)
 		tt_store_meta_release(&meta);
-		yes = true;
-	}
-	tt_error_clear(&quiet);
-	if (!yes && k)
-		remote_each(s, rel, any_step, &yes, &quiet);
 	tt_error_clear(&quiet);
 	free(k);
 	return yes;
 }
 
-static const lstore_ops remote_ops = {
-	remote_read, remote_list, remote_put_new, remote_remove, remote_remove_tree, remote_exists,
-};
+/* A directory at rel: a key under rel/ (on an object store the only kind
+ * there is), or locally the directory itself, even with nothing in it but
+ * what an interrupted write left (its parent's listing names it). */
+static bool ls_has_dir(lstore *s, const char *rel)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	tt_store_page page = { 0 };
+	char *k = tt_asprintf("%s%s/", s->prefix, rel);
+	bool yes = k && tt_store_list_keys(s->st, k, NULL, 1, &page, &quiet) == 0 && page.n > 0;
+	tt_store_page_release(&page);
+	tt_error_clear(&quiet);
+	free(k);
+	if (!yes && !s->remote) {
+		const char *slash = strrchr(rel, '/');
+		char *parent = slash ? tt_strndup(rel, (size_t)(slash - rel)) : tt_strdup(""), **names = NULL;
+		size_t n = 0;
+		if (parent && ls_list(s, parent, &names, &n, &quiet) == 0)
+			for (size_t i = 0; i < n && !yes; i++)
+				yes = strcmp(names[i], slash ? slash + 1 : rel) == 0;
+		tt_error_clear(&quiet);
+		free_names(names, n);
+		free(parent);
+	}
+	return yes;
+}
 
 static void lstore_close(lstore *s)
 {
 	free(s->root);
 	s->root = NULL;
-	tt_store_close(s->remote);
-	s->remote = NULL;
+	tt_store_close(s->st);
+	s->st = NULL;
 	free(s->prefix);
 	s->prefix = NULL;
 }
@@ -362,7 +217,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
 	if (rc)
 		return rc;
-	rc = tt_store_open_uri(uri, opts, &s->remote, &key, err);
+	rc = tt_store_open_uri(uri, opts, &s->st, &key, err);
 	json_decref(opts);
 	if (rc) {
 		tt_error_object(err, NULL, KIND);
@@ -378,7 +233,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 	while (n > 1 && uri[n - 1] == '/')
 		n--;
 	s->root = tt_strndup(uri, n);
-	s->ops = &remote_ops;
+	s->remote = true;
 	if (!s->prefix || !s->root) {
 		lstore_close(s);
 		return loom(err);
@@ -387,7 +242,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 	 * from the store, which says so) */
 	char **names = NULL;
 	size_t nn = 0;
-	if ((rc = remote_list(s, "_versions", &names, &nn, err)) != 0) {
+	if ((rc = ls_list(s, "_versions", &names, &nn, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
 		lstore_close(s);
 		return rc;
@@ -415,7 +270,7 @@ static int open_store(tt_backend *b, const json_t *loc, lstore *s, tt_error *err
 {
 	const char *uri = loc_uri(loc);
 	char *path = NULL;
-	int local;
+	int local, rc;
 
 	memset(s, 0, sizeof *s);
 	if (!uri)
@@ -430,9 +285,16 @@ static int open_store(tt_backend *b, const json_t *loc, lstore *s, tt_error *err
 		free(path);
 		return err->code;
 	}
-	s->ops = &local_ops;
 	s->root = path;
-	return 0;
+	if (!(s->prefix = tt_strdup(""))) {
+		lstore_close(s);
+		return loom(err);
+	}
+	if ((rc = tt_store_local_open(path, false, &s->st, err)) != 0) {
+		tt_error_object(err, NULL, KIND);
+		lstore_close(s);
+	}
+	return rc;
 }
 
 static const char *base_branch_of(const json_t *loc)
@@ -521,7 +383,7 @@ static int latest_version(lstore *s, const char *branch, uint64_t *version, bool
 	*version = 0;
 	if (!dir)
 		return loom(err);
-	if ((rc = s->ops->list(s, dir, &names, &n, err)) < 0)
+	if ((rc = ls_list(s, dir, &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v;
@@ -564,10 +426,10 @@ static int manifest_rel(lstore *s, const char *branch, uint64_t v, char **rel, t
 		free(v2);
 		return loom(err);
 	}
-	if (s->ops->exists(s, v2)) {
+	if (ls_has_file(s, v2)) {
 		*rel = v2;
 		free(v1);
-	} else if (s->ops->exists(s, v1)) {
+	} else if (ls_has_file(s, v1)) {
 		*rel = v1;
 		free(v2);
 	} else {
@@ -595,7 +457,7 @@ static int load_manifest(lstore *s, const char *branch, uint64_t v, tt_lance_man
 				  shown(branch));
 		return tt_error_object(err, NULL, KIND);
 	}
-	if ((rc = s->ops->read(s, rel, &buf, MAX_MANIFEST, err)) < 0) {
+	if ((rc = ls_read(s, rel, &buf, MAX_MANIFEST, err)) < 0) {
 		tt_error_prefix(err, "lance dataset %s", s->root);
 		tt_error_object(err, NULL, KIND);
 		goto done;
@@ -642,7 +504,7 @@ static int read_ref_json(lstore *s, const char *rel, json_t **out, tt_error *err
 	tt_buf buf = TT_BUF_INIT;
 	int rc;
 	*out = NULL;
-	rc = s->ops->read(s, rel, &buf, MAX_REF, err);
+	rc = ls_read(s, rel, &buf, MAX_REF, err);
 	if (rc == TT_ENOTFOUND) {
 		tt_error_clear(err);
 		rc = 0;
@@ -744,7 +606,7 @@ static int list_tags(lstore *s, json_t **out, tt_error *err)
 	*out = json_object();
 	if (!*out)
 		return loom(err);
-	if ((rc = s->ops->list(s, "_refs/tags", &names, &n, err)) < 0)
+	if ((rc = ls_list(s, "_refs/tags", &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		size_t l = strlen(names[i]);
@@ -785,7 +647,7 @@ static int list_branches(lstore *s, json_t **out, tt_error *err)
 	*out = json_object();
 	if (!*out)
 		return loom(err);
-	if ((rc = s->ops->list(s, "_refs/branches", &names, &n, err)) < 0)
+	if ((rc = ls_list(s, "_refs/branches", &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *name = branch_name_of_file(names[i]);
@@ -1096,7 +958,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 		rc = loom(err);
 		goto done;
 	}
-	rc = s.ops->put_new(&s, rel, text, strlen(text), err);
+	rc = ls_put_new(&s, rel, text, strlen(text), err);
 	if (rc == TT_EEXISTS) {
 		/* Already there (an idempotent commit, or a racing one): it must
 		 * hold this very state. */
@@ -1138,9 +1000,9 @@ static int lance_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_e
 	char *rel = tt_asprintf("_refs/tags/%s.json", pin->ref);
 	if (!rel)
 		rc = loom(err);
-	else if ((rc = s.ops->remove(&s, rel, err)) < 0)
+	else if ((rc = ls_remove(&s, rel, err)) < 0)
 		tt_error_object(err, NULL, KIND);
-	else if (s.ops->exists(&s, rel))
+	else if (ls_has_file(&s, rel))
 		rc = lerr(err, TT_EBACKEND, "tag %s was not deleted", pin->ref);
 	free(rel);
 	lstore_close(&s);
@@ -1274,7 +1136,7 @@ static size_t entries_in(lstore *s, const char *rel)
 	char **names = NULL;
 	size_t n = 0;
 	tt_error ignored = TT_ERROR_INIT;
-	if (s->ops->list(s, rel, &names, &n, &ignored) != 0)
+	if (ls_list(s, rel, &names, &n, &ignored) != 0)
 		n = SIZE_MAX;
 	free_names(names, n == SIZE_MAX ? 0 : n);
 	tt_error_clear(&ignored);
@@ -1300,7 +1162,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = loom(err);
 		goto done;
 	}
-	if (s->ops->exists(s, bfile)) {
+	if (ls_has_file(s, bfile)) {
 		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 		goto done;
 	}
@@ -1308,7 +1170,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = loom(err);
 		goto done;
 	}
-	if (s->ops->exists(s, vdir)) {
+	if (ls_has_dir(s, vdir)) {
 		/* Versions without the branch file: a fork that was interrupted
 		 * (or one being made right now).  The fix names the tree when it
 		 * holds nothing else (a branch nested under the name stays). */
@@ -1321,7 +1183,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		free(path);
 		goto done;
 	}
-	if (s->ops->exists(s, tree)) {
+	if (ls_has_dir(s, tree)) {
 		/* An empty tree/<name>/ is what a fork killed right after making
 		 * it leaves (a local store's directory): no branch, nothing to
 		 * keep; the create-only writes below still settle a race. */
@@ -1368,7 +1230,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 			  s->root, name, shown(src), version, why);
 		goto done;
 	}
-	if ((rc = s->ops->put_new(s, rel, out.ptr, out.len, err)) < 0) {
+	if ((rc = ls_put_new(s, rel, out.ptr, out.len, err)) < 0) {
 		if (rc != TT_EEXISTS)
 			tt_error_prefix(err, "cannot create lance branch %s", name);
 		tt_error_object(err, NULL, KIND);
@@ -1386,7 +1248,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		rc = loom(err);
 		goto done;
 	}
-	if ((rc = s->ops->put_new(s, bfile, text, strlen(text), err)) < 0) {
+	if ((rc = ls_put_new(s, bfile, text, strlen(text), err)) < 0) {
 		/* Someone else's branch file won (a racer forking from another
 		 * version): the manifest we created is ours alone - theirs would
 		 * have stopped ours at the same name - so take it back rather
@@ -1395,7 +1257,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		if (rc != TT_EEXISTS)
 			tt_error_prefix(err, "cannot create lance branch %s", name);
 		tt_error_object(err, NULL, KIND);
-		s->ops->remove(s, rel, &drop);
+		ls_remove(s, rel, &drop);
 		tt_error_clear(&drop);
 	}
 done:
@@ -1491,11 +1353,11 @@ static int delete_branch(lstore *s, const char *name, tt_error *err)
 		rc = loom(err);
 		goto done;
 	}
-	if ((rc = s->ops->remove(s, bfile, err)) < 0 || (rc = list_branches(s, &branches, err)) < 0)
+	if ((rc = ls_remove(s, bfile, err)) < 0 || (rc = list_branches(s, &branches, err)) < 0)
 		goto done;
 	tt_fault("lance:after-branch-file");
 	if (!has_nested(branches, name))
-		rc = s->ops->remove_tree(s, tree, err);
+		rc = ls_remove_tree(s, tree, err);
 done:
 	if (rc < 0)
 		tt_error_object(err, NULL, KIND);
@@ -1621,7 +1483,7 @@ static int half_made_versions(lstore *s, const char *vdir, bool *yes, tt_error *
 	bool ok = true;
 	int rc;
 	*yes = false;
-	if ((rc = s->ops->list(s, vdir, &names, &n, err)) < 0)
+	if ((rc = ls_list(s, vdir, &names, &n, err)) < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		if (manifest_name(names[i]))
@@ -1652,13 +1514,13 @@ static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char
 		rc = loom(err);
 		goto done;
 	}
-	if (s.ops->exists(&s, bfile) || !s.ops->exists(&s, vdir))
+	if (ls_has_file(&s, bfile) || !ls_has_dir(&s, vdir))
 		goto done;
 	if ((rc = half_made_versions(&s, vdir, &half, err)) < 0 || !half)
 		goto done;
 	/* Only the versions: a branch nested under the name keeps its tree. */
-	if ((rc = s.ops->remove_tree(&s, vdir, err)) < 0 || (rc = s.ops->list(&s, tree, &left, &nleft, err)) < 0 ||
-	    (!nleft && (rc = s.ops->remove_tree(&s, tree, err)) < 0)) {
+	if ((rc = ls_remove_tree(&s, vdir, err)) < 0 || (rc = ls_list(&s, tree, &left, &nleft, err)) < 0 ||
+	    (!nleft && (rc = ls_remove_tree(&s, tree, err)) < 0)) {
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
@@ -1682,8 +1544,8 @@ static int finish_delete(lstore *s, const char *name, tt_error *err)
 	int rc = 0;
 	if (!tree)
 		return loom(err);
-	if (s->ops->exists(s, tree) && (rc = list_branches(s, &branches, err)) == 0 &&
-	    !has_nested(branches, name) && (rc = s->ops->remove_tree(s, tree, err)) < 0)
+	if (ls_has_dir(s, tree) && (rc = list_branches(s, &branches, err)) == 0 &&
+	    !has_nested(branches, name) && (rc = ls_remove_tree(s, tree, err)) < 0)
 		tt_error_object(err, NULL, KIND);
 	json_decref(branches);
 	free(tree);
@@ -1844,7 +1706,7 @@ static int lance_history(tt_backend *b, const json_t *loc, const char *ref, size
 		rc = loom(err);
 		goto done;
 	}
-	if ((rc = s.ops->list(&s, dir, &names, &nn, err)) < 0)
+	if ((rc = ls_list(&s, dir, &names, &nn, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < nn; i++) {
 		uint64_t v;
