@@ -235,11 +235,13 @@ void tt_store_page_release(tt_store_page *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->n; i++) {
-		free(p->items[i].key);
+		if (!p->keys)
+			free(p->items[i].key);
 		tt_store_meta_release(&p->items[i].meta);
 	}
 	free(p->items);
 	free(p->next);
+	free(p->keys);
 	memset(p, 0, sizeof *p);
 }
 
@@ -302,51 +304,59 @@ int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_
 								     max_keys ? max_keys : 1000, out, err);
 }
 
-static int cmp_entry_key(const void *a, const void *b)
+int tt_store_each_key(tt_store *s, const char *prefix, tt_store_key_fn fn, void *ctx, tt_error *err)
 {
-	return strcmp(((const tt_store_entry *)a)->key, ((const tt_store_entry *)b)->key);
-}
-
-/* The names under dir cut from a listing of every key below it. */
-static int names_by_listing(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
-{
-	char *prefix = *dir ? tt_asprintf("%s/", dir) : tt_strdup(""), *token = NULL;
-	size_t plen = prefix ? strlen(prefix) : 0, alloc = 0;
-	int rc = 0;
-
-	if (!prefix)
-		return tt_error_oom(err);
+	char *token = NULL;
+	int rc;
 	do {
 		tt_store_page page;
 		rc = tt_store_list_keys(s, prefix, token, 0, &page, err);
 		free(token);
 		token = NULL;
-		for (size_t i = 0; rc == 0 && i < page.n; i++) {
-			const char *name = page.items[i].key + plen, *slash = strchr(name, '/');
-			size_t n = slash ? (size_t)(slash - name) : strlen(name);
-			const char *prev = out->n ? out->items[out->n - 1].key : NULL;
-			/* the keys under one name are adjacent in a sorted listing */
-			if (!n || (prev && strlen(prev) == n && memcmp(prev, name, n) == 0))
-				continue;
-			if (TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0) {
-				rc = tt_error_oom(err);
-				break;
-			}
-			memset(&out->items[out->n], 0, sizeof out->items[out->n]);
-			if (!(out->items[out->n].key = tt_strndup(name, n)))
-				rc = tt_error_oom(err);
-			else
-				out->n++;
-		}
+		for (size_t i = 0; rc == 0 && i < page.n; i++)
+			rc = fn(page.items[i].key, ctx, err);
 		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
 			rc = tt_error_oom(err);
 		tt_store_page_release(&page);
 	} while (rc == 0 && token);
 	free(token);
+	return rc;
+}
+
+typedef struct names_cut {
+	tt_store_page *out;
+	size_t alloc, plen;
+} names_cut;
+
+static int cut_name(const char *key, void *ctx, tt_error *err)
+{
+	names_cut *c = ctx;
+	tt_store_page *out = c->out;
+	const char *name = key + c->plen, *slash = strchr(name, '/');
+	size_t n = slash ? (size_t)(slash - name) : strlen(name);
+	const char *prev = out->n ? out->items[out->n - 1].key : NULL;
+	/* the keys under one name are adjacent in a sorted listing */
+	if (!n || (prev && strlen(prev) == n && memcmp(prev, name, n) == 0))
+		return 0;
+	if (TT_ARRAY_GROW(out->items, c->alloc, out->n + 1) != 0)
+		return tt_error_oom(err);
+	memset(&out->items[out->n], 0, sizeof out->items[out->n]);
+	if (!(out->items[out->n].key = tt_strndup(name, n)))
+		return tt_error_oom(err);
+	out->n++;
+	return 0;
+}
+
+/* The names under dir cut from a listing of every key below it. */
+static int names_by_listing(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
+{
+	char *prefix = *dir ? tt_asprintf("%s/", dir) : tt_strdup("");
+	names_cut c = { out, 0, prefix ? strlen(prefix) : 0 };
+	int rc;
+	if (!prefix)
+		return tt_error_oom(err);
+	rc = tt_store_each_key(s, prefix, cut_name, &c, err);
 	free(prefix);
-	/* "a-1" sorts before "a/x", so the names cut from them need a sort */
-	if (rc == 0 && out->n > 1)
-		qsort(out->items, out->n, sizeof *out->items, cmp_entry_key);
 	if (rc)
 		tt_store_page_release(out);
 	return rc;
@@ -408,9 +418,24 @@ int tt_store_delete(tt_store *s, const char *key, tt_error *err)
 	return s->ops->del(s, key, err);
 }
 
+typedef struct key_set {
+	char **v;
+	size_t n, alloc;
+} key_set;
+
+static int collect_key(const char *key, void *ctx, tt_error *err)
+{
+	key_set *ks = ctx;
+	if (TT_ARRAY_GROW(ks->v, ks->alloc, ks->n + 1) != 0 || !(ks->v[ks->n] = tt_strdup(key)))
+		return tt_error_oom(err);
+	ks->n++;
+	return 0;
+}
+
 int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err)
 {
-	char *prefix, *token = NULL;
+	key_set ks = { 0 };
+	char *prefix;
 	int rc;
 	if ((rc = tt_store_key_check(dir, err)) != 0)
 		return rc;
@@ -418,21 +443,13 @@ int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err)
 		return s->ops->delete_tree(s, dir, err);
 	if (!(prefix = tt_asprintf("%s/", dir)))
 		return tt_error_oom(err);
-	/* Deleting while paging: each page is read again from the start, as
-	 * what came before it is gone (a token may no longer be valid). */
-	do {
-		tt_store_page page;
-		free(token);
-		token = NULL;
-		if ((rc = tt_store_list_keys(s, prefix, NULL, 0, &page, err)) != 0)
-			break;
-		for (size_t i = 0; rc == 0 && i < page.n; i++)
-			rc = s->ops->del(s, page.items[i].key, err);
-		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
-			rc = tt_error_oom(err);
-		tt_store_page_release(&page);
-	} while (rc == 0 && token);
-	free(token);
+	/* listed whole first: a listing's token need not survive deletes */
+	rc = tt_store_each_key(s, prefix, collect_key, &ks, err);
+	for (size_t i = 0; rc == 0 && i < ks.n; i++)
+		rc = s->ops->del(s, ks.v[i], err);
+	for (size_t i = 0; i < ks.n; i++)
+		free(ks.v[i]);
+	free(ks.v);
 	free(prefix);
 	return rc;
 }

@@ -126,6 +126,8 @@ typedef struct tt_store_page {
 	tt_store_entry *items;
 	size_t n;
 	char *next;  /* token for the following page; NULL on the last */
+	char *keys;  /* where set, every key points into this one block (freed
+		      * with it): a key cannot be taken out of the page then */
 } tt_store_page;
 
 void tt_store_page_release(tt_store_page *p);
@@ -201,12 +203,18 @@ int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max
  * without them; the keys and pages are list's. */
 int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		       tt_store_page *out, tt_error *err);
+/* fn for every key under prefix, the listing paged to its end in list
+ * order; fn's nonzero return stops it and is returned. */
+typedef int (*tt_store_key_fn)(const char *key, void *ctx, tt_error *err);
+int tt_store_each_key(tt_store *s, const char *prefix, tt_store_key_fn fn, void *ctx, tt_error *err);
 /* The names directly under dir ("" = the root): the distinct first
- * segments of the keys under "dir/", ascending, each once, all of them
- * (no paging) -- what a listing with a '/' delimiter gives.  Each item's
- * key is a name, its meta zero.  A store that can read that one level
- * does (the local store reads one directory, so an empty subdirectory is
- * a name there too); elsewhere the keys below dir are listed and cut. */
+ * segments of the keys under "dir/", each once, all of them (no paging)
+ * -- what a listing with a '/' delimiter gives -- in no promised order
+ * (the local store gives its directory's; sort where order matters).
+ * Each item's key is a name, its meta zero.  A store that can read that
+ * one level does (the local store reads one directory, so an empty
+ * subdirectory is a name there too); elsewhere the keys below dir are
+ * listed and cut. */
 int tt_store_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err);
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err);

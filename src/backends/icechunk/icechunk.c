@@ -204,30 +204,28 @@ static int ic_remove(ic_store *s, const char *key, tt_error *err)
 /* Every key under the prefix + sub ("" for all), relative to the prefix;
  * fn returns nonzero to stop (that value returned). */
 typedef int (*ic_key_fn)(const char *rel, void *ctx, tt_error *err);
+typedef struct ic_each {
+	ic_key_fn fn;
+	void *ctx;
+	size_t pl;
+} ic_each;
+
+static int ic_each_step(const char *key, void *ctx, tt_error *err)
+{
+	ic_each *e = ctx;
+	return strlen(key) > e->pl ? e->fn(key + e->pl, e->ctx, err) : 0;
+}
+
 static int ic_each_key(ic_store *s, const char *sub, ic_key_fn fn, void *ctx, tt_error *err)
 {
-	char *pre = tt_asprintf("%s%s", s->prefix, sub), *token = NULL;
-	size_t pl = strlen(s->prefix);
-	int rc = 0;
-	if (!pre)
+	ic_each e = { fn, ctx, strlen(s->prefix) };
+	char *pre;
+	int rc;
+	if (!s->st)
+		return 0;
+	if (!(pre = tt_asprintf("%s%s", s->prefix, sub)))
 		return tt_error_oom(err);
-	do {
-		tt_store_page page;
-		if (!s->st)
-			break;
-		rc = tt_store_list_keys(s->st, pre, token, 0, &page, err);
-		free(token);
-		token = NULL;
-		if (rc)
-			break;
-		for (size_t i = 0; i < page.n && rc == 0; i++)
-			if (strlen(page.items[i].key) > pl)
-				rc = fn(page.items[i].key + pl, ctx, err);
-		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
-			rc = tt_error_oom(err);
-		tt_store_page_release(&page);
-	} while (rc == 0 && token);
-	free(token);
+	rc = tt_store_each_key(s->st, pre, ic_each_step, &e, err);
 	free(pre);
 	return rc;
 }
