@@ -325,10 +325,13 @@ static int local_list_keys(tt_store *s, const char *prefix, const char *token, s
 }
 
 /* One directory's entries: its blobs and its subdirectories (empty ones
- * too), not the temporaries of writes in flight nor anything else. */
+ * too), not the temporaries of writes in flight nor anything else.  The
+ * names go into one block (page.keys), a directory of commits being many
+ * short names. */
 static int local_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err)
 {
 	char *path = *dir ? key_path(s, dir) : tt_strdup(ROOT(s));
+	tt_buf names = TT_BUF_INIT;
 	DIR *d;
 	struct dirent *de;
 	size_t alloc = 0;
@@ -354,17 +357,22 @@ static int local_list_names(tt_store *s, const char *dir, tt_store_page *out, tt
 			break;
 		}
 		memset(&out->items[out->n], 0, sizeof out->items[out->n]);
-		if (!(out->items[out->n].key = tt_strdup(name))) {
-			rc = tt_error_oom(err);
-			break;
-		}
-		out->n++;
+		/* an offset for now: the block moves as it grows */
+		out->items[out->n++].key = (char *)(uintptr_t)names.len;
+		tt_buf_put(&names, name, strlen(name) + 1);
 	}
 	closedir(d);
-	if (rc == 0 && out->n > 1)
-		qsort(out->items, out->n, sizeof *out->items, cmp_entry);
-	if (rc)
-		tt_store_page_release(out);
+	if (rc == 0 && names.failed)
+		rc = tt_error_oom(err);
+	if (rc == 0) {
+		out->keys = tt_buf_detach(&names);
+		for (size_t i = 0; i < out->n; i++)
+			out->items[i].key = out->keys + (uintptr_t)out->items[i].key;
+	} else {
+		tt_buf_release(&names);
+		free(out->items);
+		memset(out, 0, sizeof *out);
+	}
 	return rc;
 }
 

@@ -16,9 +16,7 @@
  * checkpoint's footer.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +74,9 @@ typedef struct dlog {
 	const char *uri;   /* as the locator gives it (messages, addresses) */
 	char *root;        /* the local table directory (remote: the URI, no trailing '/') */
 	char *dir;         /* root/_delta_log */
-	tt_store *remote;  /* an object store; NULL locally */
-	char *prefix;      /* remote: the table's key prefix, "" or "a/t/" */
+	tt_store *st;      /* the table's store: its directory, or an object store */
+	bool remote;       /* an object store */
+	char *prefix;      /* the table's key prefix: "" locally, "" or "a/t/" remote */
 	long long *commits;
 	size_t nc, ac;
 	ckpt *cps;
@@ -89,7 +88,7 @@ static void dlog_release(dlog *l)
 {
 	free(l->root);
 	free(l->dir);
-	tt_store_close(l->remote);
+	tt_store_close(l->st);
 	free(l->prefix);
 	free(l->commits);
 	for (size_t i = 0; i < l->ncp; i++)
@@ -231,26 +230,26 @@ static int local_root(const char *uri, char **root, tt_error *err)
 	return 0;
 }
 
-/* The key of a file under _delta_log (remote). */
+/* The key of a file under _delta_log. */
 static char *log_key(const dlog *l, const char *name)
 {
 	return tt_asprintf("%s" LOG_DIR "/%s", l->prefix, name);
 }
 
-/* A table on an object store: open it and list _delta_log/ (one paged
- * LIST), classifying the names directly under it. */
-static int scan_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
+/* A table on an object store: its store and key prefix. */
+static int open_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
 	json_t *opts = NULL;
-	char *key = NULL, *pre = NULL, *token = NULL;
+	char *key = NULL;
 	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
 	size_t n;
 	if (rc)
 		return rc;
-	rc = tt_store_open_uri(l->uri, opts, &l->remote, &key, err);
+	rc = tt_store_open_uri(l->uri, opts, &l->st, &key, err);
 	json_decref(opts);
 	if (rc)
 		return tt_error_object(err, NULL, KIND);
+	l->remote = true;
 	n = strlen(key);
 	while (n && key[n - 1] == '/')
 		key[--n] = '\0';
@@ -260,80 +259,72 @@ static int scan_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 	while (n > 1 && l->uri[n - 1] == '/')
 		n--;
 	l->root = tt_strndup(l->uri, n);
-	if (!l->prefix || !l->root || !(l->dir = tt_asprintf("%s/" LOG_DIR, l->root)) ||
-	    !(pre = tt_asprintf("%s" LOG_DIR "/", l->prefix)))
+	if (!l->prefix || !l->root || !(l->dir = tt_asprintf("%s/" LOG_DIR, l->root)))
 		return doom(err);
-	size_t pl = strlen(pre);
-	bool any = false;
-	do {
-		tt_store_page page;
-		rc = tt_store_list(l->remote, pre, token, 0, &page, err);
-		free(token);
-		token = NULL;
-		if (rc) {
-			tt_error_object(err, NULL, KIND);
-			break;
-		}
-		for (size_t i = 0; i < page.n && rc == 0; i++) {
-			const char *name = page.items[i].key + pl;
-			any = true;
-			if (!strchr(name, '/'))
-				rc = classify(l, name, err);
-		}
-		if (rc == 0 && page.next && !(token = tt_strdup(page.next)))
-			rc = doom(err);
-		tt_store_page_release(&page);
-	} while (rc == 0 && token);
-	free(token);
-	free(pre);
-	if (rc == 0 && !any)
-		rc = derr(err, TT_EBACKEND,
-			  "delta table not found: %s has no %s (is it a Delta table?)", l->uri, LOG_DIR);
-	return rc;
+	return 0;
+}
+
+/* A local table: the store on its directory. */
+static int open_local(dlog *l, tt_error *err)
+{
+	int rc;
+	if (!tt_is_dir(l->root))
+		return derr(err, TT_EBACKEND, "delta table not found: %s (no such directory)", l->uri);
+	if (!(l->prefix = tt_strdup("")) || !(l->dir = tt_path_join(l->root, LOG_DIR)))
+		return doom(err);
+	if ((rc = tt_store_local_open(l->root, false, &l->st, err)) != 0)
+		return tt_error_object(err, NULL, KIND);
+	return 0;
+}
+
+/* Is name among the names directly under the table's root?  (Only to
+ * tell "no _delta_log" from "an empty one" in a message.) */
+static bool root_has(const dlog *l, const char *name)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	tt_store_page page = { 0 };
+	size_t n = strlen(l->prefix);
+	char *dir = n ? tt_strndup(l->prefix, n - 1) : tt_strdup("");
+	bool yes = false;
+	if (dir && tt_store_list_names(l->st, dir, &page, &quiet) == 0)
+		for (size_t i = 0; i < page.n && !yes; i++)
+			yes = strcmp(page.items[i].key, name) == 0;
+	tt_store_page_release(&page);
+	tt_error_clear(&quiet);
+	free(dir);
+	return yes;
 }
 
 /* List _delta_log: commits, checkpoints and the head version. */
 static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
+	tt_store_page page = { 0 };
+	char *dir = NULL;
 	int rc;
-	DIR *d;
-	struct dirent *e;
 
 	memset(l, 0, sizeof *l);
 	if ((rc = locator_uri(loc, &l->uri, err)) != 0 || (rc = local_root(l->uri, &l->root, err)))
 		return rc;
-	if (!l->root) {
-		if ((rc = scan_remote(b, loc, l, err)) != 0)
-			return rc;
-		goto scanned;
-	}
-	if (!(l->dir = tt_path_join(l->root, LOG_DIR)))
+	if ((rc = l->root ? open_local(l, err) : open_remote(b, loc, l, err)) != 0)
+		return rc;
+	/* the names directly under _delta_log/ (one directory locally) */
+	if (!(dir = tt_asprintf("%s" LOG_DIR, l->prefix)))
 		return doom(err);
-	if (!(d = opendir(l->dir))) {
-		int e0 = errno;
-		if (e0 == ENOENT || e0 == ENOTDIR) {
-			if (!tt_is_dir(l->root))
-				return derr(err, TT_EBACKEND, "delta table not found: %s (no such directory)",
-					    l->uri);
-			return derr(err, TT_EBACKEND,
-				    "delta table not found: %s has no %s directory (is it a Delta table?)",
-				    l->uri, LOG_DIR);
-		}
-		tt_error_errno(err, e0, "delta table %s: cannot list %s", l->uri, l->dir);
+	rc = tt_store_list_names(l->st, dir, &page, err);
+	free(dir);
+	if (rc) {
+		tt_error_prefix(err, "delta table %s: cannot list %s", l->uri, l->dir);
 		return tt_error_object(err, NULL, KIND);
 	}
-	rc = 0;
-	errno = 0;
-	while (rc == 0 && (e = readdir(d)) != NULL)
-		rc = classify(l, e->d_name, err);
-	if (rc == 0 && errno) {
-		tt_error_errno(err, errno, "delta table %s: cannot list %s", l->uri, l->dir);
-		rc = tt_error_object(err, NULL, KIND);
-	}
-	closedir(d);
+	for (size_t i = 0; i < page.n && rc == 0; i++)
+		rc = classify(l, page.items[i].key, err);
+	if (rc == 0 && page.n == 0 && (l->remote || !root_has(l, LOG_DIR)))
+		rc = derr(err, TT_EBACKEND,
+			  "delta table not found: %s has no %s%s (is it a Delta table?)", l->uri, LOG_DIR,
+			  l->remote ? "" : " directory");
+	tt_store_page_release(&page);
 	if (rc)
 		return rc;
-scanned:
 	if (l->nc > 1) /* no commits at all: only a checkpoint is left */
 		qsort(l->commits, l->nc, sizeof *l->commits, cmp_ll);
 	l->head = l->nc ? l->commits[l->nc - 1] : -1;
@@ -382,20 +373,16 @@ static char *log_path(const dlog *l, const char *name)
 	return tt_path_join(l->dir, name);
 }
 
-/* A file under _delta_log, whole: from the directory or the store. */
+/* A file under _delta_log, whole. */
 static int log_get(const dlog *l, const char *name, tt_buf *out, tt_error *err)
 {
-	char *path = l->remote ? log_key(l, name) : log_path(l, name);
+	char *key = log_key(l, name);
 	int rc;
-	if (!path)
+	if (!key)
 		return doom(err);
-	if (l->remote) {
-		out->max = MAX_LOG_FILE;
-		rc = tt_store_get(l->remote, path, NULL, out, NULL, err);
-	} else {
-		rc = tt_read_file(path, out, MAX_LOG_FILE, err);
-	}
-	free(path);
+	out->max = MAX_LOG_FILE;
+	rc = tt_store_get(l->st, key, NULL, out, NULL, err);
+	free(key);
 	return rc;
 }
 
@@ -490,8 +477,9 @@ static char *hint_id(const dlog *l, long long cp)
 	return id;
 }
 
-/* The same from an object store: a HEAD for the size, two ranged GETs. */
-static int read_tail_remote(const dlog *l, const char *name, tt_buf *out, tt_error *err)
+/* A Parquet file's footer and trailer (the whole tail): a HEAD for the
+ * size, two ranged reads. */
+static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err)
 {
 	char *key = log_key(l, name), *path = log_path(l, name);
 	tt_store_meta meta = { 0 };
@@ -503,12 +491,12 @@ static int read_tail_remote(const dlog *l, const char *name, tt_buf *out, tt_err
 		rc = doom(err);
 		goto done;
 	}
-	if ((rc = tt_store_head(l->remote, key, NULL, &meta, err)) != 0) {
+	if ((rc = tt_store_head(l->st, key, NULL, &meta, err)) != 0) {
 		rc = tt_error_object(err, NULL, KIND);
 		goto done;
 	}
 	if (meta.size < 12 ||
-	    (rc = tt_store_get_range(l->remote, key, NULL, meta.size - 8, 8, &last, err)) != 0 ||
+	    (rc = tt_store_get_range(l->st, key, NULL, meta.size - 8, 8, &last, err)) != 0 ||
 	    last.len != 8) {
 		if (!rc)
 			rc = derr(err, TT_EBACKEND, "delta table %s: %s is too short to be a Parquet "
@@ -527,7 +515,7 @@ static int read_tail_remote(const dlog *l, const char *name, tt_buf *out, tt_err
 			  (unsigned long long)meta.size - 8);
 		goto done;
 	}
-	if ((rc = tt_store_get_range(l->remote, key, NULL, meta.size - 8 - flen, (uint64_t)flen + 8,
+	if ((rc = tt_store_get_range(l->st, key, NULL, meta.size - 8 - flen, (uint64_t)flen + 8,
 				     out, err)) != 0) {
 		rc = tt_error_object(err, NULL, KIND);
 		goto done;
@@ -539,58 +527,6 @@ done:
 	tt_store_meta_release(&meta);
 	tt_buf_release(&last);
 	free(key);
-	free(path);
-	return rc;
-}
-
-/* A Parquet file's footer and trailer (the whole tail), read with pread. */
-static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err)
-{
-	char *path = log_path(l, name);
-	int fd = -1, rc = 0;
-	struct stat st;
-	unsigned char tail[8];
-	uint32_t flen;
-
-	if (!path)
-		return doom(err);
-	if (l->remote) {
-		free(path);
-		return read_tail_remote(l, name, out, err);
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
-		tt_error_errno(err, errno, "delta table %s: cannot read %s", l->uri, path);
-		rc = tt_error_object(err, NULL, KIND);
-		goto done;
-	}
-	if (st.st_size < 12 || pread(fd, tail, 8, st.st_size - 8) != 8) {
-		rc = derr(err, TT_EBACKEND, "delta table %s: %s is too short to be a Parquet "
-			  "checkpoint (truncated?)", l->uri, path);
-		goto done;
-	}
-	if ((rc = tt_delta_footer_length(tail, path, &flen, err)) != 0) {
-		rc = named(err, rc, l->uri);
-		goto done;
-	}
-	if ((off_t)flen > st.st_size - 8 || flen > MAX_LOG_FILE) {
-		rc = derr(err, TT_EBACKEND, "delta table %s: %s: the Parquet footer says %u bytes but "
-			  "the file has only %lld (truncated?)", l->uri, path, flen,
-			  (long long)st.st_size - 8);
-		goto done;
-	}
-	if (tt_buf_grow(out, (size_t)flen + 8) != 0) {
-		rc = doom(err);
-		goto done;
-	}
-	if (pread(fd, out->ptr, (size_t)flen + 8, st.st_size - 8 - flen) != (ssize_t)flen + 8) {
-		tt_error_errno(err, errno ? errno : EIO, "delta table %s: cannot read %s", l->uri, path);
-		rc = tt_error_object(err, NULL, KIND);
-		goto done;
-	}
-	out->len = (size_t)flen + 8;
-done:
-	if (fd >= 0)
-		close(fd);
 	free(path);
 	return rc;
 }
@@ -1230,22 +1166,22 @@ static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *er
 	return rc;
 }
 
-/* A data file's local path: add.path is a URI-encoded path relative to the
- * table, or an absolute URI (NULL: not a local file, cannot be checked). */
-static char *data_path(const dlog *l, const char *p)
+/* Where a data file is: add.path is a URI-encoded path relative to the
+ * table (a key in its store, *key set), or an absolute URI (locally a
+ * path, *key clear; NULL: on no storage of this table, cannot be checked). */
+static char *data_path(const dlog *l, const char *p, bool *key)
 {
 	char *decoded = tt_percent_decode(p);
 	if (!decoded)
 		return NULL;
 	char *out = NULL;
+	*key = false;
 	if (strstr(p, "://") || strncmp(p, "file:", 5) == 0) {
 		if (l->remote || tt_store_local_path(decoded, &out) <= 0)
 			out = NULL;
-	} else if (l->remote) {
-		/* a key relative to the table's prefix */
-		out = tt_asprintf("%s%s", l->prefix, decoded);
 	} else {
-		out = tt_path_join(l->root, decoded);
+		out = tt_asprintf("%s%s", l->prefix, decoded);
+		*key = true;
 	}
 	free(decoded);
 	return out;
@@ -1376,16 +1312,17 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 		const char *p;
 		json_t *ignored;
 		json_object_foreach(sets[s], p, ignored) {
-			char *path = data_path(&l, p);
+			bool is_key;
+			char *path = data_path(&l, p, &is_key);
 			if (!path) {
 				unchecked++;
 				continue;
 			}
 			bool there;
-			if (l.remote) {
+			if (is_key) {
 				tt_store_meta meta;
 				tt_error miss = TT_ERROR_INIT;
-				int hr = tt_store_head(l.remote, path, NULL, &meta, &miss);
+				int hr = tt_store_head(l.st, path, NULL, &meta, &miss);
 				if (hr == 0)
 					tt_store_meta_release(&meta);
 				there = hr == 0;

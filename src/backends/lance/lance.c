@@ -125,12 +125,14 @@ static int ls_list(lstore *s, const char *rel, char ***names, size_t *n, tt_erro
 	free(dir);
 	if (rc == 0 && page.n && !(*names = tt_calloc(page.n, sizeof **names)))
 		rc = loom(err);
-	for (size_t i = 0; rc == 0 && i < page.n; i++) {
-		(*names)[i] = page.items[i].key; /* taken over */
-		page.items[i].key = NULL;
+	for (size_t i = 0; rc == 0 && i < page.n; i++)
+		if (!((*names)[(*n)++] = tt_strdup(page.items[i].key)))
+			rc = loom(err);
+	if (rc) {
+		free_names(*names, *n);
+		*names = NULL;
+		*n = 0;
 	}
-	if (rc == 0)
-		*n = page.n;
 	tt_store_page_release(&page);
 	return rc;
 }
