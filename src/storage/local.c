@@ -24,7 +24,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,13 +507,13 @@ static int local_del(tt_store *s, const char *key, tt_error *err)
 	return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static bool local_has_dir(tt_store *s, const char *dir)
 {
-	(void)st;
-	(void)ftw;
-	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT)
-		return 0;
-	return -1;
+	struct stat st;
+	char *path = key_path(s, dir);
+	bool yes = path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	free(path);
+	return yes;
 }
 
 /* The directory and all in it: blobs, the temporaries of interrupted
@@ -527,9 +526,8 @@ static int local_delete_tree(tt_store *s, const char *dir, tt_error *err)
 	int rc = 0;
 	if (!path)
 		return tt_error_oom(err);
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-		rc = io_err(s, dir, errno, "cannot delete everything under", err);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && (rc = tt_remove_tree(path, err)) != 0)
+		tt_error_prefix(err, "%s", s->display);
 	free(path);
 	return rc;
 }
@@ -555,6 +553,7 @@ static const tt_store_ops local_ops = {
 	.put_if_match = local_put_if_match,
 	.del = local_del,
 	.delete_tree = local_delete_tree,
+	.has_dir = local_has_dir,
 	.close = local_close,
 };
 

@@ -374,6 +374,27 @@ int tt_store_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_err
 				  : names_by_listing(s, dir, out, err);
 }
 
+bool tt_store_has_dir(tt_store *s, const char *dir)
+{
+	tt_error quiet = TT_ERROR_INIT;
+	tt_store_page page = { 0 };
+	char *prefix;
+	bool yes;
+	if (tt_store_key_check(dir, &quiet) != 0) {
+		tt_error_clear(&quiet);
+		return false;
+	}
+	if (s->ops->has_dir)
+		return s->ops->has_dir(s, dir);
+	if (!(prefix = tt_asprintf("%s/", dir)))
+		return false;
+	yes = tt_store_list_keys(s, prefix, NULL, 1, &page, &quiet) == 0 && page.n > 0;
+	tt_store_page_release(&page);
+	tt_error_clear(&quiet);
+	free(prefix);
+	return yes;
+}
+
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err)
 {

@@ -175,6 +175,9 @@ typedef struct tt_store_ops {
 	/* Optional: tt_store_delete_tree where the store has more to remove
 	 * than its keys (the local store: directories, staged temporaries). */
 	int (*delete_tree)(tt_store *s, const char *dir, tt_error *err);
+	/* Optional: tt_store_has_dir where the store has directories of its
+	 * own (the local store). */
+	bool (*has_dir)(tt_store *s, const char *dir);
 } tt_store_ops;
 
 struct tt_store {
@@ -216,6 +219,10 @@ int tt_store_each_key(tt_store *s, const char *prefix, tt_store_key_fn fn, void 
  * subdirectory is a name there too); elsewhere the keys below dir are
  * listed and cut. */
 int tt_store_list_names(tt_store *s, const char *dir, tt_store_page *out, tt_error *err);
+/* Is there a directory dir?  On an object store: some key under "dir/".
+ * Locally: the directory itself, even one holding nothing but what an
+ * interrupted write left.  false too where the store cannot say. */
+bool tt_store_has_dir(tt_store *s, const char *dir);
 int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
 		 tt_store_meta *meta, tt_error *err);
 int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,

@@ -57,6 +57,10 @@ bool tt_is_file(const char *path);
 bool tt_exists(const char *path);   /* lstat succeeds */
 /* Remove a file; "already gone" (ENOENT, ENOTDIR) is success. */
 int tt_unlink(const char *path, tt_error *err);
+/* rm -r path: a directory (else an error naming it) and everything in
+ * it, never following a symlink; an entry that vanishes meanwhile is gone
+ * as wanted. */
+int tt_remove_tree(const char *path, tt_error *err);
 /* Remove empty directories from dir upwards, stopping at (not removing) stop.
  * Only directories lexically strictly below stop are touched (both paths
  * are normalised, relative ones against the cwd); NULL stop: nothing. */

@@ -416,6 +416,22 @@ static int sc_list_names(tt_store *s)
 	return failed_;
 }
 
+/* has_dir: a key under dir/ makes a dir; a blob alone does not. */
+static int sc_has_dir(tt_store *s)
+{
+	SC_BEGIN;
+	SC_CHECK(tt_store_put(s, "hd/a/b", "h", 1, NULL, &err) == 0, "put hd/a/b");
+	SC_CHECK(tt_store_put(s, "hd/c", "h", 1, NULL, &err) == 0, "put hd/c");
+	SC_CHECK(tt_store_has_dir(s, "hd"), "hd");
+	SC_CHECK(tt_store_has_dir(s, "hd/a"), "hd/a");
+	SC_CHECK(!tt_store_has_dir(s, "hd/c"), "a blob is no dir");
+	SC_CHECK(!tt_store_has_dir(s, "hd/none"), "hd/none");
+	SC_CHECK(!tt_store_has_dir(s, "h"), "a prefix of a dir's name");
+	SC_CHECK(!tt_store_has_dir(s, "hd/"), "a dir spelt with a trailing '/'");
+	SC_END;
+	return failed_;
+}
+
 /* delete_tree: every key under dir/, nothing beside it. */
 static int sc_delete_tree(tt_store *s)
 {
@@ -451,7 +467,7 @@ int tt_store_conformance_run(tt_store *s, const char *label)
 {
 	int (*const checks[])(tt_store *) = {
 		sc_missing, sc_roundtrip, sc_range, sc_overwrite, sc_put_if_absent,
-		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_delete_tree, sc_bad_keys, sc_cap, sc_versions,
+		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_has_dir, sc_delete_tree, sc_bad_keys, sc_cap, sc_versions,
 	};
 	int failed = 0;
 	label_ = label;

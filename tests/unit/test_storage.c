@@ -39,6 +39,7 @@ TT_TEST(local_store_conformance_with_names_cut_from_a_listing)
 	ops = *own;
 	ops.list_names = NULL;
 	ops.delete_tree = NULL;
+	ops.has_dir = NULL;
 	s->ops = &ops;
 	CHECK_INT(tt_store_conformance_run(s, "local, names cut"), 0);
 	s->ops = own;
@@ -47,7 +48,7 @@ TT_TEST(local_store_conformance_with_names_cut_from_a_listing)
 }
 
 /* list_names reads one directory: empty subdirectories count, staged
- * temporaries do not. */
+ * temporaries do not; has_dir sees an empty directory too. */
 TT_TEST(local_store_list_names_reads_one_directory)
 {
 	tt_error err = TT_ERROR_INIT;
@@ -69,6 +70,9 @@ TT_TEST(local_store_list_names_reads_one_directory)
 		emp |= strcmp(p.items[i].key, "empty") == 0;
 	}
 	CHECK(blob && deep && emp);
+	/* locally a directory is there even with no key under it */
+	CHECK(tt_store_has_dir(s, "n/empty"));
+	CHECK(!tt_store_has_dir(s, "n/blob"));
 	tt_store_page_release(&p);
 	CHECK_OK(tt_store_list_names(s, "n/blob", &p, &err)); /* a blob, not a directory */
 	CHECK_INT(p.n, 0);

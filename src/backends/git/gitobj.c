@@ -2120,63 +2120,6 @@ static bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* rm -r of what dirfd's entries hold, never following a symlink. */
-static int remove_entries(int dirfd, const char *shown, tt_error *err)
-{
-	DIR *d = fdopendir(dirfd);
-	struct dirent *e;
-	int rc = 0;
-	if (!d) {
-		close(dirfd);
-		return tt_error_errno(err, errno, "cannot read %s", shown);
-	}
-	while (rc == 0 && (errno = 0, e = readdir(d))) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			rc = tt_error_errno(err, errno, "cannot read %s/%s", shown, e->d_name);
-			break;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0) {
-				rc = tt_error_errno(err, errno, "cannot open %s/%s", shown, e->d_name);
-				break;
-			}
-			if ((rc = remove_entries(sub, shown, err)) < 0)
-				break;
-			if (unlinkat(dirfd, e->d_name, AT_REMOVEDIR) != 0)
-				rc = tt_error_errno(err, errno, "cannot remove %s/%s", shown,
-						    e->d_name);
-		} else if (unlinkat(dirfd, e->d_name, 0) != 0) {
-			rc = tt_error_errno(err, errno, "cannot remove %s/%s", shown, e->d_name);
-		}
-	}
-	if (rc == 0 && errno != 0)
-		rc = tt_error_errno(err, errno, "cannot read %s", shown);
-	closedir(d);
-	return rc;
-}
-
-static int remove_tree(const char *path, tt_error *err)
-{
-	struct stat st;
-	int fd, rc;
-	if (lstat(path, &st) != 0)
-		return tt_error_errno(err, errno, "cannot remove %s", path);
-	if (!S_ISDIR(st.st_mode))
-		return tt_error_set(err, TT_EIO, "cannot remove %s: not a directory", path);
-	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return tt_error_errno(err, errno, "cannot open %s", path);
-	if ((rc = remove_entries(fd, path, err)) < 0)
-		return rc;
-	if (rmdir(path) != 0)
-		return tt_error_errno(err, errno, "cannot remove %s", path);
-	return 0;
-}
-
 static int git_create(tt_backend *b, const json_t *loc, const char *owner, json_t **state,
 		      tt_error *err)
 {
@@ -2375,7 +2318,7 @@ static int git_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 					    "tree); not removing it", repo);
 		goto done;
 	}
-	if ((rc = remove_tree(repo, err)) < 0)
+	if ((rc = tt_remove_tree(repo, err)) < 0)
 		tt_error_object(err, NULL, KIND);
 done:
 	free(repo);
