@@ -277,24 +277,6 @@ static int open_local(dlog *l, tt_error *err)
 	return 0;
 }
 
-/* Is name among the names directly under the table's root?  (Only to
- * tell "no _delta_log" from "an empty one" in a message.) */
-static bool root_has(const dlog *l, const char *name)
-{
-	tt_error quiet = TT_ERROR_INIT;
-	tt_store_page page = { 0 };
-	size_t n = strlen(l->prefix);
-	char *dir = n ? tt_strndup(l->prefix, n - 1) : tt_strdup("");
-	bool yes = false;
-	if (dir && tt_store_list_names(l->st, dir, &page, &quiet) == 0)
-		for (size_t i = 0; i < page.n && !yes; i++)
-			yes = strcmp(page.items[i].key, name) == 0;
-	tt_store_page_release(&page);
-	tt_error_clear(&quiet);
-	free(dir);
-	return yes;
-}
-
 /* List _delta_log: commits, checkpoints and the head version. */
 static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
@@ -310,19 +292,20 @@ static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 	/* the names directly under _delta_log/ (one directory locally) */
 	if (!(dir = tt_asprintf("%s" LOG_DIR, l->prefix)))
 		return doom(err);
-	rc = tt_store_list_names(l->st, dir, &page, err);
-	free(dir);
-	if (rc) {
+	if ((rc = tt_store_list_names(l->st, dir, &page, err)) != 0) {
+		free(dir);
 		tt_error_prefix(err, "delta table %s: cannot list %s", l->uri, l->dir);
 		return tt_error_object(err, NULL, KIND);
 	}
 	for (size_t i = 0; i < page.n && rc == 0; i++)
 		rc = classify(l, page.items[i].key, err);
-	if (rc == 0 && page.n == 0 && (l->remote || !root_has(l, LOG_DIR)))
+	/* nothing listed: no _delta_log at all, or (locally) an empty one */
+	if (rc == 0 && page.n == 0 && !tt_store_has_dir(l->st, dir))
 		rc = derr(err, TT_EBACKEND,
 			  "delta table not found: %s has no %s%s (is it a Delta table?)", l->uri, LOG_DIR,
 			  l->remote ? "" : " directory");
 	tt_store_page_release(&page);
+	free(dir);
 	if (rc)
 		return rc;
 	if (l->nc > 1) /* no commits at all: only a checkpoint is left */

@@ -25,7 +25,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,42 +122,23 @@ static bool ic_exists(ic_store *s, const char *key)
 	return yes;
 }
 
-/* Create only if absent (TT_EEXISTS otherwise). */
-static int ic_put_new(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
-{
-	char *k;
-	int rc = ic_for_write(s, err);
-	if (rc)
-		return rc;
-	k = ic_key(s, key);
-	rc = k ? tt_store_put_if_absent(s->st, k, data, len, NULL, err) : tt_error_oom(err);
-	free(k);
-	return rc;
-}
+/* How ic_write writes: create only (TT_EEXISTS when there), replace
+ * atomically (readers see old or new), or replace only while the key
+ * still has the ETag given (TT_EREFMOVED otherwise). */
+typedef enum ic_mode { IC_CREATE, IC_REPLACE, IC_IF_MATCH } ic_mode;
 
-/* Replace atomically (readers see old or new). */
-static int ic_replace(ic_store *s, const char *key, const void *data, size_t len, tt_error *err)
+static int ic_write(ic_store *s, const char *key, ic_mode mode, const char *etag, const void *data,
+		    size_t len, tt_error *err)
 {
 	char *k;
 	int rc = ic_for_write(s, err);
 	if (rc)
 		return rc;
-	k = ic_key(s, key);
-	rc = k ? tt_store_put(s->st, k, data, len, NULL, err) : tt_error_oom(err);
-	free(k);
-	return rc;
-}
-
-/* Replace key only while it still has etag: TT_EREFMOVED otherwise. */
-static int ic_replace_if(ic_store *s, const char *key, const char *etag, const void *data, size_t len,
-			 tt_error *err)
-{
-	char *k;
-	int rc = ic_for_write(s, err);
-	if (rc)
-		return rc;
-	k = ic_key(s, key);
-	rc = k ? tt_store_put_if_match(s->st, k, etag, data, len, NULL, err) : tt_error_oom(err);
+	if (!(k = ic_key(s, key)))
+		return tt_error_oom(err);
+	rc = mode == IC_CREATE    ? tt_store_put_if_absent(s->st, k, data, len, NULL, err)
+	     : mode == IC_REPLACE ? tt_store_put(s->st, k, data, len, NULL, err)
+				  : tt_store_put_if_match(s->st, k, etag, data, len, NULL, err);
 	free(k);
 	return rc;
 }
@@ -213,7 +193,7 @@ typedef struct ic_each {
 static int ic_each_step(const char *key, void *ctx, tt_error *err)
 {
 	ic_each *e = ctx;
-	return strlen(key) > e->pl ? e->fn(key + e->pl, e->ctx, err) : 0;
+	return e->fn(key + e->pl, e->ctx, err); /* keys under the prefix: longer than it */
 }
 
 static int ic_each_key(ic_store *s, const char *sub, ic_key_fn fn, void *ctx, tt_error *err)
@@ -619,13 +599,13 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 			rc = ioom(err);
 			goto done;
 		}
-		if ((rc = ic_put_new(&v->store, bkey, v->raw.ptr, v->raw.len, err)) != 0) {
+		if ((rc = ic_write(&v->store, bkey, IC_CREATE, NULL, v->raw.ptr, v->raw.len, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
 		/* someone else's write in between: plan again on their file (our
 		 * backup copy stays, as icechunk's would) */
-		rc = ic_replace_if(&v->store, "repo", etag, file.ptr, file.len, err);
+		rc = ic_write(&v->store, "repo", IC_IF_MATCH, etag, file.ptr, file.len, err);
 		if (rc == TT_EREFMOVED) {
 			tt_error_clear(err);
 			continue;
@@ -1062,8 +1042,10 @@ static long generation_number(const char *tag)
 	return n;
 }
 
-static int v1_write_ref(view *v, const char *kind, const char *name, const char *sid, bool create,
-			tt_error *err)
+/* A spec-1 ref pointing at sid, written as mode says (etag: IC_IF_MATCH's;
+ * TT_EREFMOVED when someone moved the ref in between). */
+static int v1_write_ref(view *v, const char *kind, const char *name, const char *sid, ic_mode mode,
+			const char *etag, tt_error *err)
 {
 	char *key = ref_key(kind, name, "ref.json");
 	char body[64];
@@ -1071,33 +1053,14 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	if (!key)
 		return ioom(err);
 	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
-	rc = create ? ic_put_new(&v->store, key, body, strlen(body), err)
-		    : ic_replace(&v->store, key, body, strlen(body), err);
+	rc = ic_write(&v->store, key, mode, etag, body, strlen(body), err);
 	if (rc && rc != TT_EEXISTS)
 		tt_error_object(err, NULL, KIND);
 	free(key);
 	return rc;
 }
 
-/* A spec-1 ref replaced only while it still has the ETag read with it
- * (remote stores): TT_EREFMOVED when someone moved it in between. */
-static int v1_write_ref_if(view *v, const char *kind, const char *name, const char *sid,
-			   const char *etag, tt_error *err)
-{
-	char *key = ref_key(kind, name, "ref.json");
-	char body[64];
-	int rc;
-	if (!key)
-		return ioom(err);
-	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
-	rc = ic_replace_if(&v->store, key, etag, body, strlen(body), err);
-	if (rc)
-		tt_error_object(err, NULL, KIND);
-	free(key);
-	return rc;
-}
-
-/* A branch head and the ETag of its ref.json (spec 1, remote). */
+/* A branch head and the ETag of its ref.json (spec 1). */
 static int v1_head_tagged(view *v, const char *name, char sid[IC_ID_CHARS + 1], char **etag,
 			  tt_error *err)
 {
@@ -1202,7 +1165,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 			snprintf(ref, sizeof ref, PIN_PREFIX "%s", pin_id);
 		else
 			snprintf(ref, sizeof ref, PIN_PREFIX "%s.%d", pin_id, gen);
-		rc = v1_write_ref(&v, "tag", ref, sid, true, err);
+		rc = v1_write_ref(&v, "tag", ref, sid, IC_CREATE, NULL, err);
 		if (rc == 0) {
 			rc = tt_kit_fill_pin(out, KIND, pin_id, ref, true, err);
 			goto done;
@@ -1339,7 +1302,7 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 			rc = ioom(err);
 			goto done;
 		}
-		rc = ic_put_new(&v.store, dead, "", 0, err);
+		rc = ic_write(&v.store, dead, IC_CREATE, NULL, "", 0, err);
 		free(dead);
 		if (rc == TT_EEXISTS) {
 			tt_error_clear(err);
@@ -1544,7 +1507,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 			goto done;
 		}
-		rc = v1_write_ref(&v, "branch", name, sid, true, err);
+		rc = v1_write_ref(&v, "branch", name, sid, IC_CREATE, NULL, err);
 		if (rc == TT_EEXISTS)
 			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 		goto done;
@@ -1562,7 +1525,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 				  "fork: %s moved meanwhile: it is at %s, expected %s; review it again", name,
 				  rc == TT_ENOTFOUND ? "nothing" : head, want);
 		} else if (strcmp(head, sid) != 0) {
-			rc = v1_write_ref_if(&v, "branch", name, sid, etag, err);
+			rc = v1_write_ref(&v, "branch", name, sid, IC_IF_MATCH, etag, err);
 			if (rc == TT_EREFMOVED) {
 				tt_error_clear(err);
 				rc = moved_meanwhile(&v, "fork", name, want, err);
@@ -1572,14 +1535,14 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 		goto done;
 	}
 	if (rc == TT_ENOTFOUND) {
-		rc = v1_write_ref(&v, "branch", name, sid, true, err);
+		rc = v1_write_ref(&v, "branch", name, sid, IC_CREATE, NULL, err);
 		if (rc != TT_EEXISTS)
 			goto done;
 		tt_error_clear(err);
 		if ((rc = lookup_branch(&v, name, head, err)) != 0)
 			goto done;
 	}
-	rc = strcmp(head, sid) == 0 ? 0 : v1_write_ref(&v, "branch", name, sid, false, err);
+	rc = strcmp(head, sid) == 0 ? 0 : v1_write_ref(&v, "branch", name, sid, IC_REPLACE, NULL, err);
 done:
 	if (rc == 0 && !(*ref_out = tt_strdup(name)))
 		rc = ioom(err);
@@ -1776,7 +1739,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 				rc = ierr(err, TT_EREFMOVED,
 					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
 					  head, was);
-			if (rc == 0 && (rc = v1_write_ref_if(&v, "branch", base, target, etag, err)) ==
+			if (rc == 0 && (rc = v1_write_ref(&v, "branch", base, target, IC_IF_MATCH, etag, err)) ==
 					       TT_EREFMOVED) {
 				tt_error_clear(err);
 				rc = moved_meanwhile(&v, "promote", base, was, err);
@@ -2534,7 +2497,7 @@ static int put_object(view *v, const char *key, const tt_buf *fb, int type, tt_e
 	tt_buf file = TT_BUF_INIT;
 	int rc = ic_container_write((const uint8_t *)fb->ptr, fb->len, type, 2, &file, err);
 	if (rc == 0)
-		rc = ic_put_new(&v->store, key, file.ptr, file.len, err);
+		rc = ic_write(&v->store, key, IC_CREATE, NULL, file.ptr, file.len, err);
 	tt_buf_release(&file);
 	return rc;
 }
@@ -2578,8 +2541,8 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 		rc = ierr(err, TT_EUSAGE, "icechunk create needs an owner (at most 250 bytes)");
 		goto done;
 	}
-	if ((!v.store.remote && (rc = tt_mkdirs(v.store.root, 0777, err)) != 0) ||
-	    (rc = ic_initial_snapshot(now, &snap, err)) != 0 || (rc = ic_initial_txlog(&tx, err)) != 0 ||
+	/* the first write makes a local root */
+	if ((rc = ic_initial_snapshot(now, &snap, err)) != 0 || (rc = ic_initial_txlog(&tx, err)) != 0 ||
 	    (rc = ic_initial_repo(now, OWNER_KEY, (const uint8_t *)flex.ptr, flex.len, &repo, err)) != 0)
 		goto fail;
 	/* the repo file last: a repository never exists half made */
@@ -2719,13 +2682,6 @@ done:
 	return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
-}
-
 static int key_step(const char *rel, void *ctx, tt_error *err)
 {
 	return json_array_append_new(ctx, json_string(rel)) == 0 ? 0 : ioom(err);
@@ -2780,8 +2736,8 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			}
 		goto done;
 	}
-	if (nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-		rc = ierr(err, TT_EIO, "cannot remove %s: %s", root, strerror(errno));
+	if ((rc = tt_remove_tree(root, err)) != 0)
+		tt_error_object(err, NULL, KIND);
 done:
 	tt_buf_release(&foreign);
 	json_decref(names);

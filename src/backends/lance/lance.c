@@ -175,29 +175,13 @@ static bool ls_has_file(lstore *s, const char *rel)
 	return yes;
 }
 
-/* A directory at rel: a key under rel/ (on an object store the only kind
- * there is), or locally the directory itself, even with nothing in it but
- * what an interrupted write left (its parent's listing names it). */
+/* A directory at rel (locally even one holding only what an interrupted
+ * write left). */
 static bool ls_has_dir(lstore *s, const char *rel)
 {
-	tt_error quiet = TT_ERROR_INIT;
-	tt_store_page page = { 0 };
-	char *k = tt_asprintf("%s%s/", s->prefix, rel);
-	bool yes = k && tt_store_list_keys(s->st, k, NULL, 1, &page, &quiet) == 0 && page.n > 0;
-	tt_store_page_release(&page);
-	tt_error_clear(&quiet);
+	char *k = ls_key(s, rel);
+	bool yes = k && tt_store_has_dir(s->st, k);
 	free(k);
-	if (!yes && !s->remote) {
-		const char *slash = strrchr(rel, '/');
-		char *parent = slash ? tt_strndup(rel, (size_t)(slash - rel)) : tt_strdup(""), **names = NULL;
-		size_t n = 0;
-		if (parent && ls_list(s, parent, &names, &n, &quiet) == 0)
-			for (size_t i = 0; i < n && !yes; i++)
-				yes = strcmp(names[i], slash ? slash + 1 : rel) == 0;
-		tt_error_clear(&quiet);
-		free_names(names, n);
-		free(parent);
-	}
 	return yes;
 }
 
@@ -1463,13 +1447,6 @@ done:
 	return rc;
 }
 
-/* A temp file a create-only write leaves when killed: ".<name>.<hex>.tmp". */
-static bool temp_name(const char *n)
-{
-	size_t len = strlen(n);
-	return n[0] == '.' && len > 5 && strcmp(n + len - 4, ".tmp") == 0;
-}
-
 static bool manifest_name(const char *n)
 {
 	size_t len = strlen(n);
@@ -1477,7 +1454,8 @@ static bool manifest_name(const char *n)
 }
 
 /* tree/<name>/_versions holds no more than create_branch writes there
- * before the branch file: one manifest, and temp files. */
+ * before the branch file: one manifest (a temporary of its write, the
+ * listing leaves out). */
 static int half_made_versions(lstore *s, const char *vdir, bool *yes, tt_error *err)
 {
 	char **names = NULL;
@@ -1490,7 +1468,7 @@ static int half_made_versions(lstore *s, const char *vdir, bool *yes, tt_error *
 	for (size_t i = 0; i < n; i++) {
 		if (manifest_name(names[i]))
 			manifests++;
-		else if (!temp_name(names[i]))
+		else
 			ok = false;
 	}
 	*yes = ok && manifests <= 1;
