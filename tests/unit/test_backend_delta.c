@@ -728,3 +728,50 @@ TT_TEST(parquet_repeated_dictionary_run_is_bounded_by_the_file_size)
 	tt_buf_release(&data);
 	free(f);
 }
+
+typedef struct rows_seen {
+	int64_t row[4];
+	char value[4][4];
+	size_t n;
+} rows_seen;
+
+static int note_row(void *ctx, int64_t row, const unsigned char *s, size_t n, tt_error *err)
+{
+	rows_seen *r = ctx;
+	(void)err;
+	if (r->n < 4) {
+		r->row[r->n] = row;
+		snprintf(r->value[r->n], sizeof r->value[r->n], "%.*s", (int)n, (const char *)s);
+	}
+	r->n++;
+	return 0;
+}
+
+/* Long runs of nulls (one RLE run each, as our writer and pyarrow write
+ * them) are skipped whole: the values after them keep their rows. */
+TT_TEST(parquet_values_after_long_null_runs_keep_their_rows)
+{
+	static const char *const col[] = { "s" };
+	static const tt_parquet_column cols[] = { { "s", TT_PARQUET_STRING } };
+	enum { N = 2001 };
+	tt_parquet_cell *cells = tt_calloc(N, sizeof *cells);
+	tt_error err = TT_ERROR_INIT;
+	tt_buf file = TT_BUF_INIT;
+	rows_seen seen = { 0 };
+	bool found = false;
+	CHECK(cells);
+	for (size_t i = 0; i < N; i++)
+		cells[i].null = true;
+	cells[1000] = (tt_parquet_cell){ false, "x", 1, 0 };
+	cells[2000] = (tt_parquet_cell){ false, "y", 1, 0 };
+	CHECK_OK(tt_parquet_write(&file, cols, 1, cells, N, "test", &err));
+	CHECK_OK(tt_parquet_strings((const unsigned char *)file.ptr, file.len, "runs.parquet", col, 1,
+				    note_row, &seen, &found, &err));
+	CHECK(found);
+	CHECK_INT(seen.n, 2);
+	CHECK(seen.row[0] == 1000 && seen.row[1] == 2000);
+	CHECK_STR(seen.value[0], "x");
+	CHECK_STR(seen.value[1], "y");
+	tt_buf_release(&file);
+	free(cells);
+}
