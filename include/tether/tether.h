@@ -476,6 +476,58 @@ int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **pla
 			tt_error *err);
 int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err);
 
+/* --- for front ends: what the `tether` command line reads beyond the
+ * commands, so that it is built on this API alone -------------------------- */
+
+/* The tether-vcs release this tether is compatible with, "0.1.0b7": every
+ * saved plan's tether_version. */
+const char *tt_compat_version(void);
+
+/*
+ * One kind, by name: its tt_backends() entry plus "path_locator" (true when
+ * the locator is a path, so `add`'s lone positional is the LOCATOR and the
+ * key comes from it) and "path_keys" (the locator fields that hold local
+ * paths).  TT_ECONFIG, naming the known kinds, when there is none.
+ */
+int tt_kind_describe(const char *kind, json_t **out, tt_error *err);
+
+/* The dataset repository's bookmarks: {name: commit}. */
+int tt_repo_bookmarks(tt_repo *repo, json_t **out, tt_error *err);
+
+/*
+ * A string from this checkout's .tether/secrets.toml, table.key ([publish]
+ * dsn, [import] query), or NULL when absent or not a string.  It may hold a
+ * credential: never print, log or store it.  Borrowed from the repo.
+ */
+const char *tt_repo_secret_setting(const tt_repo *repo, const char *table, const char *key);
+
+/* The command a saved plan belongs to ("gc", "new", ...), after checking it
+ * is a plan this tether reads; *command is malloc'd. */
+int tt_plan_command_of(const char *plan_json, size_t len, char **command, tt_error *err);
+/* Whether a plan action with this op changes something: false for the ops
+ * that only say what stays ("keep-pin", "hold", "refuse", "trunk", ...)
+ * and for NULL. */
+bool tt_plan_action_writes(const char *op);
+
+/* s quoted as tether's messages quote a string (Python's repr(): 'a',
+ * "it's", escapes for control characters); malloc'd, NULL on OOM. */
+char *tt_repr_str(const char *s);
+
+/* What `export`, `publish` and `import` say before they start. */
+#define TT_REGISTRY_NOTE "export/publish/import are experimental (tether.experimental.registry): " \
+			 "the schema may change before 0.2"
+
+/* publish --dry-run: tt_export_publish's dry-run report as a plan (an
+ * "upsert" per table with rows, a note for the commits already there):
+ * the saved-plan JSON and its text. */
+int tt_export_publish_plan(const json_t *report, const char *head, char **plan_json, char **plan_text,
+			   tt_error *err);
+/* import's source: rows from a PostgreSQL DSN or SQLite file (exactly one
+ * of table or query; the query runs alone in a read-only transaction), a
+ * .csv or a .jsonl / .ndjson file.  *rows: a JSON array of row objects. */
+int tt_import_read_rows(const char *source, const char *table, const char *query, json_t **rows,
+			tt_error *err);
+
 TT_API_END
 
 #ifdef __cplusplus

@@ -571,22 +571,48 @@ static json_t *kind_schemes(const char *kind)
 	return json_null();
 }
 
+/* A kind's row of `tether backends --json`. */
+static json_t *kind_row(const tt_kind *k)
+{
+	json_t *caps = json_array();
+	for (unsigned b = 0; b < TT_CAP_COUNT; b++)
+		if (k->caps & (1u << b))
+			json_array_append_new(caps, json_string(tt_cap_name(b)));
+	return json_pack("{s:s,s:b,s:s,s:s,s:o,s:s?,s:o}", "kind", k->name, "installed", k->built, "maturity",
+			 k->maturity, "tier", tt_tier_name(k->caps), "capabilities", caps, "note", k->not_built_note,
+			 "schemes", k->built ? kind_schemes(k->name) : json_null());
+}
+
 json_t *tt_backends(void)
 {
 	size_t n;
 	const tt_kind *kinds = tt_kinds(&n);
 	json_t *rows = json_array();
-	for (size_t i = 0; rows && i < n; i++) {
-		json_t *caps = json_array();
-		for (unsigned b = 0; b < TT_CAP_COUNT; b++)
-			if (kinds[i].caps & (1u << b))
-				json_array_append_new(caps, json_string(tt_cap_name(b)));
-		json_array_append_new(rows, json_pack("{s:s,s:b,s:s,s:s,s:o,s:s?,s:o}", "kind", kinds[i].name,
-						      "installed", kinds[i].built, "maturity",
-						      kinds[i].maturity, "tier", tt_tier_name(kinds[i].caps),
-						      "capabilities", caps, "note", kinds[i].not_built_note,
-						      "schemes", kinds[i].built ? kind_schemes(kinds[i].name)
-									       : json_null()));
-	}
+	for (size_t i = 0; rows && i < n; i++)
+		json_array_append_new(rows, kind_row(&kinds[i]));
 	return rows;
+}
+
+int tt_kind_describe(const char *kind, json_t **out, tt_error *err)
+{
+	const tt_kind *k = NULL;
+	*out = NULL;
+	int rc = tt_kind_lookup(&k, kind, err);
+	if (rc < 0)
+		return rc;
+	json_t *row = kind_row(k), *keys = json_array();
+	for (const char *const *p = k->local_path_keys; keys && p && *p; p++)
+		json_array_append_new(keys, json_string(*p));
+	if (!row) {
+		json_decref(keys);
+		return tt_error_oom(err);
+	}
+	/* json_object_set_new takes keys even when it fails */
+	if (!keys || json_object_set_new(row, "path_locator", json_boolean(k->key_suffixes != NULL)) < 0 ||
+	    json_object_set_new(row, "path_keys", keys) < 0) {
+		json_decref(row);
+		return tt_error_oom(err);
+	}
+	*out = row;
+	return 0;
 }
