@@ -103,6 +103,15 @@ int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_pl
 /* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);
 
+/* The kinds this tether knows, sorted by name, from tt_backends() (read
+ * once per process; the strings live as long as it does). */
+typedef struct cli_kind {
+	const char *name;
+	const char *maturity;  /* "stable" | "experimental" */
+	bool built;            /* a backend is compiled in */
+} cli_kind;
+const cli_kind *cli_kinds(size_t *count);
+
 /* The commands. */
 extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_status, cmd_snapshot,
 	cmd_commit, cmd_verify, cmd_log, cmd_diff, cmd_new, cmd_open, cmd_promote, cmd_gc, cmd_ops,
@@ -110,6 +119,8 @@ extern const cli_cmd cmd_init, cmd_add, cmd_set, cmd_remove, cmd_backends, cmd_s
 /* The registry commands (experimental), and their per-table counts
  * ("  <table padded>  <n:>7> row(s)", cmd_export.c). */
 extern const cli_cmd cmd_export, cmd_publish, cmd_import;
+/* {table: rows} of an export (tt_repo_export's object), in table order. */
+json_t *cli_row_counts(const json_t *bundle);
 void cli_print_row_counts(const json_t *counts);
 /* The rest of the lifecycle. */
 extern const cli_cmd cmd_recover, cmd_forget_workspace, cmd_abandon, cmd_drop, cmd_upgrade;

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/plan.h"
 
 static int run(const cli_cmd *cmd, cli_args *a)
 {
@@ -35,7 +34,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	size_t writes = 0;
 	json_array_foreach(json_object_get(plan, "actions"), i, c) {
 		const char *op = json_string_value(json_object_get(c, "op"));
-		writes += op && tt_plan_op_writes(op);
+		writes += tt_plan_action_writes(op);
 	}
 	if (json_is_object(json_object_get(out, "gc_report")))
 		cli_print_gc_report(json_object_get(out, "gc_report"));

@@ -4,15 +4,14 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/kinds.h"
-#include "core/pyvalue.h"
 
 /* Named locator options, in the order they enter the locator. */
 static const char *const field_opts[] = {
 	"project-id", "database", "role", "branch", "remote", "region", "host", "port", "table",
 };
 
-static bool names_path(const cli_cmd *cmd, const cli_args *a, const tt_kind *k)
+/* Does --set name the path?  kind: tt_kind_describe's object. */
+static bool names_path(const cli_cmd *cmd, const cli_args *a, const json_t *kind)
 {
 	int i = cli_opt_index(cmd, "set");
 	for (size_t j = 0; j < a->nlist[i]; j++) {
@@ -21,9 +20,13 @@ static bool names_path(const cli_cmd *cmd, const cli_args *a, const tt_kind *k)
 		size_t len = eq ? (size_t)(eq - item) : strlen(item);
 		if ((len == 3 && strncmp(item, "uri", 3) == 0) || (len == 4 && strncmp(item, "path", 4) == 0))
 			return true;
-		for (const char *const *p = k->local_path_keys; p && *p; p++)
-			if (strlen(*p) == len && strncmp(item, *p, len) == 0)
+		size_t k;
+		json_t *name;
+		json_array_foreach(json_object_get(kind, "path_keys"), k, name) {
+			const char *p = json_string_value(name);
+			if (p && strlen(p) == len && strncmp(item, p, len) == 0)
 				return true;
+		}
 	}
 	return false;
 }
@@ -52,17 +55,17 @@ static const json_t *chosen_entry(const json_t *entries, const char *answer)
 
 /* --pick: list the object's native history numbered and ask on stdin which
  * entry to start at; the answer becomes the locator's `at`. */
-static int pick(tt_repo *repo, const tt_kind *kind, json_t *loc)
+static int pick(tt_repo *repo, const char *kind, json_t *loc)
 {
 	tt_error err = TT_ERROR_INIT;
 	json_t *entries = NULL;
 	char *line = NULL;
 	size_t cap = 0;
 	int rc = EXIT_OK;
-	if (tt_repo_log(repo, NULL, kind->name, loc, NULL, 20, &entries, &err) < 0)
+	if (tt_repo_log(repo, NULL, kind, loc, NULL, 20, &entries, &err) < 0)
 		return cli_fail(&err);
 	if (!json_array_size(entries)) {
-		fprintf(stderr, "error: [%s] no history to choose from\n", kind->name);
+		fprintf(stderr, "error: [%s] no history to choose from\n", kind);
 		json_decref(entries);
 		return EXIT_ERROR;
 	}
@@ -75,7 +78,7 @@ static int pick(tt_repo *repo, const tt_kind *kind, json_t *loc)
 		fprintf(stderr, "error: [%s] --pick asks on stdin which entry to start at, and stdin ended "
 				"without an answer\n"
 				"hint: run it where you can answer, or give the state with `--at ID` (any id "
-				"listed above)\n", kind->name);
+				"listed above)\n", kind);
 		rc = EXIT_ERROR;
 		goto done;
 	}
@@ -87,10 +90,10 @@ static int pick(tt_repo *repo, const tt_kind *kind, json_t *loc)
 		answer[--len] = '\0';
 	const json_t *e = chosen_entry(entries, *answer ? answer : "1");
 	if (!e) {
-		char *r = tt_pyv_repr_dup(answer);
+		char *r = tt_repr_str(answer);
 		fprintf(stderr, "error: [%s] no entry matches %s\n"
 				"hint: answer with a number from the list or an id; `--at ID` skips the "
-				"question\n", kind->name, r ? r : answer);
+				"question\n", kind, r ? r : answer);
 		free(r);
 		rc = EXIT_ERROR;
 		goto done;
@@ -110,7 +113,8 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	const char *key = a->npos > 0 ? a->pos[0] : NULL;
 	const char *locator = a->npos > 1 ? a->pos[1] : NULL;
 	const char *kind_name = cli_value(cmd, a, "kind");
-	const tt_kind *kind = NULL;
+	json_t *kind = NULL;  /* tt_kind_describe's object */
+	const char *name = NULL;
 	int rc;
 
 	if (!kind_name)
@@ -125,13 +129,14 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		rc = cli_fail(&err);
 		goto done;
 	}
-	if (tt_kind_lookup(&kind, kind_name, &err) < 0) {
+	if (tt_kind_describe(kind_name, &kind, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
+	name = json_string_value(json_object_get(kind, "kind"));
 	/* For a kind whose locator is a path, a lone positional is the LOCATOR
 	 * and the key comes from it, unless --set already names the path. */
-	if (!locator && kind->key_suffixes && !names_path(cmd, a, kind)) {
+	if (!locator && json_is_true(json_object_get(kind, "path_locator")) && !names_path(cmd, a, kind)) {
 		locator = key;
 		key = NULL;
 	}
@@ -173,13 +178,13 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	if (cli_flag(cmd, a, "at"))
 		json_object_set_new(loc, "at", json_string(cli_value(cmd, a, "at")));
-	if (cli_flag(cmd, a, "pick") && (rc = pick(repo, kind, loc)) != EXIT_OK)
+	if (cli_flag(cmd, a, "pick") && (rc = pick(repo, name, loc)) != EXIT_OK)
 		goto done;
 
 	tt_add_opts opts = {
 		.version = TT_ADD_OPTS_VERSION,
 		.key = key,
-		.kind = kind->name,
+		.kind = name,
 		.locator = loc,
 		.file_policy = cli_value(cmd, a, "file"),
 		.pin_policy = cli_value(cmd, a, "pin"),
@@ -190,7 +195,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	json_t *at = json_object_get(out, "at");
-	printf("added %s (%s%s%s)", json_string_value(json_object_get(out, "key")), kind->name,
+	const char *maturity = json_string_value(json_object_get(kind, "maturity"));
+	const char *note = json_string_value(json_object_get(kind, "note"));
+	printf("added %s (%s%s%s)", json_string_value(json_object_get(out, "key")), name,
 	       opts.create ? ", created" : "",
 	       json_is_true(json_object_get(out, "derived_key")) ? ", key from the locator" : "");
 	if (json_is_string(at))
@@ -199,19 +206,20 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (opts.create)
 		cli_note("the store lifecycle (`--create`, `gc --delete-stores`) is experimental: deleting a "
 			 "store has no `repair`; see docs/store-lifecycle.md");
-	if (json_is_true(json_object_get(out, "experimental")) && strcmp(kind->name, "dolt") == 0)
+	if (json_is_true(json_object_get(out, "experimental")) && strcmp(name, "dolt") == 0)
 		/* dolt */
 		cli_note("the dolt backend is experimental: CI tests it against a test server (go-mysql-server "
 			 "with Dolt's versioning SQL), not a real dolt sql-server; docs/backend-dolt.md says how "
 			 "to run the suite against one (`tether backends`)");
-	else if (json_is_true(json_object_get(out, "experimental")) && kind->not_built_note)
+	else if (json_is_true(json_object_get(out, "experimental")) && note)
 		/* neon: what it is tested against */
-		cli_note("the %s backend is %s: %s (`tether backends`)", kind->name, kind->maturity,
-			 kind->not_built_note);
+		cli_note("the %s backend is %s: %s (`tether backends`)", name, maturity,
+			 note);
 	else if (json_is_true(json_object_get(out, "experimental")))
 		cli_note("the %s backend is %s (`tether backends`; docs/backend-%s.md says what it is "
-			 "tested against)", kind->name, kind->maturity, kind->name);
+			 "tested against)", name, maturity, name);
 done:
+	json_decref(kind);
 	json_decref(loc);
 	json_decref(out);
 	tt_repo_free(repo);

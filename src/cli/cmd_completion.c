@@ -11,12 +11,8 @@
 #include <string.h>
 
 #include "cli/help.h"
-#include "core/kinds.h"
-#include "engine/repo.h"
 #include "util/buf.h"
 #include "util/fs.h"
-#include "vcs/dispatch.h"
-#include "vcs/vcs.h"
 
 /* Options a command's KEY... or --key/--keep-bookmark values complete from. */
 static const char *value_source(const cli_opt *o)
@@ -48,7 +44,7 @@ static const char *pos_source(const cli_cmd *c)
 static void kinds_list(tt_buf *b)
 {
 	size_t n;
-	const tt_kind *k = tt_kinds(&n);
+	const cli_kind *k = cli_kinds(&n);
 	for (size_t i = 0; i < n; i++)
 		if (k[i].built && strcmp(k[i].name, "memory") != 0)
 			tt_buf_printf(b, "%s%s", b->len ? " " : "", k[i].name);
@@ -330,7 +326,7 @@ int cli_complete_words(int argc, char **argv)
 		json_t *k;
 		json_array_foreach(out, i, k)
 			printf("%s\n", json_string_value(k));
-	} else if (strcmp(what, "bookmarks") == 0 && tt_vcs_bookmarks(repo->vcs, &out, &err) == 0) {
+	} else if (strcmp(what, "bookmarks") == 0 && tt_repo_bookmarks(repo, &out, &err) == 0) {
 		const char *name;
 		json_t *v;
 		json_object_foreach(out, name, v)

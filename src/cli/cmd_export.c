@@ -4,9 +4,15 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/registry.h"
-#include "engine/repo.h"
-#include "vcs/dispatch.h"
+
+json_t *cli_row_counts(const json_t *bundle)
+{
+	json_t *counts = json_object(), *rows;
+	const char *name;
+	json_object_foreach(json_object_get(bundle, "tables"), name, rows)
+		json_object_set_new(counts, name, json_integer((json_int_t)json_array_size(rows)));
+	return counts;
+}
 
 void cli_print_row_counts(const json_t *counts)
 {
@@ -38,28 +44,30 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (rc)
 		return rc;
 	int ri = cli_opt_index(cmd, "rev");
-	tt_export_opts o = { a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), cli_flag(cmd, a, "workspace") };
-	const char *here[1] = { strcmp(tt_vcs_kind(repo->vcs), "jj") == 0 ? "@" : "HEAD" };
+	const char *const *revs = a->list[ri];
+	size_t nrevs = a->nlist[ri];
+	const char *here[1] = { strcmp(tt_repo_vcs_kind(repo), "jj") == 0 ? "@" : "HEAD" };
 	/* --no-all-history without --rev: the working copy's commit. */
 	int ai = cli_opt_index(cmd, "all-history"), ni = cli_opt_index(cmd, "no-all-history");
-	if (!o.nrevs && a->seen[ni] && !a->seen[ai]) {
-		o.revs = here;
-		o.nrevs = 1;
+	if (!nrevs && a->seen[ni] && !a->seen[ai]) {
+		revs = here;
+		nrevs = 1;
 	}
-	tt_bundle b;
+	json_t *bundle = NULL;
 	size_t nfiles = 0;
 	const char *path = a->pos[0];
-	if (tt_registry_build(repo, &o, &b, &err) < 0 ||
-	    tt_registry_write(&b, path, fmt, cli_flag(cmd, a, "append"), &nfiles, &err) < 0) {
+	if (tt_repo_export(repo, revs, nrevs, cli_flag(cmd, a, "listings"), cli_flag(cmd, a, "workspace"), &bundle,
+			   &err) < 0 ||
+	    tt_export_write(bundle, path, fmt, cli_flag(cmd, a, "append"), &nfiles, &err) < 0) {
 		rc = cli_fail(&err);
-		if (b.tables)
-			tt_bundle_release(&b);
+		json_decref(bundle);
 		tt_repo_free(repo);
 		return rc;
 	}
-	json_t *counts = tt_bundle_counts(&b);
+	json_t *counts = cli_row_counts(bundle);
+	const char *head = json_string_value(json_object_get(bundle, "head"));
 	if (json) {
-		json_t *out = json_pack("{s:s,s:s,s:s?,s:O}", "path", path, "format", fmt, "head", b.head, "rows", counts);
+		json_t *out = json_pack("{s:s,s:s,s:s?,s:O}", "path", path, "format", fmt, "head", head, "rows", counts);
 		rc = cli_print_json(out);
 		json_decref(out);
 	} else {
@@ -67,7 +75,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		cli_print_row_counts(counts);
 	}
 	json_decref(counts);
-	tt_bundle_release(&b);
+	json_decref(bundle);
 	tt_repo_free(repo);
 	return rc;
 }

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/plan.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -156,7 +155,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	for (size_t i = 0; i < o.nstores; i++) {
 		const char *eq = strchr(o.stores[i], '=');
 		if (!eq || eq == o.stores[i] || !eq[1]) {
-			char *r = tt_pyv_repr_dup(o.stores[i]);
+			char *r = tt_repr_str(o.stores[i]);
 			rc = cli_error(NULL, "--store expects KIND=LOCATOR, got %s", r ? r : o.stores[i]);
 			free(r);
 			return rc;
@@ -169,21 +168,21 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		return rc;
 	nwarn = tt_repo_warning_count(repo);
 	if (from) {
-		tt_plan *plan = NULL;
+		char *command = NULL;
 		if ((rc = cli_read_plan(from, &text)) != EXIT_OK)
 			goto done;
-		if (tt_plan_parse(&plan, text.ptr, text.len, &err) < 0) {
+		if (tt_plan_command_of(text.ptr, text.len, &command, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;
 		}
-		if (strcmp(tt_plan_command(plan), "gc") != 0) {
-			char *r = tt_pyv_repr_dup(tt_plan_command(plan));
+		if (strcmp(command, "gc") != 0) {
+			char *r = tt_repr_str(command);
 			rc = cli_error(NULL, "%s is a %s plan, expected 'gc'", from, r ? r : "?");
 			free(r);
-			tt_plan_free(plan);
+			free(command);
 			goto done;
 		}
-		tt_plan_free(plan);
+		free(command);
 		if (tt_repo_apply_gc_plan(repo, text.ptr, text.len, &out, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;

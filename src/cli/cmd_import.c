@@ -4,8 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/registry.h"
-#include "engine/repo.h"
 
 static void print_keys(const char *label, const json_t *keys)
 {
@@ -35,7 +33,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (from) {
 		if ((rc = cli_read_plan(from, &saved)))
 			goto done;
-		if (tt_registry_apply_import(repo, saved.ptr, saved.len, &out, &err) < 0) {
+		if (tt_repo_apply_import(repo, saved.ptr, saved.len, &out, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;
 		}
@@ -43,9 +41,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		/* A standing query lives in secrets.toml, never in the committed file
 		 * (a tether.toml that sets one is refused when the dataset opens). */
 		if (!table && !query)
-			query = json_string_value(json_object_get(json_object_get(repo->secrets.doc, "import"), "query"));
-		if (tt_registry_read_source(source, table, query, &rows, &err) < 0 ||
-		    tt_registry_plan_import(repo, rows, cli_flag(cmd, a, "sync"), &pj, &pt, &err) < 0) {
+			query = tt_repo_secret_setting(repo, "import", "query");
+		if (tt_import_read_rows(source, table, query, &rows, &err) < 0 ||
+		    tt_repo_plan_import(repo, rows, cli_flag(cmd, a, "sync"), &pj, &pt, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;
 		}
@@ -53,7 +51,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			rc = cli_show_plan(cmd, a, pj, pt);
 			goto done;
 		}
-		if (tt_registry_apply_import(repo, pj, strlen(pj), &out, &err) < 0) {
+		if (tt_repo_apply_import(repo, pj, strlen(pj), &out, &err) < 0) {
 			rc = cli_fail(&err);
 			goto done;
 		}

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
 #include "cli/cli.h"
 #include "cli/human.h"
 #include "util/buf.h"

@@ -4,8 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/registry.h"
-#include "engine/repo.h"
 
 static int run(const cli_cmd *cmd, cli_args *a)
 {
@@ -24,7 +22,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (!to || !*to)
 		to = getenv("TETHER_PUBLISH_DSN");
 	if (!to || !*to)
-		to = json_string_value(json_object_get(json_object_get(repo->secrets.doc, "publish"), "dsn"));
+		to = tt_repo_secret_setting(repo, "publish", "dsn");
 	if (!to || !*to) {
 		fprintf(stderr, "error: a Postgres DSN is required: --to or $TETHER_PUBLISH_DSN\n");
 		fprintf(stderr, "hint: or set [publish] dsn in .tether/secrets.toml\n");
@@ -34,12 +32,13 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (!json)
 		cli_note("%s", TT_REGISTRY_NOTE);
 	int ri = cli_opt_index(cmd, "rev");
-	tt_export_opts o = { a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false };
-	tt_bundle b = { 0 };
-	json_t *report = NULL;
+	json_t *bundle = NULL, *report = NULL;
 	char *pj = NULL, *pt = NULL;
-	if (tt_registry_build(repo, &o, &b, &err) < 0 || tt_registry_publish(&b, to, schema, dry, &report, &err) < 0 ||
-	    (dry && tt_registry_publish_plan(report, b.head, &pj, &pt, &err) < 0)) {
+	const char *head = NULL;
+	if (tt_repo_export(repo, a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false, &bundle, &err) < 0 ||
+	    (head = json_string_value(json_object_get(bundle, "head")),
+	     tt_export_publish(bundle, to, schema, dry, &report, &err) < 0) ||
+	    (dry && tt_export_publish_plan(report, head, &pj, &pt, &err) < 0)) {
 		rc = cli_fail(&err);
 		goto done;
 	}
@@ -48,7 +47,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (dry) {
 		rc = cli_show_plan(cmd, a, pj, pt);
 	} else if (json) {
-		json_t *out = json_pack("{s:s,s:s?,s:O,s:I}", "schema", schema, "head", b.head, "upserted", up,
+		json_t *out = json_pack("{s:s,s:s?,s:O,s:I}", "schema", schema, "head", head, "upserted", up,
 					"skipped_commits", (json_int_t)skipped);
 		rc = cli_print_json(out);
 		json_decref(out);
@@ -65,8 +64,7 @@ done:
 	free(pj);
 	free(pt);
 	json_decref(report);
-	if (b.tables)
-		tt_bundle_release(&b);
+	json_decref(bundle);
 	tt_repo_free(repo);
 	return rc;
 }

@@ -1,10 +1,8 @@
 /* cli/cmd_pull.c - `tether pull`. */
 #include <stdio.h>
 
-#include "backends/backend.h"
 #include "cli/cli.h"
 #include "cli/human.h"
-#include "engine/engine.h"
 #include "util/buf.h"
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/backend.h"
 #include "cli/cli.h"
 #include "cli/human.h"
 #include "util/buf.h"

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli/help.h"
-#include "core/kinds.h"
 
 /* Options that only some kinds read: shown only when one of them is built. */
 static const struct {
@@ -76,7 +75,7 @@ bool cli_opt_shown(const cli_cmd *cmd, const cli_opt *o)
 		if (strcmp(kind_opts[i].cmd, cmd->name) != 0 || strcmp(kind_opts[i].opt, o->name) != 0)
 			continue;
 		size_t n;
-		const tt_kind *kinds = tt_kinds(&n);
+		const cli_kind *kinds = cli_kinds(&n);
 		for (size_t k = 0; k < n; k++) {
 			size_t l = strlen(kinds[k].name);
 			const char *p = kind_opts[i].kinds;
@@ -105,7 +104,7 @@ void cli_opt_help(tt_buf *out, const cli_opt *o)
 		return;
 	}
 	size_t n;
-	const tt_kind *kinds = tt_kinds(&n);
+	const cli_kind *kinds = cli_kinds(&n);
 	tt_buf_printf(out, "%.*s", (int)(mark - o->help), o->help);
 	for (int exp = 0; exp < 2; exp++) {
 		bool any = false;

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/plan.h"
 #include "cli/help.h"
 #include "cli/parse.h"
 #include "util/mem.h"
@@ -192,7 +191,7 @@ int main(int argc, char **argv)
 	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
 		/* Scripts written for tether-vcs read which release this behaves as;
 		 * it is also every saved plan's tether_version. */
-		printf("tether %s (tether-vcs %s compatible)\n", tt_version(), TT_PLAN_TETHER_VERSION);
+		printf("tether %s (tether-vcs %s compatible)\n", tt_version(), tt_compat_version());
 		return EXIT_OK;
 	}
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {

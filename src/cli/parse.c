@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli/parse.h"
-#include "core/plan.h"
 #include "util/suggest.h"
 
 void cli_did_you_mean(char *out, size_t size, const char *name, const char *const *names, size_t n,
@@ -83,7 +82,7 @@ int cli_global_options(int argc, char **argv, int *first, void (*help)(FILE *out
 			break;
 		}
 		if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
-			printf("tether %s (tether-vcs %s compatible)\n", tt_version(), TT_PLAN_TETHER_VERSION);
+			printf("tether %s (tether-vcs %s compatible)\n", tt_version(), tt_compat_version());
 			return EXIT_OK;
 		}
 		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {

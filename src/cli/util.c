@@ -1,6 +1,7 @@
 /* cli/util.c - printing for the CLI (the only place tether prints). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -179,4 +180,32 @@ void cli_print_history(const json_t *entries, bool numbered)
 		       json_string_value(json_object_get(e, "message")), refs.ptr ? refs.ptr : "");
 		tt_buf_release(&refs);
 	}
+}
+
+const cli_kind *cli_kinds(size_t *count)
+{
+	static json_t *rows;
+	static cli_kind *kinds;
+	static size_t n;
+	if (!rows) {  /* the strings point into rows, kept for the process */
+		json_t *r = tt_backends();
+		cli_kind *k = r ? calloc(json_array_size(r) ? json_array_size(r) : 1, sizeof *k) : NULL;
+		if (!k) {
+			json_decref(r);
+			*count = 0;
+			return NULL;
+		}
+		size_t i;
+		json_t *row;
+		json_array_foreach(r, i, row) {
+			k[i].name = json_string_value(json_object_get(row, "kind"));
+			k[i].maturity = json_string_value(json_object_get(row, "maturity"));
+			k[i].built = json_is_true(json_object_get(row, "installed"));
+		}
+		rows = r;
+		kinds = k;
+		n = json_array_size(r);
+	}
+	*count = n;
+	return kinds;
 }

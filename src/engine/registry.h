@@ -27,8 +27,7 @@
 
 #include "util/error.h"
 
-#define TT_REGISTRY_NOTE "export/publish/import are experimental (tether.experimental.registry): " \
-			 "the schema may change before 0.2"
+/* TT_REGISTRY_NOTE, what the commands say first, is in <tether/tether.h>. */
 
 /* The tables of one export: rows as JSON objects keyed by column (JSON
  * columns hold the JSON value itself), in the tables' fixed order.  A row
@@ -52,8 +51,6 @@ typedef struct tt_export_opts {
 
 int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt_error *err);
 void tt_bundle_release(tt_bundle *b);
-/* {table: row count}, in table order (a new reference). */
-json_t *tt_bundle_counts(const tt_bundle *b);
 
 /* Write the bundle: format "sqlite" (path a file; append upserts into an
  * existing one instead of replacing it) or "parquet" / "csv" / "jsonl"

@@ -796,11 +796,3 @@ void tt_bundle_release(tt_bundle *b)
 	memset(b, 0, sizeof *b);
 }
 
-json_t *tt_bundle_counts(const tt_bundle *b)
-{
-	json_t *out = json_object();
-	for (size_t t = 0; out && t < tt_reg_ntables; t++)
-		json_object_set_new(out, tt_reg_tables[t].name,
-				    json_integer((json_int_t)json_array_size(json_object_get(b->tables, tt_reg_tables[t].name))));
-	return out;
-}
