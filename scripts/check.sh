@@ -182,10 +182,21 @@ install_check() { # the installed library: only the public API exported; pkg-con
     else
       echo "   libtether.so exports beyond its public headers: ${extra:-} $(comm -3 <(echo "$decl") <(echo "$exported") | tr -s ' \n\t' ' ')"
     fi
+    # 4. the CLI is built on the public API: its sources include <tether/...>, their own
+    # cli/ headers and the shared util/ helpers only, and its objects link against
+    # libtether.so (tether_cli_boundary, built with everything else)
+    n=$((n + 1))
+    local inner; inner=$(grep -Hn '^#include "' src/cli/*.[ch] | grep -Ev '#include "(cli|util)/' || true)
+    if [ -z "$inner" ] && [ -x build/tether_cli_boundary ] &&
+       ldd build/tether_cli_boundary | grep -q 'libtether\.so'; then
+      ok=$((ok + 1))
+    else
+      echo "   the CLI reaches past the public API: ${inner:-tether_cli_boundary missing or not on libtether.so}"
+    fi
   else
     tail -20 "$logdir/install.log"; n=1
   fi
-  add $ok $((n - ok)) "install, exports, pkg-config examples"
+  add $ok $((n - ok)) "install, exports, pkg-config examples, CLI on the public API"
 }
 
 junit_counts() { # junit_counts XML -> "passed failed skipped"
