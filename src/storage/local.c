@@ -532,6 +532,16 @@ static int local_delete_tree(tt_store *s, const char *dir, tt_error *err)
 	return rc;
 }
 
+static int local_delete_all(tt_store *s, tt_error *err)
+{
+	local_impl *im = s->impl;
+	struct stat st;
+	int rc = 0;
+	if (lstat(im->root, &st) == 0 && S_ISDIR(st.st_mode) && (rc = tt_remove_tree(im->root, err)) != 0)
+		tt_error_prefix(err, "%s", s->display);
+	return rc;
+}
+
 static void local_close(tt_store *s)
 {
 	local_impl *im = s->impl;
@@ -554,6 +564,7 @@ static const tt_store_ops local_ops = {
 	.del = local_del,
 	.delete_tree = local_delete_tree,
 	.has_dir = local_has_dir,
+	.delete_all = local_delete_all,
 	.close = local_close,
 };
 

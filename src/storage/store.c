@@ -475,6 +475,22 @@ int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err)
 	return rc;
 }
 
+int tt_store_delete_all(tt_store *s, tt_error *err)
+{
+	key_set ks = { 0 };
+	int rc;
+	if (s->ops->delete_all)
+		return s->ops->delete_all(s, err);
+	/* listed whole first: a listing's token need not survive deletes */
+	rc = tt_store_each_key(s, "", collect_key, &ks, err);
+	for (size_t i = 0; rc == 0 && i < ks.n; i++)
+		rc = s->ops->del(s, ks.v[i], err);
+	for (size_t i = 0; i < ks.n; i++)
+		free(ks.v[i]);
+	free(ks.v);
+	return rc;
+}
+
 void tt_store_close(tt_store *s)
 {
 	if (s)

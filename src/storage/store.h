@@ -178,6 +178,9 @@ typedef struct tt_store_ops {
 	/* Optional: tt_store_has_dir where the store has directories of its
 	 * own (the local store). */
 	bool (*has_dir)(tt_store *s, const char *dir);
+	/* Optional: tt_store_delete_all where the store is more than its keys
+	 * (the local store: its root directory). */
+	int (*delete_all)(tt_store *s, tt_error *err);
 } tt_store_ops;
 
 struct tt_store {
@@ -235,6 +238,12 @@ int tt_store_delete(tt_store *s, const char *key, tt_error *err);
  * whatever interrupted writes left in it; a missing dir is no error.  On
  * failure some keys may be gone already: the error says which was not. */
 int tt_store_delete_tree(tt_store *s, const char *dir, tt_error *err);
+/* Delete the whole store: every key under its root.  The local store
+ * removes the root directory itself, with whatever interrupted writes left
+ * in it; a store already gone is no error.  On failure some keys may be
+ * gone already.  The store stays open (a local one is recreated by the
+ * next put). */
+int tt_store_delete_all(tt_store *s, tt_error *err);
 void tt_store_close(tt_store *s);
 
 #endif

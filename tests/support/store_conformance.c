@@ -463,11 +463,39 @@ static int sc_delete_tree(tt_store *s)
 	return failed_;
 }
 
+/* Last: it takes what every check before it left. */
+static int sc_delete_all(tt_store *s)
+{
+	SC_BEGIN;
+	tt_store_page p = { 0 };
+	tt_buf b = TT_BUF_INIT;
+	SC_CHECK(tt_store_put(s, "da/x/y", "d", 1, NULL, &err) == 0, "put da/x/y");
+	SC_CHECK(tt_store_put(s, "da-top", "d", 1, NULL, &err) == 0, "put da-top");
+	SC_CHECK(tt_store_delete_all(s, &err) == 0, "delete all");
+	SC_CHECK(tt_store_list_keys(s, "", NULL, 0, &p, &err) == 0, "list the emptied store");
+	SC_CHECK(p.n == 0, "%zu keys left, the first %s", p.n, p.n ? p.items[0].key : "");
+	tt_store_page_release(&p);
+	SC_CHECK(!tt_store_has_dir(s, "da"), "a directory left");
+	SC_CHECK(tt_store_get(s, "da-top", NULL, &b, NULL, &err) == TT_ENOTFOUND, "da-top still reads");
+	tt_error_clear(&err);
+	SC_CHECK(tt_store_delete_all(s, &err) == 0, "a store already empty");
+	/* it stays usable */
+	SC_CHECK(tt_store_put(s, "da/again", "e", 1, NULL, &err) == 0, "put after delete all");
+	SC_CHECK(tt_store_get(s, "da/again", NULL, &b, NULL, &err) == 0 && b.len == 1 && b.ptr[0] == 'e',
+		 "read after delete all");
+	SC_CHECK(tt_store_delete(s, "da/again", &err) == 0, "delete da/again");
+	SC_END;
+	tt_store_page_release(&p);
+	tt_buf_release(&b);
+	return failed_;
+}
+
 int tt_store_conformance_run(tt_store *s, const char *label)
 {
 	int (*const checks[])(tt_store *) = {
 		sc_missing, sc_roundtrip, sc_range, sc_overwrite, sc_put_if_absent,
 		sc_put_if_match, sc_race, sc_list, sc_list_keys, sc_list_names, sc_has_dir, sc_delete_tree, sc_bad_keys, sc_cap, sc_versions,
+		sc_delete_all,
 	};
 	int failed = 0;
 	label_ = label;

@@ -40,6 +40,7 @@ TT_TEST(local_store_conformance_with_names_cut_from_a_listing)
 	ops.list_names = NULL;
 	ops.delete_tree = NULL;
 	ops.has_dir = NULL;
+	ops.delete_all = NULL;
 	s->ops = &ops;
 	CHECK_INT(tt_store_conformance_run(s, "local, names cut"), 0);
 	s->ops = own;

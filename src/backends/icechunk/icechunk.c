@@ -181,35 +181,6 @@ static int ic_remove(ic_store *s, const char *key, tt_error *err)
 	return rc;
 }
 
-/* Every key under the prefix + sub ("" for all), relative to the prefix;
- * fn returns nonzero to stop (that value returned). */
-typedef int (*ic_key_fn)(const char *rel, void *ctx, tt_error *err);
-typedef struct ic_each {
-	ic_key_fn fn;
-	void *ctx;
-	size_t pl;
-} ic_each;
-
-static int ic_each_step(const char *key, void *ctx, tt_error *err)
-{
-	ic_each *e = ctx;
-	return e->fn(key + e->pl, e->ctx, err); /* keys under the prefix: longer than it */
-}
-
-static int ic_each_key(ic_store *s, const char *sub, ic_key_fn fn, void *ctx, tt_error *err)
-{
-	ic_each e = { fn, ctx, strlen(s->prefix) };
-	char *pre;
-	int rc;
-	if (!s->st)
-		return 0;
-	if (!(pre = tt_asprintf("%s%s", s->prefix, sub)))
-		return tt_error_oom(err);
-	rc = tt_store_each_key(s->st, pre, ic_each_step, &e, err);
-	free(pre);
-	return rc;
-}
-
 static void ic_store_release(ic_store *s)
 {
 	free(s->root);
@@ -2682,15 +2653,10 @@ done:
 	return rc;
 }
 
-static int key_step(const char *rel, void *ctx, tt_error *err)
-{
-	return json_array_append_new(ctx, json_string(rel)) == 0 ? 0 : ioom(err);
-}
-
 static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 {
 	char *owner = NULL, *root = NULL;
-	json_t *names = NULL, *keys = NULL, *e;
+	json_t *names = NULL, *e;
 	ic_store s;
 	tt_buf foreign = TT_BUF_INIT;
 	int rc, empty = -1;
@@ -2717,31 +2683,23 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 			  root, foreign.ptr);
 		goto done;
 	}
-	if (s.remote) {
-		/* icechunk has no "delete repository": its objects under the
-		 * prefix, and only those (checked above) */
-		if (!(keys = json_array())) {
-			rc = ioom(err);
-			goto done;
-		}
-		if ((rc = ic_each_key(&s, "", key_step, keys, err)) != 0) {
-			tt_error_object(err, NULL, KIND);
-			goto done;
-		}
-		json_array_foreach(keys, i, e)
-			if ((rc = ic_remove(&s, json_string_value(e), err)) != 0) {
-				tt_error_prefix(err, "%s was removed only in part", root);
-				tt_error_object(err, NULL, KIND);
-				goto done;
-			}
-		goto done;
-	}
-	if ((rc = tt_remove_tree(root, err)) != 0)
+	/* icechunk has no "delete repository": every key under the prefix,
+	 * which holds the repository's layout alone (checked above), or the
+	 * whole store - locally the root directory with it */
+	size_t pl = strlen(s.prefix);
+	char *dir = pl ? tt_strndup(s.prefix, pl - 1) : NULL;
+	if (pl && !dir)
+		rc = ioom(err);
+	else
+		rc = dir ? tt_store_delete_tree(s.st, dir, err) : tt_store_delete_all(s.st, err);
+	free(dir);
+	if (rc) {
+		tt_error_prefix(err, "%s was removed only in part", root);
 		tt_error_object(err, NULL, KIND);
+	}
 done:
 	tt_buf_release(&foreign);
 	json_decref(names);
-	json_decref(keys);
 	free(owner);
 	ic_store_release(&s);
 	return rc;
