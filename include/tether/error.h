@@ -38,7 +38,8 @@ typedef enum tt_code {
 	TT_EIMMUTABLE = -16,  /* an immutable object changed */
 	TT_EPINDRIFT = -17,   /* a pin points somewhere else */
 	TT_EUNPINNED = -18,   /* --strict and a state could not be pinned */
-	TT_EUSAGE = -19       /* the caller asked for something meaningless */
+	TT_EUSAGE = -19,      /* the caller asked for something meaningless */
+	TT_ECANCELED = -20    /* tt_repo_cancel stopped the operation */
 } tt_code;
 
 /*

@@ -1,5 +1,6 @@
 /* engine/context.c - backends, capabilities, working refs (see engine.h). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,4 +265,43 @@ int tt_engine_fanout(size_t n, tt_fanout_fn fn, void *ctx, tt_error *err)
 {
 	unsigned threads = n < MAX_FANOUT_THREADS ? (unsigned)n : MAX_FANOUT_THREADS;
 	return tt_pool_map(n, threads ? threads : 1, fn, ctx, err);
+}
+
+void tt_repo_cancel(tt_repo *repo)
+{
+	if (repo)
+		atomic_store(&repo->cancel, true);
+}
+
+typedef struct cancellable {
+	tt_repo *repo;
+	tt_fanout_fn fn;
+	void *ctx;
+	atomic_size_t done, skipped;
+} cancellable;
+
+static void cancellable_one(size_t i, void *ctx)
+{
+	cancellable *c = ctx;
+	if (atomic_load(&c->repo->cancel)) {
+		atomic_fetch_add(&c->skipped, 1);
+		return;
+	}
+	c->fn(i, c->ctx);
+	atomic_fetch_add(&c->done, 1);
+}
+
+int tt_engine_fanout_cancellable(tt_repo *repo, const char *phase, size_t n, tt_fanout_fn fn, void *ctx,
+				 tt_error *err)
+{
+	cancellable c = { .repo = repo, .fn = fn, .ctx = ctx };
+	atomic_init(&c.done, 0);
+	atomic_init(&c.skipped, 0);
+	int rc = tt_engine_fanout(n, cancellable_one, &c, err);
+	if (rc < 0 || !atomic_load(&c.skipped))
+		return rc;
+	atomic_store(&repo->cancel, false);
+	tt_error_set(err, TT_ECANCELED, "%s cancelled after %zu of %zu object(s); nothing was written", phase,
+		     atomic_load(&c.done), n);
+	return TT_ECANCELED;
 }

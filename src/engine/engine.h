@@ -55,6 +55,11 @@ bool tt_engine_same(const tt_manifest *m, const json_t *a, const json_t *b);
  */
 typedef void (*tt_fanout_fn)(size_t i, void *ctx);
 int tt_engine_fanout(size_t n, tt_fanout_fn fn, void *ctx, tt_error *err);
+/* tt_engine_fanout for a read-only phase tt_repo_cancel may stop: after a
+ * request no further item starts, and the call fails with TT_ECANCELED
+ * naming the phase and how many items were done (the request consumed). */
+int tt_engine_fanout_cancellable(tt_repo *repo, const char *phase, size_t n, tt_fanout_fn fn, void *ctx,
+				 tt_error *err);
 
 /* Keys the selectors name (exact keys, or prefixes ending in '/'), sorted;
  * no selectors: every key.  TT_ECONFIG naming each selector that matches

@@ -233,7 +233,7 @@ static int verify_targets(tt_repo *repo, const char **labels, const tt_manifest 
 		which[i] = j;
 	}
 	tt_engine_progress_begin(repo, "verify", njobs);
-	rc = tt_engine_fanout(njobs, verify_counted, jobs, err);
+	rc = tt_engine_fanout_cancellable(repo, "verify", njobs, verify_counted, jobs, err);
 	tt_engine_progress_end(repo);
 	if (rc < 0)
 		goto done;

@@ -10,6 +10,7 @@
 
 #include <tether/tether.h>
 
+#include <stdatomic.h>
 #include <time.h>
 
 #include "core/config.h"
@@ -33,6 +34,7 @@ struct tt_repo {
 	struct tt_backend **backends;   /* built on first use (engine.h) */
 	size_t nbackends, backends_alloc;
 	struct tt_progress_state *progress; /* tt_repo_set_progress (engine/progress.c) */
+	atomic_bool cancel;             /* tt_repo_cancel, until a phase stops for it */
 	const char *op_parent;          /* the operation journaled steps belong to (drop), or NULL */
 	bool gc_after_rewrite;          /* abandon's gc plan: the commits it just rewrote away are the
 					 * user's decision, so gc does not keep their pins as ones a

@@ -184,7 +184,7 @@ int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t 
 	}
 	tt_engine_progress_begin(repo, "fingerprint", njobs);
 	tt_engine_progress_files(repo, true);
-	rc = tt_engine_fanout(njobs, fingerprint_one, jobs, err);
+	rc = tt_engine_fanout_cancellable(repo, "fingerprint", njobs, fingerprint_one, jobs, err);
 	tt_engine_progress_files(repo, false);
 	tt_engine_progress_end(repo);
 	if (rc < 0)

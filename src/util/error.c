@@ -52,6 +52,7 @@ const char *tt_code_name(int code)
 	case TT_EIMMUTABLE: return "immutable-modified";
 	case TT_EPINDRIFT: return "pin-drift";
 	case TT_EUNPINNED: return "unpinned";
+	case TT_ECANCELED: return "cancelled";
 	case TT_EUSAGE: return "usage";
 	default: return "unknown";
 	}

@@ -193,3 +193,90 @@ TT_TEST(import_read_rows_and_publish_plan)
 	free(pt);
 	json_decref(report);
 }
+
+static int phases_seen;
+static void count_phase(const tt_progress *p, void *ctx)
+{
+	(void)ctx;
+	if (p->finished)
+		phases_seen++;
+}
+
+TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
+{
+	tt_error err = TT_ERROR_INIT;
+	char dir[2048], data[2300];
+	tt_repo *repo = NULL;
+	CHECK_OK(make_dataset(dir, sizeof dir));
+	CHECK_OK(tt_repo_open(&repo, dir, &err));
+	for (int i = 0; i < 3; i++) {
+		snprintf(data, sizeof data, "%s/data%d", tt_test_tmpdir(), i);
+		char cmd[5000];
+		snprintf(cmd, sizeof cmd, "mkdir -p '%s' && echo %d > '%s/x'", data, i, data);
+		CHECK_INT(system(cmd), 0);
+		tt_add_opts add = TT_ADD_OPTS_INIT;
+		json_t *loc = json_pack("{s:s}", "uri", data), *out = NULL;
+		add.kind = "file";
+		add.locator = loc;
+		CHECK_OK(tt_repo_add(repo, &add, &out, &err));
+		json_decref(out);
+		json_decref(loc);
+	}
+	tt_repo_set_progress(repo, count_phase, NULL);
+
+	/* a request made first stops the fingerprint before any object */
+	json_t *out = NULL;
+	tt_repo_cancel(repo);
+	CHECK_INT(tt_repo_snapshot(repo, NULL, 0, &out, &err), TT_ECANCELED);
+	CHECK(out == NULL);
+	CHECK(strstr(err.message, "fingerprint cancelled after 0 of 3") != NULL);
+	tt_error_clear(&err);
+	CHECK_INT(phases_seen, 1); /* the phase still ends for the callback */
+
+	/* consumed: the next snapshot runs */
+	CHECK_OK(tt_repo_snapshot(repo, NULL, 0, &out, &err));
+	CHECK_INT(json_object_size(out), 3);
+	json_decref(out);
+
+	/* a cancelled commit pins, journals and commits nothing */
+	char *before = NULL, *after = NULL;
+	json_t *ops_before = NULL, *ops_after = NULL;
+	CHECK_OK(tt_repo_current_rev(repo, &before, &err));
+	CHECK_OK(tt_repo_ops(repo, 100, &ops_before, NULL, &err));
+	tt_commit_opts co = TT_COMMIT_OPTS_INIT;
+	co.message = "first";
+	tt_repo_cancel(repo);
+	CHECK_INT(tt_repo_commit(repo, &co, &out, &err), TT_ECANCELED);
+	tt_error_clear(&err);
+	CHECK_OK(tt_repo_current_rev(repo, &after, &err));
+	CHECK_STR(after, before);
+	CHECK_OK(tt_repo_ops(repo, 100, &ops_after, NULL, &err));
+	CHECK_INT(json_array_size(ops_after), json_array_size(ops_before));
+	json_t *objs = NULL;
+	CHECK_OK(tt_repo_objects(repo, &objs, &err));
+	CHECK(json_is_null(json_object_get(json_object_get(objs, "data0"), "state")));
+	json_decref(objs);
+	free(after);
+	after = NULL;
+
+	/* and the commit runs once nothing asks it to stop */
+	CHECK_OK(tt_repo_commit(repo, &co, &out, &err));
+	json_decref(out);
+	CHECK_OK(tt_repo_current_rev(repo, &after, &err));
+	CHECK(strcmp(after, before) != 0);
+
+	/* verify stops the same way */
+	tt_repo_cancel(repo);
+	CHECK_INT(tt_repo_verify(repo, NULL, 0, NULL, false, false, &out, &err), TT_ECANCELED);
+	CHECK(strstr(err.message, "verify cancelled after 0 of 3") != NULL);
+	tt_error_clear(&err);
+	CHECK_OK(tt_repo_verify(repo, NULL, 0, NULL, false, false, &out, &err));
+	CHECK_INT(json_object_size(out), 3);
+	json_decref(out);
+
+	json_decref(ops_before);
+	json_decref(ops_after);
+	free(before);
+	free(after);
+	tt_repo_free(repo);
+}
