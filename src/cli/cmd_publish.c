@@ -35,9 +35,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	json_t *bundle = NULL, *report = NULL;
 	char *pj = NULL, *pt = NULL;
 	const char *head = NULL;
-	if (tt_repo_export(repo, a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false, &bundle, &err) < 0 ||
-	    (head = json_string_value(json_object_get(bundle, "head")),
-	     tt_export_publish(bundle, to, schema, dry, &report, &err) < 0) ||
+	if (tt_repo_export(repo, a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false, &bundle, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	head = json_string_value(json_object_get(bundle, "head"));
+	if (tt_export_publish(bundle, to, schema, dry, &report, &err) < 0 ||
 	    (dry && tt_export_publish_plan(report, head, &pj, &pt, &err) < 0)) {
 		rc = cli_fail(&err);
 		goto done;
