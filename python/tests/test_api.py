@@ -368,6 +368,21 @@ def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
     assert len(seen) == 2
 
 
+def test_cancel_stops_a_fingerprint_and_a_commit_writes_nothing(dataset, git_store, tmp_path):
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    repo = Repo.init(dataset)
+    repo.add("code", "git", {"uri": str(git_store)})
+    repo.add("notes", "file", {"uri": str(f)})
+    head = repo.current_manifest_hash()
+    repo.cancel()
+    with pytest.raises(TetherError, match="fingerprint cancelled after 0 of 2"):
+        repo.commit("first")
+    assert repo.current_manifest_hash() == head and repo.objects["notes"].state is None
+    repo.commit("first")  # the request was consumed
+    assert repo.objects["notes"].state is not None
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_failing_progress_callback_does_not_break_the_call(dataset, git_store):
     repo = _committed(dataset, git_store)

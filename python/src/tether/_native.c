@@ -901,8 +901,18 @@ static PyObject *Repo_set_progress(RepoObject *self, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
-/* The rows as methods, and set_progress; filled in at import. */
-static PyMethodDef Repo_methods[NSPECS + 2];
+/* tt_repo_cancel: not under the Repo's lock, which the call it stops holds
+ * (it only sets a flag, so any thread may). */
+static PyObject *Repo_cancel(RepoObject *self, PyObject *noargs)
+{
+	(void)noargs;
+	CHECK_OPEN(self);
+	tt_repo_cancel(self->repo);
+	Py_RETURN_NONE;
+}
+
+/* The rows as methods, set_progress and cancel; filled in at import. */
+static PyMethodDef Repo_methods[NSPECS + 3];
 
 /* A row's docstring, led by its signature (so inspect.signature reads it:
  * "name($self, /, a, b=None)\n--\n\n"); NULL when out of memory. */
@@ -944,6 +954,9 @@ static int fill_methods(void)
 	}
 	Repo_methods[NSPECS] = (PyMethodDef){ "set_progress", (PyCFunction)Repo_set_progress, METH_O,
 					      "Call fn(phase, key, done, total) as objects finish long steps (None: stop)." };
+	Repo_methods[NSPECS + 1] = (PyMethodDef){ "cancel", (PyCFunction)Repo_cancel, METH_NOARGS,
+						  "cancel($self, /)\n--\n\nStop the running fingerprint or verify: no "
+						  "object starts after it, and the call fails (nothing written)." };
 	return 0;
 }
 

@@ -557,6 +557,16 @@ class Repo:
         else:
             self._n.set_progress(value)
 
+    def cancel(self) -> None:
+        """Stop the fingerprint or verify running on this Repo (this package
+        only): call it from another thread or from the progress callback.
+        No object starts after it, and the running call raises `TetherError`
+        ("fingerprint cancelled after N of M object(s)") having written
+        nothing -- a cancelled commit pins and commits nothing.  Steps that
+        change stores (fork, promote) are not cut short.  A request made
+        while nothing runs stops the next fingerprint or verify."""
+        self._n.cancel()
+
     # -- what it is ------------------------------------------------------- #
 
     @property
