@@ -175,11 +175,14 @@ TT_TEST(import_read_rows_and_publish_plan)
 	CHECK_INT(json_array_size(rows), 2);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "kind")), "git");
 	json_decref(rows);
-	rows = json_array();
+	/* rows is an out parameter: a failure leaves it NULL whatever it held (the caller still owns that) */
+	json_t *held = json_array();
+	rows = held;
 	snprintf(path, sizeof path, "%s/missing.jsonl", tt_test_tmpdir());
 	CHECK(tt_import_read_rows(path, NULL, NULL, &rows, &err) < 0);
 	CHECK(rows == NULL && strstr(err.message, "missing.jsonl") != NULL);
 	tt_error_clear(&err);
+	json_decref(held);
 
 	json_t *report = json_pack("{s:s,s:{s:i,s:i},s:i,s:b}", "schema", "tether", "upserted", "commits", 2,
 				   "objects", 0, "skipped_commits", 1, "dry_run", 1);
