@@ -48,12 +48,13 @@ void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx);
  * Ask the operation running on repo to stop: from any thread, from the
  * progress callback, or from a signal handler (it only sets a flag).  The
  * read-only phases - "fingerprint" (snapshot, status, commit and pull
- * fingerprint first) and "verify" - start no object after the request; the
- * phase then fails with TT_ECANCELED, saying how many objects were done,
- * and the operation writes nothing past that point (a commit pins and
- * writes nothing, a snapshot caches nothing).  Phases that change stores
- * (fork, promote, merge) run to their end so no store is left half done.
- * The request holds until a phase stops for it.
+ * fingerprint first) and "verify" - start no object after the request and
+ * let the ones under way finish; the phase then fails with TT_ECANCELED,
+ * saying how many objects were done, and the operation writes nothing past
+ * that point (a commit pins and writes nothing, a snapshot caches nothing).
+ * Phases that change stores (fork, promote, merge) run to their end so no
+ * store is left half done.  The request holds until a read-only phase
+ * stops for it: the one running, or else the next one.
  */
 void tt_repo_cancel(tt_repo *repo);
 

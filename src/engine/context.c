@@ -298,9 +298,11 @@ int tt_engine_fanout_cancellable(tt_repo *repo, const char *phase, size_t n, tt_
 	atomic_init(&c.done, 0);
 	atomic_init(&c.skipped, 0);
 	int rc = tt_engine_fanout(n, cancellable_one, &c, err);
-	if (rc < 0 || !atomic_load(&c.skipped))
+	/* A request that came while the last objects were under way stops the
+	 * phase too: nothing has been written yet, so it still can.  Whatever
+	 * those objects reported is dropped with the rest of the phase. */
+	if (rc < 0 || !atomic_exchange(&repo->cancel, false))
 		return rc;
-	atomic_store(&repo->cancel, false);
 	tt_error_set(err, TT_ECANCELED, "%s cancelled after %zu of %zu object(s); nothing was written", phase,
 		     atomic_load(&c.done), n);
 	return TT_ECANCELED;

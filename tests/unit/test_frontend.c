@@ -205,6 +205,12 @@ static void count_phase(const tt_progress *p, void *ctx)
 		phases_seen++;
 }
 
+static void cancel_at_last_object(const tt_progress *p, void *ctx)
+{
+	if (p->key && p->done == p->total && strcmp(p->phase, "fingerprint") == 0)
+		tt_repo_cancel(ctx);
+}
+
 TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 {
 	tt_error err = TT_ERROR_INIT;
@@ -267,6 +273,17 @@ TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 	json_decref(out);
 	CHECK_OK(tt_repo_current_rev(repo, &after, &err));
 	CHECK(strcmp(after, before) != 0);
+
+	/* a request that comes as the last object finishes still stops the
+	 * phase: nothing has been written, so a snapshot still caches nothing */
+	tt_repo_set_progress(repo, cancel_at_last_object, repo);
+	CHECK_INT(tt_repo_snapshot(repo, NULL, 0, &out, &err), TT_ECANCELED);
+	CHECK(out == NULL);
+	CHECK(strstr(err.message, "fingerprint cancelled after 3 of 3") != NULL);
+	tt_error_clear(&err);
+	tt_repo_set_progress(repo, count_phase, NULL);
+	CHECK_OK(tt_repo_snapshot(repo, NULL, 0, &out, &err)); /* and the request was used up */
+	json_decref(out);
 
 	/* verify stops the same way */
 	tt_repo_cancel(repo);
