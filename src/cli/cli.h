@@ -2,7 +2,8 @@
  * cli/cli.h - the command-line front end: a table of commands, each with
  * its options declared once so parsing and `--help` come from the same
  * place.  Only the CLI prints and chooses exit statuses:
- *   0 ok, 1 error, 2 usage error, 3 partial success.
+ *   0 ok, 1 error, 2 usage error, 3 partial success, 130 interrupted
+ *   (Ctrl-C stopped a read-only phase; nothing was written).
  */
 #ifndef TT_CLI_CLI_H
 #define TT_CLI_CLI_H
@@ -15,7 +16,7 @@
 
 #include "util/buf.h"
 
-enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3, EXIT_INTERRUPTED = 130 };
 
 typedef enum cli_opt_type { OPT_FLAG, OPT_VALUE, OPT_LIST, OPT_INT } cli_opt_type;
 
@@ -100,8 +101,11 @@ typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, bool dry, const char *from,
 int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_plan_fn fn, void *ctx,
 		    json_t **out);
 
-/* Open the dataset around the current directory, printing its warnings. */
+/* Open the dataset around the current directory, printing its warnings;
+ * from then until cli_close_repo, Ctrl-C asks it to stop (interrupt.c). */
 int cli_open_repo(tt_repo **out);
+void cli_interrupt_attach(tt_repo *repo);
+void cli_close_repo(tt_repo *repo);
 
 /* The kinds this tether knows, sorted by name, from tt_backends() (read
  * once per process; the strings live as long as it does). */

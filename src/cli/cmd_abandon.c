@@ -47,7 +47,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -222,7 +222,7 @@ done:
 	json_decref(kind);
 	json_decref(loc);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -334,7 +334,7 @@ int cli_complete_words(int argc, char **argv)
 	}
 	tt_error_clear(&err);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return EXIT_OK;
 }
 

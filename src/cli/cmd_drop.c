@@ -82,7 +82,7 @@ done:
 	free(pj);
 	free(pt);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -61,7 +61,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	    tt_export_write(bundle, path, fmt, cli_flag(cmd, a, "append"), &nfiles, &err) < 0) {
 		rc = cli_fail(&err);
 		json_decref(bundle);
-		tt_repo_free(repo);
+		cli_close_repo(repo);
 		return rc;
 	}
 	json_t *counts = cli_row_counts(bundle);
@@ -76,7 +76,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	json_decref(counts);
 	json_decref(bundle);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

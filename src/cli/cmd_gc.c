@@ -219,7 +219,7 @@ done:
 	free(plan_json);
 	free(plan_text);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

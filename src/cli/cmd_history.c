@@ -35,7 +35,7 @@ static int run_verify(const cli_cmd *cmd, cli_args *a)
 	rc = bad ? EXIT_ERROR : EXIT_OK;
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 
@@ -101,7 +101,7 @@ static int run_log(const cli_cmd *cmd, cli_args *a)
 done:
 	json_decref(out);
 	json_decref(loc);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 
@@ -186,7 +186,7 @@ static int run_diff(const cli_cmd *cmd, cli_args *a)
 	}
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -75,7 +75,7 @@ done:
 	free(pt);
 	json_decref(rows);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

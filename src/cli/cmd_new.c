@@ -65,7 +65,7 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		printf("on no bookmark: read-only (`tether new -b NAME` to write)\n");
 		goto done;
 	}
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	repo = NULL;
 	/* Re-open to learn whether this is the trunk and which objects exist. */
 	if ((rc = cli_open_repo(&repo)))
@@ -106,7 +106,7 @@ done:
 	tt_buf_release(&saved);
 	json_decref(adopted_detail);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 
@@ -216,7 +216,7 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 done:
 	free(worktree);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

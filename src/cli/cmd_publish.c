@@ -26,7 +26,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (!to || !*to) {
 		fprintf(stderr, "error: a Postgres DSN is required: --to or $TETHER_PUBLISH_DSN\n");
 		fprintf(stderr, "hint: or set [publish] dsn in .tether/secrets.toml\n");
-		tt_repo_free(repo);
+		cli_close_repo(repo);
 		return EXIT_ERROR;
 	}
 	if (!json)
@@ -68,7 +68,7 @@ done:
 	free(pt);
 	json_decref(report);
 	json_decref(bundle);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -43,7 +43,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		printf("committed %.12s on %s\n", commit, json_string_value(json_object_get(out, "bookmark")));
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -122,7 +122,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	rc = failed ? EXIT_ERROR : EXIT_OK;
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

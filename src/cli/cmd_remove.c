@@ -14,7 +14,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		rc = cli_fail(&err);
 	else
 		printf("removed %s\n", a->pos[0]);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

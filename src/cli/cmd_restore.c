@@ -57,7 +57,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		       src_at ? "; " : "", src_at ? src_at : "", src_at ? " is untouched" : "");
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

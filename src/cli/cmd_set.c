@@ -72,7 +72,7 @@ done:
 		free(argv_keys);
 	json_decref(keys);
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -124,7 +124,7 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 	rc = failed ? EXIT_ERROR : EXIT_OK;
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 
@@ -154,7 +154,7 @@ static int run_snapshot(const cli_cmd *cmd, cli_args *a)
 	}
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

@@ -40,7 +40,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

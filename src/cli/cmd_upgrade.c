@@ -63,7 +63,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	rc = json_object_size(failed) ? EXIT_PARTIAL : EXIT_OK;
 done:
 	json_decref(out);
-	tt_repo_free(repo);
+	cli_close_repo(repo);
 	return rc;
 }
 

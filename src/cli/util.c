@@ -32,17 +32,18 @@ const char *cli_value(const cli_cmd *cmd, const cli_args *a, const char *name)
 
 int cli_fail(tt_error *err)
 {
+	int status = err->code == TT_ECANCELED ? EXIT_INTERRUPTED : EXIT_ERROR;
 	if (cli_json_errors) {
 		cli_json_error(tt_error_text(err), err->hint, tt_code_name(err->code), err->key, err->kind,
-			       EXIT_ERROR);
+			       status);
 		tt_error_clear(err);
-		return EXIT_ERROR;
+		return status;
 	}
 	fprintf(stderr, "error: %s\n", tt_error_text(err));
 	if (err->hint)
 		fprintf(stderr, "hint: %s\n", err->hint);
 	tt_error_clear(err);
-	return EXIT_ERROR;
+	return status;
 }
 
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
@@ -145,6 +146,7 @@ int cli_open_repo(tt_repo **out)
 	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
 		cli_warning("%s", tt_repo_warning(*out, i));
 	cli_progress_attach(*out);
+	cli_interrupt_attach(*out);
 	return EXIT_OK;
 }
 
