@@ -101,9 +101,11 @@ typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, bool dry, const char *from,
 int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_plan_fn fn, void *ctx,
 		    json_t **out);
 
-/* Open the dataset around the current directory, printing its warnings;
- * from then until cli_close_repo, Ctrl-C asks it to stop (interrupt.c). */
+/* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);
+/* From here until cli_close_repo, Ctrl-C asks repo to stop (interrupt.c):
+ * for the commands whose read-only phases can stop (status, snapshot,
+ * commit, pull, verify). */
 void cli_interrupt_attach(tt_repo *repo);
 void cli_close_repo(tt_repo *repo);
 

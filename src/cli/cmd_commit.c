@@ -22,6 +22,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		return EXIT_ERROR;
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
+	cli_interrupt_attach(repo);
 	tt_commit_opts o = {
 		.version = TT_COMMIT_OPTS_VERSION,
 		.message = cli_value(cmd, a, "message"),

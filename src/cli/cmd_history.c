@@ -16,6 +16,7 @@ static int run_verify(const cli_cmd *cmd, cli_args *a)
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
+	cli_interrupt_attach(repo);
 	if (tt_repo_verify(repo, a->pos, a->npos, cli_value(cmd, a, "rev"), cli_flag(cmd, a, "deep"),
 			   cli_flag(cmd, a, "all-history"), &out, &err) < 0) {
 		rc = cli_fail(&err);

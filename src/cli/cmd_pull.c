@@ -14,6 +14,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
+	cli_interrupt_attach(repo);
 	if (tt_repo_pull(repo, a->npos ? a->pos[0] : NULL, a->list[ki], a->nlist[ki],
 			 cli_value(cmd, a, "message"), &out, &err) < 0) {
 		rc = cli_fail(&err);

@@ -46,6 +46,7 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	int want = cli_flag(cmd, a, "snapshot") ? 1 : cli_flag(cmd, a, "no-snapshot") ? 0 : -1;
+	cli_interrupt_attach(repo); /* tether.toml may have it fingerprint or verify */
 	if (tt_repo_status(repo, a->pos, a->npos, want, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
@@ -136,6 +137,7 @@ static int run_snapshot(const cli_cmd *cmd, cli_args *a)
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
+	cli_interrupt_attach(repo);
 	if (tt_repo_snapshot(repo, a->pos, a->npos, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;

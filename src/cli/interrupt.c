@@ -1,12 +1,14 @@
 /*
  * cli/interrupt.c - Ctrl-C as tt_repo_cancel().
  *
- * While a command has its dataset open, the first SIGINT asks the library
- * to stop at its next safe point: a read-only phase (the fingerprint of
- * status, snapshot, commit and pull; verify) starts no further object and
- * fails "cancelled ... nothing was written", exit 130; a phase that is
- * changing stores runs to its end, so nothing is left half done.  A second
- * SIGINT ends the process at once, as the first did before.
+ * In the commands whose read-only phases can stop (the fingerprint of
+ * status, snapshot, commit and pull; verify), the first SIGINT asks the
+ * library to stop at its next safe point: such a phase starts no further
+ * object and fails "cancelled ... nothing was written", exit 130; a phase
+ * that is changing stores runs to its end, so nothing is left half done.
+ * A second SIGINT ends the process at once, as the first did before (and
+ * as any SIGINT does in the other commands, which have nothing to stop
+ * early).  The watcher costs a thread start, so only those commands pay.
  *
  * No handler runs asynchronously: SIGINT is blocked in the main thread
  * before it starts any other (every thread the library starts inherits the
@@ -72,7 +74,15 @@ void cli_interrupt_attach(tt_repo *repo)
 		return;
 	w.repo = repo;
 	atomic_store(&w.quit, false);
-	if (pthread_create(&w.thread, NULL, watch, NULL) != 0) {
+	/* The watcher needs little stack: a small one keeps its start cheap. */
+	pthread_attr_t attr;
+	bool started = false;
+	if (pthread_attr_init(&attr) == 0) {
+		started = pthread_attr_setstacksize(&attr, 1 << 17) == 0 &&
+			  pthread_create(&w.thread, &attr, watch, NULL) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (!started) {
 		/* No watcher: Ctrl-C keeps its old meaning. */
 		pthread_sigmask(SIG_SETMASK, &w.old_mask, NULL);
 		w.repo = NULL;

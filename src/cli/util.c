@@ -146,7 +146,6 @@ int cli_open_repo(tt_repo **out)
 	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
 		cli_warning("%s", tt_repo_warning(*out, i));
 	cli_progress_attach(*out);
-	cli_interrupt_attach(*out);
 	return EXIT_OK;
 }
 
