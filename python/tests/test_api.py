@@ -352,12 +352,18 @@ def test_the_package_is_typed():
     assert (Path(tether.__file__).parent / "py.typed").is_file()
 
 
-def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
+def _two_objects(dataset, git_store, tmp_path) -> Repo:
+    """A new dataset tracking a git repository ("code") and a file ("notes")."""
     f = tmp_path / "f.txt"
     f.write_text("x")
     repo = Repo.init(dataset)
     repo.add("code", "git", {"uri": str(git_store)})
     repo.add("notes", "file", {"uri": str(f)})
+    return repo
+
+
+def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
+    _two_objects(dataset, git_store, tmp_path)
     seen: list[tuple[str, str, int, int]] = []
     repo = Repo.find(dataset, progress=lambda *a: seen.append(a))
     repo.status()
@@ -369,11 +375,7 @@ def test_progress_reports_each_fingerprint(dataset, git_store, tmp_path):
 
 
 def test_cancel_stops_a_fingerprint_and_a_commit_writes_nothing(dataset, git_store, tmp_path):
-    f = tmp_path / "f.txt"
-    f.write_text("x")
-    repo = Repo.init(dataset)
-    repo.add("code", "git", {"uri": str(git_store)})
-    repo.add("notes", "file", {"uri": str(f)})
+    repo = _two_objects(dataset, git_store, tmp_path)
     head = repo.current_manifest_hash()
     repo.cancel()
     with pytest.raises(TetherError, match="fingerprint cancelled after 0 of 2"):
