@@ -11,6 +11,7 @@
 
 #include "core/plan.h"
 #include "engine/gc.h"
+#include "engine/planned.h"
 #include "engine/registry.h"
 #include "engine/repo.h"
 #include "util/buf.h"
@@ -24,20 +25,11 @@ int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const
 			      .excluded_commits = excluded, .nexcluded = nexcluded, .gone_bookmarks = gone,
 			      .ngone = ngone };
 	tt_plan *plan = NULL;
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
 	int rc;
 	*plan_json = *plan_text = NULL;
-	if ((rc = tt_gc_plan_scoped(repo, o, &scope, &plan, err)) < 0 || (rc = tt_plan_to_json(plan, &jb, err)) < 0 ||
-	    (rc = tt_plan_render_text(plan, &tb, err)) < 0)
-		goto done;
-	*plan_json = tt_buf_detach(&jb);
-	*plan_text = tt_buf_detach(&tb);
-	if (!*plan_json || !*plan_text)
-		rc = tt_error_oom(err);
-done:
+	if ((rc = tt_gc_plan_scoped(repo, o, &scope, &plan, err)) == 0)
+		rc = tt_engine_render_plan(plan, plan_json, plan_text, err);
 	tt_plan_free(plan);
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
 	return rc;
 }
 
@@ -111,18 +103,13 @@ int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema,
 int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
 			tt_error *err)
 {
-	/* Plan from the manifests on disk, as apply will check them: a handle
-	 * kept open across an earlier import holds them as that import left
-	 * them in memory (taking the lock reads them afresh). */
-	int rc = tt_repo_lock(repo, err);
-	if (rc < 0)
-		return rc;
-	rc = tt_registry_plan_import(repo, rows, sync, plan_json, plan_text, err);
-	tt_repo_unlock(repo);
-	return rc;
+	tt_import_rows ctx = { rows, sync };
+	tt_planned_run run = { .dry = true, .plan_json = plan_json, .plan_text = plan_text };
+	return tt_engine_run_planned(repo, &tt_registry_import_cmd, &ctx, &run, err);
 }
 
 int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
 {
-	return tt_registry_apply_import(repo, plan_json, len, out, err);
+	tt_planned_run run = { .from = plan_json, .from_len = len, .out = out };
+	return tt_engine_run_planned(repo, &tt_registry_import_cmd, NULL, &run, err);
 }

@@ -19,6 +19,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -1076,114 +1077,96 @@ done:
 
 /* --- the public entry points -------------------------------------------------- */
 
-static int selection(tt_repo *repo, const tt_commit_opts *o, json_t **keys, tt_error *err)
+/* A commit's options; a saved plan applies with message (when given),
+ * keys (checked against the plan's selection) and vcs from them. */
+typedef struct commit_ctx {
+	const tt_commit_opts *o;
+	const char *message;
+	const char *const *keys;
+	size_t nkeys;
+	bool vcs;
+} commit_ctx;
+
+static int plan_commit(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
 {
-	*keys = NULL;
-	if (!o->nkeys)
-		return 0;
-	return tt_engine_select(repo, o->keys, o->nkeys, keys, err);
+	const tt_commit_opts *o = ((commit_ctx *)vctx)->o;
+	json_t *keys = NULL;
+	int rc;
+	(void)applying;
+	if (o->nkeys && (rc = tt_engine_select(repo, o->keys, o->nkeys, &keys, err)) < 0)
+		return rc;
+	rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot, NULL, out, err);
+	json_decref(keys);
+	return rc;
 }
+
+static int load_commit(tt_repo *repo, void *vctx, tt_plan *plan, tt_error *err)
+{
+	const commit_ctx *c = vctx;
+	json_t *asked = NULL;
+	int rc = 0;
+	if (c->message) {
+		json_t *m = json_string(c->message);
+		rc = tt_plan_set_context(plan, "message", m, err);
+		json_decref(m);
+		if (rc < 0)
+			return rc;
+	}
+	if (!c->nkeys)
+		return 0;
+	json_t *recorded = json_object_get(tt_plan_context(plan), "keys");
+	if ((rc = tt_engine_select(repo, c->keys, c->nkeys, &asked, err)) < 0)
+		return rc;
+	if (!json_is_array(recorded) || !json_equal(recorded, asked))
+		rc = tt_error_set(err, TT_ECONFIG, "this commit plan commits %s, not the objects named; "
+				  "apply it without keys, or re-run the plan with the ones you mean",
+				  json_is_array(recorded) ? "another selection" : "every object");
+	json_decref(asked);
+	return rc;
+}
+
+static int apply_commit(tt_repo *repo, void *vctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	return tt_engine_apply_commit(repo, plan, ((commit_ctx *)vctx)->vcs, saved, out, err);
+}
+
+/* Plan and apply under one lock: nothing in this checkout moves between. */
+static const tt_planned_cmd commit_cmd = {
+	.command = "commit",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_commit,
+	.load = load_commit,
+	.apply = apply_commit,
+};
 
 int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	json_t *keys = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	int rc;
+	commit_ctx c = { .o = o, .vcs = !o->no_vcs };
+	tt_planned_run run = { .out = out };
 	*out = NULL;
 	if (!o->message)
 		return tt_error_set(err, TT_EUSAGE, "a message is required: -m/--message");
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
-	/* Plan and apply under one lock: nothing in this checkout moves between. */
-	if ((rc = selection(repo, o, &keys, err)) < 0 ||
-	    (rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot,
-					NULL, &plan, err)) < 0 ||
-	    (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
-		goto done;
-	rc = tt_engine_apply_commit(repo, plan, !o->no_vcs, false, out, err);
-done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
-	json_decref(keys);
-	return rc;
+	return tt_engine_run_planned(repo, &commit_cmd, &c, &run, err);
 }
 
 int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text, char **text,
 			tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	json_t *keys = NULL;
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	int rc;
+	commit_ctx c = { .o = o };
+	tt_planned_run run = { .dry = true, .plan_json = json_text, .plan_text = text };
 	*json_text = *text = NULL;
 	if (!o->message)
 		return tt_error_set(err, TT_EUSAGE, "a message is required: -m/--message");
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
-	if ((rc = selection(repo, o, &keys, err)) < 0 ||
-	    (rc = tt_engine_plan_commit(repo, o->message, keys, o->strict, o->force, !o->no_snapshot,
-					NULL, &plan, err)) < 0 ||
-	    (rc = tt_plan_to_json(plan, &jb, err)) < 0 || (rc = tt_plan_render_text(plan, &tb, err)) < 0)
-		goto done;
-	*json_text = tt_buf_detach(&jb);
-	*text = tt_buf_detach(&tb);
-	if (!*json_text || !*text)
-		rc = tt_error_oom(err);
-done:
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
-	json_decref(keys);
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
-	return rc;
+	return tt_engine_run_planned(repo, &commit_cmd, &c, &run, err);
 }
 
 int tt_repo_apply_commit_plan(tt_repo *repo, const char *plan_text, size_t len, const char *message,
 			      const char *const *keys, size_t nkeys, bool no_vcs, json_t **out,
 			      tt_error *err)
 {
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	json_t *asked = NULL;
-	int rc;
-	*out = NULL;
-	if ((rc = tt_plan_from_json(&plan, plan_text, len, err)) < 0)
-		return rc;
-	if (strcmp(tt_plan_command(plan), "commit") != 0) {
-		rc = tt_error_set(err, TT_ECONFIG, "this is a '%s' plan, expected 'commit'", tt_plan_command(plan));
-		goto done;
-	}
-	if (message) {
-		json_t *m = json_string(message);
-		rc = tt_plan_set_context(plan, "message", m, err);
-		json_decref(m);
-		if (rc < 0)
-			goto done;
-	}
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto done;
-	if (nkeys) {
-		json_t *recorded = json_object_get(tt_plan_context(plan), "keys");
-		if ((rc = tt_engine_select(repo, keys, nkeys, &asked, err)) < 0)
-			goto unlock;
-		if (!json_is_array(recorded) || !json_equal(recorded, asked)) {
-			rc = tt_error_set(err, TT_ECONFIG, "this commit plan commits %s, not the objects named; "
-					  "apply it without keys, or re-run the plan with the ones you mean",
-					  json_is_array(recorded) ? "another selection" : "every object");
-			goto unlock;
-		}
-	}
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
-		rc = tt_engine_apply_commit(repo, plan, !no_vcs, true, out, err);
-unlock:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-done:
-	json_decref(asked);
-	tt_plan_free(plan);
-	return rc;
+	commit_ctx c = { .message = message, .keys = keys, .nkeys = nkeys, .vcs = !no_vcs };
+	tt_planned_run run = { .from = plan_text, .from_len = len, .out = out };
+	return tt_engine_run_planned(repo, &commit_cmd, &c, &run, err);
 }

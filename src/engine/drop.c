@@ -16,6 +16,7 @@
 #include "core/plan.h"
 #include "backends/dispatch.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "engine/gc.h"
 #include "util/fault.h"
 #include "util/json.h"
@@ -669,39 +670,39 @@ static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_erro
 	return rc;
 }
 
+typedef struct drop_opts {
+	const char *bookmark, *to;
+	bool delete_stores, force_prune;
+} drop_opts;
+
+static int plan_drop_cmd(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
+{
+	const drop_opts *o = ctx;
+	int rc;
+	if (applying && (rc = settle_interrupted_leave(repo, o->bookmark, err)) < 0)
+		return rc;
+	return plan_drop(repo, o->bookmark, o->to, o->delete_stores, o->force_prune, out, err);
+}
+
+static int apply_drop_cmd(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	(void)ctx, (void)saved;
+	return apply_drop(repo, plan, out, err);
+}
+
+static const tt_planned_cmd drop_cmd = {
+	.command = "drop",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_drop_cmd,
+	.apply = apply_drop_cmd,
+};
+
 int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
 		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
 		 tt_error *err)
 {
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	int rc;
-	*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
-	if (!dry_run && !from_plan && (rc = settle_interrupted_leave(repo, bookmark, err)) < 0)
-		goto done;
-	if (from_plan) {
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
-			goto done;
-	} else if ((rc = plan_drop(repo, bookmark, to, delete_stores, force_prune, &plan, err)) < 0) {
-		goto done;
-	}
-	if (dry_run && !from_plan) {
-		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		tt_buf_release(&jb);
-		tt_buf_release(&tb);
-		goto done;
-	}
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
-		rc = apply_drop(repo, plan, out, err);
-done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
-	return rc;
+	drop_opts o = { bookmark, to, delete_stores, force_prune };
+	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+			       .plan_text = plan_text, .out = out };
+	return tt_engine_run_planned(repo, &drop_cmd, &o, &run, err);
 }

@@ -14,6 +14,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/mem.h"
@@ -108,31 +109,17 @@ done:
 	return rc;
 }
 
-int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
-			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+static int plan_forget_cmd(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
 {
-	tt_plan *plan = NULL;
+	(void)applying;
+	return plan_forget(repo, ctx, out, err);
+}
+
+static int apply_forget(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
 	json_t *removed = json_array(), *failed = json_object(), *vcs = json_null();
 	int rc;
-	*out = NULL;
-	if (from_plan) {
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
-			goto cleanup;
-	} else if ((rc = plan_forget(repo, workspace_id, &plan, err)) < 0) {
-		goto cleanup;
-	}
-	if (dry_run) {
-		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		tt_buf_release(&jb);
-		tt_buf_release(&tb);
-		goto cleanup;
-	}
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto cleanup;
+	(void)ctx, (void)saved;
 	if ((rc = tt_engine_check_preconditions(repo, plan, "forget-workspace", err)) < 0)
 		goto done;
 	const char *target = json_string_value(json_object_get(tt_plan_context(plan), "workspace"));
@@ -184,11 +171,25 @@ int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_r
 	if (!*out)
 		rc = tt_error_oom(err);
 done:
-	tt_repo_unlock(repo);
-cleanup:
-	tt_plan_free(plan);
 	json_decref(removed);
 	json_decref(failed);
 	json_decref(vcs);
 	return rc;
+}
+
+/* Planning reads the live checkouts without the lock: forgetting one is
+ * this checkout's write alone. */
+static const tt_planned_cmd forget_cmd = {
+	.command = "forget-workspace",
+	.locks = TT_PLANNED_CHECKOUT_AT_APPLY,
+	.plan = plan_forget_cmd,
+	.apply = apply_forget,
+};
+
+int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
+			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+			       .plan_text = plan_text, .out = out };
+	return tt_engine_run_planned(repo, &forget_cmd, (void *)workspace_id, &run, err);
 }

@@ -24,6 +24,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "storage/open.h"
 #include "util/fault.h"
 #include "util/fs.h"
@@ -1696,40 +1697,20 @@ done:
 
 /* --- public `new` -------------------------------------------------------------- */
 
-int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
-		char **plan_json, char **plan_text, json_t **out, tt_error *err)
+static int plan_new(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
 {
-	TT_CHECK_OPTS(o, tt_new_opts, TT_NEW_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	int rc;
-	if (out)
-		*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
-	bool verify = false;
-	if (from_plan) {
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
-			goto done;
-		verify = true;
-	} else if ((rc = tt_engine_plan_new(repo, o, &plan, err)) < 0) {
-		goto done;
-	}
-	if (plan_json) {
-		/* A preview: the plan, not applied. */
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		goto done;
-	}
+	(void)applying;
+	return tt_engine_plan_new(repo, ctx, out, err);
+}
+
+static int apply_new(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	(void)ctx;
 	bool partial = false;
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 ||
-	    (rc = tt_engine_apply_new(repo, plan, verify, &partial, err)) < 0) {
-		if (!partial)
-			goto done;
-	}
+	int rc = tt_engine_apply_new(repo, plan, saved, &partial, err);
+	if (rc < 0 && !partial)
+		return rc;
+	/* With a partial success: what took effect, beside the error. */
 	if (out) {
 		json_t *adopted = json_object(), *details = json_object();
 		for (size_t i = 0; adopted && details && i < tt_plan_action_count(plan); i++) {
@@ -1744,11 +1725,21 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size
 				 repo->ws.working_refs, "pending_forks", repo->ws.pending_forks, "fork_points",
 				 repo->ws.fork_points, "adopted", adopted, "adopted_detail", details);
 	}
-done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
 	return rc;
+}
+
+static const tt_planned_cmd new_cmd = {
+	.command = "new",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_new,
+	.apply = apply_new,
+};
+
+int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
+		char **plan_json, char **plan_text, json_t **out, tt_error *err)
+{
+	TT_CHECK_OPTS(o, tt_new_opts, TT_NEW_OPTS_VERSION, err);
+	tt_planned_run run = { .dry = plan_json != NULL, .from = from_plan, .from_len = from_len,
+			       .plan_json = plan_json, .plan_text = plan_text, .out = out };
+	return tt_engine_run_planned(repo, &new_cmd, (void *)o, &run, err);
 }

@@ -47,6 +47,7 @@
 #include "engine/engine.h"
 #include "engine/gc.h"
 #include "engine/gc_int.h"
+#include "engine/planned.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/fault.h"
@@ -55,96 +56,78 @@
 
 /* --- the public entry points -------------------------------------------------------- */
 
-int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
+static int plan_gc(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
 {
-	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	int rc;
-	*out = NULL;
-	if ((rc = tt_gc_check_stores(o, err)) < 0)
-		return rc;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
 	/* Interrupted commits and pulls the checkout has moved past since, with
-	 * no uncommitted manifests left of them, are closed first: the pins
-	 * they cut are then weighed like any other. */
-	if (!o->dry_run) {
+	 * no uncommitted manifests left of them, are closed first when the
+	 * plan is applied: the pins they cut are then weighed like any other. */
+	if (applying) {
 		json_t *moot = NULL;
-		if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 ||
-		    (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_MOVED, &moot, err)) < 0 ||
-		    (rc = tt_engine_close_interrupted(repo, moot, NULL, "gc", err)) < 0) {
-			json_decref(moot);
-			goto done;
-		}
+		int rc = tt_engine_scan_interrupted(repo, TT_CLOSE_MOVED, &moot, err);
+		if (rc == 0)
+			rc = tt_engine_close_interrupted(repo, moot, NULL, "gc", err);
 		json_decref(moot);
+		if (rc < 0)
+			return rc;
 	}
-	/* Plan and apply under one lock: nothing in this checkout moves between. */
-	if ((rc = tt_gc_plan_gc(repo, o, &plan, err)) < 0)
-		goto done;
-	if (o->dry_run) {
-		if (!(*out = tt_gc_dry_report(plan)))
-			rc = tt_error_oom(err);
-		goto done;
-	}
-	rc = tt_gc_apply_gc(repo, plan, out, err);
+	return tt_gc_plan_gc(repo, ctx, out, err);
+}
+
+static int apply_gc(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	(void)ctx;
+	int rc = tt_gc_apply_gc(repo, plan, out, err);
 	/* An interrupted gc with the same options is redone by this one. */
-	if (rc == 0 && !json_object_size(json_object_get(*out, "failed"))) {
+	if (!saved && rc == 0 && !json_object_size(json_object_get(*out, "failed"))) {
 		static const char *const options[] = { "prune_bookmarks", "keep_bookmarks", "force_prune",
 						       "delete_stores", "stores", "release_foreign", NULL };
 		tt_error ignored = TT_ERROR_INIT;
 		tt_engine_close_reruns(repo, "gc", tt_plan_context(plan), options, NULL, "a later gc", &ignored);
 		tt_error_clear(&ignored);
 	}
-done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
 	return rc;
+}
+
+/* Plan and apply under one lock: nothing in this checkout moves between;
+ * the repository lock from the start when applying, as closing
+ * interrupted operations writes. */
+static const tt_planned_cmd gc_cmd = {
+	.command = "gc",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY | TT_PLANNED_REPOSITORY_EARLY,
+	.plan = plan_gc,
+	.apply = apply_gc,
+	.preview = tt_gc_dry_report,
+};
+
+/* The plan alone, as tether-vcs's plan_gc: read without the lock. */
+static const tt_planned_cmd gc_plan_cmd = {
+	.command = "gc",
+	.plan = plan_gc,
+	.apply = apply_gc,
+};
+
+int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
+{
+	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
+	tt_planned_run run = { .dry = o->dry_run, .out = out };
+	int rc;
+	*out = NULL;
+	if ((rc = tt_gc_check_stores(o, err)) < 0)
+		return rc;
+	return tt_engine_run_planned(repo, &gc_cmd, (void *)o, &run, err);
 }
 
 int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *o, char **plan_json, char **plan_text, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	int rc;
-	*plan_json = *plan_text = NULL;
-	if ((rc = tt_gc_plan_gc(repo, o, &plan, err)) < 0 || (rc = tt_plan_to_json(plan, &jb, err)) < 0 ||
-	    (rc = tt_plan_render_text(plan, &tb, err)) < 0)
-		goto done;
-	*plan_json = tt_buf_detach(&jb);
-	*plan_text = tt_buf_detach(&tb);
-	if (!*plan_json || !*plan_text)
-		rc = tt_error_oom(err);
-done:
-	tt_plan_free(plan);
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
-	return rc;
+	tt_planned_run run = { .dry = true, .plan_json = plan_json, .plan_text = plan_text };
+	return tt_engine_run_planned(repo, &gc_plan_cmd, (void *)o, &run, err);
 }
 
 int tt_repo_apply_gc_plan(tt_repo *repo, const char *text, size_t len, json_t **out, tt_error *err)
 {
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	int rc;
-	*out = NULL;
-	if ((rc = tt_plan_from_json(&plan, text, len, err)) < 0)
-		return rc;
-	if (strcmp(tt_plan_command(plan), "gc") != 0) {
-		rc = tt_error_set(err, TT_ECONFIG, "this is a '%s' plan, expected 'gc'", tt_plan_command(plan));
-		goto done;
-	}
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto done;
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
-		rc = tt_gc_apply_gc(repo, plan, out, err);
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-done:
-	tt_plan_free(plan);
-	return rc;
+	tt_planned_run run = { .from = text, .from_len = len, .out = out };
+	return tt_engine_run_planned(repo, &gc_cmd, NULL, &run, err);
 }
 
 int tt_gc_apply(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)

@@ -18,6 +18,7 @@
 #include "backends/dispatch.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -839,39 +840,30 @@ done:
 	return rc;
 }
 
+static int plan_promote(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
+{
+	(void)applying;
+	return tt_engine_plan_promote(repo, ctx, out, err);
+}
+
+static int apply_promote(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	(void)ctx;
+	return tt_engine_apply_promote(repo, plan, saved, out, err);
+}
+
+static const tt_planned_cmd promote_cmd = {
+	.command = "promote",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_promote,
+	.apply = apply_promote,
+};
+
 int tt_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_promote_opts, TT_PROMOTE_OPTS_VERSION, err);
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	int rc;
-	if (out)
-		*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		return rc;
-	bool verify = from_plan != NULL;
-	if (from_plan)
-		rc = tt_plan_from_json(&plan, from_plan, from_len, err);
-	else
-		rc = tt_engine_plan_promote(repo, o, &plan, err);
-	if (rc < 0)
-		goto done;
-	if (plan_json) {
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		goto done;
-	}
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) == 0)
-		rc = tt_engine_apply_promote(repo, plan, verify, out, err);
-done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-	tt_plan_free(plan);
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
-	return rc;
+	tt_planned_run run = { .dry = plan_json != NULL, .from = from_plan, .from_len = from_len,
+			       .plan_json = plan_json, .plan_text = plan_text, .out = out };
+	return tt_engine_run_planned(repo, &promote_cmd, (void *)o, &run, err);
 }

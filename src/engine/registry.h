@@ -77,14 +77,16 @@ int tt_registry_read_source(const char *source, const char *table, const char *q
 			    tt_error *err);
 /* Is source read with SQL (a DSN or a SQLite file, not .csv / .jsonl)? */
 bool tt_registry_sql_source(const char *source);
-/* Plan add / update / remove (sync) from rows; *plan_json the saved-plan
- * JSON, *plan_text the text form. */
-int tt_registry_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json,
-			    char **plan_text, tt_error *err);
-/* Apply a plan (fresh or saved): journaled as "import", undoable.
- * *out: {added, updated, removed, unchanged}. */
-int tt_registry_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out,
-			     tt_error *err);
+/* import as a planned command (engine/planned.h), its context the rows:
+ * the plan adds / updates / removes (sync) objects; applying it is
+ * journaled as "import", undoable, *out {added, updated, removed,
+ * unchanged}. */
+typedef struct tt_import_rows {
+	const json_t *rows;
+	bool sync;
+} tt_import_rows;
+struct tt_planned_cmd;
+extern const struct tt_planned_cmd tt_registry_import_cmd;
 
 #endif
 

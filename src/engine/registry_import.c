@@ -21,6 +21,7 @@
 #include "core/plan.h"
 #include "db/db.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "engine/registry.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -415,9 +416,12 @@ static int cmp_spec(const void *a, const void *b)
 	return strcmp(((const spec *)a)->key, ((const spec *)b)->key);
 }
 
-int tt_registry_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
-			    tt_error *err)
+static int plan_import(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
 {
+	const tt_import_rows *ctx = vctx;
+	const json_t *rows = ctx->rows;
+	bool sync = ctx->sync;
+	(void)applying;
 	size_t n = json_array_size(rows);
 	spec *specs = tt_calloc(n + 1, sizeof *specs);
 	json_t *extra = json_object(), *notes = json_array();
@@ -478,21 +482,15 @@ int tt_registry_plan_import(tt_repo *repo, const json_t *rows, bool sync, char *
 		qsort(specs, built, sizeof *specs, cmp_spec);
 		rc = plan_specs(repo, specs, built, sync, notes, plan, err);
 	}
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	if (rc == 0 && (rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-		tt_buf_putc(&jb, '\0');
-		tt_buf_putc(&tb, '\0');
-		*plan_json = tt_buf_detach(&jb);
-		*plan_text = tt_buf_detach(&tb);
-	}
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
 	for (size_t i = 0; i < built; i++)
 		json_decref(specs[i].locator);
 	free(specs);
 	json_decref(extra);
 	json_decref(notes);
-	tt_plan_free(plan);
+	if (rc < 0)
+		tt_plan_free(plan);
+	else
+		*out = plan;
 	return rc;
 }
 
@@ -580,24 +578,23 @@ static int apply_remove(tt_repo *repo, const char *key, tt_error *err)
 	return 0;
 }
 
-int tt_registry_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
+static int load_import(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err)
 {
-	tt_plan *plan = NULL;
+	(void)ctx;
+	return tt_engine_check_preconditions(repo, plan, "import", err);
+}
+
+static int apply_import(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
 	json_t *pre = NULL, *objects = json_object(), *wstext = NULL;
 	json_t *added = json_array(), *updated = json_array(), *removed = json_array(), *unchanged = json_array();
 	json_t *result = NULL;
-	int rc = tt_plan_from_json(&plan, plan_json, len, err);
-	*out = NULL;
-	if (rc < 0)
-		goto out;
+	int rc = 0;
+	(void)ctx, (void)saved;
 	if (!objects || !added || !updated || !removed || !unchanged) {
 		rc = tt_error_oom(err);
-		goto out;
-	}
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto out;
-	if ((rc = tt_engine_check_preconditions(repo, plan, "import", err)) < 0)
 		goto done;
+	}
 	for (size_t i = 0; i < tt_plan_note_count(plan); i++) {
 		const char *note = tt_plan_note_at(plan, i);
 		const char *sep = strstr(note, ": ");
@@ -668,9 +665,6 @@ int tt_registry_apply_import(tt_repo *repo, const char *plan_json, size_t len, j
 		result = NULL;
 	}
 done:
-	tt_repo_unlock(repo);
-out:
-	tt_plan_free(plan);
 	json_decref(pre);
 	json_decref(objects);
 	json_decref(wstext);
@@ -681,3 +675,14 @@ out:
 	json_decref(result);
 	return rc;
 }
+
+/* Planned under the checkout lock, from the manifests on disk as apply
+ * will check them (a handle kept open across an earlier import holds them
+ * as that import left them in memory; the lock reads them afresh). */
+const tt_planned_cmd tt_registry_import_cmd = {
+	.command = "import",
+	.locks = TT_PLANNED_CHECKOUT,
+	.plan = plan_import,
+	.load = load_import,
+	.apply = apply_import,
+};

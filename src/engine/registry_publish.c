@@ -12,6 +12,7 @@
 
 #include "core/plan.h"
 #include "db/db.h"
+#include "engine/planned.h"
 #include "engine/registry.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -256,15 +257,8 @@ int tt_registry_publish_plan(const json_t *report, const char *head, char **plan
 		rc = note ? tt_plan_note(plan, note, err) : tt_error_oom(err);
 		free(note);
 	}
-	tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-	if (rc == 0 && (rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-		tt_buf_putc(&jb, '\0');
-		tt_buf_putc(&tb, '\0');
-		*plan_json = tt_buf_detach(&jb);
-		*plan_text = tt_buf_detach(&tb);
-	}
-	tt_buf_release(&jb);
-	tt_buf_release(&tb);
+	if (rc == 0)
+		rc = tt_engine_render_plan(plan, plan_json, plan_text, err);
 	json_decref(hv);
 	json_decref(sv);
 	tt_plan_free(plan);

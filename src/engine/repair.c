@@ -12,9 +12,9 @@
 #include "core/index.h"
 #include "backends/dispatch.h"
 #include "core/oplog.h"
-#include "util/fault.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/mem.h"
 #include "vcs/dispatch.h"
@@ -48,28 +48,25 @@ static int collect(void *vctx, const char *commit, json_t *files, tt_error *err)
 	return 0;
 }
 
-int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
-		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text,
-		   json_t **out, tt_error *err)
+typedef struct repair_opts {
+	const char *const *selectors;
+	size_t nsel;
+	bool all_history;
+} repair_opts;
+
+static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
 {
+	const repair_opts *o = vctx;
+	const char *const *selectors = o->selectors;
+	size_t nsel = o->nsel;
+	bool all_history = o->all_history;
 	walk_ctx w = { 0 };
 	tt_plan *plan = NULL;
 	tt_oplog log = TT_OPLOG_INIT;
-	tt_lock rlock = TT_LOCK_INIT;
-	json_t *keys = NULL, *seen = json_object(), *repinned = json_object(), *reforked = json_object();
-	json_t *failed = json_object(), *notes = NULL, *moot = NULL;
-	char digest[17], op_id[TT_OP_ID_LEN + 1] = "", *reldir = NULL;
+	json_t *keys = NULL, *seen = json_object();
+	char digest[17], *reldir = NULL;
 	int rc;
-	if (out)
-		*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto cleanup;
-	if (from_plan) {
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0 ||
-		    (rc = tt_engine_check_preconditions(repo, plan, "repair", err)) < 0)
-			goto done;
-		goto apply;
-	}
+	(void)applying;
 	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
 		goto done;
 	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
@@ -251,19 +248,33 @@ int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, boo
 		tt_plan_note(plan, "nothing to repair", err);
 	if ((rc = err->code) < 0)
 		goto done;
-	if (dry_run) {
-		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		tt_buf_release(&jb);
-		tt_buf_release(&tb);
-		goto done;
-	}
-apply:
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
-		goto done;
+done:
+	tt_oplog_free(&log);
+	tt_manifest_memo_release(&w.memo);
+	json_decref(w.labels);
+	free(reldir);
+	json_decref(keys);
+	json_decref(seen);
+	if (rc < 0)
+		tt_plan_free(plan);
+	else
+		*out = plan;
+	return rc;
+}
+
+static int load_repair(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err)
+{
+	(void)ctx;
+	return tt_engine_check_preconditions(repo, plan, "repair", err);
+}
+
+static int apply_repair(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	json_t *repinned = json_object(), *reforked = json_object(), *failed = json_object();
+	json_t *notes = NULL, *moot = NULL;
+	char op_id[TT_OP_ID_LEN + 1] = "";
+	int rc;
+	(void)ctx, (void)saved;
 	/* Interrupted commits and pulls with no uncommitted manifests left of
 	 * them: their work is in history or moot, closed once this repair is. */
 	if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_REPAIR, &moot, err)) < 0)
@@ -354,20 +365,28 @@ apply:
 		tt_error_clear(&ignored);
 	}
 done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-cleanup:
-	tt_oplog_free(&log);
-	tt_manifest_memo_release(&w.memo);
-	json_decref(w.labels);
-	free(reldir);
-	tt_plan_free(plan);
-	json_decref(keys);
-	json_decref(seen);
 	json_decref(repinned);
 	json_decref(reforked);
 	json_decref(failed);
 	json_decref(notes);
 	json_decref(moot);
 	return rc;
+}
+
+static const tt_planned_cmd repair_cmd = {
+	.command = "repair",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_repair,
+	.load = load_repair,
+	.apply = apply_repair,
+};
+
+int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
+		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text,
+		   json_t **out, tt_error *err)
+{
+	repair_opts o = { selectors, nsel, all_history };
+	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+			       .plan_text = plan_text, .out = out };
+	return tt_engine_run_planned(repo, &repair_cmd, &o, &run, err);
 }

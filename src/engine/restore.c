@@ -17,6 +17,7 @@
 #include "core/index.h"
 #include "core/pyvalue.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/mem.h"
 
 /* Fork branch `name` for key from a native state (what `--at` resolved),
@@ -102,48 +103,26 @@ static int plan_source_matches(const tt_plan *plan, const char *rev, const char 
 	return 0;
 }
 
-int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
-		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
-		    char **plan_text, json_t **out, tt_error *err)
+typedef struct restore_opts {
+	const char *const *selectors;
+	size_t nsel;
+	const char *rev, *at;
+	bool discard;
+} restore_opts;
+
+static int plan_restore(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
 {
+	const restore_opts *o = vctx;
+	const char *const *selectors = o->selectors;
+	size_t nsel = o->nsel;
+	const char *rev = o->rev, *at = o->at;
+	bool discard = o->discard;
 	tt_manifest_set then = { 0 };
 	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
-	json_t *keys = NULL, *done_refs = json_object(), *created = json_array(), *reset = json_array();
-	json_t *heads = json_object();
-	char *commit = NULL, hash[65], op_id[TT_OP_ID_LEN + 1] = "";
+	json_t *keys = NULL;
+	char *commit = NULL, hash[65];
 	int rc;
-	if (out)
-		*out = NULL;
-	if (from_plan) {
-		if ((rc = tt_repo_lock(repo, err)) < 0)
-			goto cleanup;
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0 ||
-		    (rc = plan_source_matches(plan, rev, at, err)) < 0 ||
-		    (rc = tt_engine_check_preconditions(repo, plan, "restore", err)) < 0)
-			goto done;
-		const char *c = json_string_value(json_object_get(tt_plan_context(plan), "from_commit"));
-		commit = c ? tt_strdup(c) : NULL;
-		rev = json_string_value(json_object_get(tt_plan_context(plan), "from_rev"));
-		at = json_string_value(json_object_get(tt_plan_context(plan), "at"));
-		goto apply;
-	}
-	if (!rev == !at) {
-		rc = tt_error_set(err, TT_ECONFIG, "restore takes one source: a revision (--from REV) or a "
-				  "native ref or state (--at REF)");
-		goto cleanup;
-	}
-	if (at && blank(at)) {
-		rc = tt_error_set(err, TT_ECONFIG, "--at needs a native ref or state; an empty one would "
-				  "start the branch from the upstream head");
-		goto cleanup;
-	}
-	if (!nsel) {
-		rc = tt_error_set(err, TT_ECONFIG, "restore needs at least one key");
-		goto cleanup;
-	}
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto cleanup;
+	(void)applying;
 	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
 	    (rev && (rc = tt_engine_objects_at(repo, rev, &then, &commit, err)) < 0) ||
 	    (rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
@@ -315,17 +294,35 @@ int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, co
 		if ((rc = err->code) < 0)
 			goto done;
 	}
-	if (dry_run) {
-		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		tt_buf_release(&jb);
-		tt_buf_release(&tb);
-		goto done;
-	}
-apply:;
+done:
+	tt_manifests_release(&then);
+	json_decref(keys);
+	free(commit);
+	if (rc < 0)
+		tt_plan_free(plan);
+	else
+		*out = plan;
+	return rc;
+}
+
+static int load_restore(tt_repo *repo, void *vctx, tt_plan *plan, tt_error *err)
+{
+	const restore_opts *o = vctx;
+	int rc = plan_source_matches(plan, o->rev, o->at, err);
+	return rc < 0 ? rc : tt_engine_check_preconditions(repo, plan, "restore", err);
+}
+
+static int apply_restore(tt_repo *repo, void *vctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
+{
+	/* What the plan was made from, as its context records it. */
+	const json_t *pctx = tt_plan_context(plan);
+	const char *commit = json_string_value(json_object_get(pctx, "from_commit"));
+	const char *rev = json_string_value(json_object_get(pctx, "from_rev"));
+	const char *at = json_string_value(json_object_get(pctx, "at"));
+	json_t *done_refs = json_object(), *created = json_array(), *reset = json_array(), *heads = json_object();
+	char op_id[TT_OP_ID_LEN + 1] = "";
+	int rc;
+	(void)vctx, (void)saved;
 	tt_buf refused = TT_BUF_INIT;
 	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
 		tt_plan_action_view v;
@@ -341,8 +338,7 @@ apply:;
 		goto done;
 	}
 	tt_buf_release(&refused);
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
-		goto done;
+	/* the repository lock: taken by the driver from here on */
 	{
 		tt_buf wb = TT_BUF_INIT;
 		tt_workspace_render(&wb, &repo->ws, err);
@@ -426,16 +422,38 @@ failed:
 		tt_error_clear(&ignored);
 	}
 done:
-	tt_lock_release(&rlock);
-	tt_repo_unlock(repo);
-cleanup:
-	tt_manifests_release(&then);
-	tt_plan_free(plan);
-	json_decref(keys);
 	json_decref(done_refs);
 	json_decref(created);
 	json_decref(reset);
 	json_decref(heads);
-	free(commit);
 	return rc;
+}
+
+static const tt_planned_cmd restore_cmd = {
+	.command = "restore",
+	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
+	.plan = plan_restore,
+	.load = load_restore,
+	.apply = apply_restore,
+};
+
+int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
+		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
+		    char **plan_text, json_t **out, tt_error *err)
+{
+	restore_opts o = { selectors, nsel, rev, at, discard };
+	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+			       .plan_text = plan_text, .out = out };
+	if (out)
+		*out = NULL;
+	/* The arguments of a fresh plan (a saved one carries its own). */
+	if (!from_plan && !rev == !at)
+		return tt_error_set(err, TT_ECONFIG, "restore takes one source: a revision (--from REV) or a "
+				    "native ref or state (--at REF)");
+	if (!from_plan && at && blank(at))
+		return tt_error_set(err, TT_ECONFIG, "--at needs a native ref or state; an empty one would "
+				    "start the branch from the upstream head");
+	if (!from_plan && !nsel)
+		return tt_error_set(err, TT_ECONFIG, "restore needs at least one key");
+	return tt_engine_run_planned(repo, &restore_cmd, &o, &run, err);
 }

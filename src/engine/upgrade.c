@@ -45,6 +45,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -2443,41 +2444,36 @@ done:
 	return rc;
 }
 
+static int plan_upgrade_cmd(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
+{
+	(void)applying;
+	return plan_upgrade(repo, *(const bool *)ctx, out, err);
+}
+
+static int apply_upgrade_cmd(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out,
+			     tt_error *err)
+{
+	(void)ctx, (void)saved;
+	return apply_upgrade(repo, plan, out, err);
+}
+
+static const tt_planned_cmd upgrade_cmd = {
+	.command = "upgrade",
+	.locks = TT_PLANNED_CHECKOUT_AT_APPLY,
+	.plan = plan_upgrade_cmd,
+	.apply = apply_upgrade_cmd,
+};
+
 int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
-	tt_plan *plan = NULL;
-	int rc;
-	*out = NULL;
-	if (from_plan) {
-		if ((rc = tt_plan_from_json(&plan, from_plan, from_len, err)) < 0)
-			return rc;
-	} else {
-		tt_manifests_accept_misplaced(true);
-		rc = plan_upgrade(repo, ignore_immutable, &plan, err);
-		tt_manifests_accept_misplaced(false);
-		if (rc < 0)
-			return rc;
-	}
-	if (dry_run && !from_plan) {
-		tt_buf jb = TT_BUF_INIT, tb = TT_BUF_INIT;
-		if ((rc = tt_plan_to_json(plan, &jb, err)) == 0 && (rc = tt_plan_render_text(plan, &tb, err)) == 0) {
-			*plan_json = tt_buf_detach(&jb);
-			*plan_text = tt_buf_detach(&tb);
-		}
-		tt_buf_release(&jb);
-		tt_buf_release(&tb);
-		tt_plan_free(plan);
-		return rc;
-	}
-	/* the lock re-reads the checkout (manifests an alpha left at another
-	 * path than their key's too); the version stays as loaded */
+	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+			       .plan_text = plan_text, .out = out };
+	/* Manifests an alpha left at another path than their key's are read
+	 * throughout: by the plan, and by the lock re-reading the checkout
+	 * before the apply (the version stays as loaded). */
 	tt_manifests_accept_misplaced(true);
-	if ((rc = tt_repo_lock(repo, err)) == 0) {
-		rc = apply_upgrade(repo, plan, out, err);
-		tt_repo_unlock(repo);
-	}
+	int rc = tt_engine_run_planned(repo, &upgrade_cmd, &ignore_immutable, &run, err);
 	tt_manifests_accept_misplaced(false);
-	tt_plan_free(plan);
 	return rc;
 }
