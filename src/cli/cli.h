@@ -38,17 +38,35 @@ typedef struct cli_args {
 	size_t nlist[CLI_MAX_OPTS];
 	const char **pos;
 	size_t npos;
+	/* A planned command's, set by the dispatcher (planned.c) from
+	 * --dry-run / --no-dry-run / --plan / --from-plan: */
+	bool plan_dry;            /* preview only (--plan FILE saves it) */
+	const char *plan_from;    /* --from-plan FILE: the saved plan to apply */
 } cli_args;
+
+/*
+ * How a command plans.  A planned command declares the options --dry-run,
+ * --plan FILE and --from-plan FILE (and --no-dry-run where a preview is
+ * the default); the dispatcher refuses --from-plan with --dry-run or
+ * --plan and sets cli_args.plan_dry / plan_from before the command runs,
+ * which hands its library call to cli_run_planned.
+ */
+typedef enum cli_plan_mode {
+	CLI_UNPLANNED = 0,
+	CLI_PLANNED,              /* applies unless --dry-run or --plan */
+	CLI_PLANNED_DRY_DEFAULT,  /* previews unless --no-dry-run (gc, drop) */
+} cli_plan_mode;
 
 typedef struct cli_cmd cli_cmd;
 struct cli_cmd {
-	const char *name;
+	const char *name;         /* also the command of its saved plans */
 	const char *synopsis;     /* after "tether <name> " */
 	const char *summary;      /* one line */
 	const char *description;  /* paragraphs for --help */
 	const cli_opt *opts;      /* terminated by { NULL } */
 	size_t min_pos, max_pos;
 	int (*run)(const cli_cmd *cmd, cli_args *args);
+	cli_plan_mode planned;
 };
 
 /* Index of an option by long name (the command's own table). */
@@ -74,32 +92,35 @@ void cli_print_help(const cli_cmd *cmd);
  * ("%3d. " instead of the indent when numbered, as add --pick asks). */
 void cli_print_history(const json_t *entries, bool numbered);
 /*
- * Plans: --from-plan cannot go with --dry-run/--plan (prints the error,
- * returns EXIT_ERROR, else 0); read a saved plan; show a computed plan
- * (saved to --plan FILE when given, printed as JSON with --json, else as
- * text).  Each returns an exit status.
+ * Planned commands (planned.c).  cli_plan_args is the dispatcher's: it
+ * refuses --from-plan with --dry-run or --plan (printing the error,
+ * EXIT_ERROR) and fills a->plan_dry / a->plan_from; else EXIT_OK.
  */
-int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a);
-int cli_read_plan(const char *path, tt_buf *out);
+int cli_plan_args(const cli_cmd *cmd, cli_args *a);
+/* Show a computed plan: saved to --plan FILE when given, printed as JSON
+ * with --json, else as text.  Returns an exit status. */
 int cli_show_plan(const cli_cmd *cmd, const cli_args *a, const char *plan_json, const char *plan_text);
 
 /*
  * A planned command's library call: plan only when dry (*plan_json and
  * *plan_text), else apply -- the saved plan from/from_len when given --
- * into *out.  Returns 0 or a negative tt_code with err set.
+ * into *out.  Returns 0 or a negative tt_code with err set; *out may be
+ * set beside a failure when part of the command took effect.
  */
 typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len,
 			   char **plan_json, char **plan_text, json_t **out, tt_error *err);
 /*
- * --dry-run / --plan FILE / --from-plan FILE around fn (planned.c), after
- * the command's cli_plan_flags_conflict and its own checks: reads the saved
- * plan, calls fn, prints its error or shows the plan, and returns that exit
- * status -- or CLI_PLAN_APPLIED with *out what fn applied, for the command
- * to print (and release).
+ * The one place a planned command's plan flags act: reads the saved plan
+ * of --from-plan (refusing a plan of another command, by file name), calls
+ * fn, prints its error or shows the plan, and returns that exit status --
+ * or CLI_PLAN_APPLIED with *out what fn applied, for the command to print
+ * (and release).  partial (may be NULL): a failure that left *out set is
+ * a partial success, its error moved to *partial and CLI_PLAN_APPLIED
+ * returned.
  */
 #define CLI_PLAN_APPLIED (-1)
 int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_plan_fn fn, void *ctx,
-		    json_t **out);
+		    json_t **out, tt_error *partial);
 
 /* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);

@@ -58,13 +58,17 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_abandon = {
-	"abandon", "REV... [--gc] [--json]",
-	"Drop dataset commits from VCS history and see what that frees.",
-	"`jj abandon` / a git rebase, with one difference: later commits keep their manifests\n"
+	.name = "abandon",
+	.synopsis = "REV... [--gc] [--json]",
+	.summary = "Drop dataset commits from VCS history and see what that frees.",
+	.description = "`jj abandon` / a git rebase, with one difference: later commits keep their manifests\n"
 	"exactly as they were (a manifest records a whole state, so it must not conflict with\n"
 	"the removal of an earlier one).  Then the `gc` plan: pins that only the dropped\n"
 	"commits referenced.  Without `--gc` nothing is released -- run `tether gc --no-dry-run`\n"
 	"when ready (undoing the abandon in jj/git first brings the pins back into use).  Not\n"
 	"undoable by tether.",
-	opts, 1, 4096, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 4096,
+	.run = run,
 };

@@ -261,9 +261,10 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_add = {
-	"add", "[KEY] [LOCATOR] --kind KIND [options]",
-	"Register an object in the working copy.",
-	"Writes the object's manifest, .tether/objects/KEY.toml, and contacts nothing: the\n"
+	.name = "add",
+	.synopsis = "[KEY] [LOCATOR] --kind KIND [options]",
+	.summary = "Register an object in the working copy.",
+	.description = "Writes the object's manifest, .tether/objects/KEY.toml, and contacts nothing: the\n"
 	"first commit records (and pins) its state.  The positional LOCATOR becomes the\n"
 	"locator's `uri`; named options set other fields.  For a kind whose locator is a path\n"
 	"(file, git, icechunk, lance, delta) a lone positional is the LOCATOR and the key is\n"
@@ -272,5 +273,8 @@ const cli_cmd cmd_add = {
 	"first; --create makes the store (undo removes it again while it is still empty).\n"
 	"An iceberg table is named by --table (or --set identifier=ns.table); its catalog's\n"
 	"uri and credentials come from .tether/secrets.toml.  Journaled and undoable.",
-	opts, 0, 2, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 2,
+	.run = run,
 };

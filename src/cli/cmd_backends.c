@@ -47,9 +47,10 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_backends = {
-	"backends", "[--json]",
-	"List backend kinds with their maturity, tier, and capabilities.",
-	"Every kind tether knows, with the contract it follows: maturity (stable, or\n"
+	.name = "backends",
+	.synopsis = "[--json]",
+	.summary = "List backend kinds with their maturity, tier, and capabilities.",
+	.description = "Every kind tether knows, with the contract it follows: maturity (stable, or\n"
 	"experimental as tether-vcs marks it), tier (observed, addressable, pinnable, forkable)\n"
 	"and capability flags.  Kinds whose backend this build does not include yet say so\n"
 	"(installed = false).  What each kind is tested against: ducklake and iceberg against\n"
@@ -61,5 +62,8 @@ const cli_cmd cmd_backends = {
 	"a real one (docs/backend-dolt.md).\n"
 	"Kinds whose stores are named by a URI list, in brackets (--json: schemes), the URI\n"
 	"schemes this build reaches them through: file (a local path), s3, gs, az, ...",
-	opts, 0, 0, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run,
 };

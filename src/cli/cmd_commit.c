@@ -4,59 +4,50 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "util/buf.h"
-#include "util/fs.h"
+
+typedef struct commit_ctx {
+	tt_commit_opts o;
+	const cli_args *a;
+} commit_ctx;
+
+static int commit_call(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
+		       json_t **out, tt_error *err)
+{
+	const commit_ctx *c = ctx;
+	if (from)
+		return tt_repo_apply_commit_plan(repo, from, from_len, c->o.message, c->a->pos, c->a->npos,
+						 c->o.no_vcs, out, err);
+	if (dry)
+		return tt_repo_plan_commit(repo, &c->o, pj, pt, err);
+	return tt_repo_commit(repo, &c->o, out, err);
+}
 
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *plan_json = NULL, *plan_text = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
 	bool as_json = cli_flag(cmd, a, "json");
 	int rc;
 
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	cli_interrupt_attach(repo);
-	tt_commit_opts o = {
-		.version = TT_COMMIT_OPTS_VERSION,
-		.message = cli_value(cmd, a, "message"),
-		.keys = a->pos,
-		.nkeys = a->npos,
-		.no_vcs = cli_flag(cmd, a, "no-vcs"),
-		.strict = cli_flag(cmd, a, "strict"),
-		.force = cli_flag(cmd, a, "force"),
-		.no_snapshot = cli_flag(cmd, a, "no-snapshot"),
+	commit_ctx c = {
+		.o = {
+			.version = TT_COMMIT_OPTS_VERSION,
+			.message = cli_value(cmd, a, "message"),
+			.keys = a->pos,
+			.nkeys = a->npos,
+			.no_vcs = cli_flag(cmd, a, "no-vcs"),
+			.strict = cli_flag(cmd, a, "strict"),
+			.force = cli_flag(cmd, a, "force"),
+			.no_snapshot = cli_flag(cmd, a, "no-snapshot"),
+		},
+		.a = a,
 	};
-	if (from) {
-		tt_buf text = TT_BUF_INIT;
-		if ((rc = cli_read_plan(from, &text)) != EXIT_OK) {
-			tt_buf_release(&text);
-			goto done;
-		}
-		if (tt_repo_apply_commit_plan(repo, text.ptr, text.len, o.message, a->pos, a->npos, o.no_vcs,
-					      &out, &err) < 0) {
-			tt_buf_release(&text);
-			rc = cli_fail(&err);
-			goto done;
-		}
-		tt_buf_release(&text);
-	} else if (dry) {
-		if (tt_repo_plan_commit(repo, &o, &plan_json, &plan_text, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-		rc = cli_show_plan(cmd, a, plan_json, plan_text);
+	if ((rc = cli_run_planned(cmd, a, repo, commit_call, &c, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
-	} else if (tt_repo_commit(repo, &o, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
+	rc = EXIT_OK;
 	if (as_json) {
 		rc = cli_print_json(out);
 		goto done;
@@ -72,8 +63,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (commit)
 		printf("committed %.12s\n", commit);
 done:
-	free(plan_json);
-	free(plan_text);
 	json_decref(out);
 	cli_close_repo(repo);
 	return rc;
@@ -94,15 +83,20 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_commit = {
-	"commit", "[KEY...] -m MESSAGE [--no-vcs] [--strict] [--force] [--no-snapshot] "
+	.name = "commit",
+	.synopsis = "[KEY...] -m MESSAGE [--no-vcs] [--strict] [--force] [--no-snapshot] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Pin every changed object and record its state in the manifests.",
-	"Pinnable and forkable objects get a native ref tether.<pin_id>; addressable and\n"
+	.summary = "Pin every changed object and record its state in the manifests.",
+	.description = "Pinnable and forkable objects get a native ref tether.<pin_id>; addressable and\n"
 	"`pin = \"record\"` objects are recorded; observed objects are recorded as not\n"
 	"recoverable (refused with --strict).  Unchanged objects are skipped.  Then the\n"
 	"manifests are committed and the bookmark moves.  The operation is journaled before\n"
 	"its first store write; a failure before the git commit releases the pins it made\n"
 	"and restores the manifests, one after keeps everything.  KEY... commits only those\n"
 	"objects, like `git commit PATH`.",
-	opts, 0, 4096, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

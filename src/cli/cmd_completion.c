@@ -286,13 +286,17 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_completion = {
-	"completion", "bash|zsh|fish",
-	"Print a shell completion script for tether.",
-	"Completes commands, their options, object keys and bookmarks (asking tether in the\n"
+	.name = "completion",
+	.synopsis = "bash|zsh|fish",
+	.summary = "Print a shell completion script for tether.",
+	.description = "Completes commands, their options, object keys and bookmarks (asking tether in the\n"
 	"current dataset).  bash: add `source <(tether completion bash)` to ~/.bashrc; zsh:\n"
 	"write it to a file named _tether on $fpath; fish: write it to\n"
 	"~/.config/fish/completions/tether.fish.",
-	opts, 1, 1, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run,
 };
 
 /* --- hidden helpers: __complete and __man --- */

@@ -5,45 +5,37 @@
 
 #include "cli/cli.h"
 
+typedef struct drop_ctx {
+	const char *bookmark, *to;
+	bool delete_stores, force_prune;
+} drop_ctx;
+
+static int drop(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
+		json_t **out, tt_error *err)
+{
+	const drop_ctx *c = ctx;
+	return tt_repo_drop(repo, c->bookmark, c->to, c->delete_stores, c->force_prune, dry, from, from_len, pj, pt,
+			    out, err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from_plan = cli_value(cmd, a, "from-plan");
-	bool json = cli_flag(cmd, a, "json"), no_dry = cli_flag(cmd, a, "no-dry-run");
-	/* --dry-run/--no-dry-run: the last one given wins; default dry */
-	int di = cli_opt_index(cmd, "dry-run"), ni = cli_opt_index(cmd, "no-dry-run");
-	bool dry_given = a->seen[di] > 0;
-	if (dry_given && no_dry)
-		no_dry = false; /* both: click keeps the last; treated as a preview */
-	bool dry = !no_dry || plan_out;
-	(void)ni;
-	tt_buf saved = TT_BUF_INIT;
-	if (from_plan && (dry_given || plan_out)) {
-		fprintf(stderr, "error: --from-plan applies a saved plan; it cannot be combined with --dry-run or --plan\n");
-		return EXIT_ERROR;
-	}
-	if (cli_flag(cmd, a, "delete-stores") && !json)
+	bool json = cli_flag(cmd, a, "json");
+	drop_ctx d = { a->npos ? a->pos[0] : NULL, cli_value(cmd, a, "to"), cli_flag(cmd, a, "delete-stores"),
+		       cli_flag(cmd, a, "force-prune") };
+	if (d.delete_stores && !json)
 		cli_note("reclaiming created stores is experimental: `delete-store` has no `repair`; read the plan");
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if (from_plan && (rc = cli_read_plan(from_plan, &saved)) != EXIT_OK)
-		goto done;
-	if (tt_repo_drop(repo, a->npos ? a->pos[0] : NULL, cli_value(cmd, a, "to"), cli_flag(cmd, a, "delete-stores"),
-			 cli_flag(cmd, a, "force-prune"), dry && !from_plan, from_plan ? saved.ptr : NULL, saved.len, &pj,
-			 &pt, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
-	if (dry && !from_plan) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		if (!json)
+	if ((rc = cli_run_planned(cmd, a, repo, drop, &d, &out, NULL)) != CLI_PLAN_APPLIED) {
+		if (rc == EXIT_OK && a->plan_dry && !json)
 			printf("(not applied; `--no-dry-run` drops it)\n");
 		goto done;
 	}
+	rc = EXIT_OK;
 	const json_t *gc = json_object_get(out, "gc");
 	if (json) {
 		static const char *const keys[] = { "unpinned", "deleted_working_refs", "kept_working_refs",
@@ -78,9 +70,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (json_is_object(gc))
 		cli_print_gc_report(gc);
 done:
-	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
 	json_decref(out);
 	cli_close_repo(repo);
 	return rc;
@@ -99,10 +88,11 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_drop = {
-	"drop", "BOOKMARK [--to BOOKMARK] [--delete-stores] [--force-prune] [--dry-run/--no-dry-run | --plan FILE | "
-		"--from-plan FILE] [--json]",
-	"Throw a bookmark away: its commits, the bookmark, and its store leftovers.",
-	"The opposite of `promote`, in one step: leave the bookmark if this checkout is on it\n"
+	.name = "drop",
+	.synopsis = "BOOKMARK [--to BOOKMARK] [--delete-stores] [--force-prune] [--dry-run/--no-dry-run | --plan FILE | "
+	"--from-plan FILE] [--json]",
+	.summary = "Throw a bookmark away: its commits, the bookmark, and its store leftovers.",
+	.description = "The opposite of `promote`, in one step: leave the bookmark if this checkout is on it\n"
 	"(`--to`, default the trunk), drop the commits only it reaches, delete it, then release\n"
 	"what it held in the stores -- `gc --prune-bookmarks` for this bookmark alone, under its\n"
 	"rules (a branch with unpinned writes is kept unless `--force-prune`; `--delete-stores`\n"
@@ -110,5 +100,9 @@ const cli_cmd cmd_drop = {
 	"another live checkout works on.  Dry-run by default: the plan shows the store side as it\n"
 	"will be once the commits are gone.  Not undoable by tether (`jj undo` / the reflog bring\n"
 	"the commits back; `repair` the pins and branches).",
-	opts, 1, 1, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run,
+	.planned = CLI_PLANNED_DRY_DEFAULT,
 };

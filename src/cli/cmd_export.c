@@ -93,12 +93,16 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_export = {
-	"export", "PATH [--rev REV]... [--all-history | --no-all-history] [--format FORMAT] [--listings] "
-		  "[--workspace] [--append] [--json]",
-	"[experimental] Write tether history as relational tables for registries.",
-	"Tables: commits, commit_parents, refs, objects, object_states, plus listings /\n"
+	.name = "export",
+	.synopsis = "PATH [--rev REV]... [--all-history | --no-all-history] [--format FORMAT] [--listings] "
+	"[--workspace] [--append] [--json]",
+	.summary = "[experimental] Write tether history as relational tables for registries.",
+	.description = "Tables: commits, commit_parents, refs, objects, object_states, plus listings /\n"
 	"listing_entries (--listings) and workspace (--workspace), and tether_meta.  PATH is a\n"
 	"SQLite file (the default format; query it directly or ATTACH it in DuckDB), or a\n"
 	"directory for parquet/csv/jsonl with one file per table and a schema.json.",
-	opts, 1, 1, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run,
 };

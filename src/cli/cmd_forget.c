@@ -17,12 +17,10 @@ static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
-	if ((rc = cli_run_planned(cmd, a, repo, forget, a, &out)) != CLI_PLAN_APPLIED)
+	if ((rc = cli_run_planned(cmd, a, repo, forget, a, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	json_t *failed = json_object_get(out, "failed");
 	if (cli_flag(cmd, a, "json")) {
@@ -69,14 +67,19 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_forget_workspace = {
-	"forget-workspace", "[WORKSPACE_ID] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Forget a workspace: its state files and the VCS checkout.",
-	"`jj workspace forget` / `git worktree remove` plus tether's half in one step: the\n"
+	.name = "forget-workspace",
+	.synopsis = "[WORKSPACE_ID] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	.summary = "Forget a workspace: its state files and the VCS checkout.",
+	.description = "`jj workspace forget` / `git worktree remove` plus tether's half in one step: the\n"
 	"workspace's `workspace.toml` and `ops.jsonl` are removed and the VCS stops tracking the\n"
 	"checkout (git's main worktree is left; jj leaves the directory).  Store branches belong\n"
 	"to bookmarks, not workspaces, so none are touched -- delete the bookmark and `gc\n"
 	"--prune-bookmarks` for that.  Forgetting the current workspace means the next tether\n"
 	"command here starts a fresh one.  WORKSPACE_ID: full or 8 characters (default: this\n"
 	"workspace).  Exit code 3 if a step failed.",
-	opts, 0, 1, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

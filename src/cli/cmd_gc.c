@@ -121,24 +121,25 @@ static json_t *report_json(const json_t *r)
 	return out;
 }
 
+static int gc(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
+	      json_t **out, tt_error *err)
+{
+	if (from)
+		return tt_repo_apply_gc_plan(repo, from, from_len, out, err);
+	if (dry)
+		return tt_repo_plan_gc(repo, ctx, pj, pt, err);
+	return tt_repo_gc(repo, ctx, out, err);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	char *plan_json = NULL, *plan_text = NULL;
-	tt_buf text = TT_BUF_INIT;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
 	bool as_json = cli_flag(cmd, a, "json");
-	bool apply = cli_flag(cmd, a, "no-dry-run") && !cli_flag(cmd, a, "dry-run") && !plan_out;
 	int ki = cli_opt_index(cmd, "keep-bookmark"), si = cli_opt_index(cmd, "store");
 	int rc = EXIT_OK;
 	size_t nwarn = 0;
 
-	if (from && (cli_flag(cmd, a, "dry-run") || plan_out)) {
-		return cli_error(NULL, "--from-plan applies a saved plan; it cannot be combined with "
-				 "--dry-run or --plan");
-	}
 	tt_gc_opts o = {
 		.version = TT_GC_OPTS_VERSION,
 		.release_foreign = cli_flag(cmd, a, "release-foreign"),
@@ -167,37 +168,9 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	nwarn = tt_repo_warning_count(repo);
-	if (from) {
-		char *command = NULL;
-		if ((rc = cli_read_plan(from, &text)) != EXIT_OK)
-			goto done;
-		if (tt_plan_command_of(text.ptr, text.len, &command, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-		if (strcmp(command, "gc") != 0) {
-			char *r = tt_repr_str(command);
-			rc = cli_error(NULL, "%s is a %s plan, expected 'gc'", from, r ? r : "?");
-			free(r);
-			free(command);
-			goto done;
-		}
-		free(command);
-		if (tt_repo_apply_gc_plan(repo, text.ptr, text.len, &out, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-	} else if (!apply) {
-		if (tt_repo_plan_gc(repo, &o, &plan_json, &plan_text, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-		rc = cli_show_plan(cmd, a, plan_json, plan_text);
+	if ((rc = cli_run_planned(cmd, a, repo, gc, &o, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
-	} else if (tt_repo_gc(repo, &o, &out, &err) < 0) {
-		rc = cli_fail(&err);
-		goto done;
-	}
+	rc = EXIT_OK;
 	json_t *failed = json_object_get(out, "failed");
 	if (as_json) {
 		json_t *shaped = report_json(out);
@@ -215,9 +188,6 @@ done:
 	if (repo)
 		for (size_t i = nwarn; i < tt_repo_warning_count(repo); i++)
 			cli_warning("%s", tt_repo_warning(repo, i));
-	tt_buf_release(&text);
-	free(plan_json);
-	free(plan_text);
 	json_decref(out);
 	cli_close_repo(repo);
 	return rc;
@@ -254,10 +224,11 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_gc = {
-	"gc", "[--dry-run | --no-dry-run] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
+	.name = "gc",
+	.synopsis = "[--dry-run | --no-dry-run] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
 	"[--force-prune]] [--delete-stores] [--store KIND=LOCATOR]... [--plan FILE | --from-plan FILE] [--json]",
-	"Release native pins that no manifest in VCS history references.",
-	"Only pins this clone created are released; any other unreferenced pin is kept and\n"
+	.summary = "Release native pins that no manifest in VCS history references.",
+	.description = "Only pins this clone created are released; any other unreferenced pin is kept and\n"
 	"listed as `keep-pin` (--release-foreign releases those too).  References count from\n"
 	"every manifest in visible history (every ref, remote-tracking ones too), the working\n"
 	"trees of every live checkout, and operations still running or interrupted in any of\n"
@@ -282,7 +253,11 @@ const cli_cmd cmd_gc = {
 	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to\n"
 	"release.  When some actions fail, what the rest did is printed with the failures;\n"
 	"exit status 3 if anything was released.",
-	opts, 0, 0, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run,
+	.planned = CLI_PLANNED_DRY_DEFAULT,
 };
 
 void cli_print_gc_report(const json_t *report)

@@ -49,13 +49,17 @@ static const cli_opt verify_opts[] = {
 };
 
 const cli_cmd cmd_verify = {
-	"verify", "[KEY...] [-r REV] [--all-history] [--deep] [--json]",
-	"Check that recorded states and pins still resolve.",
-	"Reports ok, drifted (the ref points elsewhere), missing (ref or state gone) or\n"
+	.name = "verify",
+	.synopsis = "[KEY...] [-r REV] [--all-history] [--deep] [--json]",
+	.summary = "Check that recorded states and pins still resolve.",
+	.description = "Reports ok, drifted (the ref points elsewhere), missing (ref or state gone) or\n"
 	"unknown (cannot tell without --deep) per object, and exits 1 if anything is not ok.\n"
 	"--all-history checks every commit, each distinct record once; observed records are\n"
 	"skipped.  KEY... verifies only those objects.",
-	verify_opts, 0, 4096, run_verify,
+	.opts = verify_opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run_verify,
 };
 
 /* --- log --- */
@@ -117,11 +121,15 @@ static const cli_opt log_opts[] = {
 };
 
 const cli_cmd cmd_log = {
-	"log", "KEY [--ref REF] [-n N] [--json] | LOCATOR --kind KIND [--branch B] [--set K=V]...",
-	"List an object's native history (snapshots, versions, commits), newest first.",
-	"Entry ids are valid values for `tether add --at`; native branches, tags and tether\n"
+	.name = "log",
+	.synopsis = "KEY [--ref REF] [-n N] [--json] | LOCATOR --kind KIND [--branch B] [--set K=V]...",
+	.summary = "List an object's native history (snapshots, versions, commits), newest first.",
+	.description = "Entry ids are valid values for `tether add --at`; native branches, tags and tether\n"
 	"pins pointing at an entry are shown in brackets.",
-	log_opts, 1, 1, run_log,
+	.opts = log_opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run_log,
 };
 
 /* --- diff --- */
@@ -200,13 +208,17 @@ static const cli_opt diff_opts[] = {
 };
 
 const cli_cmd cmd_diff = {
-	"diff", "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json]",
-	"Show object-level manifest differences between two revisions.",
-	"No revision: the last commit against the working copy, as `git diff` does -- the\n"
+	.name = "diff",
+	.synopsis = "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json]",
+	.summary = "Show object-level manifest differences between two revisions.",
+	.description = "No revision: the last commit against the working copy, as `git diff` does -- the\n"
 	"objects that move at the states the last snapshot fingerprinted (what `status`\n"
 	"shows; `status --snapshot` refreshes them); one: that revision against the working\n"
 	"tree's manifests; two: A against B.  With --content, changed objects whose backend\n"
 	"supports it are diffed natively from metadata (entries capped at 2000 per object;\n"
 	"counts are exact).",
-	diff_opts, 0, 2, run_diff,
+	.opts = diff_opts,
+	.min_pos = 0,
+	.max_pos = 2,
+	.run = run_diff,
 };

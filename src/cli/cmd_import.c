@@ -13,49 +13,47 @@ static void print_keys(const char *label, const json_t *keys)
 		printf("  %s %s\n", label, json_string_value(k));
 }
 
+typedef struct import_ctx {
+	const char *source, *table, *query;
+	bool sync;
+} import_ctx;
+
+/* A fresh import plans from the source's rows, then applies that plan as a
+ * saved one would be (its preconditions checked again under the lock). */
+static int import(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
+		  json_t **out, tt_error *err)
+{
+	const import_ctx *c = ctx;
+	json_t *rows = NULL;
+	int rc;
+	if (from)
+		return tt_repo_apply_import(repo, from, from_len, out, err);
+	/* A standing query lives in secrets.toml, never in the committed file
+	 * (a tether.toml that sets one is refused when the dataset opens). */
+	const char *query = c->query;
+	if (!c->table && !query)
+		query = tt_repo_secret_setting(repo, "import", "query");
+	if ((rc = tt_import_read_rows(c->source, c->table, query, &rows, err)) == 0 &&
+	    (rc = tt_repo_plan_import(repo, rows, c->sync, pj, pt, err)) == 0 && !dry)
+		rc = tt_repo_apply_import(repo, *pj, strlen(*pj), out, err);
+	json_decref(rows);
+	return rc;
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
-	tt_error err = TT_ERROR_INIT;
-	int rc = cli_plan_flags_conflict(cmd, a);
-	if (rc)
-		return rc;
 	bool json = cli_flag(cmd, a, "json");
 	if (!json)
 		cli_note("%s", TT_REGISTRY_NOTE);
 	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	int rc;
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
-	const char *source = a->pos[0], *table = cli_value(cmd, a, "table"), *query = cli_value(cmd, a, "query");
-	const char *from = cli_value(cmd, a, "from-plan");
-	json_t *rows = NULL, *out = NULL;
-	char *pj = NULL, *pt = NULL;
-	tt_buf saved = TT_BUF_INIT;
-	if (from) {
-		if ((rc = cli_read_plan(from, &saved)))
-			goto done;
-		if (tt_repo_apply_import(repo, saved.ptr, saved.len, &out, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-	} else {
-		/* A standing query lives in secrets.toml, never in the committed file
-		 * (a tether.toml that sets one is refused when the dataset opens). */
-		if (!table && !query)
-			query = tt_repo_secret_setting(repo, "import", "query");
-		if (tt_import_read_rows(source, table, query, &rows, &err) < 0 ||
-		    tt_repo_plan_import(repo, rows, cli_flag(cmd, a, "sync"), &pj, &pt, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-		if (cli_flag(cmd, a, "dry-run") || cli_value(cmd, a, "plan")) {
-			rc = cli_show_plan(cmd, a, pj, pt);
-			goto done;
-		}
-		if (tt_repo_apply_import(repo, pj, strlen(pj), &out, &err) < 0) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-	}
+	import_ctx c = { a->pos[0], cli_value(cmd, a, "table"), cli_value(cmd, a, "query"), cli_flag(cmd, a, "sync") };
+	if ((rc = cli_run_planned(cmd, a, repo, import, &c, &out, NULL)) != CLI_PLAN_APPLIED)
+		goto done;
+	rc = EXIT_OK;
 	json_t *added = json_object_get(out, "added"), *updated = json_object_get(out, "updated");
 	json_t *removed = json_object_get(out, "removed"), *unchanged = json_object_get(out, "unchanged");
 	if (json) {
@@ -70,10 +68,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (json_array_size(added) || json_array_size(updated))
 		printf("run `tether commit` to record their states\n");
 done:
-	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
-	json_decref(rows);
 	json_decref(out);
 	cli_close_repo(repo);
 	return rc;
@@ -93,13 +87,18 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_import = {
-	"import", "SOURCE [--table NAME | --query SQL] [--sync] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"[experimental] Register or sync objects from a registry query.",
-	"SOURCE is a Postgres DSN, a SQLite file, a .csv or a .jsonl.  Rows carry `key`, `kind`,\n"
+	.name = "import",
+	.synopsis = "SOURCE [--table NAME | --query SQL] [--sync] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	.summary = "[experimental] Register or sync objects from a registry query.",
+	.description = "SOURCE is a Postgres DSN, a SQLite file, a .csv or a .jsonl.  Rows carry `key`, `kind`,\n"
 	"and any of `uri`, `locator_json`, `policy_file`, `policy_pin`, `at`; write the mapping\n"
 	"from your registry's columns in SQL.  The query runs alone in a read-only transaction.\n"
 	"Import changes what is tracked (manifests only; `tether undo` takes it back) - run\n"
 	"`tether commit` afterwards to record states.  `--sync` removes objects the source no\n"
 	"longer lists.",
-	opts, 1, 1, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

@@ -32,11 +32,15 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_init = {
-	"init", "[PATH] [--dataset-id ID] [--json]",
-	"Initialise a tether dataset in an existing git repository.",
-	"Writes tether.toml (with a fresh [dataset] id) and .tether/ at PATH (default: the\n"
+	.name = "init",
+	.synopsis = "[PATH] [--dataset-id ID] [--json]",
+	.summary = "Initialise a tether dataset in an existing git repository.",
+	.description = "Writes tether.toml (with a fresh [dataset] id) and .tether/ at PATH (default: the\n"
 	"current directory), and puts this checkout on HEAD's branch, which becomes the trunk\n"
 	"bookmark: the one that stands for every object's upstream branch.  Nothing is written\n"
 	"when PATH is not inside a git repository.",
-	opts, 0, 1, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run,
 };

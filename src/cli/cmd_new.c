@@ -8,18 +8,18 @@
 #include "util/buf.h"
 #include "util/fs.h"
 
+static int new_call(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
+		    json_t **out, tt_error *err)
+{
+	return tt_repo_new(repo, ctx, from, from_len, dry ? pj : NULL, dry ? pt : NULL, dry ? NULL : out, err);
+}
+
 static int run_new(const cli_cmd *cmd, cli_args *a)
 {
 	tt_error err = TT_ERROR_INIT, unforked = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL, *adopted_detail = NULL;
-	char *pj = NULL, *pt = NULL;
-	tt_buf saved = TT_BUF_INIT;
-	const char *plan_out = cli_value(cmd, a, "plan"), *from = cli_value(cmd, a, "from-plan");
-	bool dry = cli_flag(cmd, a, "dry-run") || plan_out;
 	int rc;
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	if (cli_flag(cmd, a, "eager") && cli_flag(cmd, a, "lazy"))
 		return cli_usage_error(cmd, "--eager and --lazy contradict each other");
 	if ((rc = cli_open_repo(&repo)))
@@ -34,24 +34,11 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		.discard = cli_flag(cmd, a, "discard"),
 		.adopt = cli_flag(cmd, a, "adopt"),
 	};
-	if (from && (rc = cli_read_plan(from, &saved)) != EXIT_OK)
+	/* With the error in unforked: the new took effect except for the
+	 * objects it names. */
+	if ((rc = cli_run_planned(cmd, a, repo, new_call, &o, &out, &unforked)) != CLI_PLAN_APPLIED)
 		goto done;
-	bool partial = false;
-	if (tt_repo_new(repo, &o, from ? saved.ptr : NULL, saved.len, dry ? &pj : NULL, dry ? &pt : NULL,
-			dry ? NULL : &out, &err) < 0) {
-		/* With *out: the new took effect except for the objects named. */
-		partial = out != NULL;
-		if (!partial) {
-			rc = cli_fail(&err);
-			goto done;
-		}
-		unforked = err;
-		err = (tt_error)TT_ERROR_INIT;
-	}
-	if (dry) {
-		rc = cli_show_plan(cmd, a, pj, pt);
-		goto done;
-	}
+	rc = EXIT_OK;
 	adopted_detail = json_incref(json_object_get(out, "adopted_detail"));
 	json_object_del(out, "adopted_detail");
 	if (cli_flag(cmd, a, "json")) {
@@ -59,7 +46,7 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	const char *bm = json_string_value(json_object_get(out, "bookmark"));
-	if (!bm && partial)
+	if (!bm && unforked.code)
 		goto done;
 	if (!bm) {
 		printf("on no bookmark: read-only (`tether new -b NAME` to write)\n");
@@ -95,15 +82,12 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	json_object_foreach(json_object_get(out, "pending_forks"), key, ref)
 		printf("  %s -> %s  (created on first writable open)\n", key, json_string_value(ref));
 done:
-	if (partial && rc == EXIT_OK) {
+	if (unforked.code && rc == EXIT_OK) {
 		cli_fail(&unforked);
 		rc = EXIT_PARTIAL;
 	}
 	tt_error_clear(&unforked);
 	tt_error_clear(&err);
-	free(pj);
-	free(pt);
-	tt_buf_release(&saved);
 	json_decref(adopted_detail);
 	json_decref(out);
 	cli_close_repo(repo);
@@ -131,16 +115,21 @@ static const cli_opt new_opts[] = {
 };
 
 const cli_cmd cmd_new = {
-	"new", "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] [--adopt] "
+	.name = "new",
+	.synopsis = "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] [--adopt] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Start working on a bookmark: its store branches become your working refs.",
-	"`tether new -b NAME [REV]` creates bookmark NAME (at REV, default here) and forks a\n"
+	.summary = "Start working on a bookmark: its store branches become your working refs.",
+	.description = "`tether new -b NAME [REV]` creates bookmark NAME (at REV, default here) and forks a\n"
 	"tether.ws.<dataset>.NAME branch per forkable object off its pin -- lazily, on the\n"
 	"first writable `open`, or now with --eager.  `tether new NAME` joins an existing\n"
 	"bookmark; on the trunk every object writes its upstream branch.  A bookmark another\n"
 	"live checkout holds is refused unless --shared.  A working branch holding writes no\n"
 	"commit pinned is not reset unless --discard.",
-	new_opts, 0, 1, run_new,
+	.opts = new_opts,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run_new,
+	.planned = CLI_PLANNED,
 };
 
 static int run_open(const cli_cmd *cmd, cli_args *a)
@@ -235,14 +224,18 @@ static const cli_opt open_opts[] = {
 };
 
 const cli_cmd cmd_open = {
-	"open", "KEY [-r REV] [--read-only | --writable] [--worktree DIR] [--with-password] [--json]",
-	"Print the native address of an object's handle.",
-	"Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
+	.name = "open",
+	.synopsis = "KEY [-r REV] [--read-only | --writable] [--worktree DIR] [--with-password] [--json]",
+	.summary = "Print the native address of an object's handle.",
+	.description = "Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
 	"deferred fork is created first -- and everything else read-only.  With -r REV the\n"
 	"handle is read-only at that commit's pinned or recorded state.  A moved pin is\n"
 	"refused; a deleted one falls back to the recorded state where the kind can address it.\n"
 	"A writable git handle names its branch and the worktree that has it checked out\n"
 	"(--worktree DIR makes one); a writable open is refused while the dataset's checkout\n"
 	"is off the workspace's bookmark.",
-	open_opts, 1, 1, run_open,
+	.opts = open_opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run_open,
 };

@@ -37,11 +37,15 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_ops = {
-	"ops", "[-n N] [--json]",
-	"Show this checkout's operation log (what tether did to the stores).",
-	"Every store-writing command journals an entry before its first write: the plan it\n"
+	.name = "ops",
+	.synopsis = "[-n N] [--json]",
+	.summary = "Show this checkout's operation log (what tether did to the stores).",
+	.description = "Every store-writing command journals an entry before its first write: the plan it\n"
 	"applied, what it created or deleted, and what it replaced.  INCOMPLETE marks an\n"
 	"operation that never finished (rerun it); `(vcs commit gone)` a dataset commit that\n"
 	"was undone or abandoned outside tether.",
-	opts, 0, 0, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run,
 };

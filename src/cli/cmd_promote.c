@@ -46,8 +46,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	int rc;
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_promote_opts o = {
@@ -58,7 +56,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.strategy = cli_value(cmd, a, "strategy"),
 		.message = cli_value(cmd, a, "message"),
 	};
-	if ((rc = cli_run_planned(cmd, a, repo, promote, &o, &out)) != CLI_PLAN_APPLIED)
+	if ((rc = cli_run_planned(cmd, a, repo, promote, &o, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	json_t *refused = json_object_get(out, "refused"), *failed = json_object_get(out, "failed");
 	bool stopped = json_object_size(refused) || json_object_size(failed);
@@ -122,14 +120,19 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_promote = {
-	"promote", "[KEY...] [-r REV] [--strategy auto|ff|merge] [-m MESSAGE] "
+	.name = "promote",
+	.synopsis = "[KEY...] [-r REV] [--strategy auto|ff|merge] [-m MESSAGE] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Land this bookmark on the trunk: move each system's upstream branch to the bookmark's.",
-	"Base unchanged since the fork -> fast-forward; base moved -> native three-way merge\n"
+	.summary = "Land this bookmark on the trunk: move each system's upstream branch to the bookmark's.",
+	.description = "Base unchanged since the fork -> fast-forward; base moved -> native three-way merge\n"
 	"where the system has one, otherwise refused with its own recipe.  Without KEYs the\n"
 	"bookmark lands whole or not at all, merges before fast-forwards, and when everything\n"
 	"fast-forwarded the trunk bookmark moves to this bookmark's commit.  After a merge,\n"
 	"`commit` then `promote` again.  Exit 1 when something was refused and nothing landed,\n"
 	"3 when some of it landed.",
-	opts, 0, 4096, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

@@ -85,12 +85,16 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_publish = {
-	"publish", "[--to DSN] [--schema NAME] [--rev REV]... [--listings] [--dry-run] [--json]",
-	"[experimental] Upsert the export tables into a Postgres schema.",
-	"Idempotent and incremental, in one transaction: commits already present are skipped,\n"
+	.name = "publish",
+	.synopsis = "[--to DSN] [--schema NAME] [--rev REV]... [--listings] [--dry-run] [--json]",
+	.summary = "[experimental] Upsert the export tables into a Postgres schema.",
+	.description = "Idempotent and incremental, in one transaction: commits already present are skipped,\n"
 	"refs and tether_meta are refreshed, and a failure leaves the schema as it was.  Run it\n"
 	"after each `tether commit` (or from CI) so a registry can join objects.uri /\n"
 	"objects.commit_id against its own tables.  The DSN never comes from tether.toml, and\n"
 	"its password is never printed.",
-	opts, 0, 0, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run,
 };

@@ -56,11 +56,15 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_pull = {
-	"pull", "[BOOKMARK] [--key KEY]... [-m MESSAGE] [--json]",
-	"Take the current heads of this bookmark's branches: pin what moved and commit it.",
-	"On the trunk: every upstream branch, and objects without branches at their own head;\n"
+	.name = "pull",
+	.synopsis = "[BOOKMARK] [--key KEY]... [-m MESSAGE] [--json]",
+	.summary = "Take the current heads of this bookmark's branches: pin what moved and commit it.",
+	.description = "On the trunk: every upstream branch, and objects without branches at their own head;\n"
 	"elsewhere the bookmark's working branches.  Objects with no commit or no branch yet are\n"
 	"skipped with a reason.  A changed immutable file object, and uncommitted manifest\n"
 	"edits, are refused.  Nothing moved: nothing is committed.",
-	opts, 0, 1, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run,
 };

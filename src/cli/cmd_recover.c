@@ -132,9 +132,10 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_recover = {
-	"recover", "[KEY...] [--json]",
-	"Find what a lost dataset left in its stores, and how to take it back.",
-	"Read-only.  Lists tether's refs in each registered object's store -- pins\n"
+	.name = "recover",
+	.synopsis = "[KEY...] [--json]",
+	.summary = "Find what a lost dataset left in its stores, and how to take it back.",
+	.description = "Read-only.  Lists tether's refs in each registered object's store -- pins\n"
 	"`tether.<dataset>.<hash>` and working branches `tether.ws.<dataset>.<bookmark>` -- by\n"
 	"the dataset id they carry, marks the one tether.toml names, and prints the steps,\n"
 	"each a command (values quoted for the shell) or none, and a `#` note: `repair` of the\n"
@@ -146,5 +147,8 @@ const cli_cmd cmd_recover = {
 	"with `--`, so a key starting with `-` is not read as one.  With KEYs no dataset id and\n"
 	"nothing that pins anew is suggested, and `repair` names only those; the steps end\n"
 	"with `tether recover` on every object.  Exit 1 if a store could not be listed.",
-	opts, 0, 4096, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run,
 };

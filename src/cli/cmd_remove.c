@@ -21,8 +21,13 @@ static int run(const cli_cmd *cmd, cli_args *a)
 static const cli_opt opts[] = { { NULL, 0, 0, NULL, NULL } };
 
 const cli_cmd cmd_remove = {
-	"remove", "KEY", "Unregister an object (does not touch the external system).",
-	"Deletes the object's manifest and nothing else: the store, its pins and branches are\n"
+	.name = "remove",
+	.synopsis = "KEY",
+	.summary = "Unregister an object (does not touch the external system).",
+	.description = "Deletes the object's manifest and nothing else: the store, its pins and branches are\n"
 	"untouched.  A later `tether gc` releases pins nothing references any more.  Undoable.",
-	opts, 1, 1, run,
+	.opts = opts,
+	.min_pos = 1,
+	.max_pos = 1,
+	.run = run,
 };

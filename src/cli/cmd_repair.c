@@ -23,13 +23,11 @@ static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	int rc = cli_open_repo(&repo);
 	if (rc)
 		return rc;
 	repair_ctx c = { a, cli_flag(cmd, a, "all-history") };
-	if ((rc = cli_run_planned(cmd, a, repo, repair, &c, &out)) != CLI_PLAN_APPLIED)
+	if ((rc = cli_run_planned(cmd, a, repo, repair, &c, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	bool partial = json_object_size(json_object_get(out, "failed")) > 0;
 	if (cli_flag(cmd, a, "json")) {
@@ -64,12 +62,17 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_repair = {
-	"repair", "[KEY...] [--all-history] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Recreate missing pins and working branches from the manifests.",
-	"A manifest promises \"this pin names this state\".  If the native ref is gone but the\n"
+	.name = "repair",
+	.synopsis = "[KEY...] [--all-history] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	.summary = "Recreate missing pins and working branches from the manifests.",
+	.description = "A manifest promises \"this pin names this state\".  If the native ref is gone but the\n"
 	"state is still reachable, repair recreates it; a working branch this checkout expects\n"
 	"but the store lost is forked again from the manifest, only while it is still absent.\n"
 	"Pins that point elsewhere are reported, never overwritten.  Exit 3 if something could\n"
 	"not be rebuilt.",
-	opts, 0, 4096, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

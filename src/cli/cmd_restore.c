@@ -25,9 +25,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	const char *from_plan = cli_value(cmd, a, "from-plan");
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
+	const char *from_plan = a->plan_from;
 	const char *rev = cli_value(cmd, a, "from"), *at = cli_value(cmd, a, "at");
 	if (!from_plan && !a->npos)
 		return cli_usage_error(cmd, "missing argument KEY");
@@ -42,7 +40,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		goto done;
 	}
 	restore_ctx c = { a, rev, at, cli_flag(cmd, a, "discard") };
-	if ((rc = cli_run_planned(cmd, a, repo, restore, &c, &out)) != CLI_PLAN_APPLIED)
+	if ((rc = cli_run_planned(cmd, a, repo, restore, &c, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	rc = EXIT_OK;
 	if (cli_flag(cmd, a, "json")) {
@@ -75,13 +73,18 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_restore = {
-	"restore", "KEY... (--from REV | --at REF) [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
-	"Reset objects' working branches to what a dataset revision pinned.",
-	"Like `git restore --source REV` per object: each KEY's working branch is reset onto (or\n"
+	.name = "restore",
+	.synopsis = "KEY... (--from REV | --at REF) [--discard] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	.summary = "Reset objects' working branches to what a dataset revision pinned.",
+	.description = "Like `git restore --source REV` per object: each KEY's working branch is reset onto (or\n"
 	"created from) REV's pin; nothing else moves.  The next commit pins it, and promote\n"
 	"treats the branch as forked from REV.  Writes nobody committed are refused without\n"
 	"--discard.  --at REF starts the branch from a native ref or state instead (a\n"
 	"branch made outside tether); the object reads as modified until the next commit.\n"
 	"Refused on the trunk bookmark.",
-	opts, 0, 4096, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

@@ -85,11 +85,15 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_set = {
-	"set", "KEY... | --all [--file immutable|versioned] [--pin native|record] [--json]",
-	"Change objects' policy in place.",
-	"Manifest-only, journaled and undoable; commit afterwards to record the policy.\n"
+	.name = "set",
+	.synopsis = "KEY... | --all [--file immutable|versioned] [--pin native|record] [--json]",
+	.summary = "Change objects' policy in place.",
+	.description = "Manifest-only, journaled and undoable; commit afterwards to record the policy.\n"
 	"`--pin record` on a pinned object drops the pin at the next commit; `--pin native`\n"
 	"makes one again.  Whether writes fork or land upstream is not a policy: it is the\n"
 	"bookmark you are on.",
-	opts, 0, 1024, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 1024,
+	.run = run,
 };

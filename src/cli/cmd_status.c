@@ -169,15 +169,19 @@ static const cli_opt status_opts[] = {
 };
 
 const cli_cmd cmd_status = {
-	"status", "[KEY...] [--snapshot | --no-snapshot] [--json]",
-	"Classify every object against its committed manifest.",
-	"Local by default: the manifests, working refs, staleness and the last snapshot of\n"
+	.name = "status",
+	.synopsis = "[KEY...] [--snapshot | --no-snapshot] [--json]",
+	.summary = "Classify every object against its committed manifest.",
+	.description = "Local by default: the manifests, working refs, staleness and the last snapshot of\n"
 	"each object's state, with its age; --snapshot fingerprints every object first, in\n"
 	"parallel.  A workspace with no snapshot yet takes one.  Labels: new (never\n"
 	"committed), modified, behind (the upstream moved past the pin; `pull` takes it),\n"
 	"clean, error (its store could not be read; exit 1).  KEY... (or a prefix ending in\n"
 	"'/') limits all of it to those objects.",
-	status_opts, 0, 4096, run_status,
+	.opts = status_opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run_status,
 };
 
 static const cli_opt snapshot_opts[] = {
@@ -186,8 +190,12 @@ static const cli_opt snapshot_opts[] = {
 };
 
 const cli_cmd cmd_snapshot = {
-	"snapshot", "[KEY...] [--json]",
-	"Fingerprint every object (or KEY...) and cache the result in the workspace.",
-	"The cached states of objects not named stay as they were.",
-	snapshot_opts, 0, 4096, run_snapshot,
+	.name = "snapshot",
+	.synopsis = "[KEY...] [--json]",
+	.summary = "Fingerprint every object (or KEY...) and cache the result in the workspace.",
+	.description = "The cached states of objects not named stay as they were.",
+	.opts = snapshot_opts,
+	.min_pos = 0,
+	.max_pos = 4096,
+	.run = run_snapshot,
 };

@@ -51,13 +51,17 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_undo = {
-	"undo", "[OP_ID] [--discard] [--json]",
-	"Reverse an operation where the stores still allow it.",
-	"commit/pull: uncommit (manifests become working-tree changes; pins stay).  new/fork:\n"
+	.name = "undo",
+	.synopsis = "[OP_ID] [--discard] [--json]",
+	.summary = "Reverse an operation where the stores still allow it.",
+	.description = "commit/pull: uncommit (manifests become working-tree changes; pins stay).  new/fork:\n"
 	"delete the branches it created and restore workspace.toml and the working copy;\n"
 	"branches it reset are reported with their old head.  add/remove/set: restore the\n"
 	"manifests.  gc and promote: what cannot be reversed is reported.  An older operation,\n"
 	"named by id, gets back only the workspace fields nothing changed again.  Exit 3 when\n"
 	"part of it could not be reversed.",
-	opts, 0, 1, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run,
 };

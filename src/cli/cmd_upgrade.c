@@ -17,14 +17,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	int rc;
-	if (cli_plan_flags_conflict(cmd, a))
-		return EXIT_ERROR;
 	if (tt_repo_open_outdated(&repo, ".", &err) < 0)
 		return cli_fail(&err);
 	for (size_t i = 0; i < tt_repo_warning_count(repo); i++)
 		cli_warning("%s", tt_repo_warning(repo, i));
 	bool ignore_immutable = cli_flag(cmd, a, "ignore-immutable");
-	if ((rc = cli_run_planned(cmd, a, repo, upgrade, &ignore_immutable, &out)) != CLI_PLAN_APPLIED)
+	if ((rc = cli_run_planned(cmd, a, repo, upgrade, &ignore_immutable, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	json_t *failed = json_object_get(out, "failed");
 	if (cli_flag(cmd, a, "json")) {
@@ -77,9 +75,10 @@ static const cli_opt opts[] = {
 };
 
 const cli_cmd cmd_upgrade = {
-	"upgrade", "[--dry-run | --plan FILE | --from-plan FILE] [--ignore-immutable] [--json]",
-	"Bring a dataset made by an older tether up to this version.",
-	"One migration whose parts run on what the dataset shows, not on the version it\n"
+	.name = "upgrade",
+	.synopsis = "[--dry-run | --plan FILE | --from-plan FILE] [--ignore-immutable] [--json]",
+	.summary = "Bring a dataset made by an older tether up to this version.",
+	.description = "One migration whose parts run on what the dataset shows, not on the version it\n"
 	"recorded; the new `[tether] version` is written once at the end and one VCS commit\n"
 	"lands it.  A dataset at the current version is left as it is.  The parts, as\n"
 	"tether-vcs 0.1.0b7 has them: a dataset from 0.1.0a8 on (version 2 and later) gets its\n"
@@ -93,5 +92,9 @@ const cli_cmd cmd_upgrade = {
 	"refuses it before anything is written, naming the part -- tether-vcs 0.1.0b7's\n"
 	"`tether upgrade` does it.  A killed upgrade's rerun finishes it.\n"
 	"Run `--dry-run` first.  Exit code 3 marks a partially applied step.",
-	opts, 0, 0, run,
+	.opts = opts,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run,
+	.planned = CLI_PLANNED,
 };

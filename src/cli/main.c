@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 		rc = EXIT_OK;
 	} else if (rc < 0) {
 		rc = EXIT_USAGE;
-	} else {
+	} else if (!cmd->planned || (rc = cli_plan_args(cmd, &args)) == EXIT_OK) {
 		rc = cmd->run(cmd, &args);
 	}
 	free_args(&args);

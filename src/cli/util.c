@@ -105,39 +105,6 @@ int cli_print_json(json_t *v)
 	return rc == 0 ? EXIT_OK : EXIT_ERROR;
 }
 
-int cli_plan_flags_conflict(const cli_cmd *cmd, const cli_args *a)
-{
-	if (cli_value(cmd, a, "from-plan") && (cli_flag(cmd, a, "dry-run") || cli_value(cmd, a, "plan"))) {
-		return cli_error(NULL, "--from-plan applies a saved plan; it cannot be combined with "
-				 "--dry-run or --plan");
-	}
-	return EXIT_OK;
-}
-
-int cli_read_plan(const char *path, tt_buf *out)
-{
-	tt_error err = TT_ERROR_INIT;
-	if (tt_read_file(path, out, 64u << 20, &err) < 0)
-		return cli_fail(&err);
-	return EXIT_OK;
-}
-
-int cli_show_plan(const cli_cmd *cmd, const cli_args *a, const char *plan_json, const char *plan_text)
-{
-	const char *path = cli_value(cmd, a, "plan");
-	if (path) {
-		tt_error err = TT_ERROR_INIT;
-		if (tt_write_file_atomic(path, plan_json, strlen(plan_json), 0644, &err) < 0)
-			return cli_fail(&err);
-		fprintf(stderr, "plan written to %s\n", path);
-	}
-	if (cli_flag(cmd, a, "json"))
-		printf("%s\n", plan_json);
-	else
-		fputs(plan_text, stdout);
-	return EXIT_OK;
-}
-
 int cli_open_repo(tt_repo **out)
 {
 	tt_error err = TT_ERROR_INIT;
