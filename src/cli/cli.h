@@ -124,10 +124,16 @@ int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_pl
 
 /* Open the dataset around the current directory, printing its warnings. */
 int cli_open_repo(tt_repo **out);
+/* Print repo's warnings not printed yet ("warning: ..." on stderr): those
+ * of opening it, then, when it is closed, those the command added (a peer
+ * checkout's file skipped, a pin index not updated).  NULL forgets what
+ * was printed (cli_close_repo). */
+void cli_print_warnings(const tt_repo *repo);
 /* From here until cli_close_repo, Ctrl-C asks repo to stop (interrupt.c):
  * for the commands whose read-only phases can stop (status, snapshot,
  * commit, pull, verify). */
 void cli_interrupt_attach(tt_repo *repo);
+/* Print the warnings the command added, and free repo (NULL-safe). */
 void cli_close_repo(tt_repo *repo);
 
 /* The kinds this tether knows, sorted by name, from tt_backends() (read

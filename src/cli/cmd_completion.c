@@ -338,7 +338,7 @@ int cli_complete_words(int argc, char **argv)
 	}
 	tt_error_clear(&err);
 	json_decref(out);
-	cli_close_repo(repo);
+	tt_repo_free(repo); /* quietly: warnings would land in the middle of a completion */
 	return EXIT_OK;
 }
 

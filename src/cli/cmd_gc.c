@@ -138,7 +138,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	bool as_json = cli_flag(cmd, a, "json");
 	int ki = cli_opt_index(cmd, "keep-bookmark"), si = cli_opt_index(cmd, "store");
 	int rc = EXIT_OK;
-	size_t nwarn = 0;
 
 	tt_gc_opts o = {
 		.version = TT_GC_OPTS_VERSION,
@@ -167,7 +166,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 			 "every bookmark first, and read the plan");
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
-	nwarn = tt_repo_warning_count(repo);
 	if ((rc = cli_run_planned(cmd, a, repo, gc, &o, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	rc = EXIT_OK;
@@ -185,9 +183,6 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (rc == EXIT_OK && json_object_size(failed))
 		rc = applied(out) ? EXIT_PARTIAL : EXIT_ERROR;
 done:
-	if (repo)
-		for (size_t i = nwarn; i < tt_repo_warning_count(repo); i++)
-			cli_warning("%s", tt_repo_warning(repo, i));
 	json_decref(out);
 	cli_close_repo(repo);
 	return rc;

@@ -19,8 +19,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	int rc;
 	if (tt_repo_open_outdated(&repo, ".", &err) < 0)
 		return cli_fail(&err);
-	for (size_t i = 0; i < tt_repo_warning_count(repo); i++)
-		cli_warning("%s", tt_repo_warning(repo, i));
+	cli_print_warnings(repo);
 	bool ignore_immutable = cli_flag(cmd, a, "ignore-immutable");
 	if ((rc = cli_run_planned(cmd, a, repo, upgrade, &ignore_immutable, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;

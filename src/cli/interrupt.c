@@ -107,5 +107,7 @@ void cli_close_repo(tt_repo *repo)
 {
 	if (w.on && w.repo == repo)
 		detach();
+	cli_print_warnings(repo);
+	cli_print_warnings(NULL); /* the next repository may get the same address */
 	tt_repo_free(repo);
 }

@@ -105,13 +105,24 @@ int cli_print_json(json_t *v)
 	return rc == 0 ? EXIT_OK : EXIT_ERROR;
 }
 
+void cli_print_warnings(const tt_repo *repo)
+{
+	static const tt_repo *of;
+	static size_t printed;
+	if (!repo || repo != of) {
+		of = repo;
+		printed = 0;
+	}
+	for (; repo && printed < tt_repo_warning_count(repo); printed++)
+		cli_warning("%s", tt_repo_warning(repo, printed));
+}
+
 int cli_open_repo(tt_repo **out)
 {
 	tt_error err = TT_ERROR_INIT;
 	if (tt_repo_open(out, ".", &err) < 0)
 		return cli_fail(&err);
-	for (size_t i = 0; i < tt_repo_warning_count(*out); i++)
-		cli_warning("%s", tt_repo_warning(*out, i));
+	cli_print_warnings(*out);
 	cli_progress_attach(*out);
 	return EXIT_OK;
 }

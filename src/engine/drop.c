@@ -15,6 +15,7 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "backends/dispatch.h"
+#include "engine/checkouts.h"
 #include "engine/engine.h"
 #include "engine/planned.h"
 #include "engine/gc.h"

@@ -164,6 +164,11 @@ int tt_engine_close_interrupted(tt_repo *repo, json_t *found, const char *by, co
 int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *context,
 			   const char *const *fields, const char *self, const char *why, tt_error *err);
 
+/* Add msg (taken; NULL: none) to the repo's warnings unless it is there
+ * already (as Python's warnings registry shows each text once); the CLI
+ * prints them after the command. */
+void tt_engine_warn(tt_repo *repo, char *msg);
+
 /* The repository-wide lock (the VCS's shared dir, 60 s): commit, new,
  * promote and gc of one clone take turns across its checkouts. */
 int tt_engine_repo_lock(tt_repo *repo, tt_lock *lock, tt_error *err);
@@ -189,8 +194,6 @@ int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, 
 int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
 				 const tt_expect *expected, char **ref_out, tt_error *err);
 
-/* The ids (8 hex) of the other live checkouts working on bookmark. */
-int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 
 /* --- manifests across history (history.c) --------------------------------- */
 

@@ -23,6 +23,7 @@
 #include "core/index.h"
 #include "core/oplog.h"
 #include "core/plan.h"
+#include "engine/checkouts.h"
 #include "engine/engine.h"
 #include "engine/planned.h"
 #include "storage/open.h"

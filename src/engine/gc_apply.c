@@ -189,7 +189,7 @@ int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *e
 					tt_index_forget_pinned(repo->vcs->shared_dir, repo->config.dataset_id, ids,
 							       &ignored);
 					if (ignored.code)
-						tt_gc_warn(repo, tt_asprintf("could not take pin %s off the pinned index: %s; if "
+						tt_engine_warn(repo, tt_asprintf("could not take pin %s off the pinned index: %s; if "
 								       "another clone creates it again, a later `gc` "
 								       "here may release it", pid.ptr,
 								       tt_error_text(&ignored)));

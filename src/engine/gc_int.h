@@ -17,22 +17,8 @@
 #include "core/plan.h"
 #include "core/workspace.h"
 #include "engine/engine.h"
+#include "engine/checkouts.h"
 #include "engine/gc.h"
-
-/* A live checkout of this repository, and the list of them (gc_workspaces.c). */
-typedef struct checkout {
-	char *vcs_root;   /* as the VCS lists it */
-	char *dataset;    /* its dataset root */
-	bool here;        /* this checkout */
-	bool ws_ok;       /* ws read (and its own file) */
-	bool ops_own;     /* its ops.jsonl may be read */
-	tt_workspace ws;
-} checkout;
-
-typedef struct checkouts {
-	checkout *items;
-	size_t n, alloc;
-} checkouts;
 
 /* The journals of every live checkout whose own file it is. */
 typedef struct journals {
@@ -64,7 +50,7 @@ typedef struct gc_state {
 	tt_repo *repo;
 	const tt_gc_opts *o;
 	tt_plan *plan;
-	checkouts co;
+	tt_checkouts co;
 	journals journal;
 	tt_manifest_set *others;      /* other live checkouts' working trees */
 	size_t nothers;
@@ -86,7 +72,6 @@ typedef struct gc_state {
 
 /* gc_plan.c */
 int tt_gc_check_stores(const tt_gc_opts *o, tt_error *err);
-const char *tt_gc_dataset_rel(const tt_repo *repo);
 bool tt_gc_kind_gone(const char *kind);
 bool tt_gc_list_has_value(const json_t *list, const json_t *v);
 int tt_gc_map_append(json_t *obj, const char *k, json_t *v);
@@ -100,15 +85,12 @@ int tt_gc_set_add(json_t *set, const char *k);
 bool tt_gc_set_has(const json_t *set, const char *k);
 int tt_gc_sharing_remotes(gc_state *s, const char **out, tt_error *err);
 int tt_gc_sort_strings(json_t *arr);
-void tt_gc_warn(tt_repo *repo, char *msg);
 
 /* gc_workspaces.c */
-void tt_gc_checkouts_release(checkouts *c);
 int tt_gc_inflight_pins(const journals *j, json_t *ids, tt_error *err);
 void tt_gc_journals_release(journals *j);
 json_t *tt_gc_known_pins(tt_repo *repo, json_t **committed);
-int tt_gc_live_checkouts(tt_repo *repo, checkouts *out, tt_error *err);
-int tt_gc_read_journals(const checkouts *co, journals *out, tt_error *err);
+int tt_gc_read_journals(const tt_checkouts *co, journals *out, tt_error *err);
 int tt_gc_seed_pinned(tt_repo *repo, const journals *j, tt_error *err);
 
 /* gc_pins.c */

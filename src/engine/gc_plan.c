@@ -103,33 +103,6 @@ static void append_unique_str(json_t *arr, const char *v)
 	json_array_append_new(arr, json_string(v));
 }
 
-/* repo->warnings, each text once (as Python's warnings registry shows it). */
-void tt_gc_warn(tt_repo *repo, char *msg)
-{
-	if (!msg)
-		return;
-	for (size_t i = 0; i < repo->nwarnings; i++) {
-		if (strcmp(repo->warnings[i], msg) == 0) {
-			free(msg);
-			return;
-		}
-	}
-	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
-		free(msg);
-		return;
-	}
-	repo->warnings[repo->nwarnings++] = msg;
-}
-
-/* The dataset root relative to the VCS root ("" when they are one). */
-const char *tt_gc_dataset_rel(const tt_repo *repo)
-{
-	size_t n = strlen(repo->vcs->root);
-	if (strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/')
-		return repo->root + n + 1;
-	return "";
-}
-
 char *tt_gc_rel_join(const char *rel, const char *tail)
 {
 	return *rel ? tt_asprintf("%s/%s", rel, tail) : tt_strdup(tail);
@@ -290,7 +263,7 @@ static void state_release(gc_state *s)
 	walk_release(&s->w);
 	json_decref(s->w.referenced);
 	json_decref(s->w.skipped);
-	tt_gc_checkouts_release(&s->co);
+	tt_engine_checkouts_release(&s->co);
 	tt_gc_journals_release(&s->journal);
 	json_decref(s->inflight);
 	json_decref(s->known);
@@ -318,7 +291,7 @@ static int gather_working(gc_state *s, tt_error *err)
 	if (!(s->others = tt_calloc(s->co.n ? s->co.n : 1, sizeof *s->others)))
 		return tt_error_oom(err);
 	for (size_t i = 0; i < s->co.n; i++) {
-		const checkout *c = &s->co.items[i];
+		const tt_checkout *c = &s->co.items[i];
 		if (c->here || !c->ws_ok)
 			continue;
 		tt_error inner = TT_ERROR_INIT;
@@ -729,7 +702,7 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 	s.w.reldir = reldir;
 	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, walk_commit, &s.w, err)) < 0)
 		goto done;
-	if ((rc = tt_gc_live_checkouts(repo, &s.co, err)) < 0 || (rc = gather_working(&s, err)) < 0 ||
+	if ((rc = tt_engine_live_checkouts(repo, &s.co, err)) < 0 || (rc = gather_working(&s, err)) < 0 ||
 	    (rc = tt_gc_read_journals(&s.co, &s.journal, err)) < 0 ||
 	    (rc = tt_gc_inflight_pins(&s.journal, s.inflight, err)) < 0)
 		goto done;

@@ -235,7 +235,7 @@ static int prune_setup(gc_state *s, prune_ctx *p, tt_error *err)
 		if (json_is_string(v))
 			tt_gc_set_add(p->in_use, json_string_value(v));
 	for (i = 0; i < s->co.n; i++) {
-		const checkout *c = &s->co.items[i];
+		const tt_checkout *c = &s->co.items[i];
 		if (c->here || !c->ws_ok)
 			continue;
 		json_object_foreach(c->ws.working_refs, k, v)

@@ -1,6 +1,6 @@
 /*
- * engine/gc_workspaces.c - gc: the live checkouts of this repository and
- * their journals (in-flight pins, the pinned index seeded from them).
+ * engine/gc_workspaces.c - gc: the journals of this repository's live
+ * checkouts (in-flight pins, the pinned index seeded from them).
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -22,122 +22,7 @@
 #include "util/mem.h"
 #include "vcs/dispatch.h"
 
-/* --- live checkouts ------------------------------------------------------------ */
-
-void tt_gc_checkouts_release(checkouts *c)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->items[i].vcs_root);
-		free(c->items[i].dataset);
-		if (c->items[i].ws_ok)
-			tt_workspace_release(&c->items[i].ws);
-	}
-	free(c->items);
-	memset(c, 0, sizeof *c);
-}
-
-/*
- * Whether .tether/<name> of another checkout is that checkout's own record:
- * a copy its index tracks came with a clone (or was committed by hand), and
- * could claim pins as this clone's; it is skipped with a warning.
- */
-static bool own_file(tt_repo *repo, const checkout *c, const char *name)
-{
-	struct stat st;
-	if (c->here)
-		return true;
-	char *sub = tt_asprintf(TT_DIR "/%s", name);
-	char *path = sub ? tt_path_join(c->dataset, sub) : NULL;
-	char *relpath = sub ? tt_gc_rel_join(tt_gc_dataset_rel(repo), sub) : NULL;
-	bool own = true;
-	if (!path || !relpath || stat(path, &st) != 0)
-		goto done;
-	const char *paths[] = { relpath };
-	bool tracked = false;
-	tt_error e = TT_ERROR_INIT;
-	char *why = NULL;
-	if (tt_vcs_tracked_at(repo->vcs, c->vcs_root, paths, 1, &tracked, &e) < 0) {
-		own = false;
-		why = tt_asprintf("cannot tell whether %s tracks it there (%s)", tt_vcs_kind(repo->vcs),
-				  tt_error_text(&e));
-	} else if (tracked) {
-		own = false;
-		why = tt_asprintf("%s tracks it there", tt_vcs_kind(repo->vcs));
-	}
-	if (!own)
-		tt_gc_warn(repo, tt_asprintf("skipping %s of checkout %s: %s, so it is not that checkout's own "
-				       "record (a tracked copy comes with every clone); untrack it in that "
-				       "checkout to count it again", relpath, c->vcs_root, why ? why : ""));
-	free(why);
-	tt_error_clear(&e);
-done:
-	free(sub);
-	free(path);
-	free(relpath);
-	return own;
-}
-
-/* Every live checkout of this dataset that has run tether (this one too). */
-int tt_gc_live_checkouts(tt_repo *repo, checkouts *out, tt_error *err)
-{
-	json_t *roots = NULL;
-	const char *rel = tt_gc_dataset_rel(repo);
-	int rc;
-	memset(out, 0, sizeof *out);
-	if ((rc = tt_vcs_workspace_roots(repo->vcs, &roots, err)) < 0)
-		return rc;
-	size_t i;
-	json_t *r;
-	json_array_foreach(roots, i, r) {
-		const char *root = json_string_value(r);
-		char *dataset = *rel ? tt_path_join(root, rel) : tt_strdup(root);
-		char *wsfile = dataset ? tt_path_join(dataset, TT_DIR "/" TT_WORKSPACE_FILENAME) : NULL;
-		if (!dataset || !wsfile) {
-			free(dataset);
-			free(wsfile);
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		bool present = tt_is_file(wsfile);
-		free(wsfile);
-		if (!present || TT_ARRAY_GROW(out->items, out->alloc, out->n + 1) < 0) {
-			free(dataset);
-			if (present) {
-				rc = tt_error_oom(err);
-				goto done;
-			}
-			continue;
-		}
-		checkout *c = &out->items[out->n++];
-		memset(c, 0, sizeof *c);
-		c->vcs_root = tt_strdup(root);
-		c->dataset = dataset;
-		char *real = tt_realpath(dataset);
-		c->here = real && strcmp(real, repo->root) == 0;
-		free(real);
-		if (!c->vcs_root) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		if (own_file(repo, c, TT_WORKSPACE_FILENAME)) {
-			int exists = 0;
-			tt_error ignored = TT_ERROR_INIT;
-			/* One that cannot be read (mid-write, another format) is skipped. */
-			c->ws_ok = tt_workspace_load(&c->ws, dataset, &exists, &ignored) == 0;
-			if (c->ws_ok && !exists) {
-				tt_workspace_release(&c->ws);
-				c->ws_ok = false;
-			}
-			tt_error_clear(&ignored);
-		}
-		c->ops_own = own_file(repo, c, TT_OPS_FILENAME);
-	}
-done:
-	json_decref(roots);
-	if (rc < 0)
-		tt_gc_checkouts_release(out);
-	return rc;
-}
+/* --- the journals of live checkouts (engine/checkouts.c finds them) ------------- */
 
 void tt_gc_journals_release(journals *j)
 {
@@ -147,7 +32,7 @@ void tt_gc_journals_release(journals *j)
 	memset(j, 0, sizeof *j);
 }
 
-int tt_gc_read_journals(const checkouts *co, journals *out, tt_error *err)
+int tt_gc_read_journals(const tt_checkouts *co, journals *out, tt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	if (!(out->logs = tt_calloc(co->n ? co->n : 1, sizeof *out->logs)))

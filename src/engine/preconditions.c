@@ -10,6 +10,7 @@
 
 #include "core/plan.h"
 #include "backends/dispatch.h"
+#include "engine/checkouts.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 #include "vcs/dispatch.h"

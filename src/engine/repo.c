@@ -34,6 +34,23 @@ const char *tt_repo_warning(const tt_repo *repo, size_t i)
 	return i < repo->nwarnings ? repo->warnings[i] : NULL;
 }
 
+void tt_engine_warn(tt_repo *repo, char *msg)
+{
+	if (!msg)
+		return;
+	for (size_t i = 0; i < repo->nwarnings; i++) {
+		if (strcmp(repo->warnings[i], msg) == 0) {
+			free(msg);
+			return;
+		}
+	}
+	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
+		free(msg);
+		return;
+	}
+	repo->warnings[repo->nwarnings++] = msg;
+}
+
 static void warn(tt_repo *repo, char *msg)
 {
 	if (!msg)

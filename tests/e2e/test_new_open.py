@@ -112,3 +112,27 @@ def test_commit_then_new_reuses_branch(dataset, tether, mem):
     text = tether("new", "--dry-run", cwd=dataset).stdout
     assert "reuse  m1" in text
     tether("new", cwd=dataset)
+
+
+def test_a_peer_on_the_bookmark_holds_it_unless_its_workspace_file_is_tracked(dataset, tether, env, tmp_path):
+    """Another checkout working on a bookmark holds it: `new` refuses to take
+    it over.  A workspace.toml git tracks in that checkout is not its own
+    record (a copy comes with every clone) and holds nothing; the refusal
+    then goes, with a warning that names the file and the fix."""
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feature", cwd=dataset)
+    tether("new", "main", cwd=dataset)
+    wt = tmp_path / "wt"
+    git("worktree", "add", "-q", "-b", "side", str(wt), cwd=dataset, env=env)
+    tether("status", cwd=wt)
+    ws = wt / ".tether/workspace.toml"
+    lines = ws.read_text().splitlines(keepends=True)
+    ws.write_text(lines[0] + 'bookmark = "feature"\n' + "".join(
+        line for line in lines[1:] if not line.startswith("bookmark =")))
+    proc = tether("new", "feature", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "bookmark 'feature' is held by live workspace(s)" in proc.stderr
+    git("add", "-f", ".tether/workspace.toml", cwd=wt, env=env)
+    proc = tether("new", "feature", "--dry-run", cwd=dataset)
+    assert "held by" not in proc.stdout + proc.stderr
+    assert (f"warning: skipping .tether/workspace.toml of checkout {wt}: git tracks it there, so it is "
+            "not that checkout's own record") in proc.stderr
