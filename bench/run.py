@@ -363,6 +363,62 @@ def check_add(ctx: dict) -> str:
     return f"byte-identical manifests for all {len(manifests['ours'])} objects"
 
 
+# -- plan-previews ------------------------------------------------------------ #
+# The previews every planned command runs through one driver: a commit plan
+# of n moved git objects and the gc plan of their history.
+PREVIEWS = (["commit", "-m", "preview", "--dry-run", "--json"], ["gc", "--json"])
+
+
+def prep_previews(n: int):
+    """n git objects with two dataset commits, every repository moved on
+    since the second."""
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        home = tmp / "home"
+        home.mkdir()
+        env = isolated_env(home)
+        ds = new_git_repo(tmp / "ds", env)
+        ours = sides.ours
+        run([ours, "init", "--dataset-id", DATASET_ID], ds, env)
+        repos = []
+        for k in range(1, n + 1):
+            r = new_git_repo(tmp / "stores" / f"r{k}", env)
+            repos.append(r)
+            run([ours, "add", f"r{k}", str(r), "--kind", "git"], ds, env)
+        for round_ in (1, 2):
+            run([ours, "commit", "-m", f"round {round_}"], ds, env)
+            for r in repos:
+                git("commit", "-q", "--allow-empty", "-m", f"round {round_}", cwd=r, env=env)
+        return {"ds": ds, "env": env, "sides": sides, "n": n}
+    return prepare
+
+
+def plan_body(text: str) -> dict:
+    plan = json.loads(text)
+    for volatile in ("created_at", "digest", "tether_version"):
+        plan.pop(volatile, None)
+    return plan
+
+
+def check_previews(ctx: dict) -> str:
+    ds, env, sides = ctx["ds"], ctx["env"], ctx["sides"]
+    seen = {}
+    for side in ("ours", "ref"):
+        for argv in PREVIEWS:
+            p = run([sides.exe(side), *argv], ds, env, check=False)
+            if p.returncode != 0:
+                raise Skip(f"{side} `{' '.join(argv)}` exited {p.returncode}: {first_line(p.stderr)}")
+            seen[side, argv[0]] = plan_body(p.stdout)
+    for argv in PREVIEWS:
+        if seen["ours", argv[0]] != seen["ref", argv[0]]:
+            raise Skip(f"the {argv[0]} plans differ")
+    writes = len(seen["ours", "commit"]["actions"])
+    return f"identical commit ({writes} actions) and gc plans"
+
+
+def cmds_previews(ctx: dict, side: str):
+    return [([ctx["sides"].exe(side), *argv], ctx["ds"]) for argv in PREVIEWS]
+
+
 # -- verify --all-history ------------------------------------------------------ #
 def ref_version() -> str:
     try:
@@ -1702,6 +1758,10 @@ def benchmarks(quick: bool) -> list[Bench]:
               summarize=sum_status_git),
         Bench("backends", "backends", reps(15), "`tether backends --json` (startup cost)",
               prep_backends, check_backends, cmds_backends),
+        Bench("plan-previews", f"plan-previews-{n_status}", reps(15),
+              f"`tether commit --dry-run --json` with {n_status} moved git objects, then "
+              "`tether gc --json` (its plan) over two commits: the planned-command driver's previews",
+              prep_previews(n_status), check_previews, cmds_previews),
         Bench("add", f"add-{n_add}", reps(5),
               f"{n_add} × `tether add dK DIR --kind file` into a fresh dataset, whole loop",
               prep_add(n_add), check_add, cmds_add, before=before_add),
