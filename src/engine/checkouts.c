@@ -11,14 +11,6 @@
 #include "util/mem.h"
 #include "vcs/dispatch.h"
 
-const char *tt_engine_dataset_rel(const tt_repo *repo)
-{
-	size_t n = strlen(repo->vcs->root);
-	if (strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/')
-		return repo->root + n + 1;
-	return "";
-}
-
 void tt_engine_checkouts_release(tt_checkouts *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
@@ -42,10 +34,9 @@ static bool own_file(tt_repo *repo, const tt_checkout *c, const char *name)
 	struct stat st;
 	if (c->here)
 		return true;
-	const char *rel = tt_engine_dataset_rel(repo);
 	char *sub = tt_asprintf(TT_DIR "/%s", name);
 	char *path = sub ? tt_path_join(c->dataset, sub) : NULL;
-	char *relpath = !sub ? NULL : *rel ? tt_asprintf("%s/%s", rel, sub) : tt_strdup(sub);
+	char *relpath = sub ? tt_path_join(tt_engine_dataset_rel(repo), sub) : NULL;
 	bool own = true;
 	if (!path || !relpath || stat(path, &st) != 0)
 		goto done;
@@ -86,7 +77,7 @@ int tt_engine_live_checkouts(tt_repo *repo, tt_checkouts *out, tt_error *err)
 	json_t *r;
 	json_array_foreach(roots, i, r) {
 		const char *root = json_string_value(r);
-		char *dataset = *rel ? tt_path_join(root, rel) : tt_strdup(root);
+		char *dataset = tt_path_join(root, rel);
 		char *wsfile = dataset ? tt_path_join(dataset, TT_DIR "/" TT_WORKSPACE_FILENAME) : NULL;
 		if (!dataset || !wsfile) {
 			free(dataset);

@@ -45,7 +45,4 @@ void tt_engine_checkouts_release(tt_checkouts *c);
  * array; empty for none or a NULL bookmark). */
 int tt_engine_bookmark_holders(tt_repo *repo, const char *bookmark, json_t **out, tt_error *err);
 
-/* The dataset root relative to the VCS root ("" when they are one). */
-const char *tt_engine_dataset_rel(const tt_repo *repo);
-
 #endif

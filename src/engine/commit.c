@@ -53,18 +53,10 @@ int tt_short_state(tt_buf *out, const json_t *state)
 	return out->failed;
 }
 
-static const char *relroot(tt_repo *repo)
-{
-	size_t n = strlen(repo->vcs->root);
-	if (strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/')
-		return repo->root + n + 1;
-	return "";
-}
-
 /* The paths a dataset commit hands the VCS: the committed surface. */
 static json_t *vcs_paths(tt_repo *repo)
 {
-	const char *rel = relroot(repo);
+	const char *rel = tt_engine_dataset_rel(repo);
 	json_t *out = json_array();
 	char *p;
 #define ADD(fmt) if ((p = *rel ? tt_asprintf("%s/" fmt, rel) : tt_strdup(fmt))) { \
@@ -110,7 +102,7 @@ static int state_listing_name(tt_repo *repo, const tt_manifest *m, char name[TT_
  * listing of its state where one is stored, nothing else under .tether/. */
 static json_t *object_paths(tt_repo *repo, const json_t *keys, tt_error *err)
 {
-	const char *rel = relroot(repo);
+	const char *rel = tt_engine_dataset_rel(repo);
 	json_t *out = json_array();
 	size_t i;
 	json_t *kv;

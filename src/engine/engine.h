@@ -164,6 +164,9 @@ int tt_engine_close_interrupted(tt_repo *repo, json_t *found, const char *by, co
 int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *context,
 			   const char *const *fields, const char *self, const char *why, tt_error *err);
 
+/* The dataset root relative to the VCS root ("" when they are one). */
+const char *tt_engine_dataset_rel(const tt_repo *repo);
+
 /* Add msg (taken; NULL: none) to the repo's warnings unless it is there
  * already (as Python's warnings registry shows each text once); the CLI
  * prints them after the command. */

@@ -79,7 +79,6 @@ int tt_gc_namespace_key(tt_backend *b, const char *kind, const json_t *loc, char
 int tt_gc_note(tt_plan *plan, char *text, tt_error *err);
 char *tt_gc_pin_of_listed(const char *id);
 int tt_gc_plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err);
-char *tt_gc_rel_join(const char *rel, const char *tail);
 int tt_gc_remote_unfetched(gc_state *s, const char **out, tt_error *err);
 int tt_gc_set_add(json_t *set, const char *k);
 bool tt_gc_set_has(const json_t *set, const char *k);

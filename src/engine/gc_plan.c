@@ -103,11 +103,6 @@ static void append_unique_str(json_t *arr, const char *v)
 	json_array_append_new(arr, json_string(v));
 }
 
-char *tt_gc_rel_join(const char *rel, const char *tail)
-{
-	return *rel ? tt_asprintf("%s/%s", rel, tail) : tt_strdup(tail);
-}
-
 /* kind + "|" + the backend's ref namespace (default: canon(identity)). */
 int tt_gc_namespace_key(tt_backend *b, const char *kind, const json_t *loc, char **out, tt_error *err)
 {

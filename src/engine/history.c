@@ -19,11 +19,7 @@
 /* ".tether/objects" relative to the VCS root. */
 char *tt_engine_objects_reldir(const tt_repo *repo)
 {
-	size_t n = strlen(repo->vcs->root);
-	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
-				  ? repo->root + n + 1 : "";
-	return *rel ? tt_asprintf("%s/" TT_DIR "/" TT_OBJECTS_DIR, rel)
-		    : tt_strdup(TT_DIR "/" TT_OBJECTS_DIR);
+	return tt_path_join(tt_engine_dataset_rel(repo), TT_DIR "/" TT_OBJECTS_DIR);
 }
 
 bool tt_engine_is_manifest_path(const char *reldir, const char *path)
@@ -525,10 +521,7 @@ static char *listing_for(tt_repo *repo, const tt_manifest *m, const char *rev)
 	if (!rel)
 		goto done;
 	if (rev) {
-		size_t n = strlen(repo->vcs->root);
-		const char *root_rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
-					       ? repo->root + n + 1 : "";
-		char *full = *root_rel ? tt_asprintf("%s/%s", root_rel, rel) : tt_strdup(rel);
+		char *full = tt_path_join(tt_engine_dataset_rel(repo), rel);
 		size_t len;
 		if (full)
 			tt_vcs_read_file_at(repo->vcs, rev, full, &text, &len, &ignored);

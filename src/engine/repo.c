@@ -34,6 +34,25 @@ const char *tt_repo_warning(const tt_repo *repo, size_t i)
 	return i < repo->nwarnings ? repo->warnings[i] : NULL;
 }
 
+static void warn(tt_repo *repo, char *msg)
+{
+	if (!msg)
+		return;
+	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
+		free(msg);
+		return;
+	}
+	repo->warnings[repo->nwarnings++] = msg;
+}
+
+const char *tt_engine_dataset_rel(const tt_repo *repo)
+{
+	size_t n = strlen(repo->vcs->root);
+	if (strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/')
+		return repo->root + n + 1;
+	return "";
+}
+
 void tt_engine_warn(tt_repo *repo, char *msg)
 {
 	if (!msg)
@@ -44,17 +63,6 @@ void tt_engine_warn(tt_repo *repo, char *msg)
 			return;
 		}
 	}
-	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
-		free(msg);
-		return;
-	}
-	repo->warnings[repo->nwarnings++] = msg;
-}
-
-static void warn(tt_repo *repo, char *msg)
-{
-	if (!msg)
-		return;
 	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
 		free(msg);
 		return;

@@ -75,9 +75,7 @@ static long long version_in(const char *text, size_t len)
 /* The dataset's path relative to the VCS root ("" at the root). */
 static char *dataset_rel(tt_repo *repo)
 {
-	size_t n = strlen(repo->vcs->root);
-	return strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/' ? tt_strdup(repo->root + n + 1)
-										      : tt_strdup("");
+	return tt_strdup(tt_engine_dataset_rel(repo));
 }
 
 /*
