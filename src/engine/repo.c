@@ -34,17 +34,6 @@ const char *tt_repo_warning(const tt_repo *repo, size_t i)
 	return i < repo->nwarnings ? repo->warnings[i] : NULL;
 }
 
-static void warn(tt_repo *repo, char *msg)
-{
-	if (!msg)
-		return;
-	if (TT_ARRAY_GROW(repo->warnings, repo->warnings_alloc, repo->nwarnings + 1) < 0) {
-		free(msg);
-		return;
-	}
-	repo->warnings[repo->nwarnings++] = msg;
-}
-
 const char *tt_engine_dataset_rel(const tt_repo *repo)
 {
 	size_t n = strlen(repo->vcs->root);
@@ -236,8 +225,8 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
 		tt_error_clear(&ignored);
 	}
 	if (repo->secrets.insecure)
-		warn(repo, tt_asprintf("%s/.tether/secrets.toml is readable by other users; `chmod 600` "
-				       "it -- it may hold credentials", repo->root));
+		tt_engine_warn(repo, tt_asprintf("%s/.tether/secrets.toml is readable by other users; "
+						 "`chmod 600` it -- it may hold credentials", repo->root));
 	*out = repo;
 	repo = NULL;
 done:
