@@ -13,6 +13,7 @@
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "core/plan.h"
+#include "engine/checkouts.h"
 #include "engine/engine.h"
 #include "engine/planned.h"
 #include "util/fault.h"
@@ -24,32 +25,16 @@
  * id8 (this one included), resolved; NULL when none. */
 static char *workspace_root(tt_repo *repo, const char *id8, tt_error *err)
 {
-	json_t *roots = NULL;
+	tt_checkouts co;
 	char *found = NULL;
-	if (tt_vcs_workspace_roots(repo->vcs, &roots, err) < 0)
+	if (tt_engine_live_checkouts(repo, &co, err) < 0)
 		return NULL;
-	size_t n = strlen(repo->vcs->root);
-	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/' ? repo->root + n + 1 : "";
-	size_t i;
-	json_t *r;
-	json_array_foreach(roots, i, r) {
-		char *droot = *rel ? tt_path_join(json_string_value(r), rel) : tt_strdup(json_string_value(r));
-		char *wsfile = droot ? tt_tether_path(droot, TT_WORKSPACE_FILENAME) : NULL;
-		if (wsfile && tt_is_file(wsfile)) {
-			tt_workspace ws;
-			int exists = 0;
-			tt_error ignored = TT_ERROR_INIT;
-			if (tt_workspace_load(&ws, droot, &exists, &ignored) == 0) {
-				if (exists && ws.workspace_id && strncmp(ws.workspace_id, id8, 8) == 0 && !found)
-					found = tt_realpath(droot);
-				tt_workspace_release(&ws);
-			}
-			tt_error_clear(&ignored);
-		}
-		free(wsfile);
-		free(droot);
+	for (size_t i = 0; !found && i < co.n; i++) {
+		const tt_checkout *c = &co.items[i];
+		if (c->ws_ok && c->ws.workspace_id && strncmp(c->ws.workspace_id, id8, 8) == 0)
+			found = tt_realpath(c->dataset);
 	}
-	json_decref(roots);
+	tt_engine_checkouts_release(&co);
 	return found;
 }
 

@@ -136,6 +136,24 @@ def test_forget_unknown_workspace_is_a_note(pair):
     assert results["ours"]["notes"][0] == "workspace deadbeef: no live checkout found"
 
 
+def test_forget_finds_no_checkout_whose_workspace_file_is_tracked(pair, env):
+    """A workspace.toml git tracks in a peer checkout is not that checkout's
+    own record (a copy comes with every clone): forget-workspace does not
+    take the checkout for the workspace it names, and deletes nothing."""
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        wt = add_worktree(d["root"], env, runner, "peer")
+        wid = workspace_id(wt)
+        git("add", "-f", ".tether/workspace.toml", cwd=wt, env=env)
+        plan = runner.json("forget-workspace", wid[:8], "--dry-run", cwd=d["root"])
+        out = runner.json("forget-workspace", wid, cwd=d["root"])
+        assert (wt / ".tether/workspace.toml").exists() and out["removed_files"] == []
+        assert "peer" in git("worktree", "list", cwd=d["root"], env=env)
+        results[name] = norm(plan, base, wid)
+    assert results["ours"] == results["theirs"]
+    assert results["ours"]["notes"][0] == "workspace <ws>: no live checkout found"
+
+
 def test_forget_from_saved_plan_and_each_applies_the_others(pair, env, tmp_path):
     (ob, od, ours), (tb, td, theirs) = pair["ours"], pair["theirs"]
     for runner, maker, applier, d in ((ours, ours, theirs, od), (theirs, theirs, ours, td)):
