@@ -23,13 +23,9 @@ void tt_engine_checkouts_release(tt_checkouts *c)
 	memset(c, 0, sizeof *c);
 }
 
-/*
- * Whether .tether/<name> of another checkout is that checkout's own record,
- * not a copy the VCS tracks there (one came with every clone, and could
- * claim pins or a bookmark as that checkout's); a tracked one is skipped
- * with a warning.
- */
-static bool own_file(tt_repo *repo, const tt_checkout *c, const char *name)
+/* A copy the VCS tracks in another checkout came with every clone, and
+ * could claim pins or a bookmark as that checkout's. */
+bool tt_engine_checkout_owns(tt_repo *repo, const tt_checkout *c, const char *name)
 {
 	struct stat st;
 	if (c->here)
@@ -106,7 +102,7 @@ int tt_engine_live_checkouts(tt_repo *repo, tt_checkouts *out, tt_error *err)
 			rc = tt_error_oom(err);
 			goto done;
 		}
-		if (own_file(repo, c, TT_WORKSPACE_FILENAME)) {
+		if (tt_engine_checkout_owns(repo, c, TT_WORKSPACE_FILENAME)) {
 			int exists = 0;
 			tt_error ignored = TT_ERROR_INIT;
 			/* One that cannot be read (mid-write, another format) is skipped. */
@@ -117,7 +113,6 @@ int tt_engine_live_checkouts(tt_repo *repo, tt_checkouts *out, tt_error *err)
 			}
 			tt_error_clear(&ignored);
 		}
-		c->ops_own = own_file(repo, c, TT_OPS_FILENAME);
 	}
 done:
 	json_decref(roots);

@@ -27,7 +27,6 @@ typedef struct tt_checkout {
 	char *dataset;    /* its dataset directory */
 	bool here;        /* this checkout */
 	bool ws_ok;       /* ws read: its workspace.toml exists, is its own and parses */
-	bool ops_own;     /* its ops.jsonl is its own (may be read) */
 	tt_workspace ws;
 } tt_checkout;
 
@@ -40,6 +39,11 @@ typedef struct tt_checkouts {
  * failure.  Skipped files are warned about on repo (tt_engine_warn). */
 int tt_engine_live_checkouts(tt_repo *repo, tt_checkouts *out, tt_error *err);
 void tt_engine_checkouts_release(tt_checkouts *c);
+
+/* Whether .tether/<name> of c is c's own record (always for this
+ * checkout): false for one the VCS tracks there or may track (it cannot
+ * tell), with a warning.  One VCS call for another checkout's file. */
+bool tt_engine_checkout_owns(tt_repo *repo, const tt_checkout *c, const char *name);
 
 /* The workspace ids (8 hex) of the other live checkouts on bookmark (a JSON
  * array; empty for none or a NULL bookmark). */

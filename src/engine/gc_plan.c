@@ -698,7 +698,7 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, walk_commit, &s.w, err)) < 0)
 		goto done;
 	if ((rc = tt_engine_live_checkouts(repo, &s.co, err)) < 0 || (rc = gather_working(&s, err)) < 0 ||
-	    (rc = tt_gc_read_journals(&s.co, &s.journal, err)) < 0 ||
+	    (rc = tt_gc_read_journals(repo, &s.co, &s.journal, err)) < 0 ||
 	    (rc = tt_gc_inflight_pins(&s.journal, s.inflight, err)) < 0)
 		goto done;
 	if ((rc = context_and_preconditions(&s, digest, head, err)) < 0 || (rc = gone_notes(&s, err)) < 0)

@@ -32,13 +32,13 @@ void tt_gc_journals_release(journals *j)
 	memset(j, 0, sizeof *j);
 }
 
-int tt_gc_read_journals(const tt_checkouts *co, journals *out, tt_error *err)
+int tt_gc_read_journals(tt_repo *repo, const tt_checkouts *co, journals *out, tt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	if (!(out->logs = tt_calloc(co->n ? co->n : 1, sizeof *out->logs)))
 		return tt_error_oom(err);
 	for (size_t i = 0; i < co->n; i++) {
-		if (!co->items[i].ops_own)
+		if (!tt_engine_checkout_owns(repo, &co->items[i], TT_OPS_FILENAME))
 			continue;
 		int rc = tt_oplog_read(co->items[i].dataset, &out->logs[out->n], err);
 		if (rc < 0) {
