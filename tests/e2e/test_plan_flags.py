@@ -9,7 +9,6 @@ message.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -76,11 +75,11 @@ def test_from_plan_with_a_preview_flag_is_refused_before_anything(name, dataset,
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_a_saved_plan_of_another_command_is_refused_by_file_name(name, dataset, tether, ref, tmp_path):
     other = "commit" if name == "gc" else "gc"
+    # a plan of another command made by each: each refuses both by name
     saved = tmp_path / f"{other}.plan"
     tether(*PLANNED[other], "--plan", str(saved), cwd=dataset)
-    # one the reference made, too: each refuses the other's by its name
     theirs_saved = tmp_path / f"{other}-ref.plan"
-    shutil.copy(saved, theirs_saved)
+    ref(*PLANNED[other], "--plan", str(theirs_saved), cwd=dataset)
     before = snapshot(dataset)
     for path in (saved, theirs_saved):
         ours = tether(*PLANNED[name], "--from-plan", str(path), cwd=dataset, check=False)
@@ -94,7 +93,6 @@ def test_a_saved_plan_of_another_command_is_refused_by_file_name(name, dataset, 
 @pytest.mark.parametrize("name", ["gc", "drop"])
 def test_where_a_preview_is_the_default_only_no_dry_run_applies(name, dataset, tether, env, tmp_path):
     tether("new", "-b", "feature", cwd=dataset)
-    git("checkout", "-q", "main", cwd=dataset, env=env)
     tether("new", "main", cwd=dataset)
     before = snapshot(dataset)
     refs = git("for-each-ref", cwd=dataset, env=env)
