@@ -29,47 +29,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tt_buf fb = TT_BUF_INIT, again = TT_BUF_INIT, file = TT_BUF_INIT, back = TT_BUF_INIT;
 		int spec = 0, rc;
 
-		rc = ic_container_read(data, size, types[t], "fuzz", (size_t)16 << 20, &fb, &spec, &err);
+		rc = tt_ic_container_read(data, size, types[t], "fuzz", (size_t)16 << 20, &fb, &spec, &err);
 		need_message(rc, &err);
 		tt_error_clear(&err);
 		if (rc == 0 && types[t] == IC_FILE_REPO) {
 			ic_repo r, r2;
-			rc = ic_repo_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &r, &err);
+			rc = tt_ic_repo_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &r, &err);
 			need_message(rc, &err);
 			tt_error_clear(&err);
 			if (rc == 0) {
 				ic_change ch = { IC_CHANGE_TAG_CREATE, "tether.fuzz", 0, NULL, 0, 1, "repo.0.X" };
-				bool fresh = ic_repo_find_ref(r.tags, r.ntags, "tether.fuzz") < 0;
+				bool fresh = tt_ic_repo_find_ref(r.tags, r.ntags, "tether.fuzz") < 0;
 				if (fresh &&
-				    ic_repo_rewrite((const uint8_t *)fb.ptr, fb.len, &r, &ch, "fuzz", &again, &err) == 0) {
+				    tt_ic_repo_rewrite((const uint8_t *)fb.ptr, fb.len, &r, &ch, "fuzz", &again, &err) == 0) {
 					/* what we write must read back, through the container too */
-					if (ic_container_write((const uint8_t *)again.ptr, again.len, IC_FILE_REPO, 2,
+					if (tt_ic_container_write((const uint8_t *)again.ptr, again.len, IC_FILE_REPO, 2,
 							       &file, &err) != 0 ||
-					    ic_container_read((const uint8_t *)file.ptr, file.len, IC_FILE_REPO, "again",
+					    tt_ic_container_read((const uint8_t *)file.ptr, file.len, IC_FILE_REPO, "again",
 							      0, &back, &spec, &err) != 0 ||
-					    ic_repo_decode((const uint8_t *)back.ptr, back.len, "again", &r2, &err) != 0) {
+					    tt_ic_repo_decode((const uint8_t *)back.ptr, back.len, "again", &r2, &err) != 0) {
 						fprintf(stderr, "rewrite does not read back: %s\n", tt_error_text(&err));
 						abort();
 					}
-					if (ic_repo_find_ref(r2.tags, r2.ntags, "tether.fuzz") < 0 || r2.nsnaps != r.nsnaps)
+					if (tt_ic_repo_find_ref(r2.tags, r2.ntags, "tether.fuzz") < 0 || r2.nsnaps != r.nsnaps)
 						abort();
-					ic_repo_release(&r2);
+					tt_ic_repo_release(&r2);
 				}
 				tt_error_clear(&err);
-				ic_repo_release(&r);
+				tt_ic_repo_release(&r);
 			}
 		} else if (rc == 0 && types[t] == IC_FILE_SNAPSHOT) {
 			ic_snapshot s;
-			rc = ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &s, &err);
+			rc = tt_ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &s, &err);
 			need_message(rc, &err);
 			if (rc == 0)
-				ic_snapshot_release(&s);
+				tt_ic_snapshot_release(&s);
 		} else if (rc == 0) {
 			ic_txlog x;
-			rc = ic_txlog_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &x, &err);
+			rc = tt_ic_txlog_decode((const uint8_t *)fb.ptr, fb.len, "fuzz", &x, &err);
 			need_message(rc, &err);
 			if (rc == 0)
-				ic_txlog_release(&x);
+				tt_ic_txlog_release(&x);
 		}
 		tt_error_clear(&err);
 		tt_buf_release(&fb);

@@ -29,31 +29,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size)
 		memcpy(buf, data, size);
-	if (ic_snapshot_decode(buf, size, "fuzz", &s, &err) == 0)
-		ic_snapshot_release(&s);
+	if (tt_ic_snapshot_decode(buf, size, "fuzz", &s, &err) == 0)
+		tt_ic_snapshot_release(&s);
 	else if (!err.message)
 		abort();
 	tt_error_clear(&err);
-	if (ic_txlog_decode(buf, size, "fuzz", &t, &err) == 0)
-		ic_txlog_release(&t);
+	if (tt_ic_txlog_decode(buf, size, "fuzz", &t, &err) == 0)
+		tt_ic_txlog_release(&t);
 	else if (!err.message)
 		abort();
 	tt_error_clear(&err);
-	if (ic_repo_decode(buf, size, "fuzz", &r, &err) == 0) {
+	if (tt_ic_repo_decode(buf, size, "fuzz", &r, &err) == 0) {
 		ic_change ch = { IC_CHANGE_BRANCH_CREATE, "tether.ws.fuzz", (uint32_t)(r.nsnaps - 1),
 				 NULL, 0, 1, "repo.0.X" };
-		bool fresh = ic_repo_find_ref(r.branches, r.nbranches, "tether.ws.fuzz") < 0;
-		if (fresh && ic_repo_rewrite(buf, size, &r, &ch, "fuzz", &again, &err) == 0) {
-			if (ic_repo_decode((const uint8_t *)again.ptr, again.len, "again", &r2, &err) != 0) {
+		bool fresh = tt_ic_repo_find_ref(r.branches, r.nbranches, "tether.ws.fuzz") < 0;
+		if (fresh && tt_ic_repo_rewrite(buf, size, &r, &ch, "fuzz", &again, &err) == 0) {
+			if (tt_ic_repo_decode((const uint8_t *)again.ptr, again.len, "again", &r2, &err) != 0) {
 				fprintf(stderr, "rewrite does not read back: %s\n", tt_error_text(&err));
 				abort();
 			}
-			if (ic_repo_find_ref(r2.branches, r2.nbranches, "tether.ws.fuzz") < 0 ||
+			if (tt_ic_repo_find_ref(r2.branches, r2.nbranches, "tether.ws.fuzz") < 0 ||
 			    r2.nbranches != r.nbranches + 1 || r2.ntags != r.ntags)
 				abort();
-			ic_repo_release(&r2);
+			tt_ic_repo_release(&r2);
 		}
-		ic_repo_release(&r);
+		tt_ic_repo_release(&r);
 	} else if (!err.message) {
 		abort();
 	}

@@ -188,57 +188,6 @@ void tt_backend_setoom(tt_error *err, const char *kind)
 	tt_error_object(err, NULL, kind);
 }
 
-int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
-		   const char *cache_dir, const char *checkout, tt_error *err)
-{
-	int rc = 0;
-	tt_backend *b = NULL;
-	int (*make)(tt_backend *b, tt_error *err) = NULL;
-
-	*out = NULL;
-	if (!kind || !kind->name)
-		return tt_error_set(err, TT_EUSAGE, "no backend kind given");
-	/* The constructor comes from the one table of kinds (backends/registry.c),
-	 * found by name: a copy of a kind under another name builds nothing. */
-	const tt_kind *registered = tt_kind_find(kind->name);
-	make = registered ? registered->make : NULL;
-	if (!make) {
-		rc = tt_error_set(err, TT_ECAPABILITY,
-				  "the %s backend is not built into this tether yet", kind->name);
-		tt_error_object(err, NULL, kind->name);
-		goto done;
-	}
-	b = tt_calloc(1, sizeof *b);
-	if (!b) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	b->kind = kind;
-	b->config = config ? json_deep_copy(config) : json_object();
-	b->secret_rules = json_object();
-	b->cache_dir = cache_dir ? tt_strdup(cache_dir) : NULL;
-	b->checkout = checkout ? tt_strdup(checkout) : NULL;
-	if (!b->config || !b->secret_rules || (cache_dir && !b->cache_dir) ||
-	    (checkout && !b->checkout)) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	rc = make(b, err);
-	if (rc)
-		goto done;
-	if (!b->ops || b->ops->abi != TT_BACKEND_ABI) {
-		rc = tt_error_set(err, TT_EBACKEND, "the %s backend speaks another backend ABI",
-				  kind->name);
-		tt_error_object(err, NULL, kind->name);
-		goto done;
-	}
-	*out = b;
-	b = NULL;
-done:
-	tt_backend_free(b);
-	return rc;
-}
-
 void tt_backend_free(tt_backend *b)
 {
 	if (!b)

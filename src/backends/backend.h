@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -108,6 +109,18 @@ typedef struct tt_history_entry {
 } tt_history_entry;
 void tt_history_release(tt_history_entry *entries, size_t n);
 
+/* Work a backend reports while a call runs: files and bytes read so far
+ * out of what the call has to read (the file kind's hashing; answers from
+ * a cache are not counted).  Called from the backend's own threads,
+ * possibly from several at once: the callback must be thread-safe and
+ * cheap (a progress bar throttles itself). */
+typedef struct tt_backend_work {
+	uint64_t files_done, files_total;
+	uint64_t bytes_done, bytes_total;
+	uint64_t bytes_step;  /* read for the file this call reports */
+} tt_backend_work;
+typedef void (*tt_backend_work_fn)(void *ctx, const tt_backend_work *p);
+
 typedef struct tt_backend tt_backend;
 
 typedef struct tt_backend_ops {
@@ -171,11 +184,13 @@ typedef struct tt_backend_ops {
 		     const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err);
 	/* Whether promote (merge false) or merge could move the base onto
 	 * source now, moving nothing: TT_EBACKEND naming what stands in the way
-	 * (a lock file left behind, a dirty or missing checkout) and its fix.
-	 * promote asks it of every object before it moves any.  NULL: the move
-	 * itself is the only check. */
-	int (*check_move)(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
-			  tt_error *err);
+	 * (a lock file left behind, a dirty or missing checkout) and its fix,
+	 * TT_EREFMOVED when the base is no longer at expected (the head the
+	 * plan reviewed, as promote and merge receive it).  promote asks it of
+	 * every object before it moves any.  NULL: the move itself is the only
+	 * check. */
+	int (*check_move)(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+			  bool merge, tt_error *err);
 	/* *answer: 1 yes, 0 no, -1 unknown. */
 	int (*ancestor_of)(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			   const tt_target *descendant, int *answer, tt_error *err);
@@ -237,12 +252,24 @@ typedef struct tt_backend_ops {
 	int (*rename_ref)(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
 			  tt_error *err);
 
+	/* For a caller in this process that opens the object's store itself:
+	 * the options its object-store URI is opened with, credentials
+	 * included (*out a new object; never into a message, a state or the
+	 * journal).  NULL: the kind opens no object store (the caller adds
+	 * nothing). */
+	int (*storage_options)(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
+	/* Report the work of the calls that follow to fn (NULL: stop).
+	 * NULL: the kind reports none. */
+	void (*progress)(tt_backend *b, tt_backend_work_fn fn, void *ctx);
+
 	/* What to do instead, appended to a refused promote (NULL: nothing). */
 	const char *promote_hint;
-	/* Why a kind without PIN / FORK cannot: the text of the capability
-	 * error the kit's stubs (backends/kit.h) and the dispatcher give. */
+	/* Why a kind without PIN / FORK / MERGE cannot: the text of the
+	 * capability error the kit's stubs (backends/kit.h) and the dispatcher
+	 * give. */
 	const char *no_pin;
 	const char *no_fork;
+	const char *no_merge;  /* tt_kit_no_merge's text: a kind that promotes but cannot merge */
 
 	void (*free)(tt_backend *b);
 } tt_backend_ops;
@@ -258,10 +285,7 @@ struct tt_backend {
 	void *impl;           /* the backend's own state */
 };
 
-/* Build the backend for a kind: TT_ECAPABILITY naming the kind when this
- * tether does not include it yet. */
-int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
-		   const char *cache_dir, const char *checkout, tt_error *err);
+/* Built by tt_backend_new (backends/registry.h).  NULL-safe. */
 void tt_backend_free(tt_backend *b);
 
 /* Replace b's secret rules (see tt_secrets_rules); takes the reference. */
@@ -324,10 +348,6 @@ static inline int tt_backend_code(int code)
 int tt_delta_backend_new(tt_backend *b, tt_error *err);
 int tt_lance_backend_new(tt_backend *b, tt_error *err);
 int tt_icechunk_backend_new(tt_backend *b, tt_error *err);
-/* An s3:// repository's store options as icechunk opens it: the object's
- * secrets with the locator's region, allow_http a boolean (they hold
- * credentials: never into a message, state or the journal). */
-int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
 /* ducklake */
 int tt_ducklake_backend_new(tt_backend *b, tt_error *err);
 /* iceberg: tables through a SQL catalog (backends/iceberg/) */

@@ -42,6 +42,8 @@ static int missing(const tt_backend *b, const char *op, tt_error *err)
 		why = b->ops->no_pin;
 	else if (strcmp(op, "fork") == 0)
 		why = b->ops->no_fork;
+	else if (strcmp(op, "merge") == 0)
+		why = b->ops->no_merge;
 	int rc = why ? TT_BACKEND_ERR(err, kind_of(b), TT_ECAPABILITY, "%s", why)
 		     : TT_BACKEND_ERR(err, kind_of(b), TT_ECAPABILITY, "the %s backend cannot %s",
 				      kind_of(b), op);
@@ -181,12 +183,12 @@ int tt_backend_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	return done(b, "merge", b->ops->merge(b, loc, source, message, expected, new_state, conflicts, err), err);
 }
 
-int tt_backend_check_move(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
-		tt_error *err)
+int tt_backend_check_move(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+		bool merge, tt_error *err)
 {
 	if (!b->ops->check_move)
 		return missing(b, "check_move", err);
-	return done(b, "check_move", b->ops->check_move(b, loc, source, merge, err), err);
+	return done(b, "check_move", b->ops->check_move(b, loc, source, expected, merge, err), err);
 }
 
 int tt_backend_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
@@ -322,6 +324,21 @@ int tt_backend_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
 	if (!b->ops->check_locator)
 		return missing(b, "check_locator", err);
 	return done(b, "check_locator", b->ops->check_locator(b, loc, err), err);
+}
+
+int tt_backend_storage_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	if (out)
+		*out = NULL;
+	if (!b->ops->storage_options)
+		return 0;
+	return done(b, "storage_options", b->ops->storage_options(b, loc, out, err), err);
+}
+
+void tt_backend_progress(tt_backend *b, tt_backend_work_fn fn, void *ctx)
+{
+	if (b->ops->progress)
+		b->ops->progress(b, fn, ctx);
 }
 
 int tt_backend_rename_ref(tt_backend *b, const json_t *loc, const char *old, const char *new_name,

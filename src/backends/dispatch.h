@@ -7,8 +7,8 @@
  * TT_ECAPABILITY naming the kind (the ops' no_pin / no_fork reason for the
  * pin and fork ops), names the kind on every error the backend left
  * without one, and reports each call to the trace hook.  The refinements
- * with a documented default (effective_capabilities, state_addressable)
- * give that default when missing.  tt_backend_has(b, op) asks whether a
+ * with a documented default (effective_capabilities, state_addressable,
+ * storage_options, progress) give that default when missing.  tt_backend_has(b, op) asks whether a
  * kind implements an optional op at all (the engine's defaults for
  * base_branch, branch_scope, ... hang on it).
  */
@@ -50,8 +50,8 @@ int tt_backend_promote(tt_backend *b, const json_t *loc, const tt_target *source
 		const tt_expect *expected, json_t **new_state, tt_error *err);
 int tt_backend_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
 		const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err);
-int tt_backend_check_move(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
-		tt_error *err);
+int tt_backend_check_move(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+		bool merge, tt_error *err);
 int tt_backend_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
 		const tt_target *descendant, int *answer, tt_error *err);
 int tt_backend_listing(tt_backend *b, const json_t *loc, const json_t *state, char **text,
@@ -77,6 +77,10 @@ int tt_backend_check_quiescence(tt_backend *b, const json_t *loc, const char *wo
 int tt_backend_clear_partial_fork(tt_backend *b, const json_t *loc, const char *name, bool *cleared,
 		tt_error *err);
 int tt_backend_check_locator(tt_backend *b, const json_t *loc, tt_error *err);
+/* *out NULL (and 0) where the kind opens no object store. */
+int tt_backend_storage_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err);
+/* Nothing where the kind reports no progress. */
+void tt_backend_progress(tt_backend *b, tt_backend_work_fn fn, void *ctx);
 int tt_backend_rename_ref(tt_backend *b, const json_t *loc, const char *old, const char *new_name,
 		tt_error *err);
 

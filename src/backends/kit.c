@@ -4,10 +4,14 @@
 #include "backends/kit.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ids.h"
+#include "storage/store.h"
+#include "util/json.h"
 
 static const char *kind_of(const tt_backend *b)
 {
@@ -63,6 +67,16 @@ int tt_kit_no_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	(void)loc, (void)source, (void)name, (void)expected;
 	*ref_out = NULL;
 	const char *why = b->ops && b->ops->no_fork ? b->ops->no_fork : "this kind cannot fork";
+	return TT_BACKEND_ERR(err, kind_of(b), TT_ECAPABILITY, "%s", why);
+}
+
+int tt_kit_no_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
+		    const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
+{
+	(void)loc, (void)source, (void)message, (void)expected;
+	*new_state = NULL;
+	*conflicts = NULL;
+	const char *why = b->ops && b->ops->no_merge ? b->ops->no_merge : "this kind cannot merge";
 	return TT_BACKEND_ERR(err, kind_of(b), TT_ECAPABILITY, "%s", why);
 }
 
@@ -129,9 +143,27 @@ int tt_kit_locator_version_at(const json_t *loc, const char *kind, const char *w
 	return 0;
 }
 
-int tt_kit_storage_options(tt_backend *b, const json_t *loc, const json_t *loc_region, json_t **out,
-			   tt_error *err)
+int tt_kit_uri_identity(const tt_backend *b, const char *uri, json_t **out, tt_error *err)
 {
+	char *path = NULL;
+	int rc = tt_store_local_path(uri, &path);
+	const char *canon = path ? path : uri;
+	*out = NULL;
+	if (rc < 0)
+		return TT_BACKEND_OOM(err, kind_of(b));
+	if (!tt_utf8_valid(canon, strlen(canon)))
+		rc = TT_BACKEND_ERR(err, kind_of(b), TT_EBACKEND, "the path is not valid UTF-8: %s", canon);
+	else if (!(*out = json_pack("{s:s}", "uri", canon)))
+		rc = TT_BACKEND_OOM(err, kind_of(b));
+	else
+		rc = 0;
+	free(path);
+	return rc;
+}
+
+int tt_kit_storage_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	const json_t *loc_region = json_object_get(loc, "region");
 	static const char *const region_keys[] = { "region", "aws_region", "default_region",
 						    "aws_default_region", NULL };
 	static const char *const secret_keys[] = { "access_key_id", "secret_access_key",
@@ -194,4 +226,30 @@ oom:
 	json_decref(all);
 	json_decref(o);
 	return tt_error_oom(err);
+}
+
+static tt_kit_note_fn note_fn;
+static void *note_ctx;
+
+void tt_kit_set_note(tt_kit_note_fn fn, void *ctx)
+{
+	note_fn = fn;
+	note_ctx = ctx;
+}
+
+bool tt_kit_noting(void)
+{
+	return note_fn != NULL;
+}
+
+void tt_kit_note(const char *kind, const char *about, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	if (!note_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	note_fn(note_ctx, kind, about, what);
 }

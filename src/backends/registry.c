@@ -3,7 +3,8 @@
  * describes (capabilities, maturity, locator keys, what a committed
  * tether.toml may set, volatile state keys), its constructor and its
  * locator check (beside its backend, backends/<kind>/<kind>_locator.c).
- * Adding a kind is adding one entry here.
+ * Adding a kind is adding one entry here.  Building a backend of a kind
+ * (tt_backend_new) is here too: the one place above every backend.
  */
 #include "backends/registry.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "util/mem.h"
 
 /* --- the table ------------------------------------------------------------ */
 
@@ -26,6 +28,7 @@
 static const tt_kind kinds[] = {
 	{
 		.name = "delta",
+		.query = TT_QUERY_DELTA,
 		.maturity = "stable",
 		.caps = TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF |
 			TT_CAP_HISTORY,
@@ -42,6 +45,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "dolt",
+		.query = TT_QUERY_DOLT,
 		.maturity = "experimental",
 		.caps = TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |
 			TT_CAP_PROMOTE | TT_CAP_MERGE,
@@ -53,10 +57,12 @@ static const tt_kind kinds[] = {
 		.safe_option_keys = NONE,
 		.volatile_keys = NONE,
 		.uri_keys = L("uri", "path"),
+		.locator_key = "url", /* mysql://user@host:port/database */
 		.validate_locator = tt_dolt_validate_locator,
 	},
 	{
 		.name = "ducklake",
+		.query = TT_QUERY_DUCKLAKE,
 		.maturity = "experimental",
 		.caps = TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF |
 			TT_CAP_HISTORY,
@@ -72,6 +78,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "file",
+		.query = TT_QUERY_FILES,
 		.maturity = "stable",
 		.caps = TIER_ADDR | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_DIFF | TT_CAP_CREATE,
 		.built = true,
@@ -83,9 +90,11 @@ static const tt_kind kinds[] = {
 		.safe_option_keys = STORAGE_OPTS,
 		.volatile_keys = NONE,
 		.uri_keys = L("uri", "path"),
+		.checkout_keys = L("fsmonitor"),
 	},
 	{
 		.name = "git",
+		.query = TT_QUERY_COMMITS,
 		.maturity = "stable",
 		.caps = TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF |
 			TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_MERGE | TT_CAP_CREATE |
@@ -99,10 +108,12 @@ static const tt_kind kinds[] = {
 		.safe_option_keys = NONE,
 		.volatile_keys = L("change_id", "dirty"),
 		.uri_keys = L("uri", "path"),
+		.vcs_config_keys = L("git_path", "jj_path"),
 		.validate_locator = tt_git_validate_locator,
 	},
 	{
 		.name = "iceberg",
+		.query = TT_QUERY_ICEBERG,
 		.maturity = "experimental",
 		.caps = TIER_FORK | TT_CAP_RETENTION_BOUND | TT_CAP_DIFF | TT_CAP_HISTORY |
 			TT_CAP_PROMOTE,
@@ -117,6 +128,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "icechunk",
+		.query = TT_QUERY_ARRAYS,
 		.maturity = "stable",
 		.caps = TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY |
 			TT_CAP_PROMOTE | TT_CAP_CREATE,
@@ -133,6 +145,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "lance",
+		.query = TT_QUERY_LANCE,
 		.maturity = "stable",
 		.caps = TIER_FORK | TT_CAP_ATOMIC_REF | TT_CAP_DIFF | TT_CAP_HISTORY,
 		.built = true,
@@ -147,6 +160,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "memory",
+		.query = TT_QUERY_SPEC,
 		.maturity = "stable",
 		.caps = TIER_FORK | TT_CAP_CHEAP_FINGERPRINT | TT_CAP_ATOMIC_REF | TT_CAP_DIFF |
 			TT_CAP_HISTORY | TT_CAP_PROMOTE | TT_CAP_MERGE | TT_CAP_CREATE |
@@ -162,6 +176,7 @@ static const tt_kind kinds[] = {
 	},
 	{
 		.name = "neon",
+		.query = TT_QUERY_NEON,
 		.maturity = "experimental",
 		.caps = TIER_FORK | TT_CAP_NEEDS_QUIESCENCE | TT_CAP_RETENTION_BOUND |
 			TT_CAP_BRANCH_IS_STORAGE,
@@ -186,10 +201,7 @@ const tt_kind *tt_kinds(size_t *count)
 
 const tt_kind *tt_kind_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strcmp(kinds[i].name, name) == 0)
-			return &kinds[i];
-	return NULL;
+	return tt_kind_in(kinds, sizeof kinds / sizeof kinds[0], name);
 }
 
 int tt_kind_lookup(const tt_kind **out, const char *name, tt_error *err)
@@ -206,4 +218,57 @@ int tt_kind_lookup(const tt_kind **out, const char *name, tt_error *err)
 		return tt_error_set(err, TT_ECONFIG,
 				    "the lakefs backend was removed in tether-vcs 0.1.0b4 (known: %s)", known);
 	return tt_error_set(err, TT_ECONFIG, "unknown backend kind: '%s' (known: %s)", name, known);
+}
+
+/* --- building a backend of a kind -------------------------------------- */
+
+int tt_backend_new(tt_backend **out, const tt_kind *kind, const json_t *config,
+		   const char *cache_dir, const char *checkout, tt_error *err)
+{
+	int rc = 0;
+	tt_backend *b = NULL;
+	int (*make)(tt_backend *b, tt_error *err) = NULL;
+
+	*out = NULL;
+	if (!kind || !kind->name)
+		return tt_error_set(err, TT_EUSAGE, "no backend kind given");
+	/* The constructor comes from the one table of kinds, found by name: a
+	 * copy of a kind under another name builds nothing. */
+	const tt_kind *registered = tt_kind_find(kind->name);
+	make = registered ? registered->make : NULL;
+	if (!make) {
+		rc = tt_error_set(err, TT_ECAPABILITY,
+				  "the %s backend is not built into this tether yet", kind->name);
+		tt_error_object(err, NULL, kind->name);
+		goto done;
+	}
+	b = tt_calloc(1, sizeof *b);
+	if (!b) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	b->kind = kind;
+	b->config = config ? json_deep_copy(config) : json_object();
+	b->secret_rules = json_object();
+	b->cache_dir = cache_dir ? tt_strdup(cache_dir) : NULL;
+	b->checkout = checkout ? tt_strdup(checkout) : NULL;
+	if (!b->config || !b->secret_rules || (cache_dir && !b->cache_dir) ||
+	    (checkout && !b->checkout)) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	rc = make(b, err);
+	if (rc)
+		goto done;
+	if (!b->ops || b->ops->abi != TT_BACKEND_ABI) {
+		rc = tt_error_set(err, TT_EBACKEND, "the %s backend speaks another backend ABI",
+				  kind->name);
+		tt_error_object(err, NULL, kind->name);
+		goto done;
+	}
+	*out = b;
+	b = NULL;
+done:
+	tt_backend_free(b);
+	return rc;
 }

@@ -1,5 +1,6 @@
-/* core/kinds.c - capability names and tiers, volatile state keys (see
- * kinds.h); the table of kinds itself is backends/registry.c. */
+/* core/kinds.c - capability names and tiers, finding a kind in a table,
+ * volatile state keys (see kinds.h); the table of kinds itself is
+ * backends/registry.c. */
 #include "core/kinds.h"
 
 #include <string.h>
@@ -26,6 +27,14 @@ const char *tt_tier_name(unsigned caps)
 	if (caps & TT_CAP_ADDRESSABLE)
 		return "addressable";
 	return "observed";
+}
+
+const tt_kind *tt_kind_in(const tt_kind *kinds, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return &kinds[i];
+	return NULL;
 }
 
 bool tt_kind_is_volatile(const tt_kind *k, const char *state_key)

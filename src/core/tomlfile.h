@@ -14,7 +14,7 @@
 
 /* Set err to TT_ECONFIG, "<file>:<line>:<col>: <message>" (position of v;
  * just "<file>: " when v carries none). Returns TT_ECONFIG. */
-int tt_toml_refuse(tt_error *err, const char *file, const toml_value *v, const char *fmt, ...)
+int tt_toml_refuse(tt_error *err, const char *file, const tt_toml_value *v, const char *fmt, ...)
 	TT_PRINTF(4, 5);
 
 /*
@@ -22,15 +22,15 @@ int tt_toml_refuse(tt_error *err, const char *file, const toml_value *v, const c
  * (the caller's default stands); a value of the wrong type is refused with
  * its position.  `where` names the table in messages ("[snapshot]").
  */
-int tt_toml_get_bool(const toml_value *t, const char *key, bool *out, const char *file,
+int tt_toml_get_bool(const tt_toml_value *t, const char *key, bool *out, const char *file,
 		     const char *where, tt_error *err);
-int tt_toml_get_int(const toml_value *t, const char *key, int64_t *out, const char *file,
+int tt_toml_get_int(const tt_toml_value *t, const char *key, int64_t *out, const char *file,
 		    const char *where, tt_error *err);
 /* *out points into the tree (valid while it lives). */
-int tt_toml_get_str(const toml_value *t, const char *key, const char **out, const char *file,
+int tt_toml_get_str(const tt_toml_value *t, const char *key, const char **out, const char *file,
 		    const char *where, tt_error *err);
 /* A sub-table (NULL when absent); anything else there is refused. */
-int tt_toml_get_table(const toml_value *t, const char *key, const toml_value **out,
+int tt_toml_get_table(const tt_toml_value *t, const char *key, const tt_toml_value **out,
 		      const char *file, const char *where, tt_error *err);
 
 #endif

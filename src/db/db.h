@@ -107,7 +107,8 @@ void tt_db_rows_release(tt_db_rows *rows);
 int tt_db_exec_many(tt_db *db, const char *sql, const tt_db_value *params, size_t ncols, size_t nrows,
 		    tt_error *err);
 
-/* Backend entry points behind tt_db_open (db_sqlite.c, db_pg.c, db_mysql.c). */
+/* Backend entry points behind tt_db_open (db_sqlite.c, db_pg.c, db_mysql.c;
+ * chosen in db/open.c). */
 typedef struct tt_db_ops {
 	const char *kind;
 	int (*exec)(tt_db *db, const char *sql, const tt_db_value *params, size_t n, tt_db_rows *out,

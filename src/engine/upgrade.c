@@ -7,9 +7,12 @@
  * The parts, oldest first, each only for a dataset recorded below the
  * version it was made for:
  *   - (below 4) dataset-namespaced refs: pins and working branches renamed
- *     in every store, history rewritten to the new names.  Not built here:
- *     a dataset that needs it is refused before anything is written, naming
- *     the part and tether-vcs 0.1.0b7's `tether upgrade`;
+ *     in every store (in place where the kind renames, else pinned or
+ *     forked anew and the old one dropped), history rewritten to the new
+ *     names (plan_v2, apply_v2).  A dataset whose VCS cannot rewrite its
+ *     history, or whose kind cannot rename its refs here, is refused
+ *     before anything is written, naming tether-vcs 0.1.0b7's `tether
+ *     upgrade` (v2_refusals);
  *   - (below 4) content-hashed file states, no write policy: `write = ...`
  *     lines dropped, local `file` states re-read into content hashes, a
  *     workspace from before bookmarks put on one as init would;
@@ -59,15 +62,15 @@
 static long long version_in(const char *text, size_t len)
 {
 	tt_error ig = TT_ERROR_INIT;
-	toml_value *doc = NULL;
-	const toml_value *tether = NULL;
+	tt_toml_value *doc = NULL;
+	const tt_toml_value *tether = NULL;
 	int64_t version = 1;
 	long long out = -1;
-	if (text && toml_parse(&doc, text, len, TT_CONFIG_FILENAME, &ig) == 0 &&
+	if (text && tt_toml_parse(&doc, text, len, TT_CONFIG_FILENAME, &ig) == 0 &&
 	    tt_toml_get_table(doc, "tether", &tether, TT_CONFIG_FILENAME, "", &ig) == 0 &&
 	    tt_toml_get_int(tether, "version", &version, TT_CONFIG_FILENAME, "[tether]", &ig) == 0)
 		out = (long long)version;
-	toml_free(doc);
+	tt_toml_free(doc);
 	tt_error_clear(&ig);
 	return out;
 }
@@ -446,7 +449,7 @@ static void hist_release(hist_manifests *h)
 	memset(h, 0, sizeof *h);
 }
 
-/* --- v2: dataset-namespaced refs ------------------------------------------ */
+/* --- v2: does the dataset need its refs namespaced? ------------------------ */
 
 static int needs_namespacing(tt_repo *repo, bool *out, tt_error *err)
 {
@@ -1488,7 +1491,7 @@ static int apply_v5(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 	return rc;
 }
 
-/* --- v2: dataset-namespaced refs ------------------------------------------- */
+/* --- v2: dataset-namespaced refs, planned and applied ---------------------- */
 
 #define WS_PREFIX "tether.ws."
 

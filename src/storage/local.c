@@ -433,46 +433,23 @@ static int write_blob(tt_store *s, const char *key, const void *data, size_t len
 	return rc;
 }
 
-static int local_put(tt_store *s, const char *key, const void *data, size_t len,
-		     tt_store_meta *meta, tt_error *err)
-{
-	int fd = lock_dir(s, key, err), rc;
-	if (fd < 0)
-		return fd;
-	rc = write_blob(s, key, data, len, false, err);
-	if (rc == 0)
-		rc = after_write(s, key, meta, err);
-	unlock_dir(fd);
-	return rc;
-}
-
-static int local_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,
-			       tt_store_meta *meta, tt_error *err)
-{
-	int fd = lock_dir(s, key, err), rc;
-	if (fd < 0)
-		return fd;
-	rc = write_blob(s, key, data, len, true, err);
-	if (rc == 0)
-		rc = after_write(s, key, meta, err);
-	unlock_dir(fd);
-	return rc;
-}
-
-static int local_put_if_match(tt_store *s, const char *key, const char *etag, const void *data,
-			      size_t len, tt_store_meta *meta, tt_error *err)
+/* Under the directory's lock: the condition checked, then the blob written. */
+static int local_put(tt_store *s, const char *key, tt_store_cond cond, const char *etag,
+		     const void *data, size_t len, tt_store_meta *meta, tt_error *err)
 {
 	tt_store_meta cur = { 0 };
-	int fd = lock_dir(s, key, err), rc;
+	int fd = lock_dir(s, key, err), rc = 0;
 	if (fd < 0)
 		return fd;
-	rc = local_head(s, key, NULL, &cur, err);
-	if (rc == 0 && strcmp(cur.etag, etag) != 0)
-		rc = tt_error_set(err, TT_EREFMOVED,
-				  "%s: blob '%s' moved meanwhile (etag %s, expected %s); read it again "
-				  "and retry", s->display, key, cur.etag, etag);
+	if (cond == TT_STORE_PUT_IF_MATCH) {
+		rc = local_head(s, key, NULL, &cur, err);
+		if (rc == 0 && strcmp(cur.etag, etag) != 0)
+			rc = tt_error_set(err, TT_EREFMOVED,
+					  "%s: blob '%s' moved meanwhile (etag %s, expected %s); read it "
+					  "again and retry", s->display, key, cur.etag, etag);
+	}
 	if (rc == 0)
-		rc = write_blob(s, key, data, len, false, err);
+		rc = write_blob(s, key, data, len, cond == TT_STORE_PUT_IF_ABSENT, err);
 	if (rc == 0)
 		rc = after_write(s, key, meta, err);
 	unlock_dir(fd);
@@ -559,8 +536,6 @@ static const tt_store_ops local_ops = {
 	.list_keys = local_list_keys,
 	.list_names = local_list_names,
 	.put = local_put,
-	.put_if_absent = local_put_if_absent,
-	.put_if_match = local_put_if_match,
 	.del = local_del,
 	.delete_tree = local_delete_tree,
 	.has_dir = local_has_dir,

@@ -1,7 +1,8 @@
 /*
  * storage/store.c - what every store shares: URI parsing, key checks, the
- * vtable calls (key validation and out-parameter resets in one place) and
- * the release functions.
+ * vtable calls (key validation and out-parameter resets in one place),
+ * what is derived from a store's primitives (the three kinds of write,
+ * paging, names, deleting a tree), and the release functions.
  */
 #include "storage/store.h"
 
@@ -304,6 +305,21 @@ int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_
 								     max_keys ? max_keys : 1000, out, err);
 }
 
+int tt_store_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			tt_store_page *out, tt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (!s->ops->list_after)
+		return tt_error_set(err, TT_ECAPABILITY, "%s: this store cannot list after a key",
+				    s->display);
+	return s->ops->list_after(s, prefix ? prefix : "", after, max_keys ? max_keys : 1000, out, err);
+}
+
+bool tt_store_lists_after(const tt_store *s)
+{
+	return s->ops->list_after != NULL;
+}
+
 int tt_store_each_key(tt_store *s, const char *prefix, tt_store_key_fn fn, void *ctx, tt_error *err)
 {
 	char *token = NULL;
@@ -395,40 +411,37 @@ bool tt_store_has_dir(tt_store *s, const char *dir)
 	return yes;
 }
 
-int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
-		 tt_store_meta *meta, tt_error *err)
+/* The three writes: the put op with its condition. */
+static int put(tt_store *s, const char *key, tt_store_cond cond, const char *etag, const void *data,
+	       size_t len, tt_store_meta *meta, tt_error *err)
 {
 	int rc;
 	if (meta)
 		memset(meta, 0, sizeof *meta);
 	if ((rc = pre(s, key, NULL, err)))
 		return rc;
-	return s->ops->put(s, key, data, len, meta, err);
+	if (cond == TT_STORE_PUT_IF_MATCH && (!etag || !*etag))
+		return tt_error_set(err, TT_EUSAGE, "%s: conditional write of '%s' needs an etag",
+				    s->display, key);
+	return s->ops->put(s, key, cond, etag, data, len, meta, err);
+}
+
+int tt_store_put(tt_store *s, const char *key, const void *data, size_t len,
+		 tt_store_meta *meta, tt_error *err)
+{
+	return put(s, key, TT_STORE_PUT_ANY, NULL, data, len, meta, err);
 }
 
 int tt_store_put_if_absent(tt_store *s, const char *key, const void *data, size_t len,
 			   tt_store_meta *meta, tt_error *err)
 {
-	int rc;
-	if (meta)
-		memset(meta, 0, sizeof *meta);
-	if ((rc = pre(s, key, NULL, err)))
-		return rc;
-	return s->ops->put_if_absent(s, key, data, len, meta, err);
+	return put(s, key, TT_STORE_PUT_IF_ABSENT, NULL, data, len, meta, err);
 }
 
 int tt_store_put_if_match(tt_store *s, const char *key, const char *etag, const void *data,
 			  size_t len, tt_store_meta *meta, tt_error *err)
 {
-	int rc;
-	if (meta)
-		memset(meta, 0, sizeof *meta);
-	if ((rc = pre(s, key, NULL, err)))
-		return rc;
-	if (!etag || !*etag)
-		return tt_error_set(err, TT_EUSAGE, "%s: conditional write of '%s' needs an etag",
-				    s->display, key);
-	return s->ops->put_if_match(s, key, etag, data, len, meta, err);
+	return put(s, key, TT_STORE_PUT_IF_MATCH, etag, data, len, meta, err);
 }
 
 int tt_store_delete(tt_store *s, const char *key, tt_error *err)

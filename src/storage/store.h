@@ -136,6 +136,20 @@ void tt_store_page_release(tt_store_page *p);
 
 typedef struct tt_store tt_store;
 
+/* What a write asks of the blob it would replace. */
+typedef enum tt_store_cond {
+	TT_STORE_PUT_ANY,       /* nothing: an unconditional write */
+	TT_STORE_PUT_IF_ABSENT, /* that there is none (else TT_EEXISTS) */
+	TT_STORE_PUT_IF_MATCH   /* that it has the etag given (else TT_EREFMOVED; TT_ENOTFOUND
+				 * when there is none) */
+} tt_store_cond;
+
+/*
+ * A store's primitives.  What can be derived from them is written once in
+ * store.c (the three kinds of write, paging, names under a directory,
+ * deleting a tree); the optional ops are where a store does it better
+ * itself.
+ */
 typedef struct tt_store_ops {
 	/* Whole blob into out (whose cap applies: TT_ELIMIT past it); meta
 	 * (may be NULL) gets its head.  version NULL: the current one. */
@@ -150,19 +164,14 @@ typedef struct tt_store_ops {
 	 * page; max_keys 0 = the store's default (1000). */
 	int (*list)(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		    tt_store_page *out, tt_error *err);
-	/* Unconditional write. meta (may be NULL) gets the new etag/version. */
-	int (*put)(tt_store *s, const char *key, const void *data, size_t len,
-		   tt_store_meta *meta, tt_error *err);
-	int (*put_if_absent)(tt_store *s, const char *key, const void *data, size_t len,
-			     tt_store_meta *meta, tt_error *err);
-	int (*put_if_match)(tt_store *s, const char *key, const char *etag, const void *data,
-			    size_t len, tt_store_meta *meta, tt_error *err);
+	/* The one write, with what it asks of the blob it replaces (etag: for
+	 * TT_STORE_PUT_IF_MATCH, non-empty; else NULL).  meta (may be NULL)
+	 * gets the new etag/version. */
+	int (*put)(tt_store *s, const char *key, tt_store_cond cond, const char *etag,
+		   const void *data, size_t len, tt_store_meta *meta, tt_error *err);
 	int (*del)(tt_store *s, const char *key, tt_error *err);
 	void (*close)(tt_store *s);
-	/* Optional (NULL where the store cannot): the first page of the keys
-	 * under prefix that sort after `after` (S3's start-after); the page's
-	 * `next` goes on through list.  Lets a caller list key ranges in
-	 * parallel. */
+	/* Optional (NULL where the store cannot; see tt_store_list_after). */
 	int (*list_after)(tt_store *s, const char *prefix, const char *after, size_t max_keys,
 			  tt_store_page *out, tt_error *err);
 	/* Optional: list with the keys only (every meta zero), where that is
@@ -195,7 +204,8 @@ struct tt_store {
 int tt_store_local_open(const char *dir, bool create, tt_store **out, tt_error *err);
 
 /* Calls through the vtable; each validates the key first and resets its
- * out-parameters.  NULL-safe close. */
+ * out-parameters.  NULL-safe close.  The three writes are the put op's
+ * three conditions. */
 int tt_store_get(tt_store *s, const char *key, const char *version, tt_buf *out,
 		 tt_store_meta *meta, tt_error *err);
 int tt_store_get_range(tt_store *s, const char *key, const char *version, uint64_t off,
@@ -209,6 +219,13 @@ int tt_store_list(tt_store *s, const char *prefix, const char *token, size_t max
  * without them; the keys and pages are list's. */
 int tt_store_list_keys(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		       tt_store_page *out, tt_error *err);
+/* The first page of the keys under prefix that sort after `after` (S3's
+ * start-after); the page's `next` goes on through tt_store_list.  Lets a
+ * caller list key ranges in parallel, where the store can
+ * (tt_store_lists_after); TT_ECAPABILITY where it cannot. */
+int tt_store_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
+			tt_store_page *out, tt_error *err);
+bool tt_store_lists_after(const tt_store *s);
 /* fn for every key under prefix, the listing paged to its end in list
  * order; fn's nonzero return stops it and is returned. */
 typedef int (*tt_store_key_fn)(const char *key, void *ctx, tt_error *err);

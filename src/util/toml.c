@@ -1,6 +1,6 @@
 /*
  * util/toml.c - the TOML 1.0 tree and parser (the writer and the JSON
- * conversions are in toml_write.c).
+ * conversions are in tt_toml_write.c).
  *
  * The parser is a single pass over the text.  Before it runs, the whole
  * document is checked once for valid UTF-8 and for raw control characters:
@@ -42,11 +42,11 @@ enum {
 typedef struct toml_entry {
 	char *key;        /* NUL-terminated, but may hold NULs: see klen */
 	size_t klen;
-	toml_value *val;
+	tt_toml_value *val;
 } toml_entry;
 
-struct toml_value {
-	toml_type type;
+struct tt_toml_value {
+	tt_toml_type type;
 	int line, col;
 	unsigned flags;
 	int depth;
@@ -58,7 +58,7 @@ struct toml_value {
 			size_t index_cap;
 		} tab;
 		struct {
-			toml_value **items;
+			tt_toml_value **items;
 			size_t len, alloc;
 		} arr;
 		struct {
@@ -75,37 +75,37 @@ struct toml_value {
 /* The tree                                                            */
 /* ------------------------------------------------------------------ */
 
-static toml_value *new_value(toml_type t)
+static tt_toml_value *new_value(tt_toml_type t)
 {
-	toml_value *v = tt_calloc(1, sizeof *v);
+	tt_toml_value *v = tt_calloc(1, sizeof *v);
 	if (v)
 		v->type = t;
 	return v;
 }
 
-void toml_free(toml_value *v)
+void tt_toml_free(tt_toml_value *v)
 {
 	if (!v)
 		return;
 	switch (v->type) {
-	case TOML_TABLE:
+	case TT_TOML_TABLE:
 		for (size_t i = 0; i < v->u.tab.len; i++) {
 			free(v->u.tab.ents[i].key);
-			toml_free(v->u.tab.ents[i].val);
+			tt_toml_free(v->u.tab.ents[i].val);
 		}
 		free(v->u.tab.ents);
 		free(v->u.tab.index);
 		break;
-	case TOML_ARRAY:
+	case TT_TOML_ARRAY:
 		for (size_t i = 0; i < v->u.arr.len; i++)
-			toml_free(v->u.arr.items[i]);
+			tt_toml_free(v->u.arr.items[i]);
 		free(v->u.arr.items);
 		break;
-	case TOML_STRING:
-	case TOML_DATETIME:
-	case TOML_DATETIME_LOCAL:
-	case TOML_DATE_LOCAL:
-	case TOML_TIME_LOCAL:
+	case TT_TOML_STRING:
+	case TT_TOML_DATETIME:
+	case TT_TOML_DATETIME_LOCAL:
+	case TT_TOML_DATE_LOCAL:
+	case TT_TOML_TIME_LOCAL:
 		free(v->u.str.ptr);
 		break;
 	default:
@@ -114,50 +114,50 @@ void toml_free(toml_value *v)
 	free(v);
 }
 
-toml_type toml_type_of(const toml_value *v) { return v->type; }
+tt_toml_type tt_toml_type_of(const tt_toml_value *v) { return v->type; }
 
-const char *toml_type_name(toml_type t)
+const char *tt_toml_type_name(tt_toml_type t)
 {
 	switch (t) {
-	case TOML_TABLE: return "table";
-	case TOML_ARRAY: return "array";
-	case TOML_STRING: return "string";
-	case TOML_INTEGER: return "integer";
-	case TOML_FLOAT: return "float";
-	case TOML_BOOLEAN: return "boolean";
-	case TOML_DATETIME: return "datetime";
-	case TOML_DATETIME_LOCAL: return "datetime-local";
-	case TOML_DATE_LOCAL: return "date-local";
-	case TOML_TIME_LOCAL: return "time-local";
+	case TT_TOML_TABLE: return "table";
+	case TT_TOML_ARRAY: return "array";
+	case TT_TOML_STRING: return "string";
+	case TT_TOML_INTEGER: return "integer";
+	case TT_TOML_FLOAT: return "float";
+	case TT_TOML_BOOLEAN: return "boolean";
+	case TT_TOML_DATETIME: return "datetime";
+	case TT_TOML_DATETIME_LOCAL: return "datetime-local";
+	case TT_TOML_DATE_LOCAL: return "date-local";
+	case TT_TOML_TIME_LOCAL: return "time-local";
 	}
 	return "unknown";
 }
 
-int toml_line(const toml_value *v) { return v ? v->line : 0; }
-int toml_col(const toml_value *v) { return v ? v->col : 0; }
+int tt_toml_line(const tt_toml_value *v) { return v ? v->line : 0; }
+int tt_toml_col(const tt_toml_value *v) { return v ? v->col : 0; }
 
-size_t toml_table_len(const toml_value *t)
+size_t tt_toml_table_len(const tt_toml_value *t)
 {
-	return t && t->type == TOML_TABLE ? t->u.tab.len : 0;
+	return t && t->type == TT_TOML_TABLE ? t->u.tab.len : 0;
 }
 
-const char *toml_table_key(const toml_value *t, size_t i)
+const char *tt_toml_table_key(const tt_toml_value *t, size_t i)
 {
-	return toml_table_key_n(t, i, NULL);
+	return tt_toml_table_key_n(t, i, NULL);
 }
 
-const char *toml_table_key_n(const toml_value *t, size_t i, size_t *len)
+const char *tt_toml_table_key_n(const tt_toml_value *t, size_t i, size_t *len)
 {
-	if (!t || t->type != TOML_TABLE || i >= t->u.tab.len)
+	if (!t || t->type != TT_TOML_TABLE || i >= t->u.tab.len)
 		return NULL;
 	if (len)
 		*len = t->u.tab.ents[i].klen;
 	return t->u.tab.ents[i].key;
 }
 
-toml_value *toml_table_at(const toml_value *t, size_t i)
+tt_toml_value *tt_toml_table_at(const tt_toml_value *t, size_t i)
 {
-	if (!t || t->type != TOML_TABLE || i >= t->u.tab.len)
+	if (!t || t->type != TT_TOML_TABLE || i >= t->u.tab.len)
 		return NULL;
 	return t->u.tab.ents[i].val;
 }
@@ -175,7 +175,7 @@ static size_t key_hash(const char *k, size_t n)
 /* The index is built once a table has this many keys. */
 #define INDEX_MIN 16
 
-static int index_rebuild(toml_value *t, size_t cap)
+static int index_rebuild(tt_toml_value *t, size_t cap)
 {
 	size_t *ix = tt_calloc(cap, sizeof *ix);
 	if (!ix)
@@ -194,7 +194,7 @@ static int index_rebuild(toml_value *t, size_t cap)
 }
 
 /* Entry number of key in t, or -1. */
-static ptrdiff_t table_find(const toml_value *t, const char *k, size_t n)
+static ptrdiff_t table_find(const tt_toml_value *t, const char *k, size_t n)
 {
 	const toml_entry *ents = t->u.tab.ents;
 	if (t->u.tab.index) {
@@ -214,21 +214,21 @@ static ptrdiff_t table_find(const toml_value *t, const char *k, size_t n)
 	return -1;
 }
 
-static toml_value *table_getn(const toml_value *t, const char *k, size_t n)
+static tt_toml_value *table_getn(const tt_toml_value *t, const char *k, size_t n)
 {
 	ptrdiff_t i = table_find(t, k, n);
 	return i < 0 ? NULL : t->u.tab.ents[i].val;
 }
 
-toml_value *toml_table_get(const toml_value *t, const char *key)
+tt_toml_value *tt_toml_table_get(const tt_toml_value *t, const char *key)
 {
-	if (!t || t->type != TOML_TABLE || !key)
+	if (!t || t->type != TT_TOML_TABLE || !key)
 		return NULL;
 	return table_getn(t, key, strlen(key));
 }
 
 /* Append a new key (the caller checked it is absent); takes key and v. */
-static int table_append(toml_value *t, char *key, size_t klen, toml_value *v)
+static int table_append(tt_toml_value *t, char *key, size_t klen, tt_toml_value *v)
 {
 	size_t n = t->u.tab.len;
 	if (TT_ARRAY_GROW(t->u.tab.ents, t->u.tab.alloc, n + 1) != 0)
@@ -251,13 +251,13 @@ static int table_append(toml_value *t, char *key, size_t klen, toml_value *v)
 	return 0;
 }
 
-int toml_table_setn(toml_value *t, const char *key, size_t klen, toml_value *v)
+int tt_toml_table_setn(tt_toml_value *t, const char *key, size_t klen, tt_toml_value *v)
 {
-	if (!t || t->type != TOML_TABLE || !key || !v)
+	if (!t || t->type != TT_TOML_TABLE || !key || !v)
 		return -1;
 	ptrdiff_t i = table_find(t, key, klen);
 	if (i >= 0) {
-		toml_free(t->u.tab.ents[i].val);
+		tt_toml_free(t->u.tab.ents[i].val);
 		t->u.tab.ents[i].val = v;
 		return 0;
 	}
@@ -273,26 +273,26 @@ int toml_table_setn(toml_value *t, const char *key, size_t klen, toml_value *v)
 	return 0;
 }
 
-int toml_table_set(toml_value *t, const char *key, toml_value *v)
+int tt_toml_table_set(tt_toml_value *t, const char *key, tt_toml_value *v)
 {
-	return toml_table_setn(t, key, key ? strlen(key) : 0, v);
+	return tt_toml_table_setn(t, key, key ? strlen(key) : 0, v);
 }
 
-size_t toml_array_len(const toml_value *a)
+size_t tt_toml_array_len(const tt_toml_value *a)
 {
-	return a && a->type == TOML_ARRAY ? a->u.arr.len : 0;
+	return a && a->type == TT_TOML_ARRAY ? a->u.arr.len : 0;
 }
 
-toml_value *toml_array_at(const toml_value *a, size_t i)
+tt_toml_value *tt_toml_array_at(const tt_toml_value *a, size_t i)
 {
-	if (!a || a->type != TOML_ARRAY || i >= a->u.arr.len)
+	if (!a || a->type != TT_TOML_ARRAY || i >= a->u.arr.len)
 		return NULL;
 	return a->u.arr.items[i];
 }
 
-int toml_array_push(toml_value *a, toml_value *v)
+int tt_toml_array_push(tt_toml_value *a, tt_toml_value *v)
 {
-	if (!a || a->type != TOML_ARRAY || !v)
+	if (!a || a->type != TT_TOML_ARRAY || !v)
 		return -1;
 	if (TT_ARRAY_GROW(a->u.arr.items, a->u.arr.alloc, a->u.arr.len + 1) != 0)
 		return -1;
@@ -300,24 +300,24 @@ int toml_array_push(toml_value *a, toml_value *v)
 	return 0;
 }
 
-const char *toml_string(const toml_value *v, size_t *len)
+const char *tt_toml_string(const tt_toml_value *v, size_t *len)
 {
 	if (len)
 		*len = v->u.str.len;
 	return v->u.str.ptr;
 }
 
-int64_t toml_integer(const toml_value *v) { return v->u.i; }
-double toml_float(const toml_value *v) { return v->u.d; }
-bool toml_boolean(const toml_value *v) { return v->u.b; }
-const char *toml_datetime(const toml_value *v) { return v->u.str.ptr; }
+int64_t tt_toml_integer(const tt_toml_value *v) { return v->u.i; }
+double tt_toml_float(const tt_toml_value *v) { return v->u.d; }
+bool tt_toml_boolean(const tt_toml_value *v) { return v->u.b; }
+const char *tt_toml_datetime(const tt_toml_value *v) { return v->u.str.ptr; }
 
-toml_value *toml_new_table(void) { return new_value(TOML_TABLE); }
-toml_value *toml_new_array(void) { return new_value(TOML_ARRAY); }
+tt_toml_value *tt_toml_new_table(void) { return new_value(TT_TOML_TABLE); }
+tt_toml_value *tt_toml_new_array(void) { return new_value(TT_TOML_ARRAY); }
 
-toml_value *toml_new_string(const char *s, size_t len)
+tt_toml_value *tt_toml_new_string(const char *s, size_t len)
 {
-	toml_value *v = new_value(TOML_STRING);
+	tt_toml_value *v = new_value(TT_TOML_STRING);
 	char *p = tt_malloc(len + 1);
 	if (!v || !p) {
 		free(v);
@@ -332,70 +332,70 @@ toml_value *toml_new_string(const char *s, size_t len)
 	return v;
 }
 
-toml_value *toml_new_integer(int64_t i)
+tt_toml_value *tt_toml_new_integer(int64_t i)
 {
-	toml_value *v = new_value(TOML_INTEGER);
+	tt_toml_value *v = new_value(TT_TOML_INTEGER);
 	if (v)
 		v->u.i = i;
 	return v;
 }
 
-toml_value *toml_new_float(double d)
+tt_toml_value *tt_toml_new_float(double d)
 {
-	toml_value *v = new_value(TOML_FLOAT);
+	tt_toml_value *v = new_value(TT_TOML_FLOAT);
 	if (v)
 		v->u.d = d;
 	return v;
 }
 
-toml_value *toml_new_boolean(bool b)
+tt_toml_value *tt_toml_new_boolean(bool b)
 {
-	toml_value *v = new_value(TOML_BOOLEAN);
+	tt_toml_value *v = new_value(TT_TOML_BOOLEAN);
 	if (v)
 		v->u.b = b;
 	return v;
 }
 
-toml_value *toml_new_datetime(toml_type t, const char *text)
+tt_toml_value *tt_toml_new_datetime(tt_toml_type t, const char *text)
 {
-	if (t != TOML_DATETIME && t != TOML_DATETIME_LOCAL && t != TOML_DATE_LOCAL &&
-	    t != TOML_TIME_LOCAL)
+	if (t != TT_TOML_DATETIME && t != TT_TOML_DATETIME_LOCAL && t != TT_TOML_DATE_LOCAL &&
+	    t != TT_TOML_TIME_LOCAL)
 		return NULL;
-	toml_value *v = toml_new_string(text, strlen(text));
+	tt_toml_value *v = tt_toml_new_string(text, strlen(text));
 	if (v)
 		v->type = t;
 	return v;
 }
 
-bool toml_equal(const toml_value *a, const toml_value *b)
+bool tt_toml_equal(const tt_toml_value *a, const tt_toml_value *b)
 {
 	if (!a || !b || a->type != b->type)
 		return a == b;
 	switch (a->type) {
-	case TOML_TABLE:
+	case TT_TOML_TABLE:
 		if (a->u.tab.len != b->u.tab.len)
 			return false;
 		for (size_t i = 0; i < a->u.tab.len; i++) {
 			const toml_entry *e = &a->u.tab.ents[i];
-			if (!toml_equal(e->val, table_getn(b, e->key, e->klen)))
+			if (!tt_toml_equal(e->val, table_getn(b, e->key, e->klen)))
 				return false;
 		}
 		return true;
-	case TOML_ARRAY:
+	case TT_TOML_ARRAY:
 		if (a->u.arr.len != b->u.arr.len)
 			return false;
 		for (size_t i = 0; i < a->u.arr.len; i++) {
-			if (!toml_equal(a->u.arr.items[i], b->u.arr.items[i]))
+			if (!tt_toml_equal(a->u.arr.items[i], b->u.arr.items[i]))
 				return false;
 		}
 		return true;
-	case TOML_INTEGER:
+	case TT_TOML_INTEGER:
 		return a->u.i == b->u.i;
-	case TOML_FLOAT:
+	case TT_TOML_FLOAT:
 		if (isnan(a->u.d) || isnan(b->u.d))
 			return isnan(a->u.d) && isnan(b->u.d);
 		return a->u.d == b->u.d && !signbit(a->u.d) == !signbit(b->u.d);
-	case TOML_BOOLEAN:
+	case TT_TOML_BOOLEAN:
 		return a->u.b == b->u.b;
 	default: /* strings and date/times */
 		return a->u.str.len == b->u.str.len &&
@@ -414,8 +414,8 @@ typedef struct parser {
 	const char *file;
 	tt_error *err;
 	tt_buf sbuf;             /* scratch: the string being decoded */
-	toml_value *root;
-	toml_value *cur;         /* the table key/value pairs go to */
+	tt_toml_value *root;
+	tt_toml_value *cur;         /* the table key/value pairs go to */
 } parser;
 
 /* One part of a dotted key. */
@@ -507,6 +507,47 @@ static const char *found(const parser *p, char *buf, size_t size)
 	return buf;
 }
 
+/* ---- spelling keys and strings as the writer does (toml.h) ---- */
+
+/* s as a basic string: \" \\ \b \t \n \f \r, other controls and DEL
+ * as \u00xx in lower-case hex, everything else (non-ASCII too) as is. */
+void tt_toml_write_string(tt_buf *out, const char *s, size_t n)
+{
+	tt_buf_putc(out, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"': tt_buf_puts(out, "\\\""); break;
+		case '\\': tt_buf_puts(out, "\\\\"); break;
+		case '\b': tt_buf_puts(out, "\\b"); break;
+		case '\t': tt_buf_puts(out, "\\t"); break;
+		case '\n': tt_buf_puts(out, "\\n"); break;
+		case '\f': tt_buf_puts(out, "\\f"); break;
+		case '\r': tt_buf_puts(out, "\\r"); break;
+		default:
+			if (c < 0x20 || c == 0x7F)
+				tt_buf_printf(out, "\\u%04x", c);
+			else
+				tt_buf_putc(out, (char)c);
+		}
+	}
+	tt_buf_putc(out, '"');
+}
+
+void tt_toml_write_key(tt_buf *out, const char *k, size_t n)
+{
+	bool bare = n > 0;
+	for (size_t i = 0; i < n && bare; i++) {
+		unsigned char c = (unsigned char)k[i];
+		bare = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		       (c >= '0' && c <= '9') || c == '_' || c == '-';
+	}
+	if (bare)
+		tt_buf_put(out, k, n);
+	else
+		tt_toml_write_string(out, k, n);
+}
+
 /* The dotted key parts [0, upto] as written, for messages. */
 static char *key_text(const keypath *k, size_t upto)
 {
@@ -514,7 +555,7 @@ static char *key_text(const keypath *k, size_t upto)
 	for (size_t i = 0; i <= upto && i < k->n; i++) {
 		if (i)
 			tt_buf_putc(&b, '.');
-		toml_write_key(&b, k->v[i].s, k->v[i].len);
+		tt_toml_write_key(&b, k->v[i].s, k->v[i].len);
 	}
 	if (b.failed) {
 		tt_buf_release(&b);
@@ -537,17 +578,17 @@ static int fail_key(parser *p, const keypath *k, size_t i, const char *noun, con
 }
 
 /* What an existing value is, for "... is already defined as ...". */
-static const char *what_is(const toml_value *v)
+static const char *what_is(const tt_toml_value *v)
 {
 	switch (v->type) {
-	case TOML_TABLE:
+	case TT_TOML_TABLE:
 		return v->flags & F_INLINE ? "an inline table" : "a table";
-	case TOML_ARRAY:
+	case TT_TOML_ARRAY:
 		return v->flags & F_AOT ? "an array of tables" : "an array";
-	case TOML_STRING: return "a string";
-	case TOML_INTEGER: return "an integer";
-	case TOML_FLOAT: return "a float";
-	case TOML_BOOLEAN: return "a boolean";
+	case TT_TOML_STRING: return "a string";
+	case TT_TOML_INTEGER: return "an integer";
+	case TT_TOML_FLOAT: return "a float";
+	case TT_TOML_BOOLEAN: return "a boolean";
 	default: return "a date/time";
 	}
 }
@@ -910,11 +951,11 @@ static size_t scan_digits(const char *t, size_t n, int base, bool *bad)
 	return i;
 }
 
-static toml_value *number_value(parser *p, const char *t, size_t n, int line, int col)
+static tt_toml_value *number_value(parser *p, const char *t, size_t n, int line, int col)
 {
 	bool bad = false;
 	int failed = 0;
-	toml_value *v = NULL;
+	tt_toml_value *v = NULL;
 	char *clean = NULL;
 
 	if (n > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'o' || t[1] == 'b')) {
@@ -937,7 +978,7 @@ static toml_value *number_value(parser *p, const char *t, size_t n, int line, in
 			}
 			u = u * (uint64_t)base + (uint64_t)d;
 		}
-		v = toml_new_integer((int64_t)u);
+		v = tt_toml_new_integer((int64_t)u);
 		goto done;
 	}
 
@@ -991,7 +1032,7 @@ static toml_value *number_value(parser *p, const char *t, size_t n, int line, in
 			u = u * 10 + d;
 		}
 		/* -2^63 has no positive counterpart: negate in unsigned space. */
-		v = toml_new_integer(neg ? (int64_t)(0 - u) : (int64_t)u);
+		v = tt_toml_new_integer(neg ? (int64_t)(0 - u) : (int64_t)u);
 		goto done;
 	}
 
@@ -1007,7 +1048,7 @@ static toml_value *number_value(parser *p, const char *t, size_t n, int line, in
 		clean[m++] = t[j] == '.' && dp ? dp : t[j];
 	}
 	clean[m] = '\0';
-	v = toml_new_float(strtod(clean, NULL));
+	v = tt_toml_new_float(strtod(clean, NULL));
 	goto done;
 
 invalid:
@@ -1105,28 +1146,28 @@ static const char *check_offset(const char *t, size_t n)
 }
 
 /* What kind of date/time text is (already normalised); NULL or an error. */
-static const char *classify_datetime(const char *text, size_t n, toml_type *type)
+static const char *classify_datetime(const char *text, size_t n, tt_toml_type *type)
 {
 	const char *why;
 	size_t used = 0;
 	if (looks_like_time(text, n)) {
-		*type = TOML_TIME_LOCAL;
+		*type = TT_TOML_TIME_LOCAL;
 		why = check_time(text, n, &used);
 		return why ? why : used != n ? "unexpected text after the time" : NULL;
 	}
 	if ((why = check_date(text, n < 10 ? n : 10)) != NULL)
 		return why;
-	*type = TOML_DATE_LOCAL;
+	*type = TT_TOML_DATE_LOCAL;
 	if (n == 10)
 		return NULL;
 	if (text[10] != 'T')
 		return "expected 'T' or a space between date and time";
 	if ((why = check_time(text + 11, n - 11, &used)) != NULL)
 		return why;
-	*type = TOML_DATETIME_LOCAL;
+	*type = TT_TOML_DATETIME_LOCAL;
 	if (used == n - 11)
 		return NULL;
-	*type = TOML_DATETIME;
+	*type = TT_TOML_DATETIME;
 	return check_offset(text + 11 + used, n - 11 - used);
 }
 
@@ -1136,11 +1177,11 @@ static const char *classify_datetime(const char *text, size_t n, toml_type *type
  * is right after the date then, and the time is taken from the input.  The
  * stored text always joins date and time with 'T' and spells UTC 'Z'.
  */
-static toml_value *datetime_value(parser *p, const char *t, size_t n, int line, int col)
+static tt_toml_value *datetime_value(parser *p, const char *t, size_t n, int line, int col)
 {
 	tt_buf text = TT_BUF_INIT;
-	toml_value *v = NULL;
-	toml_type type = TOML_DATE_LOCAL;
+	tt_toml_value *v = NULL;
+	tt_toml_type type = TT_TOML_DATE_LOCAL;
 
 	if (n == 10 && looks_like_date(t, n) && peek(p) == ' ' && is_digit(peek_at(p, 1)) &&
 	    is_digit(peek_at(p, 2)) && peek_at(p, 3) == ':') {
@@ -1165,9 +1206,9 @@ static toml_value *datetime_value(parser *p, const char *t, size_t n, int line, 
 		fail_at(p, line, col, "invalid date/time '%s': %s", text.ptr, why);
 		goto done;
 	}
-	if (type == TOML_DATETIME && text.ptr[text.len - 1] == 'z')
+	if (type == TT_TOML_DATETIME && text.ptr[text.len - 1] == 'z')
 		text.ptr[text.len - 1] = 'Z';
-	v = toml_new_datetime(type, text.ptr);
+	v = tt_toml_new_datetime(type, text.ptr);
 	if (!v)
 		oom(p);
 done:
@@ -1176,7 +1217,7 @@ done:
 }
 
 /* A bare value: boolean, number, inf/nan, date or time. */
-static toml_value *parse_bare(parser *p)
+static tt_toml_value *parse_bare(parser *p)
 {
 	int line = p->line, col = p->col;
 	size_t start = p->pos;
@@ -1184,7 +1225,7 @@ static toml_value *parse_bare(parser *p)
 		adv(p);
 	const char *t = (const char *)p->s + start;
 	size_t n = p->pos - start;
-	toml_value *v = NULL;
+	tt_toml_value *v = NULL;
 
 	if (n == 0) {
 		char fb[8];
@@ -1192,7 +1233,7 @@ static toml_value *parse_bare(parser *p)
 		return NULL;
 	}
 	if ((n == 4 && memcmp(t, "true", 4) == 0) || (n == 5 && memcmp(t, "false", 5) == 0)) {
-		v = toml_new_boolean(n == 4);
+		v = tt_toml_new_boolean(n == 4);
 	} else {
 		const char *u = t;
 		size_t un = n;
@@ -1200,7 +1241,7 @@ static toml_value *parse_bare(parser *p)
 			u++, un--;
 		if (un == 3 && (memcmp(u, "inf", 3) == 0 || memcmp(u, "nan", 3) == 0)) {
 			double d = u[0] == 'i' ? HUGE_VAL : NAN;
-			v = toml_new_float(t[0] == '-' ? -d : d);
+			v = tt_toml_new_float(t[0] == '-' ? -d : d);
 		} else if (looks_like_date(t, n) || looks_like_time(t, n)) {
 			return datetime_value(p, t, n, line, col);
 		} else {
@@ -1216,8 +1257,8 @@ static toml_value *parse_bare(parser *p)
 /* Values, arrays, inline tables                                       */
 /* ------------------------------------------------------------------ */
 
-static toml_value *parse_value(parser *p, int depth);
-static int put_keyval(parser *p, toml_value *tab, keypath *k);
+static tt_toml_value *parse_value(parser *p, int depth);
+static int put_keyval(parser *p, tt_toml_value *tab, keypath *k);
 
 static int check_depth(parser *p, int depth, int line, int col)
 {
@@ -1228,15 +1269,15 @@ static int check_depth(parser *p, int depth, int line, int col)
 
 /* [ v, v, ... ] with newlines and comments allowed between the values and
  * an optional trailing comma. */
-static toml_value *parse_array(parser *p, int depth)
+static tt_toml_value *parse_array(parser *p, int depth)
 {
-	toml_value *a = NULL;
+	tt_toml_value *a = NULL;
 	bool ok = false;
 	char fb[8];
 
 	if (check_depth(p, depth, p->line, p->col))
 		goto done;
-	a = toml_new_array();
+	a = tt_toml_new_array();
 	if (!a) {
 		oom(p);
 		goto done;
@@ -1248,12 +1289,12 @@ static toml_value *parse_array(parser *p, int depth)
 		if (peek(p) == ']')
 			break;
 		int vl = p->line, vc = p->col;
-		toml_value *v = parse_value(p, depth + 1);
+		tt_toml_value *v = parse_value(p, depth + 1);
 		if (!v)
 			goto done;
 		v->line = vl, v->col = vc;
-		if (toml_array_push(a, v) != 0) {
-			toml_free(v);
+		if (tt_toml_array_push(a, v) != 0) {
+			tt_toml_free(v);
 			oom(p);
 			goto done;
 		}
@@ -1271,23 +1312,23 @@ static toml_value *parse_array(parser *p, int depth)
 	ok = true;
 done:
 	if (!ok) {
-		toml_free(a);
+		tt_toml_free(a);
 		a = NULL;
 	}
 	return a;
 }
 
 /* { k = v, ... } on one line, no trailing comma (TOML 1.0). */
-static toml_value *parse_inline_table(parser *p, int depth)
+static tt_toml_value *parse_inline_table(parser *p, int depth)
 {
-	toml_value *t = NULL;
+	tt_toml_value *t = NULL;
 	keypath k = { 0 };
 	bool ok = false;
 	char fb[8];
 
 	if (check_depth(p, depth, p->line, p->col))
 		goto done;
-	t = toml_new_table();
+	t = tt_toml_new_table();
 	if (!t) {
 		oom(p);
 		goto done;
@@ -1321,19 +1362,19 @@ static toml_value *parse_inline_table(parser *p, int depth)
 done:
 	keypath_free(&k);
 	if (!ok) {
-		toml_free(t);
+		tt_toml_free(t);
 		t = NULL;
 	}
 	return t;
 }
 
-static toml_value *parse_value(parser *p, int depth)
+static tt_toml_value *parse_value(parser *p, int depth)
 {
 	int c = peek(p);
 	if (c == '"' || c == '\'') {
 		if (parse_string(p, true))
 			return NULL;
-		toml_value *v = toml_new_string(p->sbuf.ptr, p->sbuf.len);
+		tt_toml_value *v = tt_toml_new_string(p->sbuf.ptr, p->sbuf.len);
 		if (!v)
 			oom(p);
 		return v;
@@ -1345,12 +1386,12 @@ static toml_value *parse_value(parser *p, int depth)
 	return parse_bare(p);
 }
 
-static toml_value *new_child_table(parser *p, const toml_value *parent, const keypart *kp,
+static tt_toml_value *new_child_table(parser *p, const tt_toml_value *parent, const keypart *kp,
 				   unsigned flags)
 {
 	if (check_depth(p, parent->depth + 1, kp->line, kp->col))
 		return NULL;
-	toml_value *t = toml_new_table();
+	tt_toml_value *t = tt_toml_new_table();
 	if (!t) {
 		oom(p);
 		return NULL;
@@ -1363,12 +1404,12 @@ static toml_value *new_child_table(parser *p, const toml_value *parent, const ke
 }
 
 /* Add (a copy of) the key part's name to tab, taking v. */
-static int attach(parser *p, toml_value *tab, const keypart *kp, toml_value *v)
+static int attach(parser *p, tt_toml_value *tab, const keypart *kp, tt_toml_value *v)
 {
 	char *k = dup_bytes(kp->s, kp->len);
 	if (!k || table_append(tab, k, kp->len, v) != 0) {
 		free(k);
-		toml_free(v);
+		tt_toml_free(v);
 		return oom(p);
 	}
 	return 0;
@@ -1380,17 +1421,17 @@ static int attach(parser *p, toml_value *tab, const keypart *kp, toml_value *v)
  * created the same way: not through a [header] table (that would define it
  * a second time), nor an inline table (closed), nor any array.
  */
-static int put_keyval(parser *p, toml_value *tab, keypath *k)
+static int put_keyval(parser *p, tt_toml_value *tab, keypath *k)
 {
-	toml_value *t = tab;
+	tt_toml_value *t = tab;
 	for (size_t i = 0; i + 1 < k->n; i++) {
 		const keypart *kp = &k->v[i];
-		toml_value *c = table_getn(t, kp->s, kp->len);
+		tt_toml_value *c = table_getn(t, kp->s, kp->len);
 		if (!c) {
 			c = new_child_table(p, t, kp, F_DOTTED);
 			if (!c || attach(p, t, kp, c))
 				return p->err->code;
-		} else if (c->type != TOML_TABLE) {
+		} else if (c->type != TT_TOML_TABLE) {
 			return fail_key(p, k, i, "key", "is already defined as ", what_is(c));
 		} else if (c->flags & F_INLINE) {
 			return fail_key(p, k, i, "key", "is an inline table, which cannot be extended",
@@ -1411,7 +1452,7 @@ static int put_keyval(parser *p, toml_value *tab, keypath *k)
 	}
 	adv(p);
 	skip_ws(p);
-	toml_value *v = parse_value(p, t->depth + 1);
+	tt_toml_value *v = parse_value(p, t->depth + 1);
 	if (!v)
 		return p->err->code ? p->err->code : oom(p);
 	v->line = last->line;
@@ -1447,19 +1488,19 @@ static int parse_header(parser *p)
 	}
 	adv_n(p, aot ? 2 : 1);
 
-	toml_value *t = p->root;
+	tt_toml_value *t = p->root;
 	for (size_t i = 0; i + 1 < k.n; i++) {
 		const keypart *kp = &k.v[i];
-		toml_value *c = table_getn(t, kp->s, kp->len);
+		tt_toml_value *c = table_getn(t, kp->s, kp->len);
 		if (!c) {
 			c = new_child_table(p, t, kp, F_IMPLICIT);
 			if (!c || (rc = attach(p, t, kp, c)) != 0) {
 				rc = p->err->code;
 				goto done;
 			}
-		} else if (c->type == TOML_ARRAY && (c->flags & F_AOT)) {
+		} else if (c->type == TT_TOML_ARRAY && (c->flags & F_AOT)) {
 			c = c->u.arr.items[c->u.arr.len - 1];
-		} else if (c->type != TOML_TABLE) {
+		} else if (c->type != TT_TOML_TABLE) {
 			rc = fail_key(p, &k, i, "table", "is already defined as ", what_is(c));
 			goto done;
 		} else if (c->flags & F_INLINE) {
@@ -1471,10 +1512,10 @@ static int parse_header(parser *p)
 	}
 
 	const keypart *last = &k.v[k.n - 1];
-	toml_value *c = table_getn(t, last->s, last->len);
+	tt_toml_value *c = table_getn(t, last->s, last->len);
 	if (aot) {
 		if (!c) {
-			c = toml_new_array();
+			c = tt_toml_new_array();
 			if (!c) {
 				rc = oom(p);
 				goto done;
@@ -1484,20 +1525,20 @@ static int parse_header(parser *p)
 			c->line = last->line, c->col = last->col;
 			if ((rc = attach(p, t, last, c)) != 0)
 				goto done;
-		} else if (c->type != TOML_ARRAY || !(c->flags & F_AOT)) {
-			rc = c->type == TOML_ARRAY
+		} else if (c->type != TT_TOML_ARRAY || !(c->flags & F_AOT)) {
+			rc = c->type == TT_TOML_ARRAY
 			     ? fail_key(p, &k, k.n - 1, "array", "is a static array, which [[...]] "
 					"cannot extend", NULL)
 			     : fail_key(p, &k, k.n - 1, "array", "is already defined as ", what_is(c));
 			goto done;
 		}
-		toml_value *e = new_child_table(p, c, last, F_DEFINED);
+		tt_toml_value *e = new_child_table(p, c, last, F_DEFINED);
 		if (!e) {
 			rc = p->err->code;
 			goto done;
 		}
-		if (toml_array_push(c, e) != 0) {
-			toml_free(e);
+		if (tt_toml_array_push(c, e) != 0) {
+			tt_toml_free(e);
 			rc = oom(p);
 			goto done;
 		}
@@ -1509,11 +1550,11 @@ static int parse_header(parser *p)
 				rc = p->err->code;
 				goto done;
 			}
-		} else if (c->type == TOML_TABLE && c->flags == F_IMPLICIT) {
+		} else if (c->type == TT_TOML_TABLE && c->flags == F_IMPLICIT) {
 			c->flags = F_DEFINED;
 			c->line = last->line, c->col = last->col;
 		} else {
-			rc = c->type != TOML_TABLE || (c->flags & F_INLINE)
+			rc = c->type != TT_TOML_TABLE || (c->flags & F_INLINE)
 			     ? fail_key(p, &k, k.n - 1, "table", "is already defined as ", what_is(c))
 			     : fail_key(p, &k, k.n - 1, "table", c->flags & F_DOTTED
 					? "is already defined by dotted keys" : "is defined twice", NULL);
@@ -1572,7 +1613,7 @@ done:
 	return rc;
 }
 
-int toml_parse(toml_value **out, const char *text, size_t len, const char *filename,
+int tt_toml_parse(tt_toml_value **out, const char *text, size_t len, const char *filename,
 	       tt_error *err)
 {
 	tt_error local = TT_ERROR_INIT;
@@ -1596,7 +1637,7 @@ int toml_parse(toml_value **out, const char *text, size_t len, const char *filen
 	p.pos = p.len >= 3 && memcmp(p.s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 	p.line = p.col = 1;
 
-	p.root = toml_new_table();
+	p.root = tt_toml_new_table();
 	if (!p.root) {
 		rc = oom(&p);
 		goto done;
@@ -1608,7 +1649,7 @@ int toml_parse(toml_value **out, const char *text, size_t len, const char *filen
 	*out = p.root;
 	p.root = NULL;
 done:
-	toml_free(p.root);
+	tt_toml_free(p.root);
 	tt_buf_release(&p.sbuf);
 	tt_error_clear(&local);
 	return rc;

@@ -1,5 +1,5 @@
 /*
- * util/toml_write.c - the TOML writer and the JSON conversions.
+ * util/tt_toml_write.c - the TOML writer and the JSON conversions.
  *
  * The writer reproduces what tomlkit 0.13's dumps() makes of plain Python
  * data, because tether-vcs writes its files that way and both
@@ -55,11 +55,11 @@ typedef struct writer {
 	int depth;
 } writer;
 
-static bool all_tables(const toml_value *a)
+static bool all_tables(const tt_toml_value *a)
 {
-	size_t n = toml_array_len(a);
+	size_t n = tt_toml_array_len(a);
 	for (size_t i = 0; i < n; i++) {
-		if (toml_type_of(toml_array_at(a, i)) != TOML_TABLE)
+		if (tt_toml_type_of(tt_toml_array_at(a, i)) != TT_TOML_TABLE)
 			return false;
 	}
 	return n > 0;
@@ -67,12 +67,12 @@ static bool all_tables(const toml_value *a)
 
 /* What v becomes; in_table: its parent is a Table (not an inline one, not
  * an array). */
-static kind kind_of(const toml_value *v, bool in_table)
+static kind kind_of(const tt_toml_value *v, bool in_table)
 {
-	switch (toml_type_of(v)) {
-	case TOML_TABLE:
+	switch (tt_toml_type_of(v)) {
+	case TT_TOML_TABLE:
 		return in_table ? K_TABLE : K_INLINE;
-	case TOML_ARRAY:
+	case TT_TOML_ARRAY:
 		return in_table && all_tables(v) ? K_AOT : K_ARRAY;
 	default:
 		return K_SCALAR;
@@ -86,15 +86,15 @@ static bool is_section(kind k) { return k == K_TABLE || k == K_AOT; }
  * built for array elements) a stable partition with table values last.
  * Returns a malloc'd index array (NULL on OOM; n == 0 gives a valid one).
  */
-static size_t *insertion_order(const toml_value *t, bool tables_last)
+static size_t *insertion_order(const tt_toml_value *t, bool tables_last)
 {
-	size_t n = toml_table_len(t), k = 0;
+	size_t n = tt_toml_table_len(t), k = 0;
 	size_t *ord = tt_reallocarray(NULL, n ? n : 1, sizeof *ord);
 	if (!ord)
 		return NULL;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n; i++) {
-			bool is_tab = toml_type_of(toml_table_at(t, i)) == TOML_TABLE;
+			bool is_tab = tt_toml_type_of(tt_toml_table_at(t, i)) == TT_TOML_TABLE;
 			if (!tables_last ? pass == 0 : is_tab == (pass == 1))
 				ord[k++] = i;
 		}
@@ -110,60 +110,21 @@ static int enter(writer *w)
 	return 0;
 }
 
-/* s as a basic string: \" \\ \b \t \n \f \r, other controls and DEL
- * as \u00xx in lower-case hex, everything else (non-ASCII too) as is. */
-static void put_quoted(tt_buf *out, const char *s, size_t n)
+static void put_scalar(tt_buf *out, const tt_toml_value *v)
 {
-	tt_buf_putc(out, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"': tt_buf_puts(out, "\\\""); break;
-		case '\\': tt_buf_puts(out, "\\\\"); break;
-		case '\b': tt_buf_puts(out, "\\b"); break;
-		case '\t': tt_buf_puts(out, "\\t"); break;
-		case '\n': tt_buf_puts(out, "\\n"); break;
-		case '\f': tt_buf_puts(out, "\\f"); break;
-		case '\r': tt_buf_puts(out, "\\r"); break;
-		default:
-			if (c < 0x20 || c == 0x7F)
-				tt_buf_printf(out, "\\u%04x", c);
-			else
-				tt_buf_putc(out, (char)c);
-		}
-	}
-	tt_buf_putc(out, '"');
-}
-
-void toml_write_key(tt_buf *out, const char *k, size_t n)
-{
-	bool bare = n > 0;
-	for (size_t i = 0; i < n && bare; i++) {
-		unsigned char c = (unsigned char)k[i];
-		bare = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		       (c >= '0' && c <= '9') || c == '_' || c == '-';
-	}
-	if (bare)
-		tt_buf_put(out, k, n);
-	else
-		put_quoted(out, k, n);
-}
-
-static void put_scalar(tt_buf *out, const toml_value *v)
-{
-	switch (toml_type_of(v)) {
-	case TOML_STRING: {
+	switch (tt_toml_type_of(v)) {
+	case TT_TOML_STRING: {
 		size_t n;
-		const char *s = toml_string(v, &n);
-		put_quoted(out, s, n);
+		const char *s = tt_toml_string(v, &n);
+		tt_toml_write_string(out, s, n);
 		break;
 	}
-	case TOML_INTEGER:
-		tt_buf_printf(out, "%lld", (long long)toml_integer(v));
+	case TT_TOML_INTEGER:
+		tt_buf_printf(out, "%lld", (long long)tt_toml_integer(v));
 		break;
-	case TOML_FLOAT: {
+	case TT_TOML_FLOAT: {
 		char num[TT_DOUBLE_REPR_MAX];
-		double d = toml_float(v);
+		double d = tt_toml_float(v);
 		size_t n = tt_double_repr(num, d);
 		if (n)
 			tt_buf_put(out, num, n);
@@ -171,11 +132,11 @@ static void put_scalar(tt_buf *out, const toml_value *v)
 			tt_buf_puts(out, isnan(d) ? "nan" : d < 0 ? "-inf" : "inf");
 		break;
 	}
-	case TOML_BOOLEAN:
-		tt_buf_puts(out, toml_boolean(v) ? "true" : "false");
+	case TT_TOML_BOOLEAN:
+		tt_buf_puts(out, tt_toml_boolean(v) ? "true" : "false");
 		break;
 	default: /* the date/time kinds */
-		tt_buf_puts(out, toml_datetime(v));
+		tt_buf_puts(out, tt_toml_datetime(v));
 		break;
 	}
 }
@@ -185,24 +146,24 @@ static void put_scalar(tt_buf *out, const toml_value *v)
  * one tomlkit made for an array element (entries ", "-joined, table values
  * last) rather than one nested in an inline table (","-joined, in order).
  */
-static int put_inline(writer *w, const toml_value *v, bool new_inline)
+static int put_inline(writer *w, const tt_toml_value *v, bool new_inline)
 {
 	int rc = 0;
 	size_t *ord = NULL;
 
-	if (toml_type_of(v) == TOML_ARRAY) {
+	if (tt_toml_type_of(v) == TT_TOML_ARRAY) {
 		if ((rc = enter(w)) != 0)
 			goto done;
 		tt_buf_putc(w->out, '[');
-		for (size_t i = 0; i < toml_array_len(v); i++) {
+		for (size_t i = 0; i < tt_toml_array_len(v); i++) {
 			if (i)
 				tt_buf_puts(w->out, ", ");
-			if ((rc = put_inline(w, toml_array_at(v, i), true)) != 0)
+			if ((rc = put_inline(w, tt_toml_array_at(v, i), true)) != 0)
 				goto done;
 		}
 		tt_buf_putc(w->out, ']');
 		w->depth--;
-	} else if (toml_type_of(v) == TOML_TABLE) {
+	} else if (tt_toml_type_of(v) == TT_TOML_TABLE) {
 		if ((rc = enter(w)) != 0)
 			goto done;
 		ord = insertion_order(v, new_inline);
@@ -211,14 +172,14 @@ static int put_inline(writer *w, const toml_value *v, bool new_inline)
 			goto done;
 		}
 		tt_buf_putc(w->out, '{');
-		for (size_t i = 0; i < toml_table_len(v); i++) {
+		for (size_t i = 0; i < tt_toml_table_len(v); i++) {
 			size_t klen;
-			const char *k = toml_table_key_n(v, ord[i], &klen);
+			const char *k = tt_toml_table_key_n(v, ord[i], &klen);
 			if (i)
 				tt_buf_puts(w->out, new_inline ? ", " : ",");
-			toml_write_key(w->out, k, klen);
+			tt_toml_write_key(w->out, k, klen);
 			tt_buf_puts(w->out, " = ");
-			if ((rc = put_inline(w, toml_table_at(v, ord[i]), false)) != 0)
+			if ((rc = put_inline(w, tt_toml_table_at(v, ord[i]), false)) != 0)
 				goto done;
 		}
 		tt_buf_putc(w->out, '}');
@@ -231,7 +192,7 @@ done:
 	return rc;
 }
 
-static int put_body(writer *w, const toml_value *t, const char *prefix, size_t plen,
+static int put_body(writer *w, const tt_toml_value *t, const char *prefix, size_t plen,
 		    bool tables_last);
 
 /* prefix "." key, or just key at the top. */
@@ -242,7 +203,7 @@ static char *section_name(const char *prefix, size_t plen, const char *k, size_t
 		tt_buf_put(&b, prefix, plen);
 		tt_buf_putc(&b, '.');
 	}
-	toml_write_key(&b, k, klen);
+	tt_toml_write_key(&b, k, klen);
 	if (b.failed) {
 		tt_buf_release(&b);
 		return NULL;
@@ -251,11 +212,11 @@ static char *section_name(const char *prefix, size_t plen, const char *k, size_t
 }
 
 /* A Table section; blank: its indent is "\n". */
-static int put_table(writer *w, const toml_value *t, const char *name, bool blank)
+static int put_table(writer *w, const tt_toml_value *t, const char *name, bool blank)
 {
-	bool super = toml_table_len(t) > 0;
-	for (size_t i = 0; i < toml_table_len(t) && super; i++)
-		super = is_section(kind_of(toml_table_at(t, i), true));
+	bool super = tt_toml_table_len(t) > 0;
+	for (size_t i = 0; i < tt_toml_table_len(t) && super; i++)
+		super = is_section(kind_of(tt_toml_table_at(t, i), true));
 	if (!super)
 		tt_buf_printf(w->out, "%s[%s]\n", blank ? "\n" : "", name);
 	else if (blank)
@@ -264,12 +225,12 @@ static int put_table(writer *w, const toml_value *t, const char *name, bool blan
 }
 
 /* An AoT; blank: the first element's indent is "\n". */
-static int put_aot(writer *w, const toml_value *a, const char *name, bool blank)
+static int put_aot(writer *w, const tt_toml_value *a, const char *name, bool blank)
 {
-	for (size_t i = 0; i < toml_array_len(a); i++) {
-		const toml_value *e = toml_array_at(a, i);
+	for (size_t i = 0; i < tt_toml_array_len(a); i++) {
+		const tt_toml_value *e = tt_toml_array_at(a, i);
 		if (i > 0)
-			blank = toml_table_len(toml_array_at(a, i - 1)) > 0;
+			blank = tt_toml_table_len(tt_toml_array_at(a, i - 1)) > 0;
 		tt_buf_printf(w->out, "%s[[%s]]\n", blank ? "\n" : "", name);
 		int rc = put_body(w, e, name, strlen(name), true);
 		if (rc)
@@ -279,13 +240,13 @@ static int put_aot(writer *w, const toml_value *a, const char *name, bool blank)
 }
 
 /* The entries of a Table (or the document): plain values, then sections. */
-static int put_body(writer *w, const toml_value *t, const char *prefix, size_t plen,
+static int put_body(writer *w, const tt_toml_value *t, const char *prefix, size_t plen,
 		    bool tables_last)
 {
 	int rc;
 	char *name = NULL;
 	size_t *ord = NULL;
-	size_t n = toml_table_len(t);
+	size_t n = tt_toml_table_len(t);
 
 	if ((rc = enter(w)) != 0)
 		goto done;
@@ -295,24 +256,24 @@ static int put_body(writer *w, const toml_value *t, const char *prefix, size_t p
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const toml_value *v = toml_table_at(t, ord[i]);
+		const tt_toml_value *v = tt_toml_table_at(t, ord[i]);
 		if (is_section(kind_of(v, true)))
 			continue;
 		size_t klen;
-		const char *k = toml_table_key_n(t, ord[i], &klen);
-		toml_write_key(w->out, k, klen);
+		const char *k = tt_toml_table_key_n(t, ord[i], &klen);
+		tt_toml_write_key(w->out, k, klen);
 		tt_buf_puts(w->out, " = ");
 		if ((rc = put_inline(w, v, true)) != 0)
 			goto done;
 		tt_buf_putc(w->out, '\n');
 	}
 	for (size_t i = 0; i < n; i++) {
-		const toml_value *v = toml_table_at(t, ord[i]);
+		const tt_toml_value *v = tt_toml_table_at(t, ord[i]);
 		kind k = kind_of(v, true);
 		if (!is_section(k))
 			continue;
 		size_t klen;
-		const char *key = toml_table_key_n(t, ord[i], &klen);
+		const char *key = tt_toml_table_key_n(t, ord[i], &klen);
 		name = section_name(prefix, plen, key, klen);
 		if (!name) {
 			rc = tt_error_oom(w->err);
@@ -333,10 +294,10 @@ done:
 	return rc;
 }
 
-int toml_write(tt_buf *out, const toml_value *doc, tt_error *err)
+int tt_toml_write(tt_buf *out, const tt_toml_value *doc, tt_error *err)
 {
-	if (!doc || toml_type_of(doc) != TOML_TABLE)
-		return tt_error_set(err, TT_EUSAGE, "toml_write needs a table");
+	if (!doc || tt_toml_type_of(doc) != TT_TOML_TABLE)
+		return tt_error_set(err, TT_EUSAGE, "tt_toml_write needs a table");
 	writer w = { out, err, 0 };
 	int rc = put_body(&w, doc, NULL, 0, false);
 	if (rc)
@@ -349,28 +310,28 @@ int toml_write(tt_buf *out, const toml_value *doc, tt_error *err)
 /* ------------------------------------------------------------------ */
 
 /* Refuse v (a date/time, or an inf/nan float), naming its key and place. */
-static void refuse(const toml_value *v, const char *file, const char *key, size_t klen,
+static void refuse(const tt_toml_value *v, const char *file, const char *key, size_t klen,
 		   tt_error *err)
 {
 	tt_buf kb = TT_BUF_INIT;
 	if (key)
-		toml_write_key(&kb, key, klen);
+		tt_toml_write_key(&kb, key, klen);
 	else
 		tt_buf_puts(&kb, "an array element");
-	const char *what = toml_type_of(v) == TOML_FLOAT ? "inf and nan are"
+	const char *what = tt_toml_type_of(v) == TT_TOML_FLOAT ? "inf and nan are"
 							 : "dates and times are";
 	if (kb.failed)
 		tt_error_oom(err);
-	else if (toml_line(v) > 0)
+	else if (tt_toml_line(v) > 0)
 		tt_error_set(err, TT_ECONFIG, "%s:%d:%d: %s: %s not supported in JSON", file,
-			     toml_line(v), toml_col(v), kb.ptr, what);
+			     tt_toml_line(v), tt_toml_col(v), kb.ptr, what);
 	else
 		tt_error_set(err, TT_ECONFIG, "%s: %s: %s not supported in JSON", file, kb.ptr,
 			     what);
 	tt_buf_release(&kb);
 }
 
-static json_t *to_json(const toml_value *v, const char *file, const char *key, size_t klen,
+static json_t *to_json(const tt_toml_value *v, const char *file, const char *key, size_t klen,
 		       int depth, tt_error *err)
 {
 	json_t *j = NULL, *c = NULL;
@@ -381,50 +342,50 @@ static json_t *to_json(const toml_value *v, const char *file, const char *key, s
 			     TOML_WRITE_MAX_DEPTH);
 		goto done;
 	}
-	switch (toml_type_of(v)) {
-	case TOML_TABLE:
+	switch (tt_toml_type_of(v)) {
+	case TT_TOML_TABLE:
 		if (!(j = json_object()))
 			goto oom;
-		for (size_t i = 0; i < toml_table_len(v); i++) {
+		for (size_t i = 0; i < tt_toml_table_len(v); i++) {
 			size_t n;
-			const char *k = toml_table_key_n(v, i, &n);
-			if (!(c = to_json(toml_table_at(v, i), file, k, n, depth + 1, err)))
+			const char *k = tt_toml_table_key_n(v, i, &n);
+			if (!(c = to_json(tt_toml_table_at(v, i), file, k, n, depth + 1, err)))
 				goto done;
 			if (json_object_setn_new(j, k, n, c) != 0) /* takes c even then */
 				goto oom_taken;
 			c = NULL;
 		}
 		break;
-	case TOML_ARRAY:
+	case TT_TOML_ARRAY:
 		if (!(j = json_array()))
 			goto oom;
-		for (size_t i = 0; i < toml_array_len(v); i++) {
-			if (!(c = to_json(toml_array_at(v, i), file, NULL, 0, depth + 1, err)))
+		for (size_t i = 0; i < tt_toml_array_len(v); i++) {
+			if (!(c = to_json(tt_toml_array_at(v, i), file, NULL, 0, depth + 1, err)))
 				goto done;
 			if (json_array_append_new(j, c) != 0)
 				goto oom_taken;
 			c = NULL;
 		}
 		break;
-	case TOML_STRING: {
+	case TT_TOML_STRING: {
 		size_t n;
-		const char *s = toml_string(v, &n);
+		const char *s = tt_toml_string(v, &n);
 		j = json_stringn(s, n);
 		break;
 	}
-	case TOML_INTEGER:
-		j = json_integer((json_int_t)toml_integer(v));
+	case TT_TOML_INTEGER:
+		j = json_integer((json_int_t)tt_toml_integer(v));
 		break;
-	case TOML_BOOLEAN:
-		j = json_boolean(toml_boolean(v));
+	case TT_TOML_BOOLEAN:
+		j = json_boolean(tt_toml_boolean(v));
 		break;
-	case TOML_FLOAT:
+	case TT_TOML_FLOAT:
 		/* JSON has no inf or nan either. */
-		if (!isfinite(toml_float(v))) {
+		if (!isfinite(tt_toml_float(v))) {
 			refuse(v, file, key, klen, err);
 			goto done;
 		}
-		j = json_real(toml_float(v));
+		j = json_real(tt_toml_float(v));
 		break;
 	default:
 		refuse(v, file, key, klen, err);
@@ -447,7 +408,7 @@ done:
 	return j;
 }
 
-json_t *toml_to_json(const toml_value *v, const char *filename, tt_error *err)
+json_t *tt_toml_to_json(const tt_toml_value *v, const char *filename, tt_error *err)
 {
 	tt_error local = TT_ERROR_INIT;
 	json_t *j = to_json(v, filename ? filename : "<input>", NULL, 0, 0, err ? err : &local);
@@ -455,9 +416,9 @@ json_t *toml_to_json(const toml_value *v, const char *filename, tt_error *err)
 	return j;
 }
 
-static toml_value *from_json(const json_t *j, int depth, tt_error *err)
+static tt_toml_value *from_json(const json_t *j, int depth, tt_error *err)
 {
-	toml_value *v = NULL, *c = NULL;
+	tt_toml_value *v = NULL, *c = NULL;
 	bool ok = false;
 
 	if (depth > TOML_WRITE_MAX_DEPTH) {
@@ -469,14 +430,14 @@ static toml_value *from_json(const json_t *j, int depth, tt_error *err)
 		const char *k;
 		size_t klen;
 		json_t *jc;
-		if (!(v = toml_new_table()))
+		if (!(v = tt_toml_new_table()))
 			goto oom;
 		json_object_keylen_foreach((json_t *)j, k, klen, jc) {
 			if (json_is_null(jc))
 				continue; /* tether-vcs drops nulls before writing */
 			if (!(c = from_json(jc, depth + 1, err)))
 				goto done;
-			if (toml_table_setn(v, k, klen, c) != 0)
+			if (tt_toml_table_setn(v, k, klen, c) != 0)
 				goto oom;
 			c = NULL;
 		}
@@ -485,31 +446,31 @@ static toml_value *from_json(const json_t *j, int depth, tt_error *err)
 	case JSON_ARRAY: {
 		size_t i;
 		json_t *jc;
-		if (!(v = toml_new_array()))
+		if (!(v = tt_toml_new_array()))
 			goto oom;
 		json_array_foreach(j, i, jc) {
 			if (json_is_null(jc))
 				continue;
 			if (!(c = from_json(jc, depth + 1, err)))
 				goto done;
-			if (toml_array_push(v, c) != 0)
+			if (tt_toml_array_push(v, c) != 0)
 				goto oom;
 			c = NULL;
 		}
 		break;
 	}
 	case JSON_STRING:
-		v = toml_new_string(json_string_value(j), json_string_length(j));
+		v = tt_toml_new_string(json_string_value(j), json_string_length(j));
 		break;
 	case JSON_INTEGER:
-		v = toml_new_integer((int64_t)json_integer_value(j));
+		v = tt_toml_new_integer((int64_t)json_integer_value(j));
 		break;
 	case JSON_REAL:
-		v = toml_new_float(json_real_value(j));
+		v = tt_toml_new_float(json_real_value(j));
 		break;
 	case JSON_TRUE:
 	case JSON_FALSE:
-		v = toml_new_boolean(json_is_true(j));
+		v = tt_toml_new_boolean(json_is_true(j));
 		break;
 	case JSON_NULL:
 		tt_error_set(err, TT_EUSAGE, "a JSON null has no TOML form");
@@ -522,18 +483,18 @@ static toml_value *from_json(const json_t *j, int depth, tt_error *err)
 oom:
 	tt_error_oom(err);
 done:
-	toml_free(c);
+	tt_toml_free(c);
 	if (!ok) {
-		toml_free(v);
+		tt_toml_free(v);
 		v = NULL;
 	}
 	return v;
 }
 
-toml_value *toml_from_json(const json_t *j, tt_error *err)
+tt_toml_value *tt_toml_from_json(const json_t *j, tt_error *err)
 {
 	tt_error local = TT_ERROR_INIT;
-	toml_value *v = j ? from_json(j, 0, err ? err : &local) : NULL;
+	tt_toml_value *v = j ? from_json(j, 0, err ? err : &local) : NULL;
 	if (!j)
 		tt_error_set(err, TT_EUSAGE, "no JSON value");
 	tt_error_clear(&local);

@@ -1,7 +1,18 @@
 /*
- * vcs/dispatch.c - the one way the engine calls the VCS (see dispatch.h).
+ * vcs/dispatch.c - the one way the engine calls the VCS (see dispatch.h),
+ * and what is derived from the adapters' primitives, written once.
  */
 #include "vcs/dispatch.h"
+
+#include <stdlib.h>
+
+#include "util/mem.h"
+
+void tt_vcs_free(tt_vcs *v)
+{
+	if (v)
+		v->ops->free(v);
+}
 
 const char *tt_vcs_kind(const tt_vcs *v)
 {
@@ -22,6 +33,13 @@ int tt_vcs_current_bookmark(tt_vcs *v, char **out, tt_error *err)
 	return v->ops->current_bookmark(v, out, err);
 }
 
+int tt_vcs_check_bookmark_name(tt_vcs *v, const char *name, tt_error *err)
+{
+	if (!v->ops->check_bookmark_name)
+		return missing(v, "check_bookmark_name", err);
+	return v->ops->check_bookmark_name(v, name, err);
+}
+
 int tt_vcs_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err)
 {
 	if (!v->ops->new_bookmark)
@@ -40,7 +58,7 @@ int tt_vcs_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, 
 {
 	if (!v->ops->tracked)
 		return missing(v, "tracked", err);
-	return v->ops->tracked(v, relpaths, n, out, err);
+	return v->ops->tracked(v, NULL, relpaths, n, out, err);
 }
 
 int tt_vcs_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
@@ -48,9 +66,9 @@ int tt_vcs_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, 
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = false;
-	if (!v->ops->tracked_at)
+	if (!v->ops->tracked)
 		return missing(v, "tracked_at", err);
-	return v->ops->tracked_at(v, root, relpaths, n, out, err);
+	return v->ops->tracked(v, root, relpaths, n, out, err);
 }
 
 int tt_vcs_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
@@ -64,11 +82,7 @@ int tt_vcs_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
 
 int tt_vcs_current_rev(tt_vcs *v, char **out, tt_error *err)
 {
-	if (out)
-		*out = NULL;
-	if (!v->ops->current_rev)
-		return missing(v, "current_rev", err);
-	return v->ops->current_rev(v, out, err);
+	return tt_vcs_resolve(v, v->ops->working_rev, out, err);
 }
 
 int tt_vcs_is_ancestor(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err)
@@ -90,11 +104,13 @@ int tt_vcs_read_file_at(tt_vcs *v, const char *rev, const char *relpath, char **
 
 int tt_vcs_files_at(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err)
 {
-	if (out)
-		*out = NULL;
-	if (!v->ops->files_at)
-		return missing(v, "files_at", err);
-	return v->ops->files_at(v, rev, reldir, out, err);
+	json_t *many = NULL;
+	int rc = tt_vcs_files_at_many(v, &rev, 1, reldir, &many, err);
+	if (rc == 0) {
+		*out = json_incref(json_object_get(many, rev));
+		json_decref(many);
+	}
+	return rc;
 }
 
 int tt_vcs_files_at_many(tt_vcs *v, const char *const *revs, size_t n, const char *reldir,
@@ -118,9 +134,26 @@ int tt_vcs_history_revs(tt_vcs *v, json_t **out, tt_error *err)
 
 int tt_vcs_history_digest(tt_vcs *v, char out[17], tt_error *err)
 {
-	if (!v->ops->history_digest)
-		return missing(v, "history_digest", err);
-	return v->ops->history_digest(v, out, err);
+	json_t *revs = NULL;
+	const char **ids = NULL;
+	size_t n;
+	int rc;
+	out[0] = '\0';
+	if (v->ops->history_digest)
+		return v->ops->history_digest(v, out, err);
+	if ((rc = tt_vcs_history_revs(v, &revs, err)) < 0)
+		return rc;
+	n = json_array_size(revs);
+	if (!(ids = tt_calloc(n ? n : 1, sizeof *ids))) {
+		json_decref(revs);
+		return tt_error_oom(err);
+	}
+	for (size_t i = 0; i < n; i++)
+		ids[i] = json_string_value(json_array_get(revs, i));
+	rc = tt_vcs_digest_revs(out, ids, n, err);
+	free(ids);
+	json_decref(revs);
+	return rc;
 }
 
 int tt_vcs_iter_history_files(tt_vcs *v, const char *reldir, tt_vcs_history_fn fn, void *ctx,
@@ -194,9 +227,7 @@ int tt_vcs_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *
 
 int tt_vcs_commit_alive(tt_vcs *v, const char *commit, bool *out, tt_error *err)
 {
-	if (!v->ops->commit_alive)
-		return missing(v, "commit_alive", err);
-	return v->ops->commit_alive(v, commit, out, err);
+	return tt_vcs_alive_commits(v, &commit, 1, out, err);
 }
 
 int tt_vcs_alive_token(tt_vcs *v, char out[65])
@@ -235,6 +266,13 @@ int tt_vcs_check_commit(tt_vcs *v, tt_error *err)
 	if (!v->ops->check_commit)
 		return missing(v, "check_commit", err);
 	return v->ops->check_commit(v, err);
+}
+
+int tt_vcs_unstage(tt_vcs *v, const char *const *relpaths, size_t n, tt_error *err)
+{
+	if (!v->ops->unstage || !n)
+		return 0;
+	return v->ops->unstage(v, relpaths, n, err);
 }
 
 int tt_vcs_position(tt_vcs *v, json_t **out, tt_error *err)

@@ -1,9 +1,12 @@
 /*
  * vcs/dispatch.h - how the engine calls the dataset's VCS: tt_vcs_<op>(v,
- * ...) for every op of tt_vcs_ops, with the op's own signature.  Each
- * resets the op's pointer out-parameters to NULL and answers an op the
- * adapter lacks with TT_ECAPABILITY naming the VCS; tt_vcs_has(v, op) asks
- * whether the adapter has an optional op, tt_vcs_kind(v) which VCS it is.
+ * ...) for every op of tt_vcs_ops, with the op's own signature, and the
+ * calls derived from them (tt_vcs_files_at, tt_vcs_commit_alive,
+ * tt_vcs_current_rev, tt_vcs_tracked / tt_vcs_tracked_at, the default
+ * tt_vcs_history_digest).  Each resets the op's pointer out-parameters to
+ * NULL and answers an op the adapter lacks with TT_ECAPABILITY naming the
+ * VCS; tt_vcs_has(v, op) asks whether the adapter has an optional op,
+ * tt_vcs_kind(v) which VCS it is.
  */
 #ifndef TT_VCS_DISPATCH_H
 #define TT_VCS_DISPATCH_H
@@ -15,6 +18,7 @@
 const char *tt_vcs_kind(const tt_vcs *v);
 
 int tt_vcs_current_bookmark(tt_vcs *v, char **out, tt_error *err);
+int tt_vcs_check_bookmark_name(tt_vcs *v, const char *name, tt_error *err);
 int tt_vcs_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err);
 int tt_vcs_park(tt_vcs *v, const char *name, tt_error *err);
 int tt_vcs_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
@@ -46,6 +50,7 @@ int tt_vcs_dirty(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt
 int tt_vcs_commit(tt_vcs *v, const char *const *relpaths, size_t n, const char *message,
 		const char *advance, char **out, tt_error *err);
 int tt_vcs_check_commit(tt_vcs *v, tt_error *err);
+int tt_vcs_unstage(tt_vcs *v, const char *const *relpaths, size_t n, tt_error *err);
 int tt_vcs_position(tt_vcs *v, json_t **out, tt_error *err);
 int tt_vcs_goto_position(tt_vcs *v, const json_t *position, tt_error *err);
 int tt_vcs_uncommit(tt_vcs *v, const char *commit, bool *out, tt_error *err);

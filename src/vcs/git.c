@@ -1,10 +1,10 @@
-/* vcs/git.c - the git adapter (see vcs.h). */
+/* vcs/git.c - the git adapter (see vcs.h); running git is git_exec.c. */
 #include "vcs/vcs.h"
+#include "vcs/dispatch.h"
 #include "vcs/git_lifecycle.h"
 #include "vcs/git_native.h"
 
 #include <dirent.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,152 +13,6 @@
 #include "util/fs.h"
 #include "util/mem.h"
 #include "util/proc.h"
-
-const char *const tt_git_env_unset[] = {
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_COUNT",
-	"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE",
-	"GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX",
-	"GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE", "GIT_WORK_TREE", "GIT_CONFIG_KEY_*",
-	"GIT_CONFIG_VALUE_*", "GIT_NAMESPACE", NULL,
-};
-
-static const char *const isolation[] = {
-	"-c", "color.ui=never", "-c", "log.showSignature=false", "-c", "core.quotePath=false",
-	"-c", "status.showUntrackedFiles=all",
-};
-#define NISO (sizeof isolation / sizeof isolation[0])
-
-#define GIT_OUTPUT_CAP ((size_t)512 << 20)
-
-static void chomp(tt_buf *b);
-
-static char *lock_in(const char *why)
-{
-	const char *start = why ? strstr(why, "Unable to create '") : NULL;
-	const char *end = start ? strstr(start, ".lock': File exists") : NULL;
-	if (!end)
-		return NULL;
-	start += strlen("Unable to create '");
-	return tt_strndup(start, (size_t)(end - start) + strlen(".lock"));
-}
-
-void tt_git_lock_hint(tt_error *err, const char *why, const char *dir)
-{
-	char *lock = lock_in(why);
-	if (lock && tt_exists(lock))
-		tt_error_hint(err, "%s exists: another git process is running in %s, or one crashed; if none "
-			      "is running, remove it: rm %s", lock, dir, lock);
-	free(lock);
-}
-
-int tt_git_no_lock_left(const char *exe, const char *dir, const char *lock, tt_error *err)
-{
-	const char *const args[] = { "rev-parse", "--git-path", lock, NULL };
-	tt_buf rel = TT_BUF_INIT;
-	char *path = NULL;
-	struct stat st;
-	int rc = tt_git_run(exe, dir, args, &rel, false, NULL, err);
-	if (rc < 0)
-		goto done;
-	chomp(&rel);
-	if (!rel.ptr || !rel.ptr[0])
-		goto done;
-	if (!(path = rel.ptr[0] == '/' ? tt_strdup(rel.ptr) : tt_path_join(dir, rel.ptr)))
-		rc = tt_error_oom(err);
-	else if (lstat(path, &st) == 0)
-		rc = tt_error_set(err, TT_EVCS, "%s exists: another git process is running in %s, or one "
-				  "crashed; if none is running, remove it: rm %s", path, dir, path);
-done:
-	tt_buf_release(&rel);
-	free(path);
-	return rc;
-}
-
-static int run_input(const char *exe, const char *dir, const char *const *args, const void *input,
-		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err);
-static int check_version(const char *exe, tt_error *err);
-
-/* The executables whose version was checked (the read paths run no git,
- * so the check waits for the first git this process starts). */
-static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *version_checked[8];
-
-int tt_git_version_once(const char *exe, tt_error *err)
-{
-	int rc = 0;
-	pthread_mutex_lock(&version_lock);
-	size_t i = 0;
-	while (i < 8 && version_checked[i] && strcmp(version_checked[i], exe) != 0)
-		i++;
-	if (i == 8 || !version_checked[i]) {
-		rc = check_version(exe, err);
-		if (rc == 0 && i < 8)
-			version_checked[i] = tt_strdup(exe);
-	}
-	pthread_mutex_unlock(&version_lock);
-	return rc;
-}
-
-int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
-		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
-{
-	int rc = tt_git_version_once(exe, err);
-	return rc < 0 ? rc : run_input(exe, dir, args, input, len, out, allow_fail, status, err);
-}
-
-static int run_input(const char *exe, const char *dir, const char *const *args, const void *input,
-		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
-{
-	size_t nargs = 0;
-	while (args[nargs])
-		nargs++;
-	const char **argv = tt_calloc(nargs + NISO + 2, sizeof *argv);
-	tt_proc_result r;
-	int rc;
-	if (!argv)
-		return tt_error_oom(err);
-	argv[0] = exe;
-	memcpy(argv + 1, isolation, sizeof isolation);
-	memcpy(argv + 1 + NISO, args, nargs * sizeof *args);
-	tt_proc_opts opts = { .argv = argv, .cwd = dir, .env_unset = tt_git_env_unset,
-			      .stdin_data = input, .stdin_len = input ? len : 0,
-			      .max_out = GIT_OUTPUT_CAP, .max_err = 1 << 20 };
-	tt_proc_result_init(&r);
-	rc = tt_proc_run(&opts, &r, err);
-	if (rc == 0) {
-		if (status)
-			*status = r.status;
-		if (r.status != 0 && !allow_fail) {
-			tt_buf cmd = TT_BUF_INIT;
-			for (size_t i = 0; i < nargs; i++)
-				tt_buf_printf(&cmd, "%s%s", i ? " " : "", args[i]);
-			const char *why = r.err.len ? r.err.ptr : r.out.ptr;
-			size_t wl = strlen(why);
-			while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
-				wl--;
-			rc = tt_error_set(err, TT_EVCS, "command failed (git %s): %.*s", cmd.ptr, (int)wl, why);
-			tt_git_lock_hint(err, why, dir);
-			tt_buf_release(&cmd);
-		} else if (out) {
-			tt_buf_put(out, r.out.ptr, r.out.len);
-			rc = tt_buf_check(out, err, "git output");
-		}
-	} else if (rc == TT_ENOTFOUND) {
-		tt_error_set(err, TT_EVCS, "executable not found: %s", exe);
-		tt_error_hint(err, "install git 2.38 or newer, or name it with TETHER_GIT or "
-				   ".tether/secrets.toml [vcs] git_path");
-		rc = TT_EVCS;
-	}
-	tt_proc_result_release(&r);
-	free(argv);
-	return rc;
-}
-
-int tt_git_run(const char *exe, const char *dir, const char *const *args, tt_buf *out,
-	       bool allow_fail, int *status, tt_error *err)
-{
-	return tt_git_run_input(exe, dir, args, NULL, 0, out, allow_fail, status, err);
-}
 
 static void chomp(tt_buf *b)
 {
@@ -311,9 +165,9 @@ done:
 	return rc;
 }
 
-static int git_current_rev(tt_vcs *v, char **out, tt_error *err)
+static int git_check_bookmark_name(tt_vcs *v, const char *name, tt_error *err)
 {
-	return git_resolve(v, "HEAD", out, err);
+	return tt_git_check_branch_name(v->exe, v->root, name, err);
 }
 
 static int git_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err)
@@ -388,18 +242,15 @@ static int ls_files_has(tt_vcs *v, const char *dir, const char *const *relpaths,
 	return rc;
 }
 
-static int git_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
-{
-	if (v->native && tt_gitnat_index_has(v->native, relpaths, n, out) == 0)
-		return 0;
-	return ls_files_has(v, v->root, relpaths, n, out, err);
-}
-
 /* Another worktree has its own index: git answers for it there. */
-static int git_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
-			  tt_error *err)
+/* In this checkout (root NULL: from the index read natively where it can),
+ * or in the worktree at root. */
+static int git_tracked(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+		       tt_error *err)
 {
-	return ls_files_has(v, root, relpaths, n, out, err);
+	if (!root && v->native && tt_gitnat_index_has(v->native, relpaths, n, out) == 0)
+		return 0;
+	return ls_files_has(v, root ? root : v->root, relpaths, n, out, err);
 }
 
 /* ---- content at a revision ------------------------------------------- */
@@ -465,18 +316,6 @@ done:
 	return rc;
 }
 
-static int git_files_at(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err)
-{
-	json_t *many = NULL;
-	int rc = git_files_at_many(v, &rev, 1, reldir, &many, err);
-	*out = NULL;
-	if (rc == 0) {
-		*out = json_incref(json_object_get(many, rev));
-		json_decref(many);
-	}
-	return rc;
-}
-
 /* ---- history ---------------------------------------------------------- */
 
 /* The non-blank lines of b (trimmed) appended to arr as strings. */
@@ -517,29 +356,6 @@ static int git_history_revs(tt_vcs *v, json_t **out, tt_error *err)
 	}
 	json_decref(arr);
 	tt_buf_release(&b);
-	return rc;
-}
-
-static int git_history_digest(tt_vcs *v, char out[17], tt_error *err)
-{
-	json_t *revs = NULL;
-	const char **ids = NULL;
-	int rc;
-
-	out[0] = '\0';
-	if ((rc = git_history_revs(v, &revs, err)) < 0)
-		return rc;
-	size_t n = json_array_size(revs);
-	if (!(ids = tt_calloc(n ? n : 1, sizeof *ids))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < n; i++)
-		ids[i] = json_string_value(json_array_get(revs, i));
-	rc = tt_vcs_digest_revs(out, ids, n, err);
-done:
-	free(ids);
-	json_decref(revs);
 	return rc;
 }
 
@@ -670,7 +486,7 @@ static int git_remote_unfetched(tt_vcs *v, const char *name, json_t **out, tt_er
 {
 	static const char *const env_set[] = { "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=",
 					       NULL };
-	const char *argv[NISO + 8];
+	const char *argv[TT_GIT_NISO + 8];
 	tt_proc_result r;
 	tt_buf ids = TT_BUF_INIT, known = TT_BUF_INIT;
 	json_t *refs = NULL;
@@ -680,8 +496,8 @@ static int git_remote_unfetched(tt_vcs *v, const char *name, json_t **out, tt_er
 	if (bad_rev(name))
 		return tt_error_set(err, TT_EVCS, "not a remote name: %s", name ? name : "");
 	argv[0] = v->exe;
-	memcpy(argv + 1, isolation, sizeof isolation);
-	size_t k = 1 + NISO;
+	memcpy(argv + 1, tt_git_isolation, sizeof tt_git_isolation);
+	size_t k = 1 + TT_GIT_NISO;
 	argv[k++] = "ls-remote";
 	argv[k++] = "--heads";
 	argv[k++] = "--tags";
@@ -689,7 +505,7 @@ static int git_remote_unfetched(tt_vcs *v, const char *name, json_t **out, tt_er
 	argv[k++] = name;
 	argv[k] = NULL;
 	tt_proc_opts opts = { .argv = argv, .cwd = v->root, .env_set = env_set,
-			      .env_unset = tt_git_env_unset, .max_out = GIT_OUTPUT_CAP,
+			      .env_unset = tt_git_env_unset, .max_out = TT_GIT_OUTPUT_CAP,
 			      .max_err = 1 << 20, .timeout_ms = REMOTE_LIST_TIMEOUT_MS };
 	tt_proc_result_init(&r);
 	if ((rc = tt_proc_run(&opts, &r, err)) < 0)
@@ -865,11 +681,6 @@ done:
 	free(ids);
 	tt_buf_release(&b);
 	return rc;
-}
-
-static int git_commit_alive(tt_vcs *v, const char *commit, bool *out, tt_error *err)
-{
-	return git_alive_commits(v, &commit, 1, out, err);
 }
 
 static int git_is_ancestor(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err)
@@ -1135,7 +946,7 @@ static int git_commit(tt_vcs *v, const char *const *relpaths, size_t n, const ch
 		}
 		goto done;
 	}
-	if ((rc = git_current_rev(v, &head, err)) < 0)
+	if ((rc = tt_vcs_current_rev(v, &head, err)) < 0)
 		goto done;
 	if (advance) {
 		char *ref = tt_asprintf("refs/heads/%s^{commit}", advance);
@@ -1172,6 +983,20 @@ done:
 static int git_check_commit(tt_vcs *v, tt_error *err)
 {
 	return tt_git_no_lock_left(v->exe, v->root, "index.lock", err);
+}
+
+static int git_unstage(tt_vcs *v, const char *const *relpaths, size_t n, tt_error *err)
+{
+	argv_list a = { 0 };
+	int rc;
+	av_add(&a, "--literal-pathspecs");
+	av_add(&a, "reset");
+	av_add(&a, "-q");
+	av_add(&a, "--");
+	av_add_all(&a, relpaths, n);
+	rc = a.oom ? tt_error_oom(err) : git_av(v, &a, NULL, err);
+	av_release(&a);
+	return rc;
 }
 
 static int git_position(tt_vcs *v, json_t **out, tt_error *err)
@@ -1407,19 +1232,17 @@ static void git_free(tt_vcs *v)
 
 static const tt_vcs_ops git_ops = {
 	.kind = "git",
+	.working_rev = "HEAD",
 	.current_bookmark = git_current_bookmark,
+	.check_bookmark_name = git_check_bookmark_name,
 	.new_bookmark = git_new_bookmark,
 	.park = git_park,
 	.tracked = git_tracked,
-	.tracked_at = git_tracked_at,
 	.resolve = git_resolve,
-	.current_rev = git_current_rev,
 	.is_ancestor = git_is_ancestor,
 	.read_file_at = git_read_file_at,
-	.files_at = git_files_at,
 	.files_at_many = git_files_at_many,
 	.history_revs = git_history_revs,
-	.history_digest = git_history_digest,
 	.iter_history_files = git_iter_history_files,
 	.commit_info = git_commit_info,
 	.refs = git_refs,
@@ -1428,12 +1251,12 @@ static const tt_vcs_ops git_ops = {
 	.published_revs = git_published_revs,
 	.held_revs = git_held_revs,
 	.alive_commits = git_alive_commits,
-	.commit_alive = git_commit_alive,
 	.alive_token = git_alive_token,
 	.workspace_roots = git_workspace_roots,
 	.dirty = git_dirty,
 	.commit = git_commit,
 	.check_commit = git_check_commit,
+	.unstage = git_unstage,
 	.position = git_position,
 	.goto_position = git_goto_position,
 	.uncommit = git_uncommit,
@@ -1450,34 +1273,7 @@ static const tt_vcs_ops git_ops = {
 	.free = git_free,
 };
 
-void tt_vcs_free(tt_vcs *v)
-{
-	if (v)
-		v->ops->free(v);
-}
-
-/* git --version must say 2.38 or newer (an unparseable banner passes). */
-static int check_version(const char *exe, tt_error *err)
-{
-	tt_buf b = TT_BUF_INIT;
-	int rc = run_input(exe, NULL, (const char *const[]){ "--version", NULL }, NULL, 0, &b, false, NULL, err);
-	if (rc == 0) {
-		const char *p = b.ptr;
-		while (*p && (*p < '0' || *p > '9'))
-			p++;
-		int maj = 0, min = 0, pat = 0;
-		if (sscanf(p, "%d.%d.%d", &maj, &min, &pat) >= 2 && (maj < 2 || (maj == 2 && min < 38))) {
-			chomp(&b);
-			rc = tt_error_set(err, TT_EVCS, "git %d.%d.%d is too old: tether needs git 2.38 or "
-					  "newer (%s)", maj, min, pat, exe);
-		}
-	}
-	tt_buf_release(&b);
-	return rc;
-}
-
-/* The git adapter for the working tree at git_root (taken over). */
-static int git_open(tt_vcs **out, char *git_root, const char *exe, tt_error *err)
+int tt_git_open(tt_vcs **out, char *git_root, const char *exe, tt_error *err)
 {
 	tt_vcs *v = NULL;
 	tt_buf b = TT_BUF_INIT;
@@ -1529,48 +1325,4 @@ done:
 	tt_vcs_free(v);
 	tt_buf_release(&b);
 	return rc;
-}
-
-int tt_vcs_detect_with(tt_vcs **out, const char *start, const char *exe, const char *jj_exe,
-		       const char *prefer, tt_error *err)
-{
-	char *git_root = tt_find_up(start, ".git", false);
-	char *jj_root = tt_find_up(start, ".jj", false);
-	tt_vcs *git = NULL;
-	int rc = 0;
-
-	*out = NULL;
-	/* jj when there is a .jj at or above start, unless [vcs] prefer says
-	 * git and there is a git working tree; a colocated repository's .git
-	 * stays reachable for git plumbing. */
-	bool use_jj = jj_root && (!prefer || strcmp(prefer, "git") != 0 || !git_root);
-	if (use_jj) {
-		const char *git_exe = exe && *exe ? exe : getenv("TETHER_GIT");
-		if (git_root && strcmp(git_root, jj_root) == 0) {
-			tt_error ignored = TT_ERROR_INIT;
-			if (git_open(&git, git_root, exe, &ignored) < 0)
-				git = NULL;
-			git_root = NULL;
-			tt_error_clear(&ignored);
-		}
-		rc = tt_jj_open(out, jj_root, jj_exe, git_exe && *git_exe ? git_exe : "git", git, err);
-		goto done;
-	}
-	if (!git_root) {
-		rc = tt_error_set(err, TT_EVCS, "no git or jj repository found at or above %s", start);
-		tt_error_hint(err, "run `git init` first, then `tether init`");
-		goto done;
-	}
-	rc = git_open(out, git_root, exe, err);
-	git_root = NULL;
-done:
-	free(git_root);
-	free(jj_root);
-	return rc;
-}
-
-int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *prefer,
-		  tt_error *err)
-{
-	return tt_vcs_detect_with(out, start, exe, NULL, prefer, err);
 }

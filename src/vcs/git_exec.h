@@ -19,6 +19,13 @@ int tt_git_version_once(const char *exe, tt_error *err);
 
 /* The environment entries every VCS call clears (NULL-terminated; "X*" = prefix). */
 extern const char *const tt_git_env_unset[];
+/* The options every git call starts with (colour, signatures and path
+ * quoting off; untracked files listed one by one), for a caller that runs
+ * git itself (a time limit, an environment of its own). */
+#define TT_GIT_NISO 8
+extern const char *const tt_git_isolation[TT_GIT_NISO];
+/* The most a git call's output may be. */
+#define TT_GIT_OUTPUT_CAP ((size_t)512 << 20)
 
 /* Run git with tether's isolation flags in dir; stdout into out (may be
  * NULL).  A non-zero exit is TT_EVCS naming the command and git's stderr,
@@ -35,5 +42,8 @@ int tt_git_no_lock_left(const char *exe, const char *dir, const char *lock, tt_e
 /* tt_git_run with input (len bytes) written to git's stdin. */
 int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
 		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err);
+/* Whether git takes name as a branch name (check-ref-format --branch):
+ * TT_ECONFIG "invalid bookmark name '<name>': git refuses it ..." when not. */
+int tt_git_check_branch_name(const char *exe, const char *dir, const char *name, tt_error *err);
 
 #endif

@@ -5,6 +5,7 @@
  * while every later commit keeps the dataset's files as they were.
  */
 #include "vcs/git_lifecycle.h"
+#include "vcs/dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,8 +376,13 @@ static int with_old_dir(tt_vcs *v, const char *wt, const char *index_env, const 
 		rc = tt_error_oom(err);
 		goto done;
 	}
+	/* The index is this function's own (index_env), read from new_commit:
+	 * forced, since git's up-to-date check compares it with the worktree's
+	 * HEAD, which is another commit (the last rebased one) whenever more
+	 * than one descendant is rewritten. */
 	if ((rc = genv(v, wt, (const char *const[]){ "read-tree", new_commit, NULL }, ienv, NULL, NULL, NULL, err)) < 0 ||
-	    (rc = genv(v, wt, (const char *const[]){ "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", keep_dir, NULL },
+	    (rc = genv(v, wt, (const char *const[]){ "rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", keep_dir,
+						     NULL },
 		       ienv, NULL, NULL, NULL, err)) < 0 ||
 	    (rc = genv(v, wt, (const char *const[]){ "rev-parse", "--verify", "--quiet", spec, NULL }, NULL, NULL, &b, &status,
 		       err)) < 0)
@@ -467,7 +473,7 @@ static int abandon_one(tt_vcs *v, const char *gitdir, const char *commit, const 
 	json_t *d;
 	json_array_foreach(desc, j, d) {
 		json_t *files = NULL;
-		if ((rc = v->ops->files_at(v, json_string_value(d), keep_dir, &files, err)) < 0)
+		if ((rc = tt_vcs_files_at(v, json_string_value(d), keep_dir, &files, err)) < 0)
 			goto done;
 		json_object_set_new(before, json_string_value(d), files);
 	}
@@ -584,7 +590,7 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 		const char *commit = json_string_value(c);
 		free(head);
 		head = NULL;
-		if ((rc = v->ops->current_rev(v, &head, err)) < 0)
+		if ((rc = tt_vcs_current_rev(v, &head, err)) < 0)
 			goto out;
 		if (arr_has(done, commit))
 			continue;
@@ -595,7 +601,7 @@ int tt_git_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *kee
 			/* Already out of history (an abandon that was interrupted
 			 * after its rewrite landed): nothing left to do. */
 			bool alive = true;
-			if ((rc = v->ops->commit_alive(v, commit, &alive, err)) < 0)
+			if ((rc = tt_vcs_commit_alive(v, commit, &alive, err)) < 0)
 				goto out;
 			if (!alive) {
 				json_array_append(done, c);
@@ -742,7 +748,7 @@ int tt_git_rewrite_history(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn fn, 
 			new_files = json_incref(json_array_get(known, 1));
 		} else {
 			if (*sub) {
-				if ((rc = v->ops->files_at(v, commit, reldir, &files, err)) < 0)
+				if ((rc = tt_vcs_files_at(v, commit, reldir, &files, err)) < 0)
 					goto next;
 			} else {
 				files = json_object();

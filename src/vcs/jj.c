@@ -18,6 +18,7 @@
  * one `git cat-file --batch` reader, as under git.
  */
 #include "vcs/vcs.h"
+#include "vcs/dispatch.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -543,11 +544,6 @@ done:
 	return rc;
 }
 
-static int jj_current_rev(tt_vcs *v, char **out, tt_error *err)
-{
-	return jj_resolve(v, "@", out, err);
-}
-
 static int jj_is_ancestor(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err)
 {
 	tt_buf b = TT_BUF_INIT;
@@ -652,18 +648,6 @@ done:
 	free(commit);
 	tt_git_reader_close(r);
 	json_decref(result);
-	return rc;
-}
-
-static int jj_files_at(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err)
-{
-	json_t *many = NULL;
-	int rc = jj_files_at_many(v, &rev, 1, reldir, &many, err);
-	*out = NULL;
-	if (rc == 0) {
-		*out = json_incref(json_object_get(many, rev));
-		json_decref(many);
-	}
 	return rc;
 }
 
@@ -983,7 +967,7 @@ static int jj_refs(tt_vcs *v, json_t **out, tt_error *err)
 		json_array_foreach(tags, i, t)
 			if (strcmp(json_string_value(json_object_get(t, "kind")), "tag") == 0)
 				json_array_append(*out, t);
-	if ((rc = jj_current_rev(v, &head, err)) < 0)
+	if ((rc = tt_vcs_current_rev(v, &head, err)) < 0)
 		goto done;
 	json_array_append_new(*out, json_pack("{s:s, s:s, s:s}", "name", "@", "kind", "head", "commit_id", head));
 done:
@@ -1119,11 +1103,6 @@ done:
 	tt_buf_release(&asked);
 	tt_buf_release(&set);
 	return rc;
-}
-
-static int jj_commit_alive(tt_vcs *v, const char *commit, bool *out, tt_error *err)
-{
-	return jj_alive_commits(v, &commit, 1, out, err);
 }
 
 /* ---- the working copy ------------------------------------------------- */
@@ -1280,14 +1259,9 @@ static int tracked_in(tt_vcs *v, const char *cwd, const char *const *relpaths, s
 	return rc;
 }
 
-static int jj_tracked(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err)
-{
-	return tracked_in(v, NULL, relpaths, n, out, err);
-}
-
-/* Another workspace: its own working-copy commit (@ there). */
-static int jj_tracked_at(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
-			 tt_error *err)
+/* This workspace (root NULL) or another: its own working-copy commit (@ there). */
+static int jj_tracked(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+		      tt_error *err)
 {
 	return tracked_in(v, root, relpaths, n, out, err);
 }
@@ -1417,6 +1391,32 @@ static int jj_uncommit(tt_vcs *v, const char *commit, bool *out, tt_error *err)
 	chomp(&b);
 	if (!b.len || strcmp(b.ptr, commit) != 0)
 		goto done;
+	/* jj rebases every other child of a commit it squashes away: a
+	 * bookmark's line on top of it would be rewritten onto its parent.
+	 * Operator forms only, so a user's revset aliases change nothing. */
+	char *revset = tt_asprintf("(%s:: ~ (%s | @))", commit, commit);
+	tt_buf_reset(&b);
+	rc = revset ? jj_log(J(v), revset, "self.commit_id() ++ \"\\n\"", false, &b, NULL, err) : tt_error_oom(err);
+	free(revset);
+	if (rc < 0)
+		goto done;
+	chomp(&b);
+	if (b.len) {
+		size_t n = 1, shown = 0;
+		tt_buf ids = TT_BUF_INIT;
+		for (const char *p = b.ptr; (p = strchr(p, '\n')); p++)
+			n++;
+		for (const char *p = b.ptr; *p && shown < 3; shown++) {
+			size_t l = strcspn(p, "\n");
+			tt_buf_printf(&ids, "%s%.*s", shown ? ", " : "", (int)(l < 12 ? l : 12), p);
+			p += l + (p[l] == '\n');
+		}
+		rc = tt_error_set(err, TT_ECONFLICT, "commit %.12s has %zu other commit(s) built on it (%s%s); "
+				  "squashing it into the working copy would rewrite them -- `jj backout -r %.12s` "
+				  "reverts it and leaves them in place", commit, n, ids.ptr, n > 3 ? ", ..." : "", commit);
+		tt_buf_release(&ids);
+		goto done;
+	}
 	/* The commit's changes move into @ (which keeps its own empty
 	 * description); jj abandons the emptied source. */
 	rc = jj(J(v), (const char *const[]){ "squash", "--from", commit, "--into", "@", "-u", NULL }, NULL, err);
@@ -1505,6 +1505,31 @@ done:
 	json_decref(at);
 	json_decref(parents);
 	return rc;
+}
+
+/*
+ * jj's own rule first: its bookmark-name parser runs while the command line
+ * is read, so a create at none() (no revision: refused, nothing written)
+ * answers with a usage error (exit 2) exactly when the name is not one jj
+ * takes.  Then git's: jj exports every bookmark to its git repository.
+ */
+static int jj_check_bookmark_name(tt_vcs *v, const char *name, tt_error *err)
+{
+	int status = 0, rc;
+	if (!bad_rev(name)) {
+		rc = jj_try(J(v), (const char *const[]){ "bookmark", "create", "--ignore-working-copy", "-r", "none()",
+							 "--", name, NULL },
+			    NULL, &status, err);
+		if (rc < 0)
+			return rc;
+	}
+	if (bad_rev(name) || status == 2) {
+		tt_error_set(err, TT_ECONFIG, "invalid bookmark name '%s': jj refuses it as a bookmark name",
+			     name ? name : "");
+		tt_error_hint(err, "choose another name (`jj help -k bookmarks` describes them)");
+		return TT_ECONFIG;
+	}
+	return J(v)->git_exe ? tt_git_check_branch_name(J(v)->git_exe, v->root, name, err) : 0;
 }
 
 static int jj_new_bookmark(tt_vcs *v, const char *name, const char *rev, tt_error *err)
@@ -1770,7 +1795,7 @@ static int jj_rewrite_history(tt_vcs *v, const char *reldir, tt_vcs_rewrite_fn f
 		json_t *files = NULL, *new_files = NULL;
 		if (wc && strcmp(change, wc) == 0)
 			continue;  /* the working copy: the caller edits it in place */
-		if ((rc = jj_files_at(v, commit, reldir, &files, err)) == 0 &&
+		if ((rc = tt_vcs_files_at(v, commit, reldir, &files, err)) == 0 &&
 		    (rc = fn(ctx, commit, files, &new_files, err)) == 0 && !json_equal(files, new_files)) {
 			if (bad_rev(change))
 				rc = refuse_rev(change, err);
@@ -1858,13 +1883,27 @@ static int jj_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *
 	/* change, commit pairs: each descendant's keep_dir before */
 	for (i = 0; i + 1 < json_array_size(pairs); i += 2) {
 		json_t *files = NULL;
-		if ((rc = jj_files_at(v, json_string_value(json_array_get(pairs, i + 1)), keep_dir, &files, err)) < 0)
+		if ((rc = tt_vcs_files_at(v, json_string_value(json_array_get(pairs, i + 1)), keep_dir, &files, err)) < 0)
 			goto done;
 		json_object_set_new(before, json_string_value(json_array_get(pairs, i)), files);
 	}
 	if ((rc = jj_position(v, &start, err)) < 0)
 		goto done;
 	const char *wc = json_string_value(json_object_get(start, "id"));
+	bool wc_empty = json_is_true(json_object_get(start, "empty"));
+	/* Where the working copy goes back to once the fixes below have moved
+	 * it: itself, or (empty, so jj drops it when left) on top of its
+	 * parent's change, wherever the abandon rebased that. */
+	tt_buf_reset(&b);
+	if ((rc = jj_log(j, "@-", "self.change_id() ++ \"\\n\"", false, &b, NULL, err)) < 0)
+		goto done;
+	chomp(&b);
+	char *home = tt_strdup(b.ptr ? b.ptr : "");
+	if (!home) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	bool wc_fix = false;
 	j->parked++;
 	av_add(&a, "abandon");
 	for (i = 0; i < json_array_size(ids); i++)
@@ -1878,11 +1917,10 @@ static int jj_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *
 		const char *change = json_string_value(json_array_get(pairs, i));
 		json_t *files = json_object_get(before, change), *nowf = NULL;
 		if (wc && strcmp(change, wc) == 0) {
-			if (!json_is_true(json_object_get(start, "empty")) && (rc = write_files(j, files, err)) == 0)
-				rc = track_files(j, files, err);
+			wc_fix = !wc_empty;  /* once the working copy is back on it */
 			continue;
 		}
-		if ((rc = jj_files_at(v, change, keep_dir, &nowf, err)) < 0)
+		if ((rc = tt_vcs_files_at(v, change, keep_dir, &nowf, err)) < 0)
 			break;
 		bool same = json_equal(nowf, files);
 		json_decref(nowf);
@@ -1894,15 +1932,19 @@ static int jj_abandon(tt_vcs *v, const char *const *revs, size_t n, const char *
 			break;
 		rc = jj(j, (const char *const[]){ "squash", "-u", NULL }, NULL, err);
 	}
-	size_t np = json_array_size(pairs);
-	if (rc == 0 && moved && np >= 2 && !(wc && strcmp(json_string_value(json_array_get(pairs, np - 2)), wc) == 0)) {
-		/* jj new moved the working copy: back (onto the rebased parent
-		 * when the old @ was abandoned as empty). */
-		if ((rc = jj_position(v, &now, err)) == 0) {
-			json_object_set_new(now, "empty", json_true());
-			rc = jj_goto_position(v, now, err);
-		}
+	if (rc == 0 && moved) {
+		/* jj new moved the working copy: back where it was. */
+		if (!wc_empty && wc)
+			rc = jj(j, (const char *const[]){ "edit", wc, NULL }, NULL, err);
+		else if (*home)
+			rc = jj(j, (const char *const[]){ "new", home, NULL }, NULL, err);
 	}
+	if (rc == 0 && wc_fix) {
+		json_t *files = json_object_get(before, wc);
+		if ((rc = write_files(j, files, err)) == 0)
+			rc = track_files(j, files, err);
+	}
+	free(home);
 	j->parked--;
 	if (rc < 0)
 		goto done;
@@ -1951,16 +1993,15 @@ static void jj_free(tt_vcs *v)
 
 static const tt_vcs_ops jj_ops = {
 	.kind = "jj",
+	.working_rev = "@",
 	.current_bookmark = jj_current_bookmark,
+	.check_bookmark_name = jj_check_bookmark_name,
 	.new_bookmark = jj_new_bookmark,
 	.park = jj_park,
 	.tracked = jj_tracked,
-	.tracked_at = jj_tracked_at,
 	.resolve = jj_resolve,
-	.current_rev = jj_current_rev,
 	.is_ancestor = jj_is_ancestor,
 	.read_file_at = jj_read_file_at,
-	.files_at = jj_files_at,
 	.files_at_many = jj_files_at_many,
 	.history_revs = jj_history_revs,
 	.history_digest = jj_history_digest,
@@ -1972,7 +2013,6 @@ static const tt_vcs_ops jj_ops = {
 	.published_revs = jj_published_revs,
 	.held_revs = jj_held_revs,
 	.alive_commits = jj_alive_commits,
-	.commit_alive = jj_commit_alive,
 	.workspace_roots = jj_workspace_roots,
 	.dirty = jj_dirty,
 	.commit = jj_commit,
@@ -2057,6 +2097,7 @@ int tt_jj_open(tt_vcs **out, const char *jj_root, const char *jj_exe, const char
 		 * store directory): a colocated one's .git, seen from a
 		 * secondary workspace. */
 		char *target_file = tt_path_join(j->base.shared_dir, "store/git_target");
+		tt_buf_reset(&link); /* it held .jj/repo's link */
 		if (target_file && tt_is_file(target_file) && tt_read_file(target_file, &link, 1 << 16, err) == 0) {
 			chomp(&link);
 			char *sdir = tt_path_join(j->base.shared_dir, "store");

@@ -48,30 +48,40 @@ typedef int (*tt_vcs_rewrite_fn)(void *ctx, const char *commit, const json_t *fi
  * bytes as UTF-8, every invalid sequence replaced by U+FFFD (Python's
  * errors="replace").  Commit ids are full (git: 40 or 64 hex digits).
  * Every op returns 0 or a negative tt_code with err set.
+ *
+ * The ops are the adapter's primitives; what can be derived from them
+ * (files_at from files_at_many, commit_alive from alive_commits,
+ * current_rev from resolve, tracked in this checkout, a default
+ * history_digest) is written once in vcs/dispatch.c.
  */
 typedef struct tt_vcs_ops {
 	const char *kind;  /* "git" | "jj" */
+	/* The revision naming the working copy's commit (git: "HEAD", jj: "@"). */
+	const char *working_rev;
 	/* The bookmark(s) the working copy is on (git: HEAD's branch, unless
 	 * it is a tether/ parking branch); *out is NULL when none. */
 	int (*current_bookmark)(tt_vcs *v, char **out, tt_error *err);
+	/* Whether name can be a new bookmark, asked of the VCS without writing
+	 * anything: TT_ECONFIG "invalid bookmark name ..." when it refuses it
+	 * (git: check-ref-format --branch; jj: its own bookmark-name syntax,
+	 * and git's too, since jj exports its bookmarks to git).  Called
+	 * before a command journals or moves anything. */
+	int (*check_bookmark_name)(tt_vcs *v, const char *name, tt_error *err);
 	/* Create bookmark name at rev (NULL: here) and move the working copy onto it. */
 	int (*new_bookmark)(tt_vcs *v, const char *name, const char *rev, tt_error *err);
 	/* Put a detached working copy on bookmark name: create it here, or move
 	 * onto it when it already points here; TT_EVCS when it points elsewhere. */
 	int (*park)(tt_vcs *v, const char *name, tt_error *err);
-	/* For each path (relative to the VCS root), whether the VCS tracks it. */
-	int (*tracked)(tt_vcs *v, const char *const *relpaths, size_t n, bool *out, tt_error *err);
-	/* The same, asked of another checkout of this repository (a git
-	 * worktree, a jj workspace) at root: gc's test that a peer's .tether
-	 * files are its own, not a tracked copy.  NULL: this VCS cannot tell. */
-	int (*tracked_at)(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
-			  tt_error *err);
+	/* For each path (relative to the VCS root), whether the VCS tracks it
+	 * in this checkout (root NULL), or in another checkout of this
+	 * repository (a git worktree, a jj workspace) at root: gc's test that
+	 * a peer's .tether files are its own, not a tracked copy. */
+	int (*tracked)(tt_vcs *v, const char *root, const char *const *relpaths, size_t n, bool *out,
+		       tt_error *err);
 
 	/* ---- revisions -------------------------------------------------- */
 	/* The commit id rev names: TT_EVCS "could not resolve revision: <rev>". */
 	int (*resolve)(tt_vcs *v, const char *rev, char **out, tt_error *err);
-	/* The working copy's commit (git: HEAD). */
-	int (*current_rev)(tt_vcs *v, char **out, tt_error *err);
 	/* Whether ancestor is rev or one of its ancestors (false too when either
 	 * does not resolve). */
 	int (*is_ancestor)(tt_vcs *v, const char *ancestor, const char *rev, bool *out, tt_error *err);
@@ -82,11 +92,10 @@ typedef struct tt_vcs_ops {
 	 * text may hold NUL bytes. */
 	int (*read_file_at)(tt_vcs *v, const char *rev, const char *relpath, char **out, size_t *len,
 			    tt_error *err);
-	/* {root-relative path: text} for every regular file under reldir ("" or
-	 * ".": the whole tree) at rev; {} when rev or reldir is absent.
-	 * Symlinks and submodules are left out. */
-	int (*files_at)(tt_vcs *v, const char *rev, const char *reldir, json_t **out, tt_error *err);
-	/* {rev: files_at(rev, reldir)} for n revisions, through one reader. */
+	/* {rev: {root-relative path: text}} for n revisions: every regular
+	 * file under reldir ("" or ".": the whole tree) at each rev, through
+	 * one reader; {} for a rev where it or reldir is absent.  Symlinks and
+	 * submodules are left out. */
 	int (*files_at_many)(tt_vcs *v, const char *const *revs, size_t n, const char *reldir,
 			     json_t **out, tt_error *err);
 
@@ -94,8 +103,10 @@ typedef struct tt_vcs_ops {
 	/* Every commit id reachable in the repository (git: rev-list --all),
 	 * as a JSON array; [] when the VCS cannot list them. */
 	int (*history_revs)(tt_vcs *v, json_t **out, tt_error *err);
-	/* 16 hex digits (and a NUL) naming the set of history_revs: changes
-	 * whenever any workspace or bookmark gains or loses a commit. */
+	/* Optional: 16 hex digits (and a NUL) naming the set of history_revs:
+	 * changes whenever any workspace or bookmark gains or loses a commit.
+	 * NULL: the digest of history_revs (tt_vcs_digest_revs); jj's leaves
+	 * its working copies out. */
 	int (*history_digest)(tt_vcs *v, char out[17], tt_error *err);
 	/* fn(ctx, commit, files_at(commit, reldir)) for every history_revs
 	 * commit, streamed through one object reader (a round-trip per commit
@@ -135,7 +146,6 @@ typedef struct tt_vcs_ops {
 	 * reachable from a ref).  A bounded number of VCS calls, whatever n. */
 	int (*alive_commits)(tt_vcs *v, const char *const *commits, size_t n, bool *out,
 			     tt_error *err);
-	int (*commit_alive)(tt_vcs *v, const char *commit, bool *out, tt_error *err);
 	/* Optional (NULL: none): a token (64 hex digits) that is equal only
 	 * while alive_commits' answers cannot change (git: a digest of the ref
 	 * tips), so they may be cached under it.  1 with out set, 0 when there
@@ -165,6 +175,11 @@ typedef struct tt_vcs_ops {
 	/* Nothing a crashed VCS process left stops a commit now (git: a
 	 * .git/index.lock): TT_EVCS naming it and the fix.  NULL: no check. */
 	int (*check_commit)(tt_vcs *v, tt_error *err);
+	/* Put relpaths' staged entries back to the last commit's, the working
+	 * copy untouched (git: reset -q -- paths): what a commit killed between
+	 * staging and committing left staged.  NULL: this VCS has no staging
+	 * area (jj), nothing to do. */
+	int (*unstage)(tt_vcs *v, const char *const *relpaths, size_t n, tt_error *err);
 	/* Where the working copy is, as data goto_position returns to: {kind,
 	 * id, commit, ...}; git adds branch (null when detached; id and commit
 	 * are null on an unborn branch), jj parent and empty. */
@@ -174,7 +189,8 @@ typedef struct tt_vcs_ops {
 	int (*goto_position)(tt_vcs *v, const json_t *position, tt_error *err);
 	/* Turn commit back into working-copy changes if it is still the working
 	 * copy's parent (git: HEAD; reset --soft); *out false when it is not.
-	 * The files stay as they are. */
+	 * The files stay as they are.  TT_ECONFLICT, nothing changed, when
+	 * other visible commits are built on it (jj would rewrite them). */
 	int (*uncommit)(tt_vcs *v, const char *commit, bool *out, tt_error *err);
 	/* Move the working copy so the next commit lands on top of rev.  git: a
 	 * branch name is switched to, another revision checked out onto the
@@ -242,6 +258,9 @@ int tt_vcs_detect(tt_vcs **out, const char *start, const char *exe, const char *
 		  tt_error *err);
 int tt_vcs_detect_with(tt_vcs **out, const char *start, const char *exe, const char *jj_exe,
 		       const char *prefer, tt_error *err);
+/* The git adapter for the working tree at git_root (taken over; also on
+ * failure); exe as for tt_vcs_detect. */
+int tt_git_open(tt_vcs **out, char *git_root, const char *exe, tt_error *err);
 /* The jj adapter for the workspace at jj_root; git (taken over, may be
  * NULL) is the colocated .git's adapter, git_exe the git for plumbing. */
 int tt_jj_open(tt_vcs **out, const char *jj_root, const char *jj_exe, const char *git_exe, tt_vcs *git,

@@ -22,45 +22,45 @@ static json_t *tagged(const char *type, const char *value, size_t len)
 	return o;
 }
 
-static json_t *convert(const toml_value *v)
+static json_t *convert(const tt_toml_value *v)
 {
 	char num[64];
-	switch (toml_type_of(v)) {
-	case TOML_TABLE: {
+	switch (tt_toml_type_of(v)) {
+	case TT_TOML_TABLE: {
 		json_t *o = json_object();
-		for (size_t i = 0; i < toml_table_len(v); i++) {
+		for (size_t i = 0; i < tt_toml_table_len(v); i++) {
 			size_t klen;
-			const char *k = toml_table_key_n(v, i, &klen);
-			json_object_setn_new(o, k, klen, convert(toml_table_at(v, i)));
+			const char *k = tt_toml_table_key_n(v, i, &klen);
+			json_object_setn_new(o, k, klen, convert(tt_toml_table_at(v, i)));
 		}
 		return o;
 	}
-	case TOML_ARRAY: {
+	case TT_TOML_ARRAY: {
 		json_t *a = json_array();
-		for (size_t i = 0; i < toml_array_len(v); i++)
-			json_array_append_new(a, convert(toml_array_at(v, i)));
+		for (size_t i = 0; i < tt_toml_array_len(v); i++)
+			json_array_append_new(a, convert(tt_toml_array_at(v, i)));
 		return a;
 	}
-	case TOML_STRING: {
+	case TT_TOML_STRING: {
 		size_t len;
-		const char *s = toml_string(v, &len);
+		const char *s = tt_toml_string(v, &len);
 		return tagged("string", s, len);
 	}
-	case TOML_INTEGER:
-		snprintf(num, sizeof num, "%lld", (long long)toml_integer(v));
+	case TT_TOML_INTEGER:
+		snprintf(num, sizeof num, "%lld", (long long)tt_toml_integer(v));
 		return tagged("integer", num, strlen(num));
-	case TOML_FLOAT: {
-		double d = toml_float(v);
+	case TT_TOML_FLOAT: {
+		double d = tt_toml_float(v);
 		if (!tt_double_repr(num, d))
 			strcpy(num, d != d ? "nan" : d < 0 ? "-inf" : "inf");
 		return tagged("float", num, strlen(num));
 	}
-	case TOML_BOOLEAN:
-		return tagged("bool", toml_boolean(v) ? "true" : "false",
-			      toml_boolean(v) ? 4 : 5);
+	case TT_TOML_BOOLEAN:
+		return tagged("bool", tt_toml_boolean(v) ? "true" : "false",
+			      tt_toml_boolean(v) ? 4 : 5);
 	default: {
-		const char *s = toml_datetime(v);
-		return tagged(toml_type_name(toml_type_of(v)), s, strlen(s));
+		const char *s = tt_toml_datetime(v);
+		return tagged(tt_toml_type_name(tt_toml_type_of(v)), s, strlen(s));
 	}
 	}
 }
@@ -78,8 +78,8 @@ int main(void)
 	}
 
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = NULL;
-	if (toml_parse(&doc, in.ptr, in.len, NULL, &err) != 0) {
+	tt_toml_value *doc = NULL;
+	if (tt_toml_parse(&doc, in.ptr, in.len, NULL, &err) != 0) {
 		fprintf(stderr, "%s\n", err.message ? err.message : "parse error");
 		tt_error_clear(&err);
 		tt_buf_release(&in);
@@ -89,7 +89,7 @@ int main(void)
 	json_dumpf(j, stdout, JSON_INDENT(1) | JSON_ENSURE_ASCII);
 	putchar('\n');
 	json_decref(j);
-	toml_free(doc);
+	tt_toml_free(doc);
 	tt_buf_release(&in);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * toml_dump - a plain JSON document on stdin, toml_write(toml_from_json())
+ * toml_dump - a plain JSON document on stdin, tt_toml_write(tt_toml_from_json())
  * on stdout: the end-to-end tests compare this with tomlkit.dumps().
  */
 #include <stdio.h>
@@ -19,15 +19,15 @@ int main(void)
 	}
 	tt_error err = TT_ERROR_INIT;
 	tt_buf out = TT_BUF_INIT;
-	toml_value *doc = toml_from_json(j, &err);
-	int rc = doc ? toml_write(&out, doc, &err) : err.code;
+	tt_toml_value *doc = tt_toml_from_json(j, &err);
+	int rc = doc ? tt_toml_write(&out, doc, &err) : err.code;
 	if (rc == 0)
 		fwrite(out.ptr, 1, out.len, stdout);
 	else
 		fprintf(stderr, "toml_dump: %s\n", err.message ? err.message : "failed");
 	tt_error_clear(&err);
 	tt_buf_release(&out);
-	toml_free(doc);
+	tt_toml_free(doc);
 	json_decref(j);
 	return rc ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /*
  * toml_encoder - the toml-test encoder protocol: "tagged" JSON on stdin
  * ({"type": "integer", "value": "1"} for each scalar), TOML written by
- * toml_write() on stdout.  Exit status 1 on input it cannot convert.
+ * tt_toml_write() on stdout.  Exit status 1 on input it cannot convert.
  *
  * jansson refuses "\u0000" in object keys, which toml-test sends, so this
  * reads the JSON itself: objects, arrays and strings are all tagged JSON
@@ -110,50 +110,50 @@ static int string(reader *r, tt_buf *b)
 	return -1;
 }
 
-static toml_value *scalar(const char *type, const toml_value *value)
+static tt_toml_value *scalar(const char *type, const tt_toml_value *value)
 {
 	size_t len;
-	const char *s = toml_string(value, &len);
+	const char *s = tt_toml_string(value, &len);
 	char *end;
 
 	if (strcmp(type, "string") == 0)
-		return toml_new_string(s, len);
+		return tt_toml_new_string(s, len);
 	if (strcmp(type, "integer") == 0) {
 		errno = 0;
 		long long i = strtoll(s, &end, 10);
-		return errno || *end ? NULL : toml_new_integer(i);
+		return errno || *end ? NULL : tt_toml_new_integer(i);
 	}
 	if (strcmp(type, "float") == 0) {
 		double d = strtod(s, &end);
-		return *end ? NULL : toml_new_float(d);
+		return *end ? NULL : tt_toml_new_float(d);
 	}
 	if (strcmp(type, "bool") == 0)
-		return toml_new_boolean(strcmp(s, "true") == 0);
-	static const struct { const char *name; toml_type t; } dt[] = {
-		{ "datetime", TOML_DATETIME },
-		{ "datetime-local", TOML_DATETIME_LOCAL },
-		{ "date-local", TOML_DATE_LOCAL },
-		{ "time-local", TOML_TIME_LOCAL },
+		return tt_toml_new_boolean(strcmp(s, "true") == 0);
+	static const struct { const char *name; tt_toml_type t; } dt[] = {
+		{ "datetime", TT_TOML_DATETIME },
+		{ "datetime-local", TT_TOML_DATETIME_LOCAL },
+		{ "date-local", TT_TOML_DATE_LOCAL },
+		{ "time-local", TT_TOML_TIME_LOCAL },
 	};
 	for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
 		if (strcmp(type, dt[i].name) == 0)
-			return toml_new_datetime(dt[i].t, s);
+			return tt_toml_new_datetime(dt[i].t, s);
 	}
 	return NULL;
 }
 
 /* {"type": "...", "value": "..."} read as a table: the scalar, else NULL. */
-static toml_value *untag(const toml_value *t)
+static tt_toml_value *untag(const tt_toml_value *t)
 {
-	const toml_value *type = toml_table_get(t, "type");
-	const toml_value *value = toml_table_get(t, "value");
-	if (toml_table_len(t) != 2 || !type || !value || toml_type_of(type) != TOML_STRING ||
-	    toml_type_of(value) != TOML_STRING)
+	const tt_toml_value *type = tt_toml_table_get(t, "type");
+	const tt_toml_value *value = tt_toml_table_get(t, "value");
+	if (tt_toml_table_len(t) != 2 || !type || !value || tt_toml_type_of(type) != TT_TOML_STRING ||
+	    tt_toml_type_of(value) != TT_TOML_STRING)
 		return NULL;
-	return scalar(toml_string(type, NULL), value);
+	return scalar(tt_toml_string(type, NULL), value);
 }
 
-static toml_value *value(reader *r, tt_buf *b, int depth)
+static tt_toml_value *value(reader *r, tt_buf *b, int depth)
 {
 	if (depth > 200)
 		return NULL;
@@ -162,29 +162,29 @@ static toml_value *value(reader *r, tt_buf *b, int depth)
 		return NULL;
 	char c = r->s[r->pos];
 	if (c == '"')
-		return string(r, b) ? NULL : toml_new_string(b->ptr, b->len);
+		return string(r, b) ? NULL : tt_toml_new_string(b->ptr, b->len);
 	if (c == '[') {
 		r->pos++;
-		toml_value *a = toml_new_array();
+		tt_toml_value *a = tt_toml_new_array();
 		if (eat(r, ']'))
 			return a;
 		do {
-			toml_value *v = value(r, b, depth + 1);
-			if (!v || toml_array_push(a, v) != 0) {
-				toml_free(v);
-				toml_free(a);
+			tt_toml_value *v = value(r, b, depth + 1);
+			if (!v || tt_toml_array_push(a, v) != 0) {
+				tt_toml_free(v);
+				tt_toml_free(a);
 				return NULL;
 			}
 		} while (eat(r, ','));
 		if (!eat(r, ']')) {
-			toml_free(a);
+			tt_toml_free(a);
 			return NULL;
 		}
 		return a;
 	}
 	if (c == '{') {
 		r->pos++;
-		toml_value *t = toml_new_table();
+		tt_toml_value *t = tt_toml_new_table();
 		if (!eat(r, '}')) {
 			do {
 				if (string(r, b) || !eat(r, ':'))
@@ -194,27 +194,27 @@ static toml_value *value(reader *r, tt_buf *b, int depth)
 				if (!k)
 					goto bad;
 				memcpy(k, b->ptr, klen + 1);
-				toml_value *v = value(r, b, depth + 1);
-				int rc = v ? toml_table_setn(t, k, klen, v) : -1;
+				tt_toml_value *v = value(r, b, depth + 1);
+				int rc = v ? tt_toml_table_setn(t, k, klen, v) : -1;
 				free(k);
 				if (rc) {
-					toml_free(v);
+					tt_toml_free(v);
 					goto bad;
 				}
 			} while (eat(r, ','));
 			if (!eat(r, '}'))
 				goto bad;
 		}
-		if (toml_table_get(t, "type") && toml_table_get(t, "value")) {
-			toml_value *s = untag(t);
+		if (tt_toml_table_get(t, "type") && tt_toml_table_get(t, "value")) {
+			tt_toml_value *s = untag(t);
 			if (s) {
-				toml_free(t);
+				tt_toml_free(t);
 				return s;
 			}
 		}
 		return t;
 bad:
-		toml_free(t);
+		tt_toml_free(t);
 		return NULL;
 	}
 	return NULL;
@@ -229,21 +229,21 @@ int main(void)
 		tt_buf_put(&in, chunk, n);
 
 	reader r = { in.ptr, in.len, 0 };
-	toml_value *doc = value(&r, &scratch, 0);
+	tt_toml_value *doc = value(&r, &scratch, 0);
 	ws(&r);
 	int rc = 1;
-	if (!doc || toml_type_of(doc) != TOML_TABLE || r.pos != r.len) {
+	if (!doc || tt_toml_type_of(doc) != TT_TOML_TABLE || r.pos != r.len) {
 		fprintf(stderr, "toml_encoder: input is not a tagged JSON object\n");
 	} else {
 		tt_error err = TT_ERROR_INIT;
-		rc = toml_write(&out, doc, &err);
+		rc = tt_toml_write(&out, doc, &err);
 		if (rc == 0)
 			fwrite(out.ptr, 1, out.len, stdout);
 		else
 			fprintf(stderr, "toml_encoder: %s\n", err.message);
 		tt_error_clear(&err);
 	}
-	toml_free(doc);
+	tt_toml_free(doc);
 	tt_buf_release(&in);
 	tt_buf_release(&scratch);
 	tt_buf_release(&out);

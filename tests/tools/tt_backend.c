@@ -13,7 +13,9 @@
  *
  * TT_BACKEND_CONFIG, when set, is the kind's [backends.KIND] table as a
  * JSON object (endpoints and keys for an object store, as secrets.toml
- * would give them).
+ * would give them).  TT_BACKEND_CACHE_DIR, when set, is the checkout's
+ * .tether/cache (the file kind keeps its hash cache and file watcher state
+ * there); TETHER_TRACE=1 prints the library's trace lines on stderr.
  * LOCATOR and STATE are JSON objects.  Exit status: 0 done, 1 the backend
  * refused (message on stderr), 2 usage.
  */
@@ -22,6 +24,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
+#include "backends/registry.h"
 #include "core/kinds.h"
 #include "util/json.h"
 
@@ -29,6 +33,12 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: tt_backend KIND LOCATOR OP [ARGS...]\n");
 	return 2;
+}
+
+static void print_trace(void *ctx, const char *kind, const char *about, const char *what)
+{
+	(void)ctx;
+	fprintf(stderr, "trace: %s: %s: %s\n", kind, about, what);
 }
 
 static json_t *parse(const char *text)
@@ -54,7 +64,10 @@ int main(int argc, char **argv)
 	json_t *config = getenv("TT_BACKEND_CONFIG") ? parse(getenv("TT_BACKEND_CONFIG")) : NULL;
 	if (getenv("TT_BACKEND_CONFIG") && !config)
 		return usage();
-	rc = tt_backend_new(&b, tt_kind_find(argv[1]), config, NULL, NULL, &err);
+	if (getenv("TETHER_TRACE"))
+		tt_kit_set_note(print_trace, NULL);
+	rc = tt_backend_new(&b, tt_kind_find(argv[1]), config, getenv("TT_BACKEND_CACHE_DIR"), NULL,
+			    &err);
 	json_decref(config);
 	if (rc)
 		goto done;

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/kinds.h"
 #include "formats/lance_manifest.h"
 #include "util/buf.h"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/delta/delta.h"
 #include "conformance.h"
 #include "formats/parquet.h"

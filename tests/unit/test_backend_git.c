@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/git/gitobj.h"
 #include "conformance.h"
 #include "core/kinds.h"

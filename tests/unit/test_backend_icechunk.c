@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/icechunk/icechunk_fmt.h"
 #include "conformance.h"
 #include "core/kinds.h"
@@ -99,15 +100,15 @@ TT_TEST(ids_are_crockford_base32)
 	char s[21];
 	for (int i = 0; i < 12; i++)
 		seq[i] = (uint8_t)i;
-	ic_id_encode(root, s);
+	tt_ic_id_encode(root, s);
 	CHECK_STR(s, "1CECHNKREP0F1RSTCMT0");
-	ic_id_encode(seq, s);
+	tt_ic_id_encode(seq, s);
 	CHECK_STR(s, "000G40R40M30E209185G");
-	CHECK_INT(ic_id_decode("000g40r40m30e209185g", back), 0);
+	CHECK_INT(tt_ic_id_decode("000g40r40m30e209185g", back), 0);
 	CHECK(memcmp(back, seq, 12) == 0);
-	CHECK(ic_id_decode("000G40R40M30E209185", back) != 0);  /* short */
-	CHECK(ic_id_decode("000G40R40M30E209185U", back) != 0); /* not in the alphabet */
-	CHECK(ic_id_decode("000G40R40M30E209185H", back) != 0); /* padding bits set */
+	CHECK(tt_ic_id_decode("000G40R40M30E209185", back) != 0);  /* short */
+	CHECK(tt_ic_id_decode("000G40R40M30E209185U", back) != 0); /* not in the alphabet */
+	CHECK(tt_ic_id_decode("000G40R40M30E209185H", back) != 0); /* padding bits set */
 }
 
 /* Every fixture: the container and flatbuffers decode; heads, branches and
@@ -640,7 +641,7 @@ TT_TEST(created_repo_metadata_survives_icechunk_2x_writes)
 	int empty = -1;
 
 	CHECK(b && path);
-	CHECK_INT(ic_flex_string("alice", &flex), 0);
+	CHECK_INT(tt_ic_flex_string("alice", &flex), 0);
 	CHECK(flex.len == sizeof alice && memcmp(flex.ptr, alice, sizeof alice) == 0);
 	tt_buf_release(&flex);
 	loc = loc_of(path);
@@ -728,13 +729,13 @@ TT_TEST(ops_log_cap_chains_to_backups)
 		CHECK(read_all(repo, &raw) == 0);
 		free(repo);
 	}
-	CHECK_OK(ic_container_read((const uint8_t *)raw.ptr, raw.len, IC_FILE_REPO, "repo", 0, &fb,
+	CHECK_OK(tt_ic_container_read((const uint8_t *)raw.ptr, raw.len, IC_FILE_REPO, "repo", 0, &fb,
 				   &spec, &err));
-	CHECK_OK(ic_repo_decode((const uint8_t *)fb.ptr, fb.len, "repo", &r, &err));
+	CHECK_OK(tt_ic_repo_decode((const uint8_t *)fb.ptr, fb.len, "repo", &r, &err));
 	CHECK_INT(r.ntags, 1005);
 	CHECK(r.nupdates <= 1000);
 	CHECK(r.chained);
-	ic_repo_release(&r);
+	tt_ic_repo_release(&r);
 	CHECK_MSG(start_oracle(&o, 2) == 0, "real icechunk is needed (scripts/setup.sh)");
 	CHECK((ans = ask(&o, json_pack("[s,s]", "check", path))));
 	json_decref(ans);

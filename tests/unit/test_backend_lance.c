@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "conformance.h"
 #include "core/kinds.h"
 #include "formats/lance_manifest.h"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/memory/memory.h"
 #include "conformance.h"
 #include "core/kinds.h"

@@ -10,8 +10,11 @@
 #include "backends/backend.h"
 #include "backends/dispatch.h"
 #include "backends/kit.h"
+#include "backends/registry.h"
 #include "core/kinds.h"
 #include "harness.h"
+#include "util/fs.h"
+#include "util/mem.h"
 #include "vcs/dispatch.h"
 
 static int seen_out_null;
@@ -106,6 +109,42 @@ TT_TEST(missing_rename_ref_is_the_capability_error)
 	tt_error_clear(&err);
 }
 
+/* The two refinements a caller may ask of any kind: no store options and
+ * no progress where the kind has none (nothing is refused), and the
+ * kinds that open an object store answer with its options, the locator's
+ * region among them (what `open` hands a caller in this process). */
+TT_TEST(storage_options_and_progress_default_to_nothing)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	json_t *opts = json_string("stale"), *keep = opts;
+	json_t *loc = json_pack("{s:s,s:s}", "uri", "s3://bucket/t", "region", "eu-west-3");
+	fake_backend(&b);
+	CHECK(tt_backend_storage_options(&b, loc, &opts, &err) == 0 && opts == NULL);
+	tt_backend_progress(&b, NULL, NULL);
+	json_decref(keep);
+	static const char *const with[] = { "delta", "file", "icechunk", "lance" };
+	static const char *const without[] = { "git", "iceberg", "ducklake", "dolt", "neon", "memory" };
+	for (size_t i = 0; i < sizeof with / sizeof *with; i++) {
+		tt_backend *k = NULL;
+		CHECK_OK(tt_backend_new(&k, tt_kind_find(with[i]), NULL, NULL, NULL, &err));
+		CHECK_MSG(tt_backend_has(k, storage_options), "%s", with[i]);
+		CHECK_OK(tt_backend_storage_options(k, loc, &opts, &err));
+		CHECK_MSG(opts && strcmp(json_string_value(json_object_get(opts, "region")), "eu-west-3") == 0,
+			  "%s", with[i]);
+		json_decref(opts);
+		tt_backend_free(k);
+	}
+	for (size_t i = 0; i < sizeof without / sizeof *without; i++) {
+		tt_backend *k = NULL;
+		CHECK_OK(tt_backend_new(&k, tt_kind_find(without[i]), NULL, NULL, NULL, &err));
+		CHECK_MSG(!tt_backend_has(k, storage_options), "%s", without[i]);
+		tt_backend_free(k);
+	}
+	json_decref(loc);
+	tt_error_clear(&err);
+}
+
 TT_TEST(errors_name_the_kind_and_calls_are_traced)
 {
 	tt_backend b;
@@ -172,6 +211,60 @@ TT_TEST(kit_record_only_stubs)
 	json_decref(ids);
 }
 
+/* The kinds that promote by fast-forward only refuse a merge with what to
+ * do instead, through the kit's one stub. */
+TT_TEST(kit_no_merge_says_what_to_do_instead)
+{
+	static const char *const kinds[] = { "iceberg", "icechunk" };
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+		tt_backend *b = NULL;
+		tt_error err = TT_ERROR_INIT;
+		json_t *state = json_string("stale"), *conflicts = json_string("stale");
+		json_t *keep[2] = { state, conflicts };
+		tt_target src = { .kind = TT_TARGET_REF, .ref = "tether.ws.x" };
+		tt_expect none = { TT_EXPECT_NONE, NULL };
+		CHECK_OK(tt_backend_new(&b, tt_kind_find(kinds[i]), NULL, NULL, NULL, &err));
+		CHECK(tt_backend_merge(b, NULL, &src, "m", &none, &state, &conflicts, &err) == TT_ECAPABILITY);
+		CHECK(state == NULL && conflicts == NULL);
+		CHECK(err.kind && strcmp(err.kind, kinds[i]) == 0);
+		/* the refusal, then what to do instead */
+		CHECK_MSG(strstr(err.message, "cannot merge diverged branches") != NULL &&
+				  strstr(err.message, "re-apply the writes on a fresh fork") != NULL,
+			  "%s", err.message);
+		json_decref(keep[0]);
+		json_decref(keep[1]);
+		tt_error_clear(&err);
+		tt_backend_free(b);
+	}
+}
+
+/* The identity file, icechunk and delta objects share: a URL as written, a
+ * local path resolved, a path that is not UTF-8 refused naming the kind. */
+TT_TEST(kit_uri_identity)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	json_t *id = NULL;
+	fake_backend(&b);
+	CHECK_OK(tt_kit_uri_identity(&b, "s3://bucket/a/../t.zarr", &id, &err));
+	CHECK(strcmp(json_string_value(json_object_get(id, "uri")), "s3://bucket/a/../t.zarr") == 0);
+	json_decref(id);
+	char *dir = tt_realpath(tt_test_tmpdir());
+	char *messy = tt_asprintf("%s/./x/../y", dir), *clean = tt_asprintf("%s/y", dir);
+	char *bad = tt_asprintf("%s/\xff", dir);
+	CHECK_OK(tt_kit_uri_identity(&b, messy, &id, &err));
+	CHECK_STR(json_string_value(json_object_get(id, "uri")), clean);
+	json_decref(id);
+	CHECK(tt_kit_uri_identity(&b, bad, &id, &err) == TT_EBACKEND && id == NULL);
+	free(dir);
+	free(messy);
+	free(clean);
+	free(bad);
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	CHECK_MSG(strstr(err.message, "the path is not valid UTF-8") != NULL, "%s", err.message);
+	tt_error_clear(&err);
+}
+
 TT_TEST(kit_keep_ref)
 {
 	json_t *out = json_array();
@@ -200,5 +293,80 @@ TT_TEST(vcs_missing_op_is_the_capability_error)
 	CHECK_MSG(strstr(err.message, "git adapter cannot bookmarks") != NULL, "%s", err.message);
 	CHECK(tt_vcs_alive_token(&v, token) == 0);
 	json_decref(keep);
+	tt_error_clear(&err);
+}
+
+/* An adapter with only the primitives: what dispatch derives from them. */
+static int prim_resolve(tt_vcs *v, const char *rev, char **out, tt_error *err)
+{
+	(void)v;
+	if (!(*out = tt_asprintf("resolved:%s", rev)))
+		return tt_error_oom(err);
+	return 0;
+}
+
+static int prim_files_at_many(tt_vcs *v, const char *const *revs, size_t n, const char *reldir,
+			      json_t **out, tt_error *err)
+{
+	(void)v, (void)err;
+	*out = json_object();
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(*out, revs[i], json_pack("{s:s}", reldir, revs[i]));
+	return 0;
+}
+
+static int prim_alive_commits(tt_vcs *v, const char *const *commits, size_t n, bool *out,
+			      tt_error *err)
+{
+	(void)v, (void)err;
+	for (size_t i = 0; i < n; i++)
+		out[i] = strcmp(commits[i], "alive") == 0;
+	return 0;
+}
+
+static int prim_history_revs(tt_vcs *v, json_t **out, tt_error *err)
+{
+	(void)v, (void)err;
+	*out = json_pack("[s,s]", "b", "a");
+	return 0;
+}
+
+static const tt_vcs_ops prim_vcs_ops = {
+	.kind = "git",
+	.working_rev = "HEAD",
+	.resolve = prim_resolve,
+	.files_at_many = prim_files_at_many,
+	.alive_commits = prim_alive_commits,
+	.history_revs = prim_history_revs,
+};
+
+TT_TEST(vcs_derived_calls_come_from_the_primitives)
+{
+	tt_vcs v = { .ops = &prim_vcs_ops };
+	tt_error err = TT_ERROR_INIT;
+	json_t *files = NULL;
+	char *id = NULL, d1[17], d2[17];
+	bool alive = false;
+	const char *ids[] = { "a", "b" };
+	CHECK_OK(tt_vcs_current_rev(&v, &id, &err));
+	CHECK(id && strcmp(id, "resolved:HEAD") == 0);
+	free(id);
+	CHECK_OK(tt_vcs_files_at(&v, "r1", "data", &files, &err));
+	CHECK(files && strcmp(json_string_value(json_object_get(files, "data")), "r1") == 0);
+	json_decref(files);
+	CHECK_OK(tt_vcs_commit_alive(&v, "alive", &alive, &err));
+	CHECK(alive);
+	CHECK_OK(tt_vcs_commit_alive(&v, "gone", &alive, &err));
+	CHECK(!alive);
+	/* no history_digest op: the digest of history_revs, in any order */
+	CHECK_OK(tt_vcs_history_digest(&v, d1, &err));
+	CHECK_OK(tt_vcs_digest_revs(d2, ids, 2, &err));
+	CHECK(strlen(d1) == 16 && strcmp(d1, d2) == 0);
+	/* no tracked op: both questions are the capability error */
+	bool t[1] = { true };
+	const char *paths[] = { "x" };
+	CHECK(tt_vcs_tracked_at(&v, "/elsewhere", paths, 1, t, &err) == TT_ECAPABILITY && !t[0]);
+	tt_error_clear(&err);
+	CHECK(tt_vcs_tracked(&v, paths, 1, t, &err) == TT_ECAPABILITY);
 	tt_error_clear(&err);
 }

@@ -11,10 +11,10 @@
 #include "util/toml.h"
 
 /* Parse text; NULL (and the error in *err) on failure. */
-static toml_value *parse(const char *text, tt_error *err)
+static tt_toml_value *parse(const char *text, tt_error *err)
 {
-	toml_value *doc = NULL;
-	if (toml_parse(&doc, text, strlen(text), NULL, err) != 0)
+	tt_toml_value *doc = NULL;
+	if (tt_toml_parse(&doc, text, strlen(text), NULL, err) != 0)
 		return NULL;
 	return doc;
 }
@@ -24,11 +24,11 @@ static toml_value *parse(const char *text, tt_error *err)
 static char *parse_error_n(const char *text, size_t len, const char *file)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = NULL;
+	tt_toml_value *doc = NULL;
 	char *msg = NULL;
-	if (toml_parse(&doc, text, len, file, &err) == TT_EPARSE && !doc)
+	if (tt_toml_parse(&doc, text, len, file, &err) == TT_EPARSE && !doc)
 		msg = tt_strdup(err.message);
-	toml_free(doc);
+	tt_toml_free(doc);
 	tt_error_clear(&err);
 	return msg;
 }
@@ -38,12 +38,12 @@ static char *parse_error(const char *text)
 	return parse_error_n(text, strlen(text), NULL);
 }
 
-/* toml_write output (malloc'd) or NULL. */
-static char *write_doc(const toml_value *doc)
+/* tt_toml_write output (malloc'd) or NULL. */
+static char *write_doc(const tt_toml_value *doc)
 {
 	tt_buf out = TT_BUF_INIT;
 	tt_error err = TT_ERROR_INIT;
-	if (toml_write(&out, doc, &err) != 0) {
+	if (tt_toml_write(&out, doc, &err) != 0) {
 		tt_error_clear(&err);
 		tt_buf_release(&out);
 		return NULL;
@@ -51,7 +51,7 @@ static char *write_doc(const toml_value *doc)
 	return tt_buf_detach(&out);
 }
 
-/* JSON text -> toml_from_json -> toml_write. */
+/* JSON text -> tt_toml_from_json -> tt_toml_write. */
 static char *write_json(const char *json)
 {
 	json_error_t jerr;
@@ -59,10 +59,10 @@ static char *write_json(const char *json)
 	if (!j)
 		return NULL;
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = toml_from_json(j, &err);
+	tt_toml_value *doc = tt_toml_from_json(j, &err);
 	json_decref(j);
 	char *out = doc ? write_doc(doc) : NULL;
-	toml_free(doc);
+	tt_toml_free(doc);
 	tt_error_clear(&err);
 	return out;
 }
@@ -72,25 +72,25 @@ static char *write_json(const char *json)
 static char *round_trip(const char *text)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *a = parse(text, &err), *b = NULL;
+	tt_toml_value *a = parse(text, &err), *b = NULL;
 	char *out = a ? write_doc(a) : NULL;
 	if (out)
 		b = parse(out, &err);
-	if (!b || !toml_equal(a, b)) {
+	if (!b || !tt_toml_equal(a, b)) {
 		free(out);
 		out = NULL;
 	}
-	toml_free(a);
-	toml_free(b);
+	tt_toml_free(a);
+	tt_toml_free(b);
 	tt_error_clear(&err);
 	return out;
 }
 
 /* Follow a path of keys (NULL-terminated) from t. */
-static const toml_value *at(const toml_value *t, const char *k1, const char *k2)
+static const tt_toml_value *at(const tt_toml_value *t, const char *k1, const char *k2)
 {
-	const toml_value *v = toml_table_get(t, k1);
-	return k2 && v ? toml_table_get(v, k2) : v;
+	const tt_toml_value *v = tt_toml_table_get(t, k1);
+	return k2 && v ? tt_toml_table_get(v, k2) : v;
 }
 
 #define CHECK_PARSE_ERROR(text, want)                                        \
@@ -108,7 +108,7 @@ static const toml_value *at(const toml_value *t, const char *k1, const char *k2)
 TT_TEST(test_toml_strings)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse(
+	tt_toml_value *doc = parse(
 		"basic = \"tab\\there \\\"q\\\" \\\\ \\b\\f\\n\\r \\u00e9 \\U0001F600\"\n"
 		"literal = 'C:\\Users\\x'\n"
 		"ml = \"\"\"\nfirst\n  second\"\"\"\n"
@@ -121,26 +121,26 @@ TT_TEST(test_toml_strings)
 		&err);
 	CHECK_MSG(doc, "%s", err.message);
 	size_t n;
-	CHECK_STR(toml_string(at(doc, "basic", NULL), NULL),
+	CHECK_STR(tt_toml_string(at(doc, "basic", NULL), NULL),
 		  "tab\there \"q\" \\ \b\f\n\r \xC3\xA9 \xF0\x9F\x98\x80");
-	CHECK_STR(toml_string(at(doc, "literal", NULL), NULL), "C:\\Users\\x");
-	CHECK_STR(toml_string(at(doc, "ml", NULL), NULL), "first\n  second");
-	CHECK_STR(toml_string(at(doc, "cont", NULL), NULL), "one two three");
-	CHECK_STR(toml_string(at(doc, "quotes", NULL), NULL), "a \"\" b\"\"");
-	CHECK_STR(toml_string(at(doc, "mll", NULL), NULL), "raw \\n ''line''");
-	const char *s = toml_string(at(doc, "nul", NULL), &n);
+	CHECK_STR(tt_toml_string(at(doc, "literal", NULL), NULL), "C:\\Users\\x");
+	CHECK_STR(tt_toml_string(at(doc, "ml", NULL), NULL), "first\n  second");
+	CHECK_STR(tt_toml_string(at(doc, "cont", NULL), NULL), "one two three");
+	CHECK_STR(tt_toml_string(at(doc, "quotes", NULL), NULL), "a \"\" b\"\"");
+	CHECK_STR(tt_toml_string(at(doc, "mll", NULL), NULL), "raw \\n ''line''");
+	const char *s = tt_toml_string(at(doc, "nul", NULL), &n);
 	CHECK_INT(n, 3);
 	CHECK(memcmp(s, "a\0b", 3) == 0);
-	CHECK_STR(toml_string(at(doc, "empty", NULL), NULL), "");
-	CHECK_STR(toml_string(at(doc, "tab", NULL), NULL), "a\tb");
-	toml_free(doc);
+	CHECK_STR(tt_toml_string(at(doc, "empty", NULL), NULL), "");
+	CHECK_STR(tt_toml_string(at(doc, "tab", NULL), NULL), "a\tb");
+	tt_toml_free(doc);
 
 	/* CRLF: a line ending; inside multi-line strings it becomes LF. */
 	doc = parse("a = \"\"\"x\r\ny\"\"\"\r\nb = 1\r\n", &err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK_STR(toml_string(at(doc, "a", NULL), NULL), "x\ny");
-	CHECK_INT(toml_integer(at(doc, "b", NULL)), 1);
-	toml_free(doc);
+	CHECK_STR(tt_toml_string(at(doc, "a", NULL), NULL), "x\ny");
+	CHECK_INT(tt_toml_integer(at(doc, "b", NULL)), 1);
+	tt_toml_free(doc);
 	tt_error_clear(&err);
 }
 
@@ -160,24 +160,24 @@ TT_TEST(test_toml_string_errors)
 TT_TEST(test_toml_integers)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("a = 42\nb = +17\nc = -0\nd = 1_000_000\n"
+	tt_toml_value *doc = parse("a = 42\nb = +17\nc = -0\nd = 1_000_000\n"
 				"e = 0xDEAD_beef\nf = 0o755\ng = 0b1101\n"
 				"max = 9223372036854775807\nmin = -9223372036854775808\n"
 				"hmax = 0x7FFFFFFFFFFFFFFF\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK_INT(toml_integer(at(doc, "a", NULL)), 42);
-	CHECK_INT(toml_integer(at(doc, "b", NULL)), 17);
-	CHECK_INT(toml_integer(at(doc, "c", NULL)), 0);
-	CHECK_INT(toml_integer(at(doc, "d", NULL)), 1000000);
-	CHECK_INT(toml_integer(at(doc, "e", NULL)), 0xDEADBEEF);
-	CHECK_INT(toml_integer(at(doc, "f", NULL)), 0755);
-	CHECK_INT(toml_integer(at(doc, "g", NULL)), 13);
-	CHECK(toml_integer(at(doc, "max", NULL)) == INT64_MAX);
-	CHECK(toml_integer(at(doc, "min", NULL)) == INT64_MIN);
-	CHECK(toml_integer(at(doc, "hmax", NULL)) == INT64_MAX);
-	CHECK(toml_type_of(at(doc, "a", NULL)) == TOML_INTEGER);
-	toml_free(doc);
+	CHECK_INT(tt_toml_integer(at(doc, "a", NULL)), 42);
+	CHECK_INT(tt_toml_integer(at(doc, "b", NULL)), 17);
+	CHECK_INT(tt_toml_integer(at(doc, "c", NULL)), 0);
+	CHECK_INT(tt_toml_integer(at(doc, "d", NULL)), 1000000);
+	CHECK_INT(tt_toml_integer(at(doc, "e", NULL)), 0xDEADBEEF);
+	CHECK_INT(tt_toml_integer(at(doc, "f", NULL)), 0755);
+	CHECK_INT(tt_toml_integer(at(doc, "g", NULL)), 13);
+	CHECK(tt_toml_integer(at(doc, "max", NULL)) == INT64_MAX);
+	CHECK(tt_toml_integer(at(doc, "min", NULL)) == INT64_MIN);
+	CHECK(tt_toml_integer(at(doc, "hmax", NULL)) == INT64_MAX);
+	CHECK(tt_toml_type_of(at(doc, "a", NULL)) == TT_TOML_INTEGER);
+	tt_toml_free(doc);
 
 	CHECK_PARSE_ERROR("a = 9223372036854775808",
 			  "<input>:1:5: integer '9223372036854775808' does not fit in 64 bits");
@@ -198,25 +198,25 @@ TT_TEST(test_toml_integers)
 TT_TEST(test_toml_floats)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("a = 3.14\nb = -0.0\nc = 5e+22\nd = 1e06\ne = 6.626e-34\n"
+	tt_toml_value *doc = parse("a = 3.14\nb = -0.0\nc = 5e+22\nd = 1e06\ne = 6.626e-34\n"
 				"f = 9_224_617.445_991\ng = inf\nh = -inf\ni = nan\nj = +nan\n"
 				"k = 0e0\nl = 1E2\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK(toml_float(at(doc, "a", NULL)) == 3.14);
-	CHECK(toml_float(at(doc, "b", NULL)) == 0.0 && signbit(toml_float(at(doc, "b", NULL))));
-	CHECK(toml_float(at(doc, "c", NULL)) == 5e22);
-	CHECK(toml_float(at(doc, "d", NULL)) == 1e6);
-	CHECK(toml_float(at(doc, "e", NULL)) == 6.626e-34);
-	CHECK(toml_float(at(doc, "f", NULL)) == 9224617.445991);
-	CHECK(isinf(toml_float(at(doc, "g", NULL))) && toml_float(at(doc, "g", NULL)) > 0);
-	CHECK(isinf(toml_float(at(doc, "h", NULL))) && toml_float(at(doc, "h", NULL)) < 0);
-	CHECK(isnan(toml_float(at(doc, "i", NULL))));
-	CHECK(isnan(toml_float(at(doc, "j", NULL))));
-	CHECK(toml_float(at(doc, "k", NULL)) == 0.0);
-	CHECK(toml_float(at(doc, "l", NULL)) == 100.0);
-	CHECK(toml_type_of(at(doc, "k", NULL)) == TOML_FLOAT);
-	toml_free(doc);
+	CHECK(tt_toml_float(at(doc, "a", NULL)) == 3.14);
+	CHECK(tt_toml_float(at(doc, "b", NULL)) == 0.0 && signbit(tt_toml_float(at(doc, "b", NULL))));
+	CHECK(tt_toml_float(at(doc, "c", NULL)) == 5e22);
+	CHECK(tt_toml_float(at(doc, "d", NULL)) == 1e6);
+	CHECK(tt_toml_float(at(doc, "e", NULL)) == 6.626e-34);
+	CHECK(tt_toml_float(at(doc, "f", NULL)) == 9224617.445991);
+	CHECK(isinf(tt_toml_float(at(doc, "g", NULL))) && tt_toml_float(at(doc, "g", NULL)) > 0);
+	CHECK(isinf(tt_toml_float(at(doc, "h", NULL))) && tt_toml_float(at(doc, "h", NULL)) < 0);
+	CHECK(isnan(tt_toml_float(at(doc, "i", NULL))));
+	CHECK(isnan(tt_toml_float(at(doc, "j", NULL))));
+	CHECK(tt_toml_float(at(doc, "k", NULL)) == 0.0);
+	CHECK(tt_toml_float(at(doc, "l", NULL)) == 100.0);
+	CHECK(tt_toml_type_of(at(doc, "k", NULL)) == TT_TOML_FLOAT);
+	tt_toml_free(doc);
 
 	CHECK_PARSE_ERROR("a = 1.", "<input>:1:5: invalid value '1.'");
 	CHECK_PARSE_ERROR("a = .5", "<input>:1:5: invalid value '.5'");
@@ -231,7 +231,7 @@ TT_TEST(test_toml_floats)
 TT_TEST(test_toml_booleans_and_datetimes)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("t = true\nf = false\n"
+	tt_toml_value *doc = parse("t = true\nf = false\n"
 				"odt1 = 1979-05-27T07:32:00Z\n"
 				"odt2 = 1979-05-27 00:32:00.999999-07:00\n"
 				"odt3 = 1979-05-27t07:32:00z\n"
@@ -241,23 +241,23 @@ TT_TEST(test_toml_booleans_and_datetimes)
 				"arr = [1979-05-27 07:32:00, 1979-05-27]\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK(toml_boolean(at(doc, "t", NULL)) == true);
-	CHECK(toml_boolean(at(doc, "f", NULL)) == false);
-	CHECK(toml_type_of(at(doc, "odt1", NULL)) == TOML_DATETIME);
-	CHECK_STR(toml_datetime(at(doc, "odt1", NULL)), "1979-05-27T07:32:00Z");
-	CHECK_STR(toml_datetime(at(doc, "odt2", NULL)), "1979-05-27T00:32:00.999999-07:00");
-	CHECK_STR(toml_datetime(at(doc, "odt3", NULL)), "1979-05-27T07:32:00Z");
-	CHECK(toml_type_of(at(doc, "ldt", NULL)) == TOML_DATETIME_LOCAL);
-	CHECK_STR(toml_datetime(at(doc, "ldt", NULL)), "1979-05-27T07:32:00.5");
-	CHECK(toml_type_of(at(doc, "ld", NULL)) == TOML_DATE_LOCAL);
-	CHECK_STR(toml_datetime(at(doc, "ld", NULL)), "2000-02-29");
-	CHECK(toml_type_of(at(doc, "lt", NULL)) == TOML_TIME_LOCAL);
-	CHECK_STR(toml_datetime(at(doc, "lt", NULL)), "23:59:59.25");
-	const toml_value *arr = at(doc, "arr", NULL);
-	CHECK(toml_type_of(toml_array_at(arr, 0)) == TOML_DATETIME_LOCAL);
-	CHECK(toml_type_of(toml_array_at(arr, 1)) == TOML_DATE_LOCAL);
-	CHECK_STR(toml_type_name(TOML_DATETIME_LOCAL), "datetime-local");
-	toml_free(doc);
+	CHECK(tt_toml_boolean(at(doc, "t", NULL)) == true);
+	CHECK(tt_toml_boolean(at(doc, "f", NULL)) == false);
+	CHECK(tt_toml_type_of(at(doc, "odt1", NULL)) == TT_TOML_DATETIME);
+	CHECK_STR(tt_toml_datetime(at(doc, "odt1", NULL)), "1979-05-27T07:32:00Z");
+	CHECK_STR(tt_toml_datetime(at(doc, "odt2", NULL)), "1979-05-27T00:32:00.999999-07:00");
+	CHECK_STR(tt_toml_datetime(at(doc, "odt3", NULL)), "1979-05-27T07:32:00Z");
+	CHECK(tt_toml_type_of(at(doc, "ldt", NULL)) == TT_TOML_DATETIME_LOCAL);
+	CHECK_STR(tt_toml_datetime(at(doc, "ldt", NULL)), "1979-05-27T07:32:00.5");
+	CHECK(tt_toml_type_of(at(doc, "ld", NULL)) == TT_TOML_DATE_LOCAL);
+	CHECK_STR(tt_toml_datetime(at(doc, "ld", NULL)), "2000-02-29");
+	CHECK(tt_toml_type_of(at(doc, "lt", NULL)) == TT_TOML_TIME_LOCAL);
+	CHECK_STR(tt_toml_datetime(at(doc, "lt", NULL)), "23:59:59.25");
+	const tt_toml_value *arr = at(doc, "arr", NULL);
+	CHECK(tt_toml_type_of(tt_toml_array_at(arr, 0)) == TT_TOML_DATETIME_LOCAL);
+	CHECK(tt_toml_type_of(tt_toml_array_at(arr, 1)) == TT_TOML_DATE_LOCAL);
+	CHECK_STR(tt_toml_type_name(TT_TOML_DATETIME_LOCAL), "datetime-local");
+	tt_toml_free(doc);
 
 	CHECK_PARSE_ERROR("a = 1900-02-29",
 			  "<input>:1:5: invalid date/time '1900-02-29': day out of range for the month");
@@ -286,22 +286,22 @@ TT_TEST(test_toml_booleans_and_datetimes)
 TT_TEST(test_toml_arrays)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("a = []\n"
+	tt_toml_value *doc = parse("a = []\n"
 				"b = [ 1, 'two', 3.0, [4], {five = 5} ]\n"
 				"c = [\n  1, # one\n  # nothing\n  2,\n]\n"
 				"d = [[[]]]\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK_INT(toml_array_len(at(doc, "a", NULL)), 0);
-	const toml_value *b = at(doc, "b", NULL);
-	CHECK_INT(toml_array_len(b), 5);
-	CHECK(toml_type_of(toml_array_at(b, 1)) == TOML_STRING);
-	CHECK(toml_type_of(toml_array_at(b, 3)) == TOML_ARRAY);
-	CHECK_INT(toml_integer(toml_table_get(toml_array_at(b, 4), "five")), 5);
-	CHECK_INT(toml_array_len(at(doc, "c", NULL)), 2);
-	CHECK_INT(toml_integer(toml_array_at(at(doc, "c", NULL), 1)), 2);
-	CHECK(toml_array_at(b, 5) == NULL);
-	toml_free(doc);
+	CHECK_INT(tt_toml_array_len(at(doc, "a", NULL)), 0);
+	const tt_toml_value *b = at(doc, "b", NULL);
+	CHECK_INT(tt_toml_array_len(b), 5);
+	CHECK(tt_toml_type_of(tt_toml_array_at(b, 1)) == TT_TOML_STRING);
+	CHECK(tt_toml_type_of(tt_toml_array_at(b, 3)) == TT_TOML_ARRAY);
+	CHECK_INT(tt_toml_integer(tt_toml_table_get(tt_toml_array_at(b, 4), "five")), 5);
+	CHECK_INT(tt_toml_array_len(at(doc, "c", NULL)), 2);
+	CHECK_INT(tt_toml_integer(tt_toml_array_at(at(doc, "c", NULL), 1)), 2);
+	CHECK(tt_toml_array_at(b, 5) == NULL);
+	tt_toml_free(doc);
 
 	CHECK_PARSE_ERROR("a = [1 2]", "<input>:1:8: expected ',' or ']' in array, found '2'");
 	CHECK_PARSE_ERROR("a = [1,,]", "<input>:1:8: expected a value, found ','");
@@ -314,17 +314,17 @@ TT_TEST(test_toml_arrays)
 TT_TEST(test_toml_inline_tables)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("p = { x = 1, y.z = 2, y.w = [ {} ], \"q k\" = {} }\n"
+	tt_toml_value *doc = parse("p = { x = 1, y.z = 2, y.w = [ {} ], \"q k\" = {} }\n"
 				"e = {}\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	const toml_value *p = at(doc, "p", NULL);
-	CHECK_INT(toml_table_len(p), 3);
-	CHECK_INT(toml_integer(at(p, "y", "z")), 2);
-	CHECK(toml_type_of(at(p, "y", "w")) == TOML_ARRAY);
-	CHECK(toml_type_of(at(p, "q k", NULL)) == TOML_TABLE);
-	CHECK_INT(toml_table_len(at(doc, "e", NULL)), 0);
-	toml_free(doc);
+	const tt_toml_value *p = at(doc, "p", NULL);
+	CHECK_INT(tt_toml_table_len(p), 3);
+	CHECK_INT(tt_toml_integer(at(p, "y", "z")), 2);
+	CHECK(tt_toml_type_of(at(p, "y", "w")) == TT_TOML_ARRAY);
+	CHECK(tt_toml_type_of(at(p, "q k", NULL)) == TT_TOML_TABLE);
+	CHECK_INT(tt_toml_table_len(at(doc, "e", NULL)), 0);
+	tt_toml_free(doc);
 
 	CHECK_PARSE_ERROR("a = {x = 1,}", "<input>:1:12: expected a key, found '}'");
 	CHECK_PARSE_ERROR("a = {x = 1\n}",
@@ -342,7 +342,7 @@ TT_TEST(test_toml_inline_tables)
 TT_TEST(test_toml_tables)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("top = 1\n"
+	tt_toml_value *doc = parse("top = 1\n"
 				"dot.ted.key = 'v'\n"
 				"dot.other = 2\n"
 				"[a.b.c]\n"
@@ -365,25 +365,25 @@ TT_TEST(test_toml_tables)
 				"'' = 0\n",
 				&err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK_INT(toml_integer(at(doc, "top", NULL)), 1);
-	CHECK_STR(toml_string(at(at(doc, "dot", "ted"), "key", NULL), NULL), "v");
-	CHECK_INT(toml_integer(at(at(doc, "dot", "ted"), "sub", "s")), 3);
-	CHECK_INT(toml_integer(at(at(doc, "a", "b"), "c", "x")), 1);
-	CHECK_INT(toml_integer(at(doc, "a", "y")), 2);
-	CHECK(toml_type_of(at(at(doc, "a", "b"), "d", NULL)) == TOML_TABLE);
-	CHECK_INT(toml_array_len(at(at(doc, "a", "b"), "list", NULL)), 1);
-	const toml_value *fruit = at(doc, "fruit", NULL);
-	CHECK_INT(toml_array_len(fruit), 2);
-	CHECK_STR(toml_string(at(toml_array_at(fruit, 0), "physical", "color"), NULL), "red");
-	CHECK_STR(toml_string(toml_table_get(toml_array_at(fruit, 1), "name"), NULL), "banana");
-	CHECK_INT(toml_integer(at(doc, "", "")), 0);
+	CHECK_INT(tt_toml_integer(at(doc, "top", NULL)), 1);
+	CHECK_STR(tt_toml_string(at(at(doc, "dot", "ted"), "key", NULL), NULL), "v");
+	CHECK_INT(tt_toml_integer(at(at(doc, "dot", "ted"), "sub", "s")), 3);
+	CHECK_INT(tt_toml_integer(at(at(doc, "a", "b"), "c", "x")), 1);
+	CHECK_INT(tt_toml_integer(at(doc, "a", "y")), 2);
+	CHECK(tt_toml_type_of(at(at(doc, "a", "b"), "d", NULL)) == TT_TOML_TABLE);
+	CHECK_INT(tt_toml_array_len(at(at(doc, "a", "b"), "list", NULL)), 1);
+	const tt_toml_value *fruit = at(doc, "fruit", NULL);
+	CHECK_INT(tt_toml_array_len(fruit), 2);
+	CHECK_STR(tt_toml_string(at(tt_toml_array_at(fruit, 0), "physical", "color"), NULL), "red");
+	CHECK_STR(tt_toml_string(tt_toml_table_get(tt_toml_array_at(fruit, 1), "name"), NULL), "banana");
+	CHECK_INT(tt_toml_integer(at(doc, "", "")), 0);
 	/* Keys in definition order. */
-	CHECK_STR(toml_table_key(doc, 0), "top");
-	CHECK_STR(toml_table_key(doc, 1), "dot");
-	CHECK_STR(toml_table_key(doc, 2), "a");
-	CHECK_STR(toml_table_key(doc, 3), "fruit");
-	CHECK(toml_table_key(doc, 5) == NULL);
-	toml_free(doc);
+	CHECK_STR(tt_toml_table_key(doc, 0), "top");
+	CHECK_STR(tt_toml_table_key(doc, 1), "dot");
+	CHECK_STR(tt_toml_table_key(doc, 2), "a");
+	CHECK_STR(tt_toml_table_key(doc, 3), "fruit");
+	CHECK(tt_toml_table_key(doc, 5) == NULL);
+	tt_toml_free(doc);
 
 	/* [[x]] after [x.y] with x implicit: an implicit table is no array. */
 	CHECK_PARSE_ERROR("[a.b]\n[[a]]", "<input>:2:3: array a is already defined as a table");
@@ -412,7 +412,7 @@ TT_TEST(test_toml_tables)
 TT_TEST(test_toml_positions)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("# comment\n"
+	tt_toml_value *doc = parse("# comment\n"
 				"  alpha = 1\n"
 				"\"é\" = 'x'  ; bad\n",
 				&err);
@@ -429,18 +429,18 @@ TT_TEST(test_toml_positions)
 		    "\"ü\".x = 'é' \n",
 		    &err);
 	CHECK_MSG(doc, "%s", err.message);
-	const toml_value *key = at(doc, "t", "key");
-	CHECK_INT(toml_line(at(doc, "a", NULL)), 1);
-	CHECK_INT(toml_col(at(doc, "a", NULL)), 1);
-	CHECK_INT(toml_line(at(doc, "t", NULL)), 2);
-	CHECK_INT(toml_col(at(doc, "t", NULL)), 2);
-	CHECK_INT(toml_line(key), 3);
-	CHECK_INT(toml_col(key), 2);
-	CHECK_INT(toml_line(toml_array_at(key, 1)), 4);
-	CHECK_INT(toml_col(toml_array_at(key, 1)), 10);
-	CHECK_INT(toml_line(at(doc, "arr", NULL)), 5);
-	CHECK_INT(toml_col(at(doc, "arr", NULL)), 3);
-	toml_free(doc);
+	const tt_toml_value *key = at(doc, "t", "key");
+	CHECK_INT(tt_toml_line(at(doc, "a", NULL)), 1);
+	CHECK_INT(tt_toml_col(at(doc, "a", NULL)), 1);
+	CHECK_INT(tt_toml_line(at(doc, "t", NULL)), 2);
+	CHECK_INT(tt_toml_col(at(doc, "t", NULL)), 2);
+	CHECK_INT(tt_toml_line(key), 3);
+	CHECK_INT(tt_toml_col(key), 2);
+	CHECK_INT(tt_toml_line(tt_toml_array_at(key, 1)), 4);
+	CHECK_INT(tt_toml_col(tt_toml_array_at(key, 1)), 10);
+	CHECK_INT(tt_toml_line(at(doc, "arr", NULL)), 5);
+	CHECK_INT(tt_toml_col(at(doc, "arr", NULL)), 3);
+	tt_toml_free(doc);
 
 	/* Quoted keys with escapes are not valid here, but keep positions. */
 	CHECK_PARSE_ERROR("a = 1\r\nb = 2\r\nc = \x01", "<input>:3:5: control character U+0001 is not allowed");
@@ -464,23 +464,23 @@ TT_TEST(test_toml_positions)
 TT_TEST(test_toml_misc_documents)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = NULL;
-	CHECK_OK(toml_parse(&doc, "", 0, NULL, &err));
-	CHECK_INT(toml_table_len(doc), 0);
-	toml_free(doc);
-	CHECK_OK(toml_parse(&doc, NULL, 0, NULL, &err));
-	toml_free(doc);
+	tt_toml_value *doc = NULL;
+	CHECK_OK(tt_toml_parse(&doc, "", 0, NULL, &err));
+	CHECK_INT(tt_toml_table_len(doc), 0);
+	tt_toml_free(doc);
+	CHECK_OK(tt_toml_parse(&doc, NULL, 0, NULL, &err));
+	tt_toml_free(doc);
 	/* A byte order mark is skipped; no newline at the end is fine. */
-	CHECK_OK(toml_parse(&doc, "\xEF\xBB\xBFk = 1 # c", 12, NULL, &err));
-	CHECK_INT(toml_integer(toml_table_get(doc, "k")), 1);
-	CHECK_INT(toml_col(toml_table_get(doc, "k")), 1);
-	toml_free(doc);
+	CHECK_OK(tt_toml_parse(&doc, "\xEF\xBB\xBFk = 1 # c", 12, NULL, &err));
+	CHECK_INT(tt_toml_integer(tt_toml_table_get(doc, "k")), 1);
+	CHECK_INT(tt_toml_col(tt_toml_table_get(doc, "k")), 1);
+	tt_toml_free(doc);
 	/* Only len bytes are read. */
-	CHECK_OK(toml_parse(&doc, "k = 12345", 6, NULL, &err));
-	CHECK_INT(toml_integer(toml_table_get(doc, "k")), 12);
-	toml_free(doc);
-	CHECK_STR(toml_type_name(TOML_TABLE), "table");
-	CHECK_STR(toml_type_name(TOML_BOOLEAN), "boolean");
+	CHECK_OK(tt_toml_parse(&doc, "k = 12345", 6, NULL, &err));
+	CHECK_INT(tt_toml_integer(tt_toml_table_get(doc, "k")), 12);
+	tt_toml_free(doc);
+	CHECK_STR(tt_toml_type_name(TT_TOML_TABLE), "table");
+	CHECK_STR(tt_toml_type_name(TT_TOML_BOOLEAN), "boolean");
 	tt_error_clear(&err);
 }
 
@@ -530,12 +530,12 @@ TT_TEST(test_toml_limits)
 	for (int i = 0; i < 128; i++)
 		tt_buf_putc(&b, ']');
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse(b.ptr, &err);
+	tt_toml_value *doc = parse(b.ptr, &err);
 	CHECK_MSG(doc, "%s", err.message);
 	char *out = write_doc(doc);
 	CHECK(out && strlen(out) == 4 + 256 + 1);
 	free(out);
-	toml_free(doc);
+	tt_toml_free(doc);
 
 	/* Many keys: the hash index keeps lookups and the duplicate check fast. */
 	tt_buf_reset(&b);
@@ -543,10 +543,10 @@ TT_TEST(test_toml_limits)
 		tt_buf_printf(&b, "k%d = %d\n", i, i);
 	doc = parse(b.ptr, &err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK_INT(toml_table_len(doc), 50000);
-	CHECK_INT(toml_integer(toml_table_get(doc, "k31337")), 31337);
-	CHECK(toml_table_get(doc, "k50000") == NULL);
-	toml_free(doc);
+	CHECK_INT(tt_toml_table_len(doc), 50000);
+	CHECK_INT(tt_toml_integer(tt_toml_table_get(doc, "k31337")), 31337);
+	CHECK(tt_toml_table_get(doc, "k50000") == NULL);
+	tt_toml_free(doc);
 	tt_buf_puts(&b, "k777 = 1\n");
 	m = parse_error(b.ptr);
 	CHECK_STR(m, "<input>:50001:1: key k777 is defined twice");
@@ -558,33 +558,33 @@ TT_TEST(test_toml_limits)
 
 TT_TEST(test_toml_build_api)
 {
-	toml_value *t = toml_new_table();
+	tt_toml_value *t = tt_toml_new_table();
 	CHECK(t);
-	CHECK_INT(toml_table_set(t, "b", toml_new_integer(1)), 0);
-	CHECK_INT(toml_table_set(t, "a", toml_new_string("x", 1)), 0);
+	CHECK_INT(tt_toml_table_set(t, "b", tt_toml_new_integer(1)), 0);
+	CHECK_INT(tt_toml_table_set(t, "a", tt_toml_new_string("x", 1)), 0);
 	/* Replacing keeps the position. */
-	CHECK_INT(toml_table_set(t, "b", toml_new_boolean(true)), 0);
-	CHECK_INT(toml_table_len(t), 2);
-	CHECK_STR(toml_table_key(t, 0), "b");
-	CHECK(toml_type_of(toml_table_at(t, 0)) == TOML_BOOLEAN);
-	CHECK_INT(toml_line(toml_table_at(t, 0)), 0);
-	CHECK_INT(toml_table_setn(t, "n\0l", 3, toml_new_float(0.5)), 0);
+	CHECK_INT(tt_toml_table_set(t, "b", tt_toml_new_boolean(true)), 0);
+	CHECK_INT(tt_toml_table_len(t), 2);
+	CHECK_STR(tt_toml_table_key(t, 0), "b");
+	CHECK(tt_toml_type_of(tt_toml_table_at(t, 0)) == TT_TOML_BOOLEAN);
+	CHECK_INT(tt_toml_line(tt_toml_table_at(t, 0)), 0);
+	CHECK_INT(tt_toml_table_setn(t, "n\0l", 3, tt_toml_new_float(0.5)), 0);
 	size_t klen;
-	const char *k = toml_table_key_n(t, 2, &klen);
+	const char *k = tt_toml_table_key_n(t, 2, &klen);
 	CHECK(klen == 3 && memcmp(k, "n\0l", 3) == 0);
-	toml_value *a = toml_new_array();
-	CHECK_INT(toml_array_push(a, toml_new_datetime(TOML_DATE_LOCAL, "2024-01-02")), 0);
-	CHECK(toml_new_datetime(TOML_STRING, "x") == NULL);
-	CHECK_INT(toml_table_set(t, "d", a), 0);
-	toml_value *i1 = toml_new_integer(1);
-	CHECK(toml_array_push(t, i1) != 0); /* not an array: not taken */
-	toml_free(i1);
+	tt_toml_value *a = tt_toml_new_array();
+	CHECK_INT(tt_toml_array_push(a, tt_toml_new_datetime(TT_TOML_DATE_LOCAL, "2024-01-02")), 0);
+	CHECK(tt_toml_new_datetime(TT_TOML_STRING, "x") == NULL);
+	CHECK_INT(tt_toml_table_set(t, "d", a), 0);
+	tt_toml_value *i1 = tt_toml_new_integer(1);
+	CHECK(tt_toml_array_push(t, i1) != 0); /* not an array: not taken */
+	tt_toml_free(i1);
 	char *out = write_doc(t);
 	CHECK_STR(out, "b = true\na = \"x\"\n\"n\\u0000l\" = 0.5\nd = [2024-01-02]\n");
 	free(out);
-	CHECK(toml_equal(t, t));
-	toml_free(t);
-	toml_free(NULL);
+	CHECK(tt_toml_equal(t, t));
+	tt_toml_free(t);
+	tt_toml_free(NULL);
 }
 
 /* The writer, against output produced by tomlkit 0.13.2's dumps(). */
@@ -670,40 +670,40 @@ TT_TEST(test_toml_round_trips)
 TT_TEST(test_toml_json)
 {
 	tt_error err = TT_ERROR_INIT;
-	toml_value *doc = parse("z = 1\na = [1.5, true, 'x']\n[t]\nk = {q = 2}\n", &err);
+	tt_toml_value *doc = parse("z = 1\na = [1.5, true, 'x']\n[t]\nk = {q = 2}\n", &err);
 	CHECK_MSG(doc, "%s", err.message);
-	json_t *j = toml_to_json(doc, "f.toml", &err);
+	json_t *j = tt_toml_to_json(doc, "f.toml", &err);
 	CHECK_MSG(j, "%s", err.message);
 	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	CHECK_STR(s, "{\"z\":1,\"a\":[1.5,true,\"x\"],\"t\":{\"k\":{\"q\":2}}}");
 	free(s);
 
 	/* And back: key order kept, integers stay integers. */
-	toml_value *back = toml_from_json(j, &err);
-	CHECK(back && toml_equal(doc, back));
-	CHECK_STR(toml_table_key(back, 0), "z");
-	CHECK(toml_type_of(toml_array_at(toml_table_get(back, "a"), 0)) == TOML_FLOAT);
-	toml_free(back);
+	tt_toml_value *back = tt_toml_from_json(j, &err);
+	CHECK(back && tt_toml_equal(doc, back));
+	CHECK_STR(tt_toml_table_key(back, 0), "z");
+	CHECK(tt_toml_type_of(tt_toml_array_at(tt_toml_table_get(back, "a"), 0)) == TT_TOML_FLOAT);
+	tt_toml_free(back);
 	json_decref(j);
-	toml_free(doc);
+	tt_toml_free(doc);
 
 	/* Dates and times have no JSON form: refused with their position. */
 	doc = parse("ok = 1\n[t]\n  when = 1979-05-27\n", &err);
 	CHECK_MSG(doc, "%s", err.message);
-	CHECK(toml_to_json(doc, "tether.toml", &err) == NULL);
+	CHECK(tt_toml_to_json(doc, "tether.toml", &err) == NULL);
 	CHECK_INT(err.code, TT_ECONFIG);
 	CHECK_STR(err.message, "tether.toml:3:3: when: dates and times are not supported in JSON");
-	toml_free(doc);
+	tt_toml_free(doc);
 	doc = parse("a = [1, 07:00:00]\n", &err);
-	CHECK(toml_to_json(doc, NULL, &err) == NULL);
+	CHECK(tt_toml_to_json(doc, NULL, &err) == NULL);
 	CHECK_STR(err.message,
 		  "<input>:1:9: an array element: dates and times are not supported in JSON");
-	toml_free(doc);
+	tt_toml_free(doc);
 	doc = parse("\"x y\" = nan\n", &err);
-	CHECK(toml_to_json(doc, NULL, &err) == NULL);
+	CHECK(tt_toml_to_json(doc, NULL, &err) == NULL);
 	CHECK_INT(err.code, TT_ECONFIG);
 	CHECK_STR(err.message, "<input>:1:1: \"x y\": inf and nan are not supported in JSON");
-	toml_free(doc);
+	tt_toml_free(doc);
 
 	/* Nulls are dropped recursively; a NUL inside a key survives. */
 	j = json_loads("{\"a\": null, \"b\": [null, {\"c\": null, \"d\": 1}], \"e\\u0000\": 2}",
@@ -711,13 +711,13 @@ TT_TEST(test_toml_json)
 	if (!j) /* jansson refuses NUL in keys: test without it */
 		j = json_loads("{\"a\": null, \"b\": [null, {\"c\": null, \"d\": 1}]}", 0, NULL);
 	CHECK(j);
-	doc = toml_from_json(j, &err);
+	doc = tt_toml_from_json(j, &err);
 	CHECK(doc);
-	CHECK(toml_table_get(doc, "a") == NULL);
-	const toml_value *b = toml_table_get(doc, "b");
-	CHECK_INT(toml_array_len(b), 1);
-	CHECK_INT(toml_table_len(toml_array_at(b, 0)), 1);
-	toml_free(doc);
+	CHECK(tt_toml_table_get(doc, "a") == NULL);
+	const tt_toml_value *b = tt_toml_table_get(doc, "b");
+	CHECK_INT(tt_toml_array_len(b), 1);
+	CHECK_INT(tt_toml_table_len(tt_toml_array_at(b, 0)), 1);
+	tt_toml_free(doc);
 	json_decref(j);
 	tt_error_clear(&err);
 }

@@ -11,6 +11,7 @@
 #include "util/hash.h"
 #include "util/mem.h"
 #include "util/proc.h"
+#include "vcs/dispatch.h"
 #include "vcs/vcs.h"
 
 /* ---- fixtures ---------------------------------------------------------- */
@@ -214,7 +215,7 @@ TT_TEST(resolve_and_current_rev)
 	CHECK_STR(v->ops->kind, "git");
 
 	char *id = NULL;
-	CHECK_OK(v->ops->current_rev(v, &id, &err));
+	CHECK_OK(tt_vcs_current_rev(v, &id, &err));
 	CHECK_STR(id, second);
 	free(id);
 	CHECK_OK(v->ops->resolve(v, "main", &id, &err));
@@ -268,7 +269,7 @@ TT_TEST(revisions_starting_with_dash_are_refused)
 	tt_error_clear(&err);
 	CHECK_INT(v->ops->read_file_at(v, "--output=pwned", "README", &text, NULL, &err), TT_EVCS);
 	tt_error_clear(&err);
-	CHECK_INT(v->ops->files_at(v, "-x", "", &j, &err), TT_EVCS);
+	CHECK_INT(tt_vcs_files_at(v, "-x", "", &j, &err), TT_EVCS);
 	tt_error_clear(&err);
 	const char *revs[] = { "--all" };
 	CHECK_INT(v->ops->files_at_many(v, revs, 1, "", &j, &err), TT_EVCS);
@@ -378,7 +379,7 @@ TT_TEST(files_at_nested_and_unicode)
 	CHECK(v && head);
 
 	json_t *files = NULL;
-	CHECK_OK(v->ops->files_at(v, "HEAD", "data", &files, &err));
+	CHECK_OK(tt_vcs_files_at(v, "HEAD", "data", &files, &err));
 	CHECK(json_is_object(files));
 	CHECK_INT(json_object_size(files), 6);  /* the symlink is left out */
 	CHECK_STR(json_string_value(json_object_get(files, "data/a.toml")), "a = 1\n");
@@ -401,12 +402,12 @@ TT_TEST(files_at_nested_and_unicode)
 	/* the same answer however reldir is spelled; a subdirectory */
 	const char *spellings[] = { "data/", "/data", "data//" };
 	for (size_t i = 0; i < 3; i++) {
-		CHECK_OK(v->ops->files_at(v, head, spellings[i], &files, &err));
+		CHECK_OK(tt_vcs_files_at(v, head, spellings[i], &files, &err));
 		CHECK_INT(json_object_size(files), 6);
 		CHECK(json_object_get(files, "data/sub/b.toml") != NULL);
 		json_decref(files);
 	}
-	CHECK_OK(v->ops->files_at(v, "HEAD", "data/sub/deeper", &files, &err));
+	CHECK_OK(tt_vcs_files_at(v, "HEAD", "data/sub/deeper", &files, &err));
 	CHECK_INT(json_object_size(files), 2);
 	CHECK(json_object_get(files, "data/sub/deeper/same.toml") != NULL);
 	json_decref(files);
@@ -414,7 +415,7 @@ TT_TEST(files_at_nested_and_unicode)
 	/* the whole tree */
 	const char *roots[] = { "", ".", "/" };
 	for (size_t i = 0; i < 3; i++) {
-		CHECK_OK(v->ops->files_at(v, "HEAD", roots[i], &files, &err));
+		CHECK_OK(tt_vcs_files_at(v, "HEAD", roots[i], &files, &err));
 		CHECK_INT(json_object_size(files), 8);
 		CHECK_STR(json_string_value(json_object_get(files, "README")), "hello\n");
 		CHECK_STR(json_string_value(json_object_get(files, "other/x.txt")), "x\n");
@@ -422,13 +423,13 @@ TT_TEST(files_at_nested_and_unicode)
 	}
 
 	/* absent: {} */
-	CHECK_OK(v->ops->files_at(v, "HEAD~1", "data", &files, &err));
+	CHECK_OK(tt_vcs_files_at(v, "HEAD~1", "data", &files, &err));
 	CHECK(json_is_object(files) && json_object_size(files) == 0);
 	json_decref(files);
-	CHECK_OK(v->ops->files_at(v, "nope", "data", &files, &err));
+	CHECK_OK(tt_vcs_files_at(v, "nope", "data", &files, &err));
 	CHECK(json_is_object(files) && json_object_size(files) == 0);
 	json_decref(files);
-	CHECK_OK(v->ops->files_at(v, "HEAD", "data/a.toml", &files, &err));  /* a file, not a tree */
+	CHECK_OK(tt_vcs_files_at(v, "HEAD", "data/a.toml", &files, &err));  /* a file, not a tree */
 	CHECK(json_is_object(files) && json_object_size(files) == 0);
 	json_decref(files);
 
@@ -460,12 +461,12 @@ TT_TEST(files_at_in_a_sha256_repository)
 	tt_vcs *v = open_vcs(root, NULL);
 	CHECK(v);
 	json_t *files = NULL;
-	CHECK_OK(v->ops->files_at(v, "HEAD", "data", &files, &err));
+	CHECK_OK(tt_vcs_files_at(v, "HEAD", "data", &files, &err));
 	CHECK_INT(json_object_size(files), 1);
 	CHECK_STR(json_string_value(json_object_get(files, "data/sub/m.toml")), "m = 1\n");
 	json_decref(files);
 	char *id = NULL;
-	CHECK_OK(v->ops->current_rev(v, &id, &err));
+	CHECK_OK(tt_vcs_current_rev(v, &id, &err));
 	CHECK_STR(id, head);
 	free(id);
 	tt_vcs_free(v);
@@ -634,8 +635,8 @@ TT_TEST(history_revs_and_digest)
 	CHECK_OK(v->ops->history_revs(v, &revs, &err));
 	CHECK_INT(json_array_size(revs), 2);
 	char d1[17], d2[17], d3[17], want[17];
-	CHECK_OK(v->ops->history_digest(v, d1, &err));
-	CHECK_OK(v->ops->history_digest(v, d2, &err));
+	CHECK_OK(tt_vcs_history_digest(v, d1, &err));
+	CHECK_OK(tt_vcs_history_digest(v, d2, &err));
 	CHECK_STR(d1, d2);
 	CHECK_INT(strlen(d1), 16);
 	const char *ids[2] = { json_string_value(json_array_get(revs, 0)),
@@ -649,11 +650,11 @@ TT_TEST(history_revs_and_digest)
 	CHECK(put(root, "s", "s\n") == 0);
 	char *side = commit_all(root, "side");
 	CHECK(side);
-	CHECK_OK(v->ops->history_digest(v, d3, &err));
+	CHECK_OK(tt_vcs_history_digest(v, d3, &err));
 	CHECK(strcmp(d3, d1) != 0);
 	GIT(root, "switch", "-q", "main");
 	GIT(root, "branch", "-D", "side");
-	CHECK_OK(v->ops->history_digest(v, d3, &err));
+	CHECK_OK(tt_vcs_history_digest(v, d3, &err));
 	CHECK_STR(d3, d1);
 
 	tt_vcs_free(v);
@@ -831,9 +832,9 @@ TT_TEST(alive_commits_are_reachable_from_refs)
 	CHECK_INT(count_lines_with(calls, "\n"), 1);  /* one call for any number */
 	free(calls);
 	bool one = false;
-	CHECK_OK(v->ops->commit_alive(v, first, &one, &err));
+	CHECK_OK(tt_vcs_commit_alive(v, first, &one, &err));
 	CHECK(one);
-	CHECK_OK(v->ops->commit_alive(v, gone, &one, &err));
+	CHECK_OK(tt_vcs_commit_alive(v, gone, &one, &err));
 	CHECK(!one);
 
 	tt_vcs_free(v);
@@ -1102,12 +1103,12 @@ TT_TEST(repository_environment_variables_do_not_redirect)
 	const char *paths[] = { "data/m.toml" };
 	bool d = false;
 	int rc_dirty = v->ops->dirty(v, paths, 1, &d, &err);
-	int rc_rev = v->ops->current_rev(v, &id, &err);
+	int rc_rev = tt_vcs_current_rev(v, &id, &err);
 	char *cur = id;
 	char *committed = NULL;
 	int rc_commit = v->ops->commit(v, paths, 1, "here", NULL, &committed, &err);
 	json_t *files = NULL, *revs = NULL;
-	int rc_files = v->ops->files_at(v, "HEAD", "data", &files, &err);
+	int rc_files = tt_vcs_files_at(v, "HEAD", "data", &files, &err);
 	int rc_revs = v->ops->history_revs(v, &revs, &err);
 	for (size_t i = 0; scrubbed[i]; i++)
 		unsetenv(scrubbed[i]);
@@ -1183,7 +1184,7 @@ TT_TEST(uncommit_only_the_head)
 	char *readme = slurp(root, "README");
 	CHECK_STR(readme, "hello\n");
 	char *id = NULL;
-	CHECK_INT(v->ops->current_rev(v, &id, &err), TT_EVCS);
+	CHECK_INT(tt_vcs_current_rev(v, &id, &err), TT_EVCS);
 	tt_error_clear(&err);
 
 	free(readme);
@@ -1431,8 +1432,8 @@ static void same_answers(const char *root, const char *tmp, const char *const *r
 	CHECK(a && b && json_object_size(a) == n && json_equal(a, b));
 	json_decref(a);
 	json_decref(b);
-	CHECK_OK(nv->ops->files_at(nv, revs[0], "data", &a, &err));
-	CHECK_OK(gv->ops->files_at(gv, revs[0], "data", &b, &err));
+	CHECK_OK(tt_vcs_files_at(nv, revs[0], "data", &a, &err));
+	CHECK_OK(tt_vcs_files_at(gv, revs[0], "data", &b, &err));
 	CHECK(json_equal(a, b) && json_object_size(a) == 1);
 	json_decref(a);
 	json_decref(b);
@@ -1467,8 +1468,8 @@ static void same_answers(const char *root, const char *tmp, const char *const *r
 	CHECK(x == NULL);
 	const char *paths[] = { "data/m.toml", "other.txt", "data", "nope" };
 	bool ta[4], tb[4];
-	CHECK_OK(nv->ops->tracked(nv, paths, 4, ta, &err));
-	CHECK_OK(gv->ops->tracked(gv, paths, 4, tb, &err));
+	CHECK_OK(tt_vcs_tracked(nv, paths, 4, ta, &err));
+	CHECK_OK(tt_vcs_tracked(gv, paths, 4, tb, &err));
 	for (int i = 0; i < 4; i++)
 		CHECK(ta[i] == tb[i]);
 	CHECK(ta[0] && ta[1] && !ta[2] && !ta[3]);

@@ -44,14 +44,12 @@
 
 /* --- errors -------------------------------------------------------------------- */
 
-#define derr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define doom(err) TT_BACKEND_OOM(err, KIND)
 
 /* A reader's error, with the table named and the kind attached. */
 static int named(tt_error *err, int rc, const char *uri)
 {
 	if (rc == TT_ENOMEM)
-		return doom(err);
+		return KOOM(err);
 	tt_error_prefix(err, "delta table %s", uri);
 	if (err && err->code == TT_EPARSE)
 		err->code = TT_EBACKEND; /* the store's content, not tether's input */
@@ -134,7 +132,7 @@ static int classify(dlog *l, const char *name, tt_error *err)
 	const char *rest = name + 21;
 	if (strcmp(rest, "json") == 0) {
 		if (TT_ARRAY_GROW(l->commits, l->ac, l->nc + 1) != 0)
-			return doom(err);
+			return KOOM(err);
 		l->commits[l->nc++] = v;
 		return 0;
 	}
@@ -158,7 +156,7 @@ static int classify(dlog *l, const char *name, tt_error *err)
 		return 0;
 	}
 	if (TT_ARRAY_GROW(l->cps, l->acp, l->ncp + 1) != 0 || !(c.name = tt_strdup(name)))
-		return doom(err);
+		return KOOM(err);
 	l->cps[l->ncp++] = c;
 	return 0;
 }
@@ -216,7 +214,7 @@ static int locator_uri(const json_t *loc, const char **uri, tt_error *err)
 	if (!json_is_string(v) || !json_string_length(v))
 		v = json_object_get(loc, "path");
 	if (!json_is_string(v) || !json_string_length(v))
-		return derr(err, TT_EBACKEND, "delta locator needs 'uri'");
+		return KERR(err, TT_EBACKEND, "delta locator needs 'uri'");
 	*uri = json_string_value(v);
 	return 0;
 }
@@ -226,7 +224,7 @@ static int local_root(const char *uri, char **root, tt_error *err)
 {
 	int local = tt_store_local_path(uri, root);
 	if (local < 0)
-		return doom(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -241,7 +239,7 @@ static int open_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 {
 	json_t *opts = NULL;
 	char *key = NULL;
-	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	int rc = tt_kit_storage_options(b, loc, &opts, err);
 	size_t n;
 	if (rc)
 		return rc;
@@ -260,7 +258,7 @@ static int open_remote(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 		n--;
 	l->root = tt_strndup(l->uri, n);
 	if (!l->prefix || !l->root || !(l->dir = tt_asprintf("%s/" LOG_DIR, l->root)))
-		return doom(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -269,9 +267,9 @@ static int open_local(dlog *l, tt_error *err)
 {
 	int rc;
 	if (!tt_is_dir(l->root))
-		return derr(err, TT_EBACKEND, "delta table not found: %s (no such directory)", l->uri);
+		return KERR(err, TT_EBACKEND, "delta table not found: %s (no such directory)", l->uri);
 	if (!(l->prefix = tt_strdup("")) || !(l->dir = tt_path_join(l->root, LOG_DIR)))
-		return doom(err);
+		return KOOM(err);
 	if ((rc = tt_store_local_open(l->root, false, &l->st, err)) != 0)
 		return tt_error_object(err, NULL, KIND);
 	return 0;
@@ -291,7 +289,7 @@ static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 		return rc;
 	/* the names directly under _delta_log/ (one directory locally) */
 	if (!(dir = tt_asprintf("%s" LOG_DIR, l->prefix)))
-		return doom(err);
+		return KOOM(err);
 	if ((rc = tt_store_list_names(l->st, dir, &page, err)) != 0) {
 		free(dir);
 		tt_error_prefix(err, "delta table %s: cannot list %s", l->uri, l->dir);
@@ -301,7 +299,7 @@ static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 		rc = classify(l, page.items[i].key, err);
 	/* nothing listed: no _delta_log at all, or (locally) an empty one */
 	if (rc == 0 && page.n == 0 && !tt_store_has_dir(l->st, dir))
-		rc = derr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "delta table not found: %s has no %s%s (is it a Delta table?)", l->uri, LOG_DIR,
 			  l->remote ? "" : " directory");
 	tt_store_page_release(&page);
@@ -315,7 +313,7 @@ static int scan(tt_backend *b, const json_t *loc, dlog *l, tt_error *err)
 		if (l->cps[i].version > l->head && checkpoint_at(l, l->cps[i].version))
 			l->head = l->cps[i].version;
 	if (l->head < 0)
-		return derr(err, TT_EBACKEND, "delta table %s: %s has no commits", l->uri, l->dir);
+		return KERR(err, TT_EBACKEND, "delta table %s: %s has no commits", l->uri, l->dir);
 	return 0;
 }
 
@@ -328,7 +326,7 @@ static int resolve(const dlog *l, long long v, long long *base, tt_error *err)
 {
 	long long cp;
 	if (v > l->head)
-		return derr(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)",
+		return KERR(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)",
 			    l->uri, v, l->head);
 	cp = checkpoint_below(l, v);
 	for (long long k = v; k > cp; k--) {
@@ -337,10 +335,10 @@ static int resolve(const dlog *l, long long v, long long *base, tt_error *err)
 		/* Commits on both sides of a missing one: a hole.  Otherwise log
 		 * cleanup took the oldest commits, as it does. */
 		if (l->nc && l->commits[0] < k)
-			return derr(err, TT_EBACKEND,
+			return KERR(err, TT_EBACKEND,
 				    "delta table %s: the transaction log has a gap: %s/%020lld.json "
 				    "is missing, so version %lld cannot be read", l->uri, l->dir, k, v);
-		return derr(err, TT_EBACKEND,
+		return KERR(err, TT_EBACKEND,
 			    "delta table %s: version %lld is no longer in the log (log cleanup "
 			    "removed commit %lld and no checkpoint at or below v%lld stands in)", l->uri, v,
 			    k, v);
@@ -362,7 +360,7 @@ static int log_get(const dlog *l, const char *name, tt_buf *out, tt_error *err)
 	char *key = log_key(l, name);
 	int rc;
 	if (!key)
-		return doom(err);
+		return KOOM(err);
 	out->max = MAX_LOG_FILE;
 	rc = tt_store_get(l->st, key, NULL, out, NULL, err);
 	free(key);
@@ -374,7 +372,7 @@ static int read_log_file(const dlog *l, const char *name, tt_buf *out, tt_error 
 	char *path = log_path(l, name);
 	int rc;
 	if (!path)
-		return doom(err);
+		return KOOM(err);
 	rc = log_get(l, name, out, err);
 	if (rc)
 		rc = named(err, rc, l->uri);
@@ -395,7 +393,7 @@ static int read_commit(const dlog *l, long long v, bool info_only, tt_delta_comm
 	if ((rc = read_log_file(l, name, &text, err)) != 0)
 		goto done;
 	if (!(what = log_path(l, name))) {
-		rc = doom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rc = info_only ? tt_delta_parse_commit_info(text.ptr, text.len, what, c, err)
@@ -471,7 +469,7 @@ static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err
 	int rc;
 
 	if (!key || !path) {
-		rc = doom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = tt_store_head(l->st, key, NULL, &meta, err)) != 0) {
@@ -482,7 +480,7 @@ static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err
 	    (rc = tt_store_get_range(l->st, key, NULL, meta.size - 8, 8, &last, err)) != 0 ||
 	    last.len != 8) {
 		if (!rc)
-			rc = derr(err, TT_EBACKEND, "delta table %s: %s is too short to be a Parquet "
+			rc = KERR(err, TT_EBACKEND, "delta table %s: %s is too short to be a Parquet "
 				  "checkpoint (truncated?)", l->uri, path);
 		else
 			tt_error_object(err, NULL, KIND);
@@ -493,7 +491,7 @@ static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err
 		goto done;
 	}
 	if ((uint64_t)flen > meta.size - 8 || flen > MAX_LOG_FILE) {
-		rc = derr(err, TT_EBACKEND, "delta table %s: %s: the Parquet footer says %u bytes but "
+		rc = KERR(err, TT_EBACKEND, "delta table %s: %s: the Parquet footer says %u bytes but "
 			  "the file has only %llu (truncated?)", l->uri, path, flen,
 			  (unsigned long long)meta.size - 8);
 		goto done;
@@ -504,7 +502,7 @@ static int read_tail(const dlog *l, const char *name, tt_buf *out, tt_error *err
 		goto done;
 	}
 	if (out->len != (size_t)flen + 8)
-		rc = derr(err, TT_EBACKEND, "delta table %s: %s changed while it was read; try again",
+		rc = KERR(err, TT_EBACKEND, "delta table %s: %s changed while it was read; try again",
 			  l->uri, path);
 done:
 	tt_store_meta_release(&meta);
@@ -518,7 +516,7 @@ static int parquet_id(const dlog *l, const char *name, char **id, tt_error *err)
 {
 	tt_buf tail = TT_BUF_INIT;
 	char *what = log_path(l, name);
-	int rc = what ? read_tail(l, name, &tail, err) : doom(err);
+	int rc = what ? read_tail(l, name, &tail, err) : KOOM(err);
 	if (rc == 0 && (rc = tt_delta_footer_table_id((const unsigned char *)tail.ptr, tail.len,
 						      what, id, err)) != 0)
 		rc = named(err, rc, l->uri);
@@ -541,7 +539,7 @@ static int checkpoint_id(const dlog *l, long long cp, char **id, tt_error *err)
 		tt_delta_commit cc;
 		char *what = log_path(l, c->name);
 		if (!what)
-			return doom(err);
+			return KOOM(err);
 		if ((rc = read_log_file(l, c->name, &text, err)) == 0) {
 			if ((rc = tt_delta_parse_commit(text.ptr, text.len, what, &cc, err)) != 0) {
 				rc = named(err, rc, l->uri);
@@ -581,7 +579,7 @@ static int table_id_at(const dlog *l, long long v, long long base, char **id, tt
 	if (!*id && base >= 0 && (rc = checkpoint_id(l, base, id, err)) != 0)
 		return rc;
 	if (!*id && !(*id = tt_strdup(UNKNOWN_ID)))
-		return doom(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -606,10 +604,10 @@ static int version_of(const json_t *value, const char *what, long long *v, tt_er
 			*v = number(s, n);
 			return 0;
 		}
-		return derr(err, TT_EBACKEND, "delta %s must be a table version number, got '%s'", what,
+		return KERR(err, TT_EBACKEND, "delta %s must be a table version number, got '%s'", what,
 			    s);
 	}
-	return derr(err, TT_EBACKEND, "delta %s must be a table version number", what);
+	return KERR(err, TT_EBACKEND, "delta %s must be a table version number", what);
 }
 
 static int at_version(const json_t *loc, long long *v, tt_error *err)
@@ -621,7 +619,7 @@ static int state_version(const json_t *state, long long *v, tt_error *err)
 {
 	int rc = version_of(json_object_get(state, "version"), "state's version", v, err);
 	if (rc == 0 && *v < 0)
-		return derr(err, TT_EBACKEND, "a delta state needs a version");
+		return KERR(err, TT_EBACKEND, "a delta state needs a version");
 	return rc;
 }
 
@@ -635,24 +633,11 @@ static json_t *state_json(long long v, const char *id)
 static int delta_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
 	const char *uri = NULL;
-	char *path = NULL;
 	int rc;
-
-	(void)b;
 	*out = NULL;
 	if ((rc = locator_uri(loc, &uri, err)) != 0)
 		return rc;
-	/* canonical_uri: a local path resolved, any other URL as written. */
-	if ((rc = tt_store_local_path(uri, &path)) < 0)
-		return doom(err);
-	if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri)))
-		rc = derr(err, TT_EBACKEND, "the path is not valid UTF-8: %s", path ? path : uri);
-	else if (!(*out = json_pack("{s:s}", "uri", path ? path : uri)))
-		rc = doom(err);
-	else
-		rc = 0;
-	free(path);
-	return rc;
+	return tt_kit_uri_identity(b, uri, out, err);
 }
 
 static int delta_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
@@ -674,7 +659,7 @@ static int delta_fingerprint(tt_backend *b, const json_t *loc, const char *worki
 	if ((rc = resolve(&l, v, &base, err)) != 0 || (rc = table_id_at(&l, v, base, &id, err)))
 		goto done;
 	if (!(*state = state_json(v, id)))
-		rc = doom(err);
+		rc = KOOM(err);
 done:
 	free(id);
 	dlog_release(&l);
@@ -771,7 +756,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 	*n = 0;
 	if (ref && *ref) {
 		json_t *r = json_string(ref);
-		rc = r ? version_of(r, "history start", &hi, err) : doom(err);
+		rc = r ? version_of(r, "history start", &hi, err) : KOOM(err);
 		json_decref(r);
 	} else {
 		rc = at_version(loc, &hi, err);
@@ -783,7 +768,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 	if (hi < 0)
 		hi = l.head;
 	if (hi > l.head) {
-		rc = derr(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)", l.uri,
+		rc = KERR(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)", l.uri,
 			  hi, l.head);
 		goto done;
 	}
@@ -794,7 +779,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 			goto done;
 		if (TT_ARRAY_GROW(entries, alloc, count + 1) != 0) {
 			tt_delta_commit_release(&c);
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		tt_history_entry *e = &entries[count++];
@@ -805,7 +790,7 @@ static int delta_history(tt_backend *b, const json_t *loc, const char *ref, size
 		e->refs = json_array();
 		tt_delta_commit_release(&c);
 		if (!e->id || !e->message || !e->refs) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -822,7 +807,7 @@ static int add_note(tt_object_diff *out, const char *note, tt_error *err)
 {
 	char *n = out->note ? tt_asprintf("%s; %s", out->note, note) : tt_strdup(note);
 	if (!n)
-		return doom(err);
+		return KOOM(err);
 	free(out->note);
 	out->note = n;
 	return 0;
@@ -854,7 +839,7 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 	if ((rc = scan(b, loc, &l, err)) != 0)
 		goto done;
 	if (hi > l.head) {
-		rc = derr(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)", l.uri,
+		rc = KERR(err, TT_EBACKEND, "delta table %s has no version %lld (head is v%lld)", l.uri,
 			  hi, l.head);
 		goto done;
 	}
@@ -871,7 +856,7 @@ static int delta_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 		detail = message_of(&c, true);
 		tt_delta_commit_release(&c);
 		if (!detail) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = tt_object_diff_add(out, path, "modified", detail, err);
@@ -946,7 +931,7 @@ static int replay_commit(const dlog *l, long long v, replay *r, tt_error *err)
 	snprintf(name, sizeof name, "%020lld.json", v);
 	if ((rc = read_log_file(l, name, &text, err)) == 0) {
 		if (!(what = log_path(l, name)))
-			rc = doom(err);
+			rc = KOOM(err);
 		else if ((rc = tt_delta_commit_files(text.ptr, text.len, what, replay_file, r, err)))
 			rc = named(err, rc, l->uri);
 	}
@@ -1051,7 +1036,7 @@ static int parquet_files(const dlog *l, const char *name, ckpt_read *c, bool sid
 	tt_buf data = TT_BUF_INIT;
 	char *what = log_path(l, name);
 	bool found_add, found_sidecar = false, found_dv = false;
-	int rc = what ? read_log_file(l, name, &data, err) : doom(err);
+	int rc = what ? read_log_file(l, name, &data, err) : KOOM(err);
 
 	c->what = what;
 	if (rc == 0) {
@@ -1109,16 +1094,16 @@ static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *er
 	int rc = 0;
 
 	if (!c.sidecars)
-		return doom(err);
+		return KOOM(err);
 	if (!k) {
-		rc = derr(err, TT_EBACKEND, "delta table %s has no complete checkpoint at v%lld",
+		rc = KERR(err, TT_EBACKEND, "delta table %s has no complete checkpoint at v%lld",
 			  l->uri, cp);
 	} else if (k->kind == CP_UUID_JSON) {
 		tt_buf text = TT_BUF_INIT;
 		char *what = log_path(l, k->name);
 		c.what = what;
 		if (!what)
-			rc = doom(err);
+			rc = KOOM(err);
 		else if ((rc = read_log_file(l, k->name, &text, err)) == 0 &&
 			 (rc = tt_delta_commit_files(text.ptr, text.len, what, ckpt_json_action, &c,
 						     err)) != 0)
@@ -1136,9 +1121,9 @@ static int checkpoint_files(const dlog *l, long long cp, replay *r, tt_error *er
 	for (size_t i = 0; rc == 0 && i < json_array_size(c.sidecars); i++) {
 		char *name = sidecar_name(json_string_value(json_array_get(c.sidecars, i)));
 		if (!name)
-			rc = doom(err);
+			rc = KOOM(err);
 		else if (!*name)
-			rc = derr(err, TT_EBACKEND, "delta table %s: checkpoint v%lld lists a sidecar "
+			rc = KERR(err, TT_EBACKEND, "delta table %s: checkpoint v%lld lists a sidecar "
 				  "with no file name", l->uri, cp);
 		else
 			rc = parquet_files(l, name, &c, false, err);
@@ -1177,7 +1162,7 @@ static int check_checkpoint(const dlog *l, long long cp, tt_error *err)
 	char *id = NULL;
 	int rc = 0;
 	if (!c)
-		return derr(err, TT_EBACKEND, "delta table %s has no complete checkpoint at v%lld",
+		return KERR(err, TT_EBACKEND, "delta table %s has no complete checkpoint at v%lld",
 			    l->uri, cp);
 	if (c->kind == CP_UUID_JSON) {
 		rc = checkpoint_id(l, cp, &id, err);
@@ -1212,7 +1197,7 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	*status = TT_VERIFY_UNKNOWN;
 	*message = NULL;
 	if (!r.active || !r.later_added || !r.needed) {
-		rc = doom(err);
+		rc = KOOM(err);
 		goto out;
 	}
 	if ((rc = state_version(state, &v, err)) != 0)
@@ -1221,7 +1206,7 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 	if (scan(b, loc, &l, &why) != 0 || resolve(&l, l.head, &hbase, &why) != 0 ||
 	    table_id_at(&l, l.head, hbase, &head_id, &why) != 0) {
 		if (why.code == TT_ENOMEM) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		*status = TT_VERIFY_MISSING;
@@ -1261,7 +1246,7 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 		r.after = false;
 		if (checkpoint_files(&l, base, &r, &why) != 0) {
 			if (why.code == TT_ENOMEM) {
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			/* A checkpoint Delta cannot read leaves v unreadable; one in a
@@ -1280,7 +1265,7 @@ static int delta_verify(tt_backend *b, const json_t *loc, const json_t *state, c
 		}
 		if (replay_commit(&l, k, &r, &why) != 0) {
 			if (why.code == TT_ENOMEM) {
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			/* A commit up to v that cannot be read leaves v unreadable; a
@@ -1342,7 +1327,7 @@ out:
 	json_decref(r.needed);
 	tt_error_clear(&why);
 	if (rc == 0 && (*status != TT_VERIFY_OK || unchecked) && !*message)
-		rc = doom(err);
+		rc = KOOM(err);
 	return rc;
 }
 
@@ -1359,7 +1344,7 @@ static int delta_open(tt_backend *b, const json_t *loc, const tt_target *target,
 	(void)b, (void)read_only; /* tether never writes Delta tables */
 	*handle = NULL;
 	if (target->kind == TT_TARGET_PIN)
-		return derr(err, TT_ECAPABILITY, "delta has no native tags; versions are recorded only");
+		return KERR(err, TT_ECAPABILITY, "delta has no native tags; versions are recorded only");
 	if (target->kind == TT_TARGET_STATE)
 		rc = state_version(target->state, &v, err);
 	else if (target->kind == TT_TARGET_BASE)
@@ -1377,7 +1362,7 @@ static int delta_open(tt_backend *b, const json_t *loc, const tt_target *target,
 	if (!(address = tt_asprintf("%s@v%lld", l.uri, v)) ||
 	    !(*handle = json_pack("{s:s, s:s, s:b, s:s, s:I}", "type", KIND, "address", address,
 				  "read_only", 1, "uri", l.uri, "version", (json_int_t)v)))
-		rc = doom(err);
+		rc = KOOM(err);
 done:
 	free(address);
 	dlog_release(&l);
@@ -1406,6 +1391,7 @@ static const tt_backend_ops delta_ops = {
 	.open = delta_open,
 	.diff = delta_diff,
 	.history = delta_history,
+	.storage_options = tt_kit_storage_options,
 	.free = delta_free,
 };
 

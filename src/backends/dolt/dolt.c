@@ -24,13 +24,18 @@
  * DOLT_MERGE inside an explicit transaction, whose conflicts and constraint
  * violations (dolt_conflicts, dolt_constraint_violations) come back as a
  * merge conflict naming the tables, after DOLT_MERGE('--abort') and a
- * rollback.  Handles are revision-database URLs mysql://user@host:port/
+ * rollback.  Either moves only a base still at the head the plan reviewed,
+ * with no uncommitted changes, and its result is the commit DOLT_MERGE
+ * returns -- never the base head read again, which a racing writer may
+ * have moved on.  Handles are revision-database URLs mysql://user@host:port/
  * db/<ref> (tags and hashes are read-only in Dolt).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/backend.h"
 #include "backends/kit.h"
@@ -44,8 +49,6 @@
 #define DEFAULT_PORT 3306
 #define LOG_LIMIT 100000
 
-#define DERR(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define DOOM(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- the locator ------------------------------------------------------------- */
 
@@ -55,6 +58,8 @@ typedef struct dolt_ep {
 	char *database;
 	char *user;     /* the locator's, else the server entry's, else NULL (root) */
 	char *password; /* from the server entry only; never printed */
+	char *entry;    /* the secrets.toml [uris] key the password came from (or named it) */
+	char *unset;    /* the *_env variable an entry names that is not set */
 } dolt_ep;
 
 static void ep_release(dolt_ep *e)
@@ -62,6 +67,8 @@ static void ep_release(dolt_ep *e)
 	free(e->host);
 	free(e->database);
 	free(e->user);
+	free(e->entry);
+	free(e->unset);
 	if (e->password) {
 		memset(e->password, 0, strlen(e->password));
 		free(e->password);
@@ -91,35 +98,35 @@ static int parse_url(const char *url, dolt_ep *e, tt_error *err)
 {
 	const char *p = url;
 	if (strncmp(p, "mysql://", 8) != 0)
-		return DERR(err, TT_EBACKEND, "dolt url '%s' is not a mysql://user@host:port/database URL", url);
+		return KERR(err, TT_EBACKEND, "dolt url '%s' is not a mysql://user@host:port/database URL", url);
 	p += 8;
 	const char *slash = strchr(p, '/');
 	const char *end = slash ? slash : p + strlen(p);
 	const char *at = memchr(p, '@', (size_t)(end - p));
 	if (at) {
 		if (memchr(p, ':', (size_t)(at - p)))
-			return DERR(err, TT_EBACKEND,
+			return KERR(err, TT_EBACKEND,
 				    "dolt url holds a password: a locator is committed; put it in "
 				    ".tether/secrets.toml [uris.\"mysql://host:port\"]");
 		if (at > p && !(e->user = dup_n(p, (size_t)(at - p))))
-			return DOOM(err);
+			return KOOM(err);
 		p = at + 1;
 	}
 	const char *colon = memchr(p, ':', (size_t)(end - p));
 	const char *hend = colon ? colon : end;
 	if (hend > p && !(e->host = dup_n(p, (size_t)(hend - p))))
-		return DOOM(err);
+		return KOOM(err);
 	if (colon) {
 		char *stop;
 		e->port = strtol(colon + 1, &stop, 10);
 		if (stop != end || e->port <= 0 || e->port > 65535)
-			return DERR(err, TT_EBACKEND, "dolt url '%s' has a bad port", url);
+			return KERR(err, TT_EBACKEND, "dolt url '%s' has a bad port", url);
 	}
 	if (slash) {
 		const char *d = slash + 1, *dend = strchr(d, '/');
 		size_t n = dend ? (size_t)(dend - d) : strlen(d);
 		if (n && !(e->database = dup_n(d, n)))
-			return DOOM(err);
+			return KOOM(err);
 	}
 	return 0;
 }
@@ -135,7 +142,7 @@ static int server_secrets(const tt_backend *b, dolt_ep *e, tt_error *err)
 	static const char *const names[2] = { "user", "password" };
 	if (!full) {
 		free(server);
-		return DOOM(err);
+		return KOOM(err);
 	}
 	for (int pass = 0; pass < 2; pass++) {
 		const char *want = pass ? full : server;
@@ -152,20 +159,33 @@ static int server_secrets(const tt_backend *b, dolt_ep *e, tt_error *err)
 				snprintf(envkey, sizeof envkey, "%s_env", names[i]);
 				const char *v = str_of(rule, names[i]);
 				const char *env = str_of(rule, envkey);
-				if (!v && env)
-					v = getenv(env);
+				if (!v && env && !(v = getenv(env))) {
+					/* named but unset: an authentication failure names it */
+					free(e->unset);
+					if (!(e->unset = tt_strdup(env)))
+						goto oom;
+				}
 				if (v)
 					found[i] = v;
+				if ((v || env) && i == 1) {
+					free(e->entry);
+					if (!(e->entry = tt_strdup(k)))
+						goto oom;
+				}
 			}
 		}
 	}
 	free(server);
 	free(full);
 	if (found[0] && !e->user && !(e->user = tt_strdup(found[0])))
-		return DOOM(err);
+		return KOOM(err);
 	if (found[1] && !(e->password = tt_strdup(found[1])))
-		return DOOM(err);
+		return KOOM(err);
 	return 0;
+oom:
+	free(server);
+	free(full);
+	return KOOM(err);
 }
 
 static int endpoint(const tt_backend *b, const json_t *loc, dolt_ep *e, bool secrets, tt_error *err)
@@ -180,7 +200,7 @@ static int endpoint(const tt_backend *b, const json_t *loc, dolt_ep *e, bool sec
 		json_t *port = json_object_get(loc, "port");
 		if ((h && !(e->host = tt_strdup(h))) || (d && !(e->database = tt_strdup(d))) ||
 		    (u && !(e->user = tt_strdup(u))))
-			rc = DOOM(err);
+			rc = KOOM(err);
 		if (json_is_integer(port)) {
 			e->port = (long)json_integer_value(port);
 		} else if (json_is_string(port) && *json_string_value(port)) {
@@ -190,12 +210,12 @@ static int endpoint(const tt_backend *b, const json_t *loc, dolt_ep *e, bool sec
 				e->port = -1;
 		}
 		if (rc == 0 && (e->port < 0 || e->port > 65535))
-			rc = DERR(err, TT_EBACKEND, "dolt port must be a number from 1 to 65535");
+			rc = KERR(err, TT_EBACKEND, "dolt port must be a number from 1 to 65535");
 	}
 	if (rc == 0 && !e->database)
-		rc = DERR(err, TT_EBACKEND, "dolt locator needs 'database' (or a url)");
+		rc = KERR(err, TT_EBACKEND, "dolt locator needs 'database' (or a url)");
 	if (rc == 0 && !e->host && !(e->host = tt_strdup("127.0.0.1")))
-		rc = DOOM(err);
+		rc = KOOM(err);
 	if (rc == 0 && !e->port)
 		e->port = DEFAULT_PORT;
 	if (rc == 0 && secrets)
@@ -209,7 +229,7 @@ static int base_branch_of(const json_t *loc, char **out, tt_error *err)
 {
 	const char *b = str_of(loc, "branch");
 	*out = tt_strdup(b ? b : "main");
-	return *out ? 0 : DOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static char *at_of(const json_t *loc)
@@ -218,6 +238,17 @@ static char *at_of(const json_t *loc)
 	if (!v || json_is_null(v))
 		return NULL;
 	return tt_pyv_str_dup(v);
+}
+
+static bool mentions(const tt_error *err, const char *word)
+{
+	if (!err || !err->message)
+		return false;
+	size_t n = strlen(word);
+	for (const char *p = err->message; *p; p++)
+		if (strncasecmp(p, word, n) == 0)
+			return true;
+	return false;
 }
 
 /* --- the connection ------------------------------------------------------------ */
@@ -255,6 +286,46 @@ static int dc_fail(dconn *c, int rc, tt_error *err)
 	return rc;
 }
 
+/* The server refused the login: say so, with where the credentials come
+ * from and what to fix there -- in the message itself, since callers that
+ * fold the error into a plan's text keep only that.  The server's own
+ * words stay, after the name of the server. */
+static int auth_failed(dconn *c, tt_error *err)
+{
+	const char *said = err && err->message ? err->message : "";
+	const char *tail = strstr(said, ": ");
+	const char *server_said = strstr(said, "Access denied") ? strstr(said, "Access denied")
+				 : strstr(said, "access denied") ? strstr(said, "access denied")
+				 : tail ? tail + 2 : said;
+	char *why = tt_strdup(server_said);
+	const char *user = c->ep.user ? c->ep.user : "root";
+	tt_error_clear(err);
+	if (!why)
+		return KOOM(err);
+	if (c->ep.unset)
+		KERR(err, TT_EBACKEND,
+		     "dolt server %s: authentication failed for user '%s' (%s): the [uris.\"%s\"] entry in "
+		     ".tether/secrets.toml takes its password from $%s, which is not set",
+		     c->where, user, why, c->ep.entry ? c->ep.entry : "mysql://host:port", c->ep.unset);
+	else if (c->ep.entry)
+		KERR(err, TT_EBACKEND,
+		     "dolt server %s: authentication failed for user '%s' (%s): check the user and password of "
+		     "the [uris.\"%s\"] entry in .tether/secrets.toml",
+		     c->where, user, why, c->ep.entry);
+	else
+		KERR(err, TT_EBACKEND,
+		     "dolt server %s: authentication failed for user '%s' (%s): no [uris.\"mysql://%s:%ld\"] "
+		     "entry in .tether/secrets.toml gives a password for this server",
+		     c->where, user, why, c->ep.host, c->ep.port);
+	tt_error_hint(err, c->ep.unset ? "export %s, or set password (or password_env) in that entry"
+				       : "set user and password (or password_env) in [uris.\"mysql://%s:%ld\"] of "
+					 ".tether/secrets.toml",
+		      c->ep.unset ? c->ep.unset : c->ep.host, c->ep.port);
+	free(why);
+	tt_error_object(err, NULL, KIND);
+	return TT_EBACKEND;
+}
+
 static int dc_open(tt_backend *b, const json_t *loc, dconn *c, tt_error *err)
 {
 	tt_buf dsn = TT_BUF_INIT;
@@ -264,7 +335,7 @@ static int dc_open(tt_backend *b, const json_t *loc, dconn *c, tt_error *err)
 		return rc;
 	if (!(c->where = tt_asprintf("%s:%ld/%s", c->ep.host, c->ep.port, c->ep.database))) {
 		dc_close(c);
-		return DOOM(err);
+		return KOOM(err);
 	}
 	tt_buf_puts(&dsn, "mysql://");
 	pct(&dsn, c->ep.user ? c->ep.user : "root");
@@ -277,12 +348,17 @@ static int dc_open(tt_backend *b, const json_t *loc, dconn *c, tt_error *err)
 	if (dsn.failed) {
 		tt_buf_release(&dsn);
 		dc_close(c);
-		return DOOM(err);
+		return KOOM(err);
 	}
 	tt_db_opts o = { 0 };
 	rc = tt_db_open(&c->db, dsn.ptr, &o, err);
 	memset(dsn.ptr, 0, dsn.len);
 	tt_buf_release(&dsn);
+	if (rc && rc != TT_ENOMEM && mentions(err, "access denied")) {
+		rc = auth_failed(c, err);
+		dc_close(c);
+		return rc;
+	}
 	if (rc) {
 		dc_fail(c, rc == TT_ENOMEM ? rc : TT_EBACKEND, err);
 		if (err)
@@ -337,17 +413,6 @@ static bool truthy(const char *v)
 	return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcmp(v, "f") != 0;
 }
 
-static bool mentions(const tt_error *err, const char *word)
-{
-	if (!err || !err->message)
-		return false;
-	size_t n = strlen(word);
-	for (const char *p = err->message; *p; p++)
-		if (strncasecmp(p, word, n) == 0)
-			return true;
-	return false;
-}
-
 /* A quoted identifier: `name` with backticks doubled. */
 static void quote_ident(tt_buf *b, const char *name)
 {
@@ -375,7 +440,7 @@ static int branch_head(dconn *c, const char *branch, char **hash, bool *dirty, t
 		if (r.nrows && cell(&r, 0, 0)) {
 			*dirty = truthy(cell(&r, 0, 1));
 			if (!(*hash = tt_strdup(cell(&r, 0, 0))))
-				rc = DOOM(err);
+				rc = KOOM(err);
 		}
 		tt_db_rows_release(&r);
 		return rc;
@@ -397,7 +462,7 @@ static int branch_head(dconn *c, const char *branch, char **hash, bool *dirty, t
 	*hash = tt_strdup(cell(&r, 0, 0));
 	tt_db_rows_release(&r);
 	if (!*hash)
-		return DOOM(err);
+		return KOOM(err);
 	tt_buf sql = TT_BUF_INIT;
 	char *rev = tt_asprintf("%s/%s", c->ep.database, branch);
 	tt_buf_puts(&sql, "SELECT COUNT(*) FROM ");
@@ -407,7 +472,7 @@ static int branch_head(dconn *c, const char *branch, char **hash, bool *dirty, t
 	free(rev);
 	if (sql.failed || !rev) {
 		tt_buf_release(&sql);
-		return DOOM(err);
+		return KOOM(err);
 	}
 	rc = dc_query(c, sql.ptr, NULL, 0, &r, err);
 	tt_buf_release(&sql);
@@ -426,7 +491,7 @@ static int one_text(dconn *c, const char *sql, const tt_db_value *v, size_t n, c
 	if ((rc = dc_query(c, sql, v, n, &r, err)) != 0)
 		return rc;
 	if (r.nrows && cell(&r, 0, 0) && !(*out = tt_strdup(cell(&r, 0, 0))))
-		rc = DOOM(err);
+		rc = KOOM(err);
 	tt_db_rows_release(&r);
 	return rc;
 }
@@ -466,7 +531,7 @@ static int resolve(dconn *c, const char *ref, char **out, tt_error *err)
 		return dc_fail(c, TT_EBACKEND, err);
 	}
 	if (r.nrows && cell(&r, 0, 0) && *cell(&r, 0, 0) && !(*out = tt_strdup(cell(&r, 0, 0))))
-		rc = DOOM(err);
+		rc = KOOM(err);
 	tt_db_rows_release(&r);
 	return rc;
 }
@@ -486,7 +551,7 @@ static const char *state_commit(const json_t *state)
 
 /* --- identity and state -------------------------------------------------------- */
 
-static int dl_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+static int dolt_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
 	dolt_ep e;
 	int rc;
@@ -495,7 +560,7 @@ static int dl_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error 
 		return rc;
 	*out = json_pack("{s:s, s:I, s:s}", "host", e.host, "port", (json_int_t)e.port, "database", e.database);
 	ep_release(&e);
-	return *out ? 0 : DOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int fingerprint_on(dconn *c, const json_t *loc, const char *working_ref, json_t **state,
@@ -507,23 +572,23 @@ static int fingerprint_on(dconn *c, const json_t *loc, const char *working_ref, 
 	*state = NULL;
 	if (at) {
 		if ((rc = resolve(c, at, &hash, err)) == 0 && !hash)
-			rc = DERR(err, TT_EBACKEND, "cannot resolve dolt ref '%s' on %s", at, c->where);
+			rc = KERR(err, TT_EBACKEND, "cannot resolve dolt ref '%s' on %s", at, c->where);
 	} else {
 		if (!working_ref && (rc = base_branch_of(loc, &base, err)) != 0)
 			return rc;
 		const char *branch = working_ref ? working_ref : base;
 		if ((rc = branch_head(c, branch, &hash, &dirty, err)) == 0 && !hash)
-			rc = DERR(err, TT_EBACKEND, "dolt branch not found: %s (on %s)", branch, c->where);
+			rc = KERR(err, TT_EBACKEND, "dolt branch not found: %s (on %s)", branch, c->where);
 	}
 	if (rc == 0 && !(*state = commit_state(hash, dirty)))
-		rc = DOOM(err);
+		rc = KOOM(err);
 	free(at);
 	free(base);
 	free(hash);
 	return rc;
 }
 
-static int dl_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref, json_t **state,
+static int dolt_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref, json_t **state,
 			  tt_error *err)
 {
 	dconn c;
@@ -538,7 +603,7 @@ static int dl_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 
 /* --- pins ---------------------------------------------------------------------- */
 
-static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id, tt_pin *out,
+static int dolt_pin(tt_backend *b, const json_t *loc, const json_t *state, const char *pin_id, tt_pin *out,
 		  tt_error *err)
 {
 	dconn c;
@@ -546,11 +611,11 @@ static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	const char *commit = state_commit(state);
 	int rc;
 	if (!pin_id || !*pin_id)
-		return DERR(err, TT_EUSAGE, "pin needs an id");
+		return KERR(err, TT_EUSAGE, "pin needs an id");
 	if (!commit)
-		return DERR(err, TT_EBACKEND, "dolt state has no commit");
+		return KERR(err, TT_EBACKEND, "dolt state has no commit");
 	if (json_is_true(json_object_get(state, "dirty")))
-		return DERR(err, TT_EBACKEND,
+		return KERR(err, TT_EBACKEND,
 			    "dolt branch has uncommitted changes; DOLT_COMMIT or DOLT_RESET first");
 	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, false, err)) != 0)
 		return rc;
@@ -567,7 +632,7 @@ static int dl_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 			goto done;
 	}
 	if (!have || strcmp(have, commit) != 0)
-		rc = DERR(err, TT_EBACKEND, "tag %s already points at %s, not %s", out->ref,
+		rc = KERR(err, TT_EBACKEND, "tag %s already points at %s, not %s", out->ref,
 			  have ? have : "nothing", commit);
 done:
 	free(have);
@@ -575,7 +640,7 @@ done:
 	return rc;
 }
 
-static int dl_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
+static int dolt_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_error *err)
 {
 	dconn c;
 	char *have = NULL;
@@ -608,25 +673,25 @@ static int list_names(tt_backend *b, const json_t *loc, const char *sql, const c
 				*out = NULL;
 			}
 		if (!*out)
-			rc = DOOM(err);
+			rc = KOOM(err);
 	}
 	tt_db_rows_release(&r);
 	dc_close(&c);
 	return rc;
 }
 
-static int dl_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
+static int dolt_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
 {
 	return list_names(b, loc, "SELECT tag_name FROM dolt_tags ORDER BY tag_name", "tether.", true, ids, err);
 }
 
-static int dl_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs, tt_error *err)
+static int dolt_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs, tt_error *err)
 {
 	return list_names(b, loc, "SELECT name FROM dolt_branches ORDER BY name", TT_WORKING_REF_PREFIX, false,
 			  refs, err);
 }
 
-static int dl_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin, bool deep,
+static int dolt_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin, bool deep,
 		     tt_verify_status *status, char **message, tt_error *err)
 {
 	dconn c;
@@ -636,10 +701,10 @@ static int dl_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 	*message = NULL;
 	*status = TT_VERIFY_UNKNOWN;
 	if (!commit)
-		return DERR(err, TT_EBACKEND, "dolt state has no commit");
+		return KERR(err, TT_EBACKEND, "dolt state has no commit");
 	if (!pin && !deep) {
 		*message = tt_strdup("pass --deep to look up the commit");
-		return *message ? 0 : DOOM(err);
+		return *message ? 0 : KOOM(err);
 	}
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
 		return rc;
@@ -668,7 +733,7 @@ static int dl_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 		*message = tt_asprintf("commit %s not found", commit);
 	}
 	if (!*message)
-		rc = DOOM(err);
+		rc = KOOM(err);
 done:
 	free(have);
 	dc_close(&c);
@@ -688,18 +753,18 @@ static int source_of(dconn *c, const json_t *loc, const tt_target *src, char **r
 		if ((rc = tag_hash(c, src->pin->ref, commit, err)) != 0)
 			return rc;
 		if (!*commit)
-			return DERR(err, TT_EBACKEND, "tag %s missing on %s; cannot use it (tether repair recreates it)",
+			return KERR(err, TT_EBACKEND, "tag %s missing on %s; cannot use it (tether repair recreates it)",
 				    src->pin->ref, c->where);
 		*ref = tt_strdup(src->pin->ref);
 	} else if (src->kind == TT_TARGET_STATE && src->state) {
 		const char *h = state_commit(src->state);
 		bool yes = false;
 		if (!h)
-			return DERR(err, TT_EBACKEND, "dolt state has no commit");
+			return KERR(err, TT_EBACKEND, "dolt state has no commit");
 		if ((rc = commit_exists(c, h, &yes, err)) != 0)
 			return rc;
 		if (!yes)
-			return DERR(err, TT_EBACKEND, "commit %s missing on %s", h, c->where);
+			return KERR(err, TT_EBACKEND, "commit %s missing on %s", h, c->where);
 		*ref = tt_strdup(h);
 		*commit = tt_strdup(h);
 	} else {
@@ -709,17 +774,17 @@ static int source_of(dconn *c, const json_t *loc, const tt_target *src, char **r
 		else if ((rc = base_branch_of(loc, &name, err)) != 0)
 			return rc;
 		if (!name)
-			return DOOM(err);
+			return KOOM(err);
 		if ((rc = resolve(c, name, commit, err)) == 0 && !*commit)
-			rc = DERR(err, TT_EBACKEND, "'%s' does not resolve on %s", name, c->where);
+			rc = KERR(err, TT_EBACKEND, "'%s' does not resolve on %s", name, c->where);
 		*ref = name;
 		if (rc)
 			return rc;
 	}
-	return *ref && *commit ? 0 : DOOM(err);
+	return *ref && *commit ? 0 : KOOM(err);
 }
 
-static int dl_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
+static int dolt_fork(tt_backend *b, const json_t *loc, const tt_target *source, const char *name,
 		   const tt_expect *expected, char **ref_out, tt_error *err)
 {
 	dconn c;
@@ -728,7 +793,7 @@ static int dl_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	int rc;
 	*ref_out = NULL;
 	if (!name || !*name)
-		return DERR(err, TT_EUSAGE, "fork needs a branch name");
+		return KERR(err, TT_EUSAGE, "fork needs a branch name");
 	if ((rc = tt_check_expected(b, loc, name, expected, err)) != 0)
 		return rc;
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
@@ -751,7 +816,7 @@ static int dl_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	}
 made:
 	if (!(*ref_out = tt_strdup(name)))
-		rc = DOOM(err);
+		rc = KOOM(err);
 done:
 	free(ref);
 	free(target);
@@ -760,7 +825,7 @@ done:
 	return rc;
 }
 
-static int dl_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
+static int dolt_delete_working_ref(tt_backend *b, const json_t *loc, const char *ref, tt_error *err)
 {
 	dconn c;
 	char *base = NULL, *head = NULL;
@@ -801,7 +866,7 @@ static int in_log(dconn *c, const char *from, const char *want, int *answer, tt_
 	return 0;
 }
 
-static int dl_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
+static int dolt_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
 			  const tt_target *descendant, int *answer, tt_error *err)
 {
 	dconn c;
@@ -810,7 +875,7 @@ static int dl_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancest
 	int rc;
 	*answer = -1;
 	if (!want)
-		return DERR(err, TT_EBACKEND, "dolt state has no commit");
+		return KERR(err, TT_EBACKEND, "dolt state has no commit");
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
 		return rc;
 	if ((rc = source_of(&c, loc, descendant, &ref, &commit, err)) == 0)
@@ -821,14 +886,190 @@ static int dl_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancest
 	return rc;
 }
 
-/* The merge's row, conflicts and all, on one session (DOLT_CHECKOUT picks
- * the branch it merges into), inside an explicit transaction: only there
- * does Dolt report what conflicts instead of rolling back and raising. */
-static int run_merge(dconn *c, const char *base, const char *src, const char *message, bool ff_only,
-		     json_t **conflicts, tt_error *err)
+/* What a lost race says: the base moved between the head this promote read
+ * and its own move, so nothing of it landed.  TT_EREFMOVED: promote reports
+ * it as refused, and running it again plans against the new head. */
+static int moved_while_promoting(dconn *c, const char *base, const char *saw, const char *now,
+				 tt_error *err)
+{
+	if (now && saw)
+		return KERR(err, TT_EREFMOVED,
+			    "%s moved while promoting; rerun `tether promote` (%s on %s went from %.12s to "
+			    "%.12s under another writer; nothing was merged)",
+			    base, base, c->where, saw, now);
+	return KERR(err, TT_EREFMOVED,
+		    "%s moved while promoting; rerun `tether promote` (%s on %s is no longer where this "
+		    "promote found it; nothing was merged)", base, base, c->where);
+}
+
+static int base_dirty(dconn *c, const char *base, tt_error *err)
+{
+	KERR(err, TT_EBACKEND,
+	     "%s on %s has uncommitted changes: promote moves only a clean branch, by fast-forward or merge",
+	     base, c->where);
+	tt_error_hint(err, "commit them on %s (CALL DOLT_COMMIT('-Am', '...')) or discard them "
+		      "(CALL DOLT_RESET('--hard')), then rerun `tether promote`", base);
+	return TT_EBACKEND;
+}
+
+/* How long a base that reads dirty is watched before its changes are taken
+ * for uncommitted ones (base_ready): about two seconds, in steps doubling
+ * from 10 ms. */
+#define SETTLE_STEPS 8
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* The base head promote and merge read before they move it: it must be the
+ * head the plan reviewed (else another writer moved it: a lost race), with
+ * a clean working set (agreeing with git, which merges into a clean
+ * checkout only).  Dolt moves a branch before it rewrites the branch's
+ * working set, so a branch another session is moving reads dirty, at its
+ * new head, until that session's transaction ends -- and a plan made in
+ * that instant reviewed that head.  So a dirty read is read again for a
+ * moment: the head moving on is a lost race, turning clean is the other
+ * move finished, and only a branch dirty at one head all along has
+ * uncommitted changes.  *head: the head read last, which the move is
+ * conditional on. */
+static int base_ready(dconn *c, const char *base, const tt_expect *expected, char **head, tt_error *err)
+{
+	bool dirty = false;
+	int rc = 0;
+	const char *want = expected && expected->kind == TT_EXPECT_STATE ? state_commit(expected->state) : NULL;
+	char *first = NULL; /* without a reviewed head: the one read first */
+	*head = NULL;
+	for (int step = 0;; step++) {
+		free(*head);
+		*head = NULL;
+		if ((rc = branch_head(c, base, head, &dirty, err)) != 0)
+			break;
+		if (!*head) {
+			rc = KERR(err, TT_EBACKEND, "dolt branch not found: %s (on %s)", base, c->where);
+			break;
+		}
+		if (want && strcmp(want, *head) != 0) {
+			rc = moved_while_promoting(c, base, want, *head, err);
+			break;
+		}
+		if (!dirty)
+			break;
+		if (step == SETTLE_STEPS) {
+			rc = base_dirty(c, base, err);
+			break;
+		}
+		if (!want && !(want = first = tt_strdup(*head))) {
+			rc = KOOM(err);
+			break;
+		}
+		pause_ms(10L << step);
+	}
+	free(first);
+	return rc;
+}
+
+/* After a move failed (DOLT_MERGE refused, or the COMMIT after it): the
+ * base head read again, to tell a lost race (it moved since *saw*: the
+ * refusal is Dolt's view of the other writer's move, whatever its words)
+ * from a refusal of this move.  The read only words the error; no result
+ * is ever taken from it. */
+static int move_failed(dconn *c, const char *base, const char *saw, tt_error *err)
+{
+	char *now = NULL;
+	bool dirty = false;
+	tt_error e = TT_ERROR_INIT;
+	int rc = err ? err->code : TT_EBACKEND;
+	if (branch_head(c, base, &now, &dirty, &e) == 0 && (!now || strcmp(now, saw) != 0)) {
+		tt_error_clear(err);
+		rc = moved_while_promoting(c, base, saw, now, err);
+	} else if (mentions(err, "stomped") || mentions(err, "uncommitted changes")) {
+		tt_error_clear(err);
+		rc = base_dirty(c, base, err);
+	}
+	tt_error_clear(&e);
+	free(now);
+	return rc;
+}
+
+/* The tables a conflicted merge names: dolt_conflicts' and, apart,
+ * dolt_constraint_violations' (each with its violation types, from the
+ * table's own dolt_constraint_violations_<table>, where Dolt has one). */
+static void conflicted_tables(dconn *c, json_t *conflicted, json_t *violated)
+{
+	static const char *const q[] = { "SELECT `table` FROM dolt_conflicts",
+					 "SELECT `table` FROM dolt_constraint_violations" };
+	for (size_t i = 0; i < 2; i++) {
+		json_t *into = i ? violated : conflicted;
+		tt_db_rows r = { 0 };
+		tt_error e = TT_ERROR_INIT;
+		if (tt_db_query(c->db, q[i], NULL, 0, &r, &e) == 0)
+			for (size_t j = 0; j < r.nrows; j++) {
+				const char *t = cell(&r, j, 0);
+				if (t && !json_object_get(into, t))
+					json_object_set_new(into, t, json_array());
+			}
+		tt_db_rows_release(&r);
+		tt_error_clear(&e);
+	}
+	const char *t;
+	json_t *types;
+	json_object_foreach(violated, t, types) {
+		tt_buf sql = TT_BUF_INIT;
+		tt_db_rows r = { 0 };
+		tt_error e = TT_ERROR_INIT;
+		char *name = tt_asprintf("dolt_constraint_violations_%s", t);
+		tt_buf_puts(&sql, "SELECT DISTINCT violation_type FROM ");
+		if (name)
+			quote_ident(&sql, name);
+		if (name && !sql.failed && tt_db_query(c->db, sql.ptr, NULL, 0, &r, &e) == 0)
+			for (size_t j = 0; j < r.nrows; j++)
+				if (cell(&r, j, 0) && *cell(&r, j, 0))
+					json_array_append_new(types, json_string(cell(&r, j, 0)));
+		free(name);
+		tt_buf_release(&sql);
+		tt_db_rows_release(&r);
+		tt_error_clear(&e);
+	}
+}
+
+/* "conflicts in 2 table(s): a, b; constraint violation in t (unique index)" */
+static void describe_conflicts(tt_buf *out, const json_t *conflicted, const json_t *violated)
+{
+	const char *t;
+	json_t *v;
+	size_t k = 0;
+	if (json_object_size(conflicted))
+		tt_buf_printf(out, "conflicts in %zu table(s): ", json_object_size(conflicted));
+	json_object_foreach((json_t *)conflicted, t, v)
+		tt_buf_printf(out, "%s%s", k++ ? ", " : "", t);
+	k = 0;
+	json_object_foreach((json_t *)violated, t, v) {
+		tt_buf_printf(out, "%sconstraint violation in %s", out->len ? "; " : "", t);
+		for (size_t i = 0; i < json_array_size(v); i++)
+			tt_buf_printf(out, "%s%s", i ? ", " : " (", json_string_value(json_array_get(v, i)));
+		if (json_array_size(v))
+			tt_buf_putc(out, ')');
+		k++;
+	}
+	if (!out->len)
+		tt_buf_puts(out, "conflicts");
+}
+
+/* The merge on one session (DOLT_CHECKOUT picks the branch it merges into),
+ * inside an explicit transaction: only there does Dolt report what
+ * conflicts instead of rolling back and raising.  *made: the commit this
+ * merge made, as DOLT_MERGE returned it (the target of a fast-forward, the
+ * new merge commit) -- never the branch head read afterwards, which
+ * another writer may already have moved on.  saw: the head base_ready read. */
+static int run_merge(dconn *c, const char *base, const char *src, const char *saw, const char *message,
+		     bool ff_only, char **made, json_t **conflicts, tt_error *err)
 {
 	tt_db_rows r = { 0 };
 	int rc;
+	*made = NULL;
 	*conflicts = NULL;
 	tt_db_value co[] = { TXT(base) };
 	if ((rc = dc_query(c, "CALL DOLT_CHECKOUT($1)", co, 1, NULL, err)) != 0)
@@ -840,20 +1081,18 @@ static int run_merge(dconn *c, const char *base, const char *src, const char *me
 		tt_error e = TT_ERROR_INIT;
 		rc = tt_db_query(c->db, "CALL DOLT_MERGE('--ff-only', $1)", v, 1, &r, &e);
 		if (rc && (mentions(&e, "ff-only") || mentions(&e, "unknown option"))) {
-			/* Dolt < 1.79.2: no --ff-only.  Ancestry by DOLT_MERGE_BASE,
-			 * then a plain merge, which fast-forwards. */
-			char *mb = NULL, *head = NULL;
-			bool dirty;
+			/* Dolt < 1.79.2: no --ff-only.  Ancestry by DOLT_MERGE_BASE
+			 * (of the head base_ready read), then a plain merge, which
+			 * fast-forwards. */
+			char *mb = NULL;
 			tt_error_clear(&e);
 			tt_db_rollback(c->db);
 			tt_db_value m[] = { TXT(base), TXT(src) };
-			if ((rc = branch_head(c, base, &head, &dirty, err)) == 0 &&
-			    (rc = one_text(c, "SELECT DOLT_MERGE_BASE($1, $2)", m, 2, &mb, err)) == 0 &&
-			    (!mb || !head || strcmp(mb, head) != 0))
-				rc = DERR(err, TT_EBACKEND, "%s on %s is not an ancestor of %s; merge instead", base,
+			if ((rc = one_text(c, "SELECT DOLT_MERGE_BASE($1, $2)", m, 2, &mb, err)) == 0 &&
+			    (!mb || strcmp(mb, saw) != 0))
+				rc = KERR(err, TT_EBACKEND, "%s on %s is not an ancestor of %s; merge instead", base,
 					  c->where, src);
 			free(mb);
-			free(head);
 			if (rc)
 				return rc;
 			if ((rc = tt_db_begin(c->db, false, err)) != 0)
@@ -871,43 +1110,68 @@ static int run_merge(dconn *c, const char *base, const char *src, const char *me
 	}
 	if (rc) {
 		tt_db_rollback(c->db);
-		return rc;
+		return move_failed(c, base, saw, err);
 	}
-	const char *n = r.nrows ? cell_named(&r, 0, "conflicts") : NULL;
-	bool conflicted = truthy(n);
-	tt_db_rows_release(&r);
-	if (!conflicted)
-		return tt_db_commit(c->db, err) ? dc_fail(c, TT_EBACKEND, err) : 0;
-	json_t *tables = json_array();
-	static const char *const q[] = { "SELECT `table` FROM dolt_conflicts",
-					 "SELECT `table` FROM dolt_constraint_violations" };
-	for (size_t i = 0; tables && i < 2; i++) {
-		tt_error e = TT_ERROR_INIT;
-		if (tt_db_query(c->db, q[i], NULL, 0, &r, &e) == 0)
-			for (size_t j = 0; j < r.nrows; j++) {
-				const char *t = cell(&r, j, 0);
-				bool seen = false;
-				for (size_t k = 0; t && k < json_array_size(tables); k++)
-					seen |= strcmp(json_string_value(json_array_get(tables, k)), t) == 0;
-				if (t && !seen)
-					json_array_append_new(tables, json_string(t));
-			}
+	bool conflicted = truthy(r.nrows ? cell_named(&r, 0, "conflicts") : NULL);
+	const char *hash = r.nrows ? cell_named(&r, 0, "hash") : NULL;
+	if (!conflicted) {
+		bool named = hash && *hash;
+		char *h = named ? tt_strdup(hash) : NULL;
 		tt_db_rows_release(&r);
-		tt_error_clear(&e);
+		if (named && !h)
+			return KOOM(err);
+		if (tt_db_commit(c->db, err)) {
+			free(h);
+			dc_fail(c, TT_EBACKEND, err);
+			return move_failed(c, base, saw, err);
+		}
+		if (!h) {
+			/* "Up to date": nothing was made.  The base already held the
+			 * source when it was read (it stays there), or it moved onto
+			 * it since: a lost race. */
+			char *now = NULL;
+			bool dirty = false;
+			if ((rc = branch_head(c, base, &now, &dirty, err)) == 0 && (!now || strcmp(now, saw) != 0))
+				rc = moved_while_promoting(c, base, saw, now, err);
+			free(now);
+			if (rc == 0 && !(h = tt_strdup(saw)))
+				rc = KOOM(err);
+			if (rc)
+				return rc;
+		}
+		*made = h;
+		return 0;
 	}
+	tt_db_rows_release(&r);
+	json_t *conflicted_t = json_object(), *violated = json_object();
+	if (conflicted_t && violated)
+		conflicted_tables(c, conflicted_t, violated);
 	tt_error ignored = TT_ERROR_INIT;
 	tt_db_query(c->db, "CALL DOLT_MERGE('--abort')", NULL, 0, &r, &ignored);
 	tt_db_rows_release(&r);
 	tt_error_clear(&ignored);
 	tt_db_rollback(c->db);
-	if (!tables)
-		return DOOM(err);
-	tt_buf names = TT_BUF_INIT;
-	for (size_t k = 0; k < json_array_size(tables); k++)
-		tt_buf_printf(&names, "%s%s", k ? ", " : "", json_string_value(json_array_get(tables, k)));
-	rc = DERR(err, TT_ECONFLICT, "merging %s into %s conflicts in %zu table(s)%s%s; nothing was merged", src,
-		  base, json_array_size(tables), json_array_size(tables) ? ": " : "", names.ptr ? names.ptr : "");
-	tt_buf_release(&names);
+	json_t *tables = json_array();
+	if (!conflicted_t || !violated || !tables) {
+		json_decref(conflicted_t);
+		json_decref(violated);
+		json_decref(tables);
+		return KOOM(err);
+	}
+	const char *t;
+	json_t *v;
+	json_object_foreach(conflicted_t, t, v)
+		json_array_append_new(tables, json_string(t));
+	json_object_foreach(violated, t, v)
+		if (!json_object_get(conflicted_t, t))
+			json_array_append_new(tables, json_string(t));
+	tt_buf what = TT_BUF_INIT;
+	describe_conflicts(&what, conflicted_t, violated);
+	rc = KERR(err, TT_ECONFLICT, "merging %s into %s: %s; nothing was merged", src, base,
+		  what.failed ? "conflicts" : what.ptr);
+	tt_buf_release(&what);
+	json_decref(conflicted_t);
+	json_decref(violated);
 	*conflicts = tables;
 	return rc;
 }
@@ -922,55 +1186,72 @@ static int source_name(const tt_target *src, const json_t *loc, char **out, tt_e
 		*out = tt_strdup(src->ref);
 	else
 		return base_branch_of(loc, out, err);
-	return *out ? 0 : DOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
-static int dl_promote(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
-		      json_t **new_state, tt_error *err)
+/* Whether the base could fast-forward (merge false) or merge onto the
+ * source now, moving nothing: the questions dolt_promote and dolt_merge ask
+ * first, so that one object that cannot move holds the whole bookmark. */
+static int dolt_check_move(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+			 bool merge, tt_error *err)
 {
 	dconn c;
 	char *base = NULL, *src = NULL, *head = NULL, *target = NULL;
-	json_t *conflicts = NULL;
-	bool dirty;
 	int rc, anc;
-	*new_state = NULL;
-	if ((rc = tt_check_expected_for(b, loc, NULL, expected, "promote", err)) != 0)
-		return rc;
 	if ((rc = base_branch_of(loc, &base, err)) != 0 || (rc = source_name(source, loc, &src, err)) != 0)
 		goto out;
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
 		goto out;
-	if ((rc = branch_head(&c, base, &head, &dirty, err)) != 0)
+	if ((rc = base_ready(&c, base, expected, &head, err)) != 0 || (rc = resolve(&c, src, &target, err)) != 0)
 		goto done;
-	if (!head) {
-		rc = DERR(err, TT_EBACKEND, "dolt branch not found: %s (on %s)", base, c.where);
-		goto done;
-	}
-	if ((rc = resolve(&c, src, &target, err)) != 0)
+	if (!target)
+		rc = KERR(err, TT_EBACKEND, "'%s' does not resolve on %s", src, c.where);
+	else if (!merge && strcmp(target, head) != 0 && (rc = in_log(&c, src, head, &anc, err)) == 0 && anc != 1)
+		rc = KERR(err, TT_EBACKEND, "%s moved to %.12s, which is not an ancestor of %.12s; merge instead",
+			  base, head, target);
+done:
+	dc_close(&c);
+out:
+	free(base);
+	free(src);
+	free(head);
+	free(target);
+	return rc;
+}
+
+static int dolt_promote(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+		      json_t **new_state, tt_error *err)
+{
+	dconn c;
+	char *base = NULL, *src = NULL, *head = NULL, *target = NULL, *made = NULL;
+	json_t *conflicts = NULL;
+	int rc, anc;
+	*new_state = NULL;
+	if ((rc = base_branch_of(loc, &base, err)) != 0 || (rc = source_name(source, loc, &src, err)) != 0)
+		goto out;
+	if ((rc = dc_open(b, loc, &c, err)) != 0)
+		goto out;
+	if ((rc = base_ready(&c, base, expected, &head, err)) != 0 || (rc = resolve(&c, src, &target, err)) != 0)
 		goto done;
 	if (!target) {
-		rc = DERR(err, TT_EBACKEND, "'%s' does not resolve on %s", src, c.where);
+		rc = KERR(err, TT_EBACKEND, "'%s' does not resolve on %s", src, c.where);
 		goto done;
 	}
 	if (strcmp(target, head) != 0) {
-		if (dirty) {
-			rc = DERR(err, TT_EBACKEND,
-				  "%s on %s has uncommitted changes; DOLT_COMMIT or DOLT_RESET them first", base,
-				  c.where);
-			goto done;
-		}
 		if ((rc = in_log(&c, src, head, &anc, err)) != 0)
 			goto done;
 		if (anc != 1) {
-			rc = DERR(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s moved to %.12s, which is not an ancestor of %.12s; merge instead", base, head,
 				  target);
 			goto done;
 		}
-		if ((rc = run_merge(&c, base, src, NULL, true, &conflicts, err)) != 0)
+		if ((rc = run_merge(&c, base, src, head, NULL, true, &made, &conflicts, err)) != 0)
 			goto done;
 	}
-	rc = fingerprint_on(&c, loc, base, new_state, err);
+	/* The base is where this promote put it (or found it): the target. */
+	if (!(*new_state = commit_state(made ? made : target, false)))
+		rc = KOOM(err);
 done:
 	dc_close(&c);
 out:
@@ -979,28 +1260,28 @@ out:
 	free(src);
 	free(head);
 	free(target);
+	free(made);
 	return rc;
 }
 
-static int dl_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
+static int dolt_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
 		    const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
 {
 	dconn c;
-	char *base = NULL, *src = NULL;
+	char *base = NULL, *src = NULL, *head = NULL, *made = NULL;
 	json_t *cf = NULL;
 	int rc;
 	*new_state = NULL;
 	if (conflicts)
 		*conflicts = NULL;
-	if ((rc = tt_check_expected_for(b, loc, NULL, expected, "merge", err)) != 0)
-		return rc;
 	if ((rc = base_branch_of(loc, &base, err)) != 0 || (rc = source_name(source, loc, &src, err)) != 0)
 		goto out;
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
 		goto out;
-	rc = run_merge(&c, base, src, message, false, &cf, err);
-	if (rc == 0)
-		rc = fingerprint_on(&c, loc, base, new_state, err);
+	if ((rc = base_ready(&c, base, expected, &head, err)) == 0 &&
+	    (rc = run_merge(&c, base, src, head, message, false, &made, &cf, err)) == 0 &&
+	    !(*new_state = commit_state(made, false)))
+		rc = KOOM(err);
 	dc_close(&c);
 out:
 	if (conflicts && cf) {
@@ -1010,6 +1291,8 @@ out:
 	json_decref(cf);
 	free(base);
 	free(src);
+	free(head);
+	free(made);
 	return rc;
 }
 
@@ -1035,7 +1318,7 @@ static char *rev_url(const dolt_ep *e, const char *ref, bool with_password)
 	return tt_buf_detach(&u);
 }
 
-static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only, json_t **handle,
+static int dolt_open(tt_backend *b, const json_t *loc, const tt_target *target, bool read_only, json_t **handle,
 		   tt_error *err)
 {
 	dconn c;
@@ -1048,14 +1331,14 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 			return rc;
 		connected = true;
 		if ((rc = tag_hash(&c, target->pin->ref, &commit, err)) == 0 && !commit)
-			rc = DERR(err, TT_EBACKEND, "tag %s missing on %s (tether repair recreates it)",
+			rc = KERR(err, TT_EBACKEND, "tag %s missing on %s (tether repair recreates it)",
 				  target->pin->ref, c.where);
 		ref = tt_strdup(target->pin->ref);
 		ro = true;
 	} else if (target->kind == TT_TARGET_STATE && target->state) {
 		const char *h = state_commit(target->state);
 		if (!h)
-			return DERR(err, TT_EBACKEND, "dolt state has no commit");
+			return KERR(err, TT_EBACKEND, "dolt state has no commit");
 		ref = tt_strdup(h);
 		commit = tt_strdup(h);
 		ro = true;
@@ -1085,7 +1368,7 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 	}
 	if (!ref || !(url = rev_url(&c.ep, ref, false)) ||
 	    !(dbref = tt_asprintf("%s/%s", c.ep.database, ref))) {
-		rc = DOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*handle = json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:s}", "type", KIND, "address", url, "read_only", ro,
@@ -1097,7 +1380,7 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		if (c.ep.password && (full = rev_url(&c.ep, ref, true)))
 			json_object_set_new(*handle, "url_with_password", json_string(full));
 	} else {
-		rc = DOOM(err);
+		rc = KOOM(err);
 	}
 done:
 	if (full) {
@@ -1126,7 +1409,7 @@ static char *iso_utc(const char *v)
 	return tt_strdup(out);
 }
 
-static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t limit, tt_history_entry **out,
+static int dolt_history(tt_backend *b, const json_t *loc, const char *ref, size_t limit, tt_history_entry **out,
 		      size_t *n, tt_error *err)
 {
 	dconn c;
@@ -1142,7 +1425,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 	else if (!(start = at_of(loc)) && (rc = base_branch_of(loc, &start, err)) != 0)
 		return rc;
 	if (!start)
-		return DOOM(err);
+		return KOOM(err);
 	if ((rc = dc_open(b, loc, &c, err)) != 0) {
 		free(start);
 		return rc;
@@ -1154,7 +1437,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 			   err)))
 		goto done;
 	if (log.nrows && !(e = tt_calloc(log.nrows, sizeof *e))) {
-		rc = DOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (size_t i = 0; i < log.nrows; i++) {
@@ -1165,7 +1448,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 		e[i].refs = json_array();
 		*n = i + 1;
 		if (!e[i].id || !e[i].message || !e[i].refs || (cell(&log, i, 2) && !e[i].when)) {
-			rc = DOOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if (head && id && strcmp(head, id) == 0)
@@ -1194,7 +1477,7 @@ static bool nonzero(const char *v)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json_t *bstate, const char *la,
+static int dolt_diff(tt_backend *b, const json_t *loc, const json_t *a, const json_t *bstate, const char *la,
 		   const char *lb, tt_object_diff *out, tt_error *err)
 {
 	dconn c;
@@ -1205,11 +1488,11 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 	(void)lb;
 	tt_object_diff_init(out, "tables");
 	if (!ca || !cb)
-		return DERR(err, TT_EBACKEND, "dolt state has no commit");
+		return KERR(err, TT_EBACKEND, "dolt state has no commit");
 	if (strcmp(ca, cb) == 0) {
 		bool da = json_is_true(json_object_get(a, "dirty")), db = json_is_true(json_object_get(bstate, "dirty"));
 		if (da != db && !(out->note = tt_asprintf("dirty %s -> %s", da ? "True" : "None", db ? "True" : "None")))
-			return DOOM(err);
+			return KOOM(err);
 		return 0;
 	}
 	if ((rc = dc_open(b, loc, &c, err)) != 0)
@@ -1254,7 +1537,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		if (truthy(cell_named(&sum, i, "schema_change")))
 			tt_buf_printf(&d, "%sschema changed", parts++ ? ", " : "");
 		if (!path || d.failed)
-			rc = DOOM(err);
+			rc = KOOM(err);
 		else
 			rc = tt_object_diff_add(out, path, change, parts ? d.ptr : "", err);
 		tt_buf_release(&d);
@@ -1269,13 +1552,13 @@ done:
 
 /* --- refinements ----------------------------------------------------------------- */
 
-static int dl_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
+static int dolt_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
 {
 	(void)b;
 	return base_branch_of(loc, out, err);
 }
 
-static int dl_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
+static int dolt_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
 {
 	dolt_ep e;
 	int rc = endpoint(b, loc, &e, false, err);
@@ -1284,38 +1567,39 @@ static int dl_check_locator(tt_backend *b, const json_t *loc, tt_error *err)
 	return rc;
 }
 
-static void dl_free(tt_backend *b)
+static void dolt_free(tt_backend *b)
 {
 	(void)b;
 }
 
-static const tt_backend_ops dl_ops = {
+static const tt_backend_ops dolt_ops = {
 	.abi = TT_BACKEND_ABI,
-	.identity = dl_identity,
-	.fingerprint = dl_fingerprint,
-	.pin = dl_pin,
-	.unpin = dl_unpin,
-	.list_pins = dl_list_pins,
-	.verify = dl_verify,
-	.fork = dl_fork,
-	.delete_working_ref = dl_delete_working_ref,
-	.list_working_refs = dl_list_working_refs,
+	.identity = dolt_identity,
+	.fingerprint = dolt_fingerprint,
+	.pin = dolt_pin,
+	.unpin = dolt_unpin,
+	.list_pins = dolt_list_pins,
+	.verify = dolt_verify,
+	.fork = dolt_fork,
+	.delete_working_ref = dolt_delete_working_ref,
+	.list_working_refs = dolt_list_working_refs,
 	.working_ref_blockers = tt_kit_no_blockers,
-	.open = dl_open,
-	.promote = dl_promote,
-	.merge = dl_merge,
-	.ancestor_of = dl_ancestor_of,
-	.diff = dl_diff,
-	.history = dl_history,
-	.base_branch = dl_base_branch,
-	.check_locator = dl_check_locator,
-	.free = dl_free,
+	.open = dolt_open,
+	.promote = dolt_promote,
+	.merge = dolt_merge,
+	.check_move = dolt_check_move,
+	.ancestor_of = dolt_ancestor_of,
+	.diff = dolt_diff,
+	.history = dolt_history,
+	.base_branch = dolt_base_branch,
+	.check_locator = dolt_check_locator,
+	.free = dolt_free,
 };
 
 int tt_dolt_backend_new(tt_backend *b, tt_error *err)
 {
 	(void)err;
-	b->ops = &dl_ops;
+	b->ops = &dolt_ops;
 	b->impl = NULL;
 	return 0;
 }

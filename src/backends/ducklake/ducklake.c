@@ -46,8 +46,6 @@
 #define KIND "ducklake"
 #define MAX_ROW_COUNTED_TABLES 25
 
-#define derr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define doom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- the catalog connection ----------------------------------------------------- */
 
@@ -80,10 +78,10 @@ static int metadata_of(const json_t *loc, char **out, tt_error *err)
 	if (!json_is_string(v) || !json_string_length(v))
 		v = json_object_get(loc, "uri");
 	if (!json_is_string(v) || !json_string_length(v))
-		return derr(err, TT_EBACKEND, "ducklake locator needs 'metadata'");
+		return KERR(err, TT_EBACKEND, "ducklake locator needs 'metadata'");
 	const char *m = json_string_value(v);
 	*out = strncmp(m, "ducklake:", 9) == 0 ? tt_strdup(m) : tt_asprintf("ducklake:%s", m);
-	return *out ? 0 : doom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static const char *data_path_of(const json_t *loc)
@@ -131,7 +129,7 @@ static int pg_conninfo(tt_backend *b, const json_t *loc, const char *conninfo, t
 	}
 	json_decref(sec);
 	tt_buf_putc(ci, '\0');
-	return ci->failed ? doom(err) : 0;
+	return ci->failed ? KOOM(err) : 0;
 }
 
 static int open_pg(tt_backend *b, const json_t *loc, dl_cat *c, const char *conninfo,
@@ -156,7 +154,7 @@ static int open_pg(tt_backend *b, const json_t *loc, dl_cat *c, const char *conn
 	}
 	c->where = tt_strdup(tt_db_where(c->db));
 	if (!c->where)
-		return doom(err);
+		return KOOM(err);
 	return tt_db_begin(c->db, true, err);
 }
 
@@ -176,28 +174,28 @@ static int cat_open(tt_backend *b, const json_t *loc, dl_cat *c, tt_error *err)
 		const char *path = rest + 7;
 		c->d = DL_SQLITE;
 		if (!tt_is_file(path)) {
-			rc = derr(err, TT_EBACKEND, "the ducklake catalog file %s does not exist", path);
+			rc = KERR(err, TT_EBACKEND, "the ducklake catalog file %s does not exist", path);
 			tt_error_hint(err, "check the locator's metadata path (`tether add ... --kind ducklake`)");
 		} else if ((rc = tt_db_open(&c->db, path, &opts, err)) != 0) {
 			tt_error_prefix(err, "%s is not a readable DuckLake SQLite catalog", path);
 			tt_error_object(err, NULL, KIND);
 		} else if (!(c->where = tt_asprintf("SQLite catalog %s", path))) {
-			rc = doom(err);
+			rc = KOOM(err);
 		}
 	} else if (strncmp(rest, "mysql:", 6) == 0) {
-		rc = derr(err, TT_ECAPABILITY,
+		rc = KERR(err, TT_ECAPABILITY,
 			  "MySQL DuckLake catalogs are not supported by this tether (SQLite, PostgreSQL "
 			  "and DuckDB files are)");
 	} else {
 		const char *path = strncmp(rest, "duckdb:", 7) == 0 ? rest + 7 : rest;
 		c->d = DL_DUCKDB;
 		if (!tt_is_file(path)) {
-			rc = derr(err, TT_EBACKEND, "the ducklake catalog file %s does not exist", path);
+			rc = KERR(err, TT_EBACKEND, "the ducklake catalog file %s does not exist", path);
 			tt_error_hint(err, "check the locator's metadata path (`tether add ... --kind ducklake`)");
 		} else if ((rc = tt_duck_open(&c->duck, path, err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 		} else if (!(c->where = tt_asprintf("DuckDB catalog %s", path))) {
-			rc = doom(err);
+			rc = KOOM(err);
 		}
 	}
 	if (rc)
@@ -216,7 +214,7 @@ static int cat_query(dl_cat *c, const char *sql, const tt_db_value *p, size_t n,
 		rc = tt_db_query(c->db, sql, p, n, out, err);
 	if (rc) {
 		if (rc == TT_ENOMEM)
-			return doom(err);
+			return KOOM(err);
 		if (c->d == DL_DUCKDB)
 			tt_error_prefix(err, "%s", c->where);
 		if (err && err->message && strstr(err->message, "ducklake_") &&
@@ -319,17 +317,17 @@ static bool parse_time(const char *s, long long *us)
 static int time_cell(const dl_cat *c, const char *cell, long long *us, tt_error *err)
 {
 	if (!cell)
-		return derr(err, TT_EBACKEND, "%s: a snapshot has no time", c->where);
+		return KERR(err, TT_EBACKEND, "%s: a snapshot has no time", c->where);
 	if (c->d == DL_SQLITE) {
 		if (!parse_time(cell, us))
-			return derr(err, TT_EBACKEND, "%s: cannot read the snapshot time '%s'", c->where,
+			return KERR(err, TT_EBACKEND, "%s: cannot read the snapshot time '%s'", c->where,
 				    cell);
 		return 0;
 	}
 	char *end;
 	*us = strtoll(cell, &end, 10);
 	if (*end)
-		return derr(err, TT_EBACKEND, "%s: cannot read the snapshot time '%s'", c->where, cell);
+		return KERR(err, TT_EBACKEND, "%s: cannot read the snapshot time '%s'", c->where, cell);
 	return 0;
 }
 
@@ -356,7 +354,7 @@ static int cat_snapshot(dl_cat *c, long long sid, bool *found, long long *id, lo
 		*id = strtoll(r.cells[0] ? r.cells[0] : "-1", NULL, 10);
 		rc = time_cell(c, r.cells[1], us, err);
 	} else if (sid < 0) {
-		rc = derr(err, TT_EBACKEND, "%s has no snapshots", c->where);
+		rc = KERR(err, TT_EBACKEND, "%s has no snapshots", c->where);
 	}
 	tt_db_rows_release(&r);
 	return rc;
@@ -385,16 +383,16 @@ static int number_of(const json_t *v, const char *what, long long *out, tt_error
 			*out = strtoll(s, NULL, 10);
 			return 0;
 		}
-		return derr(err, TT_EBACKEND, "ducklake %s must be a snapshot number, got '%s'", what, s);
+		return KERR(err, TT_EBACKEND, "ducklake %s must be a snapshot number, got '%s'", what, s);
 	}
-	return derr(err, TT_EBACKEND, "ducklake %s must be a snapshot number", what);
+	return KERR(err, TT_EBACKEND, "ducklake %s must be a snapshot number", what);
 }
 
 static int state_snapshot(const json_t *state, long long *sid, tt_error *err)
 {
 	int rc = number_of(json_object_get(state, "snapshot_id"), "state's snapshot_id", sid, err);
 	if (rc == 0 && *sid < 0)
-		return derr(err, TT_EBACKEND, "a ducklake state needs a snapshot_id");
+		return KERR(err, TT_EBACKEND, "a ducklake state needs a snapshot_id");
 	return rc;
 }
 
@@ -412,7 +410,7 @@ static int dl_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error 
 	*out = dp ? json_pack("{s:s, s:s}", "metadata", meta, "data_path", dp)
 		  : json_pack("{s:s}", "metadata", meta);
 	free(meta);
-	return *out ? 0 : doom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int dl_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
@@ -431,13 +429,13 @@ static int dl_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 	if ((rc = cat_snapshot(&c, at, &found, &id, &us, err)) != 0)
 		goto done;
 	if (!found) {
-		rc = derr(err, TT_EBACKEND, "snapshot '%lld' is not in the catalog %s", at, c.where);
+		rc = KERR(err, TT_EBACKEND, "snapshot '%lld' is not in the catalog %s", at, c.where);
 		tt_error_hint(err, "pick one `tether log` lists (expired snapshots are gone)");
 		goto done;
 	}
 	if (!(*state = json_pack("{s:I, s:I}", "snapshot_id", (json_int_t)id, "snapshot_time_us",
 				 (json_int_t)us)))
-		rc = doom(err);
+		rc = KOOM(err);
 done:
 	cat_close(&c);
 	return rc;
@@ -465,14 +463,14 @@ static int dl_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 			tt_error_clear(&why);
 			if (c.where)
 				cat_close(&c);
-			return doom(err);
+			return KOOM(err);
 		}
 		*status = TT_VERIFY_MISSING;
 		*message = tt_strdup(tt_error_text(&why));
 		tt_error_clear(&why);
 		if (c.where || c.metadata)
 			cat_close(&c);
-		return *message ? 0 : doom(err);
+		return *message ? 0 : KOOM(err);
 	}
 	cat_close(&c);
 	json_t *rec = json_object_get(state, "snapshot_time_us");
@@ -487,7 +485,7 @@ static int dl_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 		*status = TT_VERIFY_OK;
 		return 0;
 	}
-	return *message ? 0 : doom(err);
+	return *message ? 0 : KOOM(err);
 }
 
 /* --- snapshot changes ----------------------------------------------------------------- */
@@ -705,7 +703,7 @@ static int load_tables(dl_cat *c, dl_tables *t, tt_error *err)
 	t->rows = tt_calloc(r.nrows ? r.nrows : 1, sizeof *t->rows);
 	if (!t->rows) {
 		tt_db_rows_release(&r);
-		return doom(err);
+		return KOOM(err);
 	}
 	for (size_t i = 0; i < r.nrows; i++) {
 		char **row = r.cells + i * r.ncols;
@@ -718,7 +716,7 @@ static int load_tables(dl_cat *c, dl_tables *t, tt_error *err)
 		if (!x->schema || !x->name) {
 			tt_db_rows_release(&r);
 			tables_release(t);
-			return doom(err);
+			return KOOM(err);
 		}
 	}
 	tt_db_rows_release(&r);
@@ -896,7 +894,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 	*n = 0;
 	if (ref && *ref) {
 		json_t *v = json_string(ref);
-		rc = v ? number_of(v, "history start", &hi, err) : doom(err);
+		rc = v ? number_of(v, "history start", &hi, err) : KOOM(err);
 		json_decref(v);
 	} else {
 		rc = number_of(json_object_get(loc, "at"), "`at`", &hi, err);
@@ -927,7 +925,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 			goto done;
 		if (parse_changes(row[2], &t, &nt) != 0 || TT_ARRAY_GROW(entries, alloc, count + 1)) {
 			tokens_release(t, nt);
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		tt_history_entry *e = &entries[count++];
@@ -938,7 +936,7 @@ static int dl_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 		e->refs = json_array();
 		tokens_release(t, nt);
 		if (!e->id || !e->when || !e->message || !e->refs) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -1155,7 +1153,7 @@ static char *table_dir(dl_cat *c, const char *loc_data_path, long long tid, tt_e
 	tt_db_rows_release(&r);
 	tt_buf_putc(&b, '\0');
 	if (b.failed) {
-		*rc = doom(err);
+		*rc = KOOM(err);
 		goto fail;
 	}
 	/* a local directory only (object stores are not read here) */
@@ -1234,7 +1232,7 @@ static int row_counts(dl_cat *c, const dl_entity *e, const char *data_path, long
 			int kept = q == 0 ? (snap_in(e, s) ? file_carries_row_ids(dir, row[3], row[4]) : 0) : 0;
 			if (snap_in(e, s) &&
 			    sums_add(&sums, s, n, cell_ll(row[2]), kept > 0 ? n : 0, kept < 0) != 0) {
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 		}
@@ -1265,9 +1263,9 @@ static int row_counts(dl_cat *c, const dl_entity *e, const char *data_path, long
 			long long id = cell_ll(row[0]), b0 = cell_ll(row[1]);
 			long long e0 = row[2] ? cell_ll(row[2]) : -1;
 			if (b0 > lo && b0 <= hi && snap_in(e, b0) && ev_push(&ie, b0, id) != 0)
-				rc = doom(err);
+				rc = KOOM(err);
 			if (e0 > lo && e0 <= hi && snap_in(e, e0) && ev_push(&de, e0, id) != 0)
-				rc = doom(err);
+				rc = KOOM(err);
 			if (rc)
 				goto done;
 		}
@@ -1289,7 +1287,7 @@ static int row_counts(dl_cat *c, const dl_entity *e, const char *data_path, long
 			char **row = r.cells + k * r.ncols;
 			long long s = cell_ll(row[1]);
 			if (snap_in(e, s) && ev_push(&de, s, cell_ll(row[0])) != 0) {
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 		}
@@ -1375,7 +1373,7 @@ static int add_note(tt_object_diff *out, const char *note, tt_error *err)
 {
 	char *n = out->note && *out->note ? tt_asprintf("%s; %s", out->note, note) : tt_strdup(note);
 	if (!n)
-		return doom(err);
+		return KOOM(err);
 	free(out->note);
 	out->note = n;
 	return 0;
@@ -1424,7 +1422,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		dl_token *t = NULL;
 		size_t nt = 0;
 		if (parse_changes(r.cells[i * r.ncols + 1], &t, &nt) != 0) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		for (size_t k = 0; k < nt && rc == 0; k++) {
@@ -1438,19 +1436,19 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 						o = &others[j];
 				if (!o) {
 					if (TT_ARRAY_GROW(others, aothers, nothers + 1) != 0) {
-						rc = doom(err);
+						rc = KOOM(err);
 						break;
 					}
 					o = &others[nothers++];
 					memset(o, 0, sizeof *o);
 					if (!(o->key = tt_strdup(key))) {
-						rc = doom(err);
+						rc = KOOM(err);
 						break;
 					}
 				}
 				if (TT_ARRAY_GROW(o->values, o->alloc, o->n + 1) != 0 ||
 				    !(o->values[o->n] = token_label(&t[k], &tables, hi)))
-					rc = doom(err);
+					rc = KOOM(err);
 				else
 					o->n++;
 				continue;
@@ -1481,13 +1479,13 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			dl_entity *e = label ? entity_for(&ents, &nents, &aents, tid, label) : NULL;
 			free(label);
 			if (!e) {
-				rc = doom(err);
+				rc = KOOM(err);
 				break;
 			}
 			if (prev) {
 				e->kinds |= K_RENAMED;
 				if (!e->renamed_from && !(e->renamed_from = qualified(prev->schema, prev->name))) {
-					rc = doom(err);
+					rc = KOOM(err);
 					break;
 				}
 			} else {
@@ -1495,7 +1493,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			}
 			if ((bit & K_DATA) && !snap_in(e, s)) {
 				if (TT_ARRAY_GROW(e->snaps, e->asnaps, e->nsnaps + 1) != 0) {
-					rc = doom(err);
+					rc = KOOM(err);
 					break;
 				}
 				e->snaps[e->nsnaps++] = s;
@@ -1538,7 +1536,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			char *extra = describe(e->kinds & ~K_DATA, 0, e->renamed_from);
 			if (!extra) {
 				tt_buf_release(&d);
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			if (*extra)
@@ -1547,7 +1545,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			tt_buf_putc(&d, '\0');
 			if (d.failed) {
 				tt_buf_release(&d);
-				rc = doom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			if (parts && ++counted <= MAX_ROW_COUNTED_TABLES)
@@ -1555,7 +1553,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			tt_buf_release(&d);
 		}
 		if (!detail && !(detail = describe(e->kinds, 0, e->renamed_from))) {
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = tt_object_diff_add(out, e->label, change, detail, err);
@@ -1571,7 +1569,7 @@ static int dl_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		tt_buf_putc(&d, '\0');
 		if (d.failed) {
 			tt_buf_release(&d);
-			rc = doom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = tt_object_diff_add(out, others[i].key, "modified", d.ptr, err);
@@ -1669,7 +1667,7 @@ static int secret_attach(tt_backend *b, const json_t *loc, const dl_cat *c, cons
 			full = tt_asprintf("ducklake:postgres:%s", ci.ptr);
 			sql = full ? attach_sql(full, alias, dp, sid) : NULL;
 			if (!sql || json_object_set_new(handle, "secret_attach_sql", json_string(sql)) < 0)
-				rc = doom(err);
+				rc = KOOM(err);
 		}
 		if (ci.ptr)
 			memset(ci.ptr, 0, ci.len);
@@ -1692,7 +1690,7 @@ static int secret_attach(tt_backend *b, const json_t *loc, const dl_cat *c, cons
 		init = json_deep_copy(v);
 	json_decref(sec);
 	if (init && json_object_set_new(handle, "secret_init_sql", init) < 0)
-		return doom(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -1708,7 +1706,7 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 	(void)read_only; /* tether never writes DuckLake catalogs */
 	*handle = NULL;
 	if (target->kind == TT_TARGET_PIN)
-		return derr(err, TT_ECAPABILITY, "ducklake has no tags; snapshots are recorded only");
+		return KERR(err, TT_ECAPABILITY, "ducklake has no tags; snapshots are recorded only");
 	if (target->kind == TT_TARGET_STATE)
 		rc = state_snapshot(target->state, &sid, err);
 	else if (target->kind == TT_TARGET_BASE)
@@ -1723,7 +1721,7 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 	if ((rc = cat_snapshot(&c, sid, &found, &id, &us, err)) != 0)
 		goto done;
 	if (!found) {
-		rc = derr(err, TT_EBACKEND, "snapshot %lld is not in the catalog %s (expired?)", sid,
+		rc = KERR(err, TT_EBACKEND, "snapshot %lld is not in the catalog %s (expired?)", sid,
 			  c.where);
 		goto done;
 	}
@@ -1737,13 +1735,13 @@ static int dl_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 				  "alias", alias, "snapshot_id", (json_int_t)id, "attach_sql", sql,
 				  "data_path", dp ? json_string(dp) : json_null(), "table",
 				  json_is_string(table) ? json_copy(table) : json_null()))) {
-		rc = doom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (json_is_string(table)) {
 		char *ref = tt_asprintf("%s.%s", alias, json_string_value(table));
 		if (!ref || json_object_set_new(*handle, "table_ref", json_string(ref)) < 0)
-			rc = doom(err);
+			rc = KOOM(err);
 		free(ref);
 	}
 	if (rc == 0)

@@ -3,11 +3,9 @@
  * reader of DuckDB-file catalogs (ducklake_duck.c).
  *
  * A DuckDB-file catalog is read through libduckdb's C API, loaded at run
- * time: $TETHER_LIBDUCKDB, else the library the build found (CMake option
- * TETHER_LIBDUCKDB_DIR, filled by scripts/setup.sh), else libduckdb.so on
- * the loader's path.  A build without duckdb.h, or a machine without the
- * library, still reads SQLite and PostgreSQL catalogs and says what a
- * DuckDB-file catalog needs.
+ * time by db/duck_api.h (which says where it is looked for).  A build
+ * without duckdb.h, or a machine without the library, still reads SQLite
+ * and PostgreSQL catalogs and says what a DuckDB-file catalog needs.
  */
 #ifndef TT_BACKENDS_DUCKLAKE_H
 #define TT_BACKENDS_DUCKLAKE_H
@@ -26,8 +24,6 @@ int tt_duck_open(tt_duck **out, const char *path, tt_error *err);
 int tt_duck_query(tt_duck *d, const char *sql, const tt_db_value *params, size_t n,
 		  tt_db_rows *out, tt_error *err);
 void tt_duck_close(tt_duck *d); /* NULL-safe */
-/* The libduckdb version this tether loads ("v1.5.5"), or NULL. */
-const char *tt_duck_version(void);
 
 /* The attach alias tether-vcs uses for a metadata string: "tether_" and
  * the blake2b-32 hex of it. */

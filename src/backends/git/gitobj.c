@@ -89,8 +89,6 @@ typedef struct gitobj {
 
 /* --- errors and small strings ------------------------------------------------- */
 
-#define gerr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define goom(err) TT_BACKEND_OOM(err, KIND)
 
 /* The ASCII characters Python's str.strip() removes (\x1c-\x1f included). */
 static bool py_space(unsigned char c)
@@ -160,7 +158,7 @@ static int guard(const char *value, const char *what, tt_error *err)
 	if (value && value[0] && value[0] != '-')
 		return 0;
 	char *r = tt_pyv_repr_dup(value);
-	gerr(err, TT_EBACKEND, "git %s %s looks like an option; refused", what, r ? r : "?");
+	KERR(err, TT_EBACKEND, "git %s %s looks like an option; refused", what, r ? r : "?");
 	free(r);
 	return TT_EBACKEND;
 }
@@ -183,7 +181,7 @@ static int check_sha(const char *text, tt_error *err)
 	if (hex_sha(text))
 		return 0;
 	char *r = tt_pyv_repr_dup(text);
-	gerr(err, TT_EBACKEND, "not a git commit id: %s", r ? r : "?");
+	KERR(err, TT_EBACKEND, "not a git commit id: %s", r ? r : "?");
 	free(r);
 	return TT_EBACKEND;
 }
@@ -193,7 +191,7 @@ static int state_sha(const json_t *state, char **out, tt_error *err)
 {
 	*out = tt_pyv_str_dup(json_object_get(state, "sha"));
 	if (!*out)
-		return goom(err);
+		return KOOM(err);
 	if (check_sha(*out, err) < 0) {
 		free(*out);
 		*out = NULL;
@@ -229,7 +227,7 @@ static int check_version(const char *exe, tt_error *err)
 	tt_proc_result_init(&r);
 	rc = tt_proc_run(&opts, &r, err);
 	if (rc == TT_ENOTFOUND) {
-		rc = gerr(err, TT_EBACKEND, "executable not found: %s", exe);
+		rc = KERR(err, TT_EBACKEND, "executable not found: %s", exe);
 		tt_error_hint(err, "install git 2.38 or newer, or name it with TETHER_GIT or "
 				   ".tether/secrets.toml [vcs] git_path");
 		goto done;
@@ -240,7 +238,7 @@ static int check_version(const char *exe, tt_error *err)
 	}
 	if (r.status != 0) {
 		char *why = strip_dup(r.err.ptr, r.err.len);
-		rc = gerr(err, TT_EBACKEND, "command failed (%s --version): %s", exe, why ? why : "");
+		rc = KERR(err, TT_EBACKEND, "command failed (%s --version): %s", exe, why ? why : "");
 		free(why);
 		goto done;
 	}
@@ -261,7 +259,7 @@ static int check_version(const char *exe, tt_error *err)
 			read_number(&q, &pat);
 		}
 		if (maj < MIN_MAJOR || (maj == MIN_MAJOR && min < MIN_MINOR))
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "git %.*s is too old: tether needs git %d.%d.0 or newer (%s)",
 				  (int)(q - p), p, MIN_MAJOR, MIN_MINOR, exe);
 		break;
@@ -300,7 +298,7 @@ static int git_exec(tt_backend *b, const char *repo, const char *const *args,
 	while (args[nargs])
 		nargs++;
 	if (!(argv = tt_calloc(nargs + NHARDENED + 4, sizeof *argv)))
-		return goom(err);
+		return KOOM(err);
 	argv[i++] = g->exe;
 	for (size_t k = 0; k < NHARDENED; k++)
 		argv[i++] = hardened[k];
@@ -315,7 +313,7 @@ static int git_exec(tt_backend *b, const char *repo, const char *const *args,
 			      .max_out = GIT_OUT_CAP, .max_err = GIT_ERR_CAP };
 	rc = tt_proc_run(&opts, r, err);
 	if (rc == TT_ENOTFOUND)
-		rc = gerr(err, TT_EBACKEND, "executable not found: %s", g->exe);
+		rc = KERR(err, TT_EBACKEND, "executable not found: %s", g->exe);
 	else if (rc < 0)
 		tt_error_object(err, NULL, KIND);
 	free(argv);
@@ -332,9 +330,9 @@ static int git_failed(const char *const *args, const tt_proc_result *r, tt_error
 	if (cmd.failed || !why) {
 		tt_buf_release(&cmd);
 		free(why);
-		return goom(err);
+		return KOOM(err);
 	}
-	gerr(err, TT_EBACKEND, "git %s failed: %s", cmd.ptr, why);
+	KERR(err, TT_EBACKEND, "git %s failed: %s", cmd.ptr, why);
 	tt_git_lock_hint(err, why, "that repository");
 	tt_buf_release(&cmd);
 	free(why);
@@ -357,7 +355,7 @@ static int git_run_env(tt_backend *b, const char *repo, const char *const *args,
 	if (rc == 0 && r.status != 0)
 		rc = git_failed(args, &r, err);
 	if (rc == 0 && out && !(*out = strip_dup(r.out.ptr, r.out.len)))
-		rc = goom(err);
+		rc = KOOM(err);
 	tt_proc_result_release(&r);
 	return rc;
 }
@@ -385,9 +383,9 @@ static int git_try(tt_backend *b, const char *repo, const char *const *args, cha
 	if (rc == 0) {
 		*status = r.status;
 		if (out && !(*out = strip_dup(r.out.ptr, r.out.len)))
-			rc = goom(err);
+			rc = KOOM(err);
 		if (rc == 0 && errtext && !(*errtext = strip_dup(r.err.ptr, r.err.len)))
-			rc = goom(err);
+			rc = KOOM(err);
 	}
 	if (rc < 0 && out) {
 		free(*out);
@@ -405,7 +403,7 @@ static int loc_text(const json_t *loc, const char *key, const char *dflt, char *
 	const json_t *v = json_object_get(loc, key);
 	*out = !v || json_is_null(v) ? (dflt ? tt_strdup(dflt) : NULL) : tt_pyv_str_dup(v);
 	if (!*out && ((v && !json_is_null(v)) || dflt))
-		return goom(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -417,11 +415,11 @@ static int loc_local(const json_t *loc, char **out, tt_error *err)
 	if (!tt_pyv_truthy(v))
 		v = json_object_get(loc, "uri");
 	if (tt_pyv_truthy(v) && !(*out = tt_pyv_str_dup(v)))
-		return goom(err);
+		return KOOM(err);
 	if (!*out || strstr(*out, "://")) {
 		free(*out);
 		*out = NULL;
-		return gerr(err, TT_EBACKEND, "git backend needs a local 'path' (url-only clones are "
+		return KERR(err, TT_EBACKEND, "git backend needs a local 'path' (url-only clones are "
 					      "not supported yet)");
 	}
 	return 0;
@@ -452,7 +450,7 @@ static int repo_path(tt_backend *b, const json_t *loc, char **out, tt_error *err
 		return rc;
 	if (path[0] != '/') {
 		r = tt_pyv_repr_dup(path);
-		rc = gerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "git path %s is not absolute; `add` stores an absolute path, so this "
 			  "manifest was written by hand", r ? r : path);
 		goto done;
@@ -461,11 +459,11 @@ static int repo_path(tt_backend *b, const json_t *loc, char **out, tt_error *err
 		resolved = tt_realpath(path);
 		checkout = tt_realpath(b->checkout);
 		if (!resolved || !checkout) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if (within(resolved, checkout)) {
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "git path %s is inside the dataset's checkout (%s), whose files came "
 				  "with the clone; point it at a repository outside it",
 				  path, checkout);
@@ -489,7 +487,7 @@ static int base_ref(const json_t *loc, char **out, tt_error *err)
 	const json_t *at = json_object_get(loc, "at");
 	if (at && !json_is_null(at) && !(json_is_string(at) && json_string_length(at) == 0)) {
 		*out = tt_pyv_str_dup(at);
-		return *out ? 0 : goom(err);
+		return *out ? 0 : KOOM(err);
 	}
 	return loc_text(loc, "ref", "HEAD", out, err);
 }
@@ -532,7 +530,7 @@ static int rev_commit(tt_backend *b, const char *repo, const char *ref, bool che
 	int rc, status;
 	*sha = NULL;
 	if (!spec)
-		return goom(err);
+		return KOOM(err);
 	if (check) {
 		const char *const args[] = { "rev-parse", "--verify", "--end-of-options", spec, NULL };
 		rc = git_run(b, repo, args, sha, err);
@@ -554,7 +552,7 @@ static int branch_sha(tt_backend *b, const char *repo, const char *branch, char 
 	int status, rc;
 	*sha = NULL;
 	if (!full)
-		return goom(err);
+		return KOOM(err);
 	const char *const args[] = { "rev-parse", "--verify", "--quiet", full, NULL };
 	rc = git_try(b, repo, args, sha, &status, NULL, err);
 	free(full);
@@ -607,11 +605,11 @@ static int worktree_of(tt_backend *b, const char *repo, const char *branch, bool
 	    (rc = git_run(b, repo, list_args, &list, err)) < 0)
 		goto done;
 	if (top[0] && !(here = tt_realpath(top))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (!(want = tt_asprintf("branch refs/heads/%s", branch))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	it = lines_of(list);
@@ -619,7 +617,7 @@ static int worktree_of(tt_backend *b, const char *repo, const char *branch, bool
 		if (n > 9 && strncmp(s, "worktree ", 9) == 0) {
 			free(cur);
 			if (!(cur = tt_strndup(s + 9, n - 9))) {
-				rc = goom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 		} else if (cur && n == strlen(want) && memcmp(s, want, n) == 0) {
@@ -627,7 +625,7 @@ static int worktree_of(tt_backend *b, const char *repo, const char *branch, bool
 			if (other && here) {
 				char *there = tt_realpath(cur);
 				if (!there) {
-					rc = goom(err);
+					rc = KOOM(err);
 					goto done;
 				}
 				same = strcmp(there, here) == 0;
@@ -712,7 +710,7 @@ static int state_at(tt_backend *b, const char *repo, const char *ref, json_t **s
 	if (!*state || (cid && json_object_set_new(*state, "change_id", json_string(cid)) != 0)) {
 		json_decref(*state);
 		*state = NULL;
-		rc = goom(err);
+		rc = KOOM(err);
 	}
 done:
 	free(sha);
@@ -730,14 +728,14 @@ static int source_ref(const json_t *loc, const tt_target *t, char **out, tt_erro
 	switch (t->kind) {
 	case TT_TARGET_PIN:
 		if (!t->pin)
-			return gerr(err, TT_EUSAGE, "a pin target needs a pin");
+			return KERR(err, TT_EUSAGE, "a pin target needs a pin");
 		*out = tt_strdup(t->pin->ref);
 		break;
 	case TT_TARGET_STATE:
 		return state_sha(t->state, out, err);
 	case TT_TARGET_REF:
 		if (!t->ref)
-			return gerr(err, TT_EUSAGE, "a ref target needs a ref");
+			return KERR(err, TT_EUSAGE, "a ref target needs a ref");
 		*out = tt_strdup(t->ref);
 		break;
 	case TT_TARGET_BASE:
@@ -746,7 +744,7 @@ static int source_ref(const json_t *loc, const tt_target *t, char **out, tt_erro
 		break;
 	}
 	if (!*out)
-		return goom(err);
+		return KOOM(err);
 	if ((rc = guard(*out, "source", err)) < 0) {
 		free(*out);
 		*out = NULL;
@@ -767,7 +765,7 @@ static int git_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error
 		resolved = tt_realpath(path);
 		*out = resolved ? json_pack("{s:s}", "path", resolved) : NULL;
 		if (!*out)
-			rc = goom(err);
+			rc = KOOM(err);
 	}
 	free(path);
 	free(resolved);
@@ -788,7 +786,7 @@ static int git_fingerprint(tt_backend *b, const json_t *loc, const char *working
 	else if ((rc = base_ref(loc, &ref, err)) < 0)
 		goto done;
 	if (!ref) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rc = state_at(b, repo, ref, state, err);
@@ -820,7 +818,7 @@ static int pin_remote(tt_backend *b, const json_t *loc, const char *repo, char *
 	if (tt_pyv_truthy(local)) {
 		/* From secrets: any URL or path, but never an option. */
 		if (!(*out = tt_pyv_str_dup(local)))
-			return goom(err);
+			return KOOM(err);
 		if ((rc = guard(*out, "remote", err)) < 0) {
 			free(*out);
 			*out = NULL;
@@ -846,7 +844,7 @@ static int configured_remote(tt_backend *b, const char *repo, const json_t *name
 	lines it;
 
 	if (!(*out = tt_pyv_str_dup(named)))
-		return goom(err);
+		return KOOM(err);
 	if ((rc = guard(*out, "remote", err)) < 0 || (rc = git_run(b, repo, args, &listing, err)) < 0)
 		goto done;
 	it = lines_of(listing);
@@ -854,7 +852,7 @@ static int configured_remote(tt_backend *b, const char *repo, const json_t *name
 		found = n == strlen(*out) && memcmp(s, *out, n) == 0;
 	if (!found) {
 		r = tt_pyv_repr_dup(*out);
-		rc = gerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "%s is not a remote configured in %s. A committed locator arrives with every "
 			  "clone, so it names a remote the repository already has (`git remote add`); "
 			  "a URL goes in .tether/secrets.toml, as [objects.\"<key>\"] remote",
@@ -893,13 +891,13 @@ static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 	int rc, status;
 
 	if (tt_pyv_truthy(json_object_get(state, "dirty")) && !tt_pyv_truthy(json_object_get(loc, "allow_dirty"))) {
-		rc = gerr(err, TT_EBACKEND, "refusing to pin a dirty working tree (set allow_dirty)");
+		rc = KERR(err, TT_EBACKEND, "refusing to pin a dirty working tree (set allow_dirty)");
 		goto done;
 	}
 	if ((rc = repo_path(b, loc, &repo, err)) < 0)
 		goto done;
 	if (!pin_id || !(ref = tt_asprintf(PIN_PREFIX "%s", pin_id))) {
-		rc = pin_id ? goom(err) : gerr(err, TT_EUSAGE, "pin needs an id");
+		rc = pin_id ? KOOM(err) : KERR(err, TT_EUSAGE, "pin needs an id");
 		goto done;
 	}
 	/* The id fits a tt_pin before anything is made. */
@@ -931,7 +929,7 @@ static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 		if (rc < 0)
 			goto done;
 	} else if (strcmp(existing, sha) != 0) {
-		rc = gerr(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, existing, sha);
+		rc = KERR(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, existing, sha);
 		goto done;
 	}
 	if (remote) {
@@ -939,7 +937,7 @@ static int git_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 		 * fails fails the pin - and leaves no local tag that would make
 		 * the two diverge silently. */
 		if (!(spec = tt_asprintf("refs/tags/%s", ref))) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		const char *const args[] = { "push", "--end-of-options", remote, spec, NULL };
@@ -975,7 +973,7 @@ static int git_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_err
 	    (rc = pin_remote(b, loc, repo, &remote, err)) < 0)
 		goto done;
 	if (!(spec = tt_asprintf("refs/tags/%s", pin->ref))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (remote) {
@@ -986,7 +984,7 @@ static int git_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_err
 		if ((rc = git_try(b, repo, args, NULL, &status, &why, err)) < 0)
 			goto done;
 		if (status != 0 && !strstr(why, "remote ref does not exist")) {
-			rc = gerr(err, TT_EBACKEND, "pin %s was not deleted on %s: %s", pin->ref,
+			rc = KERR(err, TT_EBACKEND, "pin %s was not deleted on %s: %s", pin->ref,
 				  remote, why);
 			goto done;
 		}
@@ -1004,7 +1002,7 @@ static int git_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_err
 		if ((rc = git_try(b, repo, check, &still, &st2, NULL, err)) < 0)
 			goto done;
 		if (still[0])
-			rc = gerr(err, TT_EBACKEND, "tag %s was not deleted: %s", pin->ref, why);
+			rc = KERR(err, TT_EBACKEND, "tag %s was not deleted: %s", pin->ref, why);
 	}
 done:
 	free(repo);
@@ -1049,7 +1047,7 @@ static int listing_array(const char *text, const char *prefix, const char *skip,
 	while (line_next(&it, &s, &len)) {
 		char *line = strip_dup(s, len);
 		if (!line) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if (!line[0] || strncmp(line, prefix, strlen(prefix)) != 0 ||
@@ -1059,14 +1057,14 @@ static int listing_array(const char *text, const char *prefix, const char *skip,
 		}
 		if (TT_ARRAY_GROW(v, alloc, n + 1) != 0) {
 			free(line);
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		memmove(line, line + cut, strlen(line + cut) + 1);
 		v[n++] = line;
 	}
 	if (!(*out = sorted_array(v, n)))
-		rc = goom(err);
+		rc = KOOM(err);
 done:
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -1118,7 +1116,7 @@ static int git_verify(tt_backend *b, const json_t *loc, const json_t *state, con
 		msg = tt_strdup("");
 	}
 	if (!msg) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*message = msg;
@@ -1139,9 +1137,9 @@ static int old_value(const tt_expect *expected, char **out, tt_error *err)
 	    json_object_size(expected->state) > 0)
 		return state_sha(expected->state, out, err);
 	if (expected->kind == TT_EXPECT_STATE && !json_is_object(expected->state))
-		return gerr(err, TT_EUSAGE, "an expected state must be a JSON object");
+		return KERR(err, TT_EUSAGE, "an expected state must be a JSON object");
 	*out = tt_strdup(ZERO_SHA);
-	return *out ? 0 : goom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 /*
@@ -1152,7 +1150,9 @@ static int old_value(const tt_expect *expected, char **out, tt_error *err)
 /* A lock file (git's "<file>.lock") that a git killed mid-write, or one
  * failing on a full disk, leaves stops every later write of that file:
  * TT_EBACKEND naming it and the fix when it is there.  lock: a path inside
- * the git directory ("index.lock", "refs/heads/main.lock"). */
+ * the git directory ("index.lock", "refs/heads/main.lock").  One a running
+ * git holds (a racing promote's update-ref) goes within moments: it is
+ * waited for up to a second first, as git waits for a ref lock itself. */
 static int no_lock_left(tt_backend *b, const char *repo, const char *lock, tt_error *err)
 {
 	const char *const args[] = { "rev-parse", "--git-path", lock, NULL };
@@ -1162,9 +1162,13 @@ static int no_lock_left(tt_backend *b, const char *repo, const char *lock, tt_er
 	if (rc < 0)
 		return rc;
 	if (!(path = rel[0] == '/' ? tt_strdup(rel) : tt_path_join(repo, rel)))
-		rc = goom(err);
-	else if (lstat(path, &st) == 0)
-		rc = gerr(err, TT_EBACKEND, "%s exists: another git process is running in %s, or one "
+		rc = KOOM(err);
+	for (int waited = 0; path && waited < 100 && lstat(path, &st) == 0; waited++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (rc == 0 && lstat(path, &st) == 0)
+		rc = KERR(err, TT_EBACKEND, "%s exists: another git process is running in %s, or one "
 			  "crashed; if none is running, remove it: rm %s", path, repo, path);
 	free(rel);
 	free(path);
@@ -1174,7 +1178,7 @@ static int no_lock_left(tt_backend *b, const char *repo, const char *lock, tt_er
 static int no_ref_lock_left(tt_backend *b, const char *repo, const char *branch, tt_error *err)
 {
 	char *lock = tt_asprintf("refs/heads/%s.lock", branch);
-	int rc = lock ? no_lock_left(b, repo, lock, err) : goom(err);
+	int rc = lock ? no_lock_left(b, repo, lock, err) : KOOM(err);
 	free(lock);
 	return rc;
 }
@@ -1188,14 +1192,14 @@ static int moved_or_failed(tt_backend *b, const char *repo, const char *branch, 
 		return rc;
 	if (strcmp(old, ZERO_SHA) == 0) {
 		if (!now[0])
-			rc = gerr(err, TT_EBACKEND, "git update-ref %s failed: %s", branch, why);
+			rc = KERR(err, TT_EBACKEND, "git update-ref %s failed: %s", branch, why);
 		else
-			rc = gerr(err, TT_EREFMOVED, "%s: %s exists (at %.12s), expected absent", what,
+			rc = KERR(err, TT_EREFMOVED, "%s: %s exists (at %.12s), expected absent", what,
 				  branch, now);
 	} else if (strcmp(now, old) == 0) {
-		rc = gerr(err, TT_EBACKEND, "git update-ref %s failed: %s", branch, why);
+		rc = KERR(err, TT_EBACKEND, "git update-ref %s failed: %s", branch, why);
 	} else {
-		rc = gerr(err, TT_EREFMOVED, "%s: %s is at %.12s, expected %.12s", what, branch,
+		rc = KERR(err, TT_EREFMOVED, "%s: %s is at %.12s, expected %.12s", what, branch,
 			  now[0] ? now : "nothing", old);
 	}
 	free(now);
@@ -1211,7 +1215,7 @@ static int update_ref(tt_backend *b, const char *repo, const char *branch, const
 	int rc = 0, status = 0;
 
 	if (!full)
-		return goom(err);
+		return KOOM(err);
 	const char *const args[] = { "update-ref", "--end-of-options", full, new_sha, old, NULL };
 	for (int attempt = 0;; attempt++) {
 		free(why);
@@ -1261,7 +1265,7 @@ static int git_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 	*ref_out = NULL;
 	if (source->kind != TT_TARGET_PIN && source->kind != TT_TARGET_STATE &&
 	    source->kind != TT_TARGET_REF) {
-		rc = gerr(err, TT_EUSAGE, "fork needs a pin or a recorded state to start from");
+		rc = KERR(err, TT_EUSAGE, "fork needs a pin or a recorded state to start from");
 		goto done;
 	}
 	if ((rc = repo_path(b, loc, &repo, err)) < 0 || (rc = source_ref(loc, source, &src, err)) < 0 ||
@@ -1287,7 +1291,7 @@ static int git_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 			if ((rc = worktree_of(b, repo, name, false, &where, err)) < 0)
 				goto done;
 			if (where) {
-				rc = gerr(err, TT_EBACKEND, "branch %s is checked out in %s; check out "
+				rc = KERR(err, TT_EBACKEND, "branch %s is checked out in %s; check out "
 							    "another branch there before it is reset",
 					  name, where);
 				goto done;
@@ -1299,7 +1303,7 @@ static int git_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 			goto done;
 	}
 	if (!(*ref_out = tt_strdup(name)))
-		rc = goom(err);
+		rc = KOOM(err);
 done:
 	free(repo);
 	free(src);
@@ -1324,7 +1328,7 @@ static int git_delete_working_ref(tt_backend *b, const json_t *loc, const char *
 	if ((rc = branch_sha(b, repo, ref, &still, err)) < 0)
 		goto done;
 	if (still[0])
-		rc = gerr(err, TT_EBACKEND, "branch %s was not deleted: %s", ref, why);
+		rc = KERR(err, TT_EBACKEND, "branch %s was not deleted: %s", ref, why);
 done:
 	free(repo);
 	free(why);
@@ -1387,21 +1391,21 @@ static int checkout_at(tt_backend *b, const char *repo, const char *branch, cons
 	int rc = 0;
 	if (!want) {
 		if (where && !(*out = tt_realpath(where)))
-			rc = goom(err);
+			rc = KOOM(err);
 		return rc;
 	}
 	if (want[0] != '/')
-		return gerr(err, TT_EUSAGE, "a worktree path must be absolute, not '%s'", want);
+		return KERR(err, TT_EUSAGE, "a worktree path must be absolute, not '%s'", want);
 	if (where) {
 		there = tt_realpath(where);
 		asked = tt_exists(want) ? tt_realpath(want) : NULL;
 		if (!there) {
-			rc = goom(err);
+			rc = KOOM(err);
 		} else if (asked && strcmp(asked, there) == 0) {
 			*out = there; /* already checked out right there */
 			there = NULL;
 		} else {
-			rc = gerr(err, TT_EUSAGE, "branch %s is already checked out at %s (git checks a "
+			rc = KERR(err, TT_EUSAGE, "branch %s is already checked out at %s (git checks a "
 				  "branch out in one place only)", branch, there);
 			tt_error_hint(err, "work there (open without --worktree), or free it first "
 				      "(`git -C '%s' switch --detach`)", there);
@@ -1411,7 +1415,7 @@ static int checkout_at(tt_backend *b, const char *repo, const char *branch, cons
 		return rc;
 	}
 	if (tt_exists(want) && !dir_is_empty(want)) {
-		rc = gerr(err, TT_EUSAGE, "cannot make a worktree at %s: it exists and is not an empty "
+		rc = KERR(err, TT_EUSAGE, "cannot make a worktree at %s: it exists and is not an empty "
 			  "directory", want);
 		tt_error_hint(err, "name a new directory for --worktree");
 		return rc;
@@ -1420,7 +1424,7 @@ static int checkout_at(tt_backend *b, const char *repo, const char *branch, cons
 	if ((rc = git_run(b, repo, args, NULL, err)) < 0)
 		return rc;
 	if (!(*out = tt_realpath(want)))
-		rc = goom(err);
+		rc = KOOM(err);
 	return rc;
 }
 
@@ -1450,7 +1454,7 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 	if ((rc = repo_path(b, loc, &repo, err)) < 0)
 		goto done;
 	if (!(path = tt_realpath(repo))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	switch (target->kind) {
@@ -1458,7 +1462,7 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		/* A pinned or recorded state is read-only whatever was asked. */
 		read_only = true;
 		if (!target->pin) {
-			rc = gerr(err, TT_EUSAGE, "open needs a pin");
+			rc = KERR(err, TT_EUSAGE, "open needs a pin");
 			goto done;
 		}
 		if ((rc = guard(target->pin->ref, "ref", err)) < 0 ||
@@ -1477,7 +1481,7 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		else if ((rc = base_ref(loc, &ref, err)) < 0)
 			goto done;
 		if (!ref) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if ((rc = guard(ref, "ref", err)) < 0 ||
@@ -1486,7 +1490,7 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		break;
 	}
 	if (!(address = tt_asprintf("%s@%s", path, sha))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	/* A writable handle writes a branch: name it (the engine adds the
@@ -1495,7 +1499,7 @@ static int git_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 			    "read_only", read_only, "path", path, "sha", sha, "worktree", "branch",
 			    read_only ? NULL : ref);
 	if (!*handle)
-		rc = goom(err);
+		rc = KOOM(err);
 	else if (read_only)
 		json_object_set_new(*handle, "branch", json_null());
 done:
@@ -1526,7 +1530,7 @@ static int git_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 	else if ((rc = base_ref(loc, &start, err)) < 0)
 		goto done;
 	if (!start || !(max = tt_asprintf("--max-count=%zu", limit))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = guard(start, "ref", err)) < 0)
@@ -1553,7 +1557,7 @@ static int git_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 		if (k < 4)
 			continue;
 		if (TT_ARRAY_GROW(entries, alloc, count + 1) != 0) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		tt_history_entry *e = &entries[count++];
@@ -1563,7 +1567,7 @@ static int git_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 		e->message = tt_strndup(part[3], plen[3]);
 		e->refs = json_array();
 		if (!e->id || !e->when || !e->message || !e->refs) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		/* "HEAD -> main, tag: tether.x, origin/main": names, without the
@@ -1574,7 +1578,7 @@ static int git_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 			const char *stop = comma ? comma : dend;
 			char *name = strip_dup(d, (size_t)(stop - d));
 			if (!name) {
-				rc = goom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			const char *shown = name;
@@ -1585,7 +1589,7 @@ static int git_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 			if (name[0] && strcmp(name, "HEAD") != 0 &&
 			    json_array_append_new(e->refs, json_string(shown)) != 0) {
 				free(name);
-				rc = goom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			free(name);
@@ -1625,7 +1629,7 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 	tt_object_diff_init(out, "files");
 	if (!(sa = tt_pyv_str_dup(json_object_get(a, "sha"))) ||
 	    !(sb = tt_pyv_str_dup(json_object_get(bstate, "sha")))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (strcmp(sa, sb) == 0) {
@@ -1640,7 +1644,7 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 			tt_pyv_str(&note, db);
 			if (note.failed) {
 				tt_buf_release(&note);
-				rc = goom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			out->note = tt_buf_detach(&note);
@@ -1673,7 +1677,7 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 			if (*q == '\t')
 				last = q;
 		if (TT_ARRAY_GROW(ns, alloc, nns + 1) != 0) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		ns[nns].path = tt_strndup(last + 1, (size_t)(s + len - last - 1));
@@ -1681,7 +1685,7 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 					     t1 + 1);
 		nns++;
 		if (!ns[nns - 1].path || !ns[nns - 1].detail) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -1691,7 +1695,7 @@ static int git_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 		size_t nf = 0;
 		const char *change, *detail = "";
 		if (!line) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		/* code, path[, new path]: the last field names the file. */
@@ -1758,7 +1762,7 @@ static int base_branch_in(tt_backend *b, const char *repo, const json_t *loc, ch
 		return rc;
 	if (strcmp(ref, "HEAD") == 0) {
 		if ((rc = checked_out(b, repo, out, err)) == 0 && !*out)
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "HEAD is detached; set the locator's `ref` to a branch to promote");
 		goto done;
 	}
@@ -1766,7 +1770,7 @@ static int base_branch_in(tt_backend *b, const char *repo, const json_t *loc, ch
 		goto done;
 	if (!at[0]) {
 		r = tt_pyv_repr_dup(ref);
-		rc = gerr(err, TT_EBACKEND, "%s is not a local branch", r ? r : ref);
+		rc = KERR(err, TT_EBACKEND, "%s is not a local branch", r ? r : ref);
 		goto done;
 	}
 	*out = ref;
@@ -1804,7 +1808,7 @@ static int is_ancestor(tt_backend *b, const char *repo, const char *ancestor,
 	if (status == 0 || status == 1)
 		*answer = status == 0;
 	else
-		rc = gerr(err, TT_EBACKEND, "git merge-base failed: %s", why);
+		rc = KERR(err, TT_EBACKEND, "git merge-base failed: %s", why);
 done:
 	free(why);
 	return rc;
@@ -1839,7 +1843,7 @@ static int fast_forward(tt_backend *b, const char *repo, const char *base, const
 	if ((rc = is_ancestor(b, repo, head, target, &anc, err)) < 0)
 		goto done;
 	if (anc != 1) {
-		rc = gerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "%s moved to %.12s, which is not an ancestor of %.12s; merge instead", base,
 			  head, target);
 		goto done;
@@ -1850,7 +1854,7 @@ static int fast_forward(tt_backend *b, const char *repo, const char *base, const
 		if ((rc = worktree_dirty(b, repo, &dirty, err)) < 0)
 			goto done;
 		if (dirty) {
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s is checked out with uncommitted changes; commit or stash them first",
 				  base);
 			goto done;
@@ -1869,7 +1873,7 @@ static int fast_forward(tt_backend *b, const char *repo, const char *base, const
 		if ((rc = worktree_of(b, repo, base, true, &where, err)) < 0)
 			goto done;
 		if (where) {
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s is checked out in %s; moving it from here would leave that "
 				  "checkout describing another commit -- promote from there, or check "
 				  "out another branch there first", base, where);
@@ -1898,7 +1902,7 @@ static int git_promote(tt_backend *b, const json_t *loc, const tt_target *source
 	    (rc = rev_commit(b, repo, src, true, &target, err)) < 0)
 		goto done;
 	if (!(full = tt_asprintf("refs/heads/%s", base))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	{
@@ -1913,18 +1917,21 @@ static int git_promote(tt_backend *b, const json_t *loc, const tt_target *source
 	else if ((rc = old_value(expected, &old, err)) < 0)
 		goto done;
 	if (!old) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (strcmp(old, head) != 0) {
-		rc = gerr(err, TT_EREFMOVED, "promote: %s is at %.12s, expected %.12s", base, head,
+		rc = KERR(err, TT_EREFMOVED, "promote: %s is at %.12s, expected %.12s", base, head,
 			  strcmp(old, ZERO_SHA) == 0 ? "absent" : old);
 		goto done;
 	}
-	/* Already there: nothing to move. */
-	if (strcmp(target, head) != 0 && (rc = fast_forward(b, repo, base, head, target, old, err)) < 0)
-		goto done;
-	rc = state_at(b, repo, base, new_state, err);
+	/* Already there: nothing to move, and the base as it is the result.
+	 * Else the result is the commit this fast-forward moved the base to --
+	 * not the branch read again, which another writer may have moved on. */
+	if (strcmp(target, head) == 0)
+		rc = state_at(b, repo, base, new_state, err);
+	else if ((rc = fast_forward(b, repo, base, head, target, old, err)) == 0)
+		rc = state_at(b, repo, target, new_state, err);
 done:
 	free(repo);
 	free(base);
@@ -1939,14 +1946,16 @@ done:
 /* Whether promote (or merge) could move the base onto source now, asking
  * the questions fast_forward and git_merge ask before they move, and
  * moving nothing. */
-static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *source, bool merge,
-			  tt_error *err)
+static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *source, const tt_expect *expected,
+			  bool merge, tt_error *err)
 {
 	char *repo = NULL, *base = NULL, *src = NULL, *target = NULL, *head = NULL, *now = NULL,
 	     *where = NULL, *full = NULL;
 	bool dirty = false;
 	int rc, anc;
 
+	/* The move itself is conditional on the reviewed head; a base already
+	 * elsewhere is said the way the move says it (TT_EREFMOVED). */
 	if ((rc = repo_path(b, loc, &repo, err)) < 0 ||
 	    (rc = base_branch_in(b, repo, loc, &base, err)) < 0 ||
 	    (rc = source_ref(loc, source, &src, err)) < 0 ||
@@ -1955,17 +1964,28 @@ static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *sou
 		goto done;
 	bool here = now && strcmp(now, base) == 0;
 	if (merge && !here) {
-		rc = gerr(err, TT_EBACKEND, "git merges into the checked-out branch; check out %s first",
+		rc = KERR(err, TT_EBACKEND, "git merges into the checked-out branch; check out %s first",
 			  base);
 		goto done;
 	}
 	if (!(full = tt_asprintf("refs/heads/%s", base))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	{
 		const char *const args[] = { "rev-parse", "--verify", full, NULL };
 		if ((rc = git_run(b, repo, args, &head, err)) < 0)
+			goto done;
+	}
+	if (expected && expected->kind != TT_EXPECT_NONE) {
+		char *old = NULL;
+		if ((rc = old_value(expected, &old, err)) < 0)
+			goto done;
+		if (old && strcmp(old, head) != 0)
+			rc = KERR(err, TT_EREFMOVED, "promote: %s is at %.12s, expected %.12s", base, head,
+				  strcmp(old, ZERO_SHA) == 0 ? "absent" : old);
+		free(old);
+		if (rc < 0)
 			goto done;
 	}
 	if (strcmp(head, target) == 0)
@@ -1974,7 +1994,7 @@ static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *sou
 		if ((rc = is_ancestor(b, repo, head, target, &anc, err)) < 0)
 			goto done;
 		if (anc != 1) {
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s moved to %.12s, which is not an ancestor of %.12s; merge instead",
 				  base, head, target);
 			goto done;
@@ -1984,7 +2004,7 @@ static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *sou
 		if ((rc = worktree_dirty(b, repo, &dirty, err)) < 0)
 			goto done;
 		if (dirty) {
-			rc = gerr(err, TT_EBACKEND, "%s is checked out with uncommitted changes; commit or "
+			rc = KERR(err, TT_EBACKEND, "%s is checked out with uncommitted changes; commit or "
 				  "stash them first", base);
 			goto done;
 		}
@@ -1994,7 +2014,7 @@ static int git_check_move(tt_backend *b, const json_t *loc, const tt_target *sou
 		if ((rc = worktree_of(b, repo, base, true, &where, err)) < 0)
 			goto done;
 		if (where) {
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s is checked out in %s; moving it from here would leave that "
 				  "checkout describing another commit -- promote from there, or check "
 				  "out another branch there first", base, where);
@@ -2039,7 +2059,7 @@ static int merge_checkout(tt_backend *b, const char *repo, const char *base, con
 	git_try(b, repo, abort_args, NULL, &status, NULL, &ignored);
 	tt_error_clear(&ignored);
 	if (!(files = json_array())) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	it = lines_of(list ? list : "");
@@ -2048,12 +2068,12 @@ static int merge_checkout(tt_backend *b, const char *repo, const char *base, con
 		count++;
 		if (!f || (f[0] && json_array_append_new(files, json_string(f)) != 0)) {
 			free(f);
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		free(f);
 	}
-	rc = gerr(err, TT_ECONFLICT, "merging %s into %s conflicts in %zu file(s)", src, base, count);
+	rc = KERR(err, TT_ECONFLICT, "merging %s into %s conflicts in %zu file(s)", src, base, count);
 	if (conflicts) {
 		*conflicts = files;
 		files = NULL;
@@ -2064,10 +2084,48 @@ done:
 	return rc;
 }
 
+/* The merge commit `git merge --no-ff` just made on base: on its
+ * first-parent line, the commit whose parents are exactly the head it
+ * merged into and the source -- the branch head itself, unless another
+ * writer has committed on top since.  *out NULL when none is found. */
+static int made_merge(tt_backend *b, const char *repo, const char *base, const char *was, const char *target,
+		      char **out, tt_error *err)
+{
+	char *full = tt_asprintf("refs/heads/%s", base), *list = NULL;
+	const char *s;
+	size_t n;
+	int rc;
+	*out = NULL;
+	if (!full)
+		return KOOM(err);
+	const char *const args[] = { "rev-list", "--first-parent", "--parents", "-n", "1000", full, "--", NULL };
+	if ((rc = git_run(b, repo, args, &list, err)) < 0)
+		goto done;
+	lines it = lines_of(list);
+	while (!*out && line_next(&it, &s, &n)) {
+		char *line = strip_dup(s, n);
+		char *sp1 = line ? strchr(line, ' ') : NULL, *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+		if (!line) {
+			rc = KOOM(err);
+			break;
+		}
+		if (sp1 && sp2 && !strchr(sp2 + 1, ' ')) {
+			*sp1 = *sp2 = '\0';
+			if (strcmp(sp1 + 1, was) == 0 && strcmp(sp2 + 1, target) == 0 && !(*out = tt_strdup(line)))
+				rc = KOOM(err);
+		}
+		free(line);
+	}
+done:
+	free(full);
+	free(list);
+	return rc;
+}
+
 static int git_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
 		     const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
 {
-	char *repo = NULL, *base = NULL, *src = NULL, *now = NULL;
+	char *repo = NULL, *base = NULL, *src = NULL, *now = NULL, *was = NULL, *target = NULL, *made = NULL;
 	bool dirty;
 	int rc;
 
@@ -2080,14 +2138,14 @@ static int git_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	    (rc = checked_out(b, repo, &now, err)) < 0)
 		goto done;
 	if (!now || strcmp(now, base) != 0) {
-		rc = gerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "git merges into the checked-out branch; check out %s first", base);
 		goto done;
 	}
 	if ((rc = worktree_dirty(b, repo, &dirty, err)) < 0)
 		goto done;
 	if (dirty) {
-		rc = gerr(err, TT_EBACKEND, "%s has uncommitted changes; commit or stash them first",
+		rc = KERR(err, TT_EBACKEND, "%s has uncommitted changes; commit or stash them first",
 			  base);
 		goto done;
 	}
@@ -2101,14 +2159,31 @@ static int git_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
-	if ((rc = merge_checkout(b, repo, base, src, message, conflicts, err)) < 0)
+	{
+		const char *const args[] = { "rev-parse", "--verify", "HEAD", NULL };
+		if ((rc = git_run(b, repo, args, &was, err)) < 0 ||
+		    (rc = rev_commit(b, repo, src, true, &target, err)) < 0)
+			goto done;
+	}
+	if ((rc = merge_checkout(b, repo, base, src, message, conflicts, err)) < 0 ||
+	    (rc = made_merge(b, repo, base, was, target, &made, err)) < 0)
 		goto done;
-	rc = state_at(b, repo, base, new_state, err);
+	/* The result is the merge commit this merge made; `git merge` names it
+	 * nowhere but in the history. */
+	if (!made)
+		rc = KERR(err, TT_EBACKEND, "merged %s into %s, but the merge commit (parents %.12s and %.12s) is not "
+			  "on %s's first-parent line any more; another writer rewrote it", src, base, was, target,
+			  base);
+	else
+		rc = state_at(b, repo, made, new_state, err);
 done:
 	free(repo);
 	free(base);
 	free(src);
 	free(now);
+	free(was);
+	free(target);
+	free(made);
 	return rc;
 }
 
@@ -2130,7 +2205,7 @@ static int git_create(tt_backend *b, const json_t *loc, const char *owner, json_
 	if ((rc = repo_path(b, loc, &repo, err)) < 0)
 		goto done;
 	if (path_exists(repo)) {
-		rc = gerr(err, TT_EBACKEND, "%s already exists; `create` never adopts it", repo);
+		rc = KERR(err, TT_EBACKEND, "%s already exists; `create` never adopts it", repo);
 		goto done;
 	}
 	if ((rc = loc_text(loc, "ref", "main", &base, err)) < 0 ||
@@ -2160,12 +2235,12 @@ static int git_create(tt_backend *b, const json_t *loc, const char *owner, json_
 			goto done;
 	}
 	if (strcmp(root, TT_GIT_EMPTY_ROOT_SHA) != 0) {
-		rc = gerr(err, TT_EBACKEND, "unexpected root commit %s (expected %s)", root,
+		rc = KERR(err, TT_EBACKEND, "unexpected root commit %s (expected %s)", root,
 			  TT_GIT_EMPTY_ROOT_SHA);
 		goto done;
 	}
 	if (!(full = tt_asprintf("refs/heads/%s", base))) {
-		rc = goom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	{
@@ -2175,7 +2250,9 @@ static int git_create(tt_backend *b, const json_t *loc, const char *owner, json_
 		    (rc = git_run(b, repo, reset, NULL, err)) < 0)
 			goto done;
 	}
-	rc = git_fingerprint(b, loc, NULL, state, err);
+	/* The state this create made: its root commit, clean -- not the store
+	 * read again, which a writer quick off the mark may already have moved. */
+	rc = state_at(b, repo, root, state, err);
 done:
 	free(repo);
 	free(base);
@@ -2252,7 +2329,7 @@ static int empty_in(tt_backend *b, const char *repo, const json_t *loc, const js
 	while (line_next(&it, &s, &n)) {
 		char *r = strip_dup(s, n);
 		if (!r) {
-			rc = goom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if (r[0] && !in_array(ignoring, r)) {
@@ -2306,7 +2383,7 @@ static int git_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 		goto done;
 	if (!has_git_dir(repo) || (rc = owner_in(b, repo, &owner, err)) < 0 || !owner) {
 		if (rc == 0)
-			rc = gerr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s is not a repository tether created; not removing it", repo);
 		goto done;
 	}
@@ -2314,7 +2391,7 @@ static int git_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	if ((rc = empty_in(b, repo, loc, NULL, &empty, err)) < 0)
 		goto done;
 	if (empty != 1) {
-		rc = gerr(err, TT_EBACKEND, "%s is not empty (refs, commits, or files in the working "
+		rc = KERR(err, TT_EBACKEND, "%s is not empty (refs, commits, or files in the working "
 					    "tree); not removing it", repo);
 		goto done;
 	}
@@ -2386,7 +2463,7 @@ int tt_git_backend_new(tt_backend *b, tt_error *err)
 	char *found;
 
 	if (!g)
-		return goom(err);
+		return KOOM(err);
 	/* The executable comes from the untracked secrets.toml (the config
 	 * holds only what it set: a committed tether.toml may set nothing
 	 * for git), the environment, or PATH. */
@@ -2399,7 +2476,7 @@ int tt_git_backend_new(tt_backend *b, tt_error *err)
 		free(g->exe);
 		free(g->jj);
 		free(g);
-		return goom(err);
+		return KOOM(err);
 	}
 	b->ops = &git_ops;
 	b->impl = g;

@@ -52,8 +52,6 @@
 #define EMPTY TT_ICEBERG_NO_SNAPSHOT
 #define COMMIT_ATTEMPTS 8
 
-#define IERR(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define IOOM(err) TT_BACKEND_OOM(err, KIND)
 
 static const char *const safe_catalog_keys[] = { "type", "warehouse", "name", NULL };
 
@@ -71,7 +69,7 @@ static int get_ident(const json_t *loc, const char **out, tt_error *err)
 	if (!*out)
 		*out = str_of(loc, "table");
 	if (!*out)
-		return IERR(err, TT_ECONFIG, "iceberg locator needs 'identifier' (namespace.table)");
+		return KERR(err, TT_ECONFIG, "iceberg locator needs 'identifier' (namespace.table)");
 	return 0;
 }
 
@@ -79,7 +77,7 @@ static int base_branch_of(const json_t *loc, char **out, tt_error *err)
 {
 	const char *b = str_of(loc, "branch");
 	*out = tt_strdup(b ? b : "main");
-	return *out ? 0 : IOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static const char *catalog_name_of(const json_t *loc, const json_t *props)
@@ -102,11 +100,11 @@ static int check_committed(const json_t *loc, tt_error *err)
 	if (!cat || json_is_null(cat))
 		return 0;
 	if (!json_is_object(cat))
-		return IERR(err, TT_ECONFIG, "iceberg locator's 'catalog' must be a table of properties");
+		return KERR(err, TT_ECONFIG, "iceberg locator's 'catalog' must be a table of properties");
 	/* json objects iterate in insertion order; report sorted like tether-vcs */
 	const char **names = tt_calloc(json_object_size(cat) + 1, sizeof *names);
 	if (!names)
-		return IOOM(err);
+		return KOOM(err);
 	json_object_foreach((json_t *)cat, k, v) {
 		bool ok = false;
 		for (const char *const *s = safe_catalog_keys; *s; s++)
@@ -118,8 +116,8 @@ static int check_committed(const json_t *loc, tt_error *err)
 		qsort(names, n, sizeof *names, tt_cmp_cstr);
 		for (size_t i = 0; i < n; i++)
 			tt_buf_printf(&bad, "%scatalog.%s", i ? ", " : "", names[i]);
-		rc = bad.failed ? IOOM(err)
-				: IERR(err, TT_ECONFIG,
+		rc = bad.failed ? KOOM(err)
+				: KERR(err, TT_ECONFIG,
 				       "iceberg locator sets %s; a manifest is committed and may only set "
 				       "catalog.{name, type, warehouse} -- put the rest in "
 				       ".tether/secrets.toml under [backends.iceberg] catalog or "
@@ -140,7 +138,7 @@ static int catalog_props(tt_backend *b, const json_t *loc, json_t **out, tt_erro
 	int rc;
 	*out = NULL;
 	if (!props)
-		return IOOM(err);
+		return KOOM(err);
 	if ((rc = get_ident(loc, &ident, err)) != 0 || (rc = check_committed(loc, err)) != 0) {
 		json_decref(props);
 		return rc;
@@ -151,7 +149,7 @@ static int catalog_props(tt_backend *b, const json_t *loc, json_t **out, tt_erro
 	for (size_t i = 0; i < 3; i++)
 		if (json_is_object(layers[i]) && tt_secrets_merge(props, layers[i]) < 0) {
 			json_decref(props);
-			return IOOM(err);
+			return KOOM(err);
 		}
 	*out = props;
 	return 0;
@@ -260,7 +258,7 @@ static int split_ident(ib_table *t, tt_error *err)
 	const char *dot = strrchr(t->ident, '.');
 	t->ns = dot ? tt_strndup(t->ident, (size_t)(dot - t->ident)) : tt_strdup("");
 	t->name = tt_strdup(dot ? dot + 1 : t->ident);
-	return t->ns && t->name ? 0 : IOOM(err);
+	return t->ns && t->name ? 0 : KOOM(err);
 }
 
 /* A REST catalog: its config read and the client authenticated.  Its
@@ -270,7 +268,7 @@ static int rest_connect(ib_table *t, const char *uri, tt_error *err)
 {
 	const char *wh = str_of(t->props, "warehouse");
 	if (!uri)
-		return IERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg REST catalog '%s' for %s has no uri; set catalog.uri "
 			    "(http(s)://...) in .tether/secrets.toml under [backends.iceberg]",
 			    t->catalog_name, t->ident);
@@ -297,7 +295,7 @@ static int table_connect(tt_backend *b, const json_t *loc, ib_table *t, tt_error
 	type = catalog_type(t->props);
 	uri = str_of(t->props, "uri");
 	if (!type)
-		return IERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg catalog '%s' for %s has no type and no uri to tell it from; set "
 			    "catalog = { type = \"sql\", uri = \"sqlite:///...\" } under [backends.iceberg] "
 			    "in .tether/secrets.toml",
@@ -305,25 +303,25 @@ static int table_connect(tt_backend *b, const json_t *loc, ib_table *t, tt_error
 	if (strcmp(type, "rest") == 0)
 		return rest_connect(t, uri, err);
 	if (strcmp(type, "sql") != 0)
-		return IERR(err, TT_ECAPABILITY,
+		return KERR(err, TT_ECAPABILITY,
 			    "iceberg catalog type '%s' (for %s) is not supported by this tether yet; "
 			    "use a SQL catalog (type = \"sql\") on SQLite or PostgreSQL, or a REST "
 			    "catalog (type = \"rest\")",
 			    type, t->ident);
 	if (!uri)
-		return IERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg SQL catalog '%s' for %s has no uri; set catalog.uri (sqlite:///... or "
 			    "postgresql://...) in .tether/secrets.toml under [backends.iceberg]",
 			    t->catalog_name, t->ident);
 	if (!(target = db_target(uri)))
-		return IERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg SQL catalog '%s' for %s: the uri is neither sqlite:///<path> nor "
 			    "postgresql://...; fix catalog.uri in .tether/secrets.toml",
 			    t->catalog_name, t->ident);
 	wh = str_of(t->props, "warehouse");
 	if (wh && !(t->warehouse = local_path(wh))) {
 		free(target);
-		return IERR(err, TT_ECAPABILITY,
+		return KERR(err, TT_ECAPABILITY,
 			    "iceberg warehouse for %s is not on a local file system (file://); object-store "
 			    "warehouses are not supported by this tether yet",
 			    t->ident);
@@ -356,14 +354,14 @@ static int rest_load(ib_table *t, tt_iceberg_rest_table *given, tt_error *err)
 	if (!given && (rc = tt_iceberg_rest_load(t->rest, t->ns, t->name, t->ident, &got, err)) != 0)
 		goto done;
 	if (t->warehouse && (path = local_path(rt->location)) && !under(path, t->warehouse)) {
-		rc = IERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg table %s: metadata location %s is outside the catalog's warehouse %s; "
 			  "refusing to read or write there (check the catalog entry and catalog.warehouse)",
 			  t->ident, rt->location, t->warehouse);
 		goto done;
 	}
 	if (!(what = tt_asprintf("iceberg table %s metadata %s", t->ident, rt->location))) {
-		rc = IOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	memset(&meta, 0, sizeof meta);
@@ -415,23 +413,24 @@ static int table_load(ib_table *t, tt_error *err)
 		goto done;
 	}
 	if (rows.nrows == 0 || !rows.cells[0]) {
-		rc = IERR(err, TT_EBACKEND, "iceberg table %s not found in catalog '%s' (%s)", t->ident,
-			  t->catalog_name, tt_db_where(t->db));
+		/* pyiceberg's words, as tether-vcs passes them on; the hint says where. */
+		rc = KERR(err, TT_EBACKEND, "iceberg: NoSuchTableError: Table does not exist: %s", t->ident);
+		tt_error_hint(err, "looked up in catalog '%s' (%s)", t->catalog_name, tt_db_where(t->db));
 		goto done;
 	}
 	if (!(t->location = tt_strdup(rows.cells[0]))) {
-		rc = IOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (!(path = local_path(t->location))) {
-		rc = IERR(err, TT_ECAPABILITY,
+		rc = KERR(err, TT_ECAPABILITY,
 			  "iceberg table %s: metadata location %s is not on a local file system; "
 			  "object-store warehouses are not supported by this tether yet",
 			  t->ident, t->location);
 		goto done;
 	}
 	if (t->warehouse && !under(path, t->warehouse)) {
-		rc = IERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg table %s: metadata location %s is outside the catalog's warehouse %s; "
 			  "refusing to read or write there (check the catalog entry and catalog.warehouse)",
 			  t->ident, t->location, t->warehouse);
@@ -444,7 +443,7 @@ static int table_load(ib_table *t, tt_error *err)
 	}
 	what = tt_asprintf("iceberg table %s metadata %s", t->ident, t->location);
 	if (!what) {
-		rc = IOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = tt_iceberg_meta_parse(text.ptr, text.len, what, &t->meta, err)) != 0) {
@@ -508,17 +507,17 @@ static int write_next(ib_table *t, char **uri, char **path, tt_error *err)
 
 	*uri = *path = NULL;
 	if (!dir_uri)
-		return IOOM(err);
+		return KOOM(err);
 	while (strlen(dir_uri) > 1 && dir_uri[strlen(dir_uri) - 1] == '/')
 		dir_uri[strlen(dir_uri) - 1] = '\0';
 	if (!(dir = local_path(dir_uri))) {
-		rc = IERR(err, TT_ECAPABILITY,
+		rc = KERR(err, TT_ECAPABILITY,
 			  "iceberg table %s: its metadata directory %s is not on a local file system",
 			  t->ident, dir_uri);
 		goto done;
 	}
 	if (t->warehouse && !under(dir, t->warehouse)) {
-		rc = IERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg table %s: its metadata directory %s is outside the catalog's "
 			  "warehouse %s; refusing to write there",
 			  t->ident, dir_uri, t->warehouse);
@@ -529,7 +528,7 @@ static int write_next(ib_table *t, char **uri, char **path, tt_error *err)
 	*uri = tt_asprintf("%s/%05ld-%s.metadata.json", dir_uri, version + 1, id);
 	*path = tt_asprintf("%s/%05ld-%s.metadata.json", dir, version + 1, id);
 	if (!*uri || !*path) {
-		rc = IOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = tt_write_file_exclusive(*path, text.ptr, text.len, 0644, err)) != 0) {
@@ -610,7 +609,7 @@ static int table_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_ou
 			/* t->meta is the edited copy that lost: callers read the table's */
 			if ((rc = table_load(t, err)) != 0)
 				return rc;
-			return IERR(err, TT_EREFMOVED,
+			return KERR(err, TT_EREFMOVED,
 				    "iceberg table %s moved meanwhile %d times (other writers commit "
 				    "faster); nothing was changed -- run it again",
 				    t->ident, COMMIT_ATTEMPTS);
@@ -642,15 +641,15 @@ static int apply_ref(ib_table *t, void *ctx, const char *prev, bool *changed, tt
 	*changed = false;
 	if (c->conditional) {
 		if (c->from == EMPTY && r)
-			return IERR(err, TT_EREFMOVED, "%s: %s exists (at %lld), expected absent", c->what,
+			return KERR(err, TT_EREFMOVED, "%s: %s exists (at %lld), expected absent", c->what,
 				    c->name, r->snapshot_id);
 		if (c->from != EMPTY && (!r || r->snapshot_id != c->from)) {
 			if (r)
-				return IERR(err, TT_EREFMOVED,
+				return KERR(err, TT_EREFMOVED,
 					    "%s: %s moved meanwhile: it is at snapshot %lld, expected %lld "
 					    "(the head the plan reviewed); nothing moved",
 					    c->what, c->name, r->snapshot_id, c->from);
-			return IERR(err, TT_EREFMOVED, "%s: %s is gone, expected snapshot %lld", c->what,
+			return KERR(err, TT_EREFMOVED, "%s: %s is gone, expected snapshot %lld", c->what,
 				    c->name, c->from);
 		}
 	}
@@ -696,7 +695,7 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 	bool changed = false;
 	int rc = 0;
 	if (apply != apply_ref)
-		return IERR(err, TT_ERROR, "iceberg table %s: this change cannot be sent to a REST catalog",
+		return KERR(err, TT_ERROR, "iceberg table %s: this change cannot be sent to a REST catalog",
 			    t->ident);
 	bool fresh = true; /* t->meta is the catalog's, not edited by apply */
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
@@ -736,7 +735,7 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 			json_decref(req);
 			json_decref(upd);
 			free(uuid);
-			return IOOM(err);
+			return KOOM(err);
 		}
 		free(uuid);
 		rc = tt_iceberg_rest_commit(t->rest, t->ns, t->name, t->ident, req, upd, &conflict, &sent,
@@ -765,7 +764,7 @@ static int rest_commit(ib_table *t, apply_fn apply, void *ctx, bool *changed_out
 			break;
 		}
 		if (attempt + 1 == COMMIT_ATTEMPTS)
-			return IERR(err, TT_EREFMOVED,
+			return KERR(err, TT_EREFMOVED,
 				    "iceberg table %s moved meanwhile %d times (other writers commit "
 				    "faster); nothing was changed -- run it again",
 				    t->ident, COMMIT_ATTEMPTS);
@@ -797,7 +796,7 @@ static int state_sid(const json_t *state, long long *sid, tt_error *err)
 		if (!errno && end && !*end && end != json_string_value(s))
 			return 0;
 	}
-	return IERR(err, TT_EBACKEND, "iceberg state needs an integer 'snapshot_id'");
+	return KERR(err, TT_EBACKEND, "iceberg state needs an integer 'snapshot_id'");
 }
 
 static bool all_digits(const char *s)
@@ -826,8 +825,7 @@ static int resolve(ib_table *t, const char *ref, long long *sid, tt_error *err)
 		}
 	}
 	char *r2 = tt_pyv_repr_dup(ref);
-	int rc = IERR(err, TT_EBACKEND, "iceberg table %s: no snapshot for ref %s", t->ident,
-		      r2 ? r2 : ref);
+	int rc = KERR(err, TT_EBACKEND, "no snapshot for ref %s", r2 ? r2 : ref);
 	free(r2);
 	return rc;
 }
@@ -843,11 +841,11 @@ static int read_ref(const json_t *loc, const char *working_ref, char **out, tt_e
 {
 	if (working_ref) {
 		*out = tt_strdup(working_ref);
-		return *out ? 0 : IOOM(err);
+		return *out ? 0 : KOOM(err);
 	}
 	if (has_at(loc)) {
 		*out = tt_pyv_str_dup(json_object_get(loc, "at"));
-		return *out ? 0 : IOOM(err);
+		return *out ? 0 : KOOM(err);
 	}
 	return base_branch_of(loc, out, err);
 }
@@ -876,7 +874,7 @@ static int ib_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error 
 		return rc;
 	*out = json_pack("{s:s, s:s, s:s}", "identifier", ident, "branch", branch ? branch : "main",
 			 "catalog_name", cn ? cn : "default");
-	return *out ? 0 : IOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int ib_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref, json_t **state,
@@ -892,7 +890,7 @@ static int ib_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 	if ((rc = read_ref(loc, working_ref, &ref, err)) == 0 && !is_empty_at(&t, loc, ref))
 		rc = resolve(&t, ref, &sid, err);
 	if (rc == 0 && !(*state = sid_state(sid)))
-		rc = IOOM(err);
+		rc = KOOM(err);
 	free(ref);
 	table_release(&t);
 	return rc;
@@ -906,7 +904,7 @@ static int ib_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	bool changed = false;
 	int rc;
 	if (!pin_id || !*pin_id)
-		return IERR(err, TT_EUSAGE, "pin needs an id");
+		return KERR(err, TT_EUSAGE, "pin needs an id");
 	if ((rc = state_sid(state, &sid, err)) != 0 || (rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, false, err)) != 0)
 		return rc;
 	if (sid == EMPTY)
@@ -916,12 +914,12 @@ static int ib_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 	const tt_iceberg_ref *have = tt_iceberg_meta_ref(&t.meta, out->ref);
 	if (have) {
 		if (have->snapshot_id != sid)
-			rc = IERR(err, TT_EBACKEND, "tag %s already points at %lld", out->ref,
+			rc = KERR(err, TT_EBACKEND, "tag %s already points at %lld", out->ref,
 				  have->snapshot_id);
 		goto done;
 	}
 	if (!tt_iceberg_meta_snapshot(&t.meta, sid)) {
-		rc = IERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg table %s: snapshot %lld is no longer in the table (expired?); it "
 			  "cannot be pinned",
 			  t.ident, sid);
@@ -974,7 +972,7 @@ static int list_refs(tt_backend *b, const json_t *loc, const char *prefix, bool 
 		}
 	}
 	if (!*out)
-		rc = IOOM(err);
+		rc = KOOM(err);
 	table_release(&t);
 	return rc;
 }
@@ -1026,7 +1024,7 @@ static int ib_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 		*message = tt_asprintf("snapshot %lld expired/absent", sid);
 	}
 	if (!*message)
-		rc = IOOM(err);
+		rc = KOOM(err);
 done:
 	table_release(&t);
 	return rc;
@@ -1051,7 +1049,7 @@ static bool holds_empty(tt_backend *b, const json_t *loc, const tt_pin *pin)
 
 static int no_fork_of_empty(ib_table *t, tt_error *err)
 {
-	return IERR(err, TT_EBACKEND,
+	return KERR(err, TT_EBACKEND,
 		    "iceberg table %s had no snapshot yet; Iceberg has no branch before the first "
 		    "snapshot -- write it on the trunk bookmark first",
 		    t->ident);
@@ -1069,7 +1067,7 @@ static int source_sid(ib_table *t, const json_t *loc, const tt_target *src, long
 		}
 		if (holds_empty(t->b, loc, src->pin))
 			return no_fork_of_empty(t, err);
-		return IERR(err, TT_EBACKEND, "pin %s missing", src->pin->ref);
+		return KERR(err, TT_EBACKEND, "pin %s missing", src->pin->ref);
 	}
 	if (src->kind == TT_TARGET_STATE && src->state) {
 		int rc = state_sid(src->state, sid, err);
@@ -1113,7 +1111,7 @@ static int ib_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	int rc;
 	*ref_out = NULL;
 	if (!name || !*name)
-		return IERR(err, TT_EUSAGE, "fork needs a branch name");
+		return KERR(err, TT_EUSAGE, "fork needs a branch name");
 	if ((rc = table_open(b, loc, &t, err)) != 0)
 		return rc;
 	ref_change c = { name, false, 0, false, 0, "fork" };
@@ -1124,7 +1122,7 @@ static int ib_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	rc = table_commit(&t, apply_ref, &c, NULL, err);
 done:
 	if (rc == 0 && !(*ref_out = tt_strdup(name)))
-		rc = IOOM(err);
+		rc = KOOM(err);
 	table_release(&t);
 	return rc;
 }
@@ -1202,7 +1200,7 @@ static int ib_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		if (expected->kind == TT_EXPECT_STATE && (rc = state_sid(expected->state, &from, err)) != 0)
 			goto done;
 		if (from != head) {
-			rc = IERR(err, TT_EREFMOVED,
+			rc = KERR(err, TT_EREFMOVED,
 				  "promote: %s moved meanwhile: it is at snapshot %lld, expected %lld (the "
 				  "head the plan reviewed); nothing moved",
 				  base, head, from);
@@ -1217,7 +1215,7 @@ static int ib_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		goto done;
 	if (target != head) {
 		if (!tt_iceberg_meta_is_ancestor(&t.meta, head, target)) {
-			rc = IERR(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s moved to snapshot %lld, which is not an ancestor of %lld; " PROMOTE_HINT,
 				  base, head, target);
 			goto done;
@@ -1229,24 +1227,11 @@ static int ib_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			goto done;
 	}
 	if (!(*new_state = sid_state(target)))
-		rc = IOOM(err);
+		rc = KOOM(err);
 done:
 	free(base);
 	table_release(&t);
 	return rc;
-}
-
-static int ib_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
-		    const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
-{
-	(void)b;
-	(void)loc;
-	(void)source;
-	(void)message;
-	(void)expected;
-	*new_state = NULL;
-	*conflicts = NULL;
-	return IERR(err, TT_ECAPABILITY, "iceberg cannot merge diverged branches; " PROMOTE_HINT);
 }
 
 /* --- open ----------------------------------------------------------------------- */
@@ -1271,13 +1256,13 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 			sid = r->snapshot_id;
 			have_sid = true;
 			if (!ref) {
-				rc = IOOM(err);
+				rc = KOOM(err);
 				goto done;
 			}
 		} else if (holds_empty(b, loc, target->pin)) {
 			have_sid = true; /* at -1: a reader refuses it */
 		} else {
-			rc = IERR(err, TT_EBACKEND, "iceberg tag %s not found", target->pin->ref);
+			rc = KERR(err, TT_EBACKEND, "iceberg tag %s not found", target->pin->ref);
 			goto done;
 		}
 	} else if (target->kind == TT_TARGET_STATE && target->state) {
@@ -1287,7 +1272,7 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		have_sid = true;
 	} else if (target->kind == TT_TARGET_BASE && read_only && has_at(loc)) {
 		char *at = tt_pyv_str_dup(json_object_get(loc, "at"));
-		rc = at ? resolve(&t, at, &sid, err) : IOOM(err);
+		rc = at ? resolve(&t, at, &sid, err) : KOOM(err);
 		free(at);
 		if (rc)
 			goto done;
@@ -1298,7 +1283,7 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		else if ((rc = base_branch_of(loc, &ref, err)) != 0)
 			goto done;
 		if (!ref) {
-			rc = IOOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -1316,7 +1301,7 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		}
 	}
 	if (!address || !cat) {
-		rc = IOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*handle = json_pack("{s:s, s:s, s:b, s:s, s:s, s:O, s:s?, s:s}", "type", KIND, "address",
@@ -1333,7 +1318,7 @@ static int ib_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		*handle = NULL;
 	}
 	if (!*handle)
-		rc = IOOM(err);
+		rc = KOOM(err);
 done:
 	json_decref(cat);
 	free(ref);
@@ -1376,7 +1361,7 @@ static int hist_step(const tt_iceberg_snapshot *s, void *ctx, tt_error *err)
 	if (h->n >= h->limit)
 		return 1;
 	if (TT_ARRAY_GROW(h->entries, h->cap, h->n + 1) != 0)
-		return IOOM(err);
+		return KOOM(err);
 	tt_history_entry *e = &h->entries[h->n];
 	memset(e, 0, sizeof *e);
 	h->n++;
@@ -1397,7 +1382,7 @@ static int hist_step(const tt_iceberg_snapshot *s, void *ctx, tt_error *err)
 		if (h->t->meta.refs[i].snapshot_id == s->id)
 			json_array_append_new(e->refs, json_string(h->t->meta.refs[i].name));
 	if (!e->id || !e->message || !e->refs)
-		return IOOM(err);
+		return KOOM(err);
 	return 0;
 }
 
@@ -1446,7 +1431,7 @@ static int chain_step(const tt_iceberg_snapshot *s, void *ctx, tt_error *err)
 		return 1;
 	}
 	if (TT_ARRAY_GROW(c->items, c->cap, c->n + 1) != 0)
-		return IOOM(err);
+		return KOOM(err);
 	c->items[c->n++] = s;
 	return 0;
 }
@@ -1476,7 +1461,7 @@ static int ib_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		const tt_iceberg_snapshot *xa = tt_iceberg_meta_snapshot(&t.meta, sa);
 		const tt_iceberg_snapshot *xb = tt_iceberg_meta_snapshot(&t.meta, sb);
 		if (!(out->note = tt_asprintf("%lld is not an ancestor of %lld; comparing totals", sa, sb))) {
-			rc = IOOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		for (size_t i = 0; i < 3 && rc == 0; i++) {
@@ -1484,7 +1469,7 @@ static int ib_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 			if ((va == NULL) == (vb == NULL) && (!va || strcmp(va, vb) == 0))
 				continue;
 			char *d = tt_asprintf("%s -> %s", va ? va : "?", vb ? vb : "?");
-			rc = d ? tt_object_diff_add(out, keys[i], "modified", d, err) : IOOM(err);
+			rc = d ? tt_object_diff_add(out, keys[i], "modified", d, err) : KOOM(err);
 			free(d);
 		}
 		goto done;
@@ -1508,7 +1493,7 @@ static int ib_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		if (!k)
 			tt_buf_puts(&d, "metadata");
 		snprintf(id, sizeof id, "%lld", s->id);
-		rc = d.failed ? IOOM(err) : tt_object_diff_add(out, id, "modified", d.ptr, err);
+		rc = d.failed ? KOOM(err) : tt_object_diff_add(out, id, "modified", d.ptr, err);
 		tt_buf_release(&d);
 	}
 done:
@@ -1528,7 +1513,7 @@ static int ib_scope(tt_backend *b, const json_t *loc, char **out, tt_error *err)
 		return rc;
 	/* Branches and tags are table-wide, whichever branch an object reads. */
 	*out = tt_asprintf("iceberg:%s:%s", cn ? cn : "default", ident);
-	return *out ? 0 : IOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int ib_base_branch(tt_backend *b, const json_t *loc, char **out, tt_error *err)
@@ -1573,7 +1558,8 @@ static const tt_backend_ops ib_ops = {
 	.working_ref_blockers = tt_kit_no_blockers,
 	.open = ib_open,
 	.promote = ib_promote,
-	.merge = ib_merge,
+	.merge = tt_kit_no_merge,
+	.no_merge = "iceberg cannot merge diverged branches; " PROMOTE_HINT,
 	.ancestor_of = ib_ancestor_of,
 	.diff = ib_diff,
 	.history = ib_history,

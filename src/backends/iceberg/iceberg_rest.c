@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "backends/backend.h"
+#include "backends/kit.h"
 #include "backends/iceberg/iceberg_rest.h"
 #include "net/http.h"
 #include "net/sigv4.h"
@@ -15,8 +16,6 @@
 #include "util/mem.h"
 
 #define KIND "iceberg"
-#define RERR(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define ROOM(err) TT_BACKEND_OOM(err, KIND)
 #define MAX_HEADERS 32
 
 struct tt_iceberg_rest {
@@ -75,20 +74,20 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 		region = getenv("AWS_DEFAULT_REGION");
 	const char *service = prop(r, "rest.signing-name") ? prop(r, "rest.signing-name") : "execute-api";
 	if (!creds.access_key_id || !creds.secret_access_key)
-		return RERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg REST catalog %s: rest.sigv4-enabled, but no AWS credentials: set "
 			    "client.access-key-id and client.secret-access-key in the catalog under "
 			    "[backends.iceberg] in .tether/secrets.toml, or AWS_ACCESS_KEY_ID and "
 			    "AWS_SECRET_ACCESS_KEY",
 			    r->uri);
 	if (!region)
-		return RERR(err, TT_ECONFIG,
+		return KERR(err, TT_ECONFIG,
 			    "iceberg REST catalog %s: rest.sigv4-enabled, but no signing region: set "
 			    "rest.signing-region in the catalog in .tether/secrets.toml, or AWS_REGION",
 			    r->uri);
 	const char *sep = strstr(url, "://");
 	if (!sep)
-		return RERR(err, TT_ECONFIG, "iceberg REST catalog: %s is not an http(s) URL", r->uri);
+		return KERR(err, TT_ECONFIG, "iceberg REST catalog: %s is not an http(s) URL", r->uri);
 	char *scheme = tt_strndup(url, (size_t)(sep - url));
 	const char *hp = sep + 3, *slash = strchr(hp, '/');
 	char *host = slash ? tt_strndup(hp, (size_t)(slash - hp)) : tt_strdup(hp);
@@ -100,7 +99,7 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 	size_t np = 0, nd = 0;
 	int rc = 0;
 	if (!scheme || !host || !path || (q && !query)) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	/* the Host header curl sends: no default port */
@@ -113,7 +112,7 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 		if (next)
 			*next++ = '\0';
 		if (np == sizeof params / sizeof *params) {
-			rc = RERR(err, TT_EBACKEND, "iceberg REST catalog %s: too many query parameters", r->uri);
+			rc = KERR(err, TT_EBACKEND, "iceberg REST catalog %s: too many query parameters", r->uri);
 			goto done;
 		}
 		char *eq = strchr(p, '=');
@@ -122,7 +121,7 @@ static int sigv4_sign(tt_iceberg_rest *r, const char *method, const char *url, c
 		char *name = decoded[nd++] = tt_percent_decode(p);
 		char *value = decoded[nd++] = tt_percent_decode(eq ? eq : "");
 		if (!name || !value) {
-			rc = ROOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		params[np++] = (tt_sigv4_param){ name, value };
@@ -191,7 +190,7 @@ static int set_base(tt_iceberg_rest *r, tt_error *err)
 			n--;
 		r->prefix = n ? tt_asprintf("%.*s/", (int)n, prefix) : tt_strdup("");
 	}
-	return r->uri && r->prefix ? 0 : ROOM(err);
+	return r->uri && r->prefix ? 0 : KOOM(err);
 }
 
 /* The server's error object as "Type: message" (or the body's first bytes). */
@@ -222,7 +221,7 @@ static int http_error(const tt_http_response *resp, const char *what, const char
 	char *msg = server_message(resp);
 	int code = TT_EBACKEND;
 	bool auth = resp->status == 401 || resp->status == 403;
-	RERR(err, code, "iceberg REST catalog %s: %s%s%s: HTTP %ld %s%s", uri, what, ident ? " " : "",
+	KERR(err, code, "iceberg REST catalog %s: %s%s%s: HTTP %ld %s%s", uri, what, ident ? " " : "",
 	     ident ? ident : "", resp->status, msg ? msg : "",
 	     auth ? "; check catalog.token or catalog.credential (client_id:client_secret) in "
 		    ".tether/secrets.toml under [backends.iceberg]"
@@ -243,7 +242,7 @@ static int rest_send(tt_iceberg_rest *r, const char *method, const char *url, co
 		headers[n++] = r->auth;
 	if (content_type) {
 		if (!(ct = tt_asprintf("Content-Type: %s", content_type)))
-			return ROOM(err);
+			return KOOM(err);
 		headers[n++] = ct;
 	}
 	headers[n++] = "Accept: application/json";
@@ -292,7 +291,7 @@ static int fetch_token(tt_iceberg_rest *r, const char *ident, tt_error *err)
 
 	tt_http_response_init(&resp);
 	if (!url || (colon && !id)) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	form_put(&form, "grant_type", "client_credentials");
@@ -301,7 +300,7 @@ static int fetch_token(tt_iceberg_rest *r, const char *ident, tt_error *err)
 	form_put(&form, "client_secret", colon ? colon + 1 : cred);
 	form_put(&form, "scope", scope ? scope : "catalog");
 	if (form.failed) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = rest_send(r, "POST", url, "application/x-www-form-urlencoded", form.ptr, form.len, false,
@@ -311,7 +310,7 @@ static int fetch_token(tt_iceberg_rest *r, const char *ident, tt_error *err)
 	}
 	if (resp.status != 200) {
 		char *msg = server_message(&resp);
-		rc = RERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg REST catalog %s: the token endpoint refused the client credentials "
 			  "for %s: HTTP %ld %s; check catalog.credential (client_id:client_secret) and "
 			  "catalog.oauth2-server-uri in .tether/secrets.toml",
@@ -322,7 +321,7 @@ static int fetch_token(tt_iceberg_rest *r, const char *ident, tt_error *err)
 	doc = json_loadb(resp.body.ptr, resp.body.len, 0, NULL);
 	const char *tok = json_string_value(json_object_get(doc, "access_token"));
 	if (!tok || !*tok || strpbrk(tok, "\r\n")) {
-		rc = RERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg REST catalog %s: the token endpoint's answer for %s has no "
 			  "access_token",
 			  r->uri, ident);
@@ -333,7 +332,7 @@ static int fetch_token(tt_iceberg_rest *r, const char *ident, tt_error *err)
 		free(r->auth);
 	}
 	if (!(r->auth = tt_asprintf("Authorization: Bearer %s", tok)))
-		rc = ROOM(err);
+		rc = KOOM(err);
 done:
 	if (form.len)
 		memset(form.ptr, 0, form.len);
@@ -354,7 +353,7 @@ static int call(tt_iceberg_rest *r, const char *method, const char *url, const j
 	int rc;
 	if (body && tt_json_dump(&text, body, (tt_json_style){ -1, false, false, true }) != 0) {
 		tt_buf_release(&text);
-		return ROOM(err);
+		return KOOM(err);
 	}
 	rc = rest_send(r, method, url, body ? "application/json" : NULL, body ? text.ptr : NULL, text.len,
 		  true, resp, err);
@@ -375,13 +374,13 @@ static int take_headers(tt_iceberg_rest *r, tt_error *err)
 		if (strncmp(k, "header.", 7) != 0 || !k[7] || !json_is_string(v))
 			continue;
 		if (strpbrk(k, "\r\n:") || strpbrk(json_string_value(v), "\r\n"))
-			return RERR(err, TT_ECONFIG, "iceberg REST catalog property %s is not a valid "
+			return KERR(err, TT_ECONFIG, "iceberg REST catalog property %s is not a valid "
 						     "header; fix it in .tether/secrets.toml", k);
 		if (r->nextra == MAX_HEADERS)
-			return RERR(err, TT_ECONFIG, "iceberg REST catalog: more than %d header.* "
+			return KERR(err, TT_ECONFIG, "iceberg REST catalog: more than %d header.* "
 						     "properties", MAX_HEADERS);
 		if (!(r->extra[r->nextra++] = tt_asprintf("%s: %s", k + 7, json_string_value(v))))
-			return ROOM(err);
+			return KOOM(err);
 	}
 	return 0;
 }
@@ -400,12 +399,12 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 	tt_http_response_init(&resp);
 	if (!r || !(r->props = json_deep_copy(props))) {
 		free(r);
-		return ROOM(err);
+		return KOOM(err);
 	}
 	if ((rc = set_base(r, err)) != 0)
 		goto done;
 	if (strncmp(r->uri, "http://", 7) != 0 && strncmp(r->uri, "https://", 8) != 0) {
-		rc = RERR(err, TT_ECONFIG,
+		rc = KERR(err, TT_ECONFIG,
 			  "iceberg REST catalog for %s: catalog.uri must be http(s)://...; fix it in "
 			  ".tether/secrets.toml under [backends.iceberg]",
 			  ident);
@@ -427,12 +426,12 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 			goto done;
 	} else if (prop(r, "token")) {
 		if (strpbrk(prop(r, "token"), "\r\n")) {
-			rc = RERR(err, TT_ECONFIG, "iceberg REST catalog for %s: catalog.token is not a "
+			rc = KERR(err, TT_ECONFIG, "iceberg REST catalog for %s: catalog.token is not a "
 						   "valid token; fix it in .tether/secrets.toml", ident);
 			goto done;
 		}
 		if (!(r->auth = tt_asprintf("Authorization: Bearer %s", prop(r, "token")))) {
-			rc = ROOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -442,7 +441,7 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 		tt_http_uri_encode(&q, prop(r, "warehouse"), strlen(prop(r, "warehouse")), false);
 	}
 	if (q.failed || !(url = tt_asprintf("%s/v1/config%s", r->uri, q.len ? q.ptr : ""))) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = call(r, "GET", url, NULL, ident, &resp, err)) != 0) {
@@ -454,14 +453,14 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 		goto done;
 	}
 	if (!(doc = json_loadb(resp.body.ptr, resp.body.len, 0, NULL)) || !json_is_object(doc)) {
-		rc = RERR(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "iceberg REST catalog %s: its /v1/config answer (for %s) is not a JSON object",
 			  r->uri, ident);
 		goto done;
 	}
 	merged = json_object();
 	if (!merged) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	const json_t *layers[] = { json_object_get(doc, "defaults"), r->props,
@@ -473,7 +472,7 @@ int tt_iceberg_rest_open(const json_t *props, const char *ident, tt_iceberg_rest
 			continue;
 		json_object_foreach((json_t *)layers[i], k, v)
 			if (json_is_string(v) && json_object_set(merged, k, v) != 0) {
-				rc = ROOM(err);
+				rc = KOOM(err);
 				goto done;
 			}
 	}
@@ -528,13 +527,13 @@ static int take_table(const tt_http_response *resp, const char *ident, const cha
 	int rc = 0;
 	tt_iceberg_rest_table_release(out);
 	if (!json_is_object(meta) || !loc || !*loc) {
-		rc = RERR(err, TT_EPARSE,
+		rc = KERR(err, TT_EPARSE,
 			  "iceberg REST catalog %s: its answer for table %s has no metadata-location "
 			  "and metadata",
 			  uri, ident);
 	} else if (!(out->location = tt_strdup(loc)) ||
 		   tt_json_dump(&out->metadata, meta, (tt_json_style){ -1, false, false, true }) != 0) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 	}
 	json_decref(doc);
 	if (rc)
@@ -549,13 +548,17 @@ int tt_iceberg_rest_load(tt_iceberg_rest *r, const char *ns, const char *name, c
 	tt_http_response resp;
 	int rc;
 	if (!url)
-		return ROOM(err);
+		return KOOM(err);
 	tt_http_response_init(&resp);
 	if ((rc = call(r, "GET", url, NULL, ident, &resp, err)) != 0)
 		tt_error_prefix(err, "iceberg REST catalog: loading table %s", ident);
-	else if (resp.status == 404)
-		rc = RERR(err, TT_EBACKEND, "iceberg table %s not found in REST catalog %s", ident,
-			  r->uri);
+	else if (resp.status == 404) {
+		/* pyiceberg's words, as tether-vcs passes them on; the hint says where. */
+		char *msg = resp.body.len ? server_message(&resp) : tt_strdup("NoSuchTableError: RestError: Not Found");
+		rc = KERR(err, TT_EBACKEND, "iceberg: NoSuchTableError: %s", msg ? msg : "");
+		tt_error_hint(err, "table %s looked up in REST catalog %s", ident, r->uri);
+		free(msg);
+	}
 	else if (resp.status != 200)
 		rc = http_error(&resp, "load table", ident, r->uri, err);
 	else
@@ -577,7 +580,7 @@ int tt_iceberg_rest_commit(tt_iceberg_rest *r, const char *ns, const char *name,
 	*attempts = 0;
 	tt_http_response_init(&resp);
 	if (!url || !body) {
-		rc = ROOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = call(r, "POST", url, body, ident, &resp, err)) != 0) {
@@ -589,7 +592,7 @@ int tt_iceberg_rest_commit(tt_iceberg_rest *r, const char *ns, const char *name,
 	if (resp.status == 409) {
 		char *msg = server_message(&resp);
 		*conflict = true;
-		RERR(err, TT_EREFMOVED, "iceberg table %s moved meanwhile (REST catalog %s: %s)", ident,
+		KERR(err, TT_EREFMOVED, "iceberg table %s moved meanwhile (REST catalog %s: %s)", ident,
 		     r->uri, msg ? msg : "");
 		free(msg);
 	} else if (resp.status != 200) {

@@ -54,8 +54,6 @@
 /* Far beyond any real history; stops a corrupt spec-1 parent cycle. */
 #define MAX_ANCESTRY ((size_t)10 * 1000 * 1000)
 
-#define ierr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define ioom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 
@@ -201,11 +199,11 @@ static int get_uri(const json_t *loc, char **uri, tt_error *err)
 		if (!tt_pyv_truthy(v))
 			continue;
 		if (!json_is_string(v))
-			return ierr(err, TT_EBACKEND, "icechunk locator '%s' must be a string", keys[i]);
+			return KERR(err, TT_EBACKEND, "icechunk locator '%s' must be a string", keys[i]);
 		*uri = tt_strdup(json_string_value(v));
-		return *uri ? 0 : ioom(err);
+		return *uri ? 0 : KOOM(err);
 	}
-	return ierr(err, TT_EBACKEND, "icechunk locator needs 'uri'");
+	return KERR(err, TT_EBACKEND, "icechunk locator needs 'uri'");
 }
 
 static bool opt_truthy(const json_t *o, const char *key)
@@ -226,7 +224,7 @@ static bool opt_truthy(const json_t *o, const char *key)
  * two switches only secrets.toml may set: allow_http (plain HTTP to the
  * endpoint) and force_path_style (the bucket in the path).
  */
-int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+static int ic_storage_options(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
 	json_t *o = NULL;
 	int rc;
@@ -246,7 +244,7 @@ int tt_icechunk_remote_options(tt_backend *b, const json_t *loc, json_t **out, t
 	return 0;
 oom:
 	json_decref(o);
-	return ioom(err);
+	return KOOM(err);
 }
 
 /* Open the repository's storage: a local directory (its store opened
@@ -264,13 +262,13 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 		return rc;
 	rc = tt_store_local_path(uri, &s->root);
 	if (rc < 0) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (rc > 0) {
 		rc = 0;
 		if (!(s->prefix = tt_strdup("")))
-			rc = ioom(err);
+			rc = KOOM(err);
 		else if (tt_is_dir(s->root) && (rc = tt_store_local_open(s->root, false, &s->st, err)) != 0)
 			tt_error_object(err, NULL, KIND);
 		goto done;
@@ -283,14 +281,14 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	 * whose emulator refuses icechunk's writes, so it is untested (and
 	 * tether-vcs takes s3 only) */
 	if (u.kind != TT_STORE_S3 && u.kind != TT_STORE_AZURE) {
-		rc = ierr(err, TT_ECAPABILITY,
+		rc = KERR(err, TT_ECAPABILITY,
 			  "unsupported icechunk storage scheme: '%s' (one of '', 'file', 's3', 'az'): %s",
 			  u.scheme, uri);
 		tt_store_uri_release(&u);
 		goto done;
 	}
 	tt_store_uri_release(&u);
-	if ((rc = tt_icechunk_remote_options(b, loc, &opts, err)) != 0)
+	if ((rc = ic_storage_options(b, loc, &opts, err)) != 0)
 		goto done;
 	if ((rc = tt_store_open_uri(uri, opts, &s->st, &key, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
@@ -305,7 +303,7 @@ static int store_open(tt_backend *b, const json_t *loc, ic_store *s, tt_error *e
 	s->root = tt_strdup(uri);
 	s->remote = true;
 	if (!s->prefix || !s->root)
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	if (rc)
 		ic_store_release(s);
@@ -328,7 +326,7 @@ static int base_branch_of(const json_t *loc, char **out, tt_error *err)
 	} else {
 		*out = tt_strdup("main");
 	}
-	return *out ? 0 : ioom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 /* --- the repository view --------------------------------------------------------- */
@@ -344,7 +342,7 @@ typedef struct view {
 static void view_release(view *v)
 {
 	ic_store_release(&v->store);
-	ic_repo_release(&v->repo);
+	tt_ic_repo_release(&v->repo);
 	tt_buf_release(&v->raw);
 	tt_buf_release(&v->fb);
 	memset(v, 0, sizeof *v);
@@ -361,10 +359,10 @@ static int read_object_raw(view *v, const char *key, int want, tt_buf *fb, int *
 	if (!raw)
 		raw = &own;
 	if (!what)
-		return ioom(err);
+		return KOOM(err);
 	rc = ic_get(&v->store, key, META_MAX, raw, err);
 	if (rc == 0)
-		rc = ic_container_read((const uint8_t *)raw->ptr, raw->len, want, what, 0, fb, spec,
+		rc = tt_ic_container_read((const uint8_t *)raw->ptr, raw->len, want, what, 0, fb, spec,
 				       err);
 	if (rc && rc != TT_ENOTFOUND)
 		tt_error_object(err, NULL, KIND);
@@ -417,14 +415,14 @@ static int view_read_repo(view *v, tt_error *err)
 {
 	int rc, spec;
 	char *what;
-	ic_repo_release(&v->repo);
+	tt_ic_repo_release(&v->repo);
 	tt_buf_release(&v->raw);
 	tt_buf_release(&v->fb);
 	if ((rc = read_object_raw(v, "repo", IC_FILE_REPO, &v->fb, &spec, &v->raw, err)) != 0)
 		return rc;
 	what = tt_asprintf("%s/repo", v->store.root);
-	rc = what ? ic_repo_decode((const uint8_t *)v->fb.ptr, v->fb.len, what, &v->repo, err)
-		  : ioom(err);
+	rc = what ? tt_ic_repo_decode((const uint8_t *)v->fb.ptr, v->fb.len, what, &v->repo, err)
+		  : KOOM(err);
 	if (rc)
 		tt_error_object(err, NULL, KIND);
 	free(what);
@@ -459,7 +457,7 @@ static int view_open(tt_backend *b, const json_t *loc, view *v, tt_error *err)
 		rc = view_read_repo(v, err);
 	}
 	if (rc == 0 && v->spec == 0) {
-		rc = ierr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "no icechunk repository at %s (neither a `repo` file nor "
 			  "refs/branch.main/ref.json); check the uri, or create it with `tether add "
 			  "--create`",
@@ -509,10 +507,10 @@ static int backup_name(char out[64], tt_error *err)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return ierr(err, TT_EIO, "no random bytes for a backup name");
+			return KERR(err, TT_EIO, "no random bytes for a backup name");
 		got += (size_t)r;
 	}
-	ic_id_encode(id, s);
+	tt_ic_id_encode(id, s);
 	snprintf(out, 64, "repo.%014lld.%s", 32503680000000LL - ms, s);
 	return 0;
 }
@@ -541,7 +539,7 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 			goto done;
 		free(etag);
 		if (!(etag = tt_strdup(v->store.etag ? v->store.etag : ""))) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		memset(&ch, 0, sizeof ch);
@@ -555,19 +553,19 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 		free(what);
 		what = tt_asprintf("%s/repo", v->store.root);
 		if (!what) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
-		if ((rc = ic_repo_rewrite((const uint8_t *)v->fb.ptr, v->fb.len, &v->repo, &ch, what,
+		if ((rc = tt_ic_repo_rewrite((const uint8_t *)v->fb.ptr, v->fb.len, &v->repo, &ch, what,
 					  &fb, err)) != 0 ||
-		    (rc = ic_container_write((const uint8_t *)fb.ptr, fb.len, IC_FILE_REPO, 2, &file,
+		    (rc = tt_ic_container_write((const uint8_t *)fb.ptr, fb.len, IC_FILE_REPO, 2, &file,
 					     err)) != 0) {
 			tt_error_object(err, NULL, KIND);
 			goto done;
 		}
 		free(bkey);
 		if (!(bkey = tt_asprintf("overwritten/%s", bname))) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if ((rc = ic_write(&v->store, bkey, IC_CREATE, NULL, v->raw.ptr, v->raw.len, err)) != 0) {
@@ -585,7 +583,7 @@ static int v2_update(view *v, v2_plan_fn plan, void *ctx, tt_error *err)
 			tt_error_object(err, NULL, KIND);
 		goto done;
 	}
-	rc = ierr(err, TT_EBACKEND, "icechunk repository %s kept changing under this write; try again",
+	rc = KERR(err, TT_EBACKEND, "icechunk repository %s kept changing under this write; try again",
 		  v->store.root);
 done:
 	free(etag);
@@ -599,7 +597,7 @@ done:
 static long snap_index(view *v, const char *sid)
 {
 	uint8_t id[IC_ID_LEN];
-	return ic_id_decode(sid, id) == 0 ? ic_repo_find_snap(&v->repo, id) : -1;
+	return tt_ic_id_decode(sid, id) == 0 ? tt_ic_repo_find_snap(&v->repo, id) : -1;
 }
 
 /* Ref names in spec-1 paths: object_store percent-encodes a key segment's
@@ -647,21 +645,21 @@ static int v1_read_ref(view *v, const char *kind, const char *name, char sid[IC_
 	uint8_t id[IC_ID_LEN];
 
 	if (!key)
-		return ioom(err);
+		return KOOM(err);
 	rc = ic_get(&v->store, key, REF_MAX, &b, err);
 	if (rc)
 		goto done;
 	doc = tt_json_parse(b.ptr, b.len, key, err);
 	s = doc ? json_object_get(doc, "snapshot") : NULL;
-	if (!json_is_string(s) || ic_id_decode(json_string_value(s), id) != 0) {
+	if (!json_is_string(s) || tt_ic_id_decode(json_string_value(s), id) != 0) {
 		tt_error_clear(err);
-		rc = ierr(err, TT_EPARSE,
+		rc = KERR(err, TT_EPARSE,
 			  "icechunk ref %s/%s is corrupt (expected {\"snapshot\": \"<id>\"}); restore it "
 			  "or delete the ref with icechunk",
 			  v->store.root, key);
 		goto done;
 	}
-	ic_id_encode(id, sid);
+	tt_ic_id_encode(id, sid);
 done:
 	json_decref(doc);
 	tt_buf_release(&b);
@@ -673,10 +671,10 @@ done:
 static int lookup_branch(view *v, const char *name, char sid[IC_ID_CHARS + 1], tt_error *err)
 {
 	if (v->spec == 2) {
-		long i = ic_repo_find_ref(v->repo.branches, v->repo.nbranches, name);
+		long i = tt_ic_repo_find_ref(v->repo.branches, v->repo.nbranches, name);
 		if (i < 0)
 			return TT_ENOTFOUND;
-		ic_id_encode(v->repo.snaps[v->repo.branches[i].snap].id, sid);
+		tt_ic_id_encode(v->repo.snaps[v->repo.branches[i].snap].id, sid);
 		return 0;
 	} else {
 		tt_error quiet = TT_ERROR_INIT;
@@ -692,17 +690,17 @@ static int lookup_branch(view *v, const char *name, char sid[IC_ID_CHARS + 1], t
 static int lookup_tag(view *v, const char *name, char sid[IC_ID_CHARS + 1], tt_error *err)
 {
 	if (v->spec == 2) {
-		long i = ic_repo_find_ref(v->repo.tags, v->repo.ntags, name);
+		long i = tt_ic_repo_find_ref(v->repo.tags, v->repo.ntags, name);
 		if (i < 0)
 			return TT_ENOTFOUND;
-		ic_id_encode(v->repo.snaps[v->repo.tags[i].snap].id, sid);
+		tt_ic_id_encode(v->repo.snaps[v->repo.tags[i].snap].id, sid);
 		return 0;
 	} else {
 		tt_error quiet = TT_ERROR_INIT;
 		char *dead = ref_key("tag", name, "ref.json.deleted");
 		int rc;
 		if (!dead)
-			return ioom(err);
+			return KOOM(err);
 		if (ic_exists(&v->store, dead)) {
 			free(dead);
 			return TT_ENOTFOUND;
@@ -726,14 +724,14 @@ static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
 
 	*out = json_array();
 	if (!*out)
-		return ioom(err);
+		return KOOM(err);
 	if (v->spec == 2) {
 		bool tags = strcmp(kind, "tag") == 0;
 		ic_ref *refs = tags ? v->repo.tags : v->repo.branches;
 		size_t n = tags ? v->repo.ntags : v->repo.nbranches;
 		for (i = 0; i < n; i++)
 			if (json_array_append_new(*out, json_string(refs[i].name)) != 0)
-				return ioom(err);
+				return KOOM(err);
 		return 0;
 	}
 	if ((rc = ic_list(&v->store, "refs", &names, err)) != 0) {
@@ -747,7 +745,7 @@ static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
 		if (strncmp(d, kind, kl) != 0 || d[kl] != '.')
 			continue;
 		if (!(name = tt_percent_decode(d + kl + 1))) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			break;
 		}
 		rc = strcmp(kind, "tag") == 0 ? lookup_tag(v, name, sid, err)
@@ -755,7 +753,7 @@ static int list_refs(view *v, const char *kind, json_t **out, tt_error *err)
 		if (rc == TT_ENOTFOUND) {
 			rc = 0;
 		} else if (rc == 0 && json_array_append_new(*out, json_string(name)) != 0) {
-			rc = ioom(err);
+			rc = KOOM(err);
 		}
 		free(name);
 		if (rc)
@@ -794,12 +792,12 @@ static int v1_snapshot(view *v, const char *sid, ic_snapshot *out, tt_error *err
 	char *key = tt_asprintf("snapshots/%s", sid), *what = NULL;
 	int rc, spec;
 	if (!key)
-		return ioom(err);
+		return KOOM(err);
 	rc = read_object(v, key, IC_FILE_SNAPSHOT, &fb, &spec, err);
 	if (rc == 0) {
 		what = tt_asprintf("%s/%s", v->store.root, key);
-		rc = what ? ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, out, err)
-			  : ioom(err);
+		rc = what ? tt_ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, out, err)
+			  : KOOM(err);
 		if (rc)
 			tt_error_object(err, NULL, KIND);
 	}
@@ -814,40 +812,40 @@ static int snap_info(view *v, const char *sid, snapinfo *out, tt_error *err)
 {
 	uint8_t id[IC_ID_LEN];
 	memset(out, 0, sizeof *out);
-	if (ic_id_decode(sid, id) != 0)
+	if (tt_ic_id_decode(sid, id) != 0)
 		return TT_ENOTFOUND;
 	if (v->spec == 2) {
-		long i = ic_repo_find_snap(&v->repo, id);
+		long i = tt_ic_repo_find_snap(&v->repo, id);
 		const ic_snapinfo *s;
 		if (i < 0)
 			return TT_ENOTFOUND;
 		s = &v->repo.snaps[i];
-		ic_id_encode(s->id, out->id);
+		tt_ic_id_encode(s->id, out->id);
 		out->flushed_at = s->flushed_at;
 		if (s->parent >= 0) {
 			out->has_parent = true;
-			ic_id_encode(v->repo.snaps[s->parent].id, out->parent);
+			tt_ic_id_encode(v->repo.snaps[s->parent].id, out->parent);
 		}
 		out->message = tt_strdup(s->message);
-		return out->message ? 0 : ioom(err);
+		return out->message ? 0 : KOOM(err);
 	} else {
 		ic_snapshot s;
 		char canon[IC_ID_CHARS + 1];
 		int rc;
-		ic_id_encode(id, canon);
+		tt_ic_id_encode(id, canon);
 		if ((rc = v1_snapshot(v, canon, &s, err)) != 0) {
 			if (rc == TT_ENOTFOUND)
 				tt_error_clear(err);
 			return rc;
 		}
-		ic_id_encode(s.id, out->id);
+		tt_ic_id_encode(s.id, out->id);
 		out->flushed_at = s.flushed_at;
 		out->has_parent = s.has_parent;
 		if (s.has_parent)
-			ic_id_encode(s.parent, out->parent);
+			tt_ic_id_encode(s.parent, out->parent);
 		out->message = s.message;
 		s.message = NULL;
-		ic_snapshot_release(&s);
+		tt_ic_snapshot_release(&s);
 		return 0;
 	}
 }
@@ -869,7 +867,7 @@ static int resolve(view *v, const char *ref, char sid[IC_ID_CHARS + 1], tt_error
 	}
 	if (rc != TT_ENOTFOUND)
 		return rc;
-	return ierr(err, TT_EBACKEND, "'%s' is not a branch, tag, or snapshot id", ref);
+	return KERR(err, TT_EBACKEND, "'%s' is not a branch, tag, or snapshot id", ref);
 }
 
 /* Walk ancestry from sid (included), newest first; fn returns 1 to stop. */
@@ -883,7 +881,7 @@ static int ancestry(view *v, const char *sid, ancestry_fn fn, void *ctx, tt_erro
 		snapinfo s;
 		int rc = snap_info(v, cur, &s, err);
 		if (rc == TT_ENOTFOUND)
-			return ierr(err, TT_EBACKEND,
+			return KERR(err, TT_EBACKEND,
 				    "icechunk snapshot %s is missing from %s (expired or garbage-collected?)",
 				    cur, v->store.root);
 		if (rc)
@@ -895,7 +893,7 @@ static int ancestry(view *v, const char *sid, ancestry_fn fn, void *ctx, tt_erro
 		if (!s.has_parent)
 			return 0;
 		if (++steps > (v->spec == 2 ? v->repo.nsnaps : MAX_ANCESTRY))
-			return ierr(err, TT_EPARSE,
+			return KERR(err, TT_EPARSE,
 				    "icechunk repository %s has a cycle in its snapshot parents; it is "
 				    "corrupt",
 				    v->store.root);
@@ -907,23 +905,13 @@ static int ancestry(view *v, const char *sid, ancestry_fn fn, void *ctx, tt_erro
 
 static int ic_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
-	char *uri = NULL, *path = NULL;
+	char *uri = NULL;
 	int rc;
-	(void)b;
 	*out = NULL;
 	if ((rc = get_uri(loc, &uri, err)) != 0)
 		return rc;
-	rc = tt_store_local_path(uri, &path);
-	if (rc < 0) {
-		rc = ioom(err);
-	} else if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri))) {
-		rc = ierr(err, TT_EBACKEND, "the path is not valid UTF-8: %s", path ? path : uri);
-	} else {
-		*out = json_pack("{s:s}", "uri", path ? path : uri);
-		rc = *out ? 0 : ioom(err);
-	}
+	rc = tt_kit_uri_identity(b, uri, out, err);
 	free(uri);
-	free(path);
 	return rc;
 }
 
@@ -936,7 +924,7 @@ static int state_sid(const json_t *state, const char **sid, tt_error *err)
 {
 	const json_t *s = json_object_get(state, "snapshot_id");
 	if (!json_is_string(s))
-		return ierr(err, TT_EBACKEND, "icechunk state needs a 'snapshot_id'");
+		return KERR(err, TT_EBACKEND, "icechunk state needs a 'snapshot_id'");
 	*sid = json_string_value(s);
 	return 0;
 }
@@ -955,7 +943,7 @@ static int ic_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 		return rc;
 	if (!working_ref && has_text(at)) {
 		char *ref = tt_pyv_str_dup(at);
-		rc = ref ? resolve(&v, ref, sid, err) : ioom(err);
+		rc = ref ? resolve(&v, ref, sid, err) : KOOM(err);
 		free(ref);
 	} else {
 		if (working_ref)
@@ -963,16 +951,16 @@ static int ic_fingerprint(tt_backend *b, const json_t *loc, const char *working_
 		else if ((rc = base_branch_of(loc, &branch, err)) != 0)
 			goto done;
 		if (!branch) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = lookup_branch(&v, branch, sid, err);
 		if (rc == TT_ENOTFOUND)
-			rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
+			rc = KERR(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
 				  v.store.root);
 	}
 	if (rc == 0 && !(*state = sid_state(sid)))
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	free(branch);
 	view_release(&v);
@@ -1022,7 +1010,7 @@ static int v1_write_ref(view *v, const char *kind, const char *name, const char 
 	char body[64];
 	int rc;
 	if (!key)
-		return ioom(err);
+		return KOOM(err);
 	snprintf(body, sizeof body, "{\"snapshot\":\"%s\"}", sid);
 	rc = ic_write(&v->store, key, mode, etag, body, strlen(body), err);
 	if (rc && rc != TT_EEXISTS)
@@ -1038,7 +1026,7 @@ static int v1_head_tagged(view *v, const char *name, char sid[IC_ID_CHARS + 1], 
 	int rc = lookup_branch(v, name, sid, err);
 	*etag = NULL;
 	if (rc == 0 && !(*etag = tt_strdup(v->store.etag ? v->store.etag : "")))
-		rc = ioom(err);
+		rc = KOOM(err);
 	return rc;
 }
 
@@ -1051,7 +1039,7 @@ static int moved_meanwhile(view *v, const char *what, const char *branch, const 
 	tt_error quiet = TT_ERROR_INIT;
 	bool found = lookup_branch(v, branch, now, &quiet) == 0;
 	tt_error_clear(&quiet);
-	return ierr(err, TT_EREFMOVED, "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
+	return KERR(err, TT_EREFMOVED, "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
 		    what, branch, found ? now : "something else", want);
 }
 
@@ -1067,12 +1055,12 @@ static int pin_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 	pin_ctx *pc = ctx;
 	long si = snap_index(v, pc->sid);
 	if (v->repo.create_tag_off)
-		return ierr(err, TT_EBACKEND,
+		return KERR(err, TT_EBACKEND,
 			    "icechunk repository %s has tag creation disabled (feature flag create_tag); "
 			    "enable it with icechunk to pin here",
 			    v->store.root);
 	if (si < 0)
-		return ierr(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", pc->sid,
+		return KERR(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", pc->sid,
 			    v->store.root);
 	for (int gen = 1; gen <= MAX_GENERATIONS; gen++) {
 		long ti;
@@ -1081,15 +1069,15 @@ static int pin_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 			snprintf(pc->ref, sizeof pc->ref, PIN_PREFIX "%s", pc->pin_id);
 		else
 			snprintf(pc->ref, sizeof pc->ref, PIN_PREFIX "%s.%d", pc->pin_id, gen);
-		ti = ic_repo_find_ref(v->repo.tags, v->repo.ntags, pc->ref);
+		ti = tt_ic_repo_find_ref(v->repo.tags, v->repo.ntags, pc->ref);
 		if (ti >= 0) {
 			char have[IC_ID_CHARS + 1];
-			ic_id_encode(v->repo.snaps[v->repo.tags[ti].snap].id, have);
+			tt_ic_id_encode(v->repo.snaps[v->repo.tags[ti].snap].id, have);
 			if (strcmp(have, pc->sid) == 0) {
 				pc->created = false;
 				return 1;
 			}
-			return ierr(err, TT_EBACKEND, "tag %s already points at %s, not %s", pc->ref,
+			return KERR(err, TT_EBACKEND, "tag %s already points at %s, not %s", pc->ref,
 				    have, pc->sid);
 		}
 		for (size_t i = 0; i < v->repo.ndeleted && !burnt; i++)
@@ -1102,7 +1090,7 @@ static int pin_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 		pc->created = true;
 		return 0;
 	}
-	return ierr(err, TT_EBACKEND,
+	return KERR(err, TT_EBACKEND,
 		    "pin %s: every tag name up to generation %d has been used and deleted",
 		    pc->pin_id, MAX_GENERATIONS);
 }
@@ -1117,7 +1105,7 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 
 	(void)b;
 	if (!pin_id || !*pin_id || strchr(pin_id, '/'))
-		return ierr(err, TT_EUSAGE, "pin needs an id");
+		return KERR(err, TT_EUSAGE, "pin needs an id");
 	if ((rc = state_sid(state, &want, err)) != 0 || (rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	/* The snapshot must exist before any tag name is spent on it. */
@@ -1153,10 +1141,10 @@ static int ic_pin(tt_backend *b, const json_t *loc, const json_t *state, const c
 			rc = tt_kit_fill_pin(out, KIND, pin_id, ref, false, err);
 			goto done;
 		}
-		rc = ierr(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, have, sid);
+		rc = KERR(err, TT_EBACKEND, "tag %s already points at %s, not %s", ref, have, sid);
 		goto done;
 	}
-	rc = ierr(err, TT_EBACKEND,
+	rc = KERR(err, TT_EBACKEND,
 		  "pin %s: every tag name up to generation %d has been used and deleted", pin_id,
 		  MAX_GENERATIONS);
 done:
@@ -1187,7 +1175,7 @@ static int live_tag(view *v, const tt_pin *pin, char tag[96], char sid[IC_ID_CHA
 	if (!wanted)
 		wanted = tt_strdup(pin->id);
 	if (!wanted || (rc = list_refs(v, "tag", &tags, err)) != 0) {
-		rc = rc ? rc : ioom(err);
+		rc = rc ? rc : KOOM(err);
 		goto done;
 	}
 	json_array_foreach(tags, i, e) {
@@ -1221,11 +1209,11 @@ static int name_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 	name_ctx *nc = ctx;
 	bool tag = nc->kind == IC_CHANGE_TAG_DELETE;
 	if (tag && v->repo.delete_tag_off)
-		return ierr(err, TT_EBACKEND,
+		return KERR(err, TT_EBACKEND,
 			    "icechunk repository %s has tag deletion disabled (feature flag delete_tag); "
 			    "enable it with icechunk to release pins here",
 			    v->store.root);
-	if (ic_repo_find_ref(tag ? v->repo.tags : v->repo.branches,
+	if (tt_ic_repo_find_ref(tag ? v->repo.tags : v->repo.branches,
 			     tag ? v->repo.ntags : v->repo.nbranches, nc->name) < 0)
 		return 1;
 	ch->kind = nc->kind;
@@ -1248,7 +1236,7 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 	if (!wanted)
 		wanted = tt_strdup(pin->id);
 	if (!wanted || (rc = list_refs(&v, "tag", &tags, err)) != 0) {
-		rc = rc ? rc : ioom(err);
+		rc = rc ? rc : KOOM(err);
 		goto done;
 	}
 	json_array_foreach(tags, i, e) {
@@ -1270,7 +1258,7 @@ static int ic_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_erro
 		}
 		char *dead = ref_key("tag", t, "ref.json.deleted");
 		if (!dead) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = ic_write(&v.store, dead, IC_CREATE, NULL, "", 0, err);
@@ -1306,7 +1294,7 @@ static int ic_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error
 	if ((rc = list_refs(&v, "tag", &tags, err)) != 0)
 		goto done;
 	if (!(*ids = json_array())) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	json_array_foreach(tags, i, e) {
@@ -1320,7 +1308,7 @@ static int ic_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error
 			if (strcmp(json_string_value(x), id) == 0)
 				seen = true;
 		if (!seen && json_array_append_new(*ids, json_string(id)) != 0)
-			rc = ioom(err);
+			rc = KOOM(err);
 		free(id);
 		if (rc)
 			break;
@@ -1382,7 +1370,7 @@ static int ic_verify(tt_backend *b, const json_t *loc, const json_t *state, cons
 		*message = tt_asprintf("snapshot %s not found", want);
 	}
 	if (!*message)
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	view_release(&v);
 	return rc;
@@ -1398,7 +1386,7 @@ static int source_sid(view *v, const tt_target *source, char sid[IC_ID_CHARS + 1
 		bool found;
 		int rc = live_tag(v, source->pin, tag, sid, &found, err);
 		if (rc == 0 && !found)
-			rc = ierr(err, TT_EBACKEND, "icechunk tag %s not found", source->pin->ref);
+			rc = KERR(err, TT_EBACKEND, "icechunk tag %s not found", source->pin->ref);
 		return rc;
 	}
 	if (source->kind == TT_TARGET_STATE && source->state) {
@@ -1408,7 +1396,7 @@ static int source_sid(view *v, const tt_target *source, char sid[IC_ID_CHARS + 1
 	}
 	if (source->kind == TT_TARGET_REF && source->ref)
 		return resolve(v, source->ref, sid, err);
-	return ierr(err, TT_EUSAGE, "icechunk needs a pin, a state or a ref here");
+	return KERR(err, TT_EUSAGE, "icechunk needs a pin, a state or a ref here");
 }
 
 typedef struct move_ctx {
@@ -1422,22 +1410,22 @@ typedef struct move_ctx {
 static int move_plan(view *v, ic_change *ch, void *ctx, tt_error *err)
 {
 	move_ctx *mc = ctx;
-	long bi = ic_repo_find_ref(v->repo.branches, v->repo.nbranches, mc->branch);
+	long bi = tt_ic_repo_find_ref(v->repo.branches, v->repo.nbranches, mc->branch);
 	long si = snap_index(v, mc->sid);
 	char head[IC_ID_CHARS + 1] = "";
 	if (si < 0)
-		return ierr(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", mc->sid,
+		return KERR(err, TT_EBACKEND, "icechunk snapshot %s is not in %s", mc->sid,
 			    v->store.root);
 	if (bi >= 0)
-		ic_id_encode(v->repo.snaps[v->repo.branches[bi].snap].id, head);
+		tt_ic_id_encode(v->repo.snaps[v->repo.branches[bi].snap].id, head);
 	if (mc->expected && mc->expected->kind == TT_EXPECT_ABSENT && bi >= 0)
-		return ierr(err, TT_EREFMOVED, "%s: %s exists, expected absent (made meanwhile)",
+		return KERR(err, TT_EREFMOVED, "%s: %s exists, expected absent (made meanwhile)",
 			    mc->what, mc->branch);
 	if (mc->expected && mc->expected->kind == TT_EXPECT_STATE) {
 		const json_t *e = json_object_get(mc->expected->state, "snapshot_id");
 		const char *want = json_is_string(e) ? json_string_value(e) : "";
 		if (bi < 0 || strcmp(head, want) != 0)
-			return ierr(err, TT_EREFMOVED,
+			return KERR(err, TT_EREFMOVED,
 				    "%s: %s moved meanwhile: it is at %s, expected %s; review it again",
 				    mc->what, mc->branch, bi >= 0 ? head : "nothing", want);
 	}
@@ -1458,7 +1446,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 
 	*ref_out = NULL;
 	if (!name || !*name || strchr(name, '/'))
-		return ierr(err, TT_EUSAGE, "fork needs a branch name");
+		return KERR(err, TT_EUSAGE, "fork needs a branch name");
 	if ((rc = view_open(b, loc, &v, err)) != 0)
 		return rc;
 	if ((rc = source_sid(&v, source, sid, err)) != 0)
@@ -1475,12 +1463,12 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 		goto done;
 	if (expected && expected->kind == TT_EXPECT_ABSENT) {
 		if (rc == 0) {
-			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
+			rc = KERR(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 			goto done;
 		}
 		rc = v1_write_ref(&v, "branch", name, sid, IC_CREATE, NULL, err);
 		if (rc == TT_EEXISTS)
-			rc = ierr(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
+			rc = KERR(err, TT_EREFMOVED, "fork: %s exists, expected absent", name);
 		goto done;
 	}
 	if (expected && expected->kind == TT_EXPECT_STATE) {
@@ -1492,7 +1480,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 		if (rc && rc != TT_ENOTFOUND)
 			goto done;
 		if (rc == TT_ENOTFOUND || strcmp(head, want) != 0) {
-			rc = ierr(err, TT_EREFMOVED,
+			rc = KERR(err, TT_EREFMOVED,
 				  "fork: %s moved meanwhile: it is at %s, expected %s; review it again", name,
 				  rc == TT_ENOTFOUND ? "nothing" : head, want);
 		} else if (strcmp(head, sid) != 0) {
@@ -1516,7 +1504,7 @@ static int ic_fork(tt_backend *b, const json_t *loc, const tt_target *source, co
 	rc = strcmp(head, sid) == 0 ? 0 : v1_write_ref(&v, "branch", name, sid, IC_REPLACE, NULL, err);
 done:
 	if (rc == 0 && !(*ref_out = tt_strdup(name)))
-		rc = ioom(err);
+		rc = KOOM(err);
 	view_release(&v);
 	return rc;
 }
@@ -1551,7 +1539,7 @@ static int ic_delete_working_ref(tt_backend *b, const json_t *loc, const char *r
 		goto done;
 	}
 	if (!(key = ref_key("branch", ref, "ref.json"))) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rc = ic_remove(&v.store, key, err);
@@ -1589,7 +1577,7 @@ static int ic_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs,
 				*refs = NULL;
 			}
 		if (!*refs)
-			rc = ioom(err);
+			rc = KOOM(err);
 	}
 	json_decref(all);
 	view_release(&v);
@@ -1657,7 +1645,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 	}
 	rc = lookup_branch(&v, base, head, err);
 	if (rc == TT_ENOTFOUND)
-		rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", base, v.store.root);
+		rc = KERR(err, TT_EBACKEND, "icechunk branch %s not found in %s", base, v.store.root);
 	if (rc)
 		goto done;
 	if (expected && expected->kind != TT_EXPECT_NONE) {
@@ -1667,7 +1655,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			from = json_is_string(s) ? json_string_value(s) : "";
 		}
 		if (strcmp(head, from) != 0) {
-			rc = ierr(err, TT_EREFMOVED,
+			rc = KERR(err, TT_EREFMOVED,
 				  "promote: %s moved meanwhile: it is at %s, expected %s", base, head,
 				  *from ? from : "absent");
 			goto done;
@@ -1680,7 +1668,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 		if ((rc = ancestry(&v, target, find_step, &f, err)) != 0)
 			goto done;
 		if (!f.found) {
-			rc = ierr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "%s moved to %s, which is not an ancestor of %s; Icechunk has no merge; "
 				  "re-apply the writes on a fresh fork of the base branch, or reset the "
 				  "base with repo.reset_branch() if losing its newer snapshots is intended",
@@ -1693,7 +1681,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			/* reset from the head the ancestry was checked against */
 			head_now.state = hs;
 			move_ctx mc = { base, target, &head_now, "promote" };
-			rc = hs ? v2_update(&v, move_plan, &mc, err) : ioom(err);
+			rc = hs ? v2_update(&v, move_plan, &mc, err) : KOOM(err);
 			json_decref(hs);
 			if (rc == 1)
 				rc = 0;
@@ -1707,7 +1695,7 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 			memcpy(was, head, sizeof was);
 			rc = v1_head_tagged(&v, base, head, &etag, err);
 			if (rc == 0 && strcmp(head, was) != 0)
-				rc = ierr(err, TT_EREFMOVED,
+				rc = KERR(err, TT_EREFMOVED,
 					  "promote: %s moved meanwhile: it is at %s, expected %s", base,
 					  head, was);
 			if (rc == 0 && (rc = v1_write_ref(&v, "branch", base, target, IC_IF_MATCH, etag, err)) ==
@@ -1722,26 +1710,11 @@ static int ic_promote(tt_backend *b, const json_t *loc, const tt_target *source,
 	}
 moved:
 	if (!(*new_state = sid_state(target)))
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	free(base);
 	view_release(&v);
 	return rc;
-}
-
-static int ic_merge(tt_backend *b, const json_t *loc, const tt_target *source, const char *message,
-		    const tt_expect *expected, json_t **new_state, json_t **conflicts, tt_error *err)
-{
-	(void)b;
-	(void)loc;
-	(void)source;
-	(void)message;
-	(void)expected;
-	*new_state = NULL;
-	*conflicts = NULL;
-	return ierr(err, TT_ECAPABILITY,
-		    "icechunk cannot merge diverged branches; rebase the fork onto the base with "
-		    "icechunk (Session.rebase) and promote it, or reset the base");
 }
 
 /* --- open and history ----------------------------------------------------------- */
@@ -1764,13 +1737,13 @@ static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		bool found;
 		read_only = true;
 		if (!target->pin) {
-			rc = ierr(err, TT_EUSAGE, "open needs a pin");
+			rc = KERR(err, TT_EUSAGE, "open needs a pin");
 			goto done;
 		}
 		if ((rc = live_tag(&v, target->pin, tag, sid, &found, err)) != 0)
 			goto done;
 		if (!found) {
-			rc = ierr(err, TT_EBACKEND, "icechunk tag %s not found", target->pin->ref);
+			rc = KERR(err, TT_EBACKEND, "icechunk tag %s not found", target->pin->ref);
 			goto done;
 		}
 		tagp = tag;
@@ -1782,7 +1755,7 @@ static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 			goto done;
 		rc = snap_info(&v, s, &si, err);
 		if (rc == TT_ENOTFOUND)
-			rc = ierr(err, TT_EBACKEND, "icechunk snapshot %s not found in %s", s,
+			rc = KERR(err, TT_EBACKEND, "icechunk snapshot %s not found in %s", s,
 				  v.store.root);
 		if (rc)
 			goto done;
@@ -1790,7 +1763,7 @@ static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		free(si.message);
 	} else if (target->kind == TT_TARGET_BASE && read_only && has_text(at)) {
 		char *ref = tt_pyv_str_dup(at);
-		rc = ref ? resolve(&v, ref, sid, err) : ioom(err);
+		rc = ref ? resolve(&v, ref, sid, err) : KOOM(err);
 		free(ref);
 		if (rc)
 			goto done;
@@ -1800,26 +1773,26 @@ static int ic_open(tt_backend *b, const json_t *loc, const tt_target *target, bo
 		else if ((rc = base_branch_of(loc, &branch, err)) != 0)
 			goto done;
 		if (!branch) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = lookup_branch(&v, branch, sid, err);
 		if (rc == TT_ENOTFOUND)
-			rc = ierr(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
+			rc = KERR(err, TT_EBACKEND, "icechunk branch %s not found in %s", branch,
 				  v.store.root);
 		if (rc)
 			goto done;
 	}
 	address = tt_asprintf("%s#%s", v.store.root, branch ? branch : tagp ? tagp : sid);
 	if (!address) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*handle = json_pack("{s:s, s:s, s:b, s:s, s:i, s:s?, s:s?, s:s}", "type", KIND, "address",
 			    address, "read_only", read_only, "uri", v.store.root, "spec_version",
 			    v.spec, "branch", branch, "tag", tagp, "snapshot_id", sid);
 	if (!*handle)
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	free(branch);
 	free(address);
@@ -1853,7 +1826,7 @@ static int hist_step(const snapinfo *s, void *ctx, tt_error *err)
 		size_t cap = h->cap ? h->cap * 2 : 64;
 		tt_history_entry *m = tt_realloc(h->entries, cap * sizeof *m);
 		if (!m)
-			return ioom(err);
+			return KOOM(err);
 		memset(m + h->cap, 0, (cap - h->cap) * sizeof *m);
 		h->entries = m;
 		h->cap = cap;
@@ -1865,7 +1838,7 @@ static int hist_step(const snapinfo *s, void *ctx, tt_error *err)
 	e->refs = r ? json_deep_copy(r) : json_array();
 	h->n++;
 	if (!e->id || !e->when || !e->message || !e->refs)
-		return ioom(err);
+		return KOOM(err);
 	return h->n >= h->limit ? 1 : 0;
 }
 
@@ -1891,12 +1864,12 @@ static int add_refs(view *v, const char *kind, json_t *by_sid, tt_error *err)
 		if (!list) {
 			list = json_array();
 			if (!list || json_object_set_new(by_sid, sid, list) != 0) {
-				rc = ioom(err);
+				rc = KOOM(err);
 				break;
 			}
 		}
 		if (json_array_append(list, e) != 0) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			break;
 		}
 	}
@@ -1927,13 +1900,13 @@ static int ic_history(tt_backend *b, const json_t *loc, const char *ref, size_t 
 	else if ((rc = base_branch_of(loc, &start, err)) != 0)
 		goto done;
 	if (!start) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = resolve(&v, start, sid, err)) != 0)
 		goto done;
 	if (!(h.refs = json_object())) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = add_refs(&v, "branch", h.refs, err)) != 0 ||
@@ -1983,10 +1956,10 @@ static int icdiff_init(icdiff *d, tt_error *err)
 	memset(d, 0, sizeof *d);
 	for (int i = 0; i < IC_TX_NLISTS; i++)
 		if (!(d->lists[i] = json_object()))
-			return ioom(err);
+			return KOOM(err);
 	d->chunks = json_object();
 	d->moves = json_array();
-	return d->chunks && d->moves ? 0 : ioom(err);
+	return d->chunks && d->moves ? 0 : KOOM(err);
 }
 
 /* Fold one transaction log in; a missing one is TT_ENOTFOUND. */
@@ -1997,15 +1970,15 @@ static int fold_txlog(view *v, const char *sid, icdiff *d, tt_error *err)
 	ic_txlog t;
 	int rc, spec;
 	if (!key)
-		return ioom(err);
+		return KOOM(err);
 	if ((rc = read_object(v, key, IC_FILE_TXLOG, &fb, &spec, err)) != 0)
 		goto done;
 	what = tt_asprintf("%s/%s", v->store.root, key);
 	if (!what) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
-	if ((rc = ic_txlog_decode((const uint8_t *)fb.ptr, fb.len, what, &t, err)) != 0) {
+	if ((rc = tt_ic_txlog_decode((const uint8_t *)fb.ptr, fb.len, what, &t, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
@@ -2014,7 +1987,7 @@ static int fold_txlog(view *v, const char *sid, icdiff *d, tt_error *err)
 			char h[17];
 			hex8(t.lists[l].ids[i], h);
 			if (json_object_set_new(d->lists[l], h, json_true()) != 0)
-				rc = ioom(err);
+				rc = KOOM(err);
 		}
 	for (size_t i = 0; i < t.nchunks && !rc; i++) {
 		char h[17];
@@ -2023,19 +1996,19 @@ static int fold_txlog(view *v, const char *sid, icdiff *d, tt_error *err)
 		if (!(set = json_object_get(d->chunks, h))) {
 			set = json_object();
 			if (!set || json_object_set_new(d->chunks, h, set) != 0) {
-				rc = ioom(err);
+				rc = KOOM(err);
 				break;
 			}
 		}
 		for (size_t k = 0; k < t.chunks[i].ncoords && !rc; k++)
 			if (json_object_set_new(set, t.chunks[i].coords[k], json_true()) != 0)
-				rc = ioom(err);
+				rc = KOOM(err);
 	}
 	for (size_t i = 0; i < t.nmoves && !rc; i++)
 		if (json_array_append_new(d->moves, json_pack("[s,s]", t.moves[i].from ? t.moves[i].from : "",
 								   t.moves[i].to ? t.moves[i].to : "")) != 0)
-			rc = ioom(err);
-	ic_txlog_release(&t);
+			rc = KOOM(err);
+	tt_ic_txlog_release(&t);
 done:
 	tt_buf_release(&fb);
 	free(key);
@@ -2051,19 +2024,19 @@ static int map_nodes(view *v, const char *sid, json_t *map, tt_error *err)
 	ic_snapshot s;
 	int rc, spec;
 	if (!key)
-		return ioom(err);
+		return KOOM(err);
 	if ((rc = read_object(v, key, IC_FILE_SNAPSHOT, &fb, &spec, err)) != 0) {
 		if (rc == TT_ENOTFOUND)
-			rc = ierr(err, TT_EBACKEND, "icechunk snapshot file %s/%s is missing", v->store.root,
+			rc = KERR(err, TT_EBACKEND, "icechunk snapshot file %s/%s is missing", v->store.root,
 				  key);
 		goto done;
 	}
 	what = tt_asprintf("%s/%s", v->store.root, key);
 	if (!what) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
-	if ((rc = ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, &s, err)) != 0) {
+	if ((rc = tt_ic_snapshot_decode((const uint8_t *)fb.ptr, fb.len, what, &s, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
 		goto done;
 	}
@@ -2071,9 +2044,9 @@ static int map_nodes(view *v, const char *sid, json_t *map, tt_error *err)
 		char h[17];
 		hex8(s.nodes[i].id, h);
 		if (json_object_set_new(map, h, json_string(s.nodes[i].path)) != 0)
-			rc = ioom(err);
+			rc = KOOM(err);
 	}
-	ic_snapshot_release(&s);
+	tt_ic_snapshot_release(&s);
 done:
 	tt_buf_release(&fb);
 	free(key);
@@ -2094,7 +2067,7 @@ static int walk_step(const snapinfo *s, void *ctx, tt_error *err)
 		w->reached = true;
 		return 1;
 	}
-	return json_array_append_new(w->ids, json_string(s->id)) == 0 ? 0 : ioom(err);
+	return json_array_append_new(w->ids, json_string(s->id)) == 0 ? 0 : KOOM(err);
 }
 
 /* Path -> [change, detail] for from..to (from a strict ancestor of to),
@@ -2116,7 +2089,7 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 	*entries = NULL;
 	*ok = false;
 	if ((rc = icdiff_init(&d, err)) != 0 || !w.ids || !map) {
-		rc = rc ? rc : ioom(err);
+		rc = rc ? rc : KOOM(err);
 		goto done;
 	}
 	if ((rc = ancestry(v, to, walk_step, &w, err)) != 0 || !w.reached || strcmp(from, to) == 0)
@@ -2128,10 +2101,10 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 		snapinfo si;
 		if (v->spec == 2) {
 			uint8_t id[IC_ID_LEN];
-			long k = ic_id_decode(sid, id) == 0 ? ic_repo_find_snap(&v->repo, id) : -1;
+			long k = tt_ic_id_decode(sid, id) == 0 ? tt_ic_repo_find_snap(&v->repo, id) : -1;
 			for (size_t p = 0; k >= 0 && p < v->repo.snaps[k].npruned && !rc; p++) {
 				char ps[IC_ID_CHARS + 1];
-				ic_id_encode(v->repo.snaps[k].pruned[p], ps);
+				tt_ic_id_encode(v->repo.snaps[k].pruned[p], ps);
 				rc = fold_txlog(v, ps, &d, err);
 				if (rc == TT_ENOTFOUND) { /* icechunk only warns */
 					tt_error_clear(err);
@@ -2150,7 +2123,7 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 				bool root = !si.has_parent;
 				free(si.message);
 				if (!root)
-					rc = ierr(err, TT_EBACKEND,
+					rc = KERR(err, TT_EBACKEND,
 						  "icechunk transaction log %s/transactions/%s is missing",
 						  v->store.root, sid);
 			}
@@ -2159,7 +2132,7 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 	if (rc || (rc = map_nodes(v, from, map, err)) != 0 || (rc = map_nodes(v, to, map, err)) != 0)
 		goto done;
 	if (!(*entries = json_object())) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	/* tether-vcs's order: new, deleted, updated groups, then arrays whose
@@ -2173,14 +2146,14 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 			json_t *path = json_object_get(map, id);
 			if (path && json_object_set_new(*entries, json_string_value(path),
 							json_pack("[s,s]", change[l], detail[l])) != 0)
-				rc = ioom(err);
+				rc = KOOM(err);
 		}
 	}
 	{
 		json_t *arrays = json_object(), *x;
 		const char *id;
 		if (!arrays) {
-			rc = ioom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		json_object_foreach(d.lists[IC_TX_UPDATED_ARRAYS], id, x)
@@ -2199,7 +2172,7 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 					      json_object_size(cs));
 			if (det.failed || json_object_set_new(*entries, json_string_value(path),
 							      json_pack("[s,s]", "modified", det.ptr)) != 0)
-				rc = ioom(err);
+				rc = KOOM(err);
 			tt_buf_release(&det);
 		}
 		json_decref(arrays);
@@ -2208,7 +2181,7 @@ static int node_diff(view *v, const char *from, const char *to, json_t **entries
 		char *k = tt_asprintf("%s -> %s", json_string_value(json_array_get(e, 0)),
 				      json_string_value(json_array_get(e, 1)));
 		if (!k || json_object_set_new(*entries, k, json_pack("[s,s]", "renamed", "")) != 0)
-			rc = ioom(err);
+			rc = KOOM(err);
 		free(k);
 	}
 done:
@@ -2292,7 +2265,7 @@ static int collect(json_t *entries, tt_object_diff *out, tt_error *err)
 	json_t *e;
 	int rc = 0;
 	if (!list)
-		return ioom(err);
+		return KOOM(err);
 	json_object_foreach(entries, path, e) {
 		const char *c = json_string_value(json_array_get(e, 0));
 		list[k].path = path;
@@ -2319,7 +2292,7 @@ typedef struct set_ctx {
 static int set_step(const snapinfo *s, void *ctx, tt_error *err)
 {
 	set_ctx *c = ctx;
-	return json_object_set_new(c->ids, s->id, json_true()) == 0 ? 0 : ioom(err);
+	return json_object_set_new(c->ids, s->id, json_true()) == 0 ? 0 : KOOM(err);
 }
 
 typedef struct common_ctx {
@@ -2369,14 +2342,14 @@ static int ic_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 	sc.ids = json_object();
 	cc.in_b = sc.ids;
 	if (!sc.ids) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = ancestry(&v, sb, set_step, &sc, err)) != 0 ||
 	    (rc = ancestry(&v, sa, common_step, &cc, err)) != 0)
 		goto done;
 	if (!cc.found[0]) {
-		rc = ierr(err, TT_EBACKEND, "icechunk diff failed: snapshots %s and %s share no history",
+		rc = KERR(err, TT_EBACKEND, "icechunk diff failed: snapshots %s and %s share no history",
 			  sa, sb);
 		goto done;
 	}
@@ -2391,7 +2364,7 @@ static int ic_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 		goto done;
 	}
 	if (!ea || !eb || !(merged = json_object())) {
-		rc = ioom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	{
@@ -2433,7 +2406,7 @@ static int ic_diff(tt_backend *b, const json_t *loc, const json_t *a, const json
 	}
 	if ((rc = collect(merged, out, err)) == 0 &&
 	    !(out->note = tt_asprintf("diverged at snapshot %s; changes on either side", cc.found)))
-		rc = ioom(err);
+		rc = KOOM(err);
 done:
 	json_decref(entries);
 	json_decref(ea);
@@ -2466,7 +2439,7 @@ static bool in_layout(const char *name)
 static int put_object(view *v, const char *key, const tt_buf *fb, int type, tt_error *err)
 {
 	tt_buf file = TT_BUF_INIT;
-	int rc = ic_container_write((const uint8_t *)fb->ptr, fb->len, type, 2, &file, err);
+	int rc = tt_ic_container_write((const uint8_t *)fb->ptr, fb->len, type, 2, &file, err);
 	if (rc == 0)
 		rc = ic_write(&v->store, key, IC_CREATE, NULL, file.ptr, file.len, err);
 	tt_buf_release(&file);
@@ -2499,22 +2472,22 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 		size_t n = json_array_size(names);
 		json_decref(names);
 		if (n) {
-			rc = ierr(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				  "objects already exist under %s; `create` never adopts them",
 				  v.store.root);
 			goto done;
 		}
 	} else if (lstat(v.store.root, &st) == 0) {
-		rc = ierr(err, TT_EBACKEND, "%s already exists; `create` never adopts it", v.store.root);
+		rc = KERR(err, TT_EBACKEND, "%s already exists; `create` never adopts it", v.store.root);
 		goto done;
 	}
-	if (!owner || ic_flex_string(owner, &flex) != 0) {
-		rc = ierr(err, TT_EUSAGE, "icechunk create needs an owner (at most 250 bytes)");
+	if (!owner || tt_ic_flex_string(owner, &flex) != 0) {
+		rc = KERR(err, TT_EUSAGE, "icechunk create needs an owner (at most 250 bytes)");
 		goto done;
 	}
 	/* the first write makes a local root */
-	if ((rc = ic_initial_snapshot(now, &snap, err)) != 0 || (rc = ic_initial_txlog(&tx, err)) != 0 ||
-	    (rc = ic_initial_repo(now, OWNER_KEY, (const uint8_t *)flex.ptr, flex.len, &repo, err)) != 0)
+	if ((rc = tt_ic_initial_snapshot(now, &snap, err)) != 0 || (rc = tt_ic_initial_txlog(&tx, err)) != 0 ||
+	    (rc = tt_ic_initial_repo(now, OWNER_KEY, (const uint8_t *)flex.ptr, flex.len, &repo, err)) != 0)
 		goto fail;
 	/* the repo file last: a repository never exists half made */
 	if ((rc = put_object(&v, "snapshots/" ROOT_SNAPSHOT, &snap, IC_FILE_SNAPSHOT, err)) != 0 ||
@@ -2522,7 +2495,7 @@ static int ic_create(tt_backend *b, const json_t *loc, const char *owner, json_t
 	    (rc = put_object(&v, "repo", &repo, IC_FILE_REPO, err)) != 0)
 		goto fail;
 	if (!(*state = sid_state(ROOT_SNAPSHOT)))
-		rc = ioom(err);
+		rc = KOOM(err);
 	goto done;
 fail:
 	tt_error_object(err, NULL, KIND);
@@ -2569,9 +2542,9 @@ static int ic_owner(tt_backend *b, const json_t *loc, char **owner, tt_error *er
 		size_t n;
 		if (strcmp(v.repo.metadata[i].name, OWNER_KEY) != 0)
 			continue;
-		if (ic_flex_read_string(v.repo.metadata[i].value, v.repo.metadata[i].len, &s, &n) == 0 &&
+		if (tt_ic_flex_read_string(v.repo.metadata[i].value, v.repo.metadata[i].len, &s, &n) == 0 &&
 		    n > 0 && !memchr(s, '\0', n) && !(*owner = tt_strndup(s, n)))
-			rc = ioom(err);
+			rc = KOOM(err);
 	}
 	view_release(&v);
 	return rc;
@@ -2669,7 +2642,7 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	if ((rc = ic_owner(b, loc, &owner, err)) != 0 || (rc = ic_is_ref_empty(b, loc, NULL, &empty, err)) != 0)
 		goto done;
 	if (!owner || empty != 1) {
-		rc = ierr(err, TT_EBACKEND, "%s is not an empty repository tether created; not removing it",
+		rc = KERR(err, TT_EBACKEND, "%s is not an empty repository tether created; not removing it",
 			  root);
 		goto done;
 	}
@@ -2679,7 +2652,7 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 		if (!in_layout(json_string_value(e)))
 			tt_buf_printf(&foreign, "%s%s", foreign.len ? ", " : "", json_string_value(e));
 	if (foreign.len) {
-		rc = ierr(err, TT_EBACKEND, "%s holds more than an icechunk repository (%s); not removing it",
+		rc = KERR(err, TT_EBACKEND, "%s holds more than an icechunk repository (%s); not removing it",
 			  root, foreign.ptr);
 		goto done;
 	}
@@ -2689,7 +2662,7 @@ static int ic_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	size_t pl = strlen(s.prefix);
 	char *dir = pl ? tt_strndup(s.prefix, pl - 1) : NULL;
 	if (pl && !dir)
-		rc = ioom(err);
+		rc = KOOM(err);
 	else
 		rc = dir ? tt_store_delete_tree(s.st, dir, err) : tt_store_delete_all(s.st, err);
 	free(dir);
@@ -2755,7 +2728,10 @@ static const tt_backend_ops ic_ops = {
 	.working_ref_blockers = tt_kit_no_blockers,
 	.open = ic_open,
 	.promote = ic_promote,
-	.merge = ic_merge,
+	.merge = tt_kit_no_merge,
+	.no_merge = "icechunk cannot merge diverged branches (it has no branch rebase or "
+		    "cherry-pick; Session.rebase only replays uncommitted writes); re-apply the "
+		    "writes on a fresh fork of the base and promote it, or reset the base",
 	.ancestor_of = ic_ancestor_of,
 	.diff = ic_diff,
 	.history = ic_history,
@@ -2765,6 +2741,7 @@ static const tt_backend_ops ic_ops = {
 	.delete_store = ic_delete_store,
 	.effective_capabilities = ic_effective_caps,
 	.base_branch = ic_base_branch,
+	.storage_options = ic_storage_options,
 	.promote_hint = "Icechunk has no merge; re-apply the writes on a fresh fork of the base "
 			"branch, or reset the base with repo.reset_branch() if losing its newer "
 			"snapshots is intended",

@@ -381,7 +381,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 		return NULL;
 	/* slots this schema does not know, set: a newer icechunk wrote them */
 	for (unsigned s = d->nslots; 4 + 2 * (size_t)s + 2 <= src->vt_len; s++)
-		if (ic_fb_field(src, s, 1) != 0) {
+		if (tt_ic_fb_field(src, s, 1) != 0) {
 			c->newer = true;
 			c->why = "a field this tether does not know";
 			return NULL;
@@ -394,7 +394,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 			break;
 		case F_SCALAR: {
 			uint64_t v = 0;
-			at = ic_fb_field(src, s, f->size);
+			at = tt_ic_fb_field(src, s, f->size);
 			if (at < 0)
 				goto bad;
 			if (!at)
@@ -408,7 +408,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 		}
 		case F_STRUCT: {
 			const uint8_t *p;
-			if (ic_fb_struct(src, s, f->size, &p) != 0)
+			if (tt_ic_fb_struct(src, s, f->size, &p) != 0)
 				goto bad;
 			if (p)
 				set_struct(t, s, p, f->size);
@@ -418,7 +418,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 			const char *str;
 			size_t n;
 			node *ch;
-			if (ic_fb_string(src, s, &str, &n) != 0)
+			if (tt_ic_fb_string(src, s, &str, &n) != 0)
 				goto bad;
 			if (!str)
 				break;
@@ -431,7 +431,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 			const uint8_t *data;
 			size_t count;
 			node *ch;
-			if (ic_fb_vector(src, s, f->size, &data, &count) != 0)
+			if (tt_ic_fb_vector(src, s, f->size, &data, &count) != 0)
 				goto bad;
 			if (!data)
 				break;
@@ -445,7 +445,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 			const uint8_t *data;
 			size_t count;
 			node *v;
-			if (ic_fb_vector(src, s, 4, &data, &count) != 0)
+			if (tt_ic_fb_vector(src, s, 4, &data, &count) != 0)
 				goto bad;
 			if (!data)
 				break;
@@ -455,12 +455,12 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 				if (f->k == F_VEC_STRING) {
 					const char *str;
 					size_t n;
-					if (ic_fb_vector_string(src, data, count, i, &str, &n) != 0)
+					if (tt_ic_fb_vector_string(src, data, count, i, &str, &n) != 0)
 						goto bad;
 					v->items[i] = copy_string_at(c, str, n);
 				} else {
 					ic_fb sub;
-					if (ic_fb_vector_table(src, data, count, i, &sub) != 0)
+					if (tt_ic_fb_vector_table(src, data, count, i, &sub) != 0)
 						goto bad;
 					v->items[i] = copy_table(c, &sub, f->sub);
 				}
@@ -474,7 +474,7 @@ static node *copy_table(copier *c, const ic_fb *src, const tdesc *d)
 		case F_UNION: {
 			ic_fb sub;
 			const tdesc *sd = f->sub;
-			int r = ic_fb_table(src, s, &sub);
+			int r = tt_ic_fb_table(src, s, &sub);
 			node *ch;
 			if (r < 0)
 				goto bad;
@@ -560,7 +560,7 @@ static int cstr_cmp(const void *x, const void *y)
 
 #define UPDATES_PER_FILE 1000
 
-int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic_change *ch,
+int tt_ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic_change *ch,
 		    const char *what, tt_buf *out, tt_error *err)
 {
 	arena a = { 0 };
@@ -572,7 +572,7 @@ int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic
 	int rc = 0;
 	long ti;
 
-	if (ic_fb_root(old, len, &root) != 0 || !(r = copy_table(&c, &root, &t_repo))) {
+	if (tt_ic_fb_root(old, len, &root) != 0 || !(r = copy_table(&c, &root, &t_repo))) {
 		if (a.oom)
 			rc = tt_error_oom(err);
 		else if (c.newer)
@@ -603,7 +603,7 @@ int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic
 	case IC_CHANGE_TAG_DELETE: {
 		const char **dt;
 		node *v;
-		ti = ic_repo_find_ref(cur->tags, cur->ntags, ch->name);
+		ti = tt_ic_repo_find_ref(cur->tags, cur->ntags, ch->name);
 		if (ti < 0) {
 			rc = tt_error_set(err, TT_ENOTFOUND, "tag %s not found", ch->name);
 			goto done;
@@ -635,7 +635,7 @@ int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic
 		break;
 	case IC_CHANGE_BRANCH_DELETE:
 	case IC_CHANGE_BRANCH_RESET:
-		ti = ic_repo_find_ref(cur->branches, cur->nbranches, ch->name);
+		ti = tt_ic_repo_find_ref(cur->branches, cur->nbranches, ch->name);
 		if (ti < 0) {
 			rc = tt_error_set(err, TT_ENOTFOUND, "branch %s not found", ch->name);
 			goto done;
@@ -744,7 +744,7 @@ done:
 static const uint8_t magic[12] = { 0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
 				   0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B };
 
-int ic_container_write(const uint8_t *payload, size_t len, int type, int spec, tt_buf *out,
+int tt_ic_container_write(const uint8_t *payload, size_t len, int type, int spec, tt_buf *out,
 		       tt_error *err)
 {
 	uint8_t head[39];
@@ -786,7 +786,7 @@ static node *meta_vec(arena *a, const char *name, const uint8_t *v, size_t n)
 	return vec;
 }
 
-int ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err)
+int tt_ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err)
 {
 	arena a = { 0 };
 	node *s = new_table(&a);
@@ -806,7 +806,7 @@ int ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err)
 	return rc;
 }
 
-int ic_initial_txlog(tt_buf *out, tt_error *err)
+int tt_ic_initial_txlog(tt_buf *out, tt_error *err)
 {
 	arena a = { 0 };
 	node *t = new_table(&a);
@@ -823,7 +823,7 @@ int ic_initial_txlog(tt_buf *out, tt_error *err)
 	return rc;
 }
 
-int ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_value,
+int tt_ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_value,
 		    size_t meta_len, tt_buf *out, tt_error *err)
 {
 	arena a = { 0 };
@@ -861,7 +861,7 @@ int ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_
 
 /* --- FlexBuffers strings ------------------------------------------------------------ */
 
-int ic_flex_string(const char *s, tt_buf *out)
+int tt_ic_flex_string(const char *s, tt_buf *out)
 {
 	size_t n = strlen(s);
 	uint8_t tail[3];
@@ -878,7 +878,7 @@ int ic_flex_string(const char *s, tt_buf *out)
 	return 0;
 }
 
-int ic_flex_read_string(const uint8_t *v, size_t len, const char **s, size_t *n)
+int tt_ic_flex_read_string(const uint8_t *v, size_t len, const char **s, size_t *n)
 {
 	size_t w, cw, root, off = 0, data, slen = 0;
 	uint8_t type;

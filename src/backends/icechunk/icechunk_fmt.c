@@ -28,7 +28,7 @@ static const uint8_t magic[12] = { 0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
 
 static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-void ic_id_encode(const uint8_t id[IC_ID_LEN], char out[IC_ID_CHARS + 1])
+void tt_ic_id_encode(const uint8_t id[IC_ID_LEN], char out[IC_ID_CHARS + 1])
 {
 	unsigned acc = 0, bits = 0;
 	size_t o = 0;
@@ -45,7 +45,7 @@ void ic_id_encode(const uint8_t id[IC_ID_LEN], char out[IC_ID_CHARS + 1])
 	out[o] = '\0';
 }
 
-int ic_id_decode(const char *s, uint8_t id[IC_ID_LEN])
+int tt_ic_id_decode(const char *s, uint8_t id[IC_ID_LEN])
 {
 	unsigned acc = 0, bits = 0;
 	size_t o = 0;
@@ -79,7 +79,7 @@ static int corrupt(tt_error *err, const char *what, const char *why)
 			    what, why);
 }
 
-int ic_container_read(const uint8_t *data, size_t len, int want_type, const char *what,
+int tt_ic_container_read(const uint8_t *data, size_t len, int want_type, const char *what,
 		      size_t max, tt_buf *out, int *spec, tt_error *err)
 {
 	ZSTD_DStream *z = NULL;
@@ -174,14 +174,14 @@ static int table_at(const uint8_t *buf, size_t len, size_t pos, ic_fb *out)
 	return 0;
 }
 
-int ic_fb_root(const uint8_t *buf, size_t len, ic_fb *out)
+int tt_ic_fb_root(const uint8_t *buf, size_t len, ic_fb *out)
 {
 	if (len < 8)
 		return -1;
 	return table_at(buf, len, rd32(buf), out);
 }
 
-long ic_fb_field(const ic_fb *t, unsigned slot, size_t size)
+long tt_ic_fb_field(const ic_fb *t, unsigned slot, size_t size)
 {
 	size_t at = 4 + 2 * (size_t)slot;
 	uint16_t off;
@@ -199,9 +199,9 @@ long ic_fb_field(const ic_fb *t, unsigned slot, size_t size)
 }
 
 #define SCALAR(name, type, size, read)                                          \
-	int ic_fb_##name(const ic_fb *t, unsigned slot, type def, type *v)     \
+	int tt_ic_fb_##name(const ic_fb *t, unsigned slot, type def, type *v)     \
 	{                                                                      \
-		long p = ic_fb_field(t, slot, size);                           \
+		long p = tt_ic_fb_field(t, slot, size);                           \
 		if (p < 0)                                                     \
 			return -1;                                             \
 		*v = p ? (type)read : def;                                     \
@@ -213,10 +213,10 @@ SCALAR(u32, uint32_t, 4, rd32(t->buf + p))
 SCALAR(i32, int32_t, 4, (int32_t)rd32(t->buf + p))
 SCALAR(u64, uint64_t, 8, rd64(t->buf + p))
 
-int ic_fb_struct(const ic_fb *t, unsigned slot, size_t size, const uint8_t **p)
+int tt_ic_fb_struct(const ic_fb *t, unsigned slot, size_t size, const uint8_t **p)
 {
 	/* structs of bytes (ids) have alignment 1 */
-	long at = ic_fb_field(t, slot, 1);
+	long at = tt_ic_fb_field(t, slot, 1);
 	*p = NULL;
 	if (at < 0)
 		return -1;
@@ -231,7 +231,7 @@ int ic_fb_struct(const ic_fb *t, unsigned slot, size_t size, const uint8_t **p)
 /* Follow the uoffset stored at field `slot`: the absolute target, 0 when absent. */
 static long follow(const ic_fb *t, unsigned slot)
 {
-	long at = ic_fb_field(t, slot, 4);
+	long at = tt_ic_fb_field(t, slot, 4);
 	uint32_t rel;
 	if (at <= 0)
 		return at;
@@ -254,7 +254,7 @@ static int vec_at(const ic_fb *t, size_t pos, size_t elem, const uint8_t **data,
 	return 0;
 }
 
-int ic_fb_string(const ic_fb *t, unsigned slot, const char **s, size_t *n)
+int tt_ic_fb_string(const ic_fb *t, unsigned slot, const char **s, size_t *n)
 {
 	long at = follow(t, slot);
 	const uint8_t *d;
@@ -270,7 +270,7 @@ int ic_fb_string(const ic_fb *t, unsigned slot, const char **s, size_t *n)
 	return 0;
 }
 
-int ic_fb_vector(const ic_fb *t, unsigned slot, size_t elem, const uint8_t **data,
+int tt_ic_fb_vector(const ic_fb *t, unsigned slot, size_t elem, const uint8_t **data,
 		 size_t *count)
 {
 	long at = follow(t, slot);
@@ -296,13 +296,13 @@ static long elem_target(const ic_fb *t, const uint8_t *data, size_t count, size_
 	return (long)(at + rel);
 }
 
-int ic_fb_vector_table(const ic_fb *t, const uint8_t *data, size_t count, size_t i, ic_fb *out)
+int tt_ic_fb_vector_table(const ic_fb *t, const uint8_t *data, size_t count, size_t i, ic_fb *out)
 {
 	long at = elem_target(t, data, count, i);
 	return at < 0 ? -1 : table_at(t->buf, t->len, (size_t)at, out);
 }
 
-int ic_fb_vector_string(const ic_fb *t, const uint8_t *data, size_t count, size_t i,
+int tt_ic_fb_vector_string(const ic_fb *t, const uint8_t *data, size_t count, size_t i,
 			const char **s, size_t *n)
 {
 	long at = elem_target(t, data, count, i);
@@ -313,7 +313,7 @@ int ic_fb_vector_string(const ic_fb *t, const uint8_t *data, size_t count, size_
 	return 0;
 }
 
-int ic_fb_table(const ic_fb *t, unsigned slot, ic_fb *out)
+int tt_ic_fb_table(const ic_fb *t, unsigned slot, ic_fb *out)
 {
 	long at = follow(t, slot);
 	if (at <= 0)
@@ -338,7 +338,7 @@ static int str_field(const ic_fb *t, unsigned slot, bool required, char **out)
 	const char *s;
 	size_t n;
 	*out = NULL;
-	if (ic_fb_string(t, slot, &s, &n) != 0)
+	if (tt_ic_fb_string(t, slot, &s, &n) != 0)
 		return -1;
 	if (!s)
 		return required ? -1 : 0;
@@ -357,15 +357,15 @@ static int decode_refs(const ic_fb *root, unsigned slot, size_t nsnaps, ic_ref *
 	size_t count;
 	*out = NULL;
 	*n = 0;
-	if (ic_fb_vector(root, slot, 4, &d, &count) != 0 || !d)
+	if (tt_ic_fb_vector(root, slot, 4, &d, &count) != 0 || !d)
 		return -1;
 	if (count && !(*out = tt_calloc(count, sizeof **out)))
 		return -2;
 	for (size_t i = 0; i < count; i++) {
 		ic_fb r;
 		int rc;
-		if (ic_fb_vector_table(root, d, count, i, &r) != 0 ||
-		    ic_fb_u32(&r, 1, 0, &(*out)[i].snap) != 0)
+		if (tt_ic_fb_vector_table(root, d, count, i, &r) != 0 ||
+		    tt_ic_fb_u32(&r, 1, 0, &(*out)[i].snap) != 0)
 			return -1;
 		*n = i + 1;
 		if ((rc = str_field(&r, 0, true, &(*out)[i].name)) != 0)
@@ -385,7 +385,7 @@ static int decode_meta(const ic_fb *t, unsigned slot, ic_meta **out, size_t *n)
 	size_t count;
 	*out = NULL;
 	*n = 0;
-	if (ic_fb_vector(t, slot, 4, &d, &count) != 0)
+	if (tt_ic_fb_vector(t, slot, 4, &d, &count) != 0)
 		return -1;
 	if (count && !(*out = tt_calloc(count, sizeof **out)))
 		return -2;
@@ -394,12 +394,12 @@ static int decode_meta(const ic_fb *t, unsigned slot, ic_meta **out, size_t *n)
 		const uint8_t *v;
 		size_t vn;
 		int rc;
-		if (ic_fb_vector_table(t, d, count, i, &m) != 0)
+		if (tt_ic_fb_vector_table(t, d, count, i, &m) != 0)
 			return -1;
 		*n = i + 1;
 		if ((rc = str_field(&m, 0, true, &(*out)[i].name)) != 0)
 			return rc;
-		if (ic_fb_vector(&m, 1, 1, &v, &vn) != 0 || !v)
+		if (tt_ic_fb_vector(&m, 1, 1, &v, &vn) != 0 || !v)
 			return -1;
 		if (vn && !((*out)[i].value = tt_malloc(vn)))
 			return -2;
@@ -419,7 +419,7 @@ static void meta_release(ic_meta *m, size_t n)
 	free(m);
 }
 
-int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out, tt_error *err)
+int tt_ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out, tt_error *err)
 {
 	ic_fb root, st, up;
 	const uint8_t *d;
@@ -428,18 +428,18 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 	const char *why = "bad repo table";
 
 	memset(out, 0, sizeof *out);
-	if (ic_fb_root(fb, len, &root) != 0 || ic_fb_u8(&root, 0, 0, &out->spec_version) != 0)
+	if (tt_ic_fb_root(fb, len, &root) != 0 || tt_ic_fb_u8(&root, 0, 0, &out->spec_version) != 0)
 		goto bad;
 	if (out->spec_version > 2) {
 		rc = tt_error_set(err, TT_EPARSE,
 				  "icechunk %s has spec version %u, which this tether cannot read; "
 				  "upgrade tether",
 				  what, out->spec_version);
-		ic_repo_release(out);
+		tt_ic_repo_release(out);
 		return rc;
 	}
 	why = "bad snapshot list";
-	if (ic_fb_vector(&root, 4, 4, &d, &count) != 0 || !d || count == 0)
+	if (tt_ic_fb_vector(&root, 4, 4, &d, &count) != 0 || !d || count == 0)
 		goto bad;
 	if (!(out->snaps = tt_calloc(count, sizeof *out->snaps))) {
 		rc = -2;
@@ -449,9 +449,9 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 		ic_fb s;
 		const uint8_t *id;
 		ic_snapinfo *si = &out->snaps[i];
-		if (ic_fb_vector_table(&root, d, count, i, &s) != 0 ||
-		    ic_fb_struct(&s, 0, IC_ID_LEN, &id) != 0 || !id ||
-		    ic_fb_i32(&s, 1, 0, &si->parent) != 0 || ic_fb_u64(&s, 2, 0, &si->flushed_at) != 0)
+		if (tt_ic_fb_vector_table(&root, d, count, i, &s) != 0 ||
+		    tt_ic_fb_struct(&s, 0, IC_ID_LEN, &id) != 0 || !id ||
+		    tt_ic_fb_i32(&s, 1, 0, &si->parent) != 0 || tt_ic_fb_u64(&s, 2, 0, &si->flushed_at) != 0)
 			goto bad;
 		out->nsnaps = i + 1;
 		memcpy(si->id, id, IC_ID_LEN);
@@ -463,7 +463,7 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 		{
 			const uint8_t *pd;
 			size_t pn;
-			if (ic_fb_vector(&s, 5, IC_ID_LEN, &pd, &pn) != 0)
+			if (tt_ic_fb_vector(&s, 5, IC_ID_LEN, &pd, &pn) != 0)
 				goto bad;
 			if (pn && !(si->pruned = tt_malloc(pn * IC_ID_LEN))) {
 				rc = -2;
@@ -483,7 +483,7 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 	if ((rc = decode_refs(&root, 2, out->nsnaps, &out->branches, &out->nbranches)) != 0)
 		goto bad;
 	why = "bad deleted-tag list";
-	if ((rc = ic_fb_vector(&root, 3, 4, &d, &count)) != 0 || !d)
+	if ((rc = tt_ic_fb_vector(&root, 3, 4, &d, &count)) != 0 || !d)
 		goto bad;
 	if (count && !(out->deleted_tags = tt_calloc(count, sizeof *out->deleted_tags))) {
 		rc = -2;
@@ -493,7 +493,7 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 		const char *s;
 		size_t n;
 		rc = -1;
-		if (ic_fb_vector_string(&root, d, count, i, &s, &n) != 0)
+		if (tt_ic_fb_vector_string(&root, d, count, i, &s, &n) != 0)
 			goto bad;
 		out->ndeleted = i + 1;
 		if ((rc = dup_str(s, n, &out->deleted_tags[i])) != 0)
@@ -501,22 +501,22 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 	}
 	why = "bad status";
 	rc = -1;
-	if (ic_fb_table(&root, 5, &st) != 1 || ic_fb_u8(&st, 0, 0, &out->availability) != 0)
+	if (tt_ic_fb_table(&root, 5, &st) != 1 || tt_ic_fb_u8(&st, 0, 0, &out->availability) != 0)
 		goto bad;
 	why = "bad metadata";
 	if ((rc = decode_meta(&root, 6, &out->metadata, &out->nmetadata)) != 0)
 		goto bad;
 	why = "bad ops log";
 	rc = -1;
-	if (ic_fb_vector(&root, 7, 4, &d, &count) != 0 || !d || count == 0 ||
-	    ic_fb_vector_table(&root, d, count, 0, &up) != 0 ||
-	    ic_fb_u64(&up, 2, 0, &out->last_update_at) != 0)
+	if (tt_ic_fb_vector(&root, 7, 4, &d, &count) != 0 || !d || count == 0 ||
+	    tt_ic_fb_vector_table(&root, d, count, 0, &up) != 0 ||
+	    tt_ic_fb_u64(&up, 2, 0, &out->last_update_at) != 0)
 		goto bad;
 	out->nupdates = count;
 	{
 		const uint8_t *fd;
 		size_t fn;
-		if (ic_fb_vector(&root, 11, 2, &fd, &fn) != 0)
+		if (tt_ic_fb_vector(&root, 11, 2, &fd, &fn) != 0)
 			goto bad;
 		for (size_t i = 0; i < fn; i++) {
 			uint16_t flag = rd16(fd + 2 * i);
@@ -527,13 +527,13 @@ int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out
 	{
 		const char *bs;
 		size_t bn;
-		if (ic_fb_string(&root, 8, &bs, &bn) != 0)
+		if (tt_ic_fb_string(&root, 8, &bs, &bn) != 0)
 			goto bad;
 		out->chained = bs != NULL;
 	}
 	return 0;
 bad:
-	ic_repo_release(out);
+	tt_ic_repo_release(out);
 	return fail(rc, err, what, why);
 }
 
@@ -544,7 +544,7 @@ static void refs_release(ic_ref *r, size_t n)
 	free(r);
 }
 
-void ic_repo_release(ic_repo *r)
+void tt_ic_repo_release(ic_repo *r)
 {
 	if (!r)
 		return;
@@ -562,7 +562,7 @@ void ic_repo_release(ic_repo *r)
 	memset(r, 0, sizeof *r);
 }
 
-long ic_repo_find_snap(const ic_repo *r, const uint8_t id[IC_ID_LEN])
+long tt_ic_repo_find_snap(const ic_repo *r, const uint8_t id[IC_ID_LEN])
 {
 	size_t lo = 0, hi = r->nsnaps;
 	while (lo < hi) {
@@ -578,7 +578,7 @@ long ic_repo_find_snap(const ic_repo *r, const uint8_t id[IC_ID_LEN])
 	return -1;
 }
 
-long ic_repo_find_ref(const ic_ref *refs, size_t n, const char *name)
+long tt_ic_repo_find_ref(const ic_ref *refs, size_t n, const char *name)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -594,7 +594,7 @@ long ic_repo_find_ref(const ic_ref *refs, size_t n, const char *name)
 	return -1;
 }
 
-int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snapshot *out,
+int tt_ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snapshot *out,
 		       tt_error *err)
 {
 	ic_fb root;
@@ -604,8 +604,8 @@ int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snaps
 	const char *why = "bad snapshot table";
 
 	memset(out, 0, sizeof *out);
-	if (ic_fb_root(fb, len, &root) != 0 || ic_fb_struct(&root, 0, IC_ID_LEN, &id) != 0 || !id ||
-	    ic_fb_struct(&root, 1, IC_ID_LEN, &pid) != 0 || ic_fb_u64(&root, 3, 0, &out->flushed_at) != 0)
+	if (tt_ic_fb_root(fb, len, &root) != 0 || tt_ic_fb_struct(&root, 0, IC_ID_LEN, &id) != 0 || !id ||
+	    tt_ic_fb_struct(&root, 1, IC_ID_LEN, &pid) != 0 || tt_ic_fb_u64(&root, 3, 0, &out->flushed_at) != 0)
 		goto bad;
 	memcpy(out->id, id, IC_ID_LEN);
 	if (pid) {
@@ -615,7 +615,7 @@ int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snaps
 	if ((rc = str_field(&root, 4, true, &out->message)) != 0)
 		goto bad;
 	why = "bad node list";
-	if ((rc = ic_fb_vector(&root, 2, 4, &d, &count)) != 0 || !d) {
+	if ((rc = tt_ic_fb_vector(&root, 2, 4, &d, &count)) != 0 || !d) {
 		rc = -1;
 		goto bad;
 	}
@@ -627,9 +627,9 @@ int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snaps
 		ic_fb n;
 		const uint8_t *nid;
 		rc = -1;
-		if (ic_fb_vector_table(&root, d, count, i, &n) != 0 ||
-		    ic_fb_struct(&n, 0, IC_NODE_ID_LEN, &nid) != 0 || !nid ||
-		    ic_fb_u8(&n, 3, 0, &out->nodes[i].type) != 0)
+		if (tt_ic_fb_vector_table(&root, d, count, i, &n) != 0 ||
+		    tt_ic_fb_struct(&n, 0, IC_NODE_ID_LEN, &nid) != 0 || !nid ||
+		    tt_ic_fb_u8(&n, 3, 0, &out->nodes[i].type) != 0)
 			goto bad;
 		out->nnodes = i + 1;
 		memcpy(out->nodes[i].id, nid, IC_NODE_ID_LEN);
@@ -638,11 +638,11 @@ int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snaps
 	}
 	return 0;
 bad:
-	ic_snapshot_release(out);
+	tt_ic_snapshot_release(out);
 	return fail(rc, err, what, why);
 }
 
-void ic_snapshot_release(ic_snapshot *s)
+void tt_ic_snapshot_release(ic_snapshot *s)
 {
 	if (!s)
 		return;
@@ -657,7 +657,7 @@ static int decode_ids(const ic_fb *t, unsigned slot, ic_idlist *out)
 {
 	const uint8_t *d;
 	size_t count;
-	if (ic_fb_vector(t, slot, IC_NODE_ID_LEN, &d, &count) != 0 || !d)
+	if (tt_ic_fb_vector(t, slot, IC_NODE_ID_LEN, &d, &count) != 0 || !d)
 		return -1;
 	if (count && !(out->ids = tt_malloc(count * IC_NODE_ID_LEN)))
 		return -2;
@@ -671,7 +671,7 @@ static int decode_coords(const ic_fb *t, ic_chunks *c)
 {
 	const uint8_t *d;
 	size_t count;
-	if (ic_fb_vector(t, 1, 4, &d, &count) != 0 || !d)
+	if (tt_ic_fb_vector(t, 1, 4, &d, &count) != 0 || !d)
 		return -1;
 	if (count && !(c->coords = tt_calloc(count, sizeof *c->coords)))
 		return -2;
@@ -680,7 +680,7 @@ static int decode_coords(const ic_fb *t, ic_chunks *c)
 		const uint8_t *v;
 		size_t nv;
 		tt_buf b = TT_BUF_INIT;
-		if (ic_fb_vector_table(t, d, count, i, &ci) != 0 || ic_fb_vector(&ci, 0, 4, &v, &nv) != 0 ||
+		if (tt_ic_fb_vector_table(t, d, count, i, &ci) != 0 || tt_ic_fb_vector(&ci, 0, 4, &v, &nv) != 0 ||
 		    !v)
 			return -1;
 		for (size_t k = 0; k < nv; k++)
@@ -695,7 +695,7 @@ static int decode_coords(const ic_fb *t, ic_chunks *c)
 	return 0;
 }
 
-int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *out,
+int tt_ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *out,
 		    tt_error *err)
 {
 	ic_fb root;
@@ -705,14 +705,14 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 	const char *why = "bad transaction log";
 
 	memset(out, 0, sizeof *out);
-	if (ic_fb_root(fb, len, &root) != 0 || ic_fb_struct(&root, 0, IC_ID_LEN, &id) != 0 || !id)
+	if (tt_ic_fb_root(fb, len, &root) != 0 || tt_ic_fb_struct(&root, 0, IC_ID_LEN, &id) != 0 || !id)
 		goto bad;
 	memcpy(out->id, id, IC_ID_LEN);
 	for (unsigned l = 0; l < IC_TX_NLISTS; l++)
 		if ((rc = decode_ids(&root, 1 + l, &out->lists[l])) != 0)
 			goto bad;
 	rc = -1;
-	if (ic_fb_vector(&root, 7, 4, &d, &count) != 0 || !d)
+	if (tt_ic_fb_vector(&root, 7, 4, &d, &count) != 0 || !d)
 		goto bad;
 	if (count && !(out->chunks = tt_calloc(count, sizeof *out->chunks))) {
 		rc = -2;
@@ -722,8 +722,8 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 		ic_fb u;
 		const uint8_t *nid;
 		rc = -1;
-		if (ic_fb_vector_table(&root, d, count, i, &u) != 0 ||
-		    ic_fb_struct(&u, 0, IC_NODE_ID_LEN, &nid) != 0 || !nid)
+		if (tt_ic_fb_vector_table(&root, d, count, i, &u) != 0 ||
+		    tt_ic_fb_struct(&u, 0, IC_NODE_ID_LEN, &nid) != 0 || !nid)
 			goto bad;
 		out->nchunks = i + 1;
 		memcpy(out->chunks[i].node, nid, IC_NODE_ID_LEN);
@@ -731,7 +731,7 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 			goto bad;
 	}
 	rc = -1;
-	if (ic_fb_vector(&root, 8, 4, &d, &count) != 0)
+	if (tt_ic_fb_vector(&root, 8, 4, &d, &count) != 0)
 		goto bad;
 	if (count && !(out->moves = tt_calloc(count, sizeof *out->moves))) {
 		rc = -2;
@@ -741,8 +741,8 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 		ic_fb m;
 		const uint8_t *nid;
 		rc = -1;
-		if (ic_fb_vector_table(&root, d, count, i, &m) != 0 ||
-		    ic_fb_struct(&m, 2, IC_NODE_ID_LEN, &nid) != 0)
+		if (tt_ic_fb_vector_table(&root, d, count, i, &m) != 0 ||
+		    tt_ic_fb_struct(&m, 2, IC_NODE_ID_LEN, &nid) != 0)
 			goto bad;
 		out->nmoves = i + 1;
 		if (nid)
@@ -753,11 +753,11 @@ int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *o
 	}
 	return 0;
 bad:
-	ic_txlog_release(out);
+	tt_ic_txlog_release(out);
 	return fail(rc, err, what, why);
 }
 
-void ic_txlog_release(ic_txlog *t)
+void tt_ic_txlog_release(ic_txlog *t)
 {
 	if (!t)
 		return;

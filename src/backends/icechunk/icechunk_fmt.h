@@ -27,14 +27,14 @@
 enum { IC_FILE_SNAPSHOT = 1, IC_FILE_MANIFEST = 2, IC_FILE_TXLOG = 4, IC_FILE_REPO = 6 };
 
 /* Crockford base32, upper case, no padding: 12 bytes -> 20 chars + NUL. */
-void ic_id_encode(const uint8_t id[IC_ID_LEN], char out[IC_ID_CHARS + 1]);
+void tt_ic_id_encode(const uint8_t id[IC_ID_LEN], char out[IC_ID_CHARS + 1]);
 /* 0, or -1 when s is not a 20-character id (lower case is accepted). */
-int ic_id_decode(const char *s, uint8_t id[IC_ID_LEN]);
+int tt_ic_id_decode(const char *s, uint8_t id[IC_ID_LEN]);
 
 /* Check the 39-byte header (magic, spec byte 1 or 2, file type == want_type,
  * zstd) and decompress the payload into out (at most max bytes; 0: 256 MiB).
  * *spec receives the header's spec byte. */
-int ic_container_read(const uint8_t *data, size_t len, int want_type, const char *what,
+int tt_ic_container_read(const uint8_t *data, size_t len, int want_type, const char *what,
 		      size_t max, tt_buf *out, int *spec, tt_error *err);
 
 /* --- flatbuffers --------------------------------------------------------- */
@@ -50,30 +50,30 @@ typedef struct ic_fb {
 } ic_fb;
 
 /* The root table of a flatbuffer. 0 or -1. */
-int ic_fb_root(const uint8_t *buf, size_t len, ic_fb *out);
+int tt_ic_fb_root(const uint8_t *buf, size_t len, ic_fb *out);
 /* The absolute position of field `slot`, 0 when absent, -1 when the field
  * does not fit the table / buffer (size bytes). */
-long ic_fb_field(const ic_fb *t, unsigned slot, size_t size);
+long tt_ic_fb_field(const ic_fb *t, unsigned slot, size_t size);
 /* Scalars: def when absent; -1 on a corrupt offset. */
-int ic_fb_u8(const ic_fb *t, unsigned slot, uint8_t def, uint8_t *v);
-int ic_fb_u16(const ic_fb *t, unsigned slot, uint16_t def, uint16_t *v);
-int ic_fb_u32(const ic_fb *t, unsigned slot, uint32_t def, uint32_t *v);
-int ic_fb_i32(const ic_fb *t, unsigned slot, int32_t def, int32_t *v);
-int ic_fb_u64(const ic_fb *t, unsigned slot, uint64_t def, uint64_t *v);
+int tt_ic_fb_u8(const ic_fb *t, unsigned slot, uint8_t def, uint8_t *v);
+int tt_ic_fb_u16(const ic_fb *t, unsigned slot, uint16_t def, uint16_t *v);
+int tt_ic_fb_u32(const ic_fb *t, unsigned slot, uint32_t def, uint32_t *v);
+int tt_ic_fb_i32(const ic_fb *t, unsigned slot, int32_t def, int32_t *v);
+int tt_ic_fb_u64(const ic_fb *t, unsigned slot, uint64_t def, uint64_t *v);
 /* An inline struct of size bytes: *p NULL when absent. */
-int ic_fb_struct(const ic_fb *t, unsigned slot, size_t size, const uint8_t **p);
+int tt_ic_fb_struct(const ic_fb *t, unsigned slot, size_t size, const uint8_t **p);
 /* A string: *s NULL when absent (not NUL-terminated: use *n). */
-int ic_fb_string(const ic_fb *t, unsigned slot, const char **s, size_t *n);
+int tt_ic_fb_string(const ic_fb *t, unsigned slot, const char **s, size_t *n);
 /* A vector of elem-byte elements: *count 0 and *data NULL when absent. */
-int ic_fb_vector(const ic_fb *t, unsigned slot, size_t elem, const uint8_t **data,
+int tt_ic_fb_vector(const ic_fb *t, unsigned slot, size_t elem, const uint8_t **data,
 		 size_t *count);
-/* Table i of a vector of tables (data/count from ic_fb_vector, elem 4). */
-int ic_fb_vector_table(const ic_fb *t, const uint8_t *data, size_t count, size_t i, ic_fb *out);
+/* Table i of a vector of tables (data/count from tt_ic_fb_vector, elem 4). */
+int tt_ic_fb_vector_table(const ic_fb *t, const uint8_t *data, size_t count, size_t i, ic_fb *out);
 /* String i of a vector of strings. */
-int ic_fb_vector_string(const ic_fb *t, const uint8_t *data, size_t count, size_t i,
+int tt_ic_fb_vector_string(const ic_fb *t, const uint8_t *data, size_t count, size_t i,
 			const char **s, size_t *n);
 /* A table-valued field: 1 found, 0 absent, -1 corrupt. */
-int ic_fb_table(const ic_fb *t, unsigned slot, ic_fb *out);
+int tt_ic_fb_table(const ic_fb *t, unsigned slot, ic_fb *out);
 
 /* --- decoded objects ------------------------------------------------------ */
 
@@ -116,11 +116,11 @@ typedef struct ic_repo {
 	bool chained;            /* repo_before_updates is set */
 } ic_repo;
 
-int ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out, tt_error *err);
-void ic_repo_release(ic_repo *r);
+int tt_ic_repo_decode(const uint8_t *fb, size_t len, const char *what, ic_repo *out, tt_error *err);
+void tt_ic_repo_release(ic_repo *r);
 /* Index of a snapshot / ref by exact match, -1 when absent. */
-long ic_repo_find_snap(const ic_repo *r, const uint8_t id[IC_ID_LEN]);
-long ic_repo_find_ref(const ic_ref *refs, size_t n, const char *name);
+long tt_ic_repo_find_snap(const ic_repo *r, const uint8_t id[IC_ID_LEN]);
+long tt_ic_repo_find_ref(const ic_ref *refs, size_t n, const char *name);
 
 typedef struct ic_node {
 	uint8_t id[IC_NODE_ID_LEN];
@@ -138,9 +138,9 @@ typedef struct ic_snapshot {
 	size_t nnodes;
 } ic_snapshot;
 
-int ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snapshot *out,
+int tt_ic_snapshot_decode(const uint8_t *fb, size_t len, const char *what, ic_snapshot *out,
 		       tt_error *err);
-void ic_snapshot_release(ic_snapshot *s);
+void tt_ic_snapshot_release(ic_snapshot *s);
 
 typedef struct ic_idlist {
 	uint8_t (*ids)[IC_NODE_ID_LEN];
@@ -172,16 +172,16 @@ typedef struct ic_txlog {
 	size_t nmoves;
 } ic_txlog;
 
-int ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *out,
+int tt_ic_txlog_decode(const uint8_t *fb, size_t len, const char *what, ic_txlog *out,
 		    tt_error *err);
-void ic_txlog_release(ic_txlog *t);
+void tt_ic_txlog_release(ic_txlog *t);
 
 #endif
 
 /* --- writing --------------------------------------------------------------- */
 
 /* A header, then payload compressed into one zstd frame. */
-int ic_container_write(const uint8_t *payload, size_t len, int type, int spec, tt_buf *out,
+int tt_ic_container_write(const uint8_t *payload, size_t len, int type, int spec, tt_buf *out,
 		       tt_error *err);
 
 /* A change to a spec-2 repo file.  The rewrite copies every field of the
@@ -212,19 +212,19 @@ typedef struct ic_change {
 
 /* The new flatbuffer for old (a decompressed repo flatbuffer, decoded as
  * cur) after change. */
-int ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic_change *change,
+int tt_ic_repo_rewrite(const uint8_t *old, size_t len, const ic_repo *cur, const ic_change *change,
 		    const char *what, tt_buf *out, tt_error *err);
 
 /* The flatbuffers of a new spec-2 repository: its initial snapshot
  * (1CECHNKREP0F1RSTCMT0, "Repository initialized"), the empty transaction
  * log, and the repo file (main at the initial snapshot, one metadata item
  * when meta_name is set). */
-int ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err);
-int ic_initial_txlog(tt_buf *out, tt_error *err);
-int ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_value,
+int tt_ic_initial_snapshot(uint64_t now_us, tt_buf *out, tt_error *err);
+int tt_ic_initial_txlog(tt_buf *out, tt_error *err);
+int tt_ic_initial_repo(uint64_t now_us, const char *meta_name, const uint8_t *meta_value,
 		    size_t meta_len, tt_buf *out, tt_error *err);
 
 /* FlexBuffers encoding of one JSON string (repository metadata values). */
-int ic_flex_string(const char *s, tt_buf *out);
+int tt_ic_flex_string(const char *s, tt_buf *out);
 /* The string a FlexBuffers value holds (0 with s and n), or -1 when not a string. */
-int ic_flex_read_string(const uint8_t *v, size_t len, const char **s, size_t *n);
+int tt_ic_flex_read_string(const uint8_t *v, size_t len, const char **s, size_t *n);

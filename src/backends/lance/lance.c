@@ -51,8 +51,6 @@
 #define MAX_MANIFEST (256u << 20)
 #define MAX_REF (1u << 20)
 
-#define lerr(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define loom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- storage ------------------------------------------------------------------ */
 
@@ -105,7 +103,7 @@ static int ls_read(lstore *s, const char *rel, tt_buf *out, size_t max, tt_error
 	char *k = ls_key(s, rel);
 	int rc;
 	if (!k)
-		return loom(err);
+		return KOOM(err);
 	out->max = max;
 	rc = tt_store_get(s->st, k, NULL, out, NULL, err);
 	free(k);
@@ -120,14 +118,14 @@ static int ls_list(lstore *s, const char *rel, char ***names, size_t *n, tt_erro
 	*names = NULL;
 	*n = 0;
 	if (!dir)
-		return loom(err);
+		return KOOM(err);
 	rc = tt_store_list_names(s->st, dir, &page, err);
 	free(dir);
 	if (rc == 0 && page.n && !(*names = tt_calloc(page.n, sizeof **names)))
-		rc = loom(err);
+		rc = KOOM(err);
 	for (size_t i = 0; rc == 0 && i < page.n; i++)
 		if (!((*names)[(*n)++] = tt_strdup(page.items[i].key)))
-			rc = loom(err);
+			rc = KOOM(err);
 	if (rc) {
 		free_names(*names, *n);
 		*names = NULL;
@@ -140,7 +138,7 @@ static int ls_list(lstore *s, const char *rel, char ***names, size_t *n, tt_erro
 static int ls_put_new(lstore *s, const char *rel, const void *data, size_t len, tt_error *err)
 {
 	char *k = ls_key(s, rel);
-	int rc = k ? tt_store_put_if_absent(s->st, k, data, len, NULL, err) : loom(err);
+	int rc = k ? tt_store_put_if_absent(s->st, k, data, len, NULL, err) : KOOM(err);
 	free(k);
 	return rc;
 }
@@ -148,7 +146,7 @@ static int ls_put_new(lstore *s, const char *rel, const void *data, size_t len, 
 static int ls_remove(lstore *s, const char *rel, tt_error *err)
 {
 	char *k = ls_key(s, rel);
-	int rc = k ? tt_store_delete(s->st, k, err) : loom(err);
+	int rc = k ? tt_store_delete(s->st, k, err) : KOOM(err);
 	free(k);
 	return rc;
 }
@@ -156,7 +154,7 @@ static int ls_remove(lstore *s, const char *rel, tt_error *err)
 static int ls_remove_tree(lstore *s, const char *rel, tt_error *err)
 {
 	char *k = ls_key(s, rel);
-	int rc = k ? tt_store_delete_tree(s->st, k, err) : loom(err);
+	int rc = k ? tt_store_delete_tree(s->st, k, err) : KOOM(err);
 	free(k);
 	return rc;
 }
@@ -200,7 +198,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 {
 	json_t *opts = NULL;
 	char *key = NULL;
-	int rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err);
+	int rc = tt_kit_storage_options(b, loc, &opts, err);
 	if (rc)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s->st, &key, err);
@@ -222,7 +220,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 	s->remote = true;
 	if (!s->prefix || !s->root) {
 		lstore_close(s);
-		return loom(err);
+		return KOOM(err);
 	}
 	/* a dataset has versions: anything else is no dataset (or a refusal
 	 * from the store, which says so) */
@@ -235,7 +233,7 @@ static int open_remote(tt_backend *b, const json_t *loc, const char *uri, lstore
 	}
 	free_names(names, nn);
 	if (!nn) {
-		lerr(err, TT_EBACKEND, "cannot open lance dataset %s: no _versions under it", uri);
+		KERR(err, TT_EBACKEND, "cannot open lance dataset %s: no _versions under it", uri);
 		lstore_close(s);
 		return err->code;
 	}
@@ -260,21 +258,21 @@ static int open_store(tt_backend *b, const json_t *loc, lstore *s, tt_error *err
 
 	memset(s, 0, sizeof *s);
 	if (!uri)
-		return lerr(err, TT_EBACKEND, "lance locator needs 'uri'");
+		return KERR(err, TT_EBACKEND, "lance locator needs 'uri'");
 	local = tt_store_local_path(uri, &path);
 	if (local < 0)
-		return loom(err);
+		return KOOM(err);
 	if (local == 0)
 		return open_remote(b, loc, uri, s, err);
 	if (!tt_is_dir(path)) {
-		lerr(err, TT_EBACKEND, "cannot open lance dataset %s: no such directory", uri);
+		KERR(err, TT_EBACKEND, "cannot open lance dataset %s: no such directory", uri);
 		free(path);
 		return err->code;
 	}
 	s->root = path;
 	if (!(s->prefix = tt_strdup(""))) {
 		lstore_close(s);
-		return loom(err);
+		return KOOM(err);
 	}
 	if ((rc = tt_store_local_open(path, false, &s->st, err)) != 0) {
 		tt_error_object(err, NULL, KIND);
@@ -368,7 +366,7 @@ static int latest_version(lstore *s, const char *branch, uint64_t *version, bool
 	*found = false;
 	*version = 0;
 	if (!dir)
-		return loom(err);
+		return KOOM(err);
 	if ((rc = ls_list(s, dir, &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
@@ -382,7 +380,7 @@ static int latest_version(lstore *s, const char *branch, uint64_t *version, bool
 		*found = true;
 	}
 	if (seen == 3) {
-		rc = lerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "lance dataset %s: %s mixes both manifest naming schemes; Lance refuses such a "
 			  "dataset too (migrate it with pylance's migrate_manifest_paths_v2)",
 			  s->root, dir);
@@ -403,14 +401,14 @@ static int manifest_rel(lstore *s, const char *branch, uint64_t v, char **rel, t
 	char *dir = versions_dir(branch);
 	*rel = NULL;
 	if (!dir)
-		return loom(err);
+		return KOOM(err);
 	char *v2 = tt_asprintf("%s/%020" PRIu64 ".manifest", dir, UINT64_MAX - v);
 	char *v1 = tt_asprintf("%s/%" PRIu64 ".manifest", dir, v);
 	free(dir);
 	if (!v2 || !v1) {
 		free(v1);
 		free(v2);
-		return loom(err);
+		return KOOM(err);
 	}
 	if (ls_has_file(s, v2)) {
 		*rel = v2;
@@ -449,12 +447,12 @@ static int load_manifest(lstore *s, const char *branch, uint64_t v, tt_lance_man
 		goto done;
 	}
 	if (tt_lance_manifest_parse(m, buf.ptr, buf.len, why, sizeof why) < 0) {
-		rc = lerr(err, TT_EBACKEND, "lance dataset %s: corrupt manifest %s/%s: %s", s->root, s->root,
+		rc = KERR(err, TT_EBACKEND, "lance dataset %s: corrupt manifest %s/%s: %s", s->root, s->root,
 			  rel, why);
 		goto done;
 	}
 	if (m->version != v) {
-		rc = lerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "lance dataset %s: corrupt manifest %s/%s: it says version %" PRIu64
 			  " but its name says %" PRIu64, s->root, s->root, rel, m->version, v);
 		tt_lance_manifest_release(m);
@@ -500,7 +498,7 @@ static int read_ref_json(lstore *s, const char *rel, json_t **out, tt_error *err
 		if (!*out || !json_is_object(*out)) {
 			json_decref(*out);
 			*out = NULL;
-			rc = lerr(err, TT_EBACKEND, "lance dataset %s: corrupt ref file %s/%s: %s", s->root,
+			rc = KERR(err, TT_EBACKEND, "lance dataset %s: corrupt ref file %s/%s: %s", s->root,
 				  s->root, rel, perr.code ? tt_error_text(&perr) : "not a JSON object");
 		}
 		tt_error_clear(&perr);
@@ -566,13 +564,13 @@ static int read_tag(lstore *s, const char *name, json_t **out, tt_error *err)
 		return 0;
 	char *rel = tt_asprintf("_refs/tags/%s.json", name);
 	if (!rel)
-		return loom(err);
+		return KOOM(err);
 	int rc = read_ref_json(s, rel, out, err);
 	if (rc == 0 && *out) {
 		const char *br;
 		uint64_t v;
 		if (!tag_target(*out, &br, &v)) {
-			rc = lerr(err, TT_EBACKEND, "lance dataset %s: corrupt tag file %s/%s: no version",
+			rc = KERR(err, TT_EBACKEND, "lance dataset %s: corrupt tag file %s/%s: no version",
 				  s->root, s->root, rel);
 			json_decref(*out);
 			*out = NULL;
@@ -591,7 +589,7 @@ static int list_tags(lstore *s, json_t **out, tt_error *err)
 
 	*out = json_object();
 	if (!*out)
-		return loom(err);
+		return KOOM(err);
 	if ((rc = ls_list(s, "_refs/tags", &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -617,7 +615,7 @@ static int read_branch(lstore *s, const char *name, json_t **out, tt_error *err)
 	char *rel = branch_file(name);
 	*out = NULL;
 	if (!rel)
-		return loom(err);
+		return KOOM(err);
 	int rc = read_ref_json(s, rel, out, err);
 	free(rel);
 	return rc;
@@ -632,7 +630,7 @@ static int list_branches(lstore *s, json_t **out, tt_error *err)
 
 	*out = json_object();
 	if (!*out)
-		return loom(err);
+		return KOOM(err);
 	if ((rc = ls_list(s, "_refs/branches", &names, &n, err)) < 0)
 		goto done;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -700,7 +698,7 @@ static int make_state(lstore *s, const char *branch, uint64_t version, json_t **
 {
 	*state = json_pack("{s:s, s:I}", "branch", shown(branch), "version", (json_int_t)version);
 	if (!*state)
-		return loom(err);
+		return KOOM(err);
 	if (is_main(branch))
 		return 0;
 	json_t *meta = NULL;
@@ -723,7 +721,7 @@ static int state_ref(const json_t *state, const char **branch, uint64_t *version
 {
 	const json_t *b = json_object_get(state, "branch"), *v = json_object_get(state, "version");
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return lerr(err, TT_EBACKEND, "lance state has no version: not a state this backend recorded");
+		return KERR(err, TT_EBACKEND, "lance state has no version: not a state this backend recorded");
 	*branch = json_is_string(b) && json_string_length(b) ? json_string_value(b) : MAIN;
 	*version = (uint64_t)json_integer_value(v);
 	return 0;
@@ -748,7 +746,7 @@ static int check_branch_life(lstore *s, const json_t *state, tt_error *err)
 	now = meta ? branch_id_of(branch, meta) : NULL;
 	char *recorded = tt_pyv_str_dup(rec);
 	if (!recorded || !now || strcmp(now, recorded) != 0)
-		rc = lerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "lance branch %s was deleted and re-created since this state was recorded; its "
 			  "version %" PRIu64 " is gone", branch, v);
 	free(recorded);
@@ -770,13 +768,13 @@ static int head_of(lstore *s, const char *branch, uint64_t *version, tt_error *e
 			return rc;
 		json_decref(meta);
 		if (!meta)
-			return lerr(err, TT_EBACKEND, "lance ref '%s' not found: no such branch in %s",
+			return KERR(err, TT_EBACKEND, "lance ref '%s' not found: no such branch in %s",
 				    branch, s->root);
 	}
 	if ((rc = latest_version(s, branch, version, &found, NULL, err)) < 0)
 		return rc;
 	if (!found)
-		return lerr(err, TT_EBACKEND, "lance dataset %s has no versions on branch %s", s->root,
+		return KERR(err, TT_EBACKEND, "lance dataset %s has no versions on branch %s", s->root,
 			    shown(branch));
 	/* The head must decode: a damaged manifest is reported here, naming
 	 * the file, before anything is recorded or written. */
@@ -803,7 +801,7 @@ static int resolve_at(lstore *s, const json_t *loc, const char *at, const char *
 		return 0;
 	}
 	char *r = tt_pyv_repr_dup(at);
-	rc = lerr(err, TT_EBACKEND, "%s is neither a tag nor a version number", r ? r : at);
+	rc = KERR(err, TT_EBACKEND, "%s is neither a tag nor a version number", r ? r : at);
 	free(r);
 	return rc;
 }
@@ -815,7 +813,7 @@ static int check_version(lstore *s, const char *branch, uint64_t v, tt_error *er
 	int rc = load_manifest(s, branch, v, &m, NULL, err);
 	if (rc == TT_ENOTFOUND) {
 		tt_error_clear(err);
-		return lerr(err, TT_EBACKEND, "lance ref (%s, %" PRIu64 ") not found in %s", shown(branch), v,
+		return KERR(err, TT_EBACKEND, "lance ref (%s, %" PRIu64 ") not found in %s", shown(branch), v,
 			    s->root);
 	}
 	if (rc == 0)
@@ -831,13 +829,13 @@ static int lance_identity(tt_backend *b, const json_t *loc, json_t **out, tt_err
 	char *path = NULL;
 	*out = NULL;
 	if (!uri)
-		return lerr(err, TT_EBACKEND, "lance locator needs 'uri'");
+		return KERR(err, TT_EBACKEND, "lance locator needs 'uri'");
 	int local = tt_store_local_path(uri, &path);
 	if (local < 0)
-		return loom(err);
+		return KOOM(err);
 	*out = json_pack("{s:s}", "uri", local ? path : uri);
 	free(path);
-	return *out ? 0 : loom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int lance_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
@@ -918,7 +916,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, NULL, true, err)) < 0)
 		return rc;
 	if (!ref_segment_ok(out->ref, strlen(out->ref)))
-		return lerr(err, TT_EBACKEND, "'%s' is not a valid Lance tag name", out->ref);
+		return KERR(err, TT_EBACKEND, "'%s' is not a valid Lance tag name", out->ref);
 	if ((rc = open_store(b, loc, &s, err)) < 0)
 		return rc;
 	if ((rc = state_ref(state, &branch, &version, err)) < 0 ||
@@ -927,7 +925,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 	rc = manifest_size(&s, branch, version, &size, err);
 	if (rc == TT_ENOTFOUND) {
 		tt_error_clear(err);
-		rc = lerr(err, TT_EBACKEND, "cannot tag %s: version %" PRIu64 " of branch %s is gone from %s",
+		rc = KERR(err, TT_EBACKEND, "cannot tag %s: version %" PRIu64 " of branch %s is gone from %s",
 			  out->ref, version, shown(branch), s.root);
 	}
 	if (rc < 0)
@@ -941,7 +939,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 	    json_object_set_new(tag, "manifestSize", json_integer((json_int_t)size)) ||
 	    json_object_set_new(tag, "metadata", json_object()) || !(text = ref_text(tag)) ||
 	    !(rel = tt_asprintf("_refs/tags/%s.json", out->ref))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rc = ls_put_new(&s, rel, text, strlen(text), err);
@@ -955,7 +953,7 @@ static int lance_pin(tt_backend *b, const json_t *loc, const json_t *state, cons
 			goto done;
 		if (!existing || !tag_target(existing, &eb, &ev) || strcmp(shown(eb), shown(branch)) != 0 ||
 		    ev != version) {
-			rc = lerr(err, TT_EBACKEND, "tag %s exists and points elsewhere ((%s, %" PRIu64
+			rc = KERR(err, TT_EBACKEND, "tag %s exists and points elsewhere ((%s, %" PRIu64
 				  ") != (%s, %" PRIu64 "))", out->ref, existing ? shown(eb) : "?",
 				  existing ? ev : 0, shown(branch), version);
 			goto done;
@@ -980,16 +978,16 @@ static int lance_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_e
 	lstore s;
 	int rc;
 	if (!ref_segment_ok(pin->ref, strlen(pin->ref)))
-		return lerr(err, TT_EBACKEND, "'%s' is not a Lance tag name", pin->ref);
+		return KERR(err, TT_EBACKEND, "'%s' is not a Lance tag name", pin->ref);
 	if ((rc = open_store(b, loc, &s, err)) < 0)
 		return rc;
 	char *rel = tt_asprintf("_refs/tags/%s.json", pin->ref);
 	if (!rel)
-		rc = loom(err);
+		rc = KOOM(err);
 	else if ((rc = ls_remove(&s, rel, err)) < 0)
 		tt_error_object(err, NULL, KIND);
 	else if (ls_has_file(&s, rel))
-		rc = lerr(err, TT_EBACKEND, "tag %s was not deleted", pin->ref);
+		rc = KERR(err, TT_EBACKEND, "tag %s was not deleted", pin->ref);
 	free(rel);
 	lstore_close(&s);
 	return rc;
@@ -1029,7 +1027,7 @@ static int lance_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_er
 	if ((rc = open_store(b, loc, &s, err)) < 0)
 		return rc;
 	if ((rc = list_tags(&s, &tags, err)) == 0 && !(*ids = sorted_keys(tags, PIN_PREFIX, true)))
-		rc = loom(err);
+		rc = KOOM(err);
 	json_decref(tags);
 	lstore_close(&s);
 	return rc;
@@ -1103,7 +1101,7 @@ static int random_hex(char out[33], tt_error *err)
 {
 	uint8_t raw[16];
 	if (getentropy(raw, sizeof raw) != 0)
-		return lerr(err, TT_EIO, "no randomness for a branch id: %s", strerror(errno));
+		return KERR(err, TT_EIO, "no randomness for a branch id: %s", strerror(errno));
 	raw[6] = (uint8_t)((raw[6] & 0x0f) | 0x40); /* a version 4 UUID, as Lance makes */
 	raw[8] = (uint8_t)((raw[8] & 0x3f) | 0x80);
 	for (int i = 0; i < 16; i++)
@@ -1142,18 +1140,18 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	int rc;
 
 	if (!branch_name_ok(name))
-		return lerr(err, TT_EBACKEND, "'%s' is not a valid Lance branch name", name);
+		return KERR(err, TT_EBACKEND, "'%s' is not a valid Lance branch name", name);
 	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name)) ||
 	    !(rel = tt_asprintf("tree/%s/_versions/%020" PRIu64 ".manifest", name, UINT64_MAX - version))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (ls_has_file(s, bfile)) {
-		rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
+		rc = KERR(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 		goto done;
 	}
 	if (!(vdir = tt_asprintf("%s/_versions", tree))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (ls_has_dir(s, vdir)) {
@@ -1162,7 +1160,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		 * holds nothing else (a branch nested under the name stays). */
 		bool alone = entries_in(s, tree) == 1;
 		char *path = local_path(s, alone ? tree : vdir);
-		rc = lerr(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
+		rc = KERR(err, TT_EBACKEND, "lance branch %s is half-made in %s: %s exists without its "
 			  "branch file -- a fork was interrupted there, or another is creating it now; "
 			  "if none is, remove it (rm -r %s) and run the command again",
 			  name, s->root, path ? path : vdir, path ? path : vdir);
@@ -1174,7 +1172,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		 * it leaves (a local store's directory): no branch, nothing to
 		 * keep; the create-only writes below still settle a race. */
 		if (entries_in(s, tree) != 0) {
-			rc = lerr(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
+			rc = KERR(err, TT_EEXISTS, "lance branch %s already exists in %s", name, s->root);
 			goto done;
 		}
 	}
@@ -1182,7 +1180,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		if ((rc = read_branch(s, src, &parent, err)) < 0)
 			goto done;
 		if (!parent) {
-			rc = lerr(err, TT_EBACKEND, "lance branch %s (the fork's source) not found in %s", src,
+			rc = KERR(err, TT_EBACKEND, "lance branch %s (the fork's source) not found in %s", src,
 				  s->root);
 			goto done;
 		}
@@ -1191,14 +1189,14 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 		ident = json_array();
 	}
 	if (!ident || (rc = random_hex(hex, err)) < 0) {
-		rc = ident ? rc : loom(err);
+		rc = ident ? rc : KOOM(err);
 		goto done;
 	}
 	json_array_append_new(ident, json_pack("[I,s]", (json_int_t)version, hex));
 	rc = load_manifest(s, src, version, &m, &raw, err);
 	if (rc == TT_ENOTFOUND) {
 		tt_error_clear(err);
-		rc = lerr(err, TT_EBACKEND, "cannot fork %s: version %" PRIu64 " of branch %s is gone from %s",
+		rc = KERR(err, TT_EBACKEND, "cannot fork %s: version %" PRIu64 " of branch %s is gone from %s",
 			  name, version, shown(src), s->root);
 	}
 	if (rc < 0)
@@ -1206,13 +1204,13 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	tt_lance_manifest_release(&m);
 	src_root = is_main(src) ? tt_strdup(s->root) : tt_asprintf("%s/tree/%s", s->root, src);
 	if (!src_root) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rfc3339_now(stamp, sizeof stamp, &now_s, &now_ns);
 	if (tt_lance_manifest_branch(&out, raw.ptr, raw.len, name, is_main(src) ? NULL : src, src_root,
 				     now_s, now_ns, why, sizeof why) < 0) {
-		rc = lerr(err, TT_EBACKEND, "lance dataset %s: cannot fork %s from (%s, %" PRIu64 "): %s",
+		rc = KERR(err, TT_EBACKEND, "lance dataset %s: cannot fork %s from (%s, %" PRIu64 "): %s",
 			  s->root, name, shown(src), version, why);
 		goto done;
 	}
@@ -1231,7 +1229,7 @@ static int create_branch(lstore *s, const char *name, const char *src, uint64_t 
 	    json_object_set_new(meta, "createAt", json_integer((json_int_t)now_s)) ||
 	    json_object_set_new(meta, "manifestSize", json_integer((json_int_t)raw.len)) ||
 	    json_object_set_new(meta, "metadata", json_object()) || !(text = ref_text(meta))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = ls_put_new(s, bfile, text, strlen(text), err)) < 0) {
@@ -1329,14 +1327,14 @@ static int delete_branch(lstore *s, const char *name, tt_error *err)
 	if ((rc = delete_blockers(s, name, &why, err)) < 0)
 		return rc;
 	if (why) {
-		rc = lerr(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			  "branch %s was not deleted: Lance keeps a branch while %s; release its pins first",
 			  name, why);
 		free(why);
 		return rc;
 	}
 	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = ls_remove(s, bfile, err)) < 0 || (rc = list_branches(s, &branches, err)) < 0)
@@ -1369,13 +1367,13 @@ static int lance_fork(tt_backend *b, const json_t *loc, const tt_target *source,
 	switch (source->kind) {
 	case TT_TARGET_PIN:
 		if (!source->pin) {
-			rc = lerr(err, TT_EUSAGE, "a pin source needs a pin");
+			rc = KERR(err, TT_EUSAGE, "a pin source needs a pin");
 			goto done;
 		}
 		if ((rc = read_tag(&s, source->pin->ref, &tag, err)) < 0)
 			goto done;
 		if (!tag) {
-			rc = lerr(err, TT_EBACKEND, "cannot create lance branch %s from '%s': no such tag", name,
+			rc = KERR(err, TT_EBACKEND, "cannot create lance branch %s from '%s': no such tag", name,
 				  source->pin->ref);
 			goto done;
 		}
@@ -1395,7 +1393,7 @@ static int lance_fork(tt_backend *b, const json_t *loc, const tt_target *source,
 		break;
 	}
 	if (!(target = tt_strdup(name))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (!expected || expected->kind != TT_EXPECT_ABSENT) {
@@ -1415,7 +1413,7 @@ static int lance_fork(tt_backend *b, const json_t *loc, const tt_target *source,
 					free(target);
 					if (!(target = tt_asprintf("%s.%u", name, n))) {
 						tt_error_clear(&derr);
-						rc = loom(err);
+						rc = KOOM(err);
 						goto done;
 					}
 					if (!json_object_get(branches, target))
@@ -1429,9 +1427,9 @@ static int lance_fork(tt_backend *b, const json_t *loc, const tt_target *source,
 	if (rc == TT_EEXISTS) {
 		if (expected && expected->kind != TT_EXPECT_NONE) {
 			tt_error_clear(err);
-			rc = lerr(err, TT_EREFMOVED, "fork: %s was created by someone else meanwhile", target);
+			rc = KERR(err, TT_EREFMOVED, "fork: %s was created by someone else meanwhile", target);
 		} else {
-			rc = lerr(err, TT_EBACKEND, "cannot create lance branch %s: it already exists", target);
+			rc = KERR(err, TT_EBACKEND, "cannot create lance branch %s: it already exists", target);
 		}
 	}
 	if (rc == 0) {
@@ -1491,7 +1489,7 @@ static int lance_clear_partial_fork(tt_backend *b, const json_t *loc, const char
 		return rc;
 	if (!(bfile = branch_file(name)) || !(tree = tt_asprintf("tree/%s", name)) ||
 	    !(vdir = tt_asprintf("%s/_versions", tree))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (ls_has_file(&s, bfile) || !ls_has_dir(&s, vdir))
@@ -1523,7 +1521,7 @@ static int finish_delete(lstore *s, const char *name, tt_error *err)
 	json_t *branches = NULL;
 	int rc = 0;
 	if (!tree)
-		return loom(err);
+		return KOOM(err);
 	if (ls_has_dir(s, tree) && (rc = list_branches(s, &branches, err)) == 0 &&
 	    !has_nested(branches, name) && (rc = ls_remove_tree(s, tree, err)) < 0)
 		tt_error_object(err, NULL, KIND);
@@ -1560,7 +1558,7 @@ static int lance_list_working_refs(tt_backend *b, const json_t *loc, json_t **re
 		return rc;
 	if ((rc = list_branches(&s, &branches, err)) == 0 &&
 	    !(*refs = sorted_keys(branches, TT_WORKING_REF_PREFIX, false)))
-		rc = loom(err);
+		rc = KOOM(err);
 	json_decref(branches);
 	lstore_close(&s);
 	return rc;
@@ -1585,13 +1583,13 @@ static int lance_open(tt_backend *b, const json_t *loc, const tt_target *target,
 	case TT_TARGET_PIN:
 		read_only = true;
 		if (!target->pin) {
-			rc = lerr(err, TT_EUSAGE, "open needs a pin");
+			rc = KERR(err, TT_EUSAGE, "open needs a pin");
 			goto done;
 		}
 		if ((rc = read_tag(&s, target->pin->ref, &tag, err)) < 0)
 			goto done;
 		if (!tag) {
-			rc = lerr(err, TT_EBACKEND, "lance ref '%s' not found: no such tag in %s",
+			rc = KERR(err, TT_EBACKEND, "lance ref '%s' not found: no such tag in %s",
 				  target->pin->ref, s.root);
 			goto done;
 		}
@@ -1629,7 +1627,7 @@ static int lance_open(tt_backend *b, const json_t *loc, const tt_target *target,
 				      "tag", tagname)
 			  : NULL;
 	if (!*handle)
-		rc = loom(err);
+		rc = KOOM(err);
 	if (*handle && tagname)
 		json_object_set_new(*handle, "branch", json_null());
 	if (*handle && !tagname)
@@ -1683,7 +1681,7 @@ static int lance_history(tt_backend *b, const json_t *loc, const char *ref, size
 	if ((rc = head_of(&s, branch, &head, err)) < 0 || (rc = list_tags(&s, &tags, err)) < 0)
 		goto done;
 	if (!(dir = versions_dir(branch))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = ls_list(&s, dir, &names, &nn, err)) < 0)
@@ -1694,7 +1692,7 @@ static int lance_history(tt_backend *b, const json_t *loc, const char *ref, size
 		if (tt_lance_manifest_name(names[i], &v, &v2) != 1 || v > top)
 			continue;
 		if (TT_ARRAY_GROW(versions, alloc, nv + 1) != 0) {
-			rc = loom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		versions[nv++] = v;
@@ -1703,7 +1701,7 @@ static int lance_history(tt_backend *b, const json_t *loc, const char *ref, size
 	if (limit && nv > limit)
 		nv = limit;
 	if (nv && !(*out = tt_calloc(nv, sizeof **out))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (size_t i = 0; i < nv; i++) {
@@ -1740,7 +1738,7 @@ static int lance_history(tt_backend *b, const json_t *loc, const char *ref, size
 		if (e->refs && versions[i] == head)
 			json_array_insert_new(e->refs, 0, json_string(shown(branch)));
 		if (!e->id || !e->message || !e->refs || (m.has_timestamp && !e->when)) {
-			rc = loom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -1790,7 +1788,7 @@ static int column_changes(tt_object_diff *d, const tt_lance_manifest *from, cons
 	size_t k = 0;
 	int rc = 0;
 	if (!names)
-		return loom(err);
+		return KOOM(err);
 	for (size_t i = 0; i < to->nfields; i++)
 		if (to->fields[i].parent == -1 && !has_column(from, to->fields[i].name))
 			names[k++] = to->fields[i].name;
@@ -1799,7 +1797,7 @@ static int column_changes(tt_object_diff *d, const tt_lance_manifest *from, cons
 		if (i && strcmp(names[i], names[i - 1]) == 0)
 			continue;
 		char *path = tt_asprintf("column %s", names[i]);
-		rc = path ? tt_object_diff_add(d, path, change, NULL, err) : loom(err);
+		rc = path ? tt_object_diff_add(d, path, change, NULL, err) : KOOM(err);
 		free(path);
 	}
 	free(names);
@@ -1829,7 +1827,7 @@ static int lance_diff(tt_backend *b, const json_t *loc, const json_t *a, const j
 	    (rc = load_manifest(&s, bb, vb, &mb, NULL, err)) < 0)
 		goto done;
 	if (!(ids = tt_calloc(ma.nfrags + mb.nfrags + 1, sizeof *ids))) {
-		rc = loom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (size_t i = 0; i < ma.nfrags; i++)
@@ -1894,6 +1892,7 @@ static const tt_backend_ops lance_ops = {
 	.open = lance_open,
 	.diff = lance_diff,
 	.history = lance_history,
+	.storage_options = tt_kit_storage_options,
 	.promote_hint = "Lance cannot move a branch head; write the result onto the base branch "
 			"(or keep reading the fork) -- there is no branch merge or fast-forward yet",
 };

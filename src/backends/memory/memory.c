@@ -39,8 +39,6 @@ typedef struct mem_impl {
 
 /* --- errors -------------------------------------------------------------- */
 
-#define mem_err(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define mem_oom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- the store and its sessions ------------------------------------------ */
 
@@ -121,7 +119,7 @@ static int session_begin(session *s, const char *path, tt_error *err)
 	s->path = path;
 	if (!path) {
 		if (!process_store && !(process_store = new_document())) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		s->root = process_store;
@@ -129,7 +127,7 @@ static int session_begin(session *s, const char *path, tt_error *err)
 	}
 	lock_path = tt_asprintf("%s.lock", path);
 	if (!lock_path) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	rc = tt_lock_acquire(&s->lock, lock_path, "using the memory store", LOCK_TIMEOUT_MS, err);
@@ -143,7 +141,7 @@ static int session_begin(session *s, const char *path, tt_error *err)
 	if (text.len == 0) {
 		s->root = new_document();
 		if (!s->root)
-			rc = mem_oom(err);
+			rc = KOOM(err);
 		goto done;
 	}
 	s->root = tt_json_parse(text.ptr, text.len, path, err);
@@ -152,7 +150,7 @@ static int session_begin(session *s, const char *path, tt_error *err)
 		goto done;
 	}
 	if (!document_valid(s->root))
-		rc = mem_err(err, TT_EBACKEND, "memory store %s is not a memory store document",
+		rc = KERR(err, TT_EBACKEND, "memory store %s is not a memory store document",
 			     path);
 done:
 	free(lock_path);
@@ -238,7 +236,7 @@ static int sys_get(session *s, const char *name, json_t **sys, tt_error *err)
 	*sys = NULL;
 	if (is_deleted(s, name)) {
 		r = tt_pyv_repr_dup(name);
-		rc = mem_err(err, TT_EBACKEND, "system %s was deleted", r ? r : name);
+		rc = KERR(err, TT_EBACKEND, "system %s was deleted", r ? r : name);
 		goto done;
 	}
 	*sys = json_object_get(systems_of(s), name);
@@ -250,7 +248,7 @@ static int sys_get(session *s, const char *name, json_t **sys, tt_error *err)
 			       (json_int_t)0, "owner")
 		   : NULL;
 	if (!made || json_object_set(systems_of(s), name, made) != 0) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	s->dirty = true;
@@ -283,7 +281,7 @@ static int resolve(json_t *sys, const char *ref, const char **sid, tt_error *err
 		v = ref;
 	if (!v) {
 		char *r = tt_pyv_repr_dup(ref);
-		int rc = mem_err(err, TT_EBACKEND, "unknown ref %s", r ? r : ref);
+		int rc = KERR(err, TT_EBACKEND, "unknown ref %s", r ? r : ref);
 		free(r);
 		return rc;
 	}
@@ -352,7 +350,7 @@ static int store_write(session *s, json_t *sys, const char *name, const char *br
 	ok = ok && json_object_set_new(json_object_get(sys, "branches"), branch, json_string(sid)) == 0;
 	s->dirty = true;
 	if (!ok) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (sid_out) {
@@ -373,7 +371,7 @@ static int str_of(const json_t *v, char **out, tt_error *err)
 	tt_buf b = TT_BUF_INIT;
 	if (tt_pyv_str(&b, v) != 0) {
 		tt_buf_release(&b);
-		return mem_oom(err);
+		return KOOM(err);
 	}
 	*out = tt_buf_detach(&b);
 	return 0;
@@ -387,7 +385,7 @@ static int loc_system(const json_t *loc, char **out, tt_error *err)
 	if (!tt_pyv_truthy(v))
 		v = json_object_get(loc, "uri");
 	if (!tt_pyv_truthy(v))
-		return mem_err(err, TT_EBACKEND, "memory locator needs 'system'");
+		return KERR(err, TT_EBACKEND, "memory locator needs 'system'");
 	return str_of(v, out, err);
 }
 
@@ -396,7 +394,7 @@ static int loc_base_branch(const json_t *loc, char **out, tt_error *err)
 	const json_t *v = json_object_get(loc, "branch");
 	if (!v) {
 		*out = tt_strdup("main");
-		return *out ? 0 : mem_oom(err);
+		return *out ? 0 : KOOM(err);
 	}
 	return str_of(v, out, err);
 }
@@ -425,7 +423,7 @@ static int state_sid(const json_t *state, char **out, tt_error *err)
 	const json_t *v = json_object_get(state, "snapshot_id");
 	*out = NULL;
 	if (!v)
-		return mem_err(err, TT_EBACKEND, "a memory state needs 'snapshot_id'");
+		return KERR(err, TT_EBACKEND, "a memory state needs 'snapshot_id'");
 	return str_of(v, out, err);
 }
 
@@ -532,7 +530,7 @@ static int mem_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error
 	if (rc == 0) {
 		*out = json_pack("{s:s}", "system", name);
 		if (!*out)
-			rc = mem_oom(err);
+			rc = KOOM(err);
 	}
 	free(name);
 	return rc;
@@ -553,7 +551,7 @@ static int mem_fingerprint(tt_backend *b, const json_t *loc, const char *working
 		goto done;
 	if (working_ref && *working_ref) {
 		if (!(ref = tt_strdup(working_ref))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	} else if ((rc = loc_base_ref(loc, &ref, err)) != 0) {
@@ -563,7 +561,7 @@ static int mem_fingerprint(tt_backend *b, const json_t *loc, const char *working
 	    (rc = sys_get(&s, name, &sys, err)) != 0 || (rc = resolve(sys, ref, &sid, err)) != 0)
 		goto done;
 	if (!(*state = make_state(sid)))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
@@ -589,7 +587,7 @@ static int mem_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 		goto done;
 	if (ref && *ref) {
 		if (!(start = tt_strdup(ref))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	} else if ((rc = loc_base_ref(loc, &start, err)) != 0) {
@@ -602,13 +600,13 @@ static int mem_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 	 * system (a sibling branch's snapshots are not ancestors). */
 	past = ancestors(sys, head);
 	if (!past) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	count = json_array_size(past) < limit ? json_array_size(past) : limit;
 	entries = tt_calloc(count ? count : 1, sizeof *entries);
 	if (!entries) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (size_t i = 0; i < count; i++) {
@@ -628,7 +626,7 @@ static int mem_history(tt_backend *b, const json_t *loc, const char *ref, size_t
 		entries[i].refs = ok ? sorted_strings(pointing, false, NULL, 0) : NULL;
 		json_decref(pointing);
 		if (!entries[i].id || !entries[i].message || !entries[i].refs) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	}
@@ -656,26 +654,26 @@ static int mem_pin(tt_backend *b, const json_t *loc, const json_t *state, const 
 	if ((rc = loc_system(loc, &name, err)) != 0 || (rc = state_sid(state, &sid, err)) != 0)
 		goto done;
 	if (!(ref = tt_asprintf(PIN_PREFIX "%s", pin_id))) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = session_begin(&s, store_path(b), err)) != 0 ||
 	    (rc = sys_get(&s, name, &sys, err)) != 0)
 		goto done;
 	if (!has_snapshot(sys, sid)) {
-		rc = mem_err(err, TT_EBACKEND, "snapshot %s no longer exists", sid);
+		rc = KERR(err, TT_EBACKEND, "snapshot %s no longer exists", sid);
 		goto done;
 	}
 	existing = map_get(sys, "tags", ref);
 	if (existing && strcmp(existing, sid) != 0) {
-		rc = mem_err(err, TT_EBACKEND, "pin %s already points elsewhere", ref);
+		rc = KERR(err, TT_EBACKEND, "pin %s already points elsewhere", ref);
 		goto done;
 	}
 	if ((rc = tt_kit_fill_pin(out, KIND, pin_id, ref, !existing, err)) != 0)
 		goto done;
 	if (!existing) {
 		if (json_object_set_new(json_object_get(sys, "tags"), ref, json_string(sid)) != 0) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		s.dirty = true;
@@ -724,7 +722,7 @@ static int list_names(tt_backend *b, const json_t *loc, const char *table, const
 		goto done;
 	*out = sorted_strings(json_object_get(sys, table), true, prefix, strip);
 	if (!*out)
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
@@ -771,7 +769,7 @@ static int mem_verify(tt_backend *b, const json_t *loc, const json_t *state, con
 		msg = tt_asprintf("snapshot %s gone", sid);
 	}
 	if (!msg) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*message = msg;
@@ -797,18 +795,18 @@ static int require_head(json_t *sys, const char *ref, const tt_expect *expected,
 	if (!expected || expected->kind == TT_EXPECT_NONE)
 		return 0;
 	if (expected->kind == TT_EXPECT_STATE && !json_is_object(expected->state))
-		return mem_err(err, TT_EUSAGE, "an expected state must be a JSON object");
+		return KERR(err, TT_EUSAGE, "an expected state must be a JSON object");
 	/* An empty state is ABSENT (no fingerprint is ever empty). */
 	if (expected->kind == TT_EXPECT_ABSENT || json_object_size(expected->state) == 0) {
 		if (head)
-			return mem_err(err, TT_EREFMOVED, "%s: %s exists (at %s), expected absent", what,
+			return KERR(err, TT_EREFMOVED, "%s: %s exists (at %s), expected absent", what,
 				       ref, head);
 		return 0;
 	}
 	if ((rc = state_sid(expected->state, &want, err)) != 0)
 		return rc;
 	if (!head || strcmp(head, want) != 0)
-		rc = mem_err(err, TT_EREFMOVED, "%s: %s is at %s, expected %s", what, ref,
+		rc = KERR(err, TT_EREFMOVED, "%s: %s is at %s, expected %s", what, ref,
 			     head ? head : "None", want);
 	free(want);
 	return rc;
@@ -824,13 +822,13 @@ static int mem_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 
 	*ref_out = NULL;
 	if (!name || !*name)
-		return mem_err(err, TT_EUSAGE, "fork needs a branch name");
+		return KERR(err, TT_EUSAGE, "fork needs a branch name");
 	if ((rc = loc_system(loc, &system, err)) != 0)
 		goto done;
 	if (source->kind == TT_TARGET_STATE && (rc = state_sid(source->state, &sid, err)) != 0)
 		goto done;
 	if (source->kind != TT_TARGET_STATE && source->kind != TT_TARGET_PIN) {
-		rc = mem_err(err, TT_EUSAGE, "fork needs a pin or a recorded state to start from");
+		rc = KERR(err, TT_EUSAGE, "fork needs a pin or a recorded state to start from");
 		goto done;
 	}
 	if ((rc = session_begin(&s, store_path(b), err)) != 0 ||
@@ -839,15 +837,15 @@ static int mem_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 	if (source->kind == TT_TARGET_PIN) {
 		const char *tag = map_get(sys, "tags", source->pin->ref);
 		if (!tag) {
-			rc = mem_err(err, TT_EBACKEND, "pin %s missing", source->pin->ref);
+			rc = KERR(err, TT_EBACKEND, "pin %s missing", source->pin->ref);
 			goto done;
 		}
 		if (!(sid = tt_strdup(tag))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 	} else if (!has_snapshot(sys, sid)) {
-		rc = mem_err(err, TT_EBACKEND, "snapshot %s gone", sid);
+		rc = KERR(err, TT_EBACKEND, "snapshot %s gone", sid);
 		goto done;
 	}
 	/* The check and the move in one session: atomic against every other
@@ -858,7 +856,7 @@ static int mem_fork(tt_backend *b, const json_t *loc, const tt_target *source, c
 	    json_object_set_new(json_object_get(sys, "branches"), name, json_string(sid)) != 0) {
 		free(*ref_out);
 		*ref_out = NULL;
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	s.dirty = true;
@@ -910,7 +908,7 @@ static int mem_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		goto done;
 	if ((target->kind == TT_TARGET_PIN && !target->pin) ||
 	    (target->kind == TT_TARGET_REF && !target->ref)) {
-		rc = mem_err(err, TT_EUSAGE, "open needs a target");
+		rc = KERR(err, TT_EUSAGE, "open needs a target");
 		goto done;
 	}
 	switch (target->kind) {
@@ -931,7 +929,7 @@ static int mem_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 		break;
 	}
 	if (!ref) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	/* A missing ref is an error now, not at the first read. */
@@ -943,7 +941,7 @@ static int mem_open(tt_backend *b, const json_t *loc, const tt_target *target, b
 				      "read_only", read_only, "system", name, "ref", ref)
 			  : NULL;
 	if (!*handle)
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
@@ -965,7 +963,7 @@ static int source_sid(json_t *sys, const json_t *loc, const tt_target *source, c
 	case TT_TARGET_PIN:
 		sid = map_get(sys, "tags", source->pin->ref);
 		if (!sid)
-			return mem_err(err, TT_EBACKEND, "pin %s missing", source->pin->ref);
+			return KERR(err, TT_EBACKEND, "pin %s missing", source->pin->ref);
 		break;
 	case TT_TARGET_STATE:
 		return state_sid(source->state, out, err);
@@ -982,7 +980,7 @@ static int source_sid(json_t *sys, const json_t *loc, const tt_target *source, c
 		break;
 	}
 	*out = tt_strdup(sid);
-	return *out ? 0 : mem_oom(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int mem_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ancestor,
@@ -1000,7 +998,7 @@ static int mem_ancestor_of(tt_backend *b, const json_t *loc, const json_t *ances
 	    (rc = source_sid(sys, loc, descendant, &target, err)) != 0)
 		goto done;
 	if (!(past = ancestors(sys, target))) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	*answer = array_has(past, want) ? 1 : 0;
@@ -1019,11 +1017,11 @@ static int base_head(json_t *sys, const char *base, char **head, tt_error *err)
 	const char *h = map_get(sys, "branches", base);
 	if (!h) {
 		char *r = tt_pyv_repr_dup(base);
-		int rc = mem_err(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
+		int rc = KERR(err, TT_EBACKEND, "unknown branch %s", r ? r : base);
 		free(r);
 		return rc;
 	}
-	return (*head = tt_strdup(h)) ? 0 : mem_oom(err);
+	return (*head = tt_strdup(h)) ? 0 : KOOM(err);
 }
 
 static int mem_promote(tt_backend *b, const json_t *loc, const tt_target *source,
@@ -1048,22 +1046,22 @@ static int mem_promote(tt_backend *b, const json_t *loc, const tt_target *source
 		/* A fast-forward never discards anything: the base head must be
 		 * in the target's past. */
 		if (!(past = ancestors(sys, target))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		if (!array_has(past, head)) {
-			rc = mem_err(err, TT_EBACKEND, "%s moved to %s, which is not an ancestor of %s",
+			rc = KERR(err, TT_EBACKEND, "%s moved to %s, which is not an ancestor of %s",
 				     base, head, target);
 			goto done;
 		}
 		if (json_object_set_new(json_object_get(sys, "branches"), base, json_string(target))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		s.dirty = true;
 	}
 	if (!(*new_state = make_state(target)))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	json_decref(past);
@@ -1142,29 +1140,29 @@ static int mem_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	src_line = ancestors(sys, src);
 	head_line = ancestors(sys, head);
 	if (!src_line || !head_line) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	/* Already merged: the source is in the base's past. */
 	if (array_has(head_line, src)) {
 		*new_state = make_state(head);
-		rc = *new_state ? 0 : mem_oom(err);
+		rc = *new_state ? 0 : KOOM(err);
 		goto done;
 	}
 	/* Fast-forward: the base is in the source's past. */
 	if (array_has(src_line, head)) {
 		if (json_object_set_new(json_object_get(sys, "branches"), base, json_string(src))) {
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		s.dirty = true;
 		*new_state = make_state(src);
-		rc = *new_state ? 0 : mem_oom(err);
+		rc = *new_state ? 0 : KOOM(err);
 		goto done;
 	}
 	snaps = json_object_get(sys, "snapshots");
 	if (!json_object_get(snaps, src)) {
-		rc = mem_err(err, TT_EBACKEND, "snapshot %s gone", src);
+		rc = KERR(err, TT_EBACKEND, "snapshot %s gone", src);
 		goto done;
 	}
 	/* The nearest common ancestor, by the base's breadth-first past. */
@@ -1178,13 +1176,13 @@ static int mem_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 		    merge_payloads(json_object_get(snaps, head), json_object_get(snaps, src),
 				   anc ? anc : empty, &merged, &cf) != 0) {
 			json_decref(empty);
-			rc = mem_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		json_decref(empty);
 	}
 	if (json_array_size(cf) > 0) {
-		rc = mem_err(err, TT_ECONFLICT, "%zu key(s) changed on both %s and %s",
+		rc = KERR(err, TT_ECONFLICT, "%zu key(s) changed on both %s and %s",
 			     json_array_size(cf), base, src);
 		if (conflicts) {
 			*conflicts = cf;
@@ -1195,7 +1193,7 @@ static int mem_merge(tt_backend *b, const json_t *loc, const tt_target *source, 
 	if ((rc = store_write(&s, sys, name, base, merged, src, &sid, err)) != 0)
 		goto done;
 	if (!(*new_state = make_state(sid)))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	json_decref(src_line);
@@ -1227,7 +1225,7 @@ static int add_repr_entry(tt_object_diff *out, const char *key, const char *chan
 		tt_buf_puts(&d, " -> ");
 		tt_pyv_repr(&d, to);
 	}
-	rc = d.failed ? mem_oom(err) : tt_object_diff_add(out, key, change, d.ptr, err);
+	rc = d.failed ? KOOM(err) : tt_object_diff_add(out, key, change, d.ptr, err);
 	tt_buf_release(&d);
 	return rc;
 }
@@ -1257,7 +1255,7 @@ static int mem_diff(tt_backend *b, const json_t *loc, const json_t *a, const jso
 	json_object_foreach(pa, k, v) ok = ok && json_object_set(all, k, json_null()) == 0;
 	json_object_foreach(pb, k, v) ok = ok && json_object_set(all, k, json_null()) == 0;
 	if (!ok || !(keys = sorted_strings(all, true, NULL, 0))) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (size_t i = 0; rc == 0 && i < json_array_size(keys); i++) {
@@ -1300,7 +1298,7 @@ static int mem_create(tt_backend *b, const json_t *loc, const char *owner, json_
 	/* Never adopt a store someone else made. */
 	if (json_object_get(systems_of(&s), name)) {
 		r = tt_pyv_repr_dup(name);
-		rc = mem_err(err, TT_EBACKEND, "system %s already exists", r ? r : name);
+		rc = KERR(err, TT_EBACKEND, "system %s already exists", r ? r : name);
 		goto done;
 	}
 	undelete(&s, name);
@@ -1308,13 +1306,13 @@ static int mem_create(tt_backend *b, const json_t *loc, const char *owner, json_
 		goto done;
 	/* The owner marker is system metadata, never a ref. */
 	if (json_object_set_new(sys, "owner", owner ? json_string(owner) : json_null()) != 0) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = resolve(sys, ref, &sid, err)) != 0)
 		goto done;
 	if (!(*state = make_state(sid)))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
@@ -1338,7 +1336,7 @@ static int mem_owner(tt_backend *b, const json_t *loc, char **owner, tt_error *e
 	if (is_deleted(&s, name) || !sys || !json_is_string(json_object_get(sys, "owner")))
 		goto done;
 	if (!(*owner = tt_strdup(json_string_value(json_object_get(sys, "owner")))))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	rc = session_end(&s, rc, err);
 	free(name);
@@ -1364,7 +1362,7 @@ static int mem_is_ref_empty(tt_backend *b, const json_t *loc, const json_t *igno
 	if (!sys)
 		goto done; /* no store: cannot tell, so keep */
 	if (!(initial = tt_asprintf("%s:s0", name))) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	json_object_foreach(json_object_get(sys, "branches"), k, v)
@@ -1397,7 +1395,7 @@ static int mem_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	json_object_del(systems_of(&s), name);
 	if (!is_deleted(&s, name) &&
 	    json_array_append_new(json_object_get(s.root, "deleted"), json_string(name)) != 0) {
-		rc = mem_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	s.dirty = true;
@@ -1454,10 +1452,10 @@ int tt_memory_backend_new(tt_backend *b, tt_error *err)
 	const char *path = getenv(TT_MEMORY_STORE_ENV);
 	mem_impl *impl = tt_calloc(1, sizeof *impl);
 	if (!impl)
-		return mem_oom(err);
+		return KOOM(err);
 	if (path && *path && !(impl->store_path = tt_strdup(path))) {
 		free(impl);
-		return mem_oom(err);
+		return KOOM(err);
 	}
 	b->ops = &mem_ops;
 	b->impl = impl;
@@ -1482,7 +1480,7 @@ int tt_memory_write(const char *system, const char *branch, const json_t *payloa
 	if (snapshot_id)
 		*snapshot_id = NULL;
 	if (!system || !*system || !branch || !*branch || !json_is_object(payload))
-		return mem_err(err, TT_EUSAGE, "a memory write needs a system, a branch and an object");
+		return KERR(err, TT_EUSAGE, "a memory write needs a system, a branch and an object");
 	if ((rc = session_begin(&s, env_store(), err)) != 0 ||
 	    (rc = sys_get(&s, system, &sys, err)) != 0)
 		goto done;
@@ -1504,7 +1502,7 @@ int tt_memory_read(const char *system, const char *ref, json_t **payload, tt_err
 		goto done;
 	*payload = json_deep_copy(json_object_get(json_object_get(sys, "snapshots"), sid));
 	if (!*payload)
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	return session_end(&s, rc, err);
 }
@@ -1524,11 +1522,11 @@ int tt_memory_show(const char *system, json_t **out, tt_error *err)
 	}
 	sys = json_object_get(systems_of(&s), system);
 	if (!sys) {
-		rc = mem_err(err, TT_ENOTFOUND, "no memory system named %s", system);
+		rc = KERR(err, TT_ENOTFOUND, "no memory system named %s", system);
 		goto done;
 	}
 	if (!(*out = json_deep_copy(sys)))
-		rc = mem_oom(err);
+		rc = KOOM(err);
 done:
 	return session_end(&s, rc, err);
 }

@@ -54,8 +54,6 @@
 #define RETRIES 7
 #define OP_WAIT_MS (300 * 1000)
 
-#define NERR(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define NOOM(err) TT_BACKEND_OOM(err, KIND)
 
 #define PROMOTE_HINT                                                                              \
 	"Neon cannot promote a child branch into its parent; work on the trunk bookmark for "      \
@@ -99,7 +97,7 @@ static void sleep_ms(long ms)
 static int project_of(const json_t *loc, const char **out, tt_error *err)
 {
 	*out = str_of(loc, "project_id");
-	return *out ? 0 : NERR(err, TT_ECONFIG, "neon locator needs 'project_id' (`--project-id`)");
+	return *out ? 0 : KERR(err, TT_ECONFIG, "neon locator needs 'project_id' (`--project-id`)");
 }
 
 static const char *source_branch(const json_t *loc)
@@ -153,7 +151,7 @@ static int client(tt_backend *b, neon_impl **out, tt_error *err)
 		else if (json_is_real(t) && json_real_value(t) > 0)
 			timeout_s = (long)(json_real_value(t) + 0.999);
 		if (!key || !*key) {
-			rc = NERR(err, TT_ECONFIG, "Neon API key not found in $%s", env);
+			rc = KERR(err, TT_ECONFIG, "Neon API key not found in $%s", env);
 			tt_error_hint(err, "export the key, or name its variable with api_key_env under "
 					   "[backends.neon] in .tether/secrets.toml");
 			goto done;
@@ -166,7 +164,7 @@ static int client(tt_backend *b, neon_impl **out, tt_error *err)
 		n->base = tt_strdup(url);
 		n->auth = tt_asprintf("Authorization: Bearer %s", key);
 		if (!n->base || !n->auth) {
-			rc = NOOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		size_t len = strlen(n->base);
@@ -211,7 +209,7 @@ static int api(tt_backend *b, const char *method, const char *path, const char *
 	if (!url || (body && !text)) {
 		free(url);
 		free(text);
-		return NOOM(err);
+		return KOOM(err);
 	}
 	const char *headers[] = { n->auth, "Accept: application/json", "Content-Type: application/json",
 				  NULL };
@@ -260,13 +258,13 @@ static int api(tt_backend *b, const char *method, const char *path, const char *
 	}
 	if (resp.status < 200 || resp.status >= 300) {
 		const char *msg = parsed ? str_of(parsed, "message") : NULL;
-		rc = NERR(err, TT_EBACKEND, "Neon API %s %s: %ld %s", method, path, resp.status,
+		rc = KERR(err, TT_EBACKEND, "Neon API %s %s: %ld %s", method, path, resp.status,
 			  msg ? msg : (resp.status == 401 ? "unauthorized (check the API key)" : ""));
 		json_decref(parsed);
 		goto done;
 	}
 	if (!parsed) {
-		rc = NERR(err, TT_EBACKEND, "Neon API %s %s: %ld with a body that is not JSON", method, path,
+		rc = KERR(err, TT_EBACKEND, "Neon API %s %s: %ld with a body that is not JSON", method, path,
 			  resp.status);
 		goto done;
 	}
@@ -294,17 +292,17 @@ static int poll_operations(tt_backend *b, const char *pid, const json_t *resp, t
 		long waited = 0;
 		while (id && st && strcmp(st, "finished") != 0 && strcmp(st, "skipped") != 0) {
 			if (!strcmp(st, "failed") || !strcmp(st, "error") || !strcmp(st, "cancelled"))
-				return NERR(err, TT_EBACKEND, "Neon operation %s (%s) %s: %s", id,
+				return KERR(err, TT_EBACKEND, "Neon operation %s (%s) %s: %s", id,
 					    str_of(op, "action") ? str_of(op, "action") : "?", st,
 					    str_of(op, "error") ? str_of(op, "error") : "no reason given");
 			if (waited >= OP_WAIT_MS)
-				return NERR(err, TT_EBACKEND, "Neon operation %s still %s after %ld s", id, st,
+				return KERR(err, TT_EBACKEND, "Neon operation %s still %s after %ld s", id, st,
 					    waited / 1000);
 			sleep_ms(200);
 			waited += 200;
 			char *p = tt_asprintf("/projects/%s/operations/%s", pid, id);
 			json_t *got = NULL;
-			int rc = p ? api(b, "GET", p, NULL, NULL, false, NULL, &got, NULL, err) : NOOM(err);
+			int rc = p ? api(b, "GET", p, NULL, NULL, false, NULL, &got, NULL, err) : KOOM(err);
 			free(p);
 			if (rc)
 				return rc;
@@ -312,7 +310,7 @@ static int poll_operations(tt_backend *b, const char *pid, const json_t *resp, t
 			const char *now = str_of(o, "status");
 			bool failed = now && (!strcmp(now, "failed") || !strcmp(now, "error"));
 			if (failed) {
-				rc = NERR(err, TT_EBACKEND, "Neon operation %s (%s) %s: %s", id,
+				rc = KERR(err, TT_EBACKEND, "Neon operation %s (%s) %s: %s", id,
 					  str_of(o, "action") ? str_of(o, "action") : "?", now,
 					  str_of(o, "error") ? str_of(o, "error") : "no reason given");
 				json_decref(got);
@@ -336,7 +334,7 @@ static int list_branches(tt_backend *b, const char *pid, json_t **out, tt_error 
 	char *cursor = NULL;
 	int rc = 0;
 	if (!all || !path) {
-		rc = NOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	for (int pages = 0; pages < 10000; pages++) {
@@ -349,7 +347,7 @@ static int list_branches(tt_backend *b, const char *pid, json_t **out, tt_error 
 		}
 		if (q.failed) {
 			tt_buf_release(&q);
-			rc = NOOM(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		rc = api(b, "GET", path, q.ptr, NULL, false, NULL, &page, NULL, err);
@@ -406,7 +404,7 @@ static const json_t *branch_by_id(const json_t *all, const char *id)
 static int require_branch(const json_t *all, const char *name, const json_t **out, tt_error *err)
 {
 	*out = branch_named(all, name);
-	return *out ? 0 : NERR(err, TT_EBACKEND, "branch '%s' not found", name);
+	return *out ? 0 : KERR(err, TT_EBACKEND, "branch '%s' not found", name);
 }
 
 /* The lineage: source when br is it or descends from it, else br's name. */
@@ -435,7 +433,7 @@ static int find_endpoint(tt_backend *b, const char *pid, const char *branch_id, 
 {
 	char *path = tt_asprintf("/projects/%s/endpoints", pid);
 	json_t *got = NULL;
-	int rc = path ? api(b, "GET", path, NULL, NULL, false, NULL, &got, NULL, err) : NOOM(err);
+	int rc = path ? api(b, "GET", path, NULL, NULL, false, NULL, &got, NULL, err) : KOOM(err);
 	free(path);
 	*id = NULL;
 	if (rc)
@@ -447,7 +445,7 @@ static int find_endpoint(tt_backend *b, const char *pid, const char *branch_id, 
 		if (bid && t && !strcmp(bid, branch_id) && !strcmp(t, type)) {
 			*id = tt_strdup(str_of(ep, "id"));
 			if (!*id)
-				rc = NOOM(err);
+				rc = KOOM(err);
 			break;
 		}
 	}
@@ -479,7 +477,7 @@ static int ensure_endpoint(tt_backend *b, const char *pid, const char *branch_id
 	json_t *body = json_pack("{s:{s:s,s:s}}", "endpoint", "branch_id", branch_id, "type", type);
 	char *path = tt_asprintf("/projects/%s/endpoints", pid);
 	json_t *got = NULL;
-	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 	json_decref(body);
 	free(path);
 	if (rc) {
@@ -494,7 +492,7 @@ static int ensure_endpoint(tt_backend *b, const char *pid, const char *branch_id
 	*id = tt_strdup(str_of(json_object_get(got, "endpoint"), "id"));
 	json_decref(got);
 	if (!*id)
-		rc = NERR(err, TT_EBACKEND, "Neon API POST /projects/%s/endpoints: no endpoint id", pid);
+		rc = KERR(err, TT_EBACKEND, "Neon API POST /projects/%s/endpoints: no endpoint id", pid);
 done:
 	pthread_mutex_unlock(&n->ep_lock);
 	return rc;
@@ -505,7 +503,7 @@ static int connection_uri(tt_backend *b, const char *pid, const char *branch_id,
 {
 	const char *db = str_of(loc, "database"), *role = str_of(loc, "role");
 	if (!db || !role)
-		return NERR(err, TT_ECONFIG, "neon locator needs 'database' and 'role' (`--database`, `--role`)");
+		return KERR(err, TT_ECONFIG, "neon locator needs 'database' and 'role' (`--database`, `--role`)");
 	tt_buf q = TT_BUF_INIT;
 	tt_buf_puts(&q, "branch_id=");
 	q_enc(&q, branch_id);
@@ -518,14 +516,14 @@ static int connection_uri(tt_backend *b, const char *pid, const char *branch_id,
 	char *path = tt_asprintf("/projects/%s/connection_uri", pid);
 	json_t *got = NULL;
 	int rc = !q.failed && path ? api(b, "GET", path, q.ptr, NULL, false, NULL, &got, NULL, err)
-				   : NOOM(err);
+				   : KOOM(err);
 	tt_buf_release(&q);
 	free(path);
 	if (rc)
 		return rc;
 	*uri = str_of(got, "uri") ? tt_strdup(str_of(got, "uri")) : NULL;
 	json_decref(got);
-	return *uri ? 0 : NERR(err, TT_EBACKEND, "Neon API gave no connection URI for branch %s", branch_id);
+	return *uri ? 0 : KERR(err, TT_EBACKEND, "Neon API gave no connection URI for branch %s", branch_id);
 }
 
 static int branch_uri(tt_backend *b, const char *pid, const char *branch_id, const char *type,
@@ -551,7 +549,7 @@ static int sql_rows(const char *uri, const char *sql, tt_db_rows *rows, tt_error
 	if (rc)
 		tt_error_object(err, NULL, KIND);
 	else if (rows->nrows != 1 || rows->ncols < 1)
-		rc = NERR(err, TT_EBACKEND, "empty probe result");
+		rc = KERR(err, TT_EBACKEND, "empty probe result");
 	return rc;
 }
 
@@ -565,7 +563,7 @@ static int neon_identity(tt_backend *b, const json_t *loc, json_t **out, tt_erro
 	if (rc)
 		return rc;
 	*out = json_pack("{s:s,s:s}", "project_id", pid, "branch", source_branch(loc));
-	return *out ? 0 : NOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int neon_scope(tt_backend *b, const json_t *loc, char **out, tt_error *err)
@@ -576,7 +574,7 @@ static int neon_scope(tt_backend *b, const json_t *loc, char **out, tt_error *er
 	if (rc)
 		return rc;
 	*out = tt_asprintf("neon:%s", pid);
-	return *out ? 0 : NOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static bool has_at(const json_t *loc)
@@ -596,7 +594,7 @@ static int neon_fingerprint(tt_backend *b, const json_t *loc, const char *workin
 	int rc;
 	*state = NULL;
 	if (has_at(loc))
-		return NERR(err, TT_ECAPABILITY,
+		return KERR(err, TT_ECAPABILITY,
 			    "neon does not support a detached base (`at`); an LSN is only meaningful "
 			    "within the history window -- pin from a branch instead");
 	if ((rc = project_of(loc, &pid, err)) || (rc = list_branches(b, pid, &all, err)))
@@ -614,7 +612,7 @@ static int neon_fingerprint(tt_backend *b, const json_t *loc, const char *workin
 	*state = cx && lsn ? json_pack("{s:s,s:s,s:s}", "lsn", lsn, "commit_xid", cx, "branch", line) : NULL;
 	free(cx);
 	if (!*state) {
-		rc = NOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (name && strcmp(name, line) != 0)
@@ -642,7 +640,7 @@ static int neon_check_quiescence(tt_backend *b, const json_t *loc, const char *w
 	    (rc = sql_rows(uri, WRITERS_SQL, &rows, err)))
 		goto done;
 	if (rows.cells[0] && atol(rows.cells[0]) > 0)
-		rc = NERR(err, TT_EBACKEND, "active writers detected; commit with --force to override");
+		rc = KERR(err, TT_EBACKEND, "active writers detected; commit with --force to override");
 done:
 	tt_db_rows_release(&rows);
 	free(uri);
@@ -666,14 +664,14 @@ static int neon_pin(tt_backend *b, const json_t *loc, const json_t *state, const
 		return rc;
 	const char *lsn = str_of(state, "lsn"), *tl = timeline_of(state);
 	if (!lsn || !tl)
-		return NERR(err, TT_EBACKEND, "state has no lsn/branch to pin");
+		return KERR(err, TT_EBACKEND, "state has no lsn/branch to pin");
 	if ((rc = list_branches(b, pid, &all, err)) || (rc = require_branch(all, tl, &parent, err)))
 		goto done;
 	const json_t *have = branch_named(all, out->ref);
 	if (have) {
 		const char *hp = str_of(have, "parent_id"), *hl = str_of(have, "parent_lsn");
 		if (!hp || strcmp(hp, str_of(parent, "id")) || !hl || strcmp(hl, lsn)) {
-			rc = NERR(err, TT_EBACKEND, "pin %s exists but hangs off %s@%s, not %s@%s", out->ref,
+			rc = KERR(err, TT_EBACKEND, "pin %s exists but hangs off %s@%s, not %s@%s", out->ref,
 				  hp ? hp : "?", hl ? hl : "?", str_of(state, "branch"), lsn);
 			tt_error_hint(err, "if no commit records it (an interrupted commit left it), "
 					   "delete that branch in Neon and commit again");
@@ -685,7 +683,7 @@ static int neon_pin(tt_backend *b, const json_t *loc, const json_t *state, const
 				 "endpoints");
 	char *path = tt_asprintf("/projects/%s/branches", pid);
 	json_t *got = NULL;
-	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 	json_decref(body);
 	json_decref(got);
 	free(path);
@@ -701,12 +699,12 @@ static int delete_branch(tt_backend *b, const char *pid, const json_t *br, const
 {
 	char *path = tt_asprintf("/projects/%s/branches/%s", pid, str_of(br, "id"));
 	json_t *got = NULL, *all = NULL;
-	int rc = path ? api(b, "DELETE", path, NULL, NULL, true, pid, &got, NULL, err) : NOOM(err);
+	int rc = path ? api(b, "DELETE", path, NULL, NULL, true, pid, &got, NULL, err) : KOOM(err);
 	free(path);
 	json_decref(got);
 	/* Deletion is asynchronous at Neon: believe the listing, not the code. */
 	if (rc == 0 && (rc = list_branches(b, pid, &all, err)) == 0 && branch_named(all, name))
-		rc = NERR(err, TT_EBACKEND, "branch %s was not deleted", name);
+		rc = KERR(err, TT_EBACKEND, "branch %s was not deleted", name);
 	json_decref(all);
 	return rc;
 }
@@ -722,7 +720,7 @@ static int neon_unpin(tt_backend *b, const json_t *loc, const tt_pin *pin, tt_er
 	if (br && json_is_true(json_object_get(br, "protected"))) {
 		char *path = tt_asprintf("/projects/%s/branches/%s", pid, str_of(br, "id"));
 		json_t *body = json_pack("{s:{s:b}}", "branch", "protected", 0), *got = NULL;
-		rc = path && body ? api(b, "PATCH", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+		rc = path && body ? api(b, "PATCH", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 		free(path);
 		json_decref(body);
 		json_decref(got);
@@ -752,7 +750,7 @@ static int list_prefixed(tt_backend *b, const json_t *loc, bool pins, json_t **o
 		}
 	}
 	json_decref(all);
-	return *out ? 0 : NOOM(err);
+	return *out ? 0 : KOOM(err);
 }
 
 static int neon_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_error *err)
@@ -776,7 +774,7 @@ static int neon_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 	if (!pin) {
 		*status = TT_VERIFY_UNKNOWN;
 		*message = tt_strdup("no pin recorded");
-		return *message ? 0 : NOOM(err);
+		return *message ? 0 : KOOM(err);
 	}
 	if ((rc = project_of(loc, &pid, err)) || (rc = list_branches(b, pid, &all, err)))
 		return rc;
@@ -805,7 +803,7 @@ static int neon_verify(tt_backend *b, const json_t *loc, const json_t *state, co
 	}
 	json_decref(all);
 	if (rc == 0 && *status != TT_VERIFY_OK && !*message)
-		rc = NOOM(err);
+		rc = KOOM(err);
 	return rc;
 }
 
@@ -827,15 +825,15 @@ static int neon_fork(tt_backend *b, const json_t *loc, const tt_target *source, 
 	} else if (source->kind == TT_TARGET_STATE && source->state) {
 		const char *tl = timeline_of(source->state);
 		lsn = str_of(source->state, "lsn");
-		rc = tl ? require_branch(all, tl, &parent, err) : NERR(err, TT_EBACKEND, "state names no branch");
+		rc = tl ? require_branch(all, tl, &parent, err) : KERR(err, TT_EBACKEND, "state names no branch");
 	} else {
-		rc = NERR(err, TT_ECAPABILITY, "neon forks from a pin or a recorded state");
+		rc = KERR(err, TT_ECAPABILITY, "neon forks from a pin or a recorded state");
 	}
 	if (rc)
 		goto done;
 	target = tt_strdup(name);
 	if (!target) {
-		rc = NOOM(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	const json_t *existing = branch_named(all, name);
@@ -854,7 +852,7 @@ static int neon_fork(tt_backend *b, const json_t *loc, const tt_target *source, 
 			if (body && lsn)
 				json_object_set_new(body, "source_lsn", json_string(lsn));
 			path = tt_asprintf("/projects/%s/branches/%s/restore", pid, str_of(existing, "id"));
-			rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+			rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 			goto done;
 		}
 		/* A pin hangs off it: a restore would re-parent the pin, so the
@@ -863,7 +861,7 @@ static int neon_fork(tt_backend *b, const json_t *loc, const tt_target *source, 
 			free(target);
 			target = tt_asprintf("%s.%d", name, n);
 			if (!target) {
-				rc = NOOM(err);
+				rc = KOOM(err);
 				goto done;
 			}
 			if (!branch_named(all, target))
@@ -874,7 +872,7 @@ static int neon_fork(tt_backend *b, const json_t *loc, const tt_target *source, 
 	if (body && lsn)
 		json_object_set_new(json_object_get(body, "branch"), "parent_lsn", json_string(lsn));
 	path = tt_asprintf("/projects/%s/branches", pid);
-	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+	rc = body && path ? api(b, "POST", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 done:
 	if (rc == 0) {
 		*ref_out = target;
@@ -908,7 +906,7 @@ static int neon_working_ref_blockers(tt_backend *b, const json_t *loc, const cha
 		size_t n = 0;
 		if (!kids) {
 			json_decref(all);
-			return NOOM(err);
+			return KOOM(err);
 		}
 		json_array_foreach(all, i, br) {
 			const char *p = str_of(br, "parent_id");
@@ -925,7 +923,7 @@ static int neon_working_ref_blockers(tt_backend *b, const json_t *loc, const cha
 				      "release those pins first", n > 3 ? ", ..." : "");
 			*why = tt_buf_detach(&w);
 			if (!*why)
-				rc = NOOM(err);
+				rc = KOOM(err);
 		}
 		free(kids);
 	}
@@ -966,7 +964,7 @@ static int neon_rename_ref(tt_backend *b, const json_t *loc, const char *old, co
 		goto done;
 	const json_t *taken = branch_named(all, new_name);
 	if (taken && taken != br) {
-		rc = NERR(err, TT_EBACKEND, "cannot rename branch %s: a branch %s already exists", old, new_name);
+		rc = KERR(err, TT_EBACKEND, "cannot rename branch %s: a branch %s already exists", old, new_name);
 		tt_error_hint(err, "delete or rename that branch in Neon if nothing records it, then run "
 				   "the command again");
 		goto done;
@@ -975,7 +973,7 @@ static int neon_rename_ref(tt_backend *b, const json_t *loc, const char *old, co
 		goto done;
 	path = tt_asprintf("/projects/%s/branches/%s", pid, str_of(br, "id"));
 	body = json_pack("{s:{s:s}}", "branch", "name", new_name);
-	rc = path && body ? api(b, "PATCH", path, NULL, body, false, pid, &got, NULL, err) : NOOM(err);
+	rc = path && body ? api(b, "PATCH", path, NULL, body, false, pid, &got, NULL, err) : KOOM(err);
 done:
 	json_decref(got);
 	json_decref(body);
@@ -1006,7 +1004,7 @@ static int neon_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 		/* A time-travel read on the state's branch within the history window. */
 		name = timeline_of(target->state);
 		read_only = true;
-		rc = name ? require_branch(all, name, &br, err) : NERR(err, TT_EBACKEND, "state names no branch");
+		rc = name ? require_branch(all, name, &br, err) : KERR(err, TT_EBACKEND, "state names no branch");
 		if (rc == 0)
 			rc = branch_uri(b, pid, str_of(br, "id"), "read_only", loc, &uri, err);
 		if (rc == 0) {
@@ -1014,7 +1012,7 @@ static int neon_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 					      str_of(target->state, "lsn") ? str_of(target->state, "lsn") : "");
 			free(uri);
 			uri = t;
-			rc = uri ? 0 : NOOM(err);
+			rc = uri ? 0 : KOOM(err);
 		}
 	} else {
 		name = target->kind == TT_TARGET_REF && target->ref && *target->ref ? target->ref
@@ -1030,7 +1028,7 @@ static int neon_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 				    read_only, "branch", name, "url_with_password", uri)
 			: NULL;
 	if (!*handle)
-		rc = NOOM(err);
+		rc = KOOM(err);
 done:
 	free(shown);
 	free(uri);
@@ -1080,7 +1078,7 @@ int tt_neon_backend_new(tt_backend *b, tt_error *err)
 {
 	neon_impl *n = tt_calloc(1, sizeof *n);
 	if (!n)
-		return NOOM(err);
+		return KOOM(err);
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_mutex_init(&n->ep_lock, NULL);
 	b->ops = &neon_ops;

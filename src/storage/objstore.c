@@ -1,0 +1,436 @@
+/*
+ * storage/objstore.c - what the object stores on HTTP share (see
+ * objstore.h): each op sends through the driver and reads the answer the
+ * same way.  Responses map onto the store's codes: 404 -> TT_ENOTFOUND
+ * (and 400 on a read at a version: no such version), a failed condition
+ * -> TT_EEXISTS / TT_EREFMOVED.  A conditional write that the HTTP client
+ * had to retry and that then fails its condition may have been ours: when
+ * the blob now holds exactly our bytes, the first attempt won and the
+ * write succeeded.
+ */
+#define _GNU_SOURCE
+#include "storage/objstore.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "storage/xml.h"
+#include "util/mem.h"
+
+#define OS(s) ((tt_objstore *)(s)->impl)
+
+char *tt_objstore_full_key(tt_store *s, const char *key)
+{
+	return tt_asprintf("%s%s", OS(s)->prefix, key);
+}
+
+char *tt_objstore_prefix(const char *configured)
+{
+	const char *p = configured ? configured : "";
+	while (*p == '/')
+		p++;
+	return tt_asprintf("%s%s", p, *p && p[strlen(p) - 1] != '/' ? "/" : "");
+}
+
+/* An ISO 8601 time (milliseconds kept) or an HTTP date, in ns since the
+ * epoch; 0 when it is neither. */
+static int64_t parse_time(const char *v, bool iso)
+{
+	struct tm tm;
+	const char *end;
+	int64_t ms = 0;
+	memset(&tm, 0, sizeof tm);
+	if (!v)
+		return 0;
+	end = strptime(v, iso ? "%Y-%m-%dT%H:%M:%S" : "%a, %d %b %Y %H:%M:%S", &tm);
+	if (!end)
+		return 0;
+	if (iso && *end == '.')
+		for (int i = 1, scale = 100; i <= 3 && end[i] >= '0' && end[i] <= '9'; i++, scale /= 10)
+			ms += (end[i] - '0') * scale;
+	return ((int64_t)timegm(&tm) * 1000 + ms) * 1000000;
+}
+
+static int send_req(tt_store *s, const tt_objstore_req *q, tt_http_response *r, tt_error *err)
+{
+	tt_http_response_init(r);
+	return OS(s)->drv->send(s, q, r, err);
+}
+
+/* ---- answers ------------------------------------------------------------------- */
+
+int tt_objstore_fail(tt_store *s, const char *what, const char *key, const tt_http_response *r,
+		     tt_error *err)
+{
+	const tt_objstore_driver *d = OS(s)->drv;
+	const char *end = r->body.ptr + r->body.len, *cs, *ce, *ms, *me, *h;
+	char *code = NULL, *msg = NULL;
+	const char *fix;
+	int rc = r->status == 404 ? TT_ENOTFOUND : TT_EBACKEND;
+	if (tt_xml_find(r->body.ptr, end, "Code", &cs, &ce, NULL))
+		code = tt_xml_text(cs, ce);
+	else if (d->code_header && (h = tt_http_response_header(r, d->code_header)))
+		code = tt_strdup(h);
+	if (tt_xml_find(r->body.ptr, end, "Message", &ms, &me, NULL) && (msg = tt_xml_text(ms, me)))
+		msg[strcspn(msg, "\r\n")] = '\0'; /* the first line; a request id may follow */
+	if (!code && !msg && r->body.len) {
+		/* a JSON API's error (GCS's upload) */
+		json_t *j = json_loadb(r->body.ptr, r->body.len, 0, NULL);
+		json_t *m = json_object_get(json_object_get(j, "error"), "message");
+		if (json_is_string(m))
+			msg = tt_strdup(json_string_value(m));
+		json_decref(j);
+	}
+	fix = d->fix ? d->fix(r->status, code) : "";
+	tt_error_set(err, rc, "%s: %s%s%s%s: HTTP %ld%s%s%s%s%s", s->display, what, key ? " '" : "",
+		     key ? key : "", key ? "'" : "", r->status, code ? " " : "", code ? code : "",
+		     msg ? ": " : "", msg ? msg : "", fix);
+	free(code);
+	free(msg);
+	return rc;
+}
+
+static int not_found(tt_store *s, const char *key, const char *version, tt_error *err)
+{
+	const tt_objstore_driver *d = OS(s)->drv;
+	return tt_error_set(err, TT_ENOTFOUND, "%s: no %s '%s'%s%s%s%s", s->display, d->noun, key,
+			    version ? " at " : "", version ? d->version_word : "", version ? " " : "",
+			    version ? version : "");
+}
+
+/* A response's meta: size as given, etag unquoted, version, mtime. */
+static int meta_of(tt_store *s, const tt_http_response *r, uint64_t size, tt_store_meta *m,
+		   tt_error *err)
+{
+	const char *v = tt_http_response_header(r, OS(s)->drv->version_header);
+	m->size = size;
+	m->etag = tt_xml_unquote(tt_http_response_header(r, "ETag"));
+	if (v && *v && strcmp(v, "null") != 0 && !(m->version = tt_strdup(v)))
+		return tt_error_oom(err);
+	m->mtime_ns = parse_time(tt_http_response_header(r, "Last-Modified"), false);
+	if (tt_http_response_header(r, "ETag") && !m->etag)
+		return tt_error_oom(err);
+	return 0;
+}
+
+static int copy_body(tt_store *s, const char *key, const char *data, size_t n, tt_buf *out,
+		     tt_error *err)
+{
+	if (out->max && out->len + n > out->max)
+		return tt_error_set(err, TT_ELIMIT, "%s: %s '%s' is larger than the %zu bytes allowed",
+				    s->display, OS(s)->drv->noun, key, out->max);
+	if (tt_buf_put(out, data, n) != 0)
+		return tt_buf_check(out, err, key);
+	return 0;
+}
+
+/* ---- reads --------------------------------------------------------------------- */
+
+int tt_objstore_head(tt_store *s, const char *key, const char *version, tt_store_meta *out,
+		     tt_error *err)
+{
+	const tt_objstore_driver *d = OS(s)->drv;
+	tt_http_response r;
+	char *fk = tt_objstore_full_key(s, key);
+	int rc;
+	if (!fk)
+		return tt_error_oom(err);
+	rc = send_req(s, &(tt_objstore_req){ .method = "HEAD", .key = fk, .name = key, .version = version }, &r, err);
+	if (rc == 0) {
+		if (r.status == 200) {
+			const char *sz = d->size_header ? tt_http_response_header(&r, d->size_header) : NULL;
+			if (!sz)
+				sz = tt_http_response_header(&r, "Content-Length");
+			rc = meta_of(s, &r, sz ? strtoull(sz, NULL, 10) : 0, out, err);
+		} else if (r.status == 404 || (version && r.status == 400)) {
+			rc = not_found(s, key, version, err);
+		} else {
+			rc = tt_objstore_fail(s, "head", key, &r, err);
+		}
+	}
+	tt_http_response_release(&r);
+	free(fk);
+	return rc;
+}
+
+/* GET key, with an optional range: a missing key (or version) is an error. */
+static int get_any(tt_store *s, const char *key, const char *version, const char *range,
+		   tt_http_response *r, tt_error *err)
+{
+	char *fk = tt_objstore_full_key(s, key);
+	int rc;
+	if (!fk) {
+		tt_http_response_init(r);
+		return tt_error_oom(err);
+	}
+	rc = send_req(s, &(tt_objstore_req){ .method = "GET", .key = fk, .name = key, .version = version,
+						     .range = range },
+		      r, err);
+	free(fk);
+	if (rc == 0 && (r->status == 404 || (version && r->status == 400)))
+		rc = not_found(s, key, version, err);
+	return rc;
+}
+
+int tt_objstore_get(tt_store *s, const char *key, const char *version, tt_buf *out,
+		    tt_store_meta *meta, tt_error *err)
+{
+	tt_http_response r;
+	int rc = get_any(s, key, version, NULL, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = tt_objstore_fail(s, "get", key, &r, err);
+	if (rc == 0)
+		rc = copy_body(s, key, r.body.ptr, r.body.len, out, err);
+	if (rc == 0 && meta)
+		rc = meta_of(s, &r, r.body.len, meta, err);
+	tt_http_response_release(&r);
+	return rc;
+}
+
+int tt_objstore_get_range(tt_store *s, const char *key, const char *version, uint64_t off,
+			  uint64_t len, tt_buf *out, tt_error *err)
+{
+	tt_http_response r;
+	char range[64];
+	int rc;
+	if (len == 0 || OS(s)->drv->clip_ranges) {
+		/* a missing key is an error even for no bytes; where the service
+		 * refuses a range past the end (416), the size bounds it */
+		tt_store_meta m = { 0 };
+		rc = tt_objstore_head(s, key, version, &m, err);
+		uint64_t size = m.size;
+		tt_store_meta_release(&m);
+		if (rc || len == 0 || off >= size)
+			return rc;
+		if (off + len > size)
+			len = size - off;
+	}
+	snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
+	rc = get_any(s, key, version, range, &r, err);
+	if (rc == 0) {
+		if (r.status == 206)
+			rc = copy_body(s, key, r.body.ptr, r.body.len, out, err);
+		else if (r.status == 200) /* the server ignored the range */
+			rc = off < r.body.len ? copy_body(s, key, r.body.ptr + off,
+							  r.body.len - off < len ? r.body.len - (size_t)off
+										 : (size_t)len,
+							  out, err)
+					      : 0;
+		else if (r.status != 416) /* past the end: nothing */
+			rc = tt_objstore_fail(s, "get", key, &r, err);
+	}
+	tt_http_response_release(&r);
+	return rc;
+}
+
+/* ---- writes -------------------------------------------------------------------- */
+
+/* After a retried conditional write failed its condition: does the blob
+ * hold exactly data (our first attempt landed)?  *m gets its meta then. */
+static bool landed(tt_store *s, const char *key, const void *data, size_t len, tt_store_meta *m)
+{
+	const tt_objstore_driver *d = OS(s)->drv;
+	tt_error quiet = TT_ERROR_INIT;
+	bool yes;
+	if (d->etag_of) {
+		char want[33];
+		d->etag_of(want, data, len);
+		yes = tt_objstore_head(s, key, NULL, m, &quiet) == 0 && m->etag && strcmp(m->etag, want) == 0;
+	} else {
+		tt_buf now = TT_BUF_INIT;
+		yes = tt_objstore_get(s, key, NULL, &now, m, &quiet) == 0 && now.len == len &&
+		      (len == 0 || memcmp(now.ptr, data, len) == 0);
+		tt_buf_release(&now);
+	}
+	if (!yes)
+		tt_store_meta_release(m);
+	tt_error_clear(&quiet);
+	return yes;
+}
+
+/* A failed If-Match: moved, or gone (a missing blob fails it too). */
+static int match_lost(tt_store *s, const char *key, const char *etag, tt_error *err)
+{
+	tt_store_meta m = { 0 };
+	tt_error quiet = TT_ERROR_INIT;
+	int hr = tt_objstore_head(s, key, NULL, &m, &quiet);
+	tt_store_meta_release(&m);
+	tt_error_clear(&quiet);
+	if (hr == TT_ENOTFOUND)
+		return not_found(s, key, NULL, err);
+	return tt_error_set(err, TT_EREFMOVED,
+			    "%s: %s '%s' moved meanwhile (it no longer has etag %s); read it again and "
+			    "retry", s->display, OS(s)->drv->noun, key, etag);
+}
+
+int tt_objstore_put(tt_store *s, const char *key, tt_store_cond cond, const char *etag,
+		    const void *data, size_t len, tt_store_meta *meta, tt_error *err)
+{
+	const tt_objstore_driver *d = OS(s)->drv;
+	tt_http_response r;
+	tt_store_meta mine = { 0 };
+	char *fk;
+	int rc;
+	if (cond == TT_STORE_PUT_IF_MATCH && (strchr(etag, '"') || strlen(etag) > 200))
+		return tt_error_set(err, TT_EUSAGE, "%s: '%s' is not an etag", s->display, etag);
+	if (!(fk = tt_objstore_full_key(s, key)))
+		return tt_error_oom(err);
+	rc = send_req(s, &(tt_objstore_req){ .method = "PUT", .key = fk, .name = key, .cond = cond, .etag = etag,
+					     .body = data, .len = len },
+		      &r, err);
+	free(fk);
+	if (rc == 0 && (r.status == 412 || r.status == 409) && r.attempts > 1 &&
+	    landed(s, key, data, len, &mine)) {
+		if (meta) {
+			*meta = mine;
+			memset(&mine, 0, sizeof mine);
+		}
+	} else if (rc == 0) {
+		bool lost = d->lost(r.status, cond);
+		if (r.status >= 200 && r.status < 300) {
+			if (meta)
+				rc = d->meta_by_head ? tt_objstore_head(s, key, NULL, meta, err)
+						     : meta_of(s, &r, len, meta, err);
+		} else if (lost && cond == TT_STORE_PUT_IF_ABSENT) {
+			rc = tt_error_set(err, TT_EEXISTS, "%s: %s '%s' already exists", s->display,
+					  d->noun, key);
+		} else if (lost && cond == TT_STORE_PUT_IF_MATCH) {
+			rc = match_lost(s, key, etag, err);
+		} else if (r.status == 404 && cond == TT_STORE_PUT_IF_MATCH) {
+			rc = not_found(s, key, NULL, err);
+		} else if (r.status == 501 && cond != TT_STORE_PUT_ANY) {
+			rc = tt_error_set(err, TT_ECAPABILITY,
+					  "%s: the server does not support conditional writes (If-%s); use "
+					  "a server that does", s->display,
+					  cond == TT_STORE_PUT_IF_ABSENT ? "None-Match" : "Match");
+		} else {
+			rc = tt_objstore_fail(s, "put", key, &r, err);
+		}
+	}
+	tt_store_meta_release(&mine);
+	tt_http_response_release(&r);
+	return rc;
+}
+
+int tt_objstore_del(tt_store *s, const char *key, tt_error *err)
+{
+	tt_http_response r;
+	char *fk = tt_objstore_full_key(s, key);
+	int rc;
+	if (!fk)
+		return tt_error_oom(err);
+	rc = send_req(s, &(tt_objstore_req){ .method = "DELETE", .key = fk, .name = key }, &r, err);
+	/* a missing key is deleted already */
+	if (rc == 0 && !(r.status >= 200 && r.status < 300) && r.status != 404)
+		rc = tt_objstore_fail(s, "delete", key, &r, err);
+	tt_http_response_release(&r);
+	free(fk);
+	return rc;
+}
+
+void tt_objstore_close(tt_store *s)
+{
+	tt_objstore *o = s->impl;
+	if (o) {
+		tt_http_client_free(o->http);
+		free(o->prefix);
+		o->drv->free(o);
+	}
+	free(s->display);
+	free(s);
+}
+
+/* ---- listings ------------------------------------------------------------------ */
+
+static char *text_of(const char *cs, const char *ce, const char *tag)
+{
+	const char *vs, *ve;
+	return tt_xml_find(cs, ce, tag, &vs, &ve, NULL) ? tt_xml_text(vs, ve) : NULL;
+}
+
+/* One entry [cs, ce) into e; 1 to skip it (at or before after). */
+static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, const char *ce,
+		    const char *after, tt_store_entry *e, tt_error *err)
+{
+	const char *prefix = OS(s)->prefix;
+	size_t plen = strlen(prefix);
+	char *k = text_of(cs, ce, t->key), *v;
+	if (!k || strncmp(k, prefix, plen) != 0) {
+		int rc = k ? tt_error_set(err, TT_EBACKEND, "%s: list returned '%s', outside the prefix",
+					  s->display, k)
+			   : tt_error_set(err, TT_EBACKEND, "%s: list entry without a %s", s->display,
+					  t->key);
+		free(k);
+		return rc;
+	}
+	if (after && strcmp(k + plen, after) <= 0) {
+		free(k); /* a server that ignored start-after */
+		return 1;
+	}
+	e->key = tt_strdup(k + plen);
+	free(k);
+	if ((v = text_of(cs, ce, t->etag))) {
+		e->meta.etag = tt_xml_unquote(v);
+		free(v);
+	}
+	if ((v = text_of(cs, ce, t->size)))
+		e->meta.size = strtoull(v, NULL, 10);
+	free(v);
+	if ((v = text_of(cs, ce, t->mtime)))
+		e->meta.mtime_ns = parse_time(v, t->iso_mtime);
+	free(v);
+	if (t->version)
+		e->meta.version = text_of(cs, ce, t->version);
+	return e->key ? 0 : tt_error_oom(err);
+}
+
+int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const tt_http_response *r,
+			      const char *after, size_t max_keys, bool *cut, tt_store_page *out,
+			      tt_error *err)
+{
+	const char *p = r->body.ptr, *end = p + r->body.len, *cs, *ce, *vs, *ve;
+	size_t alloc = 0;
+	int rc = 0;
+	if (cut)
+		*cut = false;
+	while (rc == 0 && tt_xml_find(p, end, t->entry, &cs, &ce, &p)) {
+		tt_store_entry e = { 0 };
+		if ((rc = entry_of(s, t, cs, ce, after, &e, err)) == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc == 0 && cut && out->n == max_keys) {
+			/* a server that ignored max-keys: the page ends here */
+			*cut = true;
+			free(e.key);
+			tt_store_meta_release(&e.meta);
+			break;
+		}
+		if (rc == 0 && TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0)
+			rc = tt_error_oom(err);
+		if (rc) {
+			free(e.key);
+			tt_store_meta_release(&e.meta);
+			break;
+		}
+		out->items[out->n++] = e;
+	}
+	if (rc == 0 && !(cut && *cut)) {
+		bool more = t->truncated ? tt_xml_find(r->body.ptr, end, t->truncated, &vs, &ve, NULL) &&
+						   ve - vs == 4 && memcmp(vs, "true", 4) == 0
+					 : tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL) && ve > vs;
+		if (more && t->truncated && !tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL))
+			rc = tt_error_set(err, TT_EBACKEND,
+					  "%s: a truncated listing without a continuation token", s->display);
+		else if (more && !(out->next = tt_xml_text(vs, ve)))
+			rc = tt_error_oom(err);
+	}
+	if (rc)
+		tt_store_page_release(out);
+	return rc;
+}
