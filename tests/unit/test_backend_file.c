@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/dispatch.h"
+#include "backends/registry.h"
 #include "backends/file/file.h"
 #include "storage/store.h"
 #include "conformance.h"
@@ -784,7 +786,7 @@ typedef struct progress_seen {
 	uint64_t calls, files_total, bytes_total, max_files, max_bytes;
 } progress_seen;
 
-static void on_progress(void *ctx, const tt_file_progress *p)
+static void on_progress(void *ctx, const tt_backend_work *p)
 {
 	progress_seen *s = ctx;
 	pthread_mutex_lock(&s->m);
@@ -835,7 +837,7 @@ TT_TEST(parallel_hashing_is_deterministic)
 		progress_seen seen = { .m = PTHREAD_MUTEX_INITIALIZER };
 		CHECK(b != NULL);
 		tt_file_backend_set_threads(b, threads[t]);
-		tt_file_backend_set_progress(b, on_progress, &seen);
+		tt_backend_progress(b, on_progress, &seen);
 		json_t *s = fp(b, root);
 		char *text = listing_of(b, root, s);
 		CHECK(s && text);

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include "backends/file/file.h"
+#include "backends/file/watch.h"
 #include "backends/kit.h"
 
 #include <ctype.h>
@@ -64,6 +65,7 @@ typedef struct listing_slot {
 
 typedef struct file_impl {
 	tt_fhash *hash;
+	tt_fwatch *watch;       /* the file watcher, when opted in; NULL otherwise */
 	pthread_mutex_t lock;  /* the listing slots */
 	listing_slot slots[LISTING_CACHE];
 	uint64_t tick;
@@ -71,8 +73,6 @@ typedef struct file_impl {
 
 /* --- errors ------------------------------------------------------------------------ */
 
-#define file_err(err, code, ...) TT_BACKEND_ERR(err, KIND, code, __VA_ARGS__)
-#define file_oom(err) TT_BACKEND_OOM(err, KIND)
 
 /* --- URIs -------------------------------------------------------------------------- */
 
@@ -131,7 +131,7 @@ static int get_uri(const json_t *loc, char **uri, tt_error *err)
 	*uri = loc_uri(loc, &oom);
 	if (*uri)
 		return 0;
-	return oom ? file_oom(err) : file_err(err, TT_EBACKEND, "file locator needs 'uri'");
+	return oom ? KOOM(err) : KERR(err, TT_EBACKEND, "file locator needs 'uri'");
 }
 
 /* The key part of a remote URL: the path after the authority, without
@@ -166,7 +166,7 @@ static int parse_uri(const char *uri, parsed_uri *out, tt_error *err)
 	memset(out, 0, sizeof *out);
 	local = tt_store_local_path(uri, &out->path);
 	if (local < 0)
-		return file_oom(err);
+		return KOOM(err);
 	if (local) {
 		out->cls = URI_LOCAL;
 		return 0;
@@ -177,17 +177,17 @@ static int parse_uri(const char *uri, parsed_uri *out, tt_error *err)
 		if (strcmp(*s, out->scheme) == 0) {
 			out->cls = URI_REMOTE;
 			if (!(out->key = remote_key(uri)))
-				return file_oom(err);
+				return KOOM(err);
 			return 0;
 		}
 	}
-	return file_err(err, TT_EBACKEND, "unsupported file URI scheme: '%s'", out->scheme);
+	return KERR(err, TT_EBACKEND, "unsupported file URI scheme: '%s'", out->scheme);
 }
 
 /* The seam for object stores: every operation that would talk to one. */
 static int remote_unbuilt(const parsed_uri *p, tt_error *err)
 {
-	return file_err(err, TT_ECAPABILITY,
+	return KERR(err, TT_ECAPABILITY,
 			"object-store URIs (%s://...) are not built into this tether yet", p->scheme);
 }
 
@@ -339,12 +339,12 @@ static int recall_listing(file_impl *fi, const char *digest, char **text, tt_err
 			tt_buf_printf(&b, ",\"s\":%llu}\n", (unsigned long long)row->size);
 		}
 		if (b.failed)
-			rc = file_oom(err);
+			rc = KOOM(err);
 		else
 			*text = tt_buf_detach(&b);
 		/* an empty directory has an empty listing, not none */
 		if (rc == 0 && !*text && !(*text = tt_strdup("")))
-			rc = file_oom(err);
+			rc = KOOM(err);
 		break;
 	}
 	pthread_mutex_unlock(&fi->lock);
@@ -360,20 +360,45 @@ static bool absent_errno(int e)
 	return e == ENOENT || e == ENOTDIR || e == ELOOP || e == EBADF;
 }
 
-static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt_error *err)
+/* A directory's state from the file watcher: 1 answered, 0 walk (then
+ * tt_fwatch_after_walk with *pend), <0 error. */
+static int watched_state(file_impl *fi, const char *path, json_t **state, tt_fwatch_pending **pend,
+			 tt_error *err)
+{
+	tt_fwatch_state ws;
+	int rc = tt_fwatch_state_of(fi->watch, fi->hash, path, &ws, pend, err);
+	if (rc != 1)
+		return rc;
+	*state = json_pack("{s:s, s:I, s:I, s:s}", "type", "dir", "count", (json_int_t)ws.count,
+			   "size", (json_int_t)ws.size, "digest", ws.digest);
+	return *state ? 1 : KOOM(err);
+}
+
+/* need_rows: the rows themselves are wanted (a listing), not only the
+ * state, so the file watcher's answer (a state without rows) will not do. */
+static int fingerprint_local(file_impl *fi, const char *path, bool need_rows, json_t **state,
+			     tt_error *err)
 {
 	int rc;
 	struct stat st;
 
 	if (stat(path, &st) != 0) {
 		if (absent_errno(errno))
-			return file_err(err, TT_EBACKEND, "path does not exist: %s", path);
+			return KERR(err, TT_EBACKEND, "path does not exist: %s", path);
 		return tt_file_os_error(err, errno, path);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		tt_file_tree tree;
-		if ((rc = tt_fhash_dir(fi->hash, path, &tree, err)) != 0)
+		tt_fwatch_pending *pend = NULL;
+		/* need_rows: the watcher's answer has none; the stored clock and
+		 * rows stay as they are */
+		if (fi->watch && !need_rows && (rc = watched_state(fi, path, state, &pend, err)) != 0)
+			return rc < 0 ? rc : 0;
+		if ((rc = tt_fhash_dir(fi->hash, path, &tree, err)) != 0) {
+			tt_fwatch_pending_free(pend);
 			return rc;
+		}
+		tt_fwatch_after_walk(fi->watch, pend, &tree);
 		*state = json_pack("{s:s, s:I, s:I, s:s}", "type", "dir", "count", (json_int_t)tree.n,
 				   "size", (json_int_t)tree.size, "digest", tree.digest);
 		remember(fi, &tree);
@@ -385,7 +410,7 @@ static int fingerprint_local(file_impl *fi, const char *path, json_t **state, tt
 		*state = json_pack("{s:s, s:I, s:s}", "type", "file", "size", (json_int_t)st.st_size,
 				   "sha256", hex);
 	}
-	return *state ? 0 : file_oom(err);
+	return *state ? 0 : KOOM(err);
 }
 
 /*
@@ -509,7 +534,7 @@ static void list_range_run(size_t i, void *ctx)
 	tt_store_page pg;
 	bool more;
 	char *token = NULL;
-	r->rc = r->s->ops->list_after(r->s, r->prefix, r->after, 1000, &pg, &r->err);
+	r->rc = tt_store_list_after(r->s, r->prefix, r->after, 1000, &pg, &r->err);
 	while (r->rc == 0) {
 		token = pg.next;
 		pg.next = NULL;
@@ -570,7 +595,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 	*pgs = NULL;
 	*npgs = 0;
 	rc = tt_store_list(s, prefix, NULL, 0, &pg, err);
-	if (rc == 0 && pg.next && pg.n && s->ops->list_after) {
+	if (rc == 0 && pg.next && pg.n && tt_store_lists_after(s)) {
 		char *bounds[LIST_RANGES_MAX];
 		size_t nb = list_bounds(&pg, strlen(prefix), bounds, LIST_RANGES_MAX - 1);
 		list_range *rs = tt_calloc(nb + 1, sizeof *rs);
@@ -579,7 +604,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 				free(bounds[i]);
 			free(rs);
 			tt_store_page_release(&pg);
-			return file_oom(err);
+			return KOOM(err);
 		}
 		for (size_t i = 0; i <= nb; i++) {
 			rs[i].s = s;
@@ -592,7 +617,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 		pg.next = NULL;
 		(*pgs)[(*npgs)++] = pg;
 		rc = rs[0].after ? tt_pool_map(nb + 1, LIST_THREADS, list_range_run, rs, err)
-				 : file_oom(err);
+				 : KOOM(err);
 		for (size_t i = 0; i <= nb; i++) {
 			if (rc == 0 && rs[i].rc) {
 				rc = rs[i].rc;
@@ -603,7 +628,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 					(*pgs)[(*npgs)++] = rs[i].pgs[k];
 				else {
 					if (rc == 0)
-						rc = file_oom(err);
+						rc = KOOM(err);
 					tt_store_page_release(&rs[i].pgs[k]);
 				}
 			}
@@ -618,7 +643,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 	while (rc == 0) {
 		if (TT_ARRAY_GROW(*pgs, alloc, *npgs + 1) != 0) {
 			tt_store_page_release(&pg);
-			return file_oom(err);
+			return KOOM(err);
 		}
 		token = pg.next;
 		pg.next = NULL;
@@ -671,11 +696,11 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 				continue;
 			name = listed_name(it->key, &why);
 			if (!name && !why) {
-				rc = file_oom(err);
+				rc = KOOM(err);
 				break;
 			}
 			if (!name) {
-				rc = file_err(err, TT_EBACKEND,
+				rc = KERR(err, TT_EBACKEND,
 					      "%s: the object '%s' has %s in its key, which no listing "
 					      "can name; rename it in the bucket or track a narrower prefix",
 					      uri, it->key, why);
@@ -688,7 +713,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 				}
 				no_etag++;
 			} else if (strlen(it->meta.etag) >= TT_FILE_TOKEN_MAX) {
-				rc = file_err(err, TT_EBACKEND,
+				rc = KERR(err, TT_EBACKEND,
 					      "%s: the object '%s' has an ETag longer than %d characters; "
 					      "track it as a single object instead", uri, it->key,
 					      TT_FILE_TOKEN_MAX - 1);
@@ -697,7 +722,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 			}
 			if (TT_ARRAY_GROW(ents, alloc, n + 1) != 0) {
 				free(name);
-				rc = file_oom(err);
+				rc = KOOM(err);
 				break;
 			}
 			ents[n] = (prefix_ent){ name, it->meta.etag, it->meta.size, n };
@@ -712,7 +737,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 		goto done;
 	if (no_etag) {
 		/* A digest over names alone would call any rewrite "unchanged". */
-		rc = file_err(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			      "%zu object(s) under %s report no ETag (%s%s); the store cannot be "
 			      "fingerprinted by listing -- pin single objects with a versioned "
 			      "policy instead", no_etag, prefix[0] ? prefix : "/", sample,
@@ -737,7 +762,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 		tree->rows = calloc(n ? n : 1, sizeof *tree->rows);
 		if (!offs || !tree->rows) {
 			free(offs);
-			rc = file_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -748,7 +773,7 @@ static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt
 		}
 		if (names.failed) {
 			free(offs);
-			rc = file_oom(err);
+			rc = KOOM(err);
 			goto done;
 		}
 		tree->names = tt_buf_detach(&names);
@@ -807,7 +832,7 @@ static int list_prefix(tt_store *s, const char *uri, const char *prefix, tt_file
 		have_prev = true;
 		memset(tree, 0, sizeof *tree);
 		if (attempt == PREFIX_LIST_TRIES) {
-			rc = file_err(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				      "%s changed while it was being listed, %d times in a row; retry "
 				      "when its writers are done (or track a narrower prefix)",
 				      uri, PREFIX_LIST_TRIES + 1);
@@ -846,7 +871,7 @@ static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const
 	tt_buf_puts(&prefix, "");
 	if (prefix.failed) {
 		tt_buf_release(&prefix);
-		return file_oom(err);
+		return KOOM(err);
 	}
 	rc = list_prefix(s, uri, prefix.ptr, &tree, err);
 	tt_buf_release(&prefix);
@@ -856,7 +881,7 @@ static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const
 			   "size", (json_int_t)tree.size, "digest", tree.digest);
 	remember(fi, &tree);
 	tt_file_tree_release(&tree);
-	return *state ? 0 : file_oom(err);
+	return *state ? 0 : KOOM(err);
 }
 
 /*
@@ -870,7 +895,7 @@ static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const
 static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 			      const parsed_uri *p, json_t **state, tt_error *err)
 {
-	json_t *opts = NULL, *region = json_object_get(loc, "region");
+	json_t *opts = NULL;
 	tt_store *s = NULL;
 	tt_store_meta m = { 0 };
 	char *key = NULL;
@@ -879,7 +904,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 
 	if (!remote_built(p->scheme))
 		return remote_unbuilt(p, err);
-	if ((rc = tt_kit_storage_options(b, loc, region, &opts, err)) != 0)
+	if ((rc = tt_kit_storage_options(b, loc, &opts, err)) != 0)
 		return rc;
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
@@ -890,7 +915,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 	if (rc == 0)
 		rc = tt_store_head(s, key, NULL, &m, err);
 	if (rc == TT_ENOTFOUND)
-		rc = file_err(err, TT_EBACKEND, "object does not exist: %s", key);
+		rc = KERR(err, TT_EBACKEND, "object does not exist: %s", key);
 	else if (rc != 0)
 		tt_error_object(err, NULL, KIND);
 	if (rc == 0) {
@@ -902,7 +927,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 			*state = NULL;
 		}
 		if (!*state)
-			rc = file_oom(err);
+			rc = KOOM(err);
 	}
 done:
 	tt_store_meta_release(&m);
@@ -911,25 +936,25 @@ done:
 	return rc;
 }
 
-static int file_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
-			    json_t **state, tt_error *err)
+/* need_rows: as fingerprint_local's. */
+static int fingerprint_with(tt_backend *b, const json_t *loc, bool need_rows, json_t **state,
+			    tt_error *err)
 {
 	int rc;
 	char *uri = NULL;
 	parsed_uri p;
 	json_t *at = json_object_get(loc, "at");
 
-	(void)working_ref; /* no branches: every read is of the store as it is */
 	memset(&p, 0, sizeof p);
 	*state = NULL;
 	if (at && !json_is_null(at) && !(json_is_string(at) && json_string_length(at) == 0))
-		return file_err(err, TT_EBACKEND,
+		return KERR(err, TT_EBACKEND,
 				"file objects have no history to detach from (`at`); use "
 				"`--file versioned` on a versioned bucket instead");
 	if ((rc = get_uri(loc, &uri, err)) != 0 || (rc = parse_uri(uri, &p, err)) != 0)
 		goto done;
 	if (p.cls == URI_LOCAL)
-		rc = fingerprint_local(b->impl, p.path, state, err);
+		rc = fingerprint_local(b->impl, p.path, need_rows, state, err);
 	else
 		rc = fingerprint_remote(b, loc, uri, &p, state, err);
 done:
@@ -938,28 +963,22 @@ done:
 	return rc;
 }
 
+static int file_fingerprint(tt_backend *b, const json_t *loc, const char *working_ref,
+			    json_t **state, tt_error *err)
+{
+	(void)working_ref; /* no branches: every read is of the store as it is */
+	return fingerprint_with(b, loc, false, state, err);
+}
+
 static int file_identity(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
 {
+	char *uri = NULL;
 	int rc;
-	char *uri = NULL, *path = NULL;
-
-	(void)b;
 	*out = NULL;
 	if ((rc = get_uri(loc, &uri, err)) != 0)
 		return rc;
-	/* canonical_uri: a local path resolved, any other URL as written. */
-	rc = tt_store_local_path(uri, &path);
-	if (rc < 0) {
-		rc = file_oom(err);
-	} else if (!tt_utf8_valid(path ? path : uri, strlen(path ? path : uri))) {
-		/* An identity is hashed as JSON text, which cannot hold it. */
-		rc = file_err(err, TT_EBACKEND, "the path is not valid UTF-8: %s", path ? path : uri);
-	} else {
-		*out = json_pack("{s:s}", "uri", path ? path : uri);
-		rc = *out ? 0 : file_oom(err);
-	}
+	rc = tt_kit_uri_identity(b, uri, out, err);
 	free(uri);
-	free(path);
 	return rc;
 }
 
@@ -1007,7 +1026,7 @@ static bool file_state_addressable(tt_backend *b, const json_t *loc, const json_
 static int set_message(char **message, const char *text, tt_error *err)
 {
 	*message = tt_strdup(text ? text : "");
-	return *message ? 0 : file_oom(err);
+	return *message ? 0 : KOOM(err);
 }
 
 /*
@@ -1027,11 +1046,11 @@ static int verify_version(tt_backend *b, const json_t *loc, const char *uri, con
 	char *key = NULL;
 	int rc;
 
-	if ((rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &opts, err)) != 0)
+	if ((rc = tt_kit_storage_options(b, loc, &opts, err)) != 0)
 		return rc;
 	if (tt_pyv_str(&v, version) != 0) {
 		json_decref(opts);
-		return file_oom(err);
+		return KOOM(err);
 	}
 	rc = tt_store_open_uri(uri, opts, &s, &key, &inner);
 	json_decref(opts);
@@ -1053,7 +1072,7 @@ static int verify_version(tt_backend *b, const json_t *loc, const char *uri, con
 		   strcmp(m.etag, json_string_value(want)) != 0) {
 		char *text = tt_asprintf("version %s has etag %s", v.ptr, m.etag);
 		*status = TT_VERIFY_DRIFTED;
-		rc = text ? 0 : file_oom(err);
+		rc = text ? 0 : KOOM(err);
 		*message = text;
 	} else {
 		*status = TT_VERIFY_OK;
@@ -1159,13 +1178,13 @@ static int file_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 		if (tt_pyv_truthy(v)) {
 			has_version = true;
 			if (tt_pyv_str(&version, v) != 0) {
-				rc = file_oom(err);
+				rc = KOOM(err);
 				goto done;
 			}
 		} else if (field_is(target->state, "type", "object")) {
 			/* A recorded state with no historical coordinate: refuse
 			 * rather than hand back what the object holds now. */
-			rc = file_err(err, TT_EBACKEND,
+			rc = KERR(err, TT_EBACKEND,
 				      "%s: the recorded state has no version id (the bucket is not "
 				      "versioned), so it cannot be opened at that state", uri);
 			goto done;
@@ -1176,7 +1195,7 @@ static int file_open(tt_backend *b, const json_t *loc, const tt_target *target, 
 		*handle = json_pack("{s:s, s:s, s:b, s:s, s:o}", "type", KIND, "address", address,
 				    "read_only", 1, "uri", uri, "version_id",
 				    has_version ? json_string(version.ptr) : json_null());
-	rc = *handle ? 0 : file_oom(err);
+	rc = *handle ? 0 : KOOM(err);
 done:
 	tt_buf_release(&version);
 	free(address);
@@ -1198,12 +1217,13 @@ static int file_listing(tt_backend *b, const json_t *loc, const json_t *state, c
 	if (!is_tree_state(state))
 		return 0; /* a single file's state already says everything */
 	if (json_object_get(state, "digest") && tt_pyv_str(&digest, json_object_get(state, "digest")))
-		return file_oom(err);
+		return KOOM(err);
 	if ((rc = recall_listing(fi, digest.ptr, text, err)) != 0 || *text)
 		goto done;
-	/* Not remembered (another process, or evicted): read the store again and
-	 * use it only if it still holds exactly the recorded state. */
-	if ((rc = file_fingerprint(b, loc, NULL, &current, err)) != 0)
+	/* Not remembered (another process, evicted, or a state the file
+	 * watcher gave without rows): read the store again and use it only if
+	 * it still holds exactly the recorded state. */
+	if ((rc = fingerprint_with(b, loc, true, &current, err)) != 0)
 		goto done;
 	if (!field_is(current, "digest", digest.ptr))
 		goto done;
@@ -1365,12 +1385,12 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 	memset(out, 0, sizeof *out);
 	/* about 100 bytes a row: one allocation for the usual listing */
 	if (TT_ARRAY_GROW(out->rows, out->alloc, (size_t)(end - p) / 96 + 1) != 0)
-		return file_oom(err);
+		return KOOM(err);
 	while (p < end) {
 		const char *after;
 		lrow *r;
 		if (TT_ARRAY_GROW(out->rows, out->alloc, out->n + 1) != 0) {
-			rc = file_oom(err);
+			rc = KOOM(err);
 			break;
 		}
 		r = &out->rows[out->n];
@@ -1407,7 +1427,7 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 		if (!json_is_object(row) || !json_object_get(row, "p") ||
 		    !py_int(json_object_get(row, "s"), 0, &size)) {
 			json_decref(row);
-			rc = file_err(err, TT_EBACKEND, "the stored listing of side %s is malformed at "
+			rc = KERR(err, TT_EBACKEND, "the stored listing of side %s is malformed at "
 				      "line %zu", side, line);
 			break;
 		}
@@ -1419,7 +1439,7 @@ static int load_listing(const char *text, const char *side, lrows *out, tt_error
 			if (!path || !token) {
 				free(path);
 				free(token);
-				rc = file_oom(err);
+				rc = KOOM(err);
 				break;
 			}
 			r->path = path;
@@ -1517,7 +1537,7 @@ static int diff_row(tt_object_diff *out, tt_buf *scratch, const lrow *r, const c
 	human(detail, sizeof detail, delta);
 	tt_buf_reset(scratch);
 	if (tt_buf_put(scratch, r->path, r->plen) != 0)
-		return file_oom(err);
+		return KOOM(err);
 	return tt_object_diff_add(out, scratch->ptr, change, detail, err);
 }
 
@@ -1539,16 +1559,16 @@ static int diff_listings(const json_t *a, const json_t *bs, const char *la, cons
 		out->note = tt_asprintf("no stored listing for side %s",
 					!la && !lb ? "a and b" : !la ? "a" : "b");
 		if (!out->note)
-			return file_oom(err);
+			return KOOM(err);
 		if (!py_int(json_object_get(a, "count"), 0, &ca) ||
 		    !py_int(json_object_get(bs, "count"), 0, &cb) ||
 		    !py_int(json_object_get(a, "size"), 0, &sa) ||
 		    !py_int(json_object_get(bs, "size"), 0, &sb))
-			return file_err(err, TT_EBACKEND, "a recorded state has a count or size that "
+			return KERR(err, TT_EBACKEND, "a recorded state has a count or size that "
 					"is not a number");
 		human(detail, sizeof detail, sb - sa);
 		if (!(summary = tt_asprintf("%lld -> %lld files, %s", ca, cb, detail)))
-			return file_oom(err);
+			return KOOM(err);
 		rc = tt_object_diff_add(out, "(summary)", "modified", summary, err);
 		free(summary);
 		return rc;
@@ -1639,7 +1659,7 @@ static int diff_objects(const json_t *loc, const json_t *a, const json_t *bs, tt
 			tt_pyv_str(&details, vb);
 		}
 	}
-	rc = details.failed ? file_oom(err) : tt_object_diff_add(out, uri, "modified", details.ptr, err);
+	rc = details.failed ? KOOM(err) : tt_object_diff_add(out, uri, "modified", details.ptr, err);
 	tt_buf_release(&details);
 	free(uri);
 	return rc;
@@ -1679,7 +1699,7 @@ static int local_dir(const json_t *loc, const char *what, char **path, tt_error 
 	if ((rc = get_uri(loc, &uri, err)) != 0 || (rc = parse_uri(uri, &p, err)) != 0)
 		goto done;
 	if (p.cls != URI_LOCAL) {
-		rc = file_err(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			      "file %s: only a local directory can be created or removed by tether; "
 			      "a remote prefix is managed by its bucket", what);
 		goto done;
@@ -1710,12 +1730,12 @@ static int file_create(tt_backend *b, const json_t *loc, const char *owner, json
 	/* Never adopt: anything there (a dangling symlink aside, which mkdir
 	 * refuses below) is someone else's. */
 	if (stat(path, &st) == 0) {
-		rc = file_err(err, TT_EBACKEND, "%s already exists; `create` never adopts it", path);
+		rc = KERR(err, TT_EBACKEND, "%s already exists; `create` never adopts it", path);
 		goto done;
 	}
 	if (!(parent = tt_dirname(path)) || !(marker = marker_path(path)) ||
 	    !(text = tt_asprintf("%s\n", owner ? owner : ""))) {
-		rc = file_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if ((rc = tt_mkdirs(parent, 0777, err)) != 0) {
@@ -1725,7 +1745,7 @@ static int file_create(tt_backend *b, const json_t *loc, const char *owner, json
 	/* The directory itself exclusively: of two racing creators one wins. */
 	if (mkdir(path, 0777) != 0) {
 		if (errno == EEXIST)
-			rc = file_err(err, TT_EBACKEND, "%s already exists; `create` never adopts it",
+			rc = KERR(err, TT_EBACKEND, "%s already exists; `create` never adopts it",
 				      path);
 		else
 			rc = tt_file_os_error(err, errno, path);
@@ -1736,7 +1756,15 @@ static int file_create(tt_backend *b, const json_t *loc, const char *owner, json
 		(void)rmdir(path);
 		goto done;
 	}
-	rc = file_fingerprint(b, loc, NULL, state, err);
+	/* The state this create made is the empty directory's: a fingerprint of
+	 * anything more is another writer's, not this create's. */
+	if ((rc = file_fingerprint(b, loc, NULL, state, err)) == 0 &&
+	    json_integer_value(json_object_get(*state, "count")) != 0) {
+		json_decref(*state);
+		*state = NULL;
+		rc = KERR(err, TT_EBACKEND, "%s gained files while it was being created; another writer uses it",
+			      path);
+	}
 done:
 	free(path);
 	free(parent);
@@ -1756,7 +1784,7 @@ static int read_marker(const char *dir, char **text, tt_error *err)
 
 	*text = NULL;
 	if (!marker)
-		return file_oom(err);
+		return KOOM(err);
 	if (stat(marker, &st) != 0) {
 		if (!absent_errno(errno))
 			rc = tt_file_os_error(err, errno, marker);
@@ -1769,12 +1797,12 @@ static int read_marker(const char *dir, char **text, tt_error *err)
 		goto done;
 	}
 	if (memchr(b.ptr, '\0', b.len) || !tt_utf8_valid(b.ptr, b.len)) {
-		rc = file_err(err, TT_EBACKEND, "%s is not UTF-8 text", marker);
+		rc = KERR(err, TT_EBACKEND, "%s is not UTF-8 text", marker);
 		goto done;
 	}
 	*text = tt_buf_detach(&b);
 	if (!*text && !(*text = tt_strdup("")))
-		rc = file_oom(err);
+		rc = KOOM(err);
 done:
 	tt_buf_release(&b);
 	free(marker);
@@ -1802,7 +1830,7 @@ static int file_owner(tt_backend *b, const json_t *loc, char **owner, tt_error *
 			       ((unsigned char)text[end - 1] >= 0x1c && (unsigned char)text[end - 1] <= 0x1f)))
 		end--;
 	if (end > start && !(*owner = tt_strndup(text + start, end - start)))
-		rc = file_oom(err);
+		rc = KOOM(err);
 done:
 	free(path);
 	free(text);
@@ -1874,7 +1902,7 @@ static int file_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	if ((rc = dir_only_marker(path, &empty, err)) != 0)
 		goto done;
 	if (empty != 1) {
-		rc = file_err(err, TT_EBACKEND, "%s is not empty; not removing it", path);
+		rc = KERR(err, TT_EBACKEND, "%s is not empty; not removing it", path);
 		goto done;
 	}
 	/* ...and the marker itself: a directory tether did not make is never
@@ -1882,13 +1910,13 @@ static int file_delete_store(tt_backend *b, const json_t *loc, tt_error *err)
 	if ((rc = read_marker(path, &owner, err)) != 0)
 		goto done;
 	if (!owner) {
-		rc = file_err(err, TT_EBACKEND,
+		rc = KERR(err, TT_EBACKEND,
 			      "%s has no " TT_FILE_OWNER_MARKER " marker: tether did not create it; "
 			      "not removing it", path);
 		goto done;
 	}
 	if (!(marker = marker_path(path))) {
-		rc = file_oom(err);
+		rc = KOOM(err);
 		goto done;
 	}
 	if (unlink(marker) != 0 && errno != ENOENT) {
@@ -1921,9 +1949,18 @@ static void file_free(tt_backend *b)
 	for (size_t i = 0; i < LISTING_CACHE; i++)
 		tt_file_tree_release(&fi->slots[i].tree);
 	tt_fhash_free(fi->hash);
+	tt_fwatch_free(fi->watch);
 	pthread_mutex_destroy(&fi->lock);
 	free(fi);
 	b->impl = NULL;
+}
+
+/* The hashing engine's progress (the progress op). */
+static void file_progress(tt_backend *b, tt_backend_work_fn fn, void *ctx)
+{
+	file_impl *fi = b->impl;
+	if (fi)
+		tt_fhash_set_progress(fi->hash, fn, ctx);
 }
 
 static const tt_backend_ops file_ops = {
@@ -1947,27 +1984,64 @@ static const tt_backend_ops file_ops = {
 	.delete_store = file_delete_store,
 	.effective_capabilities = file_effective_caps,
 	.state_addressable = file_state_addressable,
+	.storage_options = tt_kit_storage_options,
+	.progress = file_progress,
 	.free = file_free,
 };
+
+/*
+ * The file watcher is opted into per checkout, never by a committed file:
+ * TETHER_FSMONITOR, else `[file] fsmonitor` of .tether/secrets.toml (which
+ * the engine hands over as the config's "fsmonitor").  "watchman" turns it
+ * on; "" / "none" / "off" leave it off.  *on: the answer.
+ */
+static int fsmonitor_wanted(const tt_backend *b, bool *on, tt_error *err)
+{
+	const char *env = getenv("TETHER_FSMONITOR");
+	const char *v = env;
+	const char *where = "the environment variable TETHER_FSMONITOR";
+	json_t *cfg = b->config ? json_object_get(b->config, "fsmonitor") : NULL;
+	*on = false;
+	if (!v && cfg) {
+		where = "`[file] fsmonitor` in .tether/secrets.toml";
+		if (!json_is_string(cfg))
+			return KERR(err, TT_ECONFIG, "%s must be \"watchman\" or \"none\"", where);
+		v = json_string_value(cfg);
+	}
+	if (!v || !*v || strcmp(v, "none") == 0 || strcmp(v, "off") == 0)
+		return 0;
+	if (strcmp(v, "watchman") != 0)
+		return KERR(err, TT_ECONFIG,
+				"%s is \"%s\": the only file watcher tether asks is \"watchman\" "
+				"(or \"none\" to walk every directory)", where, v);
+	*on = true;
+	return 0;
+}
 
 int tt_file_backend_new(tt_backend *b, tt_error *err)
 {
 	int rc;
 	char *cache = NULL;
-	file_impl *fi = tt_calloc(1, sizeof *fi);
+	bool watch = false;
+	file_impl *fi;
 
-	if (!fi)
-		return file_oom(err);
+	if ((rc = fsmonitor_wanted(b, &watch, err)) != 0)
+		return rc;
+	if (!(fi = tt_calloc(1, sizeof *fi)))
+		return KOOM(err);
 	if (pthread_mutex_init(&fi->lock, NULL) != 0) {
 		free(fi);
-		return file_err(err, TT_ERROR, "cannot create a mutex");
+		return KERR(err, TT_ERROR, "cannot create a mutex");
 	}
+
 	/* Without a checkout's cache directory the cache lives in memory only. */
 	if (b->cache_dir && !(cache = tt_path_join(b->cache_dir, TT_FILE_HASH_CACHE))) {
-		rc = file_oom(err);
+		rc = KOOM(err);
 		goto fail;
 	}
 	if ((rc = tt_fhash_new(&fi->hash, cache, err)) != 0)
+		goto fail;
+	if (watch && (rc = tt_fwatch_new(&fi->watch, b->cache_dir, err)) != 0)
 		goto fail;
 	free(cache);
 	b->ops = &file_ops;
@@ -1975,6 +2049,7 @@ int tt_file_backend_new(tt_backend *b, tt_error *err)
 	return 0;
 fail:
 	free(cache);
+	tt_fhash_free(fi->hash);
 	pthread_mutex_destroy(&fi->lock);
 	free(fi);
 	return rc;
@@ -1985,13 +2060,6 @@ fail:
 static file_impl *impl_of(tt_backend *b)
 {
 	return b && b->ops == &file_ops ? b->impl : NULL;
-}
-
-void tt_file_backend_set_progress(tt_backend *b, tt_file_progress_fn fn, void *ctx)
-{
-	file_impl *fi = impl_of(b);
-	if (fi)
-		tt_fhash_set_progress(fi->hash, fn, ctx);
 }
 
 void tt_file_backend_set_threads(tt_backend *b, unsigned threads)

@@ -3,10 +3,10 @@
  * objects and prefixes in the object stores storage/ builds in.
  *
  * The backend itself is reached through the vtable (tt_file_backend_new,
- * declared in backend.h).  This header holds what else the CLI and the tests
- * need from it:
- *   - hooks on a built backend: a progress callback for the hashing engine,
- *     the number of hashing threads, a clock (tests), counters;
+ * declared in backend.h; its hashing progress through the progress op).
+ * This header holds what else the tests need from it:
+ *   - hooks on a built backend: the number of hashing threads, a clock
+ *     (tests), counters;
  * and, below the line, the interface between file.c (the protocol) and
  * file_hash.c (the directory walk, the parallel hashing engine and the
  * persistent hash cache), which nothing else should use.
@@ -20,20 +20,12 @@
 #include <sys/stat.h>
 
 #include "backends/backend.h"
+#include "util/buf.h"
 
 /* --- hooks on a built file backend (b->kind is "file") ---------------------- */
 
-/* Hashing progress: bytes and files read so far out of what this
- * fingerprint has to read (cache hits are not counted).  Called from the
- * hashing threads, possibly at the same time from several: the callback
- * must be thread-safe and cheap (a progress bar throttles itself). */
-typedef struct tt_file_progress {
-	uint64_t files_done, files_total;
-	uint64_t bytes_done, bytes_total;
-	uint64_t bytes_step;  /* read for the file this call reports */
-} tt_file_progress;
-typedef void (*tt_file_progress_fn)(void *ctx, const tt_file_progress *p);
-void tt_file_backend_set_progress(tt_backend *b, tt_file_progress_fn fn, void *ctx);
+/* Its hashing progress is the progress op (tt_backend_progress): bytes and
+ * files read so far out of what this fingerprint has to read. */
 
 /* Hashing threads per fingerprint (0: one per CPU, at least 4). */
 void tt_file_backend_set_threads(tt_backend *b, unsigned threads);
@@ -50,6 +42,10 @@ typedef struct tt_file_stats {
 	uint64_t cache_saves;   /* times the cache file was written */
 } tt_file_stats;
 void tt_file_backend_stats(tt_backend *b, tt_file_stats *out);
+
+/* Why a directory's refresh walked instead of asking the file watcher, and
+ * what the watcher answered (TETHER_FSMONITOR / [file] fsmonitor), go to
+ * the kit's notes (tt_kit_note, kind "file", about the directory). */
 
 /* ========================================================================= */
 /* Internal to the file backend (file.c <-> file_hash.c).                    */
@@ -81,6 +77,7 @@ typedef struct tt_file_tree {
 	size_t nmore;
 	uint64_t size;      /* sum of file sizes (symlinks count 0) */
 	char digest[33];    /* blake2b-16 hex over the sorted (path, token) pairs */
+	size_t links_through; /* rows that are symlinks read through to a file */
 } tt_file_tree;
 void tt_file_tree_release(tt_file_tree *t);
 
@@ -90,7 +87,7 @@ typedef struct tt_fhash tt_fhash;
 /* cache_file NULL: entries live for the engine's lifetime only. */
 int tt_fhash_new(tt_fhash **out, const char *cache_file, tt_error *err);
 void tt_fhash_free(tt_fhash *h);
-void tt_fhash_set_progress(tt_fhash *h, tt_file_progress_fn fn, void *ctx);
+void tt_fhash_set_progress(tt_fhash *h, tt_backend_work_fn fn, void *ctx);
 void tt_fhash_set_threads(tt_fhash *h, unsigned threads);
 void tt_fhash_set_clock(tt_fhash *h, int64_t (*now_ns)(void));
 void tt_fhash_stats(tt_fhash *h, tt_file_stats *out);
@@ -103,6 +100,18 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 /* One file (st: its stat, following symlinks): sha256 hex. */
 int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex[65],
 		  tt_error *err);
+
+/* Many files at once (sts[i]: paths[i]'s stat, following symlinks): the
+ * cache answers what it can, the rest are read in parallel and recorded
+ * with one save of the cache.  hex[i]: sha256 hex. */
+int tt_fhash_files(tt_fhash *h, const char *const *paths, const struct stat *sts, size_t n,
+		   char (*hex)[65], tt_error *err);
+
+/* str(Path(root) / rel), as the walk keys the cache (rel NULL or "": root). */
+int tt_file_join(tt_buf *out, const char *root, const char *rel);
+/* The token of a symlink not read through ("symlink:" + sha256 of its
+ * target's bytes); -1 with *errnum set when it cannot be read. */
+int tt_file_link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], int *errnum);
 
 /* The digest of sorted rows, as tether-vcs's _digest_pairs. */
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33]);

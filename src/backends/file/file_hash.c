@@ -149,7 +149,7 @@ struct tt_fhash {
 	bool loaded, dirty;
 	file_sig disk;
 	unsigned threads;
-	tt_file_progress_fn progress;
+	tt_backend_work_fn progress;
 	void *progress_ctx;
 	int64_t (*now_ns)(void);
 	atomic_uint_fast64_t hashed_files, hashed_bytes, hits, saves;
@@ -205,7 +205,7 @@ void tt_fhash_free(tt_fhash *h)
 	free(h);
 }
 
-void tt_fhash_set_progress(tt_fhash *h, tt_file_progress_fn fn, void *ctx)
+void tt_fhash_set_progress(tt_fhash *h, tt_backend_work_fn fn, void *ctx)
 {
 	pthread_mutex_lock(&h->lock);
 	h->progress = fn;
@@ -568,7 +568,7 @@ typedef struct hash_job {
 	atomic_bool stop;
 	EVP_MD *md;
 	tt_fhash *h;
-	tt_file_progress_fn progress;
+	tt_backend_work_fn progress;
 	void *progress_ctx;
 	uint64_t files_total, bytes_total;
 	atomic_uint_fast64_t files_done, bytes_done;
@@ -623,7 +623,7 @@ static void hash_one(hash_job *job, miss *m, unsigned char *buf, EVP_MD_CTX *ctx
 		uint64_t files = atomic_fetch_add(&job->files_done, 1) + 1;
 		uint64_t bytes = atomic_fetch_add(&job->bytes_done, got) + got;
 		if (job->progress) {
-			tt_file_progress p = { files, job->files_total, bytes, job->bytes_total, got };
+			tt_backend_work p = { files, job->files_total, bytes, job->bytes_total, got };
 			job->progress(job->progress_ctx, &p);
 		}
 	}
@@ -781,6 +781,35 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 	return hash_misses(h, &m, 1, err);
 }
 
+int tt_fhash_files(tt_fhash *h, const char *const *paths, const struct stat *sts, size_t n,
+		   char (*hex)[65], tt_error *err)
+{
+	int rc;
+	size_t nmiss = 0;
+	miss *m = n ? tt_calloc(n, sizeof *m) : NULL;
+
+	if (n && !m)
+		return tt_error_oom(err);
+	pthread_mutex_lock(&h->lock);
+	rc = cache_load_locked(h, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		fstat_key k = key_of(&sts[i]);
+		if (cache_lookup_locked(h, paths[i], strlen(paths[i]), &k, hex[i], NULL)) {
+			atomic_fetch_add(&h->hits, 1);
+			continue;
+		}
+		m[nmiss].path = paths[i];
+		m[nmiss].key = k;
+		m[nmiss].hex = hex[i];
+		nmiss++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (rc == 0 && nmiss)
+		rc = hash_misses(h, m, nmiss, err);
+	free(m);
+	return rc;
+}
+
 /* --- the walk ---------------------------------------------------------------------- */
 
 /*
@@ -839,12 +868,13 @@ typedef struct walk {
 	size_t nfound, found_alloc;
 	tt_buf full;            /* scratch: a full path */
 	tt_buf scratch;
+	size_t links_through;   /* symlinks read through to a regular file */
 	int rc;
 	tt_error err;
 } walk;
 
 /* str(Path(root) / rel): "." contributes nothing, "/" no extra slash. */
-static int join_full(tt_buf *out, const char *root, const char *rel)
+int tt_file_join(tt_buf *out, const char *root, const char *rel)
 {
 	size_t rl = strlen(root);
 	tt_buf_reset(out);
@@ -887,7 +917,7 @@ static int child_full(walk *w, const char *rel, const char *name)
 	tt_buf_puts(&w->scratch, name);
 	if (w->scratch.failed)
 		return TT_ENOMEM;
-	return join_full(&w->full, w->root, w->scratch.ptr);
+	return tt_file_join(&w->full, w->root, w->scratch.ptr);
 }
 
 static int add_entry(walk *w, size_t off, uint32_t len, bool link, const struct stat *st, wentry **out)
@@ -919,7 +949,7 @@ static int add_found(walk *w, const char *rel, const char *name)
 
 /* A symlink that is not read through: its token hashes the target's bytes
  * (os.readlink, as os.fsencode gives them back). */
-static int link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], int *errnum)
+int tt_file_link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX], int *errnum)
 {
 	char stack_buf[512], *target = stack_buf;
 	size_t cap = sizeof stack_buf;
@@ -1094,7 +1124,7 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 	size_t rel_len = rel ? strlen(rel) : 0;
 	bool rel_utf8 = !rel || tt_utf8_valid(rel, rel_len);
 
-	if (join_full(&w->full, w->root, rel) != 0)
+	if (tt_file_join(&w->full, w->root, rel) != 0)
 		return tt_error_oom(err);
 	if (!(d = opendir(w->full.ptr)))
 		return tt_file_os_error(err, errno, w->full.ptr);
@@ -1111,7 +1141,7 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		if (!(de = readdir(d))) {
 			if (errno) {
 				int errnum = errno;
-				if (join_full(&w->full, w->root, rel))
+				if (tt_file_join(&w->full, w->root, rel))
 					rc = tt_error_oom(err);
 				else
 					rc = tt_file_os_error(err, errnum, w->full.ptr);
@@ -1166,6 +1196,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 			/* The owner marker is not content; only at the root. */
 			if (!rel && strcmp(de->d_name, TT_FILE_OWNER_MARKER) == 0)
 				continue;
+			if (type == DT_LNK)
+				w->links_through++;
 			if ((off = add_name(w, rel, rel_len, de->d_name, &len)) == SIZE_MAX ||
 			    add_entry(w, off, len, false, &st, &e) != 0) {
 				rc = tt_error_oom(err);
@@ -1178,7 +1210,7 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		{
 			char token[TT_FILE_TOKEN_MAX];
 			int errnum = 0;
-			if (link_token(dfd, de->d_name, token, &errnum) != 0) {
+			if (tt_file_link_token(dfd, de->d_name, token, &errnum) != 0) {
 				rc = errnum;
 				goto os_error;
 			}
@@ -1631,6 +1663,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 			goto done;
 		}
 		n += ws[i].n;
+		out->links_through += ws[i].links_through;
 		for (size_t j = 0; j < ws[i].n; j++) /* UTF-8: walk_dir checked */
 			ws[i].items[j].u.path = ws[i].names.ptr + ws[i].items[j].u.off;
 		for (size_t j = 0; j < ws[i].nruns; j++)
