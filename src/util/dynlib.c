@@ -19,9 +19,14 @@ static void load(tt_dynlib *lib)
 
 	if (!h) {
 		const char *e = dlerror();
-		snprintf(lib->why, sizeof lib->why, "cannot load %s (%s): %s; install %s (Debian/Ubuntu; "
-			 "the same library under another name elsewhere) or set %s to its path",
-			 lib->what, file, e ? e : "not found", lib->package, lib->env ? lib->env : "LD_LIBRARY_PATH");
+		if (lib->how)
+			snprintf(lib->why, sizeof lib->why, "cannot load %s (%s): %s; %s", lib->what, file,
+				 e ? e : "not found", lib->how);
+		else
+			snprintf(lib->why, sizeof lib->why, "cannot load %s (%s): %s; install %s (Debian/Ubuntu; "
+				 "the same library under another name elsewhere) or set %s to its path",
+				 lib->what, file, e ? e : "not found", lib->package,
+				 lib->env ? lib->env : "LD_LIBRARY_PATH");
 		lib->state = -1;
 		return;
 	}
@@ -31,8 +36,8 @@ static void load(tt_dynlib *lib)
 		p = dlsym(h, lib->syms[i].name);
 		if (!p) {
 			snprintf(lib->why, sizeof lib->why, "cannot use %s (%s): it has no %s, so it is older "
-				 "than tether needs; install a current %s", lib->what, file,
-				 lib->syms[i].name, lib->package);
+				 "than tether needs; %s%s", lib->what, file, lib->syms[i].name,
+				 lib->how ? "" : "install a current ", lib->how ? lib->how : lib->package);
 			dlclose(h);
 			lib->state = -1;
 			return;

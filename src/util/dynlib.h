@@ -47,19 +47,25 @@ typedef struct tt_dynlib {
 	const char *soname;      /* "libcurl.so.4": the file dlopen looks for */
 	const char *env;         /* "TETHER_LIBCURL": overrides soname; may be NULL */
 	const char *package;     /* "libcurl4": the Debian/Ubuntu package with it */
+	const char *how;         /* how to get it, where no distribution package has it
+				  * (replaces the package advice; NULL: none) */
 	const tt_dynsym *syms;
 	size_t nsyms;
 	/* state, set by tt_dynlib_load */
 	_Atomic int state;       /* 0 not tried, 1 loaded, -1 failed */
 	void *handle;
-	char why[480];
+	char why[640];
 } tt_dynlib;
 
 #define TT_DYN_FIELD(name) __typeof__(name) *name;
 #define TT_DYN_SYM(api, name) {#name, &(api).name},
-#define TT_DYNLIB_INIT(what, soname, env, package, syms)                          \
-	{ (what), (soname), (env), (package), (syms), sizeof(syms) / sizeof((syms)[0]), \
-	  0, NULL, {0} }
+#define TT_DYNLIB_INIT(what_, soname_, env_, package_, syms_)                                     \
+	{ .what = (what_), .soname = (soname_), .env = (env_), .package = (package_), .syms = (syms_), \
+	  .nsyms = sizeof(syms_) / sizeof((syms_)[0]) }
+/* The same for a library no distribution packages: how_ says where it comes from. */
+#define TT_DYNLIB_INIT_HOW(what_, soname_, env_, how_, syms_)                                 \
+	{ .what = (what_), .soname = (soname_), .env = (env_), .how = (how_), .syms = (syms_), \
+	  .nsyms = sizeof(syms_) / sizeof((syms_)[0]) }
 
 /* Load lib and resolve its symbols (once).  0, or TT_ECAPABILITY with err
  * set as above. */

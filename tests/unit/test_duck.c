@@ -8,7 +8,6 @@
  * and pass, unless TETHER_REQUIRE_TOOLS=1, where they fail.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,19 +18,14 @@
 #include <unistd.h>
 
 #include "backends/ducklake/ducklake.h"
+#include "db/duck_api.h"
 #include "harness.h"
 
-#ifdef TT_HAVE_DUCKDB_H
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <duckdb.h>
-#pragma GCC diagnostic pop
-#endif
 
 static bool have_duckdb(void)
 {
 #ifdef TT_HAVE_DUCKDB_H
-	if (tt_duck_version())
+	if (tt_duck_library_version())
 		return true;
 #endif
 	if (getenv("TETHER_REQUIRE_TOOLS") && strcmp(getenv("TETHER_REQUIRE_TOOLS"), "1") == 0)
@@ -46,32 +40,17 @@ static bool have_duckdb(void)
  * same libduckdb tether loads. */
 static bool make_db(const char *path)
 {
-	void *lib = dlopen(TT_LIBDUCKDB_PATH, RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		return false;
-	__typeof__(duckdb_open) *open_;
-	__typeof__(duckdb_connect) *connect_;
-	__typeof__(duckdb_query) *query_;
-	__typeof__(duckdb_disconnect) *disconnect_;
-	__typeof__(duckdb_close) *close_;
-	*(void **)&open_ = dlsym(lib, "duckdb_open");
-	*(void **)&connect_ = dlsym(lib, "duckdb_connect");
-	*(void **)&query_ = dlsym(lib, "duckdb_query");
-	*(void **)&disconnect_ = dlsym(lib, "duckdb_disconnect");
-	*(void **)&close_ = dlsym(lib, "duckdb_close");
 	duckdb_database db;
 	duckdb_connection con;
-	bool ok = open_ && connect_ && query_ && disconnect_ && close_ && open_(path, &db) == DuckDBSuccess;
-	if (ok) {
-		ok = connect_(db, &con) == DuckDBSuccess;
-		ok = ok && query_(con, "CREATE TABLE t AS SELECT range AS a FROM range(3)", NULL) == DuckDBSuccess;
-		if (ok)
-			disconnect_(&con);
-		close_(&db);
-	}
+	if (tt_duck_load(NULL) != 0 || duckdb_open_ext(path, &db, NULL, NULL) != DuckDBSuccess)
+		return false;
+	bool ok = duckdb_connect(db, &con) == DuckDBSuccess;
+	ok = ok && duckdb_query(con, "CREATE TABLE t AS SELECT range AS a FROM range(3)", NULL) == DuckDBSuccess;
+	if (ok)
+		duckdb_disconnect(&con);
+	duckdb_close(&db);
 	return ok;
 }
-#endif
 
 /* Whether another process can take the file's write lock now. */
 static bool writer_can_lock(const char *path)
@@ -113,6 +92,7 @@ static pid_t writer_holding(const char *path)
 	close(p[0]);
 	return pid;
 }
+#endif
 
 TT_TEST(a_handle_holds_the_file_only_during_a_query)
 {

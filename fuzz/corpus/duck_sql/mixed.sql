@@ -1,0 +1,2 @@
+SELECT 'a;b', E'x\'y', $t$ ; $t$ /* /* */ */ -- c
+; SELECT 2;;

@@ -1,0 +1,1 @@
+SELECT "a;""b" AS x$y$, $1; SELECT $$;$$
