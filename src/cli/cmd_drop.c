@@ -5,17 +5,12 @@
 
 #include "cli/cli.h"
 
-typedef struct drop_ctx {
-	const char *bookmark, *to;
-	bool delete_stores, force_prune;
-} drop_ctx;
-
 static int drop(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
 		json_t **out, tt_error *err)
 {
-	const drop_ctx *c = ctx;
-	return tt_repo_drop(repo, c->bookmark, c->to, c->delete_stores, c->force_prune, dry, from, from_len, pj, pt,
-			    out, err);
+	tt_drop_opts o = *(const tt_drop_opts *)ctx;
+	o.dry_run = dry;
+	return tt_repo_drop(repo, &o, from, from_len, pj, pt, out, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)
@@ -23,8 +18,10 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	bool json = cli_flag(cmd, a, "json");
-	drop_ctx d = { a->npos ? a->pos[0] : NULL, cli_value(cmd, a, "to"), cli_flag(cmd, a, "delete-stores"),
-		       cli_flag(cmd, a, "force-prune") };
+	tt_drop_opts d = { .version = TT_DROP_OPTS_VERSION, .bookmark = a->npos ? a->pos[0] : NULL,
+			   .to = cli_value(cmd, a, "to"), .delete_stores = cli_flag(cmd, a, "delete-stores"),
+			   .force_prune = cli_flag(cmd, a, "force-prune"),
+			   .release_foreign = cli_flag(cmd, a, "release-foreign") };
 	if (d.delete_stores && !json)
 		cli_note("reclaiming created stores is experimental: `delete-store` has no `repair`; read the plan");
 	int rc = cli_open_repo(&repo);
@@ -79,6 +76,9 @@ static const cli_opt opts[] = {
 	{ "to", 0, OPT_VALUE, "BOOKMARK", "Where to leave for when this checkout is on the bookmark (default: the trunk)." },
 	{ "delete-stores", 0, OPT_FLAG, NULL, "Also reclaim stores created on it (experimental; see `gc`)." },
 	{ "force-prune", 0, OPT_FLAG, NULL, "Delete its branches even when they hold unpinned writes. Data on them is lost." },
+	{ "release-foreign", 0, OPT_FLAG, NULL,
+	  "Also release the pins only its commits named that another clone made (as `gc --release-foreign`: "
+	  "once every remote's branches and tags are fetched) -- a CI job's fresh clone made none of them." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Only show the plan (default)." },
 	{ "no-dry-run", 0, OPT_FLAG, NULL, "Drop it." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
@@ -89,7 +89,8 @@ static const cli_opt opts[] = {
 
 const cli_cmd cmd_drop = {
 	.name = "drop",
-	.synopsis = "BOOKMARK [--to BOOKMARK] [--delete-stores] [--force-prune] [--dry-run/--no-dry-run | --plan FILE | "
+	.synopsis = "BOOKMARK [--to BOOKMARK] [--delete-stores] [--force-prune] [--release-foreign] "
+	"[--dry-run/--no-dry-run | --plan FILE | "
 	"--from-plan FILE] [--json]",
 	.summary = "Throw a bookmark away: its commits, the bookmark, and its store leftovers.",
 	.description = "The opposite of `promote`, in one step: leave the bookmark if this checkout is on it\n"

@@ -131,8 +131,83 @@ static int gc(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_
 	return tt_repo_gc(repo, ctx, out, err);
 }
 
+/* `gc --expired`: each expired bookmark dropped as `tether drop` would. */
+static int run_expired(const cli_cmd *cmd, cli_args *a)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	json_t *out = NULL;
+	bool json = cli_flag(cmd, a, "json"), dry = a->plan_dry;
+	static const char *const alone[] = { "prune-bookmarks", "keep-bookmark", "store", "plan", "from-plan" };
+	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
+		if (a->seen[cli_opt_index(cmd, alone[i])])
+			return cli_usage_error(cmd, "--expired drops expired bookmarks, each as `tether drop` would; it "
+					       "takes no --%s (run that gc on its own)", alone[i]);
+	if (cli_flag(cmd, a, "delete-stores") && !json)
+		cli_note("reclaiming created stores is experimental: `delete-store` has no `repair`; read the plan");
+	int rc = cli_open_repo(&repo);
+	if (rc)
+		return rc;
+	tt_drop_opts o = { .version = TT_DROP_OPTS_VERSION, .delete_stores = cli_flag(cmd, a, "delete-stores"),
+			   .force_prune = cli_flag(cmd, a, "force-prune"),
+			   .release_foreign = cli_flag(cmd, a, "release-foreign"), .dry_run = dry };
+	if (tt_repo_gc_expired(repo, &o, &out, &err) < 0) {
+		rc = cli_fail(&err);
+		goto done;
+	}
+	size_t i, done_n = 0, refused = 0;
+	json_t *b;
+	json_array_foreach(json_object_get(out, "bookmarks"), i, b) {
+		const char *outcome = json_string_value(json_object_get(b, "outcome"));
+		if (strcmp(outcome, "planned") == 0 || strcmp(outcome, "dropped") == 0)
+			done_n++;
+		else
+			refused++;
+	}
+	if (json) {
+		json_array_foreach(json_object_get(out, "bookmarks"), i, b)
+			json_object_del(b, "plan_text");
+		rc = cli_print_json(out);
+	} else if (!json_array_size(json_object_get(out, "bookmarks"))) {
+		printf("no expired bookmark\n");
+	} else {
+		json_array_foreach(json_object_get(out, "bookmarks"), i, b) {
+			const char *name = json_string_value(json_object_get(b, "bookmark"));
+			const char *outcome = json_string_value(json_object_get(b, "outcome"));
+			const char *expires = json_string_value(json_object_get(b, "expires"));
+			if (strcmp(outcome, "planned") == 0) {
+				printf("bookmark %s expired at %s; drop plan:\n", name, expires);
+				fputs(json_string_value(json_object_get(b, "plan_text")), stdout);
+			} else if (strcmp(outcome, "dropped") == 0) {
+				const json_t *r = json_object_get(b, "result");
+				printf("dropped %s (expired at %s): %zu commit(s)\n", name, expires,
+				       json_array_size(json_object_get(r, "abandoned")));
+				if (json_is_object(json_object_get(r, "gc")))
+					cli_print_gc_report(json_object_get(r, "gc"));
+			} else {
+				printf("%s %s (expired at %s)\n", strcmp(outcome, "failed") == 0 ? "FAILED" : "refused", name,
+				       expires);
+				fprintf(stderr, "%s   %s: %s\n", strcmp(outcome, "failed") == 0 ? "FAILED" : "REFUSED", name,
+					json_string_value(json_object_get(b, "error")));
+			}
+		}
+		if (dry && done_n)
+			printf("(not applied; `--no-dry-run` drops %s)\n", done_n > 1 ? "them" : "it");
+	}
+	if (rc == EXIT_OK && refused)
+		rc = done_n ? EXIT_PARTIAL : EXIT_ERROR;
+done:
+	tt_error_clear(&err);
+	json_decref(out);
+	cli_close_repo(repo);
+	return rc;
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
+	if (cli_flag(cmd, a, "expired"))
+		return run_expired(cmd, a);
+
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	bool as_json = cli_flag(cmd, a, "json");
@@ -194,11 +269,17 @@ static const cli_opt opts[] = {
 	{ "prune-bookmarks", 0, OPT_FLAG, NULL,
 	  "Also delete `tether.ws.*` branches of bookmarks that are gone, legacy per-workspace branches, "
 	  "and this workspace's unused ones." },
+	{ "expired", 0, OPT_FLAG, NULL,
+	  "Drop every bookmark whose expiry (`new --ttl`, `bookmarks NAME --ttl`) has passed, each exactly as "
+	  "`tether drop` would: its commits, the bookmark, its branches and pins in every store.  One a live "
+	  "checkout works on (this one too), or whose branches hold unpinned writes (without --force-prune), "
+	  "is refused by name and the others still go (exit status 3).  Takes --force-prune, "
+	  "--delete-stores and --release-foreign (as drop takes them); the trunk never expires." },
 	{ "keep-bookmark", 0, OPT_LIST, "NAME",
 	  "Bookmark whose branches --prune-bookmarks must keep although the VCS here does not have it; "
 	  "repeatable." },
 	{ "force-prune", 0, OPT_FLAG, NULL,
-	  "With --prune-bookmarks: delete stray branches even when they hold unpinned writes, a pin-less "
+	  "With --prune-bookmarks (or --expired): delete stray branches even when they hold unpinned writes, a pin-less "
 	  "recorded state, or are the storage itself.  Data on them is lost." },
 	{ "delete-stores", 0, OPT_FLAG, NULL,
 	  "Also reclaim stores this dataset created (`add --create`) that nothing references any more: their "
@@ -220,7 +301,7 @@ static const cli_opt opts[] = {
 
 const cli_cmd cmd_gc = {
 	.name = "gc",
-	.synopsis = "[--dry-run | --no-dry-run] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
+	.synopsis = "[--dry-run | --no-dry-run] [--expired] [--release-foreign] [--prune-bookmarks [--keep-bookmark NAME]... "
 	"[--force-prune]] [--delete-stores] [--store KIND=LOCATOR]... [--plan FILE | --from-plan FILE] [--json]",
 	.summary = "Release native pins that no manifest in VCS history references.",
 	.description = "Only pins this clone created are released; any other unreferenced pin is kept and\n"
@@ -247,7 +328,10 @@ const cli_cmd cmd_gc = {
 	"that nothing references any more, once only tether's own refs remain in them\n"
 	"(`delete-store`).  A dry run by default: pass --no-dry-run (or --from-plan) to\n"
 	"release.  When some actions fail, what the rest did is printed with the failures;\n"
-	"exit status 3 if anything was released.",
+	"exit status 3 if anything was released.\n"
+	"--expired drops the bookmarks whose expiry has passed instead, each as `tether drop`\n"
+	"would; a bookmark drop refuses (a live checkout on it, this one included, or unpinned\n"
+	"writes without --force-prune) is refused by name while the others still go.",
 	.opts = opts,
 	.min_pos = 0,
 	.max_pos = 0,

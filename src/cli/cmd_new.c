@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/human.h"
 #include "util/buf.h"
+#include "util/error.h"
 #include "util/fs.h"
 
 static int new_call(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
@@ -20,10 +21,22 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL, *adopted_detail = NULL;
 	int rc;
+	bool expiry = false, clear = false;
+	long long expires = 0;
 	if (cli_flag(cmd, a, "eager") && cli_flag(cmd, a, "lazy"))
 		return cli_usage_error(cmd, "--eager and --lazy contradict each other");
+	if ((rc = cli_expiry_args(cmd, a, &expiry, &expires, &clear)) != EXIT_OK)
+		return rc;
+	if (expiry && !cli_value(cmd, a, "bookmark"))
+		return cli_usage_error(cmd, "--ttl and --expires give the bookmark -b creates an expiry; `tether "
+				       "bookmarks NAME --ttl DURATION` changes an existing one's");
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
+	if (expiry && strcmp(cli_value(cmd, a, "bookmark"), tt_repo_trunk(repo)) == 0) {
+		rc = cli_error(NULL, "'%s' is the trunk bookmark, and the trunk never expires; drop --ttl/--expires",
+			       tt_repo_trunk(repo));
+		goto done;
+	}
 	tt_new_opts o = {
 		.version = TT_NEW_OPTS_VERSION,
 		.rev = a->npos ? a->pos[0] : NULL,
@@ -39,6 +52,27 @@ static int run_new(const cli_cmd *cmd, cli_args *a)
 	if ((rc = cli_run_planned(cmd, a, repo, new_call, &o, &out, &unforked)) != CLI_PLAN_APPLIED)
 		goto done;
 	rc = EXIT_OK;
+	/* The bookmark -b made gets its expiry as a commit on it; without one,
+	 * an expiry file of that name it inherited from REV goes. */
+	if (o.bookmark && json_is_string(json_object_get(out, "bookmark")) && (expiry || !unforked.code)) {
+		json_t *x = NULL;
+		if (tt_repo_set_expiry(repo, o.bookmark, expires, !expiry, &x, &err) < 0) {
+			tt_error_prefix(&err, "bookmark %s is made, but not its expiry", o.bookmark);
+			tt_error_hint(&err, "`tether bookmarks %s %s %s` sets it once that is fixed", o.bookmark,
+				      cli_value(cmd, a, "ttl") ? "--ttl" : "--expires",
+				      cli_value(cmd, a, "ttl") ? cli_value(cmd, a, "ttl") : cli_value(cmd, a, "expires"));
+			if (expiry && unforked.code)
+				cli_fail(&err);
+			else if (expiry) {
+				unforked = err;
+				err = (tt_error)TT_ERROR_INIT;
+			}
+			tt_error_clear(&err);
+		} else if (expiry) {
+			json_object_set(out, "expiry", x);
+		}
+		json_decref(x);
+	}
 	adopted_detail = json_incref(json_object_get(out, "adopted_detail"));
 	json_object_del(out, "adopted_detail");
 	if (cli_flag(cmd, a, "json")) {
@@ -107,6 +141,11 @@ static const cli_opt new_opts[] = {
 	  "generation where there are several) as they are, whatever they hold -- the branches of a dataset "
 	  "whose repository was lost (`tether recover`). Objects with no such branch fork as usual. Not on "
 	  "the trunk." },
+	{ "ttl", 0, OPT_VALUE, "DURATION",
+	  "With -b: the bookmark expires this long from now (45s, 30m, 12h, 7d, 2w, or several: 1d12h); "
+	  "`tether gc --expired` drops it after that.  Committed on the bookmark." },
+	{ "expires", 0, OPT_VALUE, "TIME",
+	  "With -b: the bookmark expires at this ISO 8601 time (2026-12-11T07:30:00Z, with Z or an offset)." },
 	{ "dry-run", 0, OPT_FLAG, NULL, "Show which branches would be forked; write nothing." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
 	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan instead of replanning." },
@@ -116,7 +155,7 @@ static const cli_opt new_opts[] = {
 
 const cli_cmd cmd_new = {
 	.name = "new",
-	.synopsis = "[REV] [-b NAME] [--shared] [--keep] [--eager | --lazy] [--discard] [--adopt] "
+	.synopsis = "[REV] [-b NAME [--ttl DURATION | --expires TIME]] [--shared] [--keep] [--eager | --lazy] [--discard] [--adopt] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.summary = "Start working on a bookmark: its store branches become your working refs.",
 	.description = "`tether new -b NAME [REV]` creates bookmark NAME (at REV, default here) and forks a\n"
@@ -124,7 +163,8 @@ const cli_cmd cmd_new = {
 	"first writable `open`, or now with --eager.  `tether new NAME` joins an existing\n"
 	"bookmark; on the trunk every object writes its upstream branch.  A bookmark another\n"
 	"live checkout holds is refused unless --shared.  A working branch holding writes no\n"
-	"commit pinned is not reset unless --discard.",
+	"commit pinned is not reset unless --discard.  --ttl/--expires give the new bookmark an\n"
+	"expiry, committed on it (`tether bookmarks`, `tether gc --expired`).",
 	.opts = new_opts,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -141,6 +181,16 @@ static int run_open(const cli_cmd *cmd, cli_args *a)
 	int rc;
 	if (cli_flag(cmd, a, "read-only") && cli_flag(cmd, a, "writable"))
 		return cli_usage_error(cmd, "--read-only and --writable contradict each other");
+	if (cli_value(cmd, a, "for")) {
+		if (cli_flag(cmd, a, "writable") || cli_value(cmd, a, "worktree") || cli_flag(cmd, a, "with-password"))
+			return cli_usage_error(cmd, "--for reads the recorded state: no --writable, --worktree or "
+					       "--with-password");
+		if (!cli_engine_known(cli_value(cmd, a, "for")))
+			return cli_usage_error(cmd, "--for is duckdb, spark, trino or polars, not '%s'",
+					       cli_value(cmd, a, "for"));
+		return cli_open_for(a->pos[0], cli_value(cmd, a, "rev"), cli_value(cmd, a, "for"),
+				    cli_flag(cmd, a, "json"));
+	}
 	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	tt_open_opts o = {
@@ -219,13 +269,17 @@ static const cli_opt open_opts[] = {
 	{ "with-password", 0, OPT_FLAG, NULL,
 	  "Print a connection URL with its password (Neon); by default the password is redacted. "
 	  "Never honoured under --json." },
+	{ "for", 0, OPT_VALUE, "duckdb|spark|trino|polars",
+	  "Print the code that reads the object at its recorded state in that engine instead of an "
+	  "address (refused where that engine cannot address the state); --json adds its options." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_open = {
 	.name = "open",
-	.synopsis = "KEY [-r REV] [--read-only | --writable] [--worktree DIR] [--with-password] [--json]",
+	.synopsis = "KEY [-r REV] [--read-only | --writable] [--worktree DIR] [--with-password] "
+		    "[--for duckdb|spark|trino|polars] [--json]",
 	.summary = "Print the native address of an object's handle.",
 	.description = "Without -r (and TETHER_REV), forkable objects open writable at their working ref -- the\n"
 	"deferred fork is created first -- and everything else read-only.  With -r REV the\n"
@@ -233,7 +287,12 @@ const cli_cmd cmd_open = {
 	"refused; a deleted one falls back to the recorded state where the kind can address it.\n"
 	"A writable git handle names its branch and the worktree that has it checked out\n"
 	"(--worktree DIR makes one); a writable open is refused while the dataset's checkout\n"
-	"is off the workspace's bookmark.",
+	"is off the workspace's bookmark.\n"
+	"\n"
+	"--for ENGINE prints the code that reads the object at what the working copy (or -r REV)\n"
+	"recorded, in DuckDB, Spark, Trino or Polars - a Delta version, an Iceberg snapshot id,\n"
+	"a Lance tag - with no credential in it; `tether query --for spark` does the same for\n"
+	"the whole dataset.",
 	.opts = open_opts,
 	.min_pos = 1,
 	.max_pos = 1,

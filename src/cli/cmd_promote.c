@@ -41,6 +41,14 @@ static int promote(tt_repo *repo, void *ctx, bool dry, const char *from, size_t 
 			       err);
 }
 
+/* The check's output, as it comes, on our stderr (stdout is the answer). */
+static void check_output(void *ctx, const char *data, size_t len)
+{
+	(void)ctx;
+	fwrite(data, 1, len, stderr);
+	fflush(stderr);
+}
+
 static int run(const cli_cmd *cmd, cli_args *a)
 {
 	tt_repo *repo = NULL;
@@ -55,7 +63,15 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		.rev = cli_value(cmd, a, "rev"),
 		.strategy = cli_value(cmd, a, "strategy"),
 		.message = cli_value(cmd, a, "message"),
+		.check = cli_value(cmd, a, "check"),
+		.check_output = check_output,
 	};
+	if (o.check && !*o.check) {
+		rc = cli_usage_error(cmd, "--check needs a command");
+		goto done;
+	}
+	if (o.check)
+		cli_interrupt_attach(repo); /* Ctrl-C stops the check and refuses */
 	if ((rc = cli_run_planned(cmd, a, repo, promote, &o, &out, NULL)) != CLI_PLAN_APPLIED)
 		goto done;
 	json_t *refused = json_object_get(out, "refused"), *failed = json_object_get(out, "failed");
@@ -90,6 +106,10 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		       "or finish the refused systems on the trunk and promote again\n");
 	if (json_object_size(json_object_get(out, "merged")))
 		printf("run `tether commit` to pin the merge result(s), then promote again\n");
+	json_t *check = json_object_get(out, "check");
+	if (check && json_object_size(json_object_get(out, "fast_forwarded")))
+		printf("landed as checked by `%s` at %.12s\n", json_string_value(json_object_get(check, "command")),
+		       json_string_value(json_object_get(check, "rev")));
 	const char *moved = json_string_value(json_object_get(out, "trunk_moved"));
 	const char *held_t = json_string_value(json_object_get(out, "trunk_held"));
 	if (moved)
@@ -112,7 +132,11 @@ static const cli_opt opts[] = {
 	  "auto: fast-forward when the base is unchanged, else merge; ff: only fast-forwards; "
 	  "merge: only merges." },
 	{ "message", 'm', OPT_VALUE, "MESSAGE", "Merge message for systems that record one." },
-	{ "dry-run", 0, OPT_FLAG, NULL, "Show per-object outcomes; write nothing." },
+	{ "check", 0, OPT_VALUE, "CMD",
+	  "Write-audit-publish: run CMD (/bin/sh -c) with every object readable at exactly the heads that "
+	  "land ($TETHER_CHECK_HANDLES, $TETHER_CHECK_REV, $TETHER_CHECK_BOOKMARK); land only if it exits 0 "
+	  "and nothing moved since." },
+	{ "dry-run", 0, OPT_FLAG, NULL, "Show per-object outcomes; write nothing (with --check: run the check too)." },
 	{ "plan", 0, OPT_VALUE, "FILE", "Write the plan to FILE (implies --dry-run)." },
 	{ "from-plan", 0, OPT_VALUE, "FILE", "Apply a plan saved with --plan." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
@@ -121,7 +145,7 @@ static const cli_opt opts[] = {
 
 const cli_cmd cmd_promote = {
 	.name = "promote",
-	.synopsis = "[KEY...] [-r REV] [--strategy auto|ff|merge] [-m MESSAGE] "
+	.synopsis = "[KEY...] [-r REV] [--strategy auto|ff|merge] [-m MESSAGE] [--check CMD] "
 	"[--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.summary = "Land this bookmark on the trunk: move each system's upstream branch to the bookmark's.",
 	.description = "Base unchanged since the fork -> fast-forward; base moved -> native three-way merge\n"
@@ -129,7 +153,15 @@ const cli_cmd cmd_promote = {
 	"bookmark lands whole or not at all, merges before fast-forwards, and when everything\n"
 	"fast-forwarded the trunk bookmark moves to this bookmark's commit.  After a merge,\n"
 	"`commit` then `promote` again.  Exit 1 when something was refused and nothing landed,\n"
-	"3 when some of it landed.",
+	"3 when some of it landed.\n"
+	"\n"
+	"--check CMD runs CMD after planning, its output on stderr, with $TETHER_CHECK_HANDLES\n"
+	"naming a JSON file of every object's `open --json` at the commit that lands\n"
+	"($TETHER_CHECK_REV; $TETHER_REV is set to it too, so `tether open` in CMD reads the\n"
+	"same heads).  A non-zero exit, or Ctrl-C, refuses the promote: nothing moves.  Exit 0\n"
+	"lands exactly the heads checked: an object whose fork or base moved after the check\n"
+	"is refused (\"moved after the check\") and holds the rest.  A merge cannot be checked\n"
+	"before it exists, so a plan that merges is refused.  The journal records the check.",
 	.opts = opts,
 	.min_pos = 0,
 	.max_pos = 4096,

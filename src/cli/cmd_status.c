@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/human.h"
+#include "cli/markdown.h"
 #include "util/buf.h"
 
 /* "3m ago" from an ISO 8601 UTC timestamp ("never" without one). */
@@ -38,8 +39,11 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	int rc = cli_open_repo(&repo);
+	int markdown;
+	int rc = cli_output_format(cmd, a, &markdown);
 	if (rc)
+		return rc;
+	if ((rc = cli_open_repo(&repo)))
 		return rc;
 	if (cli_flag(cmd, a, "snapshot") && cli_flag(cmd, a, "no-snapshot")) {
 		rc = cli_usage_error(cmd, "--snapshot and --no-snapshot contradict each other");
@@ -65,6 +69,17 @@ static int run_status(const cli_cmd *cmd, cli_args *a)
 			json_object_del(d, "message");
 		cli_print_json(out);
 		rc = failed ? EXIT_ERROR : EXIT_OK;
+		goto done;
+	}
+	if (markdown) {
+		tt_buf md = TT_BUF_INIT;
+		if (cli_markdown_status(&md, out, tt_repo_dataset_id(repo), CLI_MARKDOWN_CAP) < 0) {
+			rc = cli_error(NULL, "out of memory");
+		} else {
+			fputs(md.ptr, stdout);
+			rc = failed ? EXIT_ERROR : EXIT_OK;
+		}
+		tt_buf_release(&md);
 		goto done;
 	}
 	const char *hash = json_string_value(json_object_get(out, "manifest_hash"));
@@ -165,19 +180,22 @@ static const cli_opt status_opts[] = {
 	{ "no-snapshot", 0, OPT_FLAG, NULL,
 	  "Show the last snapshot and its age (default unless tether.toml [snapshot] auto)." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ "format", 0, OPT_VALUE, "text|markdown",
+	  "text (the default), or markdown: a summary to post as a pull request comment." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_status = {
 	.name = "status",
-	.synopsis = "[KEY...] [--snapshot | --no-snapshot] [--json]",
+	.synopsis = "[KEY...] [--snapshot | --no-snapshot] [--json | --format text|markdown]",
 	.summary = "Classify every object against its committed manifest.",
 	.description = "Local by default: the manifests, working refs, staleness and the last snapshot of\n"
 	"each object's state, with its age; --snapshot fingerprints every object first, in\n"
 	"parallel.  A workspace with no snapshot yet takes one.  Labels: new (never\n"
 	"committed), modified, behind (the upstream moved past the pin; `pull` takes it),\n"
 	"clean, error (its store could not be read; exit 1).  KEY... (or a prefix ending in\n"
-	"'/') limits all of it to those objects.",
+	"'/') limits all of it to those objects.  --format markdown prints the objects\n"
+	"that are not clean as a GitHub-flavoured table for a pull request comment.",
 	.opts = status_opts,
 	.min_pos = 0,
 	.max_pos = 4096,

@@ -159,6 +159,38 @@ static json_t *interrupted_drop(tt_repo *repo, const char *bookmark)
 	return found;
 }
 
+char *tt_engine_interrupted_drop(tt_repo *repo, const tt_op_entry *e)
+{
+	json_t *ctx = json_object_get(e->plan, "context"), *marks = NULL;
+	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
+	bool left = false, deleted = false;
+	size_t i;
+	json_t *p;
+	json_array_foreach(e->progress, i, p) {
+		const char *action = json_string_value(json_object_get(p, "action"));
+		left |= action && strcmp(action, "leave-bookmark") == 0;
+		deleted |= action && strcmp(action, "delete-bookmark") == 0;
+	}
+	const char *came = deleted ? "after abandoning the bookmark's commits and deleting it"
+			   : left  ? "after leaving the bookmark, before abandoning its commits"
+				   : "before abandoning the bookmark's commits";
+	tt_error ig = TT_ERROR_INIT;
+	bool exists = bookmark && tt_vcs_bookmarks(repo->vcs, &marks, &ig) == 0 && json_object_get(marks, bookmark);
+	tt_error_clear(&ig);
+	json_decref(marks);
+	if (!bookmark)
+		bookmark = "None";
+	char *finish = exists ? tt_asprintf("`tether drop %s` again finishes it", bookmark)
+			      : tt_asprintf("%s is gone, so `tether gc --prune-bookmarks` finishes its store half (a "
+					    "branch it keeps held what only the dropped commits pinned; `--force-prune` "
+					    "deletes it)", bookmark);
+	char *out = finish ? tt_asprintf("%s (drop %s), which was interrupted %s: %s. A drop is finished, not "
+					 "undone -- the VCS's own undo is the way back", e->id, bookmark, came, finish)
+			   : NULL;
+	free(finish);
+	return out;
+}
+
 /* A resumed drop: each branch the interrupted run set out to delete and
  * that its store no longer lists is deleted once more, so what a killed
  * delete left of it (a Lance tree whose branch file went) goes too.  A
@@ -206,9 +238,10 @@ done:
 	tt_error_clear(&ig);
 }
 
-static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
-		     tt_plan **out, tt_error *err)
+static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_error *err)
 {
+	const char *bookmark = opt->bookmark, *to = opt->to;
+	bool delete_stores = opt->delete_stores, force_prune = opt->force_prune;
 	const char *trunk = tt_config_trunk(&repo->config);
 	json_t *marks = NULL, *holders = NULL, *commits = NULL, *remotes = NULL, *infos = NULL, *ctx = NULL;
 	char *head = NULL, *r = NULL;
@@ -283,7 +316,8 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 	ctx = json_pack("{s:s,s:O,s:s?,s:b,s:b,s:s,s:s?,s:s}", "bookmark", bookmark, "commits", commits, "leave",
 			here ? destination : NULL, "delete_stores", delete_stores, "force_prune", force_prune,
 			"workspace_id", repo->ws.workspace_id, "vcs_head", head, "history_digest", digest);
-	if (!ctx) {
+	/* tether-vcs's plans have no release_foreign: written only when set */
+	if (!ctx || (opt->release_foreign && json_object_set_new(ctx, "release_foreign", json_true()) < 0)) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
@@ -390,7 +424,7 @@ static int plan_drop(tt_repo *repo, const char *bookmark, const char *to, bool d
 			excluded[nex++] = head;
 	}
 	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true, .force_prune = force_prune,
-			  .delete_stores = delete_stores };
+			  .delete_stores = delete_stores, .release_foreign = opt->release_foreign };
 	const char *one[] = { bookmark };
 	tt_manifest_set gone_set = { 0 };
 	if (resumed && (rc = dropped_manifests(repo, commits, &gone_set, err)) < 0)
@@ -456,6 +490,62 @@ static json_t *empty_gc_report(void)
 	return json_pack("{s:b,s:{},s:{},s:{},s:{},s:{},s:[],s:{},s:{},s:[],s:{}}", "dry_run", 0, "unpinned",
 			 "kept_pins", "deleted_working_refs", "kept_working_refs", "forgotten_working_refs",
 			 "deleted_listings", "deleted_stores", "kept_stores", "forgotten_stores", "failed");
+}
+
+/* {key: [..]} maps of b's added to a's, each list without repeats. */
+static void merge_lists(json_t *a, const json_t *b)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)b, k, v) {
+		json_t *to = json_object_get(a, k);
+		if (!json_is_array(to)) {
+			to = json_array();
+			json_object_set_new(a, k, to);
+		}
+		size_t i;
+		json_t *x;
+		json_array_foreach(v, i, x)
+			if (!tt_json_has_string(to, json_string_value(x)))
+				json_array_append(to, x);
+	}
+}
+
+/*
+ * Leaf first: a store that deletes a branch only once the branches made
+ * off it are gone (Neon) refused the bookmark's branch while the pins the
+ * dropped commits made hung off it, and the same pass released those pins.
+ * Judged once more, now that they are gone, the branch goes too; report
+ * holds both passes.
+ */
+static int leaf_first_pass(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, json_t *report,
+			   tt_error *err)
+{
+	json_t *kept = json_object_get(report, "kept_working_refs"), *again = NULL;
+	tt_plan *plan = NULL;
+	int rc;
+	if (!json_object_size(kept) || !json_object_size(json_object_get(report, "unpinned")))
+		return 0;
+	if ((rc = tt_gc_plan_scoped(repo, o, scope, &plan, err)) < 0)
+		return rc;
+	if (!tt_plan_write_count(plan) || (rc = tt_gc_apply(repo, plan, &again, err)) < 0)
+		goto done;
+	static const char *const lists[] = { "unpinned", "deleted_working_refs", "forgotten_working_refs" };
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		json_t *a = json_object_get(report, lists[i]);
+		if (json_is_object(a))
+			merge_lists(a, json_object_get(again, lists[i]));
+	}
+	json_object_set(report, "kept_working_refs",
+			json_is_object(json_object_get(again, "kept_working_refs")) ? json_object_get(again, "kept_working_refs")
+										      : json_object());
+	json_t *failed = json_object_get(report, "failed");
+	if (json_is_object(failed) && json_is_object(json_object_get(again, "failed")))
+		json_object_update(failed, json_object_get(again, "failed"));
+done:
+	tt_plan_free(plan);
+	json_decref(again);
+	return rc;
 }
 
 static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
@@ -576,13 +666,15 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 		goto fail;
 	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true,
 			 .force_prune = json_is_true(json_object_get(ctx, "force_prune")),
-			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")) };
+			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")),
+			 .release_foreign = json_is_true(json_object_get(ctx, "release_foreign")) };
 	const char *one[] = { bookmark };
 	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .dropped = dropped.items, .ndropped = dropped.n };
 	if ((rc = tt_gc_plan_scoped(repo, &o, &scope, &gc_plan, err)) < 0)
 		goto fail;
 	if (tt_plan_write_count(gc_plan)) {
-		if ((rc = tt_gc_apply(repo, gc_plan, &gc_report, err)) < 0)
+		if ((rc = tt_gc_apply(repo, gc_plan, &gc_report, err)) < 0 ||
+		    (rc = leaf_first_pass(repo, &o, &scope, gc_report, err)) < 0)
 			goto fail;
 	} else if (!(gc_report = empty_gc_report())) {
 		rc = tt_error_oom(err);
@@ -671,18 +763,13 @@ static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_erro
 	return rc;
 }
 
-typedef struct drop_opts {
-	const char *bookmark, *to;
-	bool delete_stores, force_prune;
-} drop_opts;
-
 static int plan_drop_cmd(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_error *err)
 {
-	const drop_opts *o = ctx;
+	const tt_drop_opts *o = ctx;
 	int rc;
 	if (applying && (rc = settle_interrupted_leave(repo, o->bookmark, err)) < 0)
 		return rc;
-	return plan_drop(repo, o->bookmark, o->to, o->delete_stores, o->force_prune, out, err);
+	return plan_drop(repo, o, out, err);
 }
 
 static int apply_drop_cmd(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
@@ -698,12 +785,14 @@ static const tt_planned_cmd drop_cmd = {
 	.apply = apply_drop_cmd,
 };
 
-int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
-		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
-		 tt_error *err)
+int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
+		 char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
-	drop_opts o = { bookmark, to, delete_stores, force_prune };
-	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
+	TT_CHECK_OPTS(opts, tt_drop_opts, TT_DROP_OPTS_VERSION, err);
+	if (!opts || (!opts->bookmark && !from_plan))
+		return tt_error_set(err, TT_EUSAGE, "drop needs a bookmark");
+	tt_drop_opts o = *opts;
+	tt_planned_run run = { .dry = opts->dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,
 			       .plan_text = plan_text, .out = out };
 	return tt_engine_run_planned(repo, &drop_cmd, &o, &run, err);
 }

@@ -19,6 +19,7 @@
 #include "core/plan.h"
 #include "engine/engine.h"
 #include "engine/planned.h"
+#include "engine/promote_check.h"
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -42,6 +43,27 @@ static int short_of(tt_buf *b, const json_t *state)
 {
 	tt_buf_reset(b);
 	return tt_short_state(b, state);
+}
+
+/* What to do once KEY's base branch moved under a plan: a new plan merges
+ * onto it where the backend can; where it cannot, the new plan refuses it
+ * too unless the base only moved along the fork. */
+static void after_base_moved(tt_repo *repo, tt_buf *b, const char *key, const char *kind, json_t *locator)
+{
+	const tt_manifest *now = tt_manifests_find(&repo->objects, key);
+	tt_manifest m = { .key = (char *)key, .kind = (char *)kind, .locator = locator,
+			  .policy = now ? now->policy : TT_POLICY_DEFAULT };
+	if (tt_engine_caps(repo, &m) & TT_CAP_MERGE) {
+		tt_buf_puts(b, "re-run the plan (it merges onto the moved base)");
+		return;
+	}
+	tt_buf_printf(b, "re-running the plan refuses it too unless the base only moved along the fork: "
+		      "the %s backend cannot merge", kind);
+	tt_backend *be;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_engine_backend(repo, kind, &be, &ignored) == 0 && tt_backend_promote_hint(be))
+		tt_buf_printf(b, "; %s", tt_backend_promote_hint(be));
+	tt_error_clear(&ignored);
 }
 
 int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **out, tt_error *err)
@@ -442,8 +464,9 @@ item_done:
 			const char *kind = json_string_value(json_object_get(a, "kind"));
 			tt_buf bd = TT_BUF_INIT;
 			short_of(&b1, json_object_get(p, "base_state"));
-			tt_buf_printf(&bd, "'%s': base branch moved since the plan was made (%s -> {observed}); re-run the plan",
+			tt_buf_printf(&bd, "'%s': base branch moved since the plan was made (%s -> {observed}); ",
 				      key, b1.ptr);
+			after_base_moved(repo, &bd, key, kind, json_object_get(p, "locator"));
 			json_t *bp = json_pack("{s:s,s:O}", "backend", kind, "locator", json_object_get(p, "locator"));
 			tt_plan_require(fresh, "base_state", json_object_get(p, "base_state"), key, bp, bd.ptr, err);
 			json_decref(bp);
@@ -459,7 +482,13 @@ item_done:
 			} else if (json_object_get(src, "pin")) {
 				json_t *pp = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator",
 						       json_object_get(p, "locator"), "pin", json_object_get(src, "pin"));
-				tt_plan_require(fresh, "pin_state", json_object_get(p, "target_state"), key, pp, NULL, err);
+				tt_buf pd = TT_BUF_INIT;
+				tt_buf_printf(&pd, "promote %s: pin %s no longer names the reviewed state ({observed}); "
+					      "`tether repair` recreates a missing pin, a drifted one needs a look "
+					      "(`tether verify`) -- re-running the plan refuses it until then", key,
+					      json_string_value(json_object_get(json_object_get(src, "pin"), "ref")));
+				tt_plan_require(fresh, "pin_state", json_object_get(p, "target_state"), key, pp, pd.ptr, err);
+				tt_buf_release(&pd);
 				json_decref(pp);
 			}
 		}
@@ -494,6 +523,8 @@ typedef struct move_job {
 	tt_repo *repo;
 	const char *key, *kind, *op;
 	json_t *params;         /* borrowed from the plan */
+	const char *target;     /* the base branch's name */
+	bool checked;           /* a check saw these heads: they must not have moved */
 	const char *message;
 	json_t *new_state;
 	json_t *conflicts;
@@ -530,17 +561,60 @@ static void move_one(size_t i, void *ctx)
 		tt_error_object(&j->err, j->key, j->kind);
 }
 
+/* After a check: are the heads it saw still the heads?  The source (the
+ * fork) and the base are read again, just before anything moves; the base
+ * then moves only from the head the check saw (the conditional move). */
+static int moved_after_check(tt_backend *b, move_job *j)
+{
+	json_t *loc = json_object_get(j->params, "locator"), *now = NULL;
+	const char *ref = json_string_value(json_object_get(json_object_get(j->params, "source"), "ref"));
+	const json_t *checked[2] = { json_object_get(j->params, "target_state"), json_object_get(j->params, "base_state") };
+	for (int side = 0; side < 2; side++) {
+		if (!json_is_object(checked[side]) || (side == 0 && !ref))
+			continue;
+		json_t *bloc = NULL;
+		if (side == 1 && (bloc = json_deep_copy(loc)))
+			json_object_del(bloc, "at");
+		int rc = tt_backend_fingerprint(b, side ? bloc : loc, side ? NULL : ref, &now, &j->err);
+		json_decref(bloc);
+		if (rc < 0)
+			return rc;
+		if (!tt_states_equal(b->kind, now, checked[side])) {
+			tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
+			tt_short_state(&x, checked[side]);
+			tt_short_state(&y, now);
+			tt_error_set(&j->err, TT_EREFMOVED, "%s moved after the check: %s -> %s; nothing moved -- "
+				     "promote --check again to check what is there now", side ? j->target : ref,
+				     x.ptr, y.ptr);
+			tt_buf_release(&x);
+			tt_buf_release(&y);
+			json_decref(now);
+			return TT_EREFMOVED;
+		}
+		json_decref(now);
+		now = NULL;
+	}
+	return 0;
+}
+
 /* Could this job's base move now?  Asked of every job before any moves. */
 static void check_one(size_t i, void *ctx)
 {
 	move_job *j = &((move_job *)ctx)[i];
 	tt_backend *b;
 	j->err = (tt_error)TT_ERROR_INIT;
-	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0 || !tt_backend_has(b, check_move))
+	if (tt_engine_backend(j->repo, j->kind, &b, &j->err) < 0)
 		goto done;
 	tt_target what = { .kind = TT_TARGET_STATE, .state = json_object_get(j->params, "target_state") };
-	tt_backend_check_move(b, json_object_get(j->params, "locator"), &what, strcmp(j->op, "merge") == 0,
-			   &j->err);
+	json_t *base = json_object_get(j->params, "base_state");
+	tt_expect expected = json_is_object(base) ? (tt_expect){ TT_EXPECT_STATE, base }
+						  : (tt_expect){ TT_EXPECT_NONE, NULL };
+	if (j->checked && moved_after_check(b, j) < 0)
+		goto done;
+	if (!tt_backend_has(b, check_move))
+		goto done;
+	tt_backend_check_move(b, json_object_get(j->params, "locator"), &what, &expected,
+			      strcmp(j->op, "merge") == 0, &j->err);
 done:
 	if (j->err.code)
 		tt_error_object(&j->err, j->key, j->kind);
@@ -552,6 +626,19 @@ static void move_counted(size_t i, void *ctx)
 	move_job *j = &((move_job *)ctx)[i];
 	move_one(i, ctx);
 	tt_engine_progress_step(j->repo, j->key);
+}
+
+/* The fast-forwards after the first (see tt_engine_apply_promote). */
+typedef struct following {
+	move_job *jobs;
+	size_t lead;
+} following;
+
+static void move_following(size_t i, void *ctx)
+{
+	following *f = ctx;
+	if (i != f->lead)
+		move_counted(i, f->jobs);
 }
 
 int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
@@ -588,6 +675,8 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "promote", err)) < 0)
 		goto done;
 	const char *message = json_string_value(json_object_get(ctx, "message"));
+	json_t *check = json_object_get(ctx, "check");
+	bool checked = json_is_object(check);
 	jobs = tt_calloc(na ? na : 1, sizeof *jobs);
 	if (!jobs) {
 		rc = tt_error_oom(err);
@@ -601,8 +690,8 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 			if (strcmp(a.op, pass == 0 ? "merge" : "fast-forward") != 0)
 				continue;
 			move_job *j = &jobs[nmerge + nff];
-			*j = (move_job){ repo, a.key, a.kind, pass == 0 ? "merge" : "fast-forward", a.params, message,
-					 NULL, NULL, TT_ERROR_INIT };
+			*j = (move_job){ repo, a.key, a.kind, pass == 0 ? "merge" : "fast-forward", a.params, a.target,
+					 checked, message, NULL, NULL, TT_ERROR_INIT };
 			json_object_set(bases, a.key, json_object_get(a.params, "base_state"));
 			if (pass == 0)
 				nmerge++;
@@ -619,7 +708,8 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		for (size_t i = 0; i < nmerge + nff; i++)
 			if (jobs[i].err.code) {
 				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", jobs[i].key);
-				json_object_set_new(failed, jobs[i].key, json_string(tt_error_text(&jobs[i].err)));
+				json_object_set_new(jobs[i].err.code == TT_EREFMOVED ? refused : failed, jobs[i].key,
+						    json_string(tt_error_text(&jobs[i].err)));
 			}
 		for (size_t i = 0; names.len && i < nmerge + nff; i++)
 			if (!jobs[i].err.code) {
@@ -684,8 +774,24 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 		tt_buf_release(&names);
 	} else if (nff) {
 		tt_fault("promote:before-fast-forwards");
+		/* One fast-forward goes first, alone - on a system whose move is
+		 * conditional where there is one - and the rest only once it
+		 * landed: of promotes racing from the same bases exactly one gets
+		 * past it, and the others move nothing. */
+		size_t lead = 0;
+		for (size_t i = 0; i < nff; i++) {
+			const tt_manifest *m = tt_manifests_find(&repo->objects, jobs[nmerge + i].key);
+			if (m && strcmp(m->kind, jobs[nmerge + i].kind) == 0 &&
+			    (tt_engine_caps(repo, m) & TT_CAP_CONDITIONAL_REF)) {
+				lead = i;
+				break;
+			}
+		}
+		following rest = { jobs + nmerge, lead };
 		tt_engine_progress_begin(repo, "promote", nff);
-		rc = tt_engine_fanout(nff, move_counted, jobs + nmerge, err);
+		move_counted(lead, jobs + nmerge);
+		if (jobs[nmerge + lead].new_state && nff > 1)
+			rc = tt_engine_fanout(nff, move_following, &rest, err);
 		tt_engine_progress_end(repo);
 		if (rc < 0)
 			goto done;
@@ -693,6 +799,13 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 			move_job *j = &jobs[i];
 			if (j->new_state)
 				continue;
+			if (i != nmerge + lead && !jobs[nmerge + lead].new_state) {
+				char *h = tt_asprintf("would fast-forward: held because %s did not move, and a bookmark "
+						      "lands whole or not at all", jobs[nmerge + lead].key);
+				json_object_set_new(held, j->key, json_string(h ? h : ""));
+				free(h);
+				continue;
+			}
 			json_object_set_new(j->err.code == TT_EREFMOVED ? refused : failed, j->key,
 					    json_string(tt_error_text(&j->err)));
 		}
@@ -810,6 +923,8 @@ int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, jso
 				 "skipped", skipped, "refused", refused, "held", held, "conflicts", conflicts, "kept_forks",
 				 kept, "trunk_moved", "trunk_held", trunk_held, "failed", failed);
 	}
+	if (*out && checked)
+		json_object_set(*out, "check", check);
 	if (op_id[0]) {
 		tt_error ignored = TT_ERROR_INIT;
 		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
@@ -852,10 +967,16 @@ static int apply_promote(tt_repo *repo, void *ctx, const tt_plan *plan, bool sav
 	return tt_engine_apply_promote(repo, plan, saved, out, err);
 }
 
+static int gate_promote(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err)
+{
+	return tt_engine_promote_check(repo, ctx, plan, err);
+}
+
 static const tt_planned_cmd promote_cmd = {
 	.command = "promote",
 	.locks = TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY,
 	.plan = plan_promote,
+	.gate = gate_promote,
 	.apply = apply_promote,
 };
 
