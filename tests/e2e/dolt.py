@@ -89,26 +89,47 @@ def server_binary() -> Path | None:
 
 @pytest.fixture
 def dolt(tmp_path):
-    given = os.environ.get("TETHER_TEST_DOLT")
-    if given:
-        hostport, _, db = given.partition("/")
-        host, _, port = hostport.rpartition(":")
-        name = f"{db or 'tether_e2e'}_{uuid.uuid4().hex[:8]}"
-        server = Dolt(host or "127.0.0.1", int(port), name, os.environ.get("TETHER_TEST_DOLT_USER", "root"),
-                      os.environ.get("TETHER_TEST_DOLT_PASSWORD", ""), True)
-        import pymysql
-        con = pymysql.connect(host=server.host, port=server.port, user=server.user, password=server.password,
-                              autocommit=True)
-        with con.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{name}`")
-        try:
-            yield server
-        finally:
-            with con.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-            con.close()
+    if os.environ.get("TETHER_TEST_DOLT"):
+        yield from _real_server()
         return
     yield from _test_server(tmp_path)
+
+
+# How long the test server takes over a COMMIT that publishes a merged
+# working set, before and after publishing it (-commit-lag): a loaded
+# server, on which the sessions of racing clients interleave.
+COMMIT_LAG = "150ms"
+
+
+@pytest.fixture
+def loaded_dolt(tmp_path):
+    """A Dolt on which racing sessions interleave: the test server with
+    -commit-lag (a branch a merge moved reads dirty at its new head, to other
+    sessions, until the merging transaction's COMMIT publishes its working
+    set, as on Dolt), or the real server of TETHER_TEST_DOLT as it is."""
+    if os.environ.get("TETHER_TEST_DOLT"):
+        yield from _real_server()
+        return
+    yield from _test_server(tmp_path, "-commit-lag", COMMIT_LAG)
+
+
+def _real_server():
+    hostport, _, db = os.environ["TETHER_TEST_DOLT"].partition("/")
+    host, _, port = hostport.rpartition(":")
+    name = f"{db or 'tether_e2e'}_{uuid.uuid4().hex[:8]}"
+    server = Dolt(host or "127.0.0.1", int(port), name, os.environ.get("TETHER_TEST_DOLT_USER", "root"),
+                  os.environ.get("TETHER_TEST_DOLT_PASSWORD", ""), True)
+    import pymysql
+    con = pymysql.connect(host=server.host, port=server.port, user=server.user, password=server.password,
+                          autocommit=True)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield server
+    finally:
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        con.close()
 
 
 def _test_server(tmp_path, *extra: str):

@@ -583,7 +583,9 @@ def test_version_names_the_tether_vcs_release_plans_carry(tmp_path, env, tether,
     assert_same(both)
     mine = both["ours"]["runs"][0].stdout
     theirs = both["theirs"]["runs"][0].stdout.split()[1]
-    assert mine == f"tether 0.1.0 (tether-vcs {theirs} compatible)\n"
+    ours = re.search(r"project\(tether\s+VERSION\s+([0-9.]+)",
+                     (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()).group(1)
+    assert mine == f"tether {ours} (tether-vcs {theirs} compatible)\n"  # (tests/e2e/test_version.py)
     for name in ("ours", "theirs"):
         assert json.loads(both[name]["runs"][4].stdout)["tether_version"] == theirs
 

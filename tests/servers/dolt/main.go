@@ -18,16 +18,24 @@
 //   - DOLT_LOG([ref]), dolt_diff_summary(from, to [, table]),
 //     dolt_diff_stat(from, to [, table])
 //   - tables dolt_branches (with dirty), dolt_tags, dolt_log, dolt_commits,
-//     dolt_status, dolt_conflicts, dolt_constraint_violations
+//     dolt_status, dolt_conflicts, dolt_constraint_violations and
+//     dolt_constraint_violations_<table> (UNIQUE indexes only)
 //   - revision databases db/<branch> (writable), db/<tag>, db/<hash>
 //     (read-only, as Dolt makes them).
 //
 // Usage: doltserver -addr 127.0.0.1:PORT -db NAME -user USER -password PW
 //
-//	[-without dirty,ff-only]
+//	[-without dirty,ff-only] [-commit-lag DURATION]
 //
 // -without plays an older Dolt: "dirty" drops dolt_branches.dirty (added in
 // Dolt 1.40), "ff-only" makes DOLT_MERGE refuse --ff-only (added in 1.79.2).
+//
+// As on Dolt, a DOLT_MERGE in an open transaction moves the branch head at
+// once and the branch's working set when the transaction ends: meanwhile
+// other sessions read the branch dirty at its new head, and their merges
+// into it are refused as stomping on those "changes".  -commit-lag makes
+// such a COMMIT take that long before publishing the working set and again
+// before replying (a loaded server), so racing sessions interleave.
 package main
 
 import (
@@ -46,23 +54,36 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
 )
 
 func context_() context.Context { return context.Background() }
 
 type provider struct {
-	r        *repo
-	mu       sync.Mutex
-	checkout map[uint32]string      // session id -> checked-out branch
-	merges   map[uint32]*mergeState // session id -> a conflicted merge held open
-	without  map[string]bool        // features of newer Dolts left out (-without)
-	procs    sql.ExternalStoredProcedureRegistry
-	funcs    map[string]sql.TableFunction
+	r         *repo
+	mu        sync.Mutex
+	checkout  map[uint32]string      // session id -> checked-out branch
+	merges    map[uint32]*mergeState // session id -> a conflicted merge held open
+	pending   map[uint32][]pendingWS // session id -> working sets its transaction publishes
+	commitLag time.Duration          // -commit-lag
+	without   map[string]bool        // features of newer Dolts left out (-without)
+	procs     sql.ExternalStoredProcedureRegistry
+	funcs     map[string]sql.TableFunction
 }
 
 type mergeState struct {
-	tx        sql.Transaction
-	conflicts map[string]int
+	tx         sql.Transaction
+	conflicts  map[string]int
+	violations map[string]int
+}
+
+// pendingWS: a working set a merge in an open transaction wrote, which the
+// branch gets when that transaction ends (provider.publish).
+type pendingWS struct {
+	branch, head string
+	db           *memory.Database
 }
 
 // doltDB: one revision of the database as the engine sees it.
@@ -333,26 +354,48 @@ func (p *provider) systemTable(ctx *sql.Context, d *doltDB, name string) (sql.Ta
 		}
 		return t, nil
 	case "dolt_conflicts", "dolt_constraint_violations":
-		// dolt_conflicts: table, num_conflicts.  Constraint violations are
-		// not modelled: that table is always empty.
+		// dolt_conflicts: table, num_conflicts; dolt_constraint_violations:
+		// table, num_violations -- of the merge this session holds open.
 		col := "num_conflicts"
 		if name == "dolt_constraint_violations" {
 			col = "num_violations"
 		}
 		t := &sysTable{name: name, sch: cols(name, "table", types.Text, col, types.Uint64)}
-		if name == "dolt_conflicts" {
-			p.mu.Lock()
-			ms := p.merges[ctx.Session.ID()]
-			p.mu.Unlock()
-			if ms != nil && ms.tx == ctx.GetTransaction() {
-				for _, tn := range sortedKeys(ms.conflicts) {
-					t.rows = append(t.rows, sql.NewRow(tn, uint64(ms.conflicts[tn])))
-				}
+		if ms := p.openMerge(ctx); ms != nil {
+			counts := ms.conflicts
+			if name == "dolt_constraint_violations" {
+				counts = ms.violations
+			}
+			for _, tn := range sortedKeys(counts) {
+				t.rows = append(t.rows, sql.NewRow(tn, uint64(counts[tn])))
+			}
+		}
+		return t, nil
+	}
+	if tn, ok := strings.CutPrefix(name, "dolt_constraint_violations_"); ok {
+		// dolt_constraint_violations_<table>: from_root_ish, violation_type,
+		// violation_info (Dolt adds the table's own columns between; only
+		// UNIQUE violations are modelled).
+		t := &sysTable{name: name, sch: cols(name, "from_root_ish", types.Text, "violation_type", types.Text,
+			"violation_info", types.Text)}
+		if ms := p.openMerge(ctx); ms != nil {
+			for i := 0; i < ms.violations[tn]; i++ {
+				t.rows = append(t.rows, sql.NewRow("", "unique index", "{}"))
 			}
 		}
 		return t, nil
 	}
 	return nil, fmt.Errorf("system table %s is not modelled by this test server", name)
+}
+
+// openMerge: the conflicted merge this session's transaction holds, if any.
+func (p *provider) openMerge(ctx *sql.Context) *mergeState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ms := p.merges[ctx.Session.ID()]; ms != nil && ms.tx == ctx.GetTransaction() {
+		return ms
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -374,9 +417,11 @@ func main() {
 	user := flag.String("user", "root", "user")
 	password := flag.String("password", "", "password")
 	without := flag.String("without", "", "comma-separated: dirty, ff-only (play an older Dolt)")
+	commitLag := flag.Duration("commit-lag", 0, "how long a COMMIT that publishes a merged working set takes, before and after it")
 	flag.Parse()
 
 	p := &provider{r: newRepo(*dbname), checkout: map[uint32]string{}, merges: map[uint32]*mergeState{},
+		pending: map[uint32][]pendingWS{}, commitLag: *commitLag,
 		procs: sql.NewExternalStoredProcedureRegistry(), without: map[string]bool{}}
 	for _, w := range strings.Split(*without, ",") {
 		if w = strings.TrimSpace(w); w != "" {
@@ -402,7 +447,10 @@ func main() {
 		client := sql.Client{Address: host, User: u, Capabilities: conn.Capabilities}
 		return memory.NewSession(sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID), sp), nil
 	}
-	cfg := server.Config{Protocol: "tcp", Address: *addr, ConnReadTimeout: 10 * time.Minute}
+	var chain server.InterceptorChain
+	chain.WithInterceptor(txEnd{p})
+	cfg := server.Config{Protocol: "tcp", Address: *addr, ConnReadTimeout: 10 * time.Minute,
+		Options: []server.Option{chain.Option()}}
 	s, err := server.NewServer(cfg, engine, sql.NewContext, builder, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "doltserver:", err)
@@ -413,4 +461,50 @@ func main() {
 		fmt.Fprintln(os.Stderr, "doltserver:", err)
 		os.Exit(1)
 	}
+}
+
+// txEnd publishes what a session's merges left pending when its transaction
+// ends: after a COMMIT or ROLLBACK statement runs.  (A client that drops the
+// connection instead leaves the branch reading dirty; tether always ends
+// its transactions.)
+type txEnd struct{ p *provider }
+
+func (txEnd) Priority() int { return 0 }
+
+func endsTransaction(query string) bool {
+	q := strings.ToUpper(strings.TrimRight(strings.TrimSpace(query), ";"))
+	return q == "COMMIT" || q == "ROLLBACK" || q == "COMMIT WORK" || q == "ROLLBACK WORK"
+}
+
+func (t txEnd) Query(ctx context.Context, chain server.Chain, c *mysql.Conn, query string,
+	callback func(res *sqltypes.Result, more bool) error) error {
+	err := chain.ComQuery(ctx, c, query, callback)
+	if endsTransaction(query) {
+		t.p.publish(c.ConnectionID)
+	}
+	return err
+}
+
+func (txEnd) ParsedQuery(chain server.Chain, c *mysql.Conn, query string, parsed sqlparser.Statement,
+	callback func(res *sqltypes.Result, more bool) error) error {
+	return chain.ComQuery(context.Background(), c, query, callback)
+}
+
+func (t txEnd) MultiQuery(ctx context.Context, chain server.Chain, c *mysql.Conn, query string,
+	callback func(res *sqltypes.Result, more bool) error) (string, error) {
+	rest, err := chain.ComMultiQuery(ctx, c, query, callback)
+	if endsTransaction(query[:len(query)-len(rest)]) {
+		t.p.publish(c.ConnectionID)
+	}
+	return rest, err
+}
+
+func (txEnd) Prepare(ctx context.Context, chain server.Chain, c *mysql.Conn, query string,
+	prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	return chain.ComPrepare(ctx, c, query, prepare)
+}
+
+func (txEnd) StmtExecute(ctx context.Context, chain server.Chain, c *mysql.Conn, prepare *mysql.PrepareData,
+	callback func(*sqltypes.Result) error) error {
+	return chain.ComStmtExecute(ctx, c, prepare, callback)
 }

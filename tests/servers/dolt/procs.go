@@ -11,6 +11,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/memory"
 	"github.com/dolthub/go-mysql-server/sql"
@@ -306,14 +307,28 @@ func autocommit(ctx *sql.Context) bool {
 	return on
 }
 
-// DOLT_MERGE into the current branch.  Fast-forwards when it can (unless
-// --no-ff), refuses a non-fast-forward under --ff-only ("fatal: Not possible
-// to fast-forward, aborting."), else three-way merges and commits.  With
-// conflicts: under autocommit the merge fails and nothing changes (Dolt
-// rolls the transaction back); inside an explicit transaction it returns
-// conflicts = 1 and lists the tables in dolt_conflicts until
-// DOLT_MERGE('--abort') or the transaction ends.  This server never writes
-// conflicted rows into the working set.
+// DOLT_MERGE into the current branch (dprocedures/dolt_merge.go).
+// Fast-forwards when it can (unless --no-ff), refuses a non-fast-forward
+// under --ff-only ("fatal: Not possible to fast-forward, aborting"), else
+// three-way merges and commits.  Returns the commit it made (the target of
+// a fast-forward, the merge commit), or "" with "Everything up-to-date".
+//
+// Uncommitted changes on the branch: refused when the merge changes one of
+// the tables they touch ("local changes would be stomped by merge", as
+// Dolt's StompedTblNames), else carried over into the new working set, the
+// branch staying dirty.
+//
+// Conflicts and constraint violations (a UNIQUE index the merged rows
+// break): under autocommit the merge fails and nothing changes (Dolt rolls
+// the transaction back); inside an explicit transaction it returns
+// conflicts = 1 and lists the tables in dolt_conflicts /
+// dolt_constraint_violations until DOLT_MERGE('--abort') or the transaction
+// ends.  This server never writes conflicted rows into the working set.
+//
+// Where the branch moves: its head at once, its working set when the
+// transaction commits (publish) -- under autocommit at once.  In between,
+// as on Dolt, another session reads the branch at its new head with the old
+// working set: dirty.
 func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, error) {
 	var pos []string
 	ffOnly, noFF, abort, msg := false, false, false, ""
@@ -370,51 +385,109 @@ func (p *provider) doltMerge(ctx *sql.Context, args ...string) (sql.RowIter, err
 	if err != nil {
 		return nil, err
 	}
-	if contentOf(work) != r.commits[head].content {
-		// dprocedures/dolt_merge.go: ErrUncommittedChanges
-		return nil, fmt.Errorf("cannot merge with uncommitted changes")
-	}
 	if src == head || r.ancestors(head)[src] {
-		return row(head, 0, 0, "Everything up-to-date")
+		return row("", 0, 0, "Everything up-to-date")
 	}
-	if r.ancestors(src)[head] && !noFF {
-		db, err := materialize(r.dbName(branch), r.commits[src].snap)
-		if err != nil {
-			return nil, err
-		}
-		r.branches[branch], r.working[branch] = src, db
-		clearSession(ctx)
-		return row(src, 1, 0, "merge successful")
-	}
-	if ffOnly {
+	headSnap := r.commits[head].snap
+	ff := r.ancestors(src)[head] && !noFF
+	if !ff && ffOnly {
 		return nil, fmt.Errorf("fatal: Not possible to fast-forward, aborting")
 	}
-	base := r.mergeBase(head, src)
-	var baseSnap snapshot
-	if base != "" {
-		baseSnap = r.commits[base].snap
-	}
-	merged, conflicts := threeWay(baseSnap, r.commits[head].snap, r.commits[src].snap)
-	if len(conflicts) > 0 {
-		if autocommit(ctx) {
-			return nil, fmt.Errorf("Merge conflict detected, @autocommit transaction rolled back. @autocommit must be disabled so that merge conflicts can be resolved using the dolt_conflicts and dolt_schema_conflicts tables before manually committing the transaction")
+	result := r.commits[src].snap
+	if !ff {
+		base := r.mergeBase(head, src)
+		var baseSnap snapshot
+		if base != "" {
+			baseSnap = r.commits[base].snap
 		}
-		p.mu.Lock()
-		p.merges[ctx.Session.ID()] = &mergeState{tx: ctx.GetTransaction(), conflicts: conflicts}
-		p.mu.Unlock()
-		return row("", 0, 1, "conflicts found")
+		merged, conflicts := threeWay(baseSnap, headSnap, r.commits[src].snap)
+		violations := uniqueViolations(merged)
+		if len(conflicts)+len(violations) > 0 {
+			if autocommit(ctx) {
+				if len(conflicts) == 0 {
+					return nil, fmt.Errorf("Committing this transaction resulted in a working set with constraint violations, transaction rolled back. This constraint violation may be the result of a previous merge or the result of transaction sequencing. Constraint violations from a merge can be resolved using the dolt_constraint_violations table before committing the transaction. To allow transactions to be committed with constraint violations from a merge or transaction sequencing set @@dolt_force_transaction_commit=1.")
+				}
+				return nil, fmt.Errorf("Merge conflict detected, @autocommit transaction rolled back. @autocommit must be disabled so that merge conflicts can be resolved using the dolt_conflicts and dolt_schema_conflicts tables before manually committing the transaction")
+			}
+			p.mu.Lock()
+			p.merges[ctx.Session.ID()] = &mergeState{tx: ctx.GetTransaction(), conflicts: conflicts, violations: violations}
+			p.mu.Unlock()
+			return row("", 0, 1, "conflicts found")
+		}
+		result = merged
 	}
-	if msg == "" {
-		msg = fmt.Sprintf("Merge branch '%s' into %s", pos[0], branch)
+	// Uncommitted changes: stomped, or carried over.
+	kept := snapshot{}
+	var stomped []string
+	changedByMerge := map[string]bool{}
+	for _, d := range diffSnapshots(headSnap, result) {
+		changedByMerge[d.name()] = true
 	}
-	c := r.newCommit([]string{head, src}, merged, msg, sqlUser(ctx))
-	db, err := materialize(r.dbName(branch), merged)
+	for _, d := range diffSnapshots(headSnap, work) {
+		name := d.name()
+		if changedByMerge[name] {
+			stomped = append(stomped, name)
+		}
+		kept[name] = work[name] // nil for a table dropped in the working set
+	}
+	if len(stomped) > 0 {
+		return nil, fmt.Errorf("error: local changes would be stomped by merge:\n\t%s\n Please commit your changes before you merge.", strings.Join(stomped, "\n\t"))
+	}
+	newWork := snapshot{}
+	for n, t := range result {
+		newWork[n] = t
+	}
+	for n, t := range kept {
+		if t == nil {
+			delete(newWork, n)
+		} else {
+			newWork[n] = t
+		}
+	}
+	made, fastForward := src, int64(1)
+	if !ff {
+		if msg == "" {
+			msg = fmt.Sprintf("Merge branch '%s' into %s", pos[0], branch)
+		}
+		made, fastForward = r.newCommit([]string{head, src}, result, msg, sqlUser(ctx)).hash, 0
+	}
+	db, err := materialize(r.dbName(branch), newWork)
 	if err != nil {
 		return nil, err
 	}
-	r.branches[branch], r.working[branch] = c.hash, db
+	r.branches[branch] = made
+	if autocommit(ctx) {
+		r.working[branch] = db
+	} else {
+		p.mu.Lock()
+		p.pending[ctx.Session.ID()] = append(p.pending[ctx.Session.ID()], pendingWS{branch: branch, head: made, db: db})
+		p.mu.Unlock()
+	}
 	clearSession(ctx)
-	return row(c.hash, 0, 0, "merge successful")
+	return row(made, fastForward, 0, "merge successful")
+}
+
+// publish writes the working sets a session's merges left pending, as its
+// transaction ends (COMMIT or ROLLBACK).  With -commit-lag the write comes
+// that long after the COMMIT arrives and the reply that long after the
+// write: a loaded server, on which other sessions interleave.
+func (p *provider) publish(session uint32) {
+	p.mu.Lock()
+	list := p.pending[session]
+	delete(p.pending, session)
+	p.mu.Unlock()
+	if len(list) == 0 {
+		return
+	}
+	time.Sleep(p.commitLag)
+	p.r.mu.Lock()
+	for _, w := range list {
+		if p.r.branches[w.branch] == w.head {
+			p.r.working[w.branch] = w.db
+		}
+	}
+	p.r.mu.Unlock()
+	time.Sleep(p.commitLag)
 }
 
 // --- functions -----------------------------------------------------------

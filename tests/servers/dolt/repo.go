@@ -13,7 +13,8 @@
 //
 // Not modelled (refused where a statement would need it): staging (DOLT_ADD),
 // remotes, schema merges (a table whose schema differs on the two sides is a
-// conflict), constraint violations, renames in diffs (a drop plus an add).
+// conflict), constraint violations other than a UNIQUE index the merged rows
+// break (foreign keys, checks), renames in diffs (a drop plus an add).
 package main
 
 import (
@@ -33,8 +34,15 @@ import (
 var hashEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
 
 type snapTable struct {
-	schema sql.PrimaryKeySchema
-	rows   []sql.Row
+	schema  sql.PrimaryKeySchema
+	rows    []sql.Row
+	uniques []uniqueIndex // UNIQUE secondary indexes
+}
+
+// uniqueIndex: a UNIQUE index over some columns (ordinals in the schema).
+type uniqueIndex struct {
+	name string
+	cols []int
 }
 
 type snapshot map[string]*snapTable
@@ -133,6 +141,9 @@ func contentOf(s snapshot) string {
 		for _, c := range t.schema.Schema {
 			fmt.Fprintf(&b, " col %s %s pk=%v null=%v\n", c.Name, c.Type.String(), c.PrimaryKey, c.Nullable)
 		}
+		for _, u := range t.uniques {
+			fmt.Fprintf(&b, " unique %s %v\n", u.name, u.cols)
+		}
 		rows := make([]string, len(t.rows))
 		for i, r := range t.rows {
 			rows[i] = rowText(r)
@@ -177,7 +188,26 @@ func readDB(ctx *sql.Context, db *memory.Database) (snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		snap[mt.Name()] = &snapTable{schema: mt.PrimaryKeySchema(), rows: rows}
+		st := &snapTable{schema: mt.PrimaryKeySchema(), rows: rows}
+		idxs, err := mt.GetIndexes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, idx := range idxs {
+			if !idx.IsUnique() || strings.EqualFold(idx.ID(), "PRIMARY") {
+				continue
+			}
+			u := uniqueIndex{name: idx.ID()}
+			for _, e := range idx.Expressions() {
+				col := e[strings.LastIndex(e, ".")+1:]
+				if i := st.schema.Schema.IndexOfColName(col); i >= 0 {
+					u.cols = append(u.cols, i)
+				}
+			}
+			st.uniques = append(st.uniques, u)
+		}
+		sort.Slice(st.uniques, func(i, j int) bool { return st.uniques[i].name < st.uniques[j].name })
+		snap[mt.Name()] = st
 	}
 	return snap, nil
 }
@@ -239,6 +269,15 @@ func materialize(name string, snap snapshot) (*memory.Database, error) {
 		}
 		t := memory.NewTable(db, tname, sql.NewPrimaryKeySchema(cols, st.schema.PkOrdinals...), db.GetForeignKeyCollection())
 		db.AddTable(tname, t)
+		for _, u := range st.uniques {
+			def := sql.IndexDef{Name: u.name, Constraint: sql.IndexConstraint_Unique}
+			for _, c := range u.cols {
+				def.Columns = append(def.Columns, sql.IndexColumn{Name: cols[c].Name})
+			}
+			if err := t.CreateIndex(ctx, def); err != nil {
+				return nil, err
+			}
+		}
 		ins := t.Inserter(ctx)
 		for _, row := range st.rows {
 			if err := ins.Insert(ctx, row.Copy()); err != nil {
@@ -391,7 +430,7 @@ func threeWay(base, ours, theirs snapshot) (snapshot, map[string]int) {
 			conflicts[n]++
 			continue
 		}
-		if schemaText(o.schema) != schemaText(t.schema) {
+		if schemaText(o.schema) != schemaText(t.schema) || fmt.Sprint(o.uniques) != fmt.Sprint(t.uniques) {
 			conflicts[n]++
 			continue
 		}
@@ -411,7 +450,7 @@ func threeWay(base, ours, theirs snapshot) (snapshot, map[string]int) {
 				keys[k] = true
 			}
 		}
-		merged := &snapTable{schema: o.schema}
+		merged := &snapTable{schema: o.schema, uniques: o.uniques}
 		for k := range keys {
 			br, or, tr := bm[k], om[k], tm[k]
 			same := func(x, y sql.Row) bool {
@@ -441,6 +480,35 @@ func threeWay(base, ours, theirs snapshot) (snapshot, map[string]int) {
 	return out, conflicts
 }
 
+// uniqueViolations: per table, the rows of a snapshot that repeat another
+// row's values in a UNIQUE index (rows with a NULL there never clash), as
+// Dolt's merge records them in dolt_constraint_violations.
+func uniqueViolations(s snapshot) map[string]int {
+	out := map[string]int{}
+	for n, t := range s {
+		for _, u := range t.uniques {
+			seen := map[string]bool{}
+			for _, r := range t.rows {
+				var key []string
+				null := false
+				for _, c := range u.cols {
+					null = null || r[c] == nil
+					key = append(key, fmt.Sprintf("%T:%v", r[c], r[c]))
+				}
+				k := strings.Join(key, "\x1f")
+				if null {
+					continue
+				}
+				if seen[k] {
+					out[n]++
+				}
+				seen[k] = true
+			}
+		}
+	}
+	return out
+}
+
 func schemaText(s sql.PrimaryKeySchema) string {
 	var b strings.Builder
 	for _, c := range s.Schema {
@@ -458,6 +526,14 @@ type tableDiff struct {
 	unmodified                int
 	oldRows, newRows, columns int
 	oldCols                   int
+}
+
+// name: the table's name on whichever side has it.
+func (d tableDiff) name() string {
+	if d.to != "" {
+		return d.to
+	}
+	return d.from
 }
 
 func diffSnapshots(a, b snapshot) []tableDiff {
