@@ -2,15 +2,23 @@
 # Build and run every test; print one closing "N passed, N failed" line.
 #
 # Stages (each adds its counts to the total):
-#   1. release build with -Werror; unit tests (one executable per module)
+#   1. release build with -Werror; unit tests (one executable per module);
+#      the conventions a program can check (scripts/style-check.py: tt_
+#      globals, no kind-name tests outside src/backends/, file and
+#      function sizes, each exception with its reason)
 #   2. the toml-test suite against our TOML decoder and encoder
 #   3. end-to-end and compatibility tests (pytest driving the real binary);
 #      the Python package (python/) in its own virtualenv, .venv-py, and its
 #      recipe test file again under tether-vcs (.venv); the package again on
 #      Python 3.12 and 3.13 (.venv-py3.12, .venv-py3.13)
-#   4. fuzz targets for a bounded time (libFuzzer under clang)
-#   5. ASan+UBSan build; unit and end-to-end tests again under it
+#   4. the release artifacts (scripts/dist.sh: the .deb, the tarball, the
+#      wheels and sdist), each tested as a user gets it (tests/dist/)
+#   5. fuzz targets for a bounded time (libFuzzer under clang)
+#   6. ASan+UBSan build; unit and end-to-end tests again under it
 # Set TT_CHECK_QUICK=1 to skip the sanitizer pass and fuzzing while iterating.
+# What scripts/setup.sh --test left installing in the background is waited
+# for (scripts/setup.sh --wait STEP) only before the stage that needs it;
+# each stage line ends with the time since the start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -24,6 +32,8 @@ TEST_JOBS=${TT_TEST_JOBS:-$((JOBS + 1))}
 total_pass=0
 total_fail=0
 failed_stages=()
+started=$(date +%s)
+elapsed() { local t=$(( $(date +%s) - started )); printf '%d:%02d' $((t / 60)) $((t % 60)); }
 logdir=$top/.tmp/check
 rm -rf "$logdir"
 mkdir -p "$logdir"
@@ -32,7 +42,12 @@ add() { # add PASSED FAILED STAGE
   total_pass=$((total_pass + $1))
   total_fail=$((total_fail + $2))
   if [ "$2" -gt 0 ]; then failed_stages+=("$3"); fi
-  printf '== %-34s %5d passed, %d failed\n' "$3" "$1" "$2"
+  printf '== %-34s %5d passed, %d failed  [%s]\n' "$3" "$1" "$2" "$(elapsed)"
+}
+
+need() { # need STEP...: wait for scripts/setup.sh's background steps; a failed one fails the stage
+  scripts/setup.sh --wait "$@" 2>>"$logdir/setup-wait.log" && return 0
+  tail -25 "$logdir/setup-wait.log"; add 0 1 "setup: $*"; return 1
 }
 
 build() { # build DIR [cmake args...]
@@ -41,11 +56,20 @@ build() { # build DIR [cmake args...]
     ninja -C "$dir" -j "$JOBS" >"$logdir/ninja-$(basename "$dir").log" 2>&1
 }
 
-unit() { # unit BUILD_DIR LABEL
+# The unit tests that start the object-store servers setup builds in the
+# background (SeaweedFS, Azurite, fake-gcs-server): run last of the release
+# tree's (server_units), so the SeaweedFS build overlaps everything before.
+SERVER_UNITS=" test_azure test_gcs test_seaweedfs "
+unit() { # unit BUILD_DIR LABEL [servers|no-servers]
   local p=0 f=0 line
   for t in "$1"/test_*; do
     [ -x "$t" ] || continue
     local name; name=$(basename "$t")
+    local server=0; [[ $SERVER_UNITS == *" $name "* ]] && server=1
+    case ${3:-all} in
+      servers) [ $server = 1 ] || continue ;;
+      no-servers) [ $server = 0 ] || continue ;;
+    esac
     # (the storage tests' servers are installed by setup: their absence fails)
     TETHER_REQUIRE_TOOLS=1 TETHER_SOURCE_DIR=$top "$t" >"$logdir/$2-$name.log" 2>&1
     local rc=$?
@@ -188,7 +212,7 @@ install_check() { # the installed library: only the public API exported; pkg-con
     n=$((n + 1))
     local inner; inner=$(grep -Hn '^#include "' src/cli/*.[ch] | grep -Ev '#include "(cli|util)/' || true)
     if [ -z "$inner" ] && [ -x build/tether_cli_boundary ] &&
-       ldd build/tether_cli_boundary | grep -q 'libtether\.so'; then
+       ldd build/tether_cli_boundary | grep 'libtether\.so' >/dev/null; then  # (not -q: under pipefail an early exit can SIGPIPE ldd)
       ok=$((ok + 1))
     else
       echo "   the CLI reaches past the public API: ${inner:-tether_cli_boundary missing or not on libtether.so}"
@@ -197,6 +221,18 @@ install_check() { # the installed library: only the public API exported; pkg-con
     tail -20 "$logdir/install.log"; n=1
   fi
   add $ok $((n - ok)) "install, exports, pkg-config examples, CLI on the public API"
+}
+
+style() { # the conventions of docs/conventions.md a program can check, one count per rule
+  python3 scripts/style-check.py --lib build/libtether.a >"$logdir/style.log" 2>&1
+  local p f
+  p=$(grep -c '^== style .* ok ' "$logdir/style.log")
+  f=$(grep -c '^== style .* FAILED ' "$logdir/style.log")
+  if [ "$f" -gt 0 ] || [ "$p" -eq 0 ]; then
+    grep -E '^style: ' "$logdir/style.log" | head -40
+    [ "$f" -gt 0 ] || { tail -5 "$logdir/style.log"; f=1; }
+  fi
+  add "$p" "$f" "style (scripts/style-check.py)"
 }
 
 junit_counts() { # junit_counts XML -> "passed failed skipped"
@@ -296,10 +332,43 @@ python_versions() {
   done
 }
 
+# The package build (build-dist) starts in the background once the release
+# build is done: the unit and Python tests before the artifacts' stage run
+# one process at a time and leave a core to it.
+dist_build_start() {
+  (nice -n 10 scripts/dist.sh build >"$logdir/dist-build.log" 2>&1; echo $? >"$logdir/dist-build.rc") &
+  dist_build_pid=$!
+}
+dist() { # the release artifacts from a package build (build-dist), each tested as a user gets it
+  rm -rf dist
+  [ -n "${dist_build_pid:-}" ] && wait "$dist_build_pid" # (its failure shows again below)
+  if ! TT_WHEEL_PYTHONS="$top/.venv-py/bin/python $top/.venv-py3.12/bin/python $top/.venv-py3.13/bin/python" \
+       scripts/dist.sh all >"$logdir/dist.log" 2>&1; then
+    tail -30 "$logdir/dist.log"; add 0 1 "release artifacts (scripts/dist.sh)"; return
+  fi
+  pytest_stage .venv/bin/python "deb package" tests/dist/test_deb.py
+  pytest_stage .venv/bin/python "release tarball" tests/dist/test_tarball.py
+  PYTEST_ADDOPTS="-n 2" pytest_stage .venv/bin/python "wheels and sdist" tests/dist/test_wheel.py
+}
+
 echo "== release build (-Werror)"
+need duckdb-h # (CMake looks for duckdb.h)
 if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_WERROR=ON; then
-  unit build release
-  toml_suite build
+  dist_build_start
+  # (unit tests run the stores' own Python writers and moto from .venv, and load libduckdb)
+  need venv libduckdb
+  unit build release no-servers
+  style
+  need toml-test && toml_suite build
+  install_check
+  # (the tests' Debian packages from here on: man-db for the .deb, the
+  # database servers, the shells, clang for fuzzing)
+  if need apt-test venv venv-py venv-py3.12 venv-py3.13; then
+    python_pkg
+    python_versions
+    dist
+  fi
+  need apt-test venv go-servers azurite icechunk-py iceberg-rest spark-jars icechunk-js neon-spec
   if [ -x "$(scripts/jj-path.sh)" ]; then
     e2e "$top/build/tether" release
   else
@@ -309,26 +378,35 @@ if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_WERROR=ON; then
     scripts/jj-build.sh --wait
     e2e "$top/build/tether" release-jj -m needs_jj
   fi
-  install_check
-  python_pkg
-  python_versions
+  release_built=1
 else
   tail -40 "$logdir/ninja-build.log"; add 0 1 "release build"
 fi
 
+# SeaweedFS, the longest build, is needed by these unit tests alone (and the
+# ASan pass's): they come as late as they can, so it builds meanwhile.
+server_units() {
+  [ -n "${release_built:-}" ] || return 0
+  need go-servers azurite seaweedfs && unit build "release (servers)" servers
+}
 if [ -z "${TT_CHECK_QUICK:-}" ]; then
-  fuzz
+  need apt-test && fuzz # (clang)
   echo "== ASan+UBSan build"
   if build build-asan -DCMAKE_BUILD_TYPE=Debug -DTETHER_SANITIZE=ON -DTETHER_WERROR=ON; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    server_units
     unit build-asan asan
     e2e "$top/build-asan/tether" asan
   else
     tail -40 "$logdir/ninja-build-asan.log"; add 0 1 "asan build"
+    server_units
   fi
+else
+  server_units
 fi
 
 echo
+echo "(make check: $(elapsed) after setup)"
 if ((${#failed_stages[@]})); then echo "failing: ${failed_stages[*]}"; fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -4,6 +4,7 @@ runs without the GIL."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -460,3 +461,25 @@ def test_keys_follow_an_add_and_a_remove_through_the_same_handle(dataset, git_st
     assert repo._n.keys() == ["code", "data/x"] and repo.select_keys(["data/"]) == ["data/x"]
     repo.remove("data/x")
     assert repo._n.keys() == ["code"]
+
+
+def test_promote_with_a_check(dataset, git_store, tmp_path, capfd):
+    repo = _committed(dataset, git_store)
+    repo.new(bookmark="feature")
+    repo.open("code")
+    branch = git(git_store, "for-each-ref", "--format=%(refname:short)", "refs/heads/tether.ws.*")
+    git(git_store, "checkout", "-q", branch)
+    head = _advance(git_store, "feature")
+    git(git_store, "checkout", "-q", "main")
+    repo.commit("feature work")
+    before = git(git_store, "rev-parse", "main")
+    seen = tmp_path / "handles.json"
+    with pytest.raises(tether.TetherError, match="exited with status 4"):
+        repo.promote(check=f'cp "$TETHER_CHECK_HANDLES" {seen}; echo audit says no; exit 4')
+    assert "audit says no" in capfd.readouterr().err
+    assert git(git_store, "rev-parse", "main") == before
+    assert json.loads(seen.read_text())["heads"]["code"]["sha"] == head
+    plan = repo.plan_promote(check="true")
+    assert plan.to_dict()["context"]["check"]["exit_status"] == 0
+    report = repo.promote(check="true")
+    assert report.fast_forwarded["code"]["sha"] == head and report.check["heads"]["code"]["sha"] == head

@@ -57,6 +57,17 @@ def test_drop_throws_a_bookmark_away_with_its_branch(dataset, git_store):
     assert _branches(git_store) == [] and repo.bookmark == "main"
 
 
+def test_drop_takes_release_foreign_into_its_plan(dataset, git_store):
+    repo = _committed(dataset, git_store)
+    repo.new(bookmark="scratch", eager=True)
+    repo.new("main")
+    assert "release_foreign" not in repo.plan_drop("scratch").context  # tether-vcs's plan as it was
+    plan = repo.plan_drop("scratch", release_foreign=True)
+    assert plan.context["release_foreign"] is True
+    repo.apply_drop(plan)
+    assert _branches(git_store) == []
+
+
 def test_drop_in_one_call(dataset, git_store):
     repo = _committed(dataset, git_store)
     repo.new(bookmark="gone", eager=True)

@@ -85,11 +85,12 @@ from tether.repo import (  # noqa: E402
     VcsDrift,
 )
 
-__version__ = "0.1.0"
-"""This package's version."""
-
 libtether_version = _native.version()
 """The version of the libtether it is built on."""
+
+__version__ = libtether_version
+"""This package's version: libtether's, which it is built with (one number,
+CMake's project(VERSION), for the binary, the .deb and this package)."""
 
 __all__ = [
     "TETHER_REV_ENV",

@@ -646,9 +646,64 @@ static int call_log(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 	return tt_repo_log(r, v[0].s, v[1].s, v[2].j, v[3].s, (size_t)v[4].i, &o->out, e);
 }
 
+/* query: the rows collected as JSON (the Python side gets one list). */
+typedef struct qcollect {
+	json_t *columns, *rows;
+} qcollect;
+
+static int q_columns(void *ctx, size_t n, const char *const *names)
+{
+	qcollect *c = ctx;
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(c->columns, json_string(names[i])) < 0)
+			return TT_ENOMEM;
+	return 0;
+}
+
+static int q_row(void *ctx, size_t n, const char *const *cells, const size_t *lens)
+{
+	qcollect *c = ctx;
+	json_t *row = json_array();
+	if (!row)
+		return TT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = cells[i] ? json_loadb(cells[i], lens[i], JSON_DECODE_ANY, NULL) : json_null();
+		if (!v) /* a number past 64 bits: its text */
+			v = json_stringn(cells[i], lens[i]);
+		json_array_append_new(row, v);
+	}
+	return json_array_append_new(c->rows, row) < 0 ? TT_ENOMEM : 0;
+}
+
+static int call_query(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	qcollect c = { json_array(), json_array() };
+	tt_query_sink sink = { .columns = q_columns, .row = q_row, .ctx = &c };
+	tt_query_opts q = TT_QUERY_OPTS_INIT;
+	q.sql = v[0].s;
+	q.rev = v[1].s;
+	q.keys = (const char *const *)v[2].l.v;
+	q.nkeys = v[2].l.n;
+	q.explain = v[3].i;
+	q.schema = v[4].i;
+	q.sink = &sink;
+	q.json_cells = true;
+	int rc = tt_repo_query(r, &q, &o->out, e);
+	if (rc == 0 && o->out && q.sql && !q.explain) {
+		json_object_set_new(o->out, "columns", c.columns);
+		json_object_set_new(o->out, "rows", c.rows);
+	} else {
+		json_decref(c.columns);
+		json_decref(c.rows);
+	}
+	return rc;
+}
+
 static int call_diff(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_diff(r, v[0].s, v[1].s, v[2].l.v, v[2].l.n, v[3].i, &o->out, e);
+	tt_diff_opts d = { .version = TT_DIFF_OPTS_VERSION, .rev_a = v[0].s, .rev_b = v[1].s,
+			   .selectors = v[2].l.v, .nselectors = v[2].l.n, .content = v[3].i };
+	return tt_repo_diff(r, &d, &o->out, e);
 }
 
 static int call_new(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -665,9 +720,18 @@ static int call_open_object(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 	return tt_repo_open_object(r, v[0].s, v[1].s, (int)v[2].i, &o->out, e);
 }
 
+/* A promote check's output, as it comes: the process's standard error. */
+static void check_to_stderr(void *ctx, const char *data, size_t len)
+{
+	(void)ctx;
+	fwrite(data, 1, len, stderr);
+	fflush(stderr);
+}
+
 static int call_promote(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	tt_promote_opts p = { .version = TT_PROMOTE_OPTS_VERSION, .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s, .message = v[3].s };
+	tt_promote_opts p = { .version = TT_PROMOTE_OPTS_VERSION, .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s,
+			      .message = v[3].s, .check = v[6].s, .check_output = check_to_stderr };
 	const char *fp = v[5].s;
 	o->plan = v[4].i;
 	return tt_repo_promote(r, &p, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
@@ -741,7 +805,9 @@ static int call_drop(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
 	const char *fp = v[5].s;
 	o->plan = v[4].i;
-	return tt_repo_drop(r, v[0].s, v[1].s, v[2].i, v[3].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+	tt_drop_opts d = { .version = TT_DROP_OPTS_VERSION, .bookmark = v[0].s, .to = v[1].s, .delete_stores = v[2].i,
+			   .force_prune = v[3].i, .release_foreign = v[6].i, .dry_run = o->plan };
+	return tt_repo_drop(r, &d, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
 }
 
 static int call_upgrade(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -772,6 +838,10 @@ static int call_import(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 static const method_spec repo_specs[] = {
 	{ "objects", call_objects, 0, NOARGS, "The working tree's manifests {key: dict}." },
 	{ "keys", call_keys, 0, NOARGS, "Every registered key, sorted." },
+	{ "query", call_query, 0,
+	  ARGS({ "sql", A_OSTR, 0 }, { "rev", A_OSTR, 0 }, { "keys", A_STRV, 0 }, { "explain", A_BOOL, 0 },
+	       { "schema", A_BOOL, 0 }),
+	  "tt_repo_query" },
 	{ "current_rev", call_current_rev, 0, NOARGS, "The working copy's commit." },
 	{ "status", call_status, 0, ARGS({ "selectors", A_STRV, 0 }, { "snapshot", A_INT, -1 }), "tt_repo_status" },
 	{ "snapshot", call_snapshot, 0, ARGS({ "selectors", A_STRV, 0 }), "tt_repo_snapshot" },
@@ -806,7 +876,7 @@ static const method_spec repo_specs[] = {
 	  "tt_repo_open_object" },
 	{ "promote", call_promote, 0,
 	  ARGS({ "keys", A_STRV, 0 }, { "rev", A_OSTR, 0 }, { "strategy", A_OSTR, 0 }, { "message", A_OSTR, 0 },
-	       { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	       { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }, { "check", A_OSTR, 0 }),
 	  "tt_repo_promote" },
 	{ "pull", call_pull, 0, ARGS({ "bookmark", A_OSTR, 0 }, { "selectors", A_STRV, 0 }, { "message", A_OSTR, 0 }),
 	  "tt_repo_pull" },
@@ -834,7 +904,8 @@ static const method_spec repo_specs[] = {
 	{ "abandon", call_abandon, 1, ARGS({ "revs", A_STRV, 0 }, { "gc", A_BOOL, 0 }), "tt_repo_abandon" },
 	{ "drop", call_drop, 0,
 	  ARGS({ "bookmark", A_OSTR, 0 }, { "to", A_OSTR, 0 }, { "delete_stores", A_BOOL, 0 },
-	       { "force_prune", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
+	       { "force_prune", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 },
+	       { "release_foreign", A_BOOL, 0 }),
 	  "tt_repo_drop" },
 	{ "upgrade", call_upgrade, 0,
 	  ARGS({ "ignore_immutable", A_BOOL, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }),
@@ -854,11 +925,12 @@ static const method_spec repo_specs[] = {
 	}
 STUB(0) STUB(1) STUB(2) STUB(3) STUB(4) STUB(5) STUB(6) STUB(7) STUB(8) STUB(9) STUB(10) STUB(11) STUB(12)
 STUB(13) STUB(14) STUB(15) STUB(16) STUB(17) STUB(18) STUB(19) STUB(20) STUB(21) STUB(22) STUB(23) STUB(24)
-STUB(25) STUB(26) STUB(27)
+STUB(25) STUB(26) STUB(27) STUB(28)
 typedef PyObject *(*stub_fn)(RepoObject *, PyObject *, PyObject *);
 static const stub_fn stubs[] = { stub_0, stub_1, stub_2, stub_3, stub_4, stub_5, stub_6, stub_7, stub_8, stub_9,
 				 stub_10, stub_11, stub_12, stub_13, stub_14, stub_15, stub_16, stub_17, stub_18,
-				 stub_19, stub_20, stub_21, stub_22, stub_23, stub_24, stub_25, stub_26, stub_27 };
+				 stub_19, stub_20, stub_21, stub_22, stub_23, stub_24, stub_25, stub_26, stub_27,
+				 stub_28 };
 #define NSPECS (sizeof repo_specs / sizeof repo_specs[0])
 _Static_assert(sizeof stubs / sizeof stubs[0] == NSPECS, "one stub per method row");
 

@@ -8,7 +8,9 @@ turned into the report type tether-vcs returns for it.
 from __future__ import annotations
 
 import os
+import re
 import warnings
+from urllib.parse import unquote
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -493,6 +495,49 @@ class _Vcs:
         return self._n.current_rev()
 
 
+class QueryRows(list):
+    """The rows of ``Repo.query``: tuples, with ``columns`` (their names),
+    ``relations`` and ``not_relations`` (what was set up, and why not)."""
+
+    columns: tuple[str, ...] = ()
+    relations: list[dict[str, Any]]
+    not_relations: dict[str, str]
+
+
+def _sql_lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _sql_ident(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+_SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+
+
+def _scrub(message: str, setup: Sequence[str], shown: Sequence[str]) -> str:
+    """message with every credential of the setup statements replaced by ***:
+    each string of theirs that no shown statement holds, and the password
+    inside one (a URL's user:PASSWORD@, libpq's password=VALUE) - as the
+    library scrubs DuckDB's errors."""
+    seen = "\n".join(shown)
+    secrets: set[str] = set()
+    for stmt in setup:
+        for m in _SQL_STRING.finditer(stmt):
+            lit = m.group(1).replace("''", "'")
+            if lit in seen:
+                continue
+            secrets.add(lit)
+            u = re.search(r"://([^/?#@]*)@", lit)
+            if u and ":" in u.group(1):
+                pw = u.group(1).split(":", 1)[1]
+                secrets.update((pw, unquote(pw)))
+            secrets.update(re.findall(r"password\s*=\s*'?([^'\s]+)", lit))
+    for sec in sorted((x for x in secrets if len(x) >= 3), key=len, reverse=True):
+        message = message.replace(sec, "***")
+    return message
+
+
 @dataclass
 class RepoConfig:
     """The parts of `tether.toml` a script reads."""
@@ -799,6 +844,49 @@ class Repo:
     def apply_new(self, plan: Plan, *, verify: bool = True) -> None:
         self._n.new(from_plan=plan.to_json())
 
+    # -- SQL over the dataset at a revision ----------------------------- #
+
+    def query(self, sql: str, rev: str | None = None, *, keys: Sequence[str] | None = None) -> QueryRows:
+        """Run SQL over every object of the dataset as ``rev`` recorded it (None:
+        what the working copy records), each a relation named by its key, in an
+        in-process DuckDB: the last statement's rows as tuples, their names in
+        ``.columns``, values as DuckDB's to_json maps them."""
+        out = self._n.query(sql, rev, _keys(keys))
+        rows = QueryRows(tuple(r) for r in out["rows"])
+        rows.columns = tuple(out["columns"])
+        rows.relations = list(out["relations"])
+        rows.not_relations = dict(out["not_relations"])
+        return rows
+
+    def duckdb(self, rev: str | None = None, *, keys: Sequence[str] | None = None) -> Any:
+        """A ``duckdb.DuckDBPyConnection`` (the ``duckdb`` module, 1.5.5 like the
+        extensions tether finds) holding the same relations as ``query``: views,
+        and catalogs attached read-only, credentials as in-memory secrets."""
+        try:
+            import duckdb
+        except ImportError as exc:
+            raise TetherError("Repo.duckdb needs the duckdb module (pip install duckdb==1.5.5)") from exc
+        out = self._n.query(None, rev, _keys(keys), True)
+        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        try:
+            for stmt in out["secret_setup"]:
+                con.execute(stmt)
+            for r in out["relations"]:
+                if r["kind"] != "dolt":
+                    continue
+                att = "tether_dolt_" + r["key"]
+                for (name,) in con.execute(f"SELECT * FROM mysql_query({_sql_lit(att)}, 'SHOW TABLES')").fetchall():
+                    inner = "SELECT * FROM `" + name.replace("`", "``") + "`"
+                    con.execute(f"CREATE VIEW {_sql_ident(r['key'])}.{_sql_ident(name)} AS "
+                                f"SELECT * FROM mysql_query({_sql_lit(att)}, {_sql_lit(inner)})")
+        except Exception as exc:
+            con.close()
+            # DuckDB's words, never the statement, and no credential even
+            # where DuckDB's words repeat one
+            why = _scrub(str(exc), out["secret_setup"], out.get("statements", []))
+            raise TetherError(f"setting up the dataset's relations in DuckDB failed: {why}") from None
+        return con
+
     @_doc("open")
     def open(self, key: str, *, rev: str | None = None, read_only: bool | None = None) -> Handle:
         """Returns the kind's handle; `rev` defaults to `$TETHER_REV`."""
@@ -825,14 +913,23 @@ class Repo:
 
     @_doc("promote")
     def promote(
-        self, keys: Sequence[str] | None = None, *, rev: str | None = None, strategy: str = "auto", message: str | None = None
+        self, keys: Sequence[str] | None = None, *, rev: str | None = None, strategy: str = "auto", message: str | None = None,
+        check: str | None = None,
     ) -> PromoteReport:
-        return self._promote_report(self._n.promote(_keys(keys), rev, strategy, message))
+        """check: a shell command run on exactly what lands (see `--check`); its
+        output goes to standard error, a non-zero exit raises and moves nothing.
+        The report then carries what the check ran and saw as `report.check`
+        (an attribute beside tether-vcs's fields; None without a check)."""
+        out = self._n.promote(_keys(keys), rev, strategy, message, check=check)
+        report = self._promote_report(out)
+        report.check = out.get("check")
+        return report
 
     def plan_promote(
-        self, keys: Sequence[str] | None = None, *, rev: str | None = None, strategy: str = "auto", message: str | None = None
+        self, keys: Sequence[str] | None = None, *, rev: str | None = None, strategy: str = "auto", message: str | None = None,
+        check: str | None = None,
     ) -> Plan:
-        return _plan(self._n.promote(_keys(keys), rev, strategy, message, plan_only=True))
+        return _plan(self._n.promote(_keys(keys), rev, strategy, message, plan_only=True, check=check))
 
     def apply_promote(self, plan: Plan, *, verify: bool = True) -> PromoteReport:
         report = self._promote_report(self._n.promote(from_plan=plan.to_json()))
@@ -960,13 +1057,15 @@ class Repo:
 
     @_doc("drop")
     def drop(self, bookmark: str, *, to: str | None = None, delete_stores: bool = False,
-             force_prune: bool = False) -> DropReport:
-        return self._drop_report(self._n.drop(bookmark, to, delete_stores, force_prune))
+             force_prune: bool = False, release_foreign: bool = False) -> DropReport:
+        return self._drop_report(self._n.drop(bookmark, to, delete_stores, force_prune,
+                                              release_foreign=release_foreign))
 
     def plan_drop(self, bookmark: str, *, to: str | None = None, delete_stores: bool = False,
-                  force_prune: bool = False) -> Plan:
+                  force_prune: bool = False, release_foreign: bool = False) -> Plan:
         """The drop's plan, applied by `apply_drop`."""
-        return _plan(self._n.drop(bookmark, to, delete_stores, force_prune, plan_only=True))
+        return _plan(self._n.drop(bookmark, to, delete_stores, force_prune, plan_only=True,
+                                  release_foreign=release_foreign))
 
     def apply_drop(self, plan: Plan) -> DropReport:
         """Apply a drop plan once its preconditions still hold."""
