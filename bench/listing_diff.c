@@ -3,13 +3,15 @@
  * work under `tether diff --content` for a directory object, without
  * process startup, git or manifest reading).
  *
- *   listing_diff LISTING_A LISTING_B REPS
+ *   bench_listing_diff LISTING_A LISTING_B REPS
  *
  * Reads the two stored listings (.tether/listings/<digest>.jsonl), then calls
  * the backend's diff REPS times on two directory states that differ in
  * digest, and prints one JSON line: {"reps", "median_ms", "min_ms",
- * "summary"}.  Built by bench/run.py against build-bench's libtether.a and
- * the internal headers (it is not part of the CMake build).
+ * "summary"}.  The CMake target bench_listing_diff: linked against the static
+ * library (it calls a backend through the internal headers) with the
+ * library's own dependencies; bench/run.py brings it up to date in the build
+ * tree its binary comes from.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/kinds.h"
 
 static char *slurp(const char *path)
@@ -65,7 +68,7 @@ int main(int argc, char **argv)
 	double *t;
 
 	if (argc != 4 || (reps = atoi(argv[3])) < 1) {
-		fprintf(stderr, "usage: listing_diff LISTING_A LISTING_B REPS\n");
+		fprintf(stderr, "usage: bench_listing_diff LISTING_A LISTING_B REPS\n");
 		return 2;
 	}
 	la = slurp(argv[1]);
@@ -74,14 +77,14 @@ int main(int argc, char **argv)
 	memset(&err, 0, sizeof err);
 	if (!t || tt_backend_new(&b, tt_kind_find("file"), config, "/nonexistent", "/nonexistent",
 				 &err) != 0) {
-		fprintf(stderr, "listing_diff: cannot build the file backend: %s\n", tt_error_text(&err));
+		fprintf(stderr, "bench_listing_diff: cannot build the file backend: %s\n", tt_error_text(&err));
 		return 1;
 	}
 	for (int i = 0; i < reps; i++) {
 		tt_object_diff d;
 		double t0 = now_ms();
 		if (b->ops->diff(b, loc, sa, sb, la, lb, &d, &err) != 0) {
-			fprintf(stderr, "listing_diff: %s\n", tt_error_text(&err));
+			fprintf(stderr, "bench_listing_diff: %s\n", tt_error_text(&err));
 			return 1;
 		}
 		t[i] = now_ms() - t0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks: our `tether` against tether-vcs's, on the same data, in one run.
 
-    .venv/bin/python bench/run.py [--quick] [--only NAME]... [--reps N]
+    .venv/bin/python bench/run.py [--quick] [--only NAME]... [--reps N] [--strict]
 
 For each benchmark the data is prepared once in a temporary directory; both
 implementations are first run once and their outputs compared (a benchmark
@@ -19,8 +19,17 @@ override).  The `file` backend benchmarks (file-*, status-snapshot-vs-dvc,
 listing-diff-*) build their trees once under .tmp/bench/ (bench/filedata.py;
 about 6.5 GB at full size) and also report derived figures: GB/s against
 OpenSSL's SHA-256, µs per file, peak RSS, `dvc status`, and the library's
-listing diff alone (bench/listing_diff.c).  Results also go to .tmp/bench/results-<time>.json and
-.tmp/bench/latest.json.  `--quick` runs fewer repetitions on smaller data.
+listing diff alone (bench/listing_diff.c, the CMake target bench_listing_diff
+of our binary's build tree).  DVC (the `add` and `status-snapshot-vs-dvc`
+rows' DVC column) is the benchmark venv's, .venv-bench/bin/dvc
+(scripts/bench.sh installs bench/requirements.txt there; $TETHER_BENCH_DVC
+names another).  The rows of stores behind a server start their
+own on 127.0.0.1 (SeaweedFS, fake-gcs-server, Azurite, the Dolt test server or
+a real `dolt sql-server` named by $TETHER_BENCH_DOLT, the Neon API fake on
+PostgreSQL 15) and give both sides the same one.  Results also go to
+.tmp/bench/results-<time>.json and .tmp/bench/latest.json.  `--quick` runs
+fewer repetitions on smaller data.  Every row and derived figure that could
+not be measured is listed at the end; `--strict` makes that exit 1.
 """
 from __future__ import annotations
 
@@ -326,9 +335,51 @@ def prep_add(n: int):
             d.mkdir(parents=True)
             (d / "part-0.csv").write_text(f"id,value\n{k},{k * k}\n")
             dirs.append(d)
-        return {"tmp": tmp, "template": template, "env": env, "sides": sides,
-                "dirs": dirs, "ds": tmp / "work" / "ds"}
+        ctx = {"tmp": tmp, "template": template, "env": env, "sides": sides,
+               "dirs": dirs, "ds": tmp / "work" / "ds", "dvc": None, "dvc_why": dvc_missing(),
+               "dvc_env": dvc_env(env, tmp)}
+        if dvc_exe().exists():
+            # DVC tracks data inside its repository: the same directories,
+            # hard-linked in (dvc add moves each file into its cache and
+            # links it back, so every repetition starts from a fresh copy)
+            dvc_template = new_git_repo(tmp / "dvc-template", env)
+            run([dvc_exe(), "init", "-q"], dvc_template, ctx["dvc_env"])
+            git("add", "-A", cwd=dvc_template, env=env)
+            git("commit", "-q", "-m", "dvc init", cwd=dvc_template, env=env)
+            for d in dirs:
+                filedata.hardlink_copy(d, dvc_template / d.name)
+            ctx.update(dvc=dvc_exe(), dvc_template=dvc_template, dvc_repo=tmp / "dvc-work" / "repo")
+        return ctx
     return prepare
+
+
+def before_add_dvc(ctx: dict) -> None:
+    work = ctx["dvc_repo"].parent
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir()
+    shutil.copytree(ctx["dvc_template"], ctx["dvc_repo"], symlinks=True)
+
+
+def sum_add_dvc(ctx: dict, res: "Result") -> str:
+    """The DVC column: n × `dvc add dK` (the same directories, inside a fresh
+    copy of a `dvc init` repository each repetition), the same loop.  Not the
+    same work: dvc add also hashes every file and moves it into its cache,
+    where tether's add records the locator and fingerprints at commit."""
+    if not ctx["dvc"]:
+        return unmeasured(res, "dvc column", ctx["dvc_why"])
+    cmds = [([ctx["dvc"], "add", "-q", d.name], ctx["dvc_repo"]) for d in ctx["dirs"]]
+    before_add_dvc(ctx)  # warm-up, checked
+    sample(cmds, ctx["dvc_env"])
+    made = sorted(p.name for p in ctx["dvc_repo"].glob("*.dvc") if p.is_file())
+    if made != sorted(f"{d.name}.dvc" for d in ctx["dirs"]):
+        return unmeasured(res, "dvc column", f"dvc add wrote {made[:5]}")
+    ours, t = paired_with_ours(ctx, res, cmds_add, cmds, before_ours=before_add,
+                               before_dvc=lambda c: before_add_dvc(c))
+    ratio = record_dvc(res, ours, t, dvc_version(ctx))
+    return (f"{len(cmds)} × `dvc add dK` (dvc {res.extra['dvc_version']}; also hashes and caches the "
+            f"files) {ms(statistics.median(t))} / {ms(min(t))} ms, ours beside it {ms(statistics.median(ours))} "
+            f"/ {ms(min(ours))} ms: ours {ratio_text(ratio)} than dvc")
 
 
 def before_add(ctx: dict, side: str) -> None:
@@ -683,17 +734,46 @@ def peak_rss_kib(argv: list, cwd: Path, env: dict[str, str]) -> int | None:
     return child_usage(argv, cwd, env)[0]
 
 
+# Spawns argv (output to /dev/null) and prints "exit maxrss_kib cpu_seconds"
+# from the rusage wait4 gives for it.
+_RUSAGE_TRAMPOLINE = (
+    "import os, sys\n"
+    "null = os.open(os.devnull, os.O_WRONLY)\n"
+    "pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ,\n"
+    "                      file_actions=[(os.POSIX_SPAWN_DUP2, null, 1),\n"
+    "                                    (os.POSIX_SPAWN_DUP2, null, 2)])\n"
+    "_, status, ru = os.wait4(pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n")
+
+
 def child_usage(argv: list, cwd: Path | None = None, env: dict[str, str] | None = None
                 ) -> tuple[int, float]:
     """One run of argv as a child: its peak RSS in KiB and its CPU seconds
-    (user + system), from the rusage wait4 returns for that child alone."""
-    p = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise Skip(f"{Path(str(argv[0])).name} exited {p.returncode}")
-    return ru.ru_maxrss, ru.ru_utime + ru.ru_stime
+    (user + system), from the rusage wait4 returns for that child alone.
+
+    Linux starts a new program's high-water mark at the RSS of the process
+    it was spawned from, so argv is spawned by a fresh, small interpreter
+    (`python -I -S`, a few MiB) rather than by this process, whose own RSS
+    (hundreds of MiB after building a tree) would otherwise be reported as
+    the child's peak."""
+    p = subprocess.run([sys.executable, "-I", "-S", "-c", _RUSAGE_TRAMPOLINE,
+                        *[str(a) for a in argv]], cwd=cwd, env=env, capture_output=True,
+                       text=True)
+    fields = p.stdout.split()
+    if p.returncode != 0 or len(fields) != 3:
+        raise Skip(f"measuring {Path(str(argv[0])).name} failed: "
+                   f"{first_line(p.stderr or p.stdout)}")
+    if fields[0] != "0":
+        raise Skip(f"{Path(str(argv[0])).name} exited {fields[0]}")
+    return int(fields[1]), float(fields[2])
+
+
+def unmeasured(res: "Result", what: str, why: str) -> str:
+    """A derived figure that could not be had: recorded (the JSON's
+    extra.not_measured, the run's closing list, --strict's exit status)
+    and said in the summary."""
+    res.extra.setdefault("not_measured", []).append(f"{what}: {why}")
+    return f"{what} not measured: {why}"
 
 
 def timed(argv: list, cwd: Path, env: dict[str, str], reps: int) -> list[float]:
@@ -738,12 +818,12 @@ def before_first(ctx: dict, side: str) -> None:
 
 
 def check_first(ctx: dict) -> str:
-    got = same_output(ctx, ["snapshot"], before_first)
-    return f"same state from `snapshot` on both sides: {first_line(got['ours'])[:110]}"
+    got = same_output(ctx, ["snapshot", "--json"], before_first, strip=json.loads)
+    return f"same state from `snapshot --json` on both sides: {json.dumps(got['ours']['d'])}"
 
 
 def cmds_first(ctx: dict, side: str):
-    return [([ctx["sides"].exe(side), "snapshot"], ctx["ds"])]
+    return [([ctx["sides"].exe(side), "snapshot", "--json"], ctx["ds"])]
 
 
 def sum_first(ctx: dict, res: "Result") -> str:
@@ -769,7 +849,7 @@ def sum_first(ctx: dict, res: "Result") -> str:
 def ceiling_text(ctx: dict, res: "Result", one: float, ours: float) -> str:
     c = ctx.get("ceiling")
     if not c:
-        return "; read+SHA-256 ceiling not measured (bench/read_sha.c did not build)"
+        return "; " + unmeasured(res, "read+SHA-256 ceiling", "bench/read_sha.c did not build")
     best = c["best_gbps"]
     res.extra.update(read_sha_1thread_gbps=best, read_sha_fraction_of_openssl=best / one)
     return (f"; one thread reading the same files with read() and hashing them, nothing else "
@@ -907,7 +987,7 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
             res.extra[f"{side}_peak_rss_mib"] = kib / 1024 if kib else None
         o, r = res.extra["ours_peak_rss_mib"], res.extra["ref_peak_rss_mib"]
         if o is None:
-            text += "; peak memory not measured"
+            text += "; " + unmeasured(res, "peak memory", "no rusage of the child")
         else:
             text += f"; peak RSS ours {o:.0f} MiB, tether-vcs {r:.0f} MiB"
     return text
@@ -915,7 +995,53 @@ def sum_refresh(ctx: dict, res: "Result") -> str:
 
 # -- status-snapshot-vs-dvc ---------------------------------------------------------- #
 def dvc_exe() -> Path:
-    return Path(sys.executable).parent / "dvc"
+    """DVC from the benchmark's own venv (.venv-bench, bench/requirements.txt,
+    made by scripts/bench.sh), never the test venv; $TETHER_BENCH_DVC names another."""
+    if os.environ.get("TETHER_BENCH_DVC"):
+        return Path(os.environ["TETHER_BENCH_DVC"])
+    return ROOT / ".venv-bench" / "bin" / "dvc"
+
+
+def dvc_missing() -> str:
+    return (f"dvc is not installed at {dvc_exe()} (scripts/bench.sh installs bench/requirements.txt "
+            "into .venv-bench; $TETHER_BENCH_DVC names another dvc)")
+
+
+def dvc_env(env: dict[str, str], tmp: Path) -> dict[str, str]:
+    return {**env, "DVC_NO_ANALYTICS": "1", "DVC_SITE_CACHE_DIR": str(tmp / "dvc-site")}
+
+
+def dvc_version(ctx: dict) -> str:
+    return first_line(run([ctx["dvc"], "--version"], ctx["tmp"], ctx["dvc_env"]).stdout)
+
+
+def paired_with_ours(ctx: dict, res: "Result", bench_cmds, dvc_cmds, before_ours=None, before_dvc=None
+                     ) -> tuple[list[float], list[float]]:
+    """DVC's samples, each taken right beside one more sample of ours (the
+    order alternating), so the DVC ratio compares runs under the same load
+    as each other, not against the tether-vcs timing run minutes earlier."""
+    ours, dvc = [], []
+    for i in range(res.reps):
+        for who in (("ours", "dvc") if i % 2 == 0 else ("dvc", "ours")):
+            if who == "ours":
+                if before_ours:
+                    before_ours(ctx, "ours")
+                ours.append(sample(bench_cmds(ctx, "ours"), ctx["env"]))
+            else:
+                if before_dvc:
+                    before_dvc(ctx)
+                dvc.append(sample(dvc_cmds, ctx["dvc_env"]))
+    return ours, dvc
+
+
+def record_dvc(res: "Result", ours: list[float], dvc: list[float], version: str) -> float:
+    ratio = statistics.median(dvc) / statistics.median(ours)
+    res.extra.update(dvc_ms={"median": statistics.median(dvc) * 1e3, "min": min(dvc) * 1e3,
+                             "samples": [x * 1e3 for x in dvc]},
+                     dvc_paired_ours_ms={"median": statistics.median(ours) * 1e3, "min": min(ours) * 1e3,
+                                         "samples": [x * 1e3 for x in ours]},
+                     dvc_ratio=ratio, dvc_version=version)
+    return ratio
 
 
 def prep_dvc(nfiles: int, size: int):
@@ -923,13 +1049,12 @@ def prep_dvc(nfiles: int, size: int):
         src = filedata.mid_tree(CACHE, nfiles, size)
         home = tmp / "home"
         home.mkdir()
-        env = isolated_env(home)
-        env.update(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(tmp / "dvc-site"))
+        env = dvc_env(isolated_env(home), tmp)
         repo = new_git_repo(tmp / "dvcrepo", env)
         data = repo / "data"
         filedata.hardlink_copy(src, data)  # dvc add copies into its cache, never writes these
         ctx = {"env": env, "sides": sides, "files": nfiles, "bytes": nfiles * size,
-               "dvcrepo": repo, "dvc": None, "dvc_why": ""}
+               "dvcrepo": repo, "dvc": None, "dvc_why": "", "tmp": tmp, "dvc_env": env}
         if dvc_exe().exists():
             run([dvc_exe(), "init", "-q"], repo, env)
             run([dvc_exe(), "add", "-q", "data"], repo, env)
@@ -937,7 +1062,7 @@ def prep_dvc(nfiles: int, size: int):
             git("commit", "-q", "-m", "dvc add data", cwd=repo, env=env)
             ctx["dvc"] = dvc_exe()
         else:
-            ctx["dvc_why"] = f"dvc is not installed beside {sys.executable}"
+            ctx["dvc_why"] = dvc_missing()
         ds = new_git_repo(tmp / "ds", env)
         run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
         run([sides.ours, "add", "d", str(data), "--kind", "file"], ds, env)
@@ -949,18 +1074,15 @@ def prep_dvc(nfiles: int, size: int):
 
 def sum_dvc(ctx: dict, res: "Result") -> str:
     if not ctx["dvc"]:
-        return f"dvc column not measured: {ctx['dvc_why']}"
+        return unmeasured(res, "dvc column", ctx["dvc_why"])
     p = run([ctx["dvc"], "status"], ctx["dvcrepo"], ctx["env"])  # warm-up
     if "up to date" not in p.stdout:
-        return f"dvc column not measured: `dvc status` is not clean: {first_line(p.stdout)}"
-    t = timed([ctx["dvc"], "status"], ctx["dvcrepo"], ctx["env"], res.reps)
-    med = statistics.median(t)
-    res.extra.update(dvc_ms={"median": med * 1e3, "min": min(t) * 1e3,
-                             "samples": [x * 1e3 for x in t]},
-                     dvc_ratio=med / res.med("ours"), dvc_version=first_line(
-                         run([ctx["dvc"], "--version"], ctx["dvcrepo"], ctx["env"]).stdout))
-    return (f"`dvc status` (dvc {res.extra['dvc_version']}, up to date) {ms(med)} / "
-            f"{ms(min(t))} ms: {ratio_text(med / res.med('ours'))} than dvc")
+        return unmeasured(res, "dvc column", f"`dvc status` is not clean: {first_line(p.stdout)}")
+    ours, t = paired_with_ours(ctx, res, cmds_refresh, [([ctx["dvc"], "status"], ctx["dvcrepo"])])
+    ratio = record_dvc(res, ours, t, dvc_version(ctx))
+    return (f"`dvc status` (dvc {res.extra['dvc_version']}, up to date) {ms(statistics.median(t))} / "
+            f"{ms(min(t))} ms, ours beside it {ms(statistics.median(ours))} / {ms(min(ours))} ms: "
+            f"{ratio_text(ratio)} than dvc")
 
 
 # -- listing-diff ---------------------------------------------------------------------- #
@@ -1046,7 +1168,8 @@ def sum_listing(ctx: dict, res: "Result") -> str:
         p = run([helper, la, lb, max(res.reps, 21)], ctx["ds"], ctx["env"])
         got = json.loads(p.stdout)
     except (Skip, RuntimeError, OSError, ValueError) as exc:
-        return text + f"; the library's listing diff alone not measured: {first_line(str(exc))}"
+        return text + "; " + unmeasured(res, "the library's listing diff alone",
+                                        first_line(str(exc)))
     res.extra["ours_library_listing_diff_ms"] = got
     return text + (f"; the library's listing diff alone (bench/listing_diff.c, {got['reps']} "
                    f"calls on the two stored listings): median {got['median_ms']:.1f} ms, "
@@ -1066,25 +1189,20 @@ def listing_files(ctx: dict) -> tuple[Path, Path]:
 
 
 def build_listing_helper(ours: Path) -> Path:
-    """bench/listing_diff.c against the static library beside our binary
-    (the helper is not part of the CMake build)."""
-    lib = ours.parent / "libtether.a"
-    src = ROOT / "bench" / "listing_diff.c"
-    if not lib.exists():
-        raise Skip(f"no libtether.a beside {ours}")
-    out = CACHE / "listing_diff"
-    if out.exists() and out.stat().st_mtime > max(lib.stat().st_mtime, src.stat().st_mtime):
-        return out
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libb2", "libzstd", "zlib"],
-                           capture_output=True, text=True)
-    if flags.returncode != 0:
-        raise Skip(f"pkg-config: {first_line(flags.stderr)}")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run(["cc", "-std=c11", "-O2", "-I", str(ROOT / "include"), "-I",
-                        str(ROOT / "src"), str(src), str(lib), *flags.stdout.split(),
-                        "-lcrypto", "-lpthread", "-o", str(out)], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise Skip(f"cc bench/listing_diff.c failed: {first_line(p.stderr)}")
+    """bench/listing_diff.c as the CMake target `bench_listing_diff` of the
+    build tree our binary comes from (linked against the static library
+    with the library's own dependencies, as the tests are), brought up to
+    date there."""
+    tree = ours.parent
+    if not (tree / "CMakeCache.txt").exists():
+        raise Skip(f"{tree} is not a CMake build tree (bench_listing_diff is built there)")
+    p = subprocess.run(["cmake", "--build", str(tree), "--target", "bench_listing_diff"],
+                       capture_output=True, text=True)
+    out = tree / "bench_listing_diff"
+    if p.returncode != 0 or not out.exists():
+        lines = [ln for ln in (p.stdout + p.stderr).splitlines() if "error" in ln.lower()]
+        raise Skip(f"building bench_listing_diff in {tree} failed: "
+                   f"{(lines or [first_line(p.stdout + p.stderr)])[0]}")
     return out
 
 
@@ -1730,6 +1848,444 @@ def sum_s3_prefix(ctx: dict, res: "Result") -> str:
             f"(median / min); ours is {res.med('ours') / g:.2f}× the plain LIST")
 
 
+def installed_kind(sides: Sides, kind: str) -> None:
+    """Skip unless our binary has `kind` built in."""
+    p = subprocess.run([str(sides.ours), "backends", "--json"], capture_output=True, text=True)
+    rows = json.loads(p.stdout) if p.returncode == 0 else []
+    if not any(r["kind"] == kind and r["installed"] for r in rows):
+        raise Skip(f"our tether has no {kind} backend built in")
+
+
+def check_same_json(argv_tail: Callable[[dict], list[str]], ds_of: Callable[[dict, str], Path],
+                    normalize: Callable[[object], object] = lambda v: v,
+                    describe: Callable[[object], str] = lambda v: "") -> Callable[[dict], str]:
+    """A check running `tether <argv_tail> ` (a --json command) on both
+    sides, each in its dataset, demanding the same parsed output (after
+    `normalize`)."""
+    def check(ctx: dict) -> str:
+        got = {}
+        for side in ("ours", "ref"):
+            argv = argv_tail(ctx)
+            p = run([ctx["sides"].exe(side), *argv], ds_of(ctx, side), ctx["env"], check=False)
+            if p.returncode != 0:
+                raise Skip(f"{who(side)} `{' '.join(argv)}` exited {p.returncode}: "
+                           f"{first_line(p.stderr)}")
+            try:
+                got[side] = normalize(json.loads(p.stdout))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise Skip(f"{who(side)} `{' '.join(argv)}`: unexpected output ({exc}): "
+                           f"{p.stdout[:200]!r}") from None
+        if got["ours"] != got["ref"]:
+            raise Skip(f"`{' '.join(argv_tail(ctx))}` differs: ours {str(got['ours'])[:200]} vs "
+                       f"tether-vcs {str(got['ref'])[:200]}")
+        return f"same `{' '.join(argv_tail(ctx))}` on both sides{describe(got['ours'])}"
+    return check
+
+
+def cmds_json(argv_tail: Callable[[dict], list[str]], ds_of: Callable[[dict, str], Path]):
+    def cmds(ctx: dict, side: str):
+        return [([ctx["sides"].exe(side), *argv_tail(ctx)], ds_of(ctx, side))]
+    return cmds
+
+
+def one_ds(ctx: dict, side: str) -> Path:
+    return ctx["ds"]
+
+
+def side_ds(ctx: dict, side: str) -> Path:
+    return ctx[f"ds-{side}"]
+
+
+def wait_for(what: str, ready: Callable[[], bool], proc: subprocess.Popen | None,
+             log: Path | None, seconds: float = 120) -> None:
+    """Poll `ready` until it holds; Skip (with the log's tail) when the
+    server exits or the time is up."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if ready():
+                return
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            tail = log.read_text()[-400:] if log and log.exists() else ""
+            raise Skip(f"{what} did not start: {tail.strip() or 'no output'}")
+        time.sleep(0.2)
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- dolt: fingerprint and log of a database with many commits -------------- #
+DOLT_USER, DOLT_PASSWORD, DOLT_DB = "bench", "bench-D0lt pw", "benchdb"
+
+
+def real_dolt() -> Path | None:
+    """The `dolt` binary to run a real `dolt sql-server` with: $TETHER_BENCH_DOLT,
+    else `dolt` on PATH; None means the test server of tests/servers/dolt."""
+    given = os.environ.get("TETHER_BENCH_DOLT") or shutil.which("dolt")
+    return Path(given) if given else None
+
+
+def dolt_available(sides: Sides) -> None:
+    installed_kind(sides, "dolt")
+    try:
+        import pymysql  # noqa: F401
+    except ImportError as exc:
+        raise Skip("pymysql (which writes the commits) is not installed "
+                   "(tests/requirements.txt)") from exc
+    exe = real_dolt()
+    if exe is not None and not os.access(exe, os.X_OK):
+        raise Skip(f"TETHER_BENCH_DOLT={exe} is not an executable dolt")
+    if exe is None:
+        script = ROOT / "scripts" / "dolt-test-server.sh"
+        p = subprocess.run([str(script), "build"], capture_output=True, text=True, timeout=3600)
+        if p.returncode != 0:
+            raise Skip(f"the dolt test server could not be built: {first_line(p.stderr)}")
+
+
+def _start_dolt(tmp: Path) -> tuple[subprocess.Popen, int, str]:
+    """A Dolt server on 127.0.0.1 with database DOLT_DB and user DOLT_USER
+    (password DOLT_PASSWORD): a real `dolt sql-server` or the test server.
+    (process, port, what it is)."""
+    import pymysql
+    port = free_port()
+    log = tmp / "dolt-server.log"
+    exe = real_dolt()
+    if exe is None:
+        server = Path(subprocess.run([str(ROOT / "scripts" / "dolt-test-server.sh"), "path"],
+                                     capture_output=True, text=True, check=True).stdout.strip())
+        with open(log, "w") as out:
+            proc = subprocess.Popen([str(server), "-addr", f"127.0.0.1:{port}", "-db", DOLT_DB,
+                                     "-user", DOLT_USER, "-password", DOLT_PASSWORD],
+                                    stdout=out, stderr=subprocess.STDOUT)
+        wait_for("the dolt test server", lambda: pymysql.connect(
+            host="127.0.0.1", port=port, user=DOLT_USER, password=DOLT_PASSWORD,
+            database=DOLT_DB).close() is None, proc, log)
+        return proc, port, "the test server of tests/servers/dolt"
+    home, data = tmp / "dolt-home", tmp / "dolt-data"
+    home.mkdir()
+    data.mkdir()
+    env = {**os.environ, "HOME": str(home), "DOLT_ROOT_PATH": str(home)}
+    for key, value in (("user.name", "Bench"), ("user.email", "bench@example.com")):
+        subprocess.run([str(exe), "config", "--global", "--add", key, value], env=env,
+                       check=True, capture_output=True)
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(exe), "sql-server", "--host", "127.0.0.1", "--port",
+                                 str(port), "--data-dir", str(data)], cwd=data, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for("dolt sql-server", lambda: pymysql.connect(
+            host="127.0.0.1", port=port, user="root", password="").close() is None, proc, log)
+        con = pymysql.connect(host="127.0.0.1", port=port, user="root", password="",
+                              autocommit=True)
+        with con.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {DOLT_DB}")
+            cur.execute(f"CREATE USER '{DOLT_USER}'@'%%' IDENTIFIED BY %s", (DOLT_PASSWORD,))
+            cur.execute(f"GRANT ALL ON *.* TO '{DOLT_USER}'@'%'")
+        con.close()
+    except BaseException:
+        stop(proc)
+        raise
+    version = first_line(subprocess.run([str(exe), "version"], capture_output=True, text=True,
+                                        env=env).stdout)
+    return proc, port, f"a real `dolt sql-server` ({version})"
+
+
+def prep_dolt(commits: int, tag_every: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        import pymysql
+        proc, port, what = _start_dolt(tmp)
+        ctx = {"proc": proc, "sides": sides, "commits": commits, "server": what}
+        try:
+            con = pymysql.connect(host="127.0.0.1", port=port, user=DOLT_USER,
+                                  password=DOLT_PASSWORD, database=DOLT_DB, autocommit=True)
+            with con.cursor() as cur:
+                cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))")
+                made = 0
+                while True:
+                    cur.execute("SELECT COUNT(*) FROM dolt_log")
+                    have = cur.fetchone()[0]
+                    if have >= commits:
+                        break
+                    cur.execute("INSERT INTO t VALUES (%s, %s)", (made, f"row {made}"))
+                    cur.execute("CALL DOLT_COMMIT('-A', '-m', %s)", (f"row {made}",))
+                    made += 1
+                    if made % tag_every == 0:
+                        cur.execute("CALL DOLT_TAG(%s, 'main')", (f"v{made // tag_every}",))
+            con.close()
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            ds = new_git_repo(tmp / "ds", env)
+            run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+            sec = ds / ".tether" / "secrets.toml"
+            sec.write_text(f'[uris."mysql://127.0.0.1:{port}"]\nuser = "{DOLT_USER}"\n'
+                           f'password = "{DOLT_PASSWORD}"\n')
+            sec.chmod(0o600)
+            run([sides.ours, "add", "db", "--kind", "dolt", "--database", DOLT_DB, "--host",
+                 "127.0.0.1", "--port", str(port)], ds, env)
+            ctx.update(ds=ds, env=env)
+        except BaseException:
+            stop(proc)
+            raise
+        return ctx
+    return prepare
+
+
+def dolt_args(what: str) -> Callable[[dict], list[str]]:
+    if what == "fingerprint":
+        return lambda ctx: ["snapshot", "--json"]
+    return lambda ctx: ["log", "db", "-n", str(ctx["commits"]), "--json"]
+
+
+def dolt_describe(what: str) -> Callable[[object], str]:
+    if what == "fingerprint":
+        return lambda v: f" (commit {v['db']['commit'][:12]})"
+    return lambda v: (f" ({len(v)} entries, {sum(1 for e in v for r in e.get('refs', []) if r.startswith('v'))}"
+                      " tags marked)")
+
+
+def check_dolt(what: str) -> Callable[[dict], str]:
+    inner = check_same_json(dolt_args(what), one_ds, describe=dolt_describe(what))
+    return lambda ctx: inner(ctx) + f"; server: {ctx['server']}"
+
+
+# -- neon: fingerprint through the API fake ---------------------------------- #
+def neon_fake_module():
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    import neon_fake  # noqa: E402  (tests/support/neon_fake.py)
+    return neon_fake
+
+
+def neon_available(sides: Sides) -> None:
+    installed_kind(sides, "neon")
+    try:
+        nf = neon_fake_module()
+        import openapi_core  # noqa: F401
+    except ImportError as exc:
+        raise Skip(f"the Neon API fake cannot run here ({exc}; tests/requirements.txt)") from exc
+    if not nf.spec_path().exists():
+        raise Skip(f"Neon's API spec is not installed: {nf.spec_path()} (scripts/setup.sh)")
+    if not (nf.PG_BIN / "initdb").exists():
+        raise Skip(f"PostgreSQL 15 is not installed in {nf.PG_BIN} (TETHER_PG_BIN)")
+
+
+def prep_neon(rows: int, branches: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        nf = neon_fake_module()
+        # its own directory under /tmp: PostgreSQL runs as another user
+        # (the fake chowns it) and cannot enter the private tmp
+        fake = nf.FakeNeon(Path(tempfile.mkdtemp(prefix="tether-bench-neon-")))
+        ctx = {"close": fake.close, "sides": sides, "branches": branches}
+        try:
+            fake.psql("main", f"INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, {rows}) g")
+            with fake.lock:
+                for i in range(branches):
+                    fake._create_branch({"branch": {"name": f"dev-{i}"}})
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            env["NEON_API_KEY"] = fake.api_key
+            ds = new_git_repo(tmp / "ds", env)
+            run([sides.ours, "init", "--dataset-id", DATASET_ID], ds, env)
+            sec = ds / ".tether" / "secrets.toml"
+            sec.write_text(f'[backends.neon]\napi_url = "{fake.url}"\n')
+            sec.chmod(0o600)
+            run([sides.ours, "add", "db", "--kind", "neon", "--project-id", nf.PROJECT,
+                 "--database", "app", "--role", nf.ROLE], ds, env)
+            ctx.update(ds=ds, env=env, fake=fake)
+        except BaseException:
+            fake.close()
+            raise
+        return ctx
+    return prepare
+
+
+def check_neon(ctx: dict) -> str:
+    inner = check_same_json(lambda c: ["snapshot", "--json"], one_ds,
+                            describe=lambda v: f" (lsn {v['db']['lsn']}, commit_xid "
+                                               f"{v['db']['commit_xid']}, branch {v['db']['branch']})")
+    try:
+        text = inner(ctx)
+    except Skip:
+        # The LSN is the WAL position each probe reads: a checkpoint between
+        # the two sides' runs moves it.  Once more, back to back.
+        text = inner(ctx)
+    fake = ctx["fake"]
+    fake.settle()
+    if fake.violations:
+        raise Skip(f"the Neon fake saw requests outside the API spec: {fake.violations[0]}")
+    return text + f"; a project of {ctx['branches'] + 1} branches on the fake"
+
+
+# -- gs:// and az:// prefixes on the emulators ------------------------------- #
+GCS_BUCKET, AZ_CONTAINER = "bench-gcs", "bench-az"
+AZ_ACCOUNT = "devstoreaccount1"
+# Azurite's published development key (not a secret).
+AZ_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def objstore_tool(name: str) -> Path:
+    return Path(subprocess.run([str(ROOT / "scripts" / "objstore-tools.sh"), "path", name],
+                               capture_output=True, text=True, check=True).stdout.strip())
+
+
+def prefix_available(tool: str) -> Callable[[Sides], None]:
+    def available(sides: Sides) -> None:
+        if not os.access(objstore_tool(tool), os.X_OK):
+            raise Skip(f"{tool} is not installed (scripts/objstore-tools.sh install {tool})")
+        try:
+            import obstore  # noqa: F401
+        except ImportError as exc:
+            raise Skip("obstore (tether-vcs's object-store extra) is not installed") from exc
+    return available
+
+
+def _put_many(n: int, put: Callable[[int], None]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as ex:
+        list(ex.map(put, range(n)))
+
+
+def prefix_datasets(tmp: Path, sides: Sides, env: dict[str, str], uri: str, ctx: dict) -> None:
+    """A dataset per side (each side adds the object itself), reaching the
+    emulator over http."""
+    for side in ("ours", "ref"):
+        ds = new_git_repo(tmp / f"ds-{side}", env)
+        exe = sides.exe(side)
+        run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
+        with open(ds / "tether.toml", "a") as f:
+            f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
+        run([exe, "add", "big", uri, "--kind", "file"], ds, env)
+        ctx[f"ds-{side}"] = ds
+
+
+def prep_gcs_prefix(n: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        import urllib.parse
+        import urllib.request
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = subprocess.Popen(
+            [str(objstore_tool("fake-gcs-server")), "-backend", "memory", "-scheme", "http",
+             "-host", "127.0.0.1", "-port", str(port), "-public-host", f"127.0.0.1:{port}",
+             "-external-url", url, "-log-level", "error"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ctx = {"proc": proc, "sides": sides, "n": n}
+        try:
+            wait_for("fake-gcs-server", lambda: urllib.request.urlopen(
+                f"{url}/storage/v1/b", timeout=2).status == 200, proc, None)
+            req = urllib.request.Request(f"{url}/storage/v1/b", method="POST",
+                                         data=json.dumps({"name": GCS_BUCKET}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req).read()
+
+            def put(i: int) -> None:  # the JSON API (the emulator takes no XML PUT)
+                q = urllib.parse.urlencode({"uploadType": "media", "name": f"big/{i:06d}"})
+                r = urllib.request.Request(f"{url}/upload/storage/v1/b/{GCS_BUCKET}/o?{q}",
+                                           method="POST", data=b"x" * (i % 7),
+                                           headers={"Content-Type": "application/octet-stream"})
+                urllib.request.urlopen(r).read()
+            _put_many(n, put)
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            sa = tmp / "gcs-emulator.json"
+            sa.write_text(json.dumps({"gcs_base_url": url, "disable_oauth": True,
+                                      "client_email": "", "private_key": "",
+                                      "private_key_id": ""}))
+            env["GOOGLE_SERVICE_ACCOUNT"] = str(sa)
+            ctx["env"] = env
+            prefix_datasets(tmp, sides, env, f"gs://{GCS_BUCKET}/big/", ctx)
+        except BaseException:
+            stop(proc)
+            raise
+        return ctx
+    return prepare
+
+
+def prep_az_prefix(n: int):
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        port = free_port()
+        proc = subprocess.Popen(
+            [str(objstore_tool("azurite")), "--blobHost", "127.0.0.1", "--blobPort", str(port),
+             "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        ctx = {"proc": proc, "sides": sides, "n": n}
+        try:
+            import socket
+            wait_for("Azurite", lambda: socket.create_connection(("127.0.0.1", port),
+                                                                 timeout=1).close() is None,
+                     proc, None)
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            # What the object-store libraries read to reach Azurite; both sides take these.
+            env.update(AZURE_STORAGE_USE_EMULATOR="true",
+                       AZURITE_BLOB_STORAGE_URL=f"http://127.0.0.1:{port}")
+            _az_create_container(port)
+            import obstore
+            from obstore.store import AzureStore
+            # obstore takes the emulator's address from the environment only
+            saved = {k: os.environ.get(k) for k in ("AZURE_STORAGE_USE_EMULATOR",
+                                                     "AZURITE_BLOB_STORAGE_URL")}
+            os.environ.update({k: env[k] for k in saved})
+            try:
+                store = AzureStore(AZ_CONTAINER, client_options={"allow_http": True})
+                _put_many(n, lambda i: obstore.put(store, f"big/{i:06d}", b"x" * (i % 7)))
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            ctx["env"] = env
+            prefix_datasets(tmp, sides, env, f"az://{AZ_CONTAINER}/big/", ctx)
+        except BaseException:
+            stop(proc)
+            raise
+        return ctx
+    return prepare
+
+
+def _az_create_container(port: int) -> None:
+    """PUT the container with Shared Key (Azurite checks it)."""
+    import base64
+    import email.utils
+    import hashlib
+    import hmac
+    import urllib.request
+    date = email.utils.formatdate(usegmt=True)
+    sts = (f"PUT\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:2021-08-06\n"
+           f"/{AZ_ACCOUNT}/{AZ_ACCOUNT}/{AZ_CONTAINER}\nrestype:container")
+    sig = base64.b64encode(hmac.new(base64.b64decode(AZ_KEY), sts.encode(), hashlib.sha256).digest())
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/{AZ_ACCOUNT}/{AZ_CONTAINER}?restype=container", method="PUT",
+        headers={"x-ms-date": date, "x-ms-version": "2021-08-06",
+                 "Authorization": f"SharedKey {AZ_ACCOUNT}:{sig.decode()}"})
+    urllib.request.urlopen(req).read()
+
+
+def check_prefix(scheme: str) -> Callable[[dict], str]:
+    inner = check_same_json(lambda c: ["snapshot", "--json"], side_ds)
+    return lambda ctx: inner(ctx) + f" (the {ctx['n']}-key {scheme}:// prefix)"
+
+
 def benchmarks(quick: bool) -> list[Bench]:
     n_status = 20
     n_add = 10 if quick else 20
@@ -1746,6 +2302,10 @@ def benchmarks(quick: bool) -> list[Bench]:
     exp_commits, exp_objects = (20, 100) if quick else (200, 1000)
     n_lake = 100 if quick else 1000
     n_s3 = 10000 if quick else 100000
+    n_obj = 2000 if quick else 20000
+    n_dolt = 100 if quick else 1000
+    tag_every = n_dolt // 10
+    n_neon_branches = 2 if quick else 8
     return [
         Bench("status-cached", f"status-cached-{n_status}", reps(15),
               f"`tether status` on {n_status} committed memory objects, from the cached snapshot",
@@ -1763,8 +2323,9 @@ def benchmarks(quick: bool) -> list[Bench]:
               "`tether gc --json` (its plan) over two commits: the planned-command driver's previews",
               prep_previews(n_status), check_previews, cmds_previews),
         Bench("add", f"add-{n_add}", reps(5),
-              f"{n_add} × `tether add dK DIR --kind file` into a fresh dataset, whole loop",
-              prep_add(n_add), check_add, cmds_add, before=before_add),
+              f"{n_add} × `tether add dK DIR --kind file` into a fresh dataset, whole loop "
+              f"(and {n_add} × `dvc add dK` in a fresh DVC repository)",
+              prep_add(n_add), check_add, cmds_add, before=before_add, summarize=sum_add_dvc),
         Bench("verify-all-history", f"verify-all-history-{commits}x{objects}", reps(5),
               f"`tether verify --all-history` over {commits} dataset commits × "
               f"{objects} file objects (history built by tether-vcs)",
@@ -1775,7 +2336,7 @@ def benchmarks(quick: bool) -> list[Bench]:
               "file objects (every table, SQLite)",
               prep_export(exp_commits, exp_objects), check_export, cmds_export),
         Bench("file-first-fingerprint", f"file-first-fingerprint-{big_label}", reps(5),
-              f"`tether snapshot` of one file object on {big_n} files, {big_label} "
+              f"`tether snapshot --json` of one file object on {big_n} files, {big_label} "
               "(page cache warm), with the hash cache deleted before each rep",
               prep_first(big_n, big_size), check_first, cmds_first, before=before_first,
               summarize=sum_first),
@@ -1846,17 +2407,49 @@ def benchmarks(quick: bool) -> list[Bench]:
               "snapshots (written by DuckDB; tether-vcs attaches it through DuckDB)",
               prep_ducklake(n_lake), check_ducklake("fingerprint"), cmds_ducklake("fingerprint"),
               available=ducklake_available),
+        Bench("ducklake-log", f"ducklake-log-{n_lake}", reps(5),
+              f"`tether log lake -n {n_lake} --json`: every snapshot of that catalog with its "
+              "changes",
+              prep_ducklake(n_lake), check_ducklake("log"), cmds_ducklake("log"),
+              available=ducklake_available),
+        # dolt
+        Bench("dolt-fingerprint", f"dolt-fingerprint-{n_dolt}", reps(10),
+              f"`tether snapshot --json` of a Dolt database with {n_dolt} commits on main "
+              "(over the MySQL protocol: a real `dolt sql-server` when $TETHER_BENCH_DOLT or "
+              "`dolt` on PATH names one, else the test server)",
+              prep_dolt(n_dolt, tag_every), check_dolt("fingerprint"),
+              cmds_json(dolt_args("fingerprint"), one_ds), available=dolt_available),
+        Bench("dolt-log", f"dolt-log-{n_dolt}", reps(5),
+              f"`tether log db -n {n_dolt} --json`: every commit of that database, "
+              f"a tag every {tag_every} commits marked",
+              prep_dolt(n_dolt, tag_every), check_dolt("log"),
+              cmds_json(dolt_args("log"), one_ds), available=dolt_available),
+        # neon
+        Bench("neon-fingerprint", f"neon-fingerprint-{n_neon_branches}b", reps(10),
+              f"`tether snapshot --json` of a Neon database through the API fake "
+              f"(tests/support/neon_fake.py: a project of {n_neon_branches + 1} branches on "
+              "real PostgreSQL 15, every request checked against Neon's OpenAPI spec)",
+              prep_neon(1000, n_neon_branches), check_neon,
+              cmds_json(lambda c: ["snapshot", "--json"], one_ds), available=neon_available),
+        # object stores
         Bench("s3-prefix-fingerprint", f"s3-prefix-fingerprint-{n_s3}", reps(10),
               f"`tether snapshot --json` of a file object on an s3:// prefix of {n_s3} keys on a local "
               "SeaweedFS (strict SigV4; tether-vcs lists through obstore), against a plain paged "
               "LIST of the same prefix with boto3",
               prep_s3_prefix(n_s3), check_s3_prefix, cmds_s3_prefix, available=s3_prefix_available,
               summarize=sum_s3_prefix),
-        Bench("ducklake-log", f"ducklake-log-{n_lake}", reps(5),
-              f"`tether log lake -n {n_lake} --json`: every snapshot of that catalog with its "
-              "changes",
-              prep_ducklake(n_lake), check_ducklake("log"), cmds_ducklake("log"),
-              available=ducklake_available),
+        Bench("gcs-prefix-fingerprint", f"gcs-prefix-fingerprint-{n_obj}", reps(10),
+              f"`tether snapshot --json` of a file object on a gs:// prefix of {n_obj} keys "
+              "on fake-gcs-server (tether-vcs lists through obstore)",
+              prep_gcs_prefix(n_obj), check_prefix("gs"),
+              cmds_json(lambda c: ["snapshot", "--json"], side_ds),
+              available=prefix_available("fake-gcs-server")),
+        Bench("az-prefix-fingerprint", f"az-prefix-fingerprint-{n_obj}", reps(10),
+              f"`tether snapshot --json` of a file object on an az:// prefix of {n_obj} keys "
+              "on Azurite (Shared Key; tether-vcs lists through obstore)",
+              prep_az_prefix(n_obj), check_prefix("az"),
+              cmds_json(lambda c: ["snapshot", "--json"], side_ds),
+              available=prefix_available("azurite")),
     ]
 
 
@@ -1908,18 +2501,21 @@ def measure(bench: Bench, sides: Sides, reps: int | None) -> Result:
             ctx = bench.prepare(Path(t), sides)
             try:
                 measure_prepared(bench, sides, reps, res, ctx)
-            finally:  # a server the benchmark started (s3-prefix)
+            finally:  # a server the benchmark started (object stores, dolt, neon)
                 proc = ctx.get("proc")
                 if isinstance(proc, subprocess.Popen) and proc.poll() is None:
                     proc.kill()
                     proc.wait()
+                if ctx.get("close"):
+                    ctx["close"]()
     except Skip as exc:
         res.skipped = str(exc)
-    except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - one broken row must not end the run
         # A run that broke (not a known limitation): reported, and the exit status says so.
-        res.skipped = f"failed: {first_line(str(exc))}"
+        res.skipped = f"failed: {type(exc).__name__}: {first_line(str(exc))}"
         res.failed = True
-        print(f"    {exc}", file=sys.stderr)
+        import traceback
+        traceback.print_exc(file=sys.stderr)
     return res
 
 
@@ -1950,14 +2546,19 @@ def ratio_text(r: float) -> str:
 
 
 def table(results: list[Result]) -> str:
-    rows = ["| benchmark | ours, ms (median / min) | tether-vcs, ms (median / min) | ratio |",
-            "|---|---:|---:|---|"]
+    """Both peers: tether-vcs on every row, DVC where a row measures it."""
+    rows = ["| benchmark | ours, ms (median / min) | tether-vcs, ms (median / min) | ratio | "
+            "DVC, ms (median / min) | ratio to DVC |",
+            "|---|---:|---:|---|---:|---|"]
     for r in results:
         if r.skipped:
-            rows.append(f"| {r.name} | — | — | not measured: {r.skipped} |")
-        else:
-            rows.append(f"| {r.name} | {ms(r.med('ours'))} / {ms(r.min('ours'))} | "
-                        f"{ms(r.med('ref'))} / {ms(r.min('ref'))} | {ratio_text(r.ratio())} |")
+            rows.append(f"| {r.name} | — | — | not measured: {r.skipped} | — | — |")
+            continue
+        dvc = r.extra.get("dvc_ms")
+        dvc_cols = (f"{ms(dvc['median'] / 1e3)} / {ms(dvc['min'] / 1e3)} | {ratio_text(r.extra['dvc_ratio'])}"
+                    if dvc else "— | —")
+        rows.append(f"| {r.name} | {ms(r.med('ours'))} / {ms(r.min('ours'))} | "
+                    f"{ms(r.med('ref'))} / {ms(r.min('ref'))} | {ratio_text(r.ratio())} | {dvc_cols} |")
     return "\n".join(rows)
 
 
@@ -2009,6 +2610,8 @@ def main() -> int:
     ap.add_argument("--only", action="append", default=[], metavar="NAME",
                     help="run only this benchmark (its name or its name less the size); repeatable")
     ap.add_argument("--reps", type=int, help="repetitions per side (overrides the defaults)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 unless every row and every derived figure was measured")
     args = ap.parse_args()
 
     sides = Sides(default_ours(), default_ref())
@@ -2065,6 +2668,13 @@ def main() -> int:
         for r in derived:
             print(f"- {r.name}: {r.summary}")
 
+    missing = [f"{r.name}: {r.skipped}" for r in results if r.skipped] + \
+        [f"{r.name}: {m}" for r in results for m in r.extra.get("not_measured", [])]
+    if missing:
+        print("\nnot measured:")
+        for m in missing:
+            print(f"- {m}")
+
     CACHE.mkdir(parents=True, exist_ok=True)
     out = {**head, "results": [
                {"name": r.name, "what": r.what, "reps": r.reps, "note": r.note,
@@ -2081,7 +2691,7 @@ def main() -> int:
     path.write_text(json.dumps(out, indent=2) + "\n")
     shutil.copyfile(path, CACHE / "latest.json")
     print(f"\nresults: {path.relative_to(ROOT)}")
-    return 1 if any(r.failed for r in results) else 0
+    return 1 if any(r.failed for r in results) or (args.strict and missing) else 0
 
 
 if __name__ == "__main__":

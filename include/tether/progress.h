@@ -58,6 +58,15 @@ void tt_repo_set_progress(tt_repo *repo, tt_progress_fn fn, void *ctx);
  */
 void tt_repo_cancel(tt_repo *repo);
 
+/*
+ * Lines for a trace (`tether` prints them to stderr under TETHER_TRACE=1):
+ * today, for each local directory refreshed with the file watcher on, what
+ * Watchman answered or why the directory was walked instead.  Process-wide;
+ * called from any thread (serialise in fn if needed); fn NULL turns it off.
+ */
+typedef void (*tt_trace_fn)(void *ctx, const char *line);
+void tt_set_trace(tt_trace_fn fn, void *ctx);
+
 TT_API_END
 
 #ifdef __cplusplus

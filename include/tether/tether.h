@@ -25,7 +25,8 @@ extern "C" {
 
 TT_API_BEGIN
 
-/* "0.1.0" */
+/* tether's version, "MAJOR.MINOR.PATCH" (CMake's project(VERSION), which the
+ * .deb, the wheel and libtether.pc carry too). */
 const char *tt_version(void);
 
 typedef struct tt_repo tt_repo;
@@ -147,14 +148,27 @@ int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const 
 int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
 		const char *ref, size_t limit, json_t **out, tt_error *err);
 
+/* Set version to TT_DIFF_OPTS_VERSION (TT_DIFF_OPTS_INIT does). */
+#define TT_DIFF_OPTS_VERSION 1u
+#define TT_DIFF_OPTS_INIT { .version = TT_DIFF_OPTS_VERSION }
+typedef struct tt_diff_opts {
+	unsigned version;              /* TT_DIFF_OPTS_VERSION */
+	const char *rev_a, *rev_b;     /* see tt_repo_diff */
+	const char *const *selectors;  /* keys, or prefixes ending in '/' */
+	size_t nselectors;
+	bool content;                  /* content diffs from the backends */
+	bool describe;                 /* each entry also names its kind and both states */
+} tt_diff_opts;
+
 /*
- * Object-level diff between two dataset revisions (NULL, NULL: the last
- * commit -> the working tree; rev_a only: rev_a -> the working tree), with
- * content diffs from the backends when asked.  *out: [{key, change, why,
- * a, b, detail, detail_error}].
+ * Object-level diff between two dataset revisions (rev_a and rev_b NULL:
+ * the last commit -> the working tree; rev_a only: rev_a -> the working
+ * tree), with content diffs from the backends when asked.  *out: [{key,
+ * change, why, a, b, detail, detail_error}], tether-vcs's shape; with
+ * describe, each entry also has kind, state_a and state_b (the recorded
+ * states; null on the side without the object or without a state).
  */
-int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b,
-		 const char *const *selectors, size_t n, bool content, json_t **out, tt_error *err);
+int tt_repo_diff(tt_repo *repo, const tt_diff_opts *opts, json_t **out, tt_error *err);
 
 /* Set version to TT_NEW_OPTS_VERSION (TT_NEW_OPTS_INIT does): a struct of
  * another version is refused with TT_EUSAGE, never misread. */
@@ -221,7 +235,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 
 /* Set version to TT_PROMOTE_OPTS_VERSION (TT_PROMOTE_OPTS_INIT does): a struct of
  * another version is refused with TT_EUSAGE, never misread. */
-#define TT_PROMOTE_OPTS_VERSION 1u
+#define TT_PROMOTE_OPTS_VERSION 2u
 #define TT_PROMOTE_OPTS_INIT { .version = TT_PROMOTE_OPTS_VERSION }
 typedef struct tt_promote_opts {
 	unsigned version;  /* TT_PROMOTE_OPTS_VERSION */
@@ -230,12 +244,27 @@ typedef struct tt_promote_opts {
 	const char *rev;          /* promote what this dataset commit pinned */
 	const char *strategy;     /* "auto" (default), "ff", "merge" */
 	const char *message;      /* merge message for systems that record one */
+	/* Write-audit-publish: after planning, run this command (/bin/sh -c;
+	 * the caller's own, never one read from a dataset) with every object
+	 * readable at exactly the heads the plan lands ($TETHER_CHECK_HANDLES,
+	 * $TETHER_CHECK_REV, $TETHER_CHECK_BOOKMARK, $TETHER_REV).  A non-zero
+	 * exit refuses the promote (TT_ERROR naming its status and last lines,
+	 * nothing moved; TT_ECANCELED when tt_repo_cancel stopped it); exit 0
+	 * lands it only while every head is still the one checked.  NULL: no
+	 * check. */
+	const char *check;
+	/* The check's output (stdout and stderr, merged) as it comes; NULL:
+	 * only its last lines are kept, for the error. */
+	void (*check_output)(void *ctx, const char *data, size_t len);
+	void *check_ctx;
 } tt_promote_opts;
 
 /*
  * Land this bookmark on the trunk.  plan_json non-NULL: plan only.
  * from_plan: apply a saved plan.  *out: {fast_forwarded, merged, skipped,
- * refused, held, conflicts, kept_forks, trunk_moved, trunk_held, failed}.
+ * refused, held, conflicts, kept_forks, trunk_moved, trunk_held, failed},
+ * and check {command, exit_status, rev, bookmark, heads} when the plan was
+ * checked.  A preview with a check runs the check and moves nothing.
  */
 int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const char *from_plan,
 		    size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
@@ -305,17 +334,63 @@ int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_r
  */
 int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err);
 
+/* Set version to TT_DROP_OPTS_VERSION (TT_DROP_OPTS_INIT does). */
+#define TT_DROP_OPTS_VERSION 1u
+#define TT_DROP_OPTS_INIT { .version = TT_DROP_OPTS_VERSION }
+typedef struct tt_drop_opts {
+	unsigned version;      /* TT_DROP_OPTS_VERSION */
+	const char *bookmark;  /* tt_repo_drop: the bookmark (tt_repo_gc_expired: each expired one) */
+	const char *to;        /* where this checkout goes when it is on it (NULL: the trunk) */
+	bool delete_stores;    /* also the experimental created-store step */
+	bool force_prune;      /* delete its branches even when they hold unpinned writes */
+	bool release_foreign;  /* release the pins only its commits named that another clone made
+				  (gc --release-foreign's rule: every remote fetched first) */
+	bool dry_run;          /* plan only */
+} tt_drop_opts;
+
 /*
- * drop: throw bookmark away - leave it when this checkout is on it (for
- * to, default the trunk), drop the commits only it reaches, delete it,
- * then gc --prune-bookmarks for its branches alone (force_prune: also those
- * holding unpinned writes; delete_stores: the experimental created-store
- * step).  dry_run: plan only.  from_plan: apply that saved plan.  *out:
- * {bookmark, left_for, abandoned, gc: the gc report}.  Not undoable.
+ * drop: throw opts->bookmark away - leave it when this checkout is on it
+ * (for opts->to, default the trunk), drop the commits only it reaches,
+ * delete it, then gc --prune-bookmarks for its branches alone.
+ * from_plan: apply that saved plan.  *out: {bookmark, left_for, abandoned,
+ * gc: the gc report}.  Not undoable.
  */
-int tt_repo_drop(tt_repo *repo, const char *bookmark, const char *to, bool delete_stores, bool force_prune,
-		 bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text, json_t **out,
-		 tt_error *err);
+int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
+		 char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
+/*
+ * list_bookmarks: every bookmark of the dataset, the trunk first.  *out: {trunk,
+ * now, bookmarks: [{name, trunk, head, created, expires (ISO 8601 UTC or
+ * null), expired, working_refs: {key: [branch]}, checkouts: [{workspace_id,
+ * root, here}]}], errors: {key: message}}.  stores: also list each forkable
+ * object's working branches in its store (else only those the live
+ * checkouts hold); a store that cannot be listed goes into errors.  The
+ * trunk never expires.
+ */
+int tt_repo_list_bookmarks(tt_repo *repo, bool stores, json_t **out, tt_error *err);
+
+/*
+ * Set bookmark's expiry to expires (UTC seconds since the epoch), or clear
+ * it: a commit on the bookmark of .tether/bookmarks/<bookmark>.toml, made
+ * in a checkout on it; journaled as "bookmarks" (not undoable: the VCS
+ * undoes a commit).  Refused for the trunk.  Clearing an expiry there is
+ * none of, or setting the one there is, commits nothing.  *out: {bookmark,
+ * created, expires, commit (null when nothing changed), changed}.
+ */
+int tt_repo_set_expiry(tt_repo *repo, const char *bookmark, long long expires, bool clear, json_t **out,
+		       tt_error *err);
+
+/*
+ * gc --expired: drop every bookmark whose expiry has passed, each through
+ * tt_repo_drop's own plan and apply (journaled as its drop).  A bookmark
+ * drop refuses, one this checkout works on, or one whose branches hold
+ * unpinned writes (without force_prune) is refused alone; the others still
+ * go; opts as tt_repo_drop's (bookmark and to unused).  *out: {dry_run,
+ * now, bookmarks: [{bookmark,
+ * created, expires, outcome: "planned" | "dropped" | "refused" | "failed",
+ * plan, plan_text (dry runs), result (drop's *out), error}]}.
+ */
+int tt_repo_gc_expired(tt_repo *repo, const tt_drop_opts *opts, json_t **out, tt_error *err);
 
 /*
  * upgrade: bring a dataset an older tether-vcs wrote to this format.
@@ -476,6 +551,53 @@ int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **pla
 			tt_error *err);
 int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err);
 
+/* --- SQL over the dataset at a revision ------------------------------------ */
+
+/* Where tt_repo_query's rows go: the column names once, then each row's
+ * cells (NULL for SQL NULL; lens their byte lengths).  A non-zero return
+ * stops the query and is returned. */
+typedef struct tt_query_sink {
+	int (*columns)(void *ctx, size_t n, const char *const *names);
+	int (*row)(void *ctx, size_t n, const char *const *cells, const size_t *lens);
+	void *ctx;
+} tt_query_sink;
+
+/* Set version to TT_QUERY_OPTS_VERSION (TT_QUERY_OPTS_INIT does): a struct of
+ * another version is refused with TT_EUSAGE, never misread. */
+#define TT_QUERY_OPTS_VERSION 1u
+#define TT_QUERY_OPTS_INIT { .version = TT_QUERY_OPTS_VERSION }
+typedef struct tt_query_opts {
+	unsigned version;  /* TT_QUERY_OPTS_VERSION */
+	const char *rev;            /* a dataset revision; NULL: what the working copy records */
+	const char *const *keys;    /* only these objects (keys or "prefix/"); NULL: the objects
+				       the SQL names (every object for schema, explain, engine) */
+	size_t nkeys;
+	const char *sql;            /* run it; the last statement's rows go to sink */
+	const tt_query_sink *sink;
+	bool json_cells;            /* cells as DuckDB's to_json gives them, else its VARCHAR cast */
+	bool schema;                /* *out: the relations with their columns (no sql) */
+	bool explain;               /* *out: the statements that make the relations; nothing runs */
+	const char *engine;         /* "duckdb", "spark", "trino", "polars": *out: each object's
+				       snippet and options for that engine; nothing runs */
+} tt_query_opts;
+
+/*
+ * Every object of the dataset at rev as a relation named by its key, read
+ * at exactly the recorded state, in an in-process DuckDB (libduckdb and
+ * DuckDB's extensions, found locally; nothing is downloaded): delta at its
+ * version, iceberg at its snapshot, lance at its version, ducklake and
+ * neon attached as a catalog named by the key, dolt as a schema of views
+ * at the pinned commit, file objects of Parquet / CSV / JSON files while
+ * their bytes are the recorded state.  Credentials reach DuckDB as
+ * in-memory secrets only.  *out: {rev, relations: [{name, key, kind, at,
+ * reader, columns?}], not_relations: {key: why}, rows (with sql),
+ * statements (explain), engine, objects: {key: {snippet, options} |
+ * {refused}}, script (engine)}; and for a caller in this process that
+ * opens its own DuckDB, secret_setup: the statements with credentials
+ * (never print, log or store it).
+ */
+int tt_repo_query(tt_repo *repo, const tt_query_opts *opts, json_t **out, tt_error *err);
+
 /* --- for front ends: what the `tether` command line reads beyond the
  * commands, so that it is built on this API alone -------------------------- */
 
@@ -486,8 +608,10 @@ const char *tt_compat_version(void);
 /*
  * One kind, by name: its tt_backends() entry plus "path_locator" (true when
  * the locator is a path, so `add`'s lone positional is the LOCATOR and the
- * key comes from it) and "path_keys" (the locator fields that hold local
- * paths).  TT_ECONFIG, naming the known kinds, when there is none.
+ * key comes from it), "path_keys" (the locator fields that hold local
+ * paths) and "locator_key" (the locator field `add`'s positional LOCATOR
+ * fills: "uri", or "url" for dolt).  TT_ECONFIG, naming the known kinds,
+ * when there is none.
  */
 int tt_kind_describe(const char *kind, json_t **out, tt_error *err);
 

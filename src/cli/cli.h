@@ -87,6 +87,9 @@ int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...) __attribute__((for
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));    /* stderr "note: " */
 void cli_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* stderr "warning: " */
 int cli_print_json(json_t *v);               /* json.dumps(v, indent=2) + newline */
+/* --format text|markdown beside --json: *markdown set, or a usage error
+ * (EXIT_USAGE) when they contradict or the value is neither. */
+int cli_output_format(const cli_cmd *cmd, const cli_args *a, int *markdown);
 void cli_print_help(const cli_cmd *cmd);
 /* Native history as `tether log` prints it: "  <id>  <when>  <message>  [refs]"
  * ("%3d. " instead of the indent when numbered, as add --pick asks). */
@@ -157,6 +160,19 @@ json_t *cli_row_counts(const json_t *bundle);
 void cli_print_row_counts(const json_t *counts);
 /* The rest of the lifecycle. */
 extern const cli_cmd cmd_recover, cmd_forget_workspace, cmd_abandon, cmd_drop, cmd_upgrade;
+/* SQL over the dataset at a revision (cmd_query.c). */
+extern const cli_cmd cmd_query;
+/* `open KEY --for ENGINE`: the snippet reading KEY at its state (cmd_query.c). */
+/* Whether engine is one `--for` knows (duckdb, spark, trino, polars). */
+bool cli_engine_known(const char *engine);
+int cli_open_for(const char *key, const char *rev, const char *engine, bool json);
+/* Bookmarks and their expiry (cmd_bookmarks.c). */
+extern const cli_cmd cmd_bookmarks;
+/* The expiry cmd's --ttl / --expires (/ --no-expiry) give: *set when one
+ * does, *expires in UTC seconds, *clear for --no-expiry.  A bad duration
+ * or time is a usage error naming the accepted forms (its exit status is
+ * returned; EXIT_OK otherwise). */
+int cli_expiry_args(const cli_cmd *cmd, const cli_args *a, bool *set, long long *expires, bool *clear);
 /* tether-vcs's _print_gc_report (cmd_gc.c). */
 void cli_print_gc_report(const json_t *report);
 

@@ -65,7 +65,7 @@ static int pick(tt_repo *repo, const char *kind, json_t *loc)
 	if (tt_repo_log(repo, NULL, kind, loc, NULL, 20, &entries, &err) < 0)
 		return cli_fail(&err);
 	if (!json_array_size(entries)) {
-		fprintf(stderr, "error: [%s] no history to choose from\n", kind);
+		fprintf(stderr, "error: no history to choose from\n");
 		json_decref(entries);
 		return EXIT_ERROR;
 	}
@@ -75,10 +75,10 @@ static int pick(tt_repo *repo, const char *kind, json_t *loc)
 	ssize_t got = getline(&line, &cap, stdin);
 	if (got < 0) {
 		printf("\n");
-		fprintf(stderr, "error: [%s] --pick asks on stdin which entry to start at, and stdin ended "
+		fprintf(stderr, "error: --pick asks on stdin which entry to start at, and stdin ended "
 				"without an answer\n"
 				"hint: run it where you can answer, or give the state with `--at ID` (any id "
-				"listed above)\n", kind);
+				"listed above)\n");
 		rc = EXIT_ERROR;
 		goto done;
 	}
@@ -91,9 +91,10 @@ static int pick(tt_repo *repo, const char *kind, json_t *loc)
 	const json_t *e = chosen_entry(entries, *answer ? answer : "1");
 	if (!e) {
 		char *r = tt_repr_str(answer);
-		fprintf(stderr, "error: [%s] no entry matches %s\n"
+		/* tether-vcs's words: the answer is the user's, not the backend's */
+		fprintf(stderr, "error: no entry matches %s\n"
 				"hint: answer with a number from the list or an id; `--at ID` skips the "
-				"question\n", kind, r ? r : answer);
+				"question\n", r ? r : answer);
 		free(r);
 		rc = EXIT_ERROR;
 		goto done;
@@ -142,7 +143,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	}
 	loc = json_object();
 	if (locator)
-		json_object_set_new(loc, "uri", json_string(locator));
+		json_object_set_new(loc, json_string_value(json_object_get(kind, "locator_key")), json_string(locator));
 	for (size_t i = 0; i < sizeof field_opts / sizeof field_opts[0]; i++) {
 		int idx = cli_opt_index(cmd, field_opts[i]);
 		if (!a->seen[idx])
@@ -266,9 +267,10 @@ const cli_cmd cmd_add = {
 	.summary = "Register an object in the working copy.",
 	.description = "Writes the object's manifest, .tether/objects/KEY.toml, and contacts nothing: the\n"
 	"first commit records (and pins) its state.  The positional LOCATOR becomes the\n"
-	"locator's `uri`; named options set other fields.  For a kind whose locator is a path\n"
-	"(file, git, icechunk, lance, delta) a lone positional is the LOCATOR and the key is\n"
-	"its last segment less the store suffix.  Relative local paths and a leading ~ are\n"
+	"locator's `uri` (a dolt object's `url`: mysql://user@host:port/database); named\n"
+	"options set other fields.  For a kind whose locator is a path (file, git,\n"
+	"icechunk, lance, delta) a lone positional is the LOCATOR and the key is its last\n"
+	"segment less the store suffix.  Relative local paths and a leading ~ are\n"
 	"resolved against the current directory and stored absolute.  --pick lists history\n"
 	"first; --create makes the store (undo removes it again while it is still empty).\n"
 	"An iceberg table is named by --table (or --set identifier=ns.table); its catalog's\n"

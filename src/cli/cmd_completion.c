@@ -26,6 +26,19 @@ static const char *value_source(const cli_opt *o)
 	return NULL;
 }
 
+/* An option's fixed words, from a metavar such as "native|record" ("native
+ * record" into out); false when its values are free. */
+static bool choices_of(const cli_opt *o, char *out, size_t size)
+{
+	if (!o->metavar || !strchr(o->metavar, '|'))
+		return false;
+	snprintf(out, size, "%s", o->metavar);
+	for (char *p = out; *p; p++)
+		if (*p == '|')
+			*p = ' ';
+	return true;
+}
+
 /* Commands whose positional arguments are object keys / bookmarks. */
 static const char *pos_source(const cli_cmd *c)
 {
@@ -34,7 +47,7 @@ static const char *pos_source(const cli_cmd *c)
 	for (const char *const *p = by_key; *p; p++)
 		if (strcmp(*p, c->name) == 0)
 			return "keys";
-	if (strcmp(c->name, "new") == 0 || strcmp(c->name, "pull") == 0)
+	if (strcmp(c->name, "new") == 0 || strcmp(c->name, "pull") == 0 || strcmp(c->name, "bookmarks") == 0)
 		return "bookmarks";
 	if (strcmp(c->name, "completion") == 0)
 		return "shells";
@@ -90,12 +103,15 @@ static void bash(size_t n, const cli_cmd *const *cmds)
 			if (o->type == OPT_FLAG || !cli_opt_shown(cmds[i], o))
 				continue;
 			const char *src = value_source(o);
-			char pat[80];
+			char pat[80], words[96];
 			if (o->shortc)
 				snprintf(pat, sizeof pat, "--%s|-%c", o->name, o->shortc);
 			else
 				snprintf(pat, sizeof pat, "--%s", o->name);
-			printf(" %s) vals=%s;;", pat, src ? src : "files");
+			if (!src && choices_of(o, words, sizeof words))
+				printf(" %s) vals='=%s';;", pat, words); /* these words */
+			else
+				printf(" %s) vals=%s;;", pat, src ? src : "files");
 		}
 		printf(" esac;;\n");
 		tt_buf_release(&w);
@@ -110,6 +126,7 @@ static void bash(size_t n, const cli_cmd *const *cmds)
 	       "    keys|bookmarks) COMPREPLY=($(compgen -W \"$(tether __complete $vals ${cdir:+-C \"$cdir\"} 2>/dev/null)\" -- \"$cur\"));;\n"
 	       "    kinds) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"));;\n"
 	       "    shells) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"));;\n"
+	       "    =*) COMPREPLY=($(compgen -W \"${vals#=}\" -- \"$cur\"));;\n"
 	       "    *) COMPREPLY=($(compgen -f -- \"$cur\"));;\n"
 	       "  esac\n}\ncomplete -F _tether tether\n", kinds.ptr ? kinds.ptr : "");
 	tt_buf_release(&kinds);
@@ -174,13 +191,9 @@ static void zsh(size_t n, const cli_cmd *const *cmds)
 			const char *src = value_source(o);
 			char action[256] = "", kl[160];
 			snprintf(kl, sizeof kl, "(%s)", kinds.ptr ? kinds.ptr : "");
-			char choices[96] = "";
-			if (o->metavar && strchr(o->metavar, '|')) { /* "native|record": those words */
-				snprintf(choices, sizeof choices, "(%s)", o->metavar);
-				for (char *p = choices; *p; p++)
-					if (*p == '|')
-						*p = ' ';
-			}
+			char choices[96] = "", words[90];
+			if (choices_of(o, words, sizeof words)) /* "native|record": those words */
+				snprintf(choices, sizeof choices, "(%s)", words);
 			if (o->type != OPT_FLAG)
 				snprintf(action, sizeof action, ":%s:%s", o->metavar ? o->metavar : "value",
 					 src && strcmp(src, "kinds") == 0 ? kl
@@ -242,9 +255,12 @@ static void fish(size_t n, const cli_cmd *const *cmds)
 			printf("complete -c tether -n '__fish_seen_subcommand_from %s' -l %s", c->name, o->name);
 			if (o->shortc)
 				printf(" -s %c", o->shortc);
+			char words[96];
 			if (o->type != OPT_FLAG) {
 				if (src && strcmp(src, "kinds") == 0)
 					printf(" -x -a '%s'", kinds.ptr ? kinds.ptr : "");
+				else if (!src && choices_of(o, words, sizeof words))
+					printf(" -x -a '%s'", words);
 				else if (src)
 					printf(" -x -a '(tether __complete %s (__tether_cdir) 2>/dev/null)'", src);
 				else

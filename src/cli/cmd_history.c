@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/markdown.h"
 #include "util/buf.h"
 
 /* --- verify --- */
@@ -141,16 +142,32 @@ static int run_diff(const cli_cmd *cmd, cli_args *a)
 	json_t *out = NULL;
 	int ki = cli_opt_index(cmd, "key"), li = cli_opt_index(cmd, "limit");
 	long long limit = a->seen[li] ? a->ivalue[li] : 20;
-	int rc = cli_open_repo(&repo);
+	int markdown;
+	int rc = cli_output_format(cmd, a, &markdown);
 	if (rc)
 		return rc;
-	if (tt_repo_diff(repo, a->npos > 0 ? a->pos[0] : NULL, a->npos > 1 ? a->pos[1] : NULL,
-			 a->list[ki], a->nlist[ki], cli_flag(cmd, a, "content"), &out, &err) < 0) {
+	if ((rc = cli_open_repo(&repo)))
+		return rc;
+	tt_diff_opts o = { .version = TT_DIFF_OPTS_VERSION, .rev_a = a->npos > 0 ? a->pos[0] : NULL,
+			   .rev_b = a->npos > 1 ? a->pos[1] : NULL, .selectors = a->list[ki],
+			   .nselectors = a->nlist[ki], .content = cli_flag(cmd, a, "content"), .describe = markdown };
+	if (tt_repo_diff(repo, &o, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
 	if (cli_flag(cmd, a, "json")) {
 		rc = cli_print_json(out);
+		goto done;
+	}
+	if (markdown) {
+		tt_buf md = TT_BUF_INIT;
+		const char *from = o.rev_a ? o.rev_a : "the last commit";
+		const char *to = o.rev_b ? o.rev_b : "the working copy";
+		if (cli_markdown_diff(&md, out, from, to, a->seen[li] ? limit : -1, CLI_MARKDOWN_CAP) < 0)
+			rc = cli_error(NULL, "out of memory");
+		else
+			fputs(md.ptr, stdout);
+		tt_buf_release(&md);
 		goto done;
 	}
 	size_t i;
@@ -202,21 +219,26 @@ done:
 static const cli_opt diff_opts[] = {
 	{ "key", 0, OPT_LIST, "KEY", "Only this object (or prefix ending in '/'); repeatable." },
 	{ "content", 'c', OPT_FLAG, NULL, "Also describe what changed inside each object." },
-	{ "limit", 0, OPT_INT, "N", "Max entries shown per object (default 20)." },
+	{ "limit", 0, OPT_INT, "N", "Max entries shown per object (default 20; markdown: all)." },
 	{ "json", 0, OPT_FLAG, NULL, "Machine-readable output." },
+	{ "format", 0, OPT_VALUE, "text|markdown",
+	  "text (the default), or markdown: a summary to post as a pull request comment." },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 const cli_cmd cmd_diff = {
 	.name = "diff",
-	.synopsis = "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json]",
+	.synopsis = "[REV_A] [REV_B] [--key KEY]... [--content] [--limit N] [--json | --format text|markdown]",
 	.summary = "Show object-level manifest differences between two revisions.",
 	.description = "No revision: the last commit against the working copy, as `git diff` does -- the\n"
 	"objects that move at the states the last snapshot fingerprinted (what `status`\n"
 	"shows; `status --snapshot` refreshes them); one: that revision against the working\n"
 	"tree's manifests; two: A against B.  With --content, changed objects whose backend\n"
 	"supports it are diffed natively from metadata (entries capped at 2000 per object;\n"
-	"counts are exact).",
+	"counts are exact).  --format markdown prints a GitHub-flavoured summary for a pull\n"
+	"request comment: a row per changed object (kind, old -> new state, the content\n"
+	"diff's counts), each object's entries folded under <details>, cut to 65,536\n"
+	"characters with the cut said.",
 	.opts = diff_opts,
 	.min_pos = 0,
 	.max_pos = 2,

@@ -54,12 +54,13 @@ const cli_cmd cmd_undo = {
 	.name = "undo",
 	.synopsis = "[OP_ID] [--discard] [--json]",
 	.summary = "Reverse an operation where the stores still allow it.",
-	.description = "commit/pull: uncommit (manifests become working-tree changes; pins stay).  new/fork:\n"
-	"delete the branches it created and restore workspace.toml and the working copy;\n"
-	"branches it reset are reported with their old head.  add/remove/set: restore the\n"
-	"manifests.  gc and promote: what cannot be reversed is reported.  An older operation,\n"
-	"named by id, gets back only the workspace fields nothing changed again.  Exit 3 when\n"
-	"part of it could not be reversed.",
+	.description = "commit/pull: uncommit (manifests become working-tree changes; pins stay).\n"
+	"new/fork/restore: delete the branches it created and restore workspace.toml and the\n"
+	"working copy (and a bookmark -b made); branches it reset are reported with their old\n"
+	"head.  add/remove/set/import: restore the manifests.  gc: listings it deleted come back,\n"
+	"the pins, branches and stores it deleted are reported; promote: refused, naming the old\n"
+	"heads.  An older operation, named by id, gets back only the workspace fields nothing\n"
+	"changed again.  Exit 3 when part of it could not be reversed.",
 	.opts = opts,
 	.min_pos = 0,
 	.max_pos = 1,

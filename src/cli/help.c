@@ -43,15 +43,22 @@ static const struct {
 	{ "verify", "tether verify\ntether verify --deep --all-history" },
 	{ "diff", "tether diff\ntether diff HEAD~1 --content\ntether diff v1 v2 --key tables/ --json" },
 	{ "log", "tether log code -n5\ntether log ../stores/t.lance --kind lance" },
-	{ "new", "tether new -b experiment\ntether new experiment" },
-	{ "open", "tether open tables\ntether open code --read-only" },
+	{ "new", "tether new -b experiment\ntether new experiment\ntether new -b pr-42 --ttl 7d --eager" },
+	{ "open", "tether open tables\ntether open code --read-only\ntether open sales -r HEAD~1 --for polars" },
 	{ "pull", "tether pull\ntether pull --key code -m 'take upstream'" },
 	{ "restore", "tether restore tables --from HEAD~2\ntether restore code --from v1 --discard" },
 	{ "promote", "tether promote --dry-run\ntether promote\ntether promote tables -m 'land tables'" },
-	{ "gc", "tether gc --dry-run\ntether gc --prune-bookmarks" },
+	{ "gc", "tether gc --dry-run\ntether gc --prune-bookmarks\ntether gc --expired --no-dry-run" },
+	{ "bookmarks", "tether bookmarks\ntether bookmarks pr-42 --ttl 7d\ntether bookmarks pr-42 --no-expiry\n"
+		       "tether bookmarks --json" },
 	{ "ops", "tether ops -n5" },
 	{ "undo", "tether undo\ntether undo OP_ID" },
 	{ "repair", "tether repair --dry-run\ntether repair" },
+	{ "query", "tether query -r HEAD~1 'SELECT count(*) FROM sales'\n"
+		   "tether query 'SELECT * FROM \"raw/files\" JOIN lake.t USING (id)' --csv\n"
+		   "tether query -f report.sql --json\n"
+		   "tether query --schema\n"
+		   "tether query -r v1.0 --for spark > read_v1.py" },
 };
 
 int cli_term_width(void)

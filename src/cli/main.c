@@ -19,8 +19,8 @@ static const cli_cmd *const commands[] = {
 	&cmd_new, &cmd_open, &cmd_pull, &cmd_restore, &cmd_promote, &cmd_gc,
 	&cmd_ops, &cmd_undo, &cmd_repair,
 	&cmd_export, &cmd_publish, &cmd_import,
-	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop,
-	&cmd_upgrade,
+	&cmd_recover, &cmd_forget_workspace, &cmd_abandon, &cmd_drop, &cmd_bookmarks,
+	&cmd_upgrade, &cmd_query,
 	&cmd_completion,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -176,8 +176,18 @@ static int parse_args(const cli_cmd *cmd, int argc, char **argv, cli_args *a)
 	return 0;
 }
 
+/* TETHER_TRACE=1: the library's trace lines on stderr. */
+static void print_trace(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "tether: trace: %s\n", line);
+}
+
 int main(int argc, char **argv)
 {
+	const char *trace = getenv("TETHER_TRACE");
+	if (trace && *trace && strcmp(trace, "0") != 0)
+		tt_set_trace(print_trace, NULL);
 	int first = 1, g = cli_global_options(argc, argv, &first, print_main_help);
 	if (g >= 0)
 		return g;

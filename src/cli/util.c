@@ -46,6 +46,17 @@ int cli_fail(tt_error *err)
 	return status;
 }
 
+int cli_output_format(const cli_cmd *cmd, const cli_args *a, int *markdown)
+{
+	const char *fmt = cli_value(cmd, a, "format");
+	*markdown = fmt && strcmp(fmt, "markdown") == 0;
+	if (fmt && !*markdown && strcmp(fmt, "text") != 0)
+		return cli_usage_error(cmd, "--format is text or markdown, not '%s'", fmt);
+	if (fmt && cli_flag(cmd, a, "json"))
+		return cli_usage_error(cmd, "--json and --format contradict each other");
+	return EXIT_OK;
+}
+
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;

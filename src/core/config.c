@@ -86,32 +86,32 @@ static const char *const UNSAFE_TAIL =
 
 /* [backends.<kind>]: only the kind's allowlisted keys, and inside an option
  * table only its allowlisted options. */
-static int check_backend_table(const toml_value *tbl, const char *kind, const char *file,
-			       tt_error *err)
+static int check_backend_table(const tt_toml_value *tbl, const char *kind, const tt_kind *kinds,
+			       size_t nkinds, const char *file, tt_error *err)
 {
-	const tt_kind *k = tt_kind_find(kind);
+	const tt_kind *k = tt_kind_in(kinds, nkinds, kind);
 	if (!k) {
 		if (strcmp(kind, "lakefs") == 0)
 			return 0; /* retired kind: its old settings are inert */
 		return tt_toml_refuse(err, file, tbl,
 				      "[backends.%s] configures an unknown backend kind", kind);
 	}
-	for (size_t i = 0; i < toml_table_len(tbl); i++) {
-		const char *key = toml_table_key(tbl, i);
-		const toml_value *v = toml_table_at(tbl, i);
+	for (size_t i = 0; i < tt_toml_table_len(tbl); i++) {
+		const char *key = tt_toml_table_key(tbl, i);
+		const tt_toml_value *v = tt_toml_table_at(tbl, i);
 		if (!listed(k->safe_config_keys, key)) {
 			tt_toml_refuse(err, file, v, "tether.toml [backends.%s] sets %s; %s", kind, key,
 				       UNSAFE_TAIL);
 			return tt_error_hint(err, "put it in .tether/secrets.toml (untracked) under "
 						  "[backends.%s], or in the environment", kind);
 		}
-		if (toml_type_of(v) != TOML_TABLE)
+		if (tt_toml_type_of(v) != TT_TOML_TABLE)
 			continue;
-		for (size_t j = 0; j < toml_table_len(v); j++) {
-			const char *opt = toml_table_key(v, j);
+		for (size_t j = 0; j < tt_toml_table_len(v); j++) {
+			const char *opt = tt_toml_table_key(v, j);
 			if (listed(k->safe_option_keys, opt))
 				continue;
-			tt_toml_refuse(err, file, toml_table_at(v, j),
+			tt_toml_refuse(err, file, tt_toml_table_at(v, j),
 				       "tether.toml [backends.%s] sets %s.%s; %s", kind, key, opt,
 				       UNSAFE_TAIL);
 			return tt_error_hint(err, "put it in .tether/secrets.toml (untracked) under "
@@ -129,17 +129,18 @@ void tt_config_accept_outdated(bool yes)
 	accept_outdated = yes;
 }
 
-int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file, tt_error *err)
+int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file, const tt_kind *kinds,
+		    size_t nkinds, tt_error *err)
 {
-	toml_value *doc = NULL;
-	const toml_value *tether = NULL, *dataset = NULL, *snapshot = NULL, *verify = NULL,
+	tt_toml_value *doc = NULL;
+	const tt_toml_value *tether = NULL, *dataset = NULL, *snapshot = NULL, *verify = NULL,
 			 *newt = NULL, *defs = NULL, *vcs = NULL, *backends = NULL, *import = NULL;
 	int64_t version = 1;
 	const char *id = NULL, *fork = NULL, *s;
 	int rc;
 
 	defaults(c);
-	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
+	if ((rc = tt_toml_parse(&doc, text, len, file, err)) < 0)
 		return rc;
 	if ((rc = tt_toml_get_table(doc, "tether", &tether, file, "", err)) < 0 ||
 	    (rc = tt_toml_get_table(doc, "dataset", &dataset, file, "", err)) < 0 ||
@@ -155,7 +156,7 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 	if ((rc = tt_toml_get_int(tether, "version", &version, file, "[tether]", err)) < 0)
 		goto done;
 	if (version > TT_CONFIG_VERSION) {
-		rc = tt_toml_refuse(err, file, toml_table_get(tether, "version"),
+		rc = tt_toml_refuse(err, file, tt_toml_table_get(tether, "version"),
 				    "tether.toml is version %lld, newer than this tether understands (%d)",
 				    (long long)version, TT_CONFIG_VERSION);
 		tt_error_hint(err, "upgrade tether to a release that reads format %lld", (long long)version);
@@ -179,7 +180,7 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 	} else if (!id || !tt_is_dataset_id(id)) {
 		char fresh[9] = "0a1b2c3d";
 		tt_new_dataset_id(fresh, NULL);
-		rc = tt_toml_refuse(err, file, id ? toml_table_get(dataset, "id") : dataset,
+		rc = tt_toml_refuse(err, file, id ? tt_toml_table_get(dataset, "id") : dataset,
 				    "tether.toml has no valid [dataset] id (8 lowercase hex characters); "
 				    "it namespaces this dataset's pins and working branches in every store");
 		tt_error_hint(err, "add\n  [dataset]\n  id = \"%s\"\n(pins and branches made before it was "
@@ -195,7 +196,7 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 		goto done;
 	if (fork) {
 		if (strcmp(fork, "lazy") != 0 && strcmp(fork, "eager") != 0) {
-			rc = tt_toml_refuse(err, file, toml_table_get(newt, "fork"),
+			rc = tt_toml_refuse(err, file, tt_toml_table_get(newt, "fork"),
 					    "invalid [new] fork: '%s' (lazy or eager)", fork);
 			goto done;
 		}
@@ -207,8 +208,8 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 		if ((rc = tt_toml_get_str(defs, fields[i], &s, file, "[defaults]", err)) < 0)
 			goto done;
 		if (s && (rc = tt_policy_set(&c->defaults, fields[i], s, err)) < 0) {
-			tt_error_prefix(err, "%s:%d:%d", file, toml_line(toml_table_get(defs, fields[i])),
-					toml_col(toml_table_get(defs, fields[i])));
+			tt_error_prefix(err, "%s:%d:%d", file, tt_toml_line(tt_toml_table_get(defs, fields[i])),
+					tt_toml_col(tt_toml_table_get(defs, fields[i])));
 			goto done;
 		}
 	}
@@ -216,7 +217,7 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 	/* What a clone may not decide. */
 	static const char *const exec_keys[] = { "git_path", "jj_path" };
 	for (size_t i = 0; i < 2; i++) {
-		const toml_value *v = vcs ? toml_table_get(vcs, exec_keys[i]) : NULL;
+		const tt_toml_value *v = vcs ? tt_toml_table_get(vcs, exec_keys[i]) : NULL;
 		if (!v)
 			continue;
 		rc = tt_toml_refuse(err, file, v, "tether.toml [vcs] sets %s; a committed file arrives "
@@ -225,43 +226,43 @@ int tt_config_parse(tt_config *c, const char *text, size_t len, const char *file
 				   "TETHER_GIT / TETHER_JJ");
 		goto done;
 	}
-	for (size_t i = 0; vcs && i < toml_table_len(vcs); i++) {
-		const char *k = toml_table_key(vcs, i);
+	for (size_t i = 0; vcs && i < tt_toml_table_len(vcs); i++) {
+		const char *k = tt_toml_table_key(vcs, i);
 		if ((strcmp(k, "trunk") == 0 || strcmp(k, "prefer") == 0) &&
-		    toml_type_of(toml_table_at(vcs, i)) != TOML_STRING) {
-			rc = tt_toml_refuse(err, file, toml_table_at(vcs, i), "[vcs] %s must be a string", k);
+		    tt_toml_type_of(tt_toml_table_at(vcs, i)) != TT_TOML_STRING) {
+			rc = tt_toml_refuse(err, file, tt_toml_table_at(vcs, i), "[vcs] %s must be a string", k);
 			goto done;
 		}
 	}
-	if (import && toml_table_get(import, "query")) {
-		rc = tt_toml_refuse(err, file, toml_table_get(import, "query"),
+	if (import && tt_toml_table_get(import, "query")) {
+		rc = tt_toml_refuse(err, file, tt_toml_table_get(import, "query"),
 				    "tether.toml [import] sets query; a committed file arrives with every "
 				    "clone and must not choose SQL");
 		tt_error_hint(err, "put it in .tether/secrets.toml (untracked) under [import]");
 		goto done;
 	}
-	for (size_t i = 0; backends && i < toml_table_len(backends); i++) {
-		const toml_value *t = toml_table_at(backends, i);
-		if (toml_type_of(t) != TOML_TABLE) {
-			rc = tt_toml_refuse(err, file, t, "[backends] %s must be a table", toml_table_key(backends, i));
+	for (size_t i = 0; backends && i < tt_toml_table_len(backends); i++) {
+		const tt_toml_value *t = tt_toml_table_at(backends, i);
+		if (tt_toml_type_of(t) != TT_TOML_TABLE) {
+			rc = tt_toml_refuse(err, file, t, "[backends] %s must be a table", tt_toml_table_key(backends, i));
 			goto done;
 		}
-		if ((rc = check_backend_table(t, toml_table_key(backends, i), file, err)) < 0)
+		if ((rc = check_backend_table(t, tt_toml_table_key(backends, i), kinds, nkinds, file, err)) < 0)
 			goto done;
 	}
 
-	c->vcs = vcs ? toml_to_json(vcs, file, err) : json_object();
-	c->backends = backends ? toml_to_json(backends, file, err) : json_object();
+	c->vcs = vcs ? tt_toml_to_json(vcs, file, err) : json_object();
+	c->backends = backends ? tt_toml_to_json(backends, file, err) : json_object();
 	if (!c->vcs || !c->backends)
 		rc = err && err->code ? err->code : tt_error_oom(err);
 done:
-	toml_free(doc);
+	tt_toml_free(doc);
 	if (rc < 0)
 		tt_config_release(c);
 	return rc;
 }
 
-int tt_config_load(tt_config *c, const char *root, tt_error *err)
+int tt_config_load(tt_config *c, const char *root, const tt_kind *kinds, size_t nkinds, tt_error *err)
 {
 	char *path = tt_config_path(root);
 	tt_buf text = TT_BUF_INIT;
@@ -270,7 +271,7 @@ int tt_config_load(tt_config *c, const char *root, tt_error *err)
 		return tt_error_oom(err);
 	rc = tt_read_file(path, &text, 4 << 20, err);
 	if (rc == 0)
-		rc = tt_config_parse(c, text.ptr, text.len, TT_CONFIG_FILENAME, err);
+		rc = tt_config_parse(c, text.ptr, text.len, TT_CONFIG_FILENAME, kinds, nkinds, err);
 	free(path);
 	tt_buf_release(&text);
 	return rc;
@@ -279,7 +280,7 @@ int tt_config_load(tt_config *c, const char *root, tt_error *err)
 int tt_config_render(tt_buf *out, const tt_config *c, tt_error *err)
 {
 	json_t *doc = json_pack("{s:{s:i}}", "tether", "version", c->version);
-	toml_value *t = NULL;
+	tt_toml_value *t = NULL;
 	int rc = -1;
 	if (!doc)
 		return tt_error_oom(err);
@@ -294,11 +295,11 @@ int tt_config_render(tt_buf *out, const tt_config *c, tt_error *err)
 		json_object_set(doc, "vcs", c->vcs);
 	if (c->backends && json_object_size(c->backends))
 		json_object_set(doc, "backends", c->backends);
-	if (!(t = toml_from_json(doc, err)))
+	if (!(t = tt_toml_from_json(doc, err)))
 		goto done;
-	rc = toml_write(out, t, err);
+	rc = tt_toml_write(out, t, err);
 done:
-	toml_free(t);
+	tt_toml_free(t);
 	json_decref(doc);
 	return rc;
 }

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "core/kinds.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -47,10 +48,14 @@ int tt_config_new(tt_config *c, const char *dataset_id, tt_error *err);
  * Parse and check tether.toml text.  Refuses: a malformed file (file:line:col),
  * a version newer than this tether understands or older than 5 (with what
  * to do), a missing or malformed [dataset] id, ill-typed settings, and every
- * key a committed file may not set.
+ * key a committed file may not set.  kinds (nkinds of them) are the kinds
+ * [backends.<kind>] may name, with what each lets it set (the caller
+ * passes the one table, backends/registry.h's tt_kinds).
  */
-int tt_config_parse(tt_config *c, const char *text, size_t len, const char *filename, tt_error *err);
-int tt_config_load(tt_config *c, const char *root, tt_error *err);
+int tt_config_parse(tt_config *c, const char *text, size_t len, const char *filename,
+		    const tt_kind *kinds, size_t nkinds, tt_error *err);
+int tt_config_load(tt_config *c, const char *root, const tt_kind *kinds, size_t nkinds,
+		   tt_error *err);
 /* Let this thread's parses accept a [tether] version older than this
  * tether's (for `upgrade` only; c->version then tells). */
 void tt_config_accept_outdated(bool yes);

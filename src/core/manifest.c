@@ -71,7 +71,7 @@ int tt_manifest_copy(tt_manifest *dst, const tt_manifest *src, tt_error *err)
 
 /* A required-or-optional string field of the manifest, refused when of
  * another type (tether-vcs would str() it; we keep files honest). */
-static int req_str(const toml_value *doc, const char *key, char **out, bool required,
+static int req_str(const tt_toml_value *doc, const char *key, char **out, bool required,
 		   const char *file, tt_error *err)
 {
 	const char *s = NULL;
@@ -89,15 +89,15 @@ static int req_str(const toml_value *doc, const char *key, char **out, bool requ
 
 int tt_manifest_parse(tt_manifest *m, const char *text, size_t len, const char *file, tt_error *err)
 {
-	toml_value *doc = NULL;
-	const toml_value *loc = NULL, *pol = NULL, *state = NULL, *pin = NULL;
+	tt_toml_value *doc = NULL;
+	const tt_toml_value *loc = NULL, *pol = NULL, *state = NULL, *pin = NULL;
 	const char *origin = NULL;
 	int rc;
 
 	memset(m, 0, sizeof *m);
 	m->recoverable = true;
 	m->policy = TT_POLICY_DEFAULT;
-	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
+	if ((rc = tt_toml_parse(&doc, text, len, file, err)) < 0)
 		return rc;
 	if ((rc = req_str(doc, "key", &m->key, true, file, err)) < 0 ||
 	    (rc = req_str(doc, "kind", &m->kind, true, file, err)) < 0 ||
@@ -111,8 +111,8 @@ int tt_manifest_parse(tt_manifest *m, const char *text, size_t len, const char *
 		goto done;
 	m->created = origin && strcmp(origin, "created") == 0;
 	if ((rc = tt_validate_key(m->key, err)) < 0) {
-		tt_error_prefix(err, "%s:%d:%d", file, toml_line(toml_table_get(doc, "key")),
-				toml_col(toml_table_get(doc, "key")));
+		tt_error_prefix(err, "%s:%d:%d", file, tt_toml_line(tt_toml_table_get(doc, "key")),
+				tt_toml_col(tt_toml_table_get(doc, "key")));
 		goto done;
 	}
 	static const char *const fields[] = { "file", "pin" };
@@ -121,17 +121,17 @@ int tt_manifest_parse(tt_manifest *m, const char *text, size_t len, const char *
 		if ((rc = tt_toml_get_str(pol, fields[i], &s, file, "[policy]", err)) < 0)
 			goto done;
 		if (s && (rc = tt_policy_set(&m->policy, fields[i], s, err)) < 0) {
-			const toml_value *v = toml_table_get(pol, fields[i]);
-			tt_error_prefix(err, "%s:%d:%d", file, toml_line(v), toml_col(v));
+			const tt_toml_value *v = tt_toml_table_get(pol, fields[i]);
+			tt_error_prefix(err, "%s:%d:%d", file, tt_toml_line(v), tt_toml_col(v));
 			goto done;
 		}
 	}
-	m->locator = loc ? toml_to_json(loc, file, err) : json_object();
+	m->locator = loc ? tt_toml_to_json(loc, file, err) : json_object();
 	if (!m->locator) {
 		rc = err && err->code ? err->code : tt_error_oom(err);
 		goto done;
 	}
-	if (state && !(m->state = toml_to_json(state, file, err))) {
+	if (state && !(m->state = tt_toml_to_json(state, file, err))) {
 		rc = err && err->code ? err->code : tt_error_oom(err);
 		goto done;
 	}
@@ -152,7 +152,7 @@ int tt_manifest_parse(tt_manifest *m, const char *text, size_t len, const char *
 		}
 	}
 done:
-	toml_free(doc);
+	tt_toml_free(doc);
 	if (rc < 0)
 		tt_manifest_release(m);
 	return rc;
@@ -161,7 +161,7 @@ done:
 int tt_manifest_render(tt_buf *out, const tt_manifest *m, tt_error *err)
 {
 	json_t *doc = json_object();
-	toml_value *t = NULL;
+	tt_toml_value *t = NULL;
 	int rc = -1;
 	if (!doc)
 		return tt_error_oom(err);
@@ -179,11 +179,11 @@ int tt_manifest_render(tt_buf *out, const tt_manifest *m, tt_error *err)
 		json_object_set(doc, "state", m->state);
 	if (m->pin_id)
 		json_object_set_new(doc, "pin", json_pack("{s:s,s:s}", "id", m->pin_id, "ref", m->pin_ref));
-	if (!(t = toml_from_json(doc, err)))
+	if (!(t = tt_toml_from_json(doc, err)))
 		goto done;
-	rc = toml_write(out, t, err);
+	rc = tt_toml_write(out, t, err);
 done:
-	toml_free(t);
+	tt_toml_free(t);
 	json_decref(doc);
 	return rc;
 }

@@ -1177,6 +1177,16 @@ static void summary_into(tt_buf *out, const tt_op_entry *e)
 	} else if (!strcmp(c, "repair")) {
 		tt_buf_printf(out, "repinned %zu, reforked %zu", len_or_zero(get(r, "repinned")),
 			      len_or_zero(get(r, "reforked")));
+	} else if (!strcmp(c, "bookmarks")) {
+		json_t *x = get(r, "expires");
+		tt_buf_puts(out, "bookmark ");
+		put_str(out, get(r, "bookmark"));
+		if (json_is_string(x)) {
+			tt_buf_puts(out, " expires at ");
+			put_str(out, x);
+		} else {
+			tt_buf_puts(out, " no longer expires");
+		}
 	} else if (!strcmp(c, "forget-workspace")) {
 		tt_buf_puts(out, "forgot workspace ");
 		put_str(out, get(r, "workspace"));

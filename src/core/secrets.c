@@ -21,9 +21,9 @@ void tt_secrets_release(tt_secrets *s)
 }
 
 /* The shapes the file may have; values are not inspected beyond types. */
-static int check_shape(const toml_value *doc, const char *file, tt_error *err)
+static int check_shape(const tt_toml_value *doc, const char *file, tt_error *err)
 {
-	const toml_value *vcs = NULL, *imp = NULL, *t = NULL;
+	const tt_toml_value *vcs = NULL, *imp = NULL, *t = NULL;
 	const char *s = NULL;
 	int rc;
 	if ((rc = tt_toml_get_table(doc, "vcs", &vcs, file, "secrets", err)) < 0 ||
@@ -36,9 +36,9 @@ static int check_shape(const toml_value *doc, const char *file, tt_error *err)
 	for (size_t i = 0; i < 3; i++) {
 		if ((rc = tt_toml_get_table(doc, maps[i], &t, file, "secrets", err)) < 0)
 			return rc;
-		for (size_t j = 0; t && j < toml_table_len(t); j++) {
-			if (toml_type_of(toml_table_at(t, j)) != TOML_TABLE)
-				return tt_toml_refuse(err, file, toml_table_at(t, j),
+		for (size_t j = 0; t && j < tt_toml_table_len(t); j++) {
+			if (tt_toml_type_of(tt_toml_table_at(t, j)) != TT_TOML_TABLE)
+				return tt_toml_refuse(err, file, tt_toml_table_at(t, j),
 						      "[%s] entries must be tables", maps[i]);
 		}
 	}
@@ -47,18 +47,18 @@ static int check_shape(const toml_value *doc, const char *file, tt_error *err)
 
 int tt_secrets_parse(tt_secrets *s, const char *text, size_t len, const char *file, tt_error *err)
 {
-	toml_value *doc = NULL;
+	tt_toml_value *doc = NULL;
 	int rc;
 	memset(s, 0, sizeof *s);
-	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
+	if ((rc = tt_toml_parse(&doc, text, len, file, err)) < 0)
 		return rc;
 	if ((rc = check_shape(doc, file, err)) == 0) {
-		s->doc = toml_to_json(doc, file, err);
+		s->doc = tt_toml_to_json(doc, file, err);
 		if (!s->doc)
 			rc = err->code ? err->code : tt_error_oom(err);
 		s->present = true;
 	}
-	toml_free(doc);
+	tt_toml_free(doc);
 	return rc;
 }
 

@@ -63,11 +63,11 @@ int tt_workspace_set_bookmark(tt_workspace *w, const char *bookmark, tt_error *e
 
 int tt_workspace_parse(tt_workspace *w, const char *text, size_t len, const char *file, tt_error *err)
 {
-	toml_value *doc = NULL;
+	tt_toml_value *doc = NULL;
 	const char *s;
 	int rc;
 	memset(w, 0, sizeof *w);
-	if ((rc = toml_parse(&doc, text, len, file, err)) < 0)
+	if ((rc = tt_toml_parse(&doc, text, len, file, err)) < 0)
 		return rc;
 	const struct {
 		const char *key;
@@ -90,10 +90,10 @@ int tt_workspace_parse(tt_workspace *w, const char *text, size_t len, const char
 	}
 #define LOAD(f)                                                                          \
 	{                                                                                \
-		const toml_value *t = NULL;                                              \
+		const tt_toml_value *t = NULL;                                              \
 		if ((rc = tt_toml_get_table(doc, #f, &t, file, "workspace", err)) < 0)   \
 			goto done;                                                       \
-		if (t && !(w->f = toml_to_json(t, file, err))) {                         \
+		if (t && !(w->f = tt_toml_to_json(t, file, err))) {                         \
 			rc = err->code ? err->code : tt_error_oom(err);                  \
 			goto done;                                                       \
 		}                                                                        \
@@ -109,7 +109,7 @@ int tt_workspace_parse(tt_workspace *w, const char *text, size_t len, const char
 	if (!w->workspace_id || init_tables(w) < 0)
 		rc = tt_error_oom(err);
 done:
-	toml_free(doc);
+	tt_toml_free(doc);
 	if (rc < 0)
 		tt_workspace_release(w);
 	return rc;
@@ -118,7 +118,7 @@ done:
 int tt_workspace_render(tt_buf *out, const tt_workspace *w, tt_error *err)
 {
 	json_t *doc = json_object();
-	toml_value *t = NULL;
+	tt_toml_value *t = NULL;
 	int rc = -1;
 	if (!doc)
 		return tt_error_oom(err);
@@ -130,11 +130,11 @@ int tt_workspace_render(tt_buf *out, const tt_workspace *w, tt_error *err)
 #define PUT(f) if (w->f && json_object_size(w->f)) json_object_set(doc, #f, w->f);
 	TABLES(PUT)
 #undef PUT
-	if (!(t = toml_from_json(doc, err)))
+	if (!(t = tt_toml_from_json(doc, err)))
 		goto done;
-	rc = toml_write(out, t, err);
+	rc = tt_toml_write(out, t, err);
 done:
-	toml_free(t);
+	tt_toml_free(t);
 	json_decref(doc);
 	return rc;
 }

@@ -299,6 +299,35 @@ static int workspace_text(tt_repo *repo, json_t **out, tt_error *err)
 
 /* --- plan ------------------------------------------------------------------ */
 
+static int cmp_key_path(const void *x, const void *y)
+{
+	return tt_key_path_order(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Every object's key in tether-vcs's object order (its manifests' paths,
+ * part by part: "foo.bar" before "foo"), the order a whole commit plans in. */
+static int objects_in_path_order(tt_repo *repo, json_t **out, tt_error *err)
+{
+	size_t n = repo->objects.n;
+	const char **keys = tt_calloc(n ? n : 1, sizeof *keys);
+	*out = json_array();
+	if (!keys || !*out) {
+		free(keys);
+		json_decref(*out);
+		*out = NULL;
+		return tt_error_oom(err);
+	}
+	for (size_t i = 0; i < n; i++)
+		keys[i] = repo->objects.items[i].key;
+	qsort(keys, n, sizeof *keys, cmp_key_path);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (json_array_append_new(*out, json_string(keys[i])) < 0)
+			rc = tt_error_oom(err);
+	free(keys);
+	return rc;
+}
+
 int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys, bool strict,
 			  bool force, bool do_snapshot, const json_t *fetched, tt_plan **out, tt_error *err)
 {
@@ -324,7 +353,7 @@ int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys
 	}
 	if (keys)
 		chosen = json_incref((json_t *)keys);
-	else if ((rc = tt_engine_select(repo, NULL, 0, &chosen, err)) < 0)
+	else if ((rc = objects_in_path_order(repo, &chosen, err)) < 0)
 		goto done;
 	/* Positions: an object with no working branch commits at its previous
 	 * pin, whatever a cached fan-out says about its upstream. */
@@ -625,29 +654,11 @@ static void mark_base_states(tt_repo *repo, const outcome *outs, size_t n)
 	}
 }
 
-/* tether-vcs's object order: its manifests' paths ("<key>.toml") compared
- * segment by segment, so "a/x" comes before "a.y". */
-static int path_order(const char *a, const char *b)
-{
-	for (;;) {
-		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
-		bool lasta = !a[la], lastb = !b[lb];
-		char sa[1024], sb[1024];
-		snprintf(sa, sizeof sa, "%.*s%s", (int)la, a, lasta ? ".toml" : "");
-		snprintf(sb, sizeof sb, "%.*s%s", (int)lb, b, lastb ? ".toml" : "");
-		int c = strcmp(sa, sb);
-		if (c || (lasta && lastb))
-			return c ? c : 0;
-		if (lasta || lastb)
-			return lasta ? -1 : 1;
-		a += la + 1;
-		b += lb + 1;
-	}
-}
-
+/* tether-vcs's object order: its manifests' paths compared segment by
+ * segment (tt_key_path_order), so "a/x" comes before "a.y". */
 static int outcome_order(const void *x, const void *y)
 {
-	return path_order(((const outcome *)x)->key, ((const outcome *)y)->key);
+	return tt_key_path_order(((const outcome *)x)->key, ((const outcome *)y)->key);
 }
 
 static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_commit)

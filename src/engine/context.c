@@ -106,17 +106,24 @@ static int engine_backend_locked(tt_repo *repo, const char *kind, tt_backend **o
 	/* The cache is written where it is: never through a link. */
 	if ((rc = tt_refuse_links(repo->root, TT_DIR "/" TT_CACHE_DIR, err)) < 0)
 		goto done;
+	/* Settings of this checkout alone (the file watcher: `[file]
+	 * fsmonitor`) come from its secrets.toml, never a committed key. */
+	for (const char *const *x = k->checkout_keys; x && *x; x++) {
+		json_t *t = json_object_get(repo->secrets.doc, k->name);
+		json_t *v = json_is_object(t) ? json_object_get(t, *x) : NULL;
+		json_object_del(config, *x);
+		if (v && json_object_set(config, *x, v) < 0) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+	}
 	/* The git object backend runs the same git the dataset does: secrets
 	 * [vcs] git_path/jj_path apply unless [backends.git] names its own. */
-	if (strcmp(kind, "git") == 0) {
-		static const char *const exes[] = { "git_path", "jj_path" };
-		for (size_t i = 0; i < sizeof exes / sizeof *exes; i++) {
-			const char *v = tt_secrets_vcs(&repo->secrets, exes[i]);
-			if (v && !json_object_get(config, exes[i]) &&
-			    json_object_set_new(config, exes[i], json_string(v)) < 0) {
-				rc = tt_error_oom(err);
-				goto done;
-			}
+	for (const char *const *x = k->vcs_config_keys; x && *x; x++) {
+		const char *v = tt_secrets_vcs(&repo->secrets, *x);
+		if (v && !json_object_get(config, *x) && json_object_set_new(config, *x, json_string(v)) < 0) {
+			rc = tt_error_oom(err);
+			goto done;
 		}
 	}
 	if ((rc = tt_backend_new(out, k, config, cache, repo->vcs->root, err)) < 0)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "engine/repo.h"
 
 /* Rebuild the built backends' secret rules from repo->objects, after the
@@ -88,6 +89,9 @@ int tt_engine_require_whole_scopes(tt_repo *repo, const json_t *selected, const 
  */
 int tt_engine_snapshot(tt_repo *repo, const json_t *keys, bool upstream, json_t **states,
 		       json_t **failures, tt_error *err);
+/* TT_EIMMUTABLE for m, an immutable Observed object whose state changed:
+ * tether-vcs's words, and the way to record the new state as the hint. */
+int tt_engine_immutable_changed(const tt_manifest *m, tt_error *err);
 
 /* The manifests committed at rev (sorted); *resolved (may be NULL) the commit. */
 int tt_engine_objects_at(tt_repo *repo, const char *rev, tt_manifest_set *set, char **resolved,
@@ -124,6 +128,7 @@ int tt_engine_apply_promote(tt_repo *repo, const struct tt_plan *plan, bool veri
 			    tt_error *err);
 
 struct tt_oplog;
+struct tt_op_entry;
 /* Dataset commits the journal records that the VCS no longer has:
  * [{op, commit, referenced: {key: bool}, message}] (engine/ops.c). */
 int tt_engine_vcs_drift(tt_repo *repo, const struct tt_oplog *log, json_t **out, tt_error *err);
@@ -164,6 +169,12 @@ int tt_engine_close_interrupted(tt_repo *repo, json_t *found, const char *by, co
 int tt_engine_close_reruns(tt_repo *repo, const char *command, const json_t *context,
 			   const char *const *fields, const char *self, const char *why, tt_error *err);
 
+/* What a drop the journal entry e records as never finished got done, and
+ * which command finishes it: "<id> (drop <bookmark>), which was
+ * interrupted <how far>: <command>. A drop is finished, not undone -- ...",
+ * as `undo` refuses it and `repair` notes it.  Caller frees; NULL on OOM. */
+char *tt_engine_interrupted_drop(tt_repo *repo, const struct tt_op_entry *e);
+
 /* The dataset root relative to the VCS root ("" when they are one). */
 const char *tt_engine_dataset_rel(const tt_repo *repo);
 
@@ -191,6 +202,18 @@ int tt_engine_opts_version(unsigned have, unsigned want, const char *type, tt_er
  * state where the kind can address it).  pin is storage for *t. */
 int tt_engine_pinned_source(tt_repo *repo, const tt_manifest *m, tt_backend *b, tt_pin *pin,
 			    tt_target *t, tt_error *err);
+
+/* A committed manifest opened read-only at its verified pin, else its
+ * recorded state where the kind can address it (Observed: TT_ECAPABILITY
+ * naming where, e.g. the revision).  *out: the backend's handle with its
+ * secret_storage_options (engine/fork.c). */
+int tt_engine_open_recorded(tt_repo *repo, const tt_manifest *m, const char *where, json_t **out,
+			    tt_error *err);
+
+/* The same as `tether open --json -r WHERE` shows it: the handle in
+ * tether-vcs's shape with every credential (secret_*, url_with_password)
+ * left out. */
+int tt_engine_open_shown(tt_repo *repo, const tt_manifest *m, const char *where, json_t **out, tt_error *err);
 
 /* Fork branch name for m from its (verified) pin or recorded state, moving
  * it only from expected. */

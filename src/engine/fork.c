@@ -326,6 +326,50 @@ static int resuming_new(tt_repo *repo, const char *bookmark, const json_t *known
 	return 0;
 }
 
+/*
+ * `new -b bookmark` run again after a failed run made the bookmark and could
+ * neither move the working copy onto it nor take it back (a read-only .git:
+ * the branch made, HEAD not movable, the branch not deletable): its journal
+ * entry names the bookmark and where it stood.  While the bookmark is still
+ * there, and this checkout not on it, the rerun joins it, which finishes
+ * that `new`.
+ */
+static int stranded_bookmark(tt_repo *repo, const char *bookmark, bool *yes, tt_error *err)
+{
+	tt_oplog log = TT_OPLOG_INIT;
+	json_t *known = NULL;
+	char *here = NULL;
+	int rc;
+	*yes = false;
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &known, err)) < 0)
+		return rc;
+	const char *now = json_string_value(json_object_get(known, bookmark));
+	if (!now || (rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0 || (here && strcmp(here, bookmark) == 0))
+		goto done;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_oplog_read(repo->root, &log, &ignored) < 0) {
+		tt_error_clear(&ignored);
+		goto done;
+	}
+	for (size_t i = 0;; i++) {
+		const tt_op_entry *e = tt_oplog_newest(&log, i);
+		if (!e)
+			break;
+		if (!e->command || strcmp(e->command, "new") != 0 || json_is_string(e->undone_by))
+			continue;
+		const char *made = json_string_value(json_object_get(e->result, "created_bookmark"));
+		const char *at = json_string_value(json_object_get(e->result, "bookmark_at"));
+		*yes = json_is_string(json_object_get(e->result, "failed")) && made && strcmp(made, bookmark) == 0 &&
+		       at && strcmp(at, now) == 0;
+		break;
+	}
+done:
+	tt_oplog_free(&log);
+	json_decref(known);
+	free(here);
+	return rc;
+}
+
 /* new --adopt for one object: this dataset's branch for bookmark in its
  * store, taken as it is (the highest generation where the store made
  * siblings), or a refusal when the store cannot say.  1: an action was
@@ -439,6 +483,18 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 				  o->keep ? "--keep keeps this workspace's working refs instead" : "--discard would reset them");
 		goto done;
 	}
+	if (o->bookmark) {
+		bool stranded = false;
+		if ((rc = stranded_bookmark(repo, o->bookmark, &stranded, err)) < 0)
+			goto done;
+		if (stranded) {
+			tt_new_opts join = *o;
+			join.rev = o->bookmark;
+			join.bookmark = NULL;
+			rc = tt_engine_plan_new(repo, &join, out, err);
+			goto done;
+		}
+	}
 	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, &resolved, err)) < 0)
 		goto done;
 	if (o->rev)
@@ -460,6 +516,8 @@ int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_er
 					  o->bookmark, o->bookmark);
 			goto done;
 		}
+		if ((rc = tt_vcs_check_bookmark_name(repo->vcs, o->bookmark, err)) < 0)
+			goto done;
 		if (generation_suffix(o->bookmark)) {
 			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' ends in `.<number>`, which is how a store "
 					  "names a sibling of a branch it cannot reset; pick another name",
@@ -860,6 +918,8 @@ preconditions:
 				char d[512];
 				snprintf(d, sizeof d, "new %s: %s exists since the plan was made; re-run the plan",
 					 a.key, a.target);
+				/* Its detail names the command: no "what" (tether-vcs writes none). */
+				json_object_del(p, "what");
 				rc = tt_plan_require(plan, "ref_absent", NULL, a.key, p, d, err);
 			}
 			json_decref(p);
@@ -943,6 +1003,68 @@ static int reload_objects(tt_repo *repo, tt_error *err)
 	return rc;
 }
 
+/*
+ * A `new -b` that failed after its bookmark was made: the working copy goes
+ * back where it was (if the bookmark took it), and the bookmark goes.
+ * made: the VCS said it made it; otherwise (the VCS failed part-way: git
+ * made the branch, then could not move HEAD) it goes only if it exists now,
+ * having been absent when the plan was made.
+ */
+static int take_back_bookmark(tt_repo *repo, const char *bookmark, const json_t *before, bool made, tt_error *err)
+{
+	json_t *marks = NULL;
+	char *here = NULL;
+	int rc;
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
+		goto done;
+	if (!json_object_get(marks, bookmark)) {
+		rc = made ? tt_error_set(err, TT_EVCS, "bookmark '%s' is gone", bookmark) : 0;
+		goto done;
+	}
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
+		goto done;
+	if (here && strcmp(here, bookmark) == 0 && (rc = tt_vcs_goto_position(repo->vcs, before, err)) < 0)
+		goto done;
+	rc = tt_vcs_bookmark_delete(repo->vcs, bookmark, err);
+done:
+	json_decref(marks);
+	free(here);
+	return rc;
+}
+
+/*
+ * Whether a `new -b` whose VCS step failed left the bookmark made anyway
+ * (git made the branch, then could not move HEAD).  The plan found it
+ * absent.  When the VCS cannot list its bookmarks either, it may have:
+ * the failure path then takes it back if it is there.
+ */
+static bool bookmark_made_anyway(tt_repo *repo, const char *bookmark)
+{
+	json_t *marks = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	bool made = tt_vcs_bookmarks(repo->vcs, &marks, &ignored) < 0 || json_object_get(marks, bookmark);
+	tt_error_clear(&ignored);
+	json_decref(marks);
+	return made;
+}
+
+/* Reorder an object's members by key (Python's sorted(dict.items())). */
+static void sort_object_keys(json_t *obj)
+{
+	json_t *keys = json_array(), *copy = json_deep_copy(obj);
+	const char *k;
+	json_t *v;
+	json_object_foreach(obj, k, v)
+		json_array_append_new(keys, json_string(k));
+	sort_strings(keys);
+	json_object_clear(obj);
+	size_t i;
+	json_array_foreach(keys, i, v)
+		json_object_set(obj, json_string_value(v), json_object_get(copy, json_string_value(v)));
+	json_decref(keys);
+	json_decref(copy);
+}
+
 int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
@@ -952,6 +1074,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 	fork_job *jobs = NULL;
 	size_t njobs = 0;
 	char op_id[TT_OP_ID_LEN + 1];
+	bool made_bookmark = false, maybe_made = false;
 	int rc;
 
 	if (partial)
@@ -962,22 +1085,28 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		goto done;
 	size_t na = tt_plan_action_count(plan);
 	tt_buf refused = TT_BUF_INIT;
-	bool all_keyed = true;
+	bool all_keyed = true, all_writes = true;
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
 		tt_plan_action_at(plan, i, &a);
 		if (strcmp(a.op, "refuse") != 0)
 			continue;
 		all_keyed &= a.key && *a.key;
+		/* A branch holding writes no commit pins is the refusal that
+		 * carries its head; the others (a store that cannot be listed or
+		 * read, a shared branch at another point) are not about writes. */
+		json_t *head = json_object_get(a.params, "head");
+		all_writes &= head && !json_is_null(head);
 		if (a.key && *a.key)
 			tt_buf_printf(&refused, "\n  %s: %s", a.key, a.detail);
 		else
 			tt_buf_printf(&refused, "%s%s", refused.len ? "; " : "", a.detail);
 	}
 	if (refused.len) {
-		rc = all_keyed ? tt_error_set(err, TT_ECONFIG, "refusing to reset working branches with "
-					      "unpinned writes:%s", refused.ptr)
-			       : tt_error_set(err, TT_ECONFIG, "%s", refused.ptr);
+		rc = all_keyed && all_writes ? tt_error_set(err, TT_ECONFIG, "refusing to reset working branches with "
+							    "unpinned writes:%s", refused.ptr)
+		     : all_keyed	     ? tt_error_set(err, TT_ECONFIG, "refusing to fork:%s", refused.ptr)
+					     : tt_error_set(err, TT_ECONFIG, "%s", refused.ptr);
 		tt_buf_release(&refused);
 		goto done;
 	}
@@ -985,6 +1114,10 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 	const char *rev = json_string_value(json_object_get(ctx, "rev"));
 	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
 	bool create = json_is_true(json_object_get(ctx, "create"));
+	/* A name the VCS refuses (a plan file can carry any) is refused
+	 * before the journal: refused input writes nothing. */
+	if (create && (rc = tt_vcs_check_bookmark_name(repo->vcs, bookmark ? bookmark : "", err)) < 0)
+		goto done;
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
 		tt_plan_action_at(plan, i, &a);
@@ -1003,11 +1136,26 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		goto done;
 	tt_fault("new:after-journal");
 	if (create) {
-		if ((rc = tt_vcs_new_bookmark(repo->vcs, bookmark, rev, err)) < 0 ||
-		    (rc = reload_objects(repo, err)) < 0)
+		if ((rc = tt_vcs_new_bookmark(repo->vcs, bookmark, rev, err)) < 0) {
+			/* The VCS refusing the move (a local file in the way, a name
+			 * it will not take) made no bookmark and changed nothing: the
+			 * entry stays started, as tether-vcs leaves it, and the same
+			 * command once the cause is gone finishes it.  git failing
+			 * part-way (the branch made, HEAD not movable) left the
+			 * bookmark: it is taken back, or recorded for the rerun. */
+			if (!bookmark_made_anyway(repo, bookmark))
+				goto done;
+			maybe_made = true;
+			goto failed;
+		}
+		made_bookmark = true;
+		if ((rc = reload_objects(repo, err)) < 0)
 			goto failed;
 	} else if (rev) {
-		if ((rc = tt_vcs_new(repo->vcs, rev, err)) < 0 || (rc = reload_objects(repo, err)) < 0)
+		/* As above: a move the VCS refuses changed nothing. */
+		if ((rc = tt_vcs_new(repo->vcs, rev, err)) < 0)
+			goto done;
+		if ((rc = reload_objects(repo, err)) < 0)
 			goto failed;
 	}
 	if ((rc = tt_workspace_set_bookmark(&repo->ws, bookmark, err)) < 0)
@@ -1235,9 +1383,18 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		if (jobs[i].ref && jobs[i].expected.kind == TT_EXPECT_STATE)
 			json_object_set(json_object_get(done_pre, "heads"), jobs[i].m->key,
 					(json_t *)jobs[i].expected.state);
-	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:{},s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
+	/* The branches --adopt took as they are: {key: branch}, as printed. */
+	json_t *adopted = json_object();
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "adopt") == 0 && json_is_true(json_object_get(a.params, "adopted")) && a.target)
+			json_object_set_new(adopted, a.key, json_string(a.target));
+	}
+	sort_object_keys(adopted);
+	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:o,s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
 			   "created_bookmark", create ? bookmark : NULL, "created", created, "reset", reset,
-			   "reused", reused_keys, "adopted", "working_refs", working, "pending_forks", pending,
+			   "reused", reused_keys, "adopted", adopted, "working_refs", working, "pending_forks", pending,
 			   "failed", failed_keys);
 	json_decref(forked);
 	rc = tt_oplog_done(repo->root, op_id, result, done_pre, NULL, err);
@@ -1272,6 +1429,26 @@ failed:
 	{
 		tt_error ignored = TT_ERROR_INIT;
 		json_t *r = json_pack("{s:s}", "failed", tt_error_text(err));
+		/* A bookmark this run made goes again, so the failure changed
+		 * nothing and the same command can be run again as it was. */
+		if (r && (made_bookmark || maybe_made) &&
+		    take_back_bookmark(repo, bookmark, json_object_get(pre, "vcs"), made_bookmark, &ignored) < 0) {
+			json_t *left = NULL;
+			tt_error lerr = TT_ERROR_INIT;
+			tt_vcs_position(repo->vcs, &left, &lerr);
+			tt_error_clear(&lerr);
+			json_t *marks = NULL;
+			if (tt_vcs_bookmarks(repo->vcs, &marks, &lerr) == 0 && json_object_get(marks, bookmark))
+				json_object_set(r, "bookmark_at", json_object_get(marks, bookmark));
+			tt_error_clear(&lerr);
+			json_decref(marks);
+			json_object_set_new(r, "created_bookmark", json_string(bookmark));
+			json_object_set_new(r, "vcs", left ? left : json_null());
+			tt_error_hint(err, "bookmark '%s' was made and could not be taken back (%s); fix what is named "
+				      "above, then run the same `tether new` again: it finishes on that bookmark", bookmark,
+				      tt_error_text(&ignored));
+			tt_error_clear(&ignored);
+		}
 		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
 		json_decref(r);
 		tt_error_clear(&ignored);
@@ -1361,11 +1538,25 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 		goto done;
 	char *ref = NULL;
 	if ((rc = tt_engine_fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
+		/* Another clone forked the branch between the listing and the
+		 * fork, and nothing was written: a failed attempt, journaled
+		 * so.  Any other failure may have left part of a fork behind:
+		 * the entry stays started, as an interrupted fork's does, for
+		 * the rerun to finish. */
+		if (rc != TT_EREFMOVED)
+			goto done;
 		tt_error ignored = TT_ERROR_INIT;
-		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", tt_error_text(err));
+		char *why = tt_strdup(tt_error_text(err));
+		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", why ? why : "");
 		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
 		json_decref(r);
 		tt_error_clear(&ignored);
+		tt_error_clear(err);
+		rc = tt_error_set(err, TT_EREFMOVED, "branch %s was created by another checkout since it was listed "
+				  "(%s), which may be writing to it; a writable open never resets a branch", name,
+				  why ? why : "");
+		tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+		free(why);
 		goto done;
 	}
 	json_object_set_new(repo->ws.working_refs, m->key, json_string(ref));
@@ -1373,17 +1564,32 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 			   m->locator);
 	free(ref);
 adopt:
-	/* This key and every sibling pending on the same branch write through it. */
+	/* This key and every sibling pending on the same branch of the same
+	 * branch space (kind and scope: one store) write through it.  The
+	 * names are copied: deleting the pending entries frees theirs. */
 	{
 		const char *k;
 		json_t *v;
 		void *tmp;
+		char *want = tt_strdup(name), *scope = NULL;
+		tt_error ig = TT_ERROR_INIT;
+		if (tt_engine_branch_scope(repo, m, &scope, &ig) < 0)
+			scope = NULL; /* no sibling is known to share it */
+		tt_error_clear(&ig);
 		const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
 		json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
-			if (strcmp(json_string_value(v), name) != 0)
+			if (!want || !json_is_string(v) || strcmp(json_string_value(v), want) != 0)
 				continue;
 			const tt_manifest *sm = tt_manifests_find(&repo->objects, k);
 			if (!sm || strcmp(sm->kind, m->kind) != 0)
+				continue;
+			char *sscope = NULL;
+			bool same = strcmp(k, m->key) == 0 ||
+				    (scope && tt_engine_branch_scope(repo, sm, &sscope, &ig) == 0 && sscope &&
+				     strcmp(sscope, scope) == 0);
+			tt_error_clear(&ig);
+			free(sscope);
+			if (!same)
 				continue;
 			json_object_set_new(repo->ws.working_refs, k, json_string(made));
 			if (sm->state) {
@@ -1393,6 +1599,8 @@ adopt:
 			json_object_del(repo->ws.pending_resets, k);
 			json_object_del(repo->ws.pending_forks, k);
 		}
+		free(want);
+		free(scope);
 		json_object_del(repo->ws.pending_forks, m->key);
 		json_object_del(repo->ws.pending_resets, m->key);
 	}
@@ -1509,18 +1717,11 @@ static int attach_storage_options(tt_backend *b, const json_t *loc, json_t **h, 
 static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_error *err)
 {
 	const char *uri = json_string_value(json_object_get(h, "uri"));
-	const char *k = b->kind->name;
 	json_t *o = NULL;
 	int rc;
 	if (!uri || !strstr(uri, "://") || strncmp(uri, "file://", 7) == 0)
 		return 0;
-	if (strcmp(k, "lance") == 0 || strcmp(k, "delta") == 0 || strcmp(k, "file") == 0)
-		rc = tt_kit_storage_options(b, loc, json_object_get(loc, "region"), &o, err);
-	else if (strcmp(k, "icechunk") == 0)
-		rc = tt_icechunk_remote_options(b, loc, &o, err);
-	else
-		return 0;
-	if (rc)
+	if ((rc = tt_backend_storage_options(b, loc, &o, err)) != 0 || !o)
 		return rc;
 	if (strncmp(uri, "s3://", 5) == 0 && !json_object_get(o, "access_key_id") &&
 	    (json_object_get(o, "profile") || json_object_get(o, "role_arn"))) {
@@ -1541,6 +1742,54 @@ static int storage_options_into(tt_backend *b, const json_t *loc, json_t *h, tt_
 	}
 	if (json_object_set_new(h, "secret_storage_options", o) < 0)
 		return tt_error_oom(err);
+	return 0;
+}
+
+/*
+ * A committed object opened read-only at what its manifest records: the
+ * verified pin, else the recorded state where the kind can address it;
+ * an Observed object is refused naming where.  The backend's handle
+ * with its storage options (before tt_repo_open_handle's reshaping).
+ */
+int tt_engine_open_recorded(tt_repo *repo, const tt_manifest *m, const char *where, json_t **out,
+			    tt_error *err)
+{
+	unsigned caps = tt_engine_caps(repo, m);
+	tt_backend *b;
+	tt_pin pin;
+	tt_target t;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
+		return tt_error_object(err, m->key, m->kind);
+	if (m->pin_id && (caps & TT_CAP_PIN)) {
+		if ((rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0)
+			return rc;
+	} else if (caps & TT_CAP_ADDRESSABLE) {
+		t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
+	} else {
+		rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s) is Observed-tier; its state at %s is not "
+				  "recoverable", m->key, m->kind, where);
+		return tt_error_object(err, m->key, m->kind);
+	}
+	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
+		return tt_error_object(err, m->key, m->kind);
+	return 0;
+}
+
+int tt_engine_open_shown(tt_repo *repo, const tt_manifest *m, const char *where, json_t **out, tt_error *err)
+{
+	int rc = tt_engine_open_recorded(repo, m, where, out, err);
+	if (rc < 0)
+		return rc;
+	handle_shape(*out, m->key);
+	const char *k;
+	void *tmp;
+	json_t *v;
+	json_object_foreach_safe(*out, tmp, k, v)
+		if (strcmp(k, "url_with_password") == 0 || strncmp(k, "secret_", 7) == 0)
+			json_object_del(*out, k);
 	return 0;
 }
 
@@ -1583,25 +1832,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 			rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
 			goto done;
 		}
-		unsigned caps = tt_engine_caps(repo, m);
-		tt_pin pin;
-		tt_target t;
-		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
-			goto done;
-		if (m->pin_id && (caps & TT_CAP_PIN)) {
-			if ((rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0)
-				goto done;
-		} else if (caps & TT_CAP_ADDRESSABLE) {
-			t = (tt_target){ .kind = TT_TARGET_STATE, .state = m->state };
-		} else {
-			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s) is Observed-tier; its state at %s is not "
-					  "recoverable", key, m->kind, rev);
-			tt_error_object(err, key, m->kind);
-			goto done;
-		}
-		if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
-		    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
-			tt_error_object(err, key, m->kind);
+		rc = tt_engine_open_recorded(repo, m, rev, out, err);
 		goto done;
 	}
 	const tt_manifest *m = tt_manifests_find(&repo->objects, key);

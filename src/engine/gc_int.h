@@ -75,6 +75,7 @@ int tt_gc_check_stores(const tt_gc_opts *o, tt_error *err);
 bool tt_gc_kind_gone(const char *kind);
 bool tt_gc_list_has_value(const json_t *list, const json_t *v);
 int tt_gc_map_append(json_t *obj, const char *k, json_t *v);
+int tt_gc_object_error(tt_error *err, const char *key, const char *kind);
 int tt_gc_namespace_key(tt_backend *b, const char *kind, const json_t *loc, char **out, tt_error *err);
 int tt_gc_note(tt_plan *plan, char *text, tt_error *err);
 char *tt_gc_pin_of_listed(const char *id);

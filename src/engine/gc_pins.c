@@ -225,7 +225,7 @@ int tt_gc_plan_unpins(gc_state *s, tt_error *err)
 			continue;
 		tt_gc_set_add(checked, ns);
 		if ((rc = tt_backend_list_pins(b, m->locator, &listed, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+			tt_gc_object_error(err, m->key, m->kind);
 			goto done;
 		}
 		/* id -> [listed generations], in order of first listing */

@@ -103,6 +103,31 @@ static void append_unique_str(json_t *arr, const char *v)
 	json_array_append_new(arr, json_string(v));
 }
 
+/* An error about one object, as gc reports it.  A backend words its errors
+ * "[kind] ..." (as tether-vcs does), and the key the engine adds then does
+ * not show in the text; gc walks every object of the history, so the text
+ * names which one: "[kind] key: ...". */
+int tt_gc_object_error(tt_error *err, const char *key, const char *kind)
+{
+	int code = tt_error_object(err, key, kind);
+	if (!err || !err->message || !key || !kind || code == TT_ENOMEM)
+		return code;
+	size_t kl = strlen(kind), keyl = strlen(key);
+	const char *m = err->message, *rest = m + kl + 3;
+	if (m[0] != '[' || strncmp(m + 1, kind, kl) != 0 || m[kl + 1] != ']' || m[kl + 2] != ' ' ||
+	    (strncmp(rest, key, keyl) == 0 && rest[keyl] == ':'))
+		return code;
+	char *named = tt_asprintf("[%s] %s: %s", kind, key, rest);
+	char *hint = err->hint ? tt_strdup(err->hint) : NULL;
+	if (named)
+		tt_error_set(err, code, "%s", named);
+	if (hint)
+		tt_error_hint(err, "%s", hint);
+	free(named);
+	free(hint);
+	return code;
+}
+
 /* kind + "|" + the backend's ref namespace (default: canon(identity)). */
 int tt_gc_namespace_key(tt_backend *b, const char *kind, const json_t *loc, char **out, tt_error *err)
 {
@@ -165,7 +190,7 @@ static int first_sight(gc_walk *w, size_t pi, tt_error *err)
 		return 0;
 	if ((rc = tt_engine_backend(w->repo, m->kind, &b, err)) < 0 ||
 	    (rc = tt_gc_namespace_key(b, m->kind, m->locator, &w->ns[pi], err)) < 0) {
-		tt_error_object(err, m->key, m->kind);
+		tt_gc_object_error(err, m->key, m->kind);
 		return rc;
 	}
 	char *sig = tt_asprintf("%s:%s:%s", m->kind, m->pin_id, w->ns[pi]);

@@ -121,7 +121,7 @@ int tt_gc_manifest_identity(tt_repo *repo, const tt_manifest *m, tt_backend **b,
 	*identity = NULL;
 	if ((rc = tt_engine_backend(repo, m->kind, b, err)) < 0 ||
 	    (rc = tt_backend_identity(*b, m->locator, identity, err)) < 0)
-		tt_error_object(err, m->key, m->kind);
+		tt_gc_object_error(err, m->key, m->kind);
 	return rc;
 }
 
@@ -137,7 +137,7 @@ static int state_buckets(gc_state *s, prune_ctx *p, tt_error *err)
 			continue;
 		if ((rc = tt_engine_backend(s->repo, m->kind, &b, err)) < 0 ||
 		    (rc = tt_gc_namespace_key(b, m->kind, m->locator, &ns, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+			tt_gc_object_error(err, m->key, m->kind);
 			return rc;
 		}
 		json_t *content = tt_content_state(b->kind, m->state);
@@ -275,7 +275,7 @@ static int judge_branch(gc_state *s, prune_ctx *p, const tt_manifest *m, tt_back
 	int rc = 0;
 	if (tt_backend_has(b, working_ref_blockers) &&
 	    (rc = tt_backend_working_ref_blockers(b, m->locator, ref, &why, err)) < 0) {
-		tt_error_object(err, m->key, m->kind);
+		tt_gc_object_error(err, m->key, m->kind);
 		goto done;
 	}
 	if (why) {
@@ -380,7 +380,7 @@ static int scope_setup(gc_state *s, prune_ctx *p, tt_error *err)
 			continue;
 		if ((rc = tt_engine_backend(s->repo, m->kind, &b, err)) < 0 ||
 		    (rc = tt_gc_namespace_key(b, m->kind, m->locator, &ns, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+			tt_gc_object_error(err, m->key, m->kind);
 			return rc;
 		}
 		json_t *content = tt_content_state(b->kind, m->state);
@@ -412,14 +412,14 @@ int tt_gc_plan_prune(gc_state *s, tt_error *err)
 		if (tt_gc_kind_gone(m->kind))
 			continue;
 		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+			tt_gc_object_error(err, m->key, m->kind);
 			goto done;
 		}
 		unsigned eff = tt_engine_caps(repo, m);
 		if (!(eff & TT_CAP_FORK))
 			continue;
 		if ((rc = tt_gc_namespace_key(b, m->kind, m->locator, &ns, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
+			tt_gc_object_error(err, m->key, m->kind);
 			goto done;
 		}
 		if (tt_gc_set_has(systems, ns)) {
@@ -431,7 +431,7 @@ int tt_gc_plan_prune(gc_state *s, tt_error *err)
 		if (!tt_backend_has(b, list_working_refs) ||
 		    (rc = tt_backend_list_working_refs(b, m->locator, &refs, err)) < 0) {
 			if (rc < 0)
-				tt_error_object(err, m->key, m->kind);
+				tt_gc_object_error(err, m->key, m->kind);
 			free(ns);
 			if (rc < 0)
 				goto done;

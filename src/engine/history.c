@@ -572,9 +572,27 @@ static bool policy_equal(const tt_policy *a, const tt_policy *b)
 	return strcmp(a->file, b->file) == 0 && strcmp(a->pin, b->pin) == 0;
 }
 
-int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char *const *selectors,
-		 size_t nsel, bool content, json_t **out, tt_error *err)
+/* describe: the entry's kind and its states on the two sides. */
+static int describe_entry(json_t *e, const tt_manifest *ma, const tt_manifest *mb)
 {
+	json_t *sa = ma && ma->state ? json_deep_copy(ma->state) : json_null();
+	json_t *sb = mb && mb->state ? json_deep_copy(mb->state) : json_null();
+	int rc = json_object_set_new(e, "kind", json_string((mb ? mb : ma)->kind));
+	rc |= json_object_set_new(e, "state_a", sa);
+	rc |= json_object_set_new(e, "state_b", sb);
+	return rc ? -1 : 0;
+}
+
+int tt_repo_diff(tt_repo *repo, const tt_diff_opts *opts, json_t **out, tt_error *err)
+{
+	static const tt_diff_opts none_given = TT_DIFF_OPTS_INIT;
+	if (!opts)
+		opts = &none_given;
+	TT_CHECK_OPTS(opts, tt_diff_opts, TT_DIFF_OPTS_VERSION, err);
+	const char *rev_a = opts->rev_a, *rev_b = opts->rev_b;
+	const char *const *selectors = opts->selectors;
+	size_t nsel = opts->nselectors;
+	bool content = opts->content;
 	tt_manifest_set sa = { 0 }, sb = { 0 };
 	const tt_manifest_set *a = NULL, *b = NULL;
 	char *ra = NULL, *rb = NULL;
@@ -699,10 +717,13 @@ int tt_repo_diff(tt_repo *repo, const char *rev_a, const char *rev_b, const char
 				njobs++;
 			}
 		}
-		json_array_append_new(entries,
-				      json_pack("{s:s,s:s,s:s?,s:s?,s:n,s:n,s:o}", "key", key, "change", change,
-						"a", ma ? ma->pin_id : NULL, "b", mb ? mb->pin_id : NULL,
-						"detail", "detail_error", "why", why));
+		json_t *e = json_pack("{s:s,s:s,s:s?,s:s?,s:n,s:n,s:o}", "key", key, "change", change, "a",
+				      ma ? ma->pin_id : NULL, "b", mb ? mb->pin_id : NULL, "detail", "detail_error",
+				      "why", why);
+		if (!e || json_array_append_new(entries, e) < 0 || (opts->describe && describe_entry(e, ma, mb) < 0)) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
 	}
 	if (njobs) {
 		tt_engine_prepare(repo);

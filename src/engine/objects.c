@@ -407,8 +407,9 @@ int tt_repo_remove(tt_repo *repo, const char *key, tt_error *err)
 	}
 	if ((rc = tt_manifest_delete(repo->root, key, err)) < 0)
 		goto done;
+	/* Its last_snapshot_errors entry stays until the next snapshot
+	 * replaces the table, as tether-vcs keeps it. */
 	json_object_del(repo->ws.last_snapshot, key);
-	json_object_del(repo->ws.last_snapshot_errors, key);
 	tt_workspace_forget_key(&repo->ws, key, 1);
 	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto done;
@@ -609,7 +610,8 @@ int tt_kind_describe(const char *kind, json_t **out, tt_error *err)
 	}
 	/* json_object_set_new takes keys even when it fails */
 	if (!keys || json_object_set_new(row, "path_locator", json_boolean(k->key_suffixes != NULL)) < 0 ||
-	    json_object_set_new(row, "path_keys", keys) < 0) {
+	    json_object_set_new(row, "path_keys", keys) < 0 ||
+	    json_object_set_new(row, "locator_key", json_string(k->locator_key ? k->locator_key : "uri")) < 0) {
 		json_decref(row);
 		return tt_error_oom(err);
 	}

@@ -73,6 +73,8 @@ int tt_engine_run_planned(tt_repo *repo, const tt_planned_cmd *cmd, void *ctx, c
 	} else if ((rc = cmd->plan(repo, ctx, !dry, &plan, err)) < 0) {
 		goto done;
 	}
+	if (cmd->gate && (rc = cmd->gate(repo, ctx, plan, err)) < 0)
+		goto done;
 	if (dry) {
 		rc = preview(cmd, plan, run, err);
 		goto done;

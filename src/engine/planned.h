@@ -46,6 +46,11 @@ typedef struct tt_planned_cmd {
 	/* Optional: checks of a saved plan before it is applied, under the
 	 * checkout lock when the command takes one. */
 	int (*load)(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err);
+	/* Optional: a gate between the plan (made or loaded) and its preview
+	 * or apply, under the checkout lock when the command takes one: may
+	 * refuse the plan, and may record in it what it found (promote's
+	 * --check). */
+	int (*gate)(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err);
 	/* Apply.  saved: the plan was loaded, so what it expected is checked
 	 * again.  *out (out may be NULL) may be set even when it fails: what
 	 * took effect of a partial success. */

@@ -1,12 +1,13 @@
 /* engine/progress.c - the progress callback (tether/progress.h). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include <tether/progress.h>
 
-#include "backends/file/file.h"
+#include "backends/dispatch.h"
+#include "backends/kit.h"
 #include "engine/engine.h"
 #include "util/mem.h"
 
@@ -105,9 +106,9 @@ void tt_engine_progress_free(tt_repo *repo)
 	repo->progress = NULL;
 }
 
-/* A file the file kind hashed: into the phase's files and bytes.  A
- * hashing run's first file (files_done 1) brings its totals. */
-static void on_file_hashed(void *ctx, const tt_file_progress *fp)
+/* A file a backend read (the file kind's hashing): into the phase's
+ * files and bytes.  A run's first file (files_done 1) brings its totals. */
+static void on_file_hashed(void *ctx, const tt_backend_work *fp)
 {
 	struct tt_progress_state *s = ((tt_repo *)ctx)->progress;
 	if (!s)
@@ -130,7 +131,26 @@ void tt_engine_progress_files(tt_repo *repo, bool on)
 	if (!repo->progress)
 		return;
 	for (size_t i = 0; i < repo->nbackends; i++)
-		if (strcmp(repo->backends[i]->kind->name, "file") == 0)
-			tt_file_backend_set_progress(repo->backends[i], on ? on_file_hashed : NULL,
-						     on ? repo : NULL);
+		tt_backend_progress(repo->backends[i], on ? on_file_hashed : NULL, on ? repo : NULL);
+}
+
+/* --- traces ------------------------------------------------------------------------ */
+
+static tt_trace_fn trace_line_fn;
+static void *trace_line_ctx;
+
+static void on_note(void *ctx, const char *kind, const char *about, const char *what)
+{
+	char line[1024];
+	(void)ctx;
+	snprintf(line, sizeof line, "%s: %s: %s", kind, about, what);
+	if (trace_line_fn)
+		trace_line_fn(trace_line_ctx, line);
+}
+
+void tt_set_trace(tt_trace_fn fn, void *ctx)
+{
+	trace_line_fn = fn;
+	trace_line_ctx = ctx;
+	tt_kit_set_note(fn ? on_note : NULL, NULL);
 }

@@ -46,17 +46,48 @@ done:
 }
 
 /*
+ * The last commit, where a pull's commit lands on top of: git's HEAD, jj's
+ * @- (jj's @ is the working-copy commit, which every snapshot rewrites),
+ * and the same as `pre.vcs` journaled it (position(): git "commit", jj
+ * "parent").
+ */
+static int last_commit(tt_repo *repo, const json_t *position, const char **before, char **head, tt_error *err)
+{
+	bool jj = tt_engine_vcs_is_jj(repo);
+	*before = json_string_value(json_object_get(position, jj ? "parent" : "commit"));
+	return jj ? tt_vcs_resolve(repo->vcs, "@-", head, err) : tt_vcs_current_rev(repo->vcs, head, err);
+}
+
+/*
  * An interrupted pull of this checkout that wrote manifests but never
  * committed them (the VCS is still where it started): put those manifests
- * back as committed, so this pull starts where that one did and finishes it
- * (its journal entry is closed once this one succeeds).  Only a manifest
- * that is still exactly the committed one or the interrupted pull's own
- * write is touched; anything else is the user's, and nothing is put back.
+ * back as committed, in the working tree and in git's staging area (a pull
+ * killed between its `git add` and `git commit` left them staged), so this
+ * pull starts where that one did and finishes it (its journal entry is
+ * closed once this one succeeds).  Only a manifest that is still exactly the
+ * committed one or the interrupted pull's own write is touched; anything
+ * else is the user's, and nothing is put back.
  */
+/* tt_vcs_unstage over a JSON array of VCS-root-relative paths. */
+static int unstage_all(tt_repo *repo, const json_t *paths, tt_error *err)
+{
+	size_t n = json_array_size(paths), i;
+	const char **v = tt_calloc(n ? n : 1, sizeof *v);
+	json_t *p;
+	int rc;
+	if (!v)
+		return tt_error_oom(err);
+	json_array_foreach(paths, i, p)
+		v[i] = json_string_value(p);
+	rc = tt_vcs_unstage(repo->vcs, v, n, err);
+	free(v);
+	return rc;
+}
+
 static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 {
 	tt_oplog log = TT_OPLOG_INIT;
-	json_t *back = json_object();
+	json_t *back = json_object(), *staged = NULL;
 	char *head = NULL, *reldir = NULL;
 	int rc = 0;
 	if (!back)
@@ -75,9 +106,9 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 	}
 	if (!e || strcmp(e->command, "pull") != 0 || !tt_op_incomplete(e) || json_is_string(e->parent))
 		goto done;
-	const char *before = json_string_value(json_object_get(json_object_get(e->pre, "vcs"), "commit"));
+	const char *before = NULL;
 	tt_error none = TT_ERROR_INIT;
-	if (tt_vcs_current_rev(repo->vcs, &head, &none) < 0 || !head || !before ||
+	if (last_commit(repo, json_object_get(e->pre, "vcs"), &before, &head, &none) < 0 || !head || !before ||
 	    strcmp(head, before) != 0) {
 		tt_error_clear(&none);
 		goto done;
@@ -88,6 +119,10 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 	}
 	size_t i;
 	json_t *a;
+	if (!(staged = json_array())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
 	json_array_foreach(json_object_get(e->plan, "actions"), i, a) {
 		const char *op = json_string_value(json_object_get(a, "op"));
 		const char *key = json_string_value(json_object_get(a, "key"));
@@ -101,6 +136,8 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 			goto done;
 		}
 		rc = tt_vcs_read_file_at(repo->vcs, head, rel, &then, &then_len, err);
+		if (rc == 0 && then)
+			json_array_append_new(staged, json_string(rel));
 		free(rel);
 		if (rc == 0)
 			rc = tt_manifest_read_text(&now, repo->root, key, err);
@@ -135,6 +172,10 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 		if (rc < 0)
 			goto done;
 	}
+	/* What the interrupted `git add` staged goes too: left there, the
+	 * manifests would still differ from the last commit. */
+	if ((rc = unstage_all(repo, staged, err)) < 0)
+		goto done;
 	if (json_object_size(back)) {
 		tt_manifest_set fresh;
 		if ((rc = tt_manifests_load(&fresh, repo->root, err)) < 0)
@@ -145,6 +186,7 @@ static int rewind_interrupted_pull(tt_repo *repo, tt_error *err)
 done:
 	tt_oplog_free(&log);
 	json_decref(back);
+	json_decref(staged);
 	free(head);
 	free(reldir);
 	return rc;
@@ -248,9 +290,7 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
 		/* A changed immutable Observed object is refused, as at commit. */
 		if (!tt_engine_same(m, jobs[i].state, m->state) && strcmp(m->policy.file, "immutable") == 0 &&
 		    strcmp(tt_tier_name(caps), "observed") == 0) {
-			rc = tt_error_set(err, TT_EIMMUTABLE, "immutable object '%s' changed since it was committed",
-					  m->key);
-			tt_error_object(err, m->key, m->kind);
+			rc = tt_engine_immutable_changed(m, err);
 			goto done;
 		}
 		if (tt_engine_same(m, jobs[i].state, m->state))

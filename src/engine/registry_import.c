@@ -656,7 +656,12 @@ static int apply_import(tt_repo *repo, void *ctx, const tt_plan *plan, bool save
 		rc = tt_error_oom(err);
 	/* Journaled even after a partial failure, so undo can restore what was written. */
 	if (result && n && (json_array_size(added) || json_array_size(updated) || json_array_size(removed))) {
-		int lrc = tt_oplog_record(repo->root, "import", result, pre, NULL, rc < 0 ? NULL : err);
+		/* With the plan it applied, as tether-vcs journals it. */
+		tt_error perr = TT_ERROR_INIT;
+		json_t *pj = tt_plan_to_object(plan, &perr);
+		tt_error_clear(&perr);
+		int lrc = tt_oplog_record_plan(repo->root, "import", pj, result, pre, NULL, NULL, rc < 0 ? NULL : err);
+		json_decref(pj);
 		if (rc == 0)
 			rc = lrc;
 	}

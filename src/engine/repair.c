@@ -107,6 +107,15 @@ static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, 
 			const tt_op_entry *e = &log.entries[i];
 			if (!tt_op_incomplete(e))
 				continue;
+			if (strcmp(e->command, "drop") == 0) {
+				/* A drop is finished by its own rerun or by gc, never undone. */
+				char *how = tt_engine_interrupted_drop(repo, e);
+				char *line = how ? tt_asprintf("operation %s", how) : NULL;
+				tt_plan_note(plan, line ? line : "", err);
+				free(line);
+				free(how);
+				continue;
+			}
 			tt_buf note = TT_BUF_INIT, did = TT_BUF_INIT;
 			size_t k;
 			json_t *p;
@@ -343,13 +352,17 @@ static int apply_repair(tt_repo *repo, void *ctx, const tt_plan *plan, bool save
 	notes = json_array();
 	for (size_t i = 0; i < tt_plan_note_count(plan); i++)
 		json_array_append_new(notes, json_string(tt_plan_note_at(plan, i)));
+	if (op_id[0]) {
+		/* The journal keeps the report alone; the plan's notes are in its plan. */
+		json_t *report = json_pack("{s:O,s:O,s:O}", "repinned", repinned, "reforked", reforked,
+					   "failed", failed);
+		tt_error ignored = TT_ERROR_INIT;
+		tt_oplog_done(repo->root, op_id, report, NULL, NULL, &ignored);
+		tt_error_clear(&ignored);
+		json_decref(report);
+	}
 	*out = json_pack("{s:O,s:O,s:O,s:O}", "repinned", repinned, "reforked", reforked, "failed", failed,
 			 "notes", notes);
-	if (op_id[0]) {
-		tt_error ignored = TT_ERROR_INIT;
-		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
-		tt_error_clear(&ignored);
-	}
 	{
 		char why[32];
 		snprintf(why, sizeof why, "repair%s%s", op_id[0] ? " " : "", op_id);

@@ -9,21 +9,18 @@
 #include <string.h>
 
 #include "core/ids.h"
-#include "core/kinds.h"
 #include "core/layout.h"
 #include "core/oplog.h"
 #include "util/fs.h"
 #include "util/mem.h"
 #include "vcs/dispatch.h"
 
-const char *tt_version(void)
-{
-#ifdef TETHER_VERSION_STRING
-	return TETHER_VERSION_STRING;
-#else
-	return "0.1.0";
+/* The one version number is CMake's project(VERSION), passed as
+ * TETHER_VERSION_STRING; there is no second copy to fall back on. */
+#ifndef TETHER_VERSION_STRING
+#error "TETHER_VERSION_STRING is defined by CMakeLists.txt from project(VERSION)"
 #endif
-}
+const char *tt_version(void) { return TETHER_VERSION_STRING; }
 
 const char *tt_repo_root(const tt_repo *repo) { return repo->root; }
 const char *tt_repo_dataset_id(const tt_repo *repo) { return repo->config.dataset_id; }
@@ -208,7 +205,9 @@ int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
 	/* Before anything of it is read: no link may lead outside. */
 	if ((rc = tt_check_dataset_links(repo->root, err)) < 0)
 		goto done;
-	if ((rc = tt_config_load(&repo->config, repo->root, err)) < 0)
+	size_t nkinds;
+	const tt_kind *kinds = tt_kinds(&nkinds);
+	if ((rc = tt_config_load(&repo->config, repo->root, kinds, nkinds, err)) < 0)
 		goto done;
 	if ((rc = open_vcs(repo, err)) < 0)
 		goto done;

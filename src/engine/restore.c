@@ -280,6 +280,8 @@ static int plan_restore(tt_repo *repo, void *vctx, bool applying, tt_plan **out,
 			else {
 				char d[512];
 				snprintf(d, sizeof d, "restore %s: %s exists since the plan was made; re-run the plan", key, name);
+				/* Its detail names the command: no "what" (tether-vcs writes none). */
+				json_object_del(p, "what");
 				tt_plan_require(plan, "ref_absent", NULL, key, p, d, err);
 			}
 			json_decref(p);
@@ -352,11 +354,13 @@ static int apply_restore(tt_repo *repo, void *vctx, const tt_plan *plan, bool sa
 			goto done;
 	}
 	tt_fault("restore:after-journal");
+	const char *failing = NULL;
 	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
 		tt_plan_action_view v;
 		tt_plan_action_at(plan, a, &v);
 		if (strcmp(v.op, "fork") != 0)
 			continue;
+		failing = v.key;
 		json_t *h = json_object_get(v.params, "head");
 		tt_expect exp = json_object_get(v.params, "existing")
 					? (json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL })
@@ -414,12 +418,36 @@ static int apply_restore(tt_repo *repo, void *vctx, const tt_plan *plan, bool sa
 	}
 	goto done;
 failed:
-	{
+	/* A head that moved between the plan's check and its reset (a clone
+	 * that shares no lock) stops the restore with nothing written for it:
+	 * what was reset so far is journaled as done, beside why it stopped.
+	 * Any other failure may have left part of a fork behind: the entry
+	 * stays started, as an interrupted restore's does. */
+	if (rc == TT_EREFMOVED) {
 		tt_error ignored = TT_ERROR_INIT;
-		json_t *res = json_pack("{s:O,s:s}", "working_refs", done_refs, "failed", tt_error_text(err));
+		char *why = tt_strdup(tt_error_text(err));
+		json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?,s:s}", "created", created, "reset", reset,
+					"working_refs", done_refs, "from_commit", commit, "at", at, "failed",
+					why ? why : "");
 		tt_oplog_done(repo->root, op_id, res, NULL, NULL, &ignored);
 		json_decref(res);
 		tt_error_clear(&ignored);
+		tt_buf keys = TT_BUF_INIT;
+		size_t n = 0;
+		const char *k, **names = tt_calloc(json_object_size(done_refs) + 1, sizeof *names);
+		json_t *r;
+		json_object_foreach(done_refs, k, r) if (names) names[n++] = k;
+		if (names)
+			qsort(names, n, sizeof *names, tt_cmp_cstr);
+		for (size_t i = 0; i < n; i++)
+			tt_buf_printf(&keys, "%s%s", i ? ", " : "", names[i]);
+		free(names);
+		tt_error_clear(err);
+		rc = tt_error_set(err, TT_ESTALEPLAN, "restore %s: %s; %s%sre-run the plan for the rest",
+				  failing ? failing : "", why ? why : "", keys.ptr,
+				  keys.len ? " restored and recorded, " : "");
+		tt_buf_release(&keys);
+		free(why);
 	}
 done:
 	json_decref(done_refs);

@@ -126,14 +126,19 @@ static int enforce_immutability(tt_repo *repo, const json_t *states, tt_error *e
 		unsigned caps = tt_engine_caps(repo, m);
 		if (strcmp(tt_tier_name(caps), "observed") != 0 || tt_engine_same(m, state, m->state))
 			continue;
-		tt_error_set(err, TT_EIMMUTABLE, "immutable object '%s' changed since it was committed",
-			     key);
-		tt_error_hint(err, "an immutable object's bytes may not change; record the new state by "
-				   "re-registering it (`tether remove %s`, `tether add ...`), or set `--file "
-				   "versioned` where the store keeps versions", key);
-		return tt_error_object(err, key, m->kind);
+		return tt_engine_immutable_changed(m, err);
 	}
 	return 0;
+}
+
+int tt_engine_immutable_changed(const tt_manifest *m, tt_error *err)
+{
+	tt_error_set(err, TT_EIMMUTABLE, "immutable object '%s' changed since it was committed; "
+		     "re-register with acceptance to record the new state", m->key);
+	tt_error_hint(err, "an immutable object's bytes may not change; record the new state by "
+			   "re-registering it (`tether remove %s`, `tether add ...`), or set `--file "
+			   "versioned` where the store keeps versions", m->key);
+	return tt_error_object(err, m->key, m->kind);
 }
 
 static int cmp_path_order(const void *x, const void *y)
@@ -429,9 +434,16 @@ int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int sn
 		bool differs = committed && current && !tt_engine_same(m, current, m->state);
 		bool moving = tt_engine_moving(repo, m);
 		const char *error = NULL;
+		tt_error kerr = TT_ERROR_INIT;
+		const tt_kind *known;
 		if (fresh) {
 			json_t *f = json_object_get(failures, m->key);
 			error = f ? json_string_value(json_object_get(f, "error")) : NULL;
+		} else if (tt_kind_lookup(&known, m->kind, &kerr) < 0) {
+			/* No snapshot asked, but no backend could read it either: not
+			 * "clean" from the cache. */
+			tt_error_object(&kerr, m->key, NULL);
+			error = tt_error_text(&kerr);
 		} else {
 			error = cached_error(repo, m);
 		}
@@ -463,6 +475,7 @@ int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int sn
 						"pinned", m->pin_id != NULL, "recoverable", m->recoverable,
 						"origin", m->created ? "created" : "adopted", "verify", verify,
 						"error", error));
+		tt_error_clear(&kerr);
 	}
 	if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
 		goto done;

@@ -50,6 +50,7 @@ struct tt_proc {
 	size_t out_pos;             /* consumed prefix of out */
 	tt_buf err;                 /* stderr (capped) */
 	int timeout_ms;
+	bool group;                 /* the child leads its own process group */
 	int failed;                 /* sticky failure: child killed */
 	bool timed_out;
 	char *failmsg;
@@ -322,7 +323,7 @@ static int wait_child(tt_proc *p, int64_t deadline)
 static void kill_child(tt_proc *p)
 {
 	if (!p->reaped && p->pid > 0)
-		kill(p->pid, SIGKILL);
+		kill(p->group ? -p->pid : p->pid, SIGKILL);
 	close_fd(&p->in_fd);
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
@@ -433,7 +434,7 @@ static int spawn_child(tt_proc **out, const tt_proc_opts *o, tt_error *err)
 	if (!e)
 		e = posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
 	if (!e)
-		e = posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+		e = posix_spawn_file_actions_adddup2(&fa, o->merge_stderr ? outp[1] : errp[1], 2);
 	if (!e && o->cwd)
 		e = posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
 	if (!e)
@@ -456,8 +457,11 @@ static int spawn_child(tt_proc **out, const tt_proc_opts *o, tt_error *err)
 		e = posix_spawnattr_setsigmask(&attr, &none);
 		if (!e)
 			e = posix_spawnattr_setsigdefault(&attr, &dfl);
+		if (!e && o->own_group)
+			e = posix_spawnattr_setpgroup(&attr, 0);
 		if (!e)
-			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+							    (o->own_group ? POSIX_SPAWN_SETPGROUP : 0));
 	}
 	if (!e)
 		e = posix_spawn(&p->pid, prog, &fa, &attr, (char *const *)o->argv, (char *const *)env);
@@ -469,6 +473,7 @@ static int spawn_child(tt_proc **out, const tt_proc_opts *o, tt_error *err)
 			rc = tt_error_errno(err, e, "cannot run %s", name);
 		goto done;
 	}
+	p->group = o->own_group;
 	p->in_fd = in[1];
 	p->out_fd = outp[0];
 	p->err_fd = errp[0];
@@ -686,6 +691,89 @@ done:
 		kill_child(p);  /* no-op unless something went wrong above */
 		proc_free(p);
 	}
+	return rc;
+}
+
+/* ---- run, streaming the output ---------------------------------------- */
+
+int tt_proc_stream(const tt_proc_opts *opts, tt_proc_sink sink, void *sink_ctx, bool (*stop)(void *ctx),
+		   void *stop_ctx, int *status, bool *stopped, tt_error *err)
+{
+	tt_proc *p = NULL;
+	int64_t kill_at = 0;
+	char chunk[CHUNK];
+	if (status)
+		*status = 0;
+	if (stopped)
+		*stopped = false;
+	int rc = spawn_child(&p, opts, err);
+	if (rc)
+		return rc;
+	close_fd(&p->in_fd); /* nothing to read: EOF */
+	for (;;) {
+		struct pollfd fds[2];
+		int *which[2];
+		nfds_t n = 0;
+		if (p->out_fd >= 0) {
+			fds[n] = (struct pollfd){ .fd = p->out_fd, .events = POLLIN };
+			which[n++] = &p->out_fd;
+		}
+		if (p->err_fd >= 0) {
+			fds[n] = (struct pollfd){ .fd = p->err_fd, .events = POLLIN };
+			which[n++] = &p->err_fd;
+		}
+		if (!n)
+			break;
+		int r = poll(fds, n, 100);
+		if (r < 0 && errno != EINTR) {
+			rc = tt_error_errno(err, errno, "running %s: poll", p->name);
+			break;
+		}
+		bool moved = false;
+		for (nfds_t i = 0; r > 0 && i < n; i++) {
+			if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t got;
+			do
+				got = read(*which[i], chunk, sizeof chunk);
+			while (got < 0 && errno == EINTR);
+			if (got < 0 && errno == EAGAIN)
+				continue;
+			if (got <= 0) {
+				close_fd(which[i]);
+				continue;
+			}
+			moved = true;
+			if (sink && which[i] == &p->out_fd)
+				sink(sink_ctx, chunk, (size_t)got);
+		}
+		if (stop && !kill_at && stop(stop_ctx)) {
+			if (stopped)
+				*stopped = true;
+			kill(p->group ? -p->pid : p->pid, SIGTERM);
+			kill_at = now_ms() + 2000;
+		}
+		if (kill_at && now_ms() >= kill_at) {
+			kill(p->group ? -p->pid : p->pid, SIGKILL);
+			kill_at = INT64_MAX;
+		}
+		/* The child is gone and what it left running keeps the pipe:
+		 * what was written is read; the rest is not waited for. */
+		if (!moved && !p->reaped)
+			wait_child(p, now_ms());
+		if (!moved && p->reaped)
+			break;
+	}
+	if (rc == 0 && kill_at && !p->reaped)
+		kill(p->group ? -p->pid : p->pid, SIGKILL);
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+	if (rc == 0)
+		reap(p);
+	else
+		kill_child(p);
+	fill_status(p, status, NULL);
+	proc_free(p);
 	return rc;
 }
 

@@ -42,6 +42,9 @@ typedef struct tt_proc_opts {
 	int timeout_ms;                /* <= 0: none; on expiry the child is killed.
 	                                  tt_proc_run: for the whole run; tt_proc_*:
 	                                  for each call, restarted whenever bytes move */
+	bool merge_stderr;             /* the child's stderr goes where its stdout goes */
+	bool own_group;                /* the child leads a new process group, and
+	                                  killing it kills the group */
 } tt_proc_opts;
 
 typedef struct tt_proc_result {
@@ -64,6 +67,20 @@ void tt_proc_result_release(tt_proc_result *r);
  * exits without reading all of stdin_data is not an error.
  */
 int tt_proc_run(const tt_proc_opts *opts, tt_proc_result *r, tt_error *err);
+
+/*
+ * Run to completion, handing the output to sink (may be NULL) as it comes:
+ * stdout, and stderr too with merge_stderr (else stderr is discarded).
+ * stop (may be NULL) is asked about every 100 ms: once it says yes the
+ * child (its group, with own_group) gets SIGTERM, and SIGKILL 2 s later;
+ * *stopped (may be NULL) says so.  A child that exits while something it
+ * started still holds the pipe is not waited for past that.  Returns 0
+ * when the program ran, *status as in tt_proc_result; nothing is capped
+ * (the sink keeps what it wants).
+ */
+typedef void (*tt_proc_sink)(void *ctx, const char *data, size_t len);
+int tt_proc_stream(const tt_proc_opts *opts, tt_proc_sink sink, void *sink_ctx, bool (*stop)(void *ctx),
+		   void *stop_ctx, int *status, bool *stopped, tt_error *err);
 
 /*
  * A long-lived child with pipes (e.g. `git cat-file --batch`): write

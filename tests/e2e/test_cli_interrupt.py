@@ -55,9 +55,13 @@ def held(tmp_path, tether):
     s3.close()
 
 
-def start(env, ds, *args, **kw) -> tuple[subprocess.Popen, queue.Queue]:
+def start(env, ds, *args, sigint=signal.SIG_DFL) -> tuple[subprocess.Popen, queue.Queue]:
+    # SIGINT's disposition is set for the child: a suite started in the background by a
+    # non-interactive shell inherits it ignored, and tether keeps an ignored SIGINT
+    # ignored, so by default the child gets what a terminal's foreground job has.
     proc = subprocess.Popen([str(TETHER_BIN), *args], cwd=ds, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
     lines: queue.Queue = queue.Queue()
 
     def pump() -> None:
@@ -144,8 +148,7 @@ def test_a_second_ctrl_c_ends_the_process_at_once(held, env):
 
 def test_a_sigint_the_shell_ignores_stays_ignored(held, env):
     ds, gate = held
-    proc, lines = start(env, ds, "commit", "-m", "p",
-                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    proc, lines = start(env, ds, "commit", "-m", "p", sigint=signal.SIG_IGN)
     assert gate.reached.wait(60)
     proc.send_signal(signal.SIGINT)  # discarded by the kernel: the process ignores it
     gate.open.set()

@@ -103,7 +103,8 @@ def test_zsh_script_loads_and_completes(ds, tether, tmp_path):
     got = zsh_complete(tether, ds, tmp_path, [
         "tether com", "tether status --j", "tether log -", "tether status ", "tether diff --key c",
         "tether new ", "tether pull f", "tether add x --kind ", "tether completion ",
-        "tether open code --w",
+        "tether open code --w", "tether open code --for ", "tether query --format ", "tether query --for s",
+        "tether bookmarks ", "tether bookmarks feat --t", "tether gc --exp",
     ])
     assert got["tether com"] == ["commit", "completion"]
     assert got["tether status --j"] == ["--json"]
@@ -115,6 +116,12 @@ def test_zsh_script_loads_and_completes(ds, tether, tmp_path):
     assert {"file", "git", "lance"} <= set(got["tether add x --kind "])
     assert got["tether completion "] == ["bash", "fish", "zsh"]
     assert got["tether open code --w"] == ["--with-password", "--worktree", "--writable"]
+    assert got["tether open code --for "] == ["duckdb", "polars", "spark", "trino"]
+    assert got["tether query --format "] == ["csv", "json", "table"]
+    assert got["tether query --for s"] == ["spark"]
+    assert got["tether bookmarks "] == ["feat", "main"]
+    assert got["tether bookmarks feat --t"] == ["--ttl"]
+    assert got["tether gc --exp"] == ["--expired"]
 
 
 def fish_complete(tether, cwd: Path, tmp_path: Path, lines: list[str]) -> dict[str, list[str]]:
@@ -144,7 +151,8 @@ def test_fish_script_loads_and_completes(ds, tether, tmp_path):
     got = fish_complete(tether, ds, tmp_path, [
         "tether com", "tether status --j", "tether log -", "tether status ", "tether diff --key c",
         "tether new ", "tether pull f", "tether add x --kind ", "tether completion ",
-        "tether open code --w",
+        "tether open code --w", "tether open code --for ", "tether query --format ", "tether query --for s",
+        "tether bookmarks ", "tether bookmarks feat --t", "tether gc --exp",
     ])
     assert got["tether com"] == ["commit", "completion"]
     assert got["tether status --j"] == ["--json"]
@@ -156,6 +164,12 @@ def test_fish_script_loads_and_completes(ds, tether, tmp_path):
     assert {"file", "git", "lance"} <= set(got["tether add x --kind "])
     assert got["tether completion "] == ["bash", "fish", "zsh"]
     assert got["tether open code --w"] == ["--with-password", "--worktree", "--writable"]
+    assert got["tether open code --for "] == ["duckdb", "polars", "spark", "trino"]
+    assert got["tether query --format "] == ["csv", "json", "table"]
+    assert got["tether query --for s"] == ["spark"]
+    assert got["tether bookmarks "] == ["feat", "main"]
+    assert got["tether bookmarks feat --t"] == ["--ttl"]
+    assert got["tether gc --exp"] == ["--expired"]
 
 
 def test_completion_reads_the_dataset_that_dash_C_names(ds, tether, tmp_path):
@@ -168,6 +182,9 @@ def test_completion_reads_the_dataset_that_dash_C_names(ds, tether, tmp_path):
     assert bash_complete(tether, outside, ["tether", "-C", rel, "status", ""]) == ["code", "tables"]
     assert bash_complete(tether, outside, ["tether", "-C", rel, "new", "f"]) == ["feat"]
     assert bash_complete(tether, outside, ["tether", "status", ""]) == []  # no dataset here
+    # an option's fixed words
+    assert bash_complete(tether, outside, ["tether", "query", "--format", ""]) == ["csv", "json", "table"]
+    assert bash_complete(tether, outside, ["tether", "open", "x", "--for", "p"]) == ["polars"]
     lines = [f"tether -C {rel} status ", f"tether -C {rel} new f", f"tether -C {rel} log --key t"]
     z = zsh_complete(tether, outside, tmp_path, lines)
     assert z[lines[0]] == ["code", "tables"] and z[lines[1]] == ["feat"] and z[lines[2]] == ["tables"]

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -290,6 +291,27 @@ def test_in_checkout_path_refused(dataset, tether, env, tmp_path):
     assert not marker.exists()
 
 
+def test_gc_names_the_object_whose_git_path_is_inside_the_checkout(dataset, tether, code, env):
+    """A pinned manifest of the history points inside the checkout (as a
+    clone may bring it): gc, which walks every object of the history,
+    refuses it naming the object's key."""
+    tether("add", "code", str(code), "--kind", "git", cwd=dataset)
+    tether("commit", "-m", "pinned", cwd=dataset)
+    inner = dataset / "vendor" / "code"
+    inner.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=inner, env=env)
+    path = dataset / ".tether" / "objects" / "code.toml"
+    path.write_text(path.read_text().replace(json.dumps(str(code)), json.dumps(str(inner))))
+    git("add", "-A", ".tether", cwd=dataset, env=env)
+    git("commit", "-q", "-m", "a clone's manifest", cwd=dataset, env=env)
+    proc = tether("gc", cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"\[git\] code: git path \S+ is inside the dataset's checkout", proc.stderr), proc.stderr
+    proc = tether("gc", "--json", cwd=dataset, check=False)
+    err = json.loads(proc.stdout or proc.stderr)["error"]
+    assert err["key"] == "code" and err["message"].startswith("[git] code: git path ")
+
+
 @pytest.mark.parametrize("field", ["ref", "at"])
 def test_option_shaped_ref_refused(dataset, tether, code, env, tmp_path, field):
     out = tmp_path / "pwned"
@@ -475,3 +497,60 @@ def test_fork_onto_a_stale_ref_lock_is_partial_and_names_the_fix(dataset, tether
     lock.unlink()
     tether("new", "-b", "feat", "--eager", cwd=dataset)
     assert head(code, env, branch) == head(code, env)
+
+
+# --------------------------------------------------------------------------- #
+# Another writer moves the base the moment promote has moved it
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("shape", ["merge", "fast-forward", "fast-forward-ref"])
+def test_promote_reports_the_commit_it_made_not_the_head_after(tmp_path, dataset, tether, code, env, shape):
+    """A git wrapper commits on the store's main right after promote's own
+    git moved it (another writer, landing first): promote reports and
+    records the commit it made -- the merge commit, or the fork head it
+    fast-forwarded to, checked out (`merge --ff-only`) or not
+    (`update-ref`) -- never main's head read again."""
+    # fast-forward-ref: the base is named (ref = main) and not checked out
+    named = ["--set", "ref=main"] if shape == "fast-forward-ref" else []
+    tether("add", str(code), "--kind", "git", *named, cwd=dataset)
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    branch = f"tether.ws.{DS}.feat"
+    git("checkout", "-q", branch, cwd=code, env=env)
+    fork_head = commit_file(code, "fork.txt", "fork\n", env, "on the fork")
+    if named:
+        git("checkout", "-q", "-b", "side", cwd=code, env=env)
+    else:
+        git("checkout", "-q", "main", cwd=code, env=env)
+    if shape == "merge":
+        commit_file(code, "main.txt", "main\n", env, "main moves")
+    tether("commit", "-m", "on feat", cwd=dataset)
+    before = head(code, env)
+    after = tmp_path / "right-after"
+    wrapper = tmp_path / "git-wrapper"
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    wrapper.write_text(f"""#!/bin/sh
+"{real}" "$@"; rc=$?
+case " $* " in *" -C {code} "*)
+  case " $* " in *" merge --no-ff "*|*" merge --ff-only "*|*" update-ref --end-of-options refs/heads/main "*)
+    if [ $rc = 0 ] && [ ! -e "{after}" ]; then
+      c=$("{real}" -C "{code}" commit-tree -p refs/heads/main -m "right after" "refs/heads/main^{{tree}}")
+      "{real}" -C "{code}" update-ref refs/heads/main "$c" && echo "$c" > "{after}"
+    fi;;
+  esac;;
+esac
+exit $rc
+""")
+    wrapper.chmod(0o755)
+    out = tether.json("promote", "-m", "land feat", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
+    landed = out["merged" if shape == "merge" else "fast_forwarded"][code.name]
+    made = landed["sha"]
+    other = after.read_text().strip()
+    assert head(code, env) == other != made  # the other writer did land right after
+    if shape == "merge":
+        parents = git("rev-list", "--parents", "-n", "1", made, cwd=code, env=env).split()[1:]
+        assert parents == [before, fork_head]
+        assert git("log", "-1", "--format=%s", made, cwd=code, env=env).strip() == "land feat"
+    else:
+        assert made == fork_head
+    ws = tomllib.loads((dataset / ".tether" / "workspace.toml").read_text())
+    assert ws["fork_points"][code.name]["sha"] == made

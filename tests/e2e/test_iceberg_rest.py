@@ -129,7 +129,13 @@ def test_a_table_the_catalog_does_not_have(tmp_path, tether, env, rest_server):
     tether("add", "gone", "--kind", "iceberg", "--table", "ns.gone", cwd=ds)
     proc = tether("commit", "-m", "missing", cwd=ds, check=False)
     assert proc.returncode == 1
-    assert "ns.gone" in proc.stderr and "not found" in proc.stderr
+    # pyiceberg's words, as tether-vcs passes them on; the hint says where.
+    assert "[iceberg] iceberg: NoSuchTableError: NoSuchTableException: Table does not exist: ns.gone" \
+        in proc.stderr
+    # one object's error carries the hint naming where it was looked up
+    proc = tether("log", "gone", cwd=ds, check=False)
+    assert proc.returncode == 1
+    assert f"hint: table ns.gone looked up in REST catalog {rest_server.uri}" in proc.stderr
 
 
 def test_a_pin_racing_another_writer_on_the_same_ref(tmp_path, tether, env, rest_server):

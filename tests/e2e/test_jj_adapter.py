@@ -5,6 +5,7 @@ scenarios: the dataset commit is a jj change (`jj commit`, one operation in
 a jj repository without a colocated .git works too."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -235,3 +236,123 @@ def test_undo_of_new_returns_the_jj_working_copy(tmp_path, jj_env, jj_bin, tethe
         assert not out["skipped"], out
         assert log(jj_bin, root, env)[:2] == [("", "", "true"), ("first", "main", "false")]
     assert results["ours"] == results["theirs"]
+
+
+@pytest.mark.parametrize("name", ["a b", "x..y", "bad~1", "x.lock", "HEAD", "a:b"])
+def test_new_with_a_bookmark_name_jj_or_git_refuses_writes_nothing(tmp_path, jj_env, jj_bin, tether, name):
+    """jj refuses some names itself ('a b'), takes others git refuses
+    ('x.lock', which jj then cannot export): both are refused before the
+    journal, and jj's working copy does not move."""
+    env = jj_env
+    store = make_store(tmp_path, env)
+    root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
+    tether("init", "--dataset-id", DS, cwd=root, env=env)
+    tether("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+    tether("commit", "-m", "first", cwd=root, env=env)
+    journal = (root / ".tether/ops.jsonl").read_text()
+    before = log(jj_bin, root, env, "all()")
+    proc = tether("new", "-b", name, "--eager", cwd=root, env=env, check=False)
+    assert proc.returncode == 1 and f"invalid bookmark name '{name}'" in proc.stderr, proc.stderr
+    assert (root / ".tether/ops.jsonl").read_text() == journal
+    assert log(jj_bin, root, env, "all()") == before
+    assert name not in jj(jj_bin, root, env, "bookmark", "list")
+
+
+@pytest.mark.parametrize("later", [1, 2, 5])
+def test_abandon_with_later_commits_on_jj(tmp_path, jj_env, jj_bin, tether, later):
+    """jj rebases every later commit onto the dropped one's parent; each
+    keeps its manifests exactly, and the journal names what was rewritten."""
+    env = jj_env
+    store = make_store(tmp_path, env)
+    root = make_jj_dataset(tmp_path / "ds", jj_bin, env)
+    tether("init", "--dataset-id", DS, cwd=root, env=env)
+    tether("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+    tether("commit", "-m", "first", cwd=root, env=env)
+
+    def store_commit(text):
+        (store / "a").write_text(text)
+        git("commit", "-q", "-am", text.strip(), cwd=store, env=env)
+
+    def manifests(rev):
+        return jj(jj_bin, root, env, "file", "show", "-r", rev, "root:.tether/objects/code.toml")
+
+    store_commit("dropped\n")
+    tether("commit", "-m", "drop-me", cwd=root, env=env)
+    dropped = jj(jj_bin, root, env, "log", "--no-graph", "-r", "@-", "-T", "commit_id").strip()
+    for i in range(later):
+        store_commit(f"later {i}\n")
+        tether("pull", "-m", f"later {i}", cwd=root, env=env)
+    before = [manifests(f"@{'-' * (k + 1)}") for k in range(later)]
+    out = tether.json("abandon", dropped, cwd=root, env=env)
+    assert out["abandoned"] == [dropped]
+    assert [d for d, _b, _e in log(jj_bin, root, env)] == \
+        [""] + [f"later {i}" for i in reversed(range(later))] + ["first", "start"]
+    assert [manifests(f"@{'-' * (k + 1)}") for k in range(later)] == before
+    assert log(jj_bin, root, env)[1][1] == "main"
+    entry = [json.loads(l) for l in (root / ".tether/ops.jsonl").read_text().splitlines()][-1]
+    assert entry["command"] == "abandon" and len(entry["result"]["rewritten_commits"]) == later
+    tether("verify", cwd=root, env=env)
+
+
+def test_undo_of_a_commit_other_commits_build_on_is_refused_as_tether_vcs_refuses_it(tmp_path, jj_env, jj_bin,
+                                                                                      tether, ref):
+    """jj rebases every other child of a commit squashed into @: undoing
+    main's commit after a bookmark's line was built on it would rewrite
+    that line.  Refused, nothing moved, the journal saying why."""
+    env = jj_env
+    store = make_store(tmp_path, env)
+    results = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = make_jj_dataset(tmp_path / name, jj_bin, env)
+        runner("init", "--dataset-id", DS, cwd=root, env=env)
+        runner("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+        runner("commit", "-m", "first", cwd=root, env=env)
+        runner("new", "-b", f"feat-{name}", cwd=root, env=env)
+        runner("set", "code", "--pin", "record", cwd=root, env=env)
+        runner("commit", "-m", "on feat", cwd=root, env=env)
+        runner("new", "main", cwd=root, env=env)
+        first = [json.loads(l) for l in (root / ".tether/ops.jsonl").read_text().splitlines()
+                 if '"command": "commit"' in l][0]["id"]
+        before = log(jj_bin, root, env, "all()")
+        proc = runner("undo", first, cwd=root, env=env, check=False)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert log(jj_bin, root, env, "all()") == before
+        done = json.loads((root / ".tether/ops.jsonl").read_text().splitlines()[-1])
+        results[name] = re.sub(r"\b[0-9a-f]{12}\b", "<id>", json.dumps(
+            [proc.stderr, done["result"]["irreversible"], done["result"]["failed"], sorted(done)]))
+    assert results["ours"] == results["theirs"]
+    assert "other commit(s) built on it" in results["ours"]
+
+
+def test_new_shared_in_a_second_jj_workspace_journals_as_tether_vcs_does(tmp_path, jj_env, jj_bin, tether, ref):
+    """`new NAME --shared` in a workspace `jj workspace add` made reads the
+    bookmark's manifests through the colocated repository's git store (found
+    by store/git_target, seen from the second workspace), and journals and
+    undoes what tether-vcs does."""
+    env = jj_env
+    store = make_store(tmp_path, env)
+    results = {}
+    for name, runner in (("ours", tether), ("theirs", ref)):
+        root = make_jj_dataset(tmp_path / name, jj_bin, env)
+        runner("init", "--dataset-id", DS, cwd=root, env=env)
+        runner("add", "code", str(store), "--kind", "git", cwd=root, env=env)
+        runner("commit", "-m", "first", cwd=root, env=env)
+        runner("new", "-b", f"s-{name}", "--eager", cwd=root, env=env)
+        peer = tmp_path / f"{name}-peer"
+        jj(jj_bin, root, env, "workspace", "add", "--name", "peer", "-r", "main", str(peer))
+        runner("status", cwd=peer, env=env)
+        refused = runner("new", f"s-{name}", cwd=peer, env=env, check=False)
+        assert refused.returncode == 1 and "held by live workspace(s)" in refused.stderr, refused.stderr
+        runner("new", f"s-{name}", "--shared", cwd=peer, env=env)
+        lines = [json.loads(l) for l in (peer / ".tether/ops.jsonl").read_text().splitlines()]
+        entry = [l for l in lines if l.get("command") == "new"][-1]
+        done = [l for l in lines if l.get("done") == entry["id"]][-1]
+        undo = runner("undo", cwd=peer, env=env)
+        results[name] = json.loads(json.dumps({
+            "plan": [(a["op"], a["key"], a["target"], a["detail"]) for a in entry["plan"]["actions"]],
+            "context": {k: v for k, v in entry["plan"]["context"].items() if k not in ("workspace_id",)},
+            "result": {k: v for k, v in done["result"].items() if k != "vcs"},
+            "undo": re.sub(r"\b[0-9a-f]{12}\b", "<id>", re.sub(r"\(bookmark; [^)]*\)", "(...)", undo.stdout)),
+        }).replace(f"s-{name}", "s"))
+    assert results["ours"] == results["theirs"]
+    assert results["ours"]["result"]["reused"] == ["code"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -337,3 +338,106 @@ def test_drop_from_saved_plan_each_applies_the_others(pair, env, tmp_path):
         applier("drop", "feat", "--from-plan", str(plan), cwd=d["root"])
         assert "feat" not in git("branch", "--list", "feat", cwd=d["root"], env=env)
         assert WSFEAT not in branches(d["store"], env)
+
+
+def history(d, env, runner, later: int, merge_before: bool = False):
+    """first, [a merged side branch], drop-me, then `later` commits, each a
+    store commit then a dataset commit (`pull` on main records it)."""
+    root = d["root"]
+    if merge_before:
+        git("checkout", "-q", "-b", "side", cwd=root, env=env)
+        commit_file(root, "notes.txt", "side\n", env, "side")
+        git("checkout", "-q", "main", cwd=root, env=env)
+        commit_file(root, "README", "dataset!\n", env, "readme")
+        git("merge", "-q", "--no-edit", "side", cwd=root, env=env)
+    commit_file(d["store"], "a.txt", "dropped\n", env)
+    runner("commit", "-m", "drop-me", cwd=root)
+    dropped = git("rev-parse", "HEAD", cwd=root, env=env).strip()
+    for i in range(later):
+        commit_file(d["store"], "a.txt", f"later {i}\n", env)
+        runner("pull", "-m", f"later {i}", cwd=root)
+    return dropped
+
+
+@pytest.mark.parametrize("later,merge_before", [(1, False), (2, False), (5, False), (3, True)])
+def test_abandon_with_later_commits_same_as_tether_vcs(pair, env, later, merge_before):
+    """Every later commit is rewritten onto the dropped one's parent and keeps
+    its manifests exactly, as tether-vcs does; the same JSON and journal."""
+    results = {}
+    for name, (base, d, runner) in pair.items():
+        root = d["root"]
+        dropped = history(d, env, runner, later, merge_before)
+        revs = git("rev-list", "--first-parent", f"{dropped}..HEAD", cwd=root, env=env).split()[::-1]
+        before = [manifests_at(root, env, r) for r in revs]
+        subj = subjects(root, env)
+        out = runner.json("abandon", dropped, cwd=root)
+        assert subjects(root, env) == [s for s in subj if s != "drop-me"]
+        after = git("rev-list", "--first-parent", f"HEAD~{later}..HEAD", cwd=root, env=env).split()[::-1]
+        assert [manifests_at(root, env, r) for r in after] == before
+        assert git("status", "--porcelain", cwd=root, env=env) == ""
+        entry = [e for e in ops(root) if e.get("command") == "abandon"][-1]
+        assert entry["result"]["abandoned"] == [dropped]
+        assert sorted(entry["result"]["rewritten_commits"]) == sorted(revs)
+        results[name] = {"out": norm(out, base), "result": norm(entry["result"], base),
+                         "pre": sorted(entry["pre"]), "subjects": subjects(root, env)}
+    o, t = results["ours"], results["theirs"]
+    for k in o:
+        assert o[k] == t[k], (k, json.dumps(o[k], indent=1, sort_keys=True), json.dumps(t[k], indent=1, sort_keys=True))
+
+
+def test_abandon_below_a_merge_refuses_and_changes_nothing(pair, env):
+    """A merge among the later commits: git's rebase replays the side
+    branch's commits onto the main line and leaves the merge commit out.
+    We refuse rather than rewrite history into another shape, with nothing
+    changed; tether-vcs fails too, after moving the branch onto the
+    linearised history (a deliberate difference, docs/compatibility.md)."""
+    for name, (base, d, runner) in pair.items():
+        root = d["root"]
+        dropped = history(d, env, runner, 1)
+        git("checkout", "-q", "-b", "side", cwd=root, env=env)
+        commit_file(root, "notes.txt", "side\n", env, "side")
+        git("checkout", "-q", "main", cwd=root, env=env)
+        commit_file(d["store"], "a.txt", "after\n", env)
+        runner("pull", "-m", "after", cwd=root)
+        git("merge", "-q", "--no-edit", "side", cwd=root, env=env)
+        head = git("rev-parse", "HEAD", cwd=root, env=env).strip()
+        journal = (root / ".tether/ops.jsonl").read_text()
+        proc = runner("abandon", dropped, cwd=root, check=False)
+        assert proc.returncode == 1
+        if name == "ours":
+            assert "would drop or merge 1 later commit(s) (merges in between?); rebase by hand" in proc.stderr
+            assert git("rev-parse", "HEAD", cwd=root, env=env).strip() == head
+            assert git("status", "--porcelain", cwd=root, env=env) == ""
+            assert (root / ".tether/ops.jsonl").read_text() == journal
+            assert not [w for w in git("worktree", "list", cwd=root, env=env).splitlines() if "tether-abandon" in w]
+
+
+@pytest.mark.parametrize("point", ["drop:after-journal", "drop:after-leave", "drop:after-delete-bookmark", None])
+def test_an_interrupted_drop_is_read_back_as_tether_vcs_reads_it(pair, env, point):
+    """A drop killed at each step (and one that finished): `repair
+    --dry-run` says how far it came and which command finishes it, and
+    `undo` refuses it (or its steps), in tether-vcs's words -- each
+    implementation reading the same journal."""
+    base, d, runner = pair["ours"]
+    ref_runner = pair["theirs"][2]
+    root = d["root"]
+    feature_work(d, env, runner, leave=point != "drop:after-leave")
+    proc = runner("drop", "feat", "--no-dry-run", cwd=root, check=False, env={"TETHER_FAULT": point} if point else None)
+    assert proc.returncode == (-9 if point else 0), proc.stderr
+    copy = base / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    said = {}
+    for name, r, where in (("ours", runner, root), ("theirs", ref_runner, copy)):
+        plan = base / f"repair-{name}.json"
+        r("repair", "--plan", str(plan), cwd=where)
+        notes = json.loads(plan.read_text())["notes"]
+        undo = r("undo", cwd=where, check=False)
+        said[name] = (notes, undo.returncode, undo.stderr)
+    assert said["ours"] == said["theirs"]
+    notes, rc, err = said["ours"]
+    assert rc == 1
+    if point:
+        assert "A drop is finished, not undone -- the VCS's own undo is the way back" in err
+        assert any(n.startswith("operation ") and "(drop feat), which was interrupted" in n for n in notes)
+    else:
+        assert "the VCS's own undo brings its commits and bookmark back" in err

@@ -3,7 +3,9 @@ writes through the working branch, commits on the bookmark, refusals."""
 from __future__ import annotations
 
 import json
+import tomllib
 
+import journal_pairs
 from conftest import git
 from test_commit import DS, dataset, mem, store  # noqa: F401  (fixtures)
 
@@ -136,3 +138,86 @@ def test_a_peer_on_the_bookmark_holds_it_unless_its_workspace_file_is_tracked(da
     assert "held by" not in proc.stdout + proc.stderr
     assert (f"warning: skipping .tether/workspace.toml of checkout {wt}: git tracks it there, so it is "
             "not that checkout's own record") in proc.stderr
+
+
+# --- a `new -b` that fails part-way --------------------------------------------------
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def read_only(tether, root, sub, writable, *args):
+    """Run tether with root/sub mounted read-only (files in `writable` left
+    writable: what `chmod a-w` on the directory alone leaves), in a private
+    mount namespace: a permission bit does not stop root, a read-only mount
+    does."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare for a read-only mount")
+    d = root / sub
+    script = ('set -e; mount --bind -o ro "$1" "$1"; d=$1; shift; n=$1; shift; '
+              'while [ "$n" -gt 0 ]; do mount --bind "$d/$1" "$d/$1"; mount -o remount,bind,rw "$d/$1"; '
+              'shift; n=$((n-1)); done; exec "$@"')
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare -m is not permitted here")
+    return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(d), str(len(writable)), *writable,
+                           str(tether.exe), *args], cwd=root, env=tether.env, capture_output=True, text=True)
+
+
+def test_new_b_failing_on_a_read_only_tether_dir_takes_the_bookmark_back(dataset, tether, mem, env):
+    tether("commit", "-m", "first", cwd=dataset)
+    proc = read_only(tether, dataset, ".tether", ["ops.jsonl", "lock"], "new", "-b", "feat", "--eager")
+    assert proc.returncode == 1 and "Read-only file system" in proc.stderr, proc.stderr
+    # Nothing is left of it: no bookmark, the checkout where it was.
+    assert "feat" not in git("branch", "--list", cwd=dataset, env=env)
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "main"
+    # The same command again finishes it.
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "feat"
+    assert f"tether.ws.{DS}.feat" in mem.show("sys1")["branches"]
+    # ... and the genuine "already exists" keeps its hint.
+    proc = tether("new", "-b", "feat", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "bookmark 'feat' exists; `tether new feat` joins it" in proc.stderr
+    # The failed run changed nothing: undo takes back the one that worked.
+    assert tether.json("undo", cwd=dataset)["command"] == "new"
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "main"
+
+
+def test_new_b_failing_on_a_read_only_git_dir_is_finished_by_its_rerun(dataset, tether, mem, env):
+    """git makes the branch, then cannot move HEAD nor delete the branch
+    again (refs/ writable, .git/ itself not): the rerun of the same command
+    finishes on that bookmark."""
+    tether("commit", "-m", "first", cwd=dataset)
+    proc = read_only(tether, dataset, ".git", ["refs", "logs", "tether.lock"], "new", "-b", "feat", "--eager")
+    assert proc.returncode == 1 and "HEAD.lock" in proc.stderr, proc.stderr
+    assert "run the same `tether new` again" in proc.stderr
+    assert "feat" in git("branch", "--list", cwd=dataset, env=env)
+    tether("new", "-b", "feat", "--eager", cwd=dataset)
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "feat"
+    assert f"tether.ws.{DS}.feat" in mem.show("sys1")["branches"]
+    proc = tether("new", "-b", "feat", cwd=dataset, check=False)
+    assert proc.returncode == 1 and "`tether new feat` joins it" in proc.stderr
+
+
+def test_a_writable_open_forks_only_its_own_stores_branch_as_tether_vcs_does(tmp_path, env, tether, ref):
+    """Two git stores pending on one bookmark: the first writable open of
+    one forks that store's branch alone; the other stays pending, whatever
+    order workspace.toml lists them in (an undo put them back in another)."""
+    steps = [("init", "--dataset-id", journal_pairs.DS), ("add", "code", "../code", "--kind", "git"),
+             ("add", "lib", "../lib", "--kind", "git"), ("commit", "-m", "first"),
+             ("new", "-b", "lz"), ("open", "code", "--writable"), ("undo",),
+             ("open", "code", "--writable")]
+    both = journal_pairs.pair(tmp_path, env, tether, ref, steps)
+    journal_pairs.assert_same(both)
+    ws = {}
+    for side in ("ours", "theirs"):
+        root = tmp_path / side
+        text = (root / "ds/.tether/workspace.toml").read_text()
+        ws[side] = {k: v for k, v in tomllib.loads(text).items() if k not in ("workspace_id", "last_snapshot_at")}
+        assert git("branch", "--list", "tether.ws.*", cwd=root / "lib", env=env).strip() == ""
+    assert ws["ours"] == ws["theirs"]
+    assert ws["ours"]["working_refs"] == {"code": journal_pairs.working_ref("lz")}
+    assert ws["ours"]["pending_forks"] == {"lib": journal_pairs.working_ref("lz")}

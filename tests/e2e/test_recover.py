@@ -155,8 +155,13 @@ def test_new_adopt_takes_the_lost_branches_as_they_are(tmp_path, env, tether, re
         plan = json.loads(runner("new", "-b", "feat", "--adopt", "--dry-run", "--json", "main", cwd=root).stdout)
         text = runner(*args, cwd=root).stdout
         assert git("rev-parse", branch, cwd=stores["code"], env=env).strip() == head
+        # The journal records what it adopted (undo and `ops` read it).
+        newest = json.loads(runner("ops", "--json", cwd=root).stdout)[0]
+        assert newest["command"] == "new"
+        summary = runner("ops", "-n", "1", cwd=root).stdout.split(None, 3)[3].strip()
         outs[name] = {"plan": [(a["op"], a["key"], a["target"], a["detail"]) for a in plan["actions"]],
-                      "text": text, "ws": (root / ".tether/workspace.toml").read_text()}
+                      "text": text, "ws": (root / ".tether/workspace.toml").read_text(),
+                      "adopted": newest["result"]["adopted"], "summary": summary}
         # the next commit pins the adopted write
         runner("commit", "-m", "Recover feat", cwd=root)
         m = (root / ".tether/objects/code.toml").read_text()
@@ -167,6 +172,9 @@ def test_new_adopt_takes_the_lost_branches_as_they_are(tmp_path, env, tether, re
     assert outs["ours"]["plan"] == outs["theirs"]["plan"]
     assert outs["ours"]["text"] == outs["theirs"]["text"]
     assert "(adopted as it is; at sha=" in outs["ours"]["text"]
+    assert outs["ours"]["adopted"] == outs["theirs"]["adopted"] and outs["ours"]["adopted"]["code"] == branch
+    assert outs["ours"]["summary"] == outs["theirs"]["summary"]
+    assert outs["ours"]["summary"].startswith("adopted code")
 
 
 def test_new_adopt_refusals_same_as_tether_vcs(tmp_path, env, tether, ref, stores):

@@ -409,6 +409,14 @@ def test_import_sqlite_sync_undo_matches_reference(tmp_path, tether, ref, env, r
         out = runner.json("import", str(reg), "--table", "registry", cwd=root)
         assert out == {"added": ["a", "team/b"], "updated": [], "removed": [], "unchanged": []}
     assert manifests(ours) == manifests(theirs) and len(manifests(ours)) == 2
+    # Both journal the plan they applied, not null.
+    plans = {}
+    for name, root in (("ours", ours), ("theirs", theirs)):
+        entry = [json.loads(l) for l in (root / ".tether/ops.jsonl").read_text().splitlines()][-1]
+        assert entry["command"] == "import" and entry["plan"] is not None, entry
+        plans[name] = {k: entry["plan"][k] for k in ("command", "format", "notes")} | {
+            "actions": [(a["op"], a["key"], a["kind"], a["target"]) for a in entry["plan"]["actions"]]}
+    assert plans["ours"] == plans["theirs"]
     tether("commit", "-m", "imported", cwd=ours)
     ref("commit", "-m", "imported", cwd=theirs)
     first = manifests(ours)

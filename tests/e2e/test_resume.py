@@ -5,10 +5,12 @@ commit's pins once nothing needs them."""
 from __future__ import annotations
 
 import json
+import shutil
 import tomllib
 
 import pytest
 
+import journal_pairs
 from conftest import git
 from test_commit import DS, dataset, mem, store  # noqa: F401  (fixtures)
 
@@ -272,6 +274,27 @@ def test_tether_vcs_reads_the_closing_records(dataset, tether, ref, mem, env):
     assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == first
 
 
+def test_repair_closes_a_crashed_commit_where_tether_vcs_leaves_it_open(tmp_path, env, tether, ref):
+    """The same journal read by each: a repair after a commit killed once it
+    had pinned closes the moot entry (done, undone by itself) so gc may
+    release its pin; tether-vcs's repair leaves it INCOMPLETE for good."""
+    ds = journal_pairs.make_world(tmp_path / "world", env)
+    for args in (("init", "--dataset-id", journal_pairs.DS), ("add", "code", "../code", "--kind", "git"),
+                 ("commit", "-m", "first")):
+        tether(*args, cwd=ds)
+    journal_pairs.write("code", "main", "code = 2\n", "c2")(tmp_path / "world", env)
+    killed = tether("commit", "-m", "second", cwd=ds, check=False, env={"TETHER_FAULT": "commit:after-pin"})
+    assert killed.returncode == -9
+    copy = tmp_path / "world" / "copy"
+    shutil.copytree(ds, copy, symlinks=True)
+    tether("repair", cwd=ds)
+    ref("repair", cwd=copy)
+    crashed = lambda runner, where: [e for e in runner.json("ops", cwd=where) if e["command"] == "commit"][0]
+    ours, theirs = crashed(tether, ds), crashed(ref, copy)
+    assert ours["status"] == "done" and ours["undone_by"] == ours["id"]
+    assert theirs["status"] == "started" and theirs["undone_by"] is None
+
+
 @pytest.mark.parametrize("point", ["undo:after-journal", "undo:after-vcs", "undo:after-restore"])
 def test_undo_of_new_killed_then_rerun_finishes_it(dataset, tether, mem, env, point):
     branch = f"tether.ws.{DS}.feature"
@@ -360,3 +383,91 @@ def test_a_narrower_gc_leaves_an_interrupted_one_open(dataset, tether, mem, env)
     assert proc.returncode != 0
     tether("gc", "--no-dry-run", cwd=dataset)
     assert [e["command"] for e in incomplete(dataset)] == ["gc"]
+
+
+# --- killed inside the VCS commit ------------------------------------------------
+
+
+def killing_wrapper(tmp_path, name, real, subcommand):
+    """A stand-in for git or jj (TETHER_GIT / TETHER_JJ) that kills its
+    caller with SIGKILL when asked to run `subcommand`, and passes anything
+    else on: tether dies after `git add` staged the manifests and before
+    `git commit` ran, as a crash or a power cut there leaves it."""
+    w = tmp_path / name
+    w.write_text(f"#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in {subcommand}) kill -9 $PPID; sleep 5; exit 1;; esac\n"
+                 f"done\nexec {real} \"$@\"\n")
+    w.chmod(0o755)
+    return w
+
+
+def test_pull_killed_between_git_add_and_commit_then_rerun_finishes_it(tmp_path, dataset, tether, mem, env):
+    sid, start = pulled(dataset, tether, mem, env)
+    wrapper = killing_wrapper(tmp_path, "git-dies-at-commit", "git", "commit")
+    proc = tether("pull", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
+    assert proc.returncode == -9 and incomplete(dataset)
+    # The manifest is staged, not committed: the window this test is about.
+    assert git("status", "--porcelain", cwd=dataset, env=env).startswith("M  .tether/objects/m1.toml")
+    assert git("rev-parse", "HEAD", cwd=dataset, env=env).strip() == start
+    tether("pull", cwd=dataset)
+    check_pull_result(dataset, tether, mem, env, sid, start)
+
+
+def test_pull_rerun_after_a_half_rewound_index_still_finishes_it(tmp_path, dataset, tether, mem, env):
+    """The state an earlier rerun left (the manifest put back in the working
+    tree, git's staging area still holding the pull's: `MM`) is finished by
+    pull too."""
+    sid, start = pulled(dataset, tether, mem, env)
+    wrapper = killing_wrapper(tmp_path, "git-dies-at-commit", "git", "commit")
+    tether("pull", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
+    (dataset / ".tether/objects/m1.toml").write_text(git("show", f"{start}:.tether/objects/m1.toml",
+                                                         cwd=dataset, env=env))
+    assert git("status", "--porcelain", cwd=dataset, env=env).startswith("MM .tether/objects/m1.toml")
+    tether("pull", cwd=dataset)
+    check_pull_result(dataset, tether, mem, env, sid, start)
+
+
+def test_commit_killed_between_git_add_and_commit_then_rerun_finishes_it(tmp_path, dataset, tether, mem, env):
+    first, _ = two_commits(dataset, tether, mem, env)
+    sid = mem("sys1", {"x": 2})
+    wrapper = killing_wrapper(tmp_path, "git-dies-at-commit", "git", "commit")
+    proc = tether("commit", "-m", "third", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
+    assert proc.returncode == -9 and incomplete(dataset)
+    assert git("status", "--porcelain", cwd=dataset, env=env).startswith("M  .tether/objects/m1.toml")
+    second = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    tether("commit", "-m", "third", cwd=dataset)
+    assert git("rev-parse", "HEAD~1", cwd=dataset, env=env).strip() == second
+    assert git("log", "-1", "--format=%s", cwd=dataset, env=env).strip() == "third"
+    assert git("status", "--porcelain", cwd=dataset, env=env).strip() == ""
+    assert state_of(dataset, "m1") == sid
+    assert incomplete(dataset) == []
+    assert tether("verify", cwd=dataset).returncode == 0
+    assert git("rev-parse", "HEAD~2", cwd=dataset, env=env).strip() == first
+
+
+def test_pull_on_jj_killed_at_jj_commit_then_rerun_finishes_it(tmp_path, dataset, tether, mem, env, jj_bin):
+    """jj has no staging area, but its working-copy commit moves with every
+    snapshot: the rerun finds the interrupted pull by the last commit (@-)."""
+    import subprocess
+    run = dict(TETHER_JJ=str(jj_bin), JJ_USER="Test", JJ_EMAIL="test@example.com",
+               JJ_CONFIG=str(tmp_path / "jjconfig.toml"))
+    subprocess.run([str(jj_bin), "git", "init", "--colocate"], cwd=dataset, env={**env, **run},
+                   check=True, capture_output=True)
+
+    def jj(*args):
+        return subprocess.run([str(jj_bin), "--no-pager", "--color=never", *args], cwd=dataset,
+                              env={**env, **run}, check=True, capture_output=True, text=True).stdout
+
+    tether("commit", "-m", "first", cwd=dataset, env=run)
+    sid = mem("sys1", {"up": 1})
+    start = jj("log", "--no-graph", "-r", "@-", "-T", "commit_id").strip()
+    wrapper = killing_wrapper(tmp_path, "jj-dies-at-commit", str(jj_bin), "commit")
+    proc = tether("pull", cwd=dataset, check=False, env={**run, "TETHER_JJ": str(wrapper)})
+    assert proc.returncode == -9 and incomplete(dataset)
+    assert jj("log", "--no-graph", "-r", "@-", "-T", "commit_id").strip() == start
+    tether("pull", cwd=dataset, env=run)
+    assert jj("log", "--no-graph", "-r", "@--", "-T", "commit_id").strip() == start
+    assert jj("log", "--no-graph", "-r", "@-", "-T", "description").strip() == "pull main: 1 object"
+    assert "no changes" in jj("status")
+    assert state_of(dataset, "m1") == sid
+    assert incomplete(dataset) == []
+    assert tether("verify", cwd=dataset, env=run).returncode == 0

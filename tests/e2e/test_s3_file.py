@@ -131,3 +131,30 @@ def test_s3_versioned_object_verify_deep_matches_reference(s3, tether, ref, tmp_
     assert mine["ver"]["status"] == "missing", mine
     assert proc.returncode == 1
     assert json.loads(ref("verify", "--deep", "--json", cwd=ds, check=False).stdout)["ver"]["status"] == "missing"
+
+
+def test_s3_without_credentials_says_where_they_go(s3, tether, tmp_path, env):
+    """A store whose secrets entry names an endpoint but no keys, with none
+    in the environment either: the error names the secrets.toml entry to
+    put them under and the AWS variables that would do instead (as
+    docs/object-stores.md does), and nothing is recorded."""
+    url, client = s3
+    client.put_object(Bucket=BUCKET, Key="data/a.bin", Body=b"hello")
+    for k in [k for k in env if k.startswith("AWS_")]:
+        del env[k]
+    env["AWS_EC2_METADATA_DISABLED"] = "true"  # no instance to ask either
+    ds = make_dataset(tmp_path / "ds", tether, url)
+    (ds / ".tether/secrets.toml").write_text(
+        f'[uris."s3://{BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n')
+    tether("add", "a", f"s3://{BUCKET}/data/a.bin", "--kind", "file", cwd=ds)
+    proc = tether("commit", "-m", "first", cwd=ds, check=False)
+    assert proc.returncode == 1, proc
+    for words in (f'[uris."s3://{BUCKET}/"]', ".tether/secrets.toml", "access_key_id",
+                  "secret_access_key", "profile", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                  "AWS_PROFILE"):
+        assert words in proc.stderr, (words, proc.stderr)
+    status = tether.json("status", cwd=ds, check=False)
+    error = [o for o in status["objects"] if o["key"] == "a"][0]["error"]
+    assert f'[uris."s3://{BUCKET}/"]' in error and "AWS_PROFILE" in error, error
+    log = subprocess.run(["git", "log", "--oneline"], cwd=ds, capture_output=True, text=True)
+    assert "first" not in log.stdout

@@ -148,6 +148,35 @@ def test_create_on_a_bookmark_forks_at_once(git_repo, tether, env, tmp_path):
     assert not store.exists() and created_index(git_repo) == []
 
 
+def test_create_records_the_commit_it_made_not_the_head_after(git_repo, tether, env, tmp_path):
+    """Another writer commits in the new git store right after create made
+    its root commit: the fork point recorded is the root create made, not
+    the store's head read again (and the fork starts from it)."""
+    tether("init", "--dataset-id", DS, cwd=git_repo)
+    tether("new", "-b", "feature", cwd=git_repo)
+    store = tmp_path / "g.git"
+    real = shutil.which("git")
+    wrapper = tmp_path / "git-wrapper"
+    wrapper.write_text(f"""#!/bin/sh
+"{real}" "$@"; rc=$?
+case " $* " in *" -C {store} reset -q --hard "*)
+  if [ $rc = 0 ]; then
+    c=$("{real}" -C "{store}" -c user.name=x -c user.email=x@example.com commit-tree -p HEAD -m other "HEAD^{{tree}}")
+    "{real}" -C "{store}" update-ref HEAD "$c"
+  fi;;
+esac
+exit $rc
+""")
+    wrapper.chmod(0o755)
+    tether("add", "g", str(store), "--kind", "git", "--create", cwd=git_repo, env={"TETHER_GIT": str(wrapper)})
+    root = git("rev-list", "--max-parents=0", "HEAD", cwd=store, env=env).strip()
+    assert git("rev-parse", "HEAD", cwd=store, env=env).strip() != root  # the other writer landed
+    ws = tomllib.loads((git_repo / ".tether" / "workspace.toml").read_text())
+    assert ws["fork_points"]["g"]["sha"] == root
+    branch = f"tether.ws.{DS}.feature"
+    assert git("rev-parse", branch, cwd=store, env=env).strip() == root
+
+
 # --- undo ---------------------------------------------------------------------------
 
 

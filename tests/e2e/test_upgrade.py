@@ -110,6 +110,11 @@ def test_version_4_dataset_comes_forward_as_tether_vcs_brings_it(tmp_path, env, 
     assert entries[0]["command"] == entries[1]["command"] == "upgrade"
     assert sorted(entries[0]) == sorted(entries[1])
     assert comparable(entries[0]["plan"]) == comparable(entries[1]["plan"])
+    # the whole record: all but its id, time and the commit each side made
+    same = lambda e: {**{k: v for k, v in e.items() if k not in ("id", "at", "plan")},
+                      "result": {k: v for k, v in e["result"].items() if k != "vcs_commit"}}
+    assert same(entries[0]) == same(entries[1])
+    assert entries[0]["status"] == "done" and entries[0]["result"]["vcs_commit"]
     # the upgraded dataset works for both, and each verifies the other's pins
     tether("verify", cwd=theirs)
     ref("verify", cwd=ours)

@@ -34,7 +34,8 @@ TT_TEST(kind_describe_says_whether_the_locator_is_a_path)
 	json_t *v;
 	json_object_foreach(same, field, v)
 		CHECK(json_equal(v, json_object_get(k, field)));
-	CHECK_INT(json_object_size(k), json_object_size(same) + 2);
+	CHECK_INT(json_object_size(k), json_object_size(same) + 3);
+	CHECK_STR(json_string_value(json_object_get(k, "locator_key")), "uri");
 	json_decref(all);
 	json_decref(k);
 
@@ -42,6 +43,11 @@ TT_TEST(kind_describe_says_whether_the_locator_is_a_path)
 	CHECK_OK(tt_kind_describe("neon", &k, &err));
 	CHECK(json_is_false(json_object_get(k, "path_locator")));
 	CHECK_INT(json_array_size(json_object_get(k, "path_keys")), 0);
+	json_decref(k);
+
+	/* a dolt positional is its url */
+	CHECK_OK(tt_kind_describe("dolt", &k, &err));
+	CHECK_STR(json_string_value(json_object_get(k, "locator_key")), "url");
 	json_decref(k);
 }
 

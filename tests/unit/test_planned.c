@@ -16,7 +16,9 @@
 
 /* What the steps saw. */
 typedef struct seen {
-	int plans, loads, applies;
+	int plans, loads, applies, gates;
+	bool repository_at_gate, checkout_at_gate;
+	int fail_gate;                  /* the gate refuses with this tt_code */
 	bool plan_applying, apply_saved;
 	bool checkout_at_plan, repository_at_plan, checkout_at_apply, repository_at_apply, checkout_at_load;
 	int fail_plan, fail_apply;      /* a tt_code to fail with */
@@ -84,6 +86,21 @@ static int step_apply(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved,
 		return tt_error_set(err, s->fail_apply, "[t] half done");
 	}
 	return 0;
+}
+
+/* A gate: records what it saw in the plan, or refuses it. */
+static int step_gate(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err)
+{
+	seen *s = ctx;
+	s->gates++;
+	s->checkout_at_gate = repo->checkout_lock.fd >= 0;
+	s->repository_at_gate = repository_held(repo);
+	if (s->fail_gate)
+		return tt_error_set(err, s->fail_gate, "[t] the gate says no");
+	json_t *v = json_string("passed");
+	int rc = tt_plan_set_context(plan, "gate", v, err);
+	json_decref(v);
+	return rc;
 }
 
 static tt_planned_cmd probe(unsigned locks)
@@ -321,6 +338,42 @@ TT_TEST(failing_steps_reset_outputs_and_release_the_locks)
 	CHECK(out != NULL && json_integer_value(json_object_get(out, "actions")) == 1);
 	CHECK(repo->checkout_lock.fd < 0 && !repository_held(repo));
 	json_decref(out);
+	tt_error_clear(&err);
+	tt_repo_free(repo);
+}
+
+TT_TEST(gate_runs_between_plan_and_preview_or_apply_and_can_refuse)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_repo *repo = NULL;
+	CHECK_OK(open_dataset(&repo));
+	tt_planned_cmd cmd = probe(TT_PLANNED_CHECKOUT | TT_PLANNED_REPOSITORY);
+	cmd.gate = step_gate;
+	/* a preview runs the gate, and shows what it recorded */
+	seen s = { 0 };
+	char *pj = NULL, *pt = NULL;
+	tt_planned_run dry = { .dry = true, .plan_json = &pj, .plan_text = &pt };
+	CHECK_OK(tt_engine_run_planned(repo, &cmd, &s, &dry, &err));
+	CHECK_INT(s.gates, 1);
+	CHECK_INT(s.applies, 0);
+	CHECK(pj && strstr(pj, "\"gate\": \"passed\"") != NULL);
+	free(pj);
+	free(pt);
+	/* applying: under the checkout lock, before the repository's */
+	s = (seen){ 0 };
+	json_t *out = NULL;
+	tt_planned_run run = { .out = &out };
+	CHECK_OK(tt_engine_run_planned(repo, &cmd, &s, &run, &err));
+	CHECK(s.gates == 1 && s.applies == 1);
+	CHECK(s.checkout_at_gate && !s.repository_at_gate);
+	json_decref(out);
+	/* a refusal stops everything after it, and leaves no lock held */
+	s = (seen){ .fail_gate = TT_ERROR };
+	out = NULL;
+	CHECK(tt_engine_run_planned(repo, &cmd, &s, &run, &err) == TT_ERROR);
+	CHECK(strstr(err.message, "the gate says no") != NULL);
+	CHECK(s.gates == 1 && s.applies == 0 && out == NULL);
+	CHECK(repo->checkout_lock.fd < 0 && !repository_held(repo));
 	tt_error_clear(&err);
 	tt_repo_free(repo);
 }

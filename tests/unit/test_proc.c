@@ -683,3 +683,72 @@ TT_TEST(run_large_output_without_input)
 	CHECK_INT(r.out.len, 20000000);
 	tt_proc_result_release(&r);
 }
+
+/* ---- tt_proc_stream: output as it comes, stop on request ---------------- */
+
+static void collect(void *ctx, const char *data, size_t len)
+{
+	tt_buf_put(ctx, data, len);
+}
+
+static bool stop_after(void *ctx)
+{
+	int64_t *at = ctx;
+	return now_ms() >= *at;
+}
+
+TT_TEST(stream_merges_stderr_and_reports_status)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_buf got = TT_BUF_INIT;
+	const char *argv[] = { "/bin/sh", "-c", "echo one; echo two >&2; echo three; exit 5", NULL };
+	tt_proc_opts o = { .argv = argv, .merge_stderr = true, .own_group = true };
+	int status = -1;
+	bool stopped = true;
+	CHECK_OK(tt_proc_stream(&o, collect, &got, NULL, NULL, &status, &stopped, &err));
+	CHECK_INT(status, 5);
+	CHECK(!stopped);
+	CHECK_STR(got.ptr, "one\ntwo\nthree\n");
+	/* without merge_stderr, stderr is not the sink's */
+	tt_buf_reset(&got);
+	o.merge_stderr = false;
+	CHECK_OK(tt_proc_stream(&o, collect, &got, NULL, NULL, &status, NULL, &err));
+	CHECK_STR(got.ptr, "one\nthree\n");
+	tt_buf_release(&got);
+	CHECK(no_children());
+}
+
+TT_TEST(stream_stop_kills_the_whole_group)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_buf got = TT_BUF_INIT;
+	/* the shell's child keeps the pipe open: stopping must end it too */
+	const char *argv[] = { "/bin/sh", "-c", "echo started; sleep 30; echo never", NULL };
+	tt_proc_opts o = { .argv = argv, .merge_stderr = true, .own_group = true };
+	int64_t at = now_ms() + 300, t0 = now_ms();
+	int status = 0;
+	bool stopped = false;
+	CHECK_OK(tt_proc_stream(&o, collect, &got, stop_after, &at, &status, &stopped, &err));
+	int64_t dt = now_ms() - t0;
+	CHECK(stopped);
+	CHECK_INT(status, 128 + SIGTERM);
+	CHECK_STR(got.ptr, "started\n");
+	CHECK_MSG(dt < 5000, "took %lld ms", (long long)dt);
+	tt_buf_release(&got);
+	CHECK(no_children());
+}
+
+TT_TEST(stream_does_not_wait_for_what_the_child_left_running)
+{
+	tt_error err = TT_ERROR_INIT;
+	tt_buf got = TT_BUF_INIT;
+	const char *argv[] = { "/bin/sh", "-c", "sleep 5 & echo done", NULL };
+	tt_proc_opts o = { .argv = argv, .merge_stderr = true };
+	int64_t t0 = now_ms();
+	int status = -1;
+	CHECK_OK(tt_proc_stream(&o, collect, &got, NULL, NULL, &status, NULL, &err));
+	CHECK_INT(status, 0);
+	CHECK_STR(got.ptr, "done\n");
+	CHECK_MSG(now_ms() - t0 < 3000, "took %lld ms", (long long)(now_ms() - t0));
+	tt_buf_release(&got);
+}

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/kinds.h"
 #include "core/secrets.h"
 #include "harness.h"
