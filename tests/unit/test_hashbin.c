@@ -1,7 +1,9 @@
 /* Unit tests for backends/file/hashbin: the binary copy of the hash cache, and
  * the file engine's use of it (the JSON is the truth). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "harness.h"
 #include "util/buf.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/mem.h"
 
 #define HEX_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -429,5 +432,135 @@ TT_TEST(walk_rows_are_in_path_order_across_directories)
 		h = NULL;
 	}
 	tt_error_clear(&err);
+	free(root);
+}
+
+/* What another writer does at the walk's weak points (tt_fhash_set_race_hook). */
+typedef struct racer {
+	const char *remove_listed;   /* removed when the walk has just read its name */
+	const char *remove_opening;  /* removed right before it is opened to hash */
+	bool flip;                   /* instead: renamed X <-> X2 there, so it never settles */
+	int removed;
+} racer;
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+static void race(void *ctx, const char *path, int when)
+{
+	racer *r = ctx;
+	const char *name = when == TT_FHASH_LISTED ? r->remove_listed : r->remove_opening;
+	if (!name)
+		return;
+	if (r->flip) {
+		const char *base = strrchr(path, '/');
+		size_t n = strlen(name);
+		if (!base || strncmp(base + 1, name, n) != 0)
+			return;
+		char *other = ends_with(path, "2") ? tt_strndup(path, strlen(path) - 1) : tt_asprintf("%s2", path);
+		if (other && rename(path, other) == 0)
+			r->removed++;
+		free(other);
+		return;
+	}
+	if (!ends_with(path, name))
+		return;
+	if (remove(path) == 0) {
+		r->removed++;
+	} else if (errno == ENOTEMPTY) {
+		char *inner = tt_asprintf("%s/inner", path);
+		if (inner && unlink(inner) == 0 && rmdir(path) == 0)
+			r->removed++;
+		free(inner);
+	}
+}
+
+static const char *row_paths(const tt_file_tree *t, char *buf, size_t cap)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < t->n && used + 1 < cap; i++)
+		used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? " " : "", t->rows[i].path);
+	return buf;
+}
+
+TT_TEST(walk_survives_a_writer_removing_what_it_listed)
+{
+	char *root = path_in("churned");
+	char got[256];
+	tt_fhash *h = NULL;
+	tt_error err = TT_ERROR_INIT;
+	tt_file_tree t;
+
+	CHECK(root);
+	CHECK(mkdir(root, 0777) == 0);
+	CHECK(put_at(root, "keep") == 0);
+	CHECK(put_at(root, "sub/inner") == 0);
+	CHECK(put_at(root, "tmp-listed") == 0);
+	CHECK(put_at(root, "tmp-opening") == 0);
+	for (unsigned threads = 1; threads <= 2; threads++) {
+		/* Gone between readdir and stat: as a walk a moment later sees it. */
+		racer r = { .remove_listed = "tmp-listed" };
+		CHECK_INT(tt_fhash_new(&h, NULL, &err), 0);
+		tt_fhash_set_threads(h, threads);
+		tt_fhash_set_race_hook(h, race, &r);
+		CHECK_MSG(tt_fhash_dir(h, root, &t, &err) == 0, "%s", err.message ? err.message : "");
+		CHECK_INT(r.removed, 1);
+		CHECK_MSG(strcmp(row_paths(&t, got, sizeof got), "keep sub/inner tmp-opening") == 0, "%s", got);
+		tt_file_tree_release(&t);
+		tt_fhash_free(h);
+		CHECK(put_at(root, "tmp-listed") == 0);
+
+		/* Gone after it was listed and stat'ed, before its bytes were
+		 * read: the walk is taken again and the file is not in it. */
+		r = (racer){ .remove_opening = "tmp-opening" };
+		CHECK_INT(tt_fhash_new(&h, NULL, &err), 0);
+		tt_fhash_set_threads(h, threads);
+		tt_fhash_set_race_hook(h, race, &r);
+		CHECK_MSG(tt_fhash_dir(h, root, &t, &err) == 0, "%s", err.message ? err.message : "");
+		CHECK_INT(r.removed, 1);
+		CHECK_MSG(strcmp(row_paths(&t, got, sizeof got), "keep sub/inner tmp-listed") == 0, "%s", got);
+		tt_file_tree_release(&t);
+		tt_fhash_free(h);
+		CHECK(put_at(root, "tmp-opening") == 0);
+
+		/* A whole subdirectory gone after its parent listed it. */
+		r = (racer){ .remove_listed = "sub" };
+		CHECK_INT(tt_fhash_new(&h, NULL, &err), 0);
+		tt_fhash_set_threads(h, threads);
+		tt_fhash_set_race_hook(h, race, &r);
+		CHECK_MSG(tt_fhash_dir(h, root, &t, &err) == 0, "%s", err.message ? err.message : "");
+		CHECK_INT(r.removed, 1);
+		CHECK_MSG(strcmp(row_paths(&t, got, sizeof got), "keep tmp-listed tmp-opening") == 0, "%s", got);
+		tt_file_tree_release(&t);
+		tt_fhash_free(h);
+		CHECK(put_at(root, "sub/inner") == 0);
+
+		/* A writer that never stops: a few walks, then an error that says
+		 * so, naming the directory. */
+		r = (racer){ .remove_opening = "tmp-opening", .flip = true };
+		CHECK_INT(tt_fhash_new(&h, NULL, &err), 0);
+		tt_fhash_set_threads(h, threads);
+		tt_fhash_set_race_hook(h, race, &r);
+		CHECK_INT(tt_fhash_dir(h, root, &t, &err), TT_EBACKEND);
+		CHECK_INT(r.removed, 4);
+		CHECK(tt_exists(root));
+		CHECK_MSG(strstr(err.message, "changed while it was fingerprinted") != NULL &&
+			  strstr(err.message, root) != NULL && strstr(err.message, "tmp-opening") != NULL,
+			  "%s", err.message);
+		tt_error_clear(&err);
+		tt_fhash_free(h);
+		h = NULL;
+		/* Put back what the flips left. */
+		char *moved = tt_asprintf("%s/tmp-opening2", root), *back = tt_asprintf("%s/tmp-opening", root);
+		CHECK(moved && back);
+		if (tt_exists(moved))
+			CHECK(rename(moved, back) == 0);
+		free(moved);
+		free(back);
+	}
 	free(root);
 }

@@ -91,6 +91,12 @@ void tt_fhash_set_progress(tt_fhash *h, tt_backend_work_fn fn, void *ctx);
 void tt_fhash_set_threads(tt_fhash *h, unsigned threads);
 void tt_fhash_set_clock(tt_fhash *h, int64_t (*now_ns)(void));
 void tt_fhash_stats(tt_fhash *h, tt_file_stats *out);
+/* For tests: fn runs with each entry's full path right after the walk read
+ * it from its directory (TT_FHASH_LISTED) and right before a listed file
+ * is opened to be hashed (TT_FHASH_OPENING): where another writer can
+ * remove it.  NULL: none. */
+enum { TT_FHASH_LISTED = 1, TT_FHASH_OPENING = 2 };
+void tt_fhash_set_race_hook(tt_fhash *h, void (*fn)(void *ctx, const char *path, int when), void *ctx);
 
 /* Walk root (not following symlinked directories; the root-level owner
  * marker skipped), hash what the cache cannot answer, and fill *out.

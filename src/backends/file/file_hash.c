@@ -152,6 +152,8 @@ struct tt_fhash {
 	tt_backend_work_fn progress;
 	void *progress_ctx;
 	int64_t (*now_ns)(void);
+	void (*race_hook)(void *ctx, const char *path, int when);
+	void *race_ctx;
 	atomic_uint_fast64_t hashed_files, hashed_bytes, hits, saves;
 };
 
@@ -217,6 +219,14 @@ void tt_fhash_set_threads(tt_fhash *h, unsigned threads)
 {
 	pthread_mutex_lock(&h->lock);
 	h->threads = threads;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void tt_fhash_set_race_hook(tt_fhash *h, void (*fn)(void *ctx, const char *path, int when), void *ctx)
+{
+	pthread_mutex_lock(&h->lock);
+	h->race_hook = fn;
+	h->race_ctx = ctx;
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -609,7 +619,10 @@ static void hash_one(hash_job *job, miss *m, unsigned char *buf, EVP_MD_CTX *ctx
 	uint64_t got = 0;
 	/* O_NONBLOCK: a FIFO named as the object reads as empty instead of
 	 * hanging (no effect on regular files). */
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd;
+	if (job->h->race_hook)
+		job->h->race_hook(job->h->race_ctx, m->path, TT_FHASH_OPENING);
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		m->errnum = errno;
 		return;
@@ -679,7 +692,7 @@ static int64_t now_of(tt_fhash *h)
  * cache and save it.  The first failure in path order is the error (the
  * files hashed before it are still recorded).
  */
-static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
+static int hash_misses(tt_fhash *h, miss *misses, size_t n, bool *vanished, tt_error *err)
 {
 	int rc = 0;
 	miss **order = NULL, *failed = NULL;
@@ -749,6 +762,9 @@ static int hash_misses(tt_fhash *h, miss *misses, size_t n, tt_error *err)
 			rc = tt_error_oom(err);
 		else
 			rc = tt_file_os_error(err, failed->errnum, failed->read_error ? NULL : failed->path);
+		/* Listed, then gone before it could be read: another writer. */
+		if (vanished && failed->errnum == ENOENT && !failed->read_error)
+			*vanished = true;
 	}
 done:
 	if (job.md)
@@ -778,7 +794,7 @@ int tt_fhash_file(tt_fhash *h, const char *path, const struct stat *st, char hex
 		atomic_fetch_add(&h->hits, 1);
 		return 0;
 	}
-	return hash_misses(h, &m, 1, err);
+	return hash_misses(h, &m, 1, NULL, err);
 }
 
 int tt_fhash_files(tt_fhash *h, const char *const *paths, const struct stat *sts, size_t n,
@@ -805,7 +821,7 @@ int tt_fhash_files(tt_fhash *h, const char *const *paths, const struct stat *sts
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (rc == 0 && nmiss)
-		rc = hash_misses(h, m, nmiss, err);
+		rc = hash_misses(h, m, nmiss, NULL, err);
 	free(m);
 	return rc;
 }
@@ -857,6 +873,7 @@ typedef struct dirrun {
 
 typedef struct walk {
 	const char *root;
+	tt_fhash *h;
 	walkq *q;
 	dirrun *runs;
 	size_t nruns, runs_alloc;
@@ -1126,8 +1143,13 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 
 	if (tt_file_join(&w->full, w->root, rel) != 0)
 		return tt_error_oom(err);
-	if (!(d = opendir(w->full.ptr)))
+	if (!(d = opendir(w->full.ptr))) {
+		/* A subdirectory removed (or replaced) since its parent was read
+		 * is what a walk a moment later would see: nothing there. */
+		if (rel && (errno == ENOENT || errno == ENOTDIR))
+			return end_dir(w, rel, first) != 0 ? tt_error_oom(err) : 0;
 		return tt_file_os_error(err, errno, w->full.ptr);
+	}
 	dfd = dirfd(d);
 	for (;;) {
 		struct dirent *de;
@@ -1151,6 +1173,13 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		if (de->d_name[0] == '.' &&
 		    (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
 			continue;
+		if (w->h->race_hook) {
+			if (child_full(w, rel, de->d_name) != 0) {
+				rc = tt_error_oom(err);
+				break;
+			}
+			w->h->race_hook(w->h->race_ctx, w->full.ptr, TT_FHASH_LISTED);
+		}
 		type = de->d_type;
 		if (type == DT_UNKNOWN) {
 			/* The file system does not say: lstat, as DirEntry does. */
@@ -1186,6 +1215,8 @@ static int walk_dir(walk *w, const char *rel, tt_error *err)
 		 * (ENOENT) is not a file; any other failure is an error, as
 		 * DirEntry.is_file() raises it. */
 		if (fstatat(dfd, de->d_name, &st, 0) != 0) {
+			if (type == DT_REG && errno == ENOENT)
+				continue; /* gone since readdir */
 			if (type == DT_REG || errno != ENOENT) {
 				rc = errno;
 				goto os_error;
@@ -1602,7 +1633,8 @@ static int order_entries(walk *ws, unsigned nw, wentry **order, size_t n, tt_err
 					   n - k);
 }
 
-int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
+static int fhash_dir_once(tt_fhash *h, const char *root, tt_file_tree *out, bool *vanished,
+			  tt_error *err)
 {
 	int rc = 0;
 	walk *ws = NULL;
@@ -1640,6 +1672,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 	for (unsigned i = 0; i < nw; i++) {
 		ws[i].root = root;
 		ws[i].q = &q;
+		ws[i].h = h;
 		ws[i].index = i;
 		tt_buf_init(&ws[i].names, 0);
 		tt_buf_init(&ws[i].full, 0);
@@ -1728,7 +1761,7 @@ int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err
 		out->size += parts[i].size;
 	}
 	atomic_fetch_add(&h->hits, hits);
-	if ((rc = hash_misses(h, misses, nmiss, err)) != 0)
+	if ((rc = hash_misses(h, misses, nmiss, vanished, err)) != 0)
 		goto done;
 
 	/* The tree: the rows point into names (which does not move when the
@@ -1783,4 +1816,34 @@ done:
 	free(misses);
 	free(order);
 	return rc;
+}
+
+/* How many times a walk is taken again when a file it listed is gone
+ * before it could be read. */
+#define VANISHED_RETRIES 3
+
+/*
+ * The tree of root.  A directory written to while it is walked can lose a
+ * listed file before its bytes are read; the walk is then taken again (a
+ * few times), and only a directory that keeps changing is an error.
+ */
+int tt_fhash_dir(tt_fhash *h, const char *root, tt_file_tree *out, tt_error *err)
+{
+	for (int attempt = 0;; attempt++) {
+		bool vanished = false;
+		int rc = fhash_dir_once(h, root, out, &vanished, err);
+		if (rc == 0 || !vanished)
+			return rc;
+		if (attempt == VANISHED_RETRIES) {
+			char *why = err->message ? tt_strdup(err->message) : NULL;
+			tt_error_clear(err);
+			rc = tt_error_set(err, TT_EBACKEND,
+					  "%s changed while it was fingerprinted (%s); run again once "
+					  "nothing writes to it", root, why ? why : "a listed file vanished");
+			tt_error_object(err, NULL, KIND);
+			free(why);
+			return rc;
+		}
+		tt_error_clear(err);
+	}
 }
