@@ -11,6 +11,8 @@
 #include "core/oplog.h"
 #include "core/plan.h"
 #include "engine/engine.h"
+#include "engine/gc.h"
+#include "engine/planned.h"
 #include "util/fault.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -114,9 +116,11 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	}
 	tt_gc_opts plain = TT_GC_OPTS_INIT;
 	tt_error gerr = TT_ERROR_INIT;
-	repo->gc_after_rewrite = true;
-	int grc = tt_repo_plan_gc(repo, &plain, &plan_json, &plan_text, &gerr);
-	repo->gc_after_rewrite = false;
+	tt_plan *planned = NULL;
+	int grc = tt_gc_plan_after_rewrite(repo, &plain, &planned, &gerr);
+	if (grc == 0)
+		grc = tt_engine_render_plan(planned, &plan_json, &plan_text, &gerr);
+	tt_plan_free(planned);
 	if (grc == 0) {
 		gc_plan = tt_json_parse(plan_json, strlen(plan_json), "gc plan", err);
 	} else if (gerr.code == TT_EVCS) {

@@ -518,8 +518,8 @@ static void merge_lists(json_t *a, const json_t *b)
  * Judged once more, now that they are gone, the branch goes too; report
  * holds both passes.
  */
-static int leaf_first_pass(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, json_t *report,
-			   tt_error *err)
+static int leaf_first_pass(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, const char *parent,
+			   json_t *report, tt_error *err)
 {
 	json_t *kept = json_object_get(report, "kept_working_refs"), *again = NULL;
 	tt_plan *plan = NULL;
@@ -528,7 +528,7 @@ static int leaf_first_pass(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope
 		return 0;
 	if ((rc = tt_gc_plan_scoped(repo, o, scope, &plan, err)) < 0)
 		return rc;
-	if (!tt_plan_write_count(plan) || (rc = tt_gc_apply(repo, plan, &again, err)) < 0)
+	if (!tt_plan_write_count(plan) || (rc = tt_gc_apply(repo, plan, parent, &again, err)) < 0)
 		goto done;
 	static const char *const lists[] = { "unpinned", "deleted_working_refs", "forgotten_working_refs" };
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
@@ -630,7 +630,6 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	if (rc < 0)
 		goto done;
 	tt_fault("drop:after-journal");
-	repo->op_parent = op_id;
 	/* What the dropped commits pinned: no references once they are gone,
 	 * but the branch sweep may delete a head one of them pinned. */
 	if ((rc = dropped_manifests(repo, commits, &dropped, err)) < 0)
@@ -646,7 +645,7 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 		}
 		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) < 0 ||
-		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, err)) < 0)
+		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, op_id, err)) < 0)
 			goto fail;
 		left_for = leave;
 		json_t *dd = json_pack("{s:s}", "target", leave);
@@ -673,8 +672,8 @@ static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error
 	if ((rc = tt_gc_plan_scoped(repo, &o, &scope, &gc_plan, err)) < 0)
 		goto fail;
 	if (tt_plan_write_count(gc_plan)) {
-		if ((rc = tt_gc_apply(repo, gc_plan, &gc_report, err)) < 0 ||
-		    (rc = leaf_first_pass(repo, &o, &scope, gc_report, err)) < 0)
+		if ((rc = tt_gc_apply(repo, gc_plan, op_id, &gc_report, err)) < 0 ||
+		    (rc = leaf_first_pass(repo, &o, &scope, op_id, gc_report, err)) < 0)
 			goto fail;
 	} else if (!(gc_report = empty_gc_report())) {
 		rc = tt_error_oom(err);
@@ -707,7 +706,6 @@ fail:
 		tt_error_clear(&ig);
 	}
 done:
-	repo->op_parent = NULL;
 	tt_manifests_release(&dropped);
 	tt_plan_free(gc_plan);
 	tt_plan_free(new_plan);
@@ -754,7 +752,7 @@ static int settle_interrupted_leave(tt_repo *repo, const char *bookmark, tt_erro
 	if (tt_vcs_current_bookmark(repo->vcs, &here, &ig) == 0 && here && strcmp(here, leave) == 0) {
 		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
 		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) == 0)
-			rc = tt_engine_apply_new(repo, new_plan, false, NULL, err);
+			rc = tt_engine_apply_new(repo, new_plan, false, NULL, NULL, err);
 	}
 	tt_error_clear(&ig);
 	tt_plan_free(new_plan);

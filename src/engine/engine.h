@@ -118,9 +118,10 @@ int tt_engine_check_preconditions(tt_repo *repo, const struct tt_plan *plan, con
 int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, struct tt_plan **out, tt_error *err);
 /* *partial (may be NULL): the error is that some objects could not fork
  * while the rest of the `new` took effect and was recorded; the message
- * names the rerun that finishes it. */
+ * names the rerun that finishes it.  parent: the operation the journal
+ * entry belongs to (drop's leaving for another bookmark), or NULL. */
 int tt_engine_apply_new(tt_repo *repo, const struct tt_plan *plan, bool verify, bool *partial,
-			tt_error *err);
+			const char *parent, tt_error *err);
 
 /* promote's two halves (engine/promote.c). */
 int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, struct tt_plan **out, tt_error *err);

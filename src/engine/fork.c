@@ -1065,7 +1065,8 @@ static void sort_object_keys(json_t *obj)
 	json_decref(copy);
 }
 
-int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, tt_error *err)
+int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, const char *parent,
+			tt_error *err)
 {
 	json_t *ctx = tt_plan_context(plan);
 	json_t *pre = NULL, *position = NULL, *wstext = NULL, *heads = json_object(), *plan_json = NULL;
@@ -1132,7 +1133,7 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		rc = pre ? err->code : tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, repo->op_parent, op_id, err)) < 0)
+	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, parent, op_id, err)) < 0)
 		goto done;
 	tt_fault("new:after-journal");
 	if (create) {
@@ -1939,7 +1940,7 @@ static int apply_new(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, 
 {
 	(void)ctx;
 	bool partial = false;
-	int rc = tt_engine_apply_new(repo, plan, saved, &partial, err);
+	int rc = tt_engine_apply_new(repo, plan, saved, &partial, NULL, err);
 	if (rc < 0 && !partial)
 		return rc;
 	/* With a partial success: what took effect, beside the error. */

@@ -76,7 +76,7 @@ static int plan_gc(tt_repo *repo, void *ctx, bool applying, tt_plan **out, tt_er
 static int apply_gc(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
 {
 	(void)ctx;
-	int rc = tt_gc_apply_gc(repo, plan, out, err);
+	int rc = tt_gc_apply_gc(repo, plan, NULL, out, err);
 	/* An interrupted gc with the same options is redone by this one. */
 	if (!saved && rc == 0 && !json_object_size(json_object_get(*out, "failed"))) {
 		static const char *const options[] = { "prune_bookmarks", "keep_bookmarks", "force_prune",
@@ -130,7 +130,7 @@ int tt_repo_apply_gc_plan(tt_repo *repo, const char *text, size_t len, json_t **
 	return tt_engine_run_planned(repo, &gc_cmd, NULL, &run, err);
 }
 
-int tt_gc_apply(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+int tt_gc_apply(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err)
 {
-	return tt_gc_apply_gc(repo, plan, out, err);
+	return tt_gc_apply_gc(repo, plan, parent, out, err);
 }

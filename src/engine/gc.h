@@ -71,7 +71,11 @@ typedef struct tt_gc_scope {
 } tt_gc_scope;
 
 int tt_gc_plan_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out, tt_error *err);
+/* abandon's plan: the commits it just rewrote away are the user's
+ * decision, so their pins are not kept as ones a clone made from here may
+ * hold (gc_pins.c's "committed"). */
+int tt_gc_plan_after_rewrite(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err);
 /* Apply a gc plan; the caller holds the checkout and repository locks. */
-int tt_gc_apply(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err);
+int tt_gc_apply(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err);
 
 #endif

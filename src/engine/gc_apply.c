@@ -127,7 +127,7 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 }
 
 /* apply_gc: locks held by the caller. */
-int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err)
 {
 	json_t *report = NULL, *failed = NULL, *pre = NULL, *plan_obj = NULL;
 	json_t *shared = NULL;   /* keep-pins for another clone: the CLI's, not journaled */
@@ -162,7 +162,7 @@ int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *e
 			rc = pre ? err->code : tt_error_oom(err);
 			goto done;
 		}
-		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, repo->op_parent, op_id, err)) < 0)
+		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, parent, op_id, err)) < 0)
 			goto done;
 		journaled = true;
 		tt_fault("gc:after-journal");

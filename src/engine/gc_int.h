@@ -67,6 +67,7 @@ typedef struct gc_state {
 	char *remotes;                /* "'origin', 'peer'" (NULL: none) */
 	char *unfetched;              /* why a remote may name pins unseen here (NULL: none) */
 	const tt_gc_scope *scope;     /* drop's, or NULL */
+	bool after_rewrite;           /* abandon's: tt_gc_plan_after_rewrite */
 } gc_state;
 
 
@@ -109,7 +110,7 @@ int tt_gc_plan_prune(gc_state *s, tt_error *err);
 int tt_gc_plan_listings(gc_state *s, tt_error *err);
 
 /* gc_apply.c */
-int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err);
+int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err);
 json_t *tt_gc_dry_report(const tt_plan *plan);
 
 #endif

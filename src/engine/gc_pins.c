@@ -136,7 +136,7 @@ static int committed_caution(gc_state *s, const char *pid, char **why, const cha
 			     tt_error *err)
 {
 	int rc;
-	if (s->scope || s->repo->gc_after_rewrite)
+	if (s->scope || s->after_rewrite)
 		return 0;
 	if (!tt_gc_set_has(s->committed, pid)) {
 		if ((rc = held_pins(s, err)) < 0)

@@ -689,8 +689,8 @@ done:
 
 /* plan_gc: compute what gc would release, writing nothing but the seeded
  * pinned index. */
-static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out,
-			  tt_error *err)
+static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, bool after_rewrite,
+			  tt_plan **out, tt_error *err)
 {
 	gc_state s = { 0 };
 	char digest[17], *head = NULL, *reldir = NULL;
@@ -699,6 +699,7 @@ static int plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope 
 	s.repo = repo;
 	s.o = o;
 	s.scope = scope;
+	s.after_rewrite = after_rewrite;
 	if (scope && scope->nexcluded) {
 		if (!(s.w.excluded = json_object()))
 			return tt_error_oom(err);
@@ -750,10 +751,15 @@ done:
 
 int tt_gc_plan_gc(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err)
 {
-	return plan_gc_scoped(repo, o, NULL, out, err);
+	return plan_gc_scoped(repo, o, NULL, false, out, err);
+}
+
+int tt_gc_plan_after_rewrite(tt_repo *repo, const tt_gc_opts *o, tt_plan **out, tt_error *err)
+{
+	return plan_gc_scoped(repo, o, NULL, true, out, err);
 }
 
 int tt_gc_plan_scoped(tt_repo *repo, const tt_gc_opts *o, const tt_gc_scope *scope, tt_plan **out, tt_error *err)
 {
-	return plan_gc_scoped(repo, o, scope, out, err);
+	return plan_gc_scoped(repo, o, scope, false, out, err);
 }

@@ -35,10 +35,6 @@ struct tt_repo {
 	size_t nbackends, backends_alloc;
 	struct tt_progress_state *progress; /* tt_repo_set_progress (engine/progress.c) */
 	atomic_bool cancel;             /* tt_repo_cancel, until a phase stops for it */
-	const char *op_parent;          /* the operation journaled steps belong to (drop), or NULL */
-	bool gc_after_rewrite;          /* abandon's gc plan: the commits it just rewrote away are the
-					 * user's decision, so gc does not keep their pins as ones a
-					 * clone made from here may hold (gc.c's "committed") */
 };
 
 /* Take .tether/lock (30 s) for a writing command, then re-read the
