@@ -466,479 +466,588 @@ done:
 	return rc;
 }
 
-int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_error *err)
-{
-	tt_manifest_set at = { 0 };
-	const tt_manifest_set *objects = &repo->objects;
-	json_t *known = NULL, *holders = NULL, *scopes = json_object(), *ctx = NULL;
-	char *resolved = NULL, *here = NULL, *bookmark = NULL;
-	tt_plan *plan = NULL;
-	bool create = false;
-	char hash[65];
-	int rc;
+/* What planning `new` carries from object to object. */
+typedef struct new_plan {
+	tt_repo *repo;
+	const tt_new_opts *o;
+	const tt_manifest_set *objects;
+	tt_plan *plan;
+	const char *bookmark;  /* NULL: none */
+	const char *name;      /* the working ref's name on the bookmark */
+	bool on_trunk, eager;
+	json_t *scopes;        /* "kind|scope" -> {key, op} of its first member */
+} new_plan;
 
+/* The bookmark at that commit (or where the VCS working copy is): this
+ * workspace's, else the trunk, else the only one; NULL when none fits. */
+static int bookmark_here(tt_repo *repo, const char *rev, const char *resolved, json_t *known,
+			 char **out, tt_error *err)
+{
+	const char *k, *trunk = tt_config_trunk(&repo->config);
+	json_t *c, *cands = json_array();
+	char *here = NULL;
+	int rc = 0;
 	*out = NULL;
-	if (o->adopt && (o->keep || o->discard)) {
-		rc = tt_error_set(err, TT_ECONFIG, "--adopt takes the bookmark's branches as they are; %s",
-				  o->keep ? "--keep keeps this workspace's working refs instead" : "--discard would reset them");
-		goto done;
-	}
-	if (o->bookmark) {
-		bool stranded = false;
-		if ((rc = stranded_bookmark(repo, o->bookmark, &stranded, err)) < 0)
-			goto done;
-		if (stranded) {
-			tt_new_opts join = *o;
-			join.rev = o->bookmark;
-			join.bookmark = NULL;
-			rc = tt_engine_plan_new(repo, &join, out, err);
-			goto done;
+	if (!cands)
+		return tt_error_oom(err);
+	if (rev) {
+		json_object_foreach(known, k, c)
+			if (strcmp(json_string_value(c), resolved) == 0)
+				json_array_append_new(cands, json_string(k));
+	} else {
+		if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0) {
+			json_decref(cands);
+			return rc;
 		}
+		if (here)
+			json_array_append_new(cands, json_string(here));
+		else if (repo->ws.bookmark)
+			json_array_append_new(cands, json_string(repo->ws.bookmark));
 	}
-	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, &resolved, err)) < 0)
-		goto done;
-	if (o->rev)
-		objects = &at;
-	bool eager = o->eager < 0 ? strcmp(repo->config.new_fork, "eager") == 0 : o->eager > 0;
-	if ((rc = tt_vcs_bookmarks(repo->vcs, &known, err)) < 0)
-		goto done;
-	bool resume = false;
+	if (repo->ws.bookmark && list_has(cands, repo->ws.bookmark))
+		*out = tt_strdup(repo->ws.bookmark);
+	else if (list_has(cands, trunk))
+		*out = tt_strdup(trunk);
+	else if (json_array_size(cands) == 1)
+		*out = tt_strdup(json_string_value(json_array_get(cands, 0)));
+	json_decref(cands);
+	free(here);
+	return 0;
+}
+
+/* Which bookmark `new` lands on (*bookmark NULL: none), whether it creates
+ * it, and whether it finishes an interrupted `new` on it (*resume). */
+static int new_target(tt_repo *repo, const tt_new_opts *o, json_t *known, const char *resolved,
+		      char **bookmark, bool *create, bool *resume, tt_error *err)
+{
+	int rc;
+	*bookmark = NULL;
+	*create = *resume = false;
 	if (o->bookmark && json_object_get(known, o->bookmark) &&
-	    (rc = resuming_new(repo, o->bookmark, known, resolved, &resume, err)) < 0)
-		goto done;
-	if (resume) {
+	    (rc = resuming_new(repo, o->bookmark, known, resolved, resume, err)) < 0)
+		return rc;
+	if (*resume) {
 		/* Finish on the bookmark as it is: no switch, nothing created. */
-		bookmark = tt_strdup(o->bookmark);
-		objects = &repo->objects;
+		*bookmark = tt_strdup(o->bookmark);
 	} else if (o->bookmark) {
-		if (json_object_get(known, o->bookmark)) {
-			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' exists; `tether new %s` joins it",
-					  o->bookmark, o->bookmark);
-			goto done;
-		}
+		if (json_object_get(known, o->bookmark))
+			return tt_error_set(err, TT_ECONFIG, "bookmark '%s' exists; `tether new %s` joins it",
+					    o->bookmark, o->bookmark);
 		if ((rc = tt_vcs_check_bookmark_name(repo->vcs, o->bookmark, err)) < 0)
-			goto done;
-		if (generation_suffix(o->bookmark)) {
-			rc = tt_error_set(err, TT_ECONFIG, "bookmark '%s' ends in `.<number>`, which is how a store "
-					  "names a sibling of a branch it cannot reset; pick another name",
-					  o->bookmark);
-			goto done;
-		}
-		bookmark = tt_strdup(o->bookmark);
-		create = true;
+			return rc;
+		if (generation_suffix(o->bookmark))
+			return tt_error_set(err, TT_ECONFIG, "bookmark '%s' ends in `.<number>`, which is how a store "
+					    "names a sibling of a branch it cannot reset; pick another name",
+					    o->bookmark);
+		*bookmark = tt_strdup(o->bookmark);
+		*create = true;
 	} else if (o->rev && json_object_get(known, o->rev)) {
-		bookmark = tt_strdup(o->rev);
+		*bookmark = tt_strdup(o->rev);
 	} else if (o->rev || !o->keep) {
-		/* The bookmark at that commit (or where the VCS working copy is):
-		 * this workspace's, else the trunk, else the only one. */
-		const char *k;
-		json_t *c;
-		json_t *cands = json_array();
-		if (o->rev) {
-			json_object_foreach(known, k, c)
-				if (strcmp(json_string_value(c), resolved) == 0)
-					json_array_append_new(cands, json_string(k));
-		} else {
-			if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0) {
-				json_decref(cands);
-				goto done;
-			}
-			if (here)
-				json_array_append_new(cands, json_string(here));
-			else if (repo->ws.bookmark)
-				json_array_append_new(cands, json_string(repo->ws.bookmark));
-		}
-		const char *trunk = tt_config_trunk(&repo->config);
-		if (repo->ws.bookmark && list_has(cands, repo->ws.bookmark))
-			bookmark = tt_strdup(repo->ws.bookmark);
-		else if (list_has(cands, trunk))
-			bookmark = tt_strdup(trunk);
-		else if (json_array_size(cands) == 1)
-			bookmark = tt_strdup(json_string_value(json_array_get(cands, 0)));
-		json_decref(cands);
+		return bookmark_here(repo, o->rev, resolved, known, bookmark, err);
 	} else if (repo->ws.bookmark) {
-		bookmark = tt_strdup(repo->ws.bookmark);
+		*bookmark = tt_strdup(repo->ws.bookmark);
 	}
-	if ((rc = tt_manifests_hash(hash, objects, err)) < 0)
-		goto done;
-	if (!(plan = tt_plan_new("new"))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	ctx = json_pack("{s:s?,s:s?,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "rev", resume ? NULL : o->rev, "bookmark", bookmark,
-			"create", create, "shared", o->shared, "keep", o->keep, "eager", eager, "discard",
-			o->discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
-	const char *ck;
-	json_t *cv;
-	json_object_foreach(ctx, ck, cv)
-		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
-			goto done;
-	const char *trunk = tt_config_trunk(&repo->config);
-	bool on_trunk = bookmark && strcmp(bookmark, trunk) == 0;
+	return 0;
+}
+
+/* A refusal of the whole `new` (no object), with params. */
+static int refuse_all(tt_plan *plan, tt_buf *d, json_t *params, tt_error *err)
+{
+	int rc = tt_plan_action(plan, "refuse", NULL, NULL, NULL, d->ptr, params, err);
+	json_decref(params);
+	tt_buf_release(d);
+	return rc;
+}
+
+/*
+ * What stops `new` before any object is weighed: --adopt without a
+ * bookmark of its own, --keep, no bookmark, a bookmark other live
+ * workspaces hold.  *stop: planned, the objects are not looked at.
+ */
+static int new_gates(new_plan *np, bool *stop, tt_error *err)
+{
+	const tt_new_opts *o = np->o;
+	const char *bookmark = np->bookmark;
+	json_t *holders = NULL;
+	tt_buf d = TT_BUF_INIT;
+	int rc = 0;
+	*stop = true;
 	if (o->adopt) {
-		tt_plan_set_context(plan, "adopt", json_true(), err);
-		if (!bookmark || on_trunk) {
-			tt_buf d = TT_BUF_INIT;
+		tt_plan_set_context(np->plan, "adopt", json_true(), err);
+		if (!bookmark || np->on_trunk) {
 			if (bookmark)
 				tt_buf_printf(&d, "--adopt takes a bookmark's own store branches; the trunk '%s' has none -- its "
 						  "working refs are the upstream branches themselves", bookmark);
 			else
 				tt_buf_puts(&d, "--adopt needs a bookmark: `tether new -b NAME --adopt`, or `tether new NAME "
 						"--adopt` to join one");
-			json_t *params = json_pack("{s:s?}", "bookmark", bookmark);
-			rc = tt_plan_action(plan, "refuse", NULL, NULL, NULL, d.ptr, params, err);
-			json_decref(params);
-			tt_buf_release(&d);
-			goto preconditions;
+			return refuse_all(np->plan, &d, json_pack("{s:s?}", "bookmark", bookmark), err);
 		}
 	}
-	if (o->keep) {
-		rc = tt_plan_note(plan, "keep: refresh the baseline only; working refs unchanged", err);
-		goto preconditions;
-	}
-	if (!bookmark) {
-		rc = tt_plan_note(plan, "no bookmark: read-only working copy (`tether new -b NAME` to write)", err);
-		goto preconditions;
-	}
-	if (!on_trunk && !o->shared) {
-		if ((rc = tt_engine_bookmark_holders(repo, bookmark, &holders, err)) < 0)
-			goto done;
+	if (o->keep)
+		return tt_plan_note(np->plan, "keep: refresh the baseline only; working refs unchanged", err);
+	if (!bookmark)
+		return tt_plan_note(np->plan, "no bookmark: read-only working copy (`tether new -b NAME` to write)", err);
+	if (!np->on_trunk && !o->shared) {
+		if ((rc = tt_engine_bookmark_holders(np->repo, bookmark, &holders, err)) < 0)
+			return rc;
 		if (json_array_size(holders)) {
-			tt_buf d = TT_BUF_INIT;
 			size_t k;
 			json_t *h;
 			tt_buf_printf(&d, "bookmark '%s' is held by live workspace(s) ", bookmark);
 			json_array_foreach(holders, k, h)
 				tt_buf_printf(&d, "%s%s", k ? ", " : "", json_string_value(h));
 			tt_buf_puts(&d, "; pass --shared to write the same store branches from here too");
-			json_t *params = json_pack("{s:s,s:O}", "bookmark", bookmark, "holders", holders);
-			rc = tt_plan_action(plan, "refuse", NULL, NULL, NULL, d.ptr, params, err);
-			json_decref(params);
-			tt_buf_release(&d);
-			goto preconditions;
+			rc = refuse_all(np->plan, &d, json_pack("{s:s,s:O}", "bookmark", bookmark, "holders", holders), err);
+			json_decref(holders);
+			return rc;
 		}
+		json_decref(holders);
 	}
-	if (on_trunk) {
+	*stop = false;
+	if (np->on_trunk) {
 		char note[256];
 		snprintf(note, sizeof note, "on trunk '%s': writes land on each object's upstream branch", bookmark);
-		if ((rc = tt_plan_note(plan, note, err)) < 0)
+		rc = tt_plan_note(np->plan, note, err);
+	}
+	return rc;
+}
+
+/* On the trunk: the object's writes land on its upstream branch. */
+static int plan_trunk_object(new_plan *np, const tt_manifest *m, tt_backend *b, tt_error *err)
+{
+	char *branch = NULL, note[512];
+	int rc = 0;
+	if (tt_backend_has(b, base_branch)) {
+		rc = tt_backend_base_branch(b, m->locator, &branch, err);
+	} else {
+		json_t *br = json_object_get(m->locator, "branch");
+		branch = tt_strdup(json_is_string(br) ? json_string_value(br) : "main");
+	}
+	if (rc < 0 || !branch) {
+		snprintf(note, sizeof note, "%s: no upstream branch to write to (%s)", m->key,
+			 err->message ? err->message : "unknown");
+		tt_error_clear(err);
+		rc = tt_plan_note(np->plan, note, err);
+	} else {
+		rc = tt_plan_action(np->plan, "trunk", m->key, m->kind, branch, "upstream branch", NULL, err);
+	}
+	free(branch);
+	return rc;
+}
+
+/* "kind|scope": objects of one kind and scope share one branch. */
+static int scope_key_of(const tt_manifest *m, tt_backend *b, char **out, tt_error *err)
+{
+	char *scope = NULL;
+	json_t *identity = NULL;
+	int rc;
+	if (tt_backend_has(b, branch_scope)) {
+		rc = tt_backend_branch_scope(b, m->locator, &scope, err);
+	} else if ((rc = tt_backend_identity(b, m->locator, &identity, err)) == 0) {
+		tt_buf sb = TT_BUF_INIT;
+		tt_json_canonical(&sb, identity);
+		scope = tt_buf_detach(&sb);
+	}
+	json_decref(identity);
+	if (rc < 0)
+		return rc;
+	*out = tt_asprintf("%s|%s", m->kind, scope ? scope : "");
+	free(scope);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+/* A later member of a branch's scope: shares what its first member does. */
+static int plan_scope_member(new_plan *np, const tt_manifest *m, const json_t *first, tt_error *err)
+{
+	const char *fk = json_string_value(json_object_get(first, "key"));
+	const char *fop = json_string_value(json_object_get(first, "op"));
+	const tt_manifest *fm = tt_manifests_find(np->objects, fk);
+	char note[512];
+	json_t *params;
+	int rc;
+	if (!fop || strcmp(fop, "refuse") == 0) {
+		snprintf(note, sizeof note, "%s: shares a branch with %s, which cannot fork", m->key, fk);
+		return tt_plan_note(np->plan, note, err);
+	}
+	if (!same_state(m, m->state, fm->state)) {
+		tt_buf d = TT_BUF_INIT, s1 = TT_BUF_INIT, s2 = TT_BUF_INIT;
+		tt_short_state(&s1, m->state);
+		tt_short_state(&s2, fm->state);
+		tt_buf_printf(&d, "shares branch %s with '%s' but pins %s where it pins %s; a branch is "
+			      "at one point -- commit them together (`tether pull` on the trunk) "
+			      "before forking", np->name, fk, s1.ptr, s2.ptr);
+		params = json_pack("{s:s}", "with", fk);
+		rc = tt_plan_action(np->plan, "refuse", m->key, m->kind, np->name, d.ptr, params, err);
+		json_decref(params);
+		tt_buf_release(&d);
+		tt_buf_release(&s1);
+		tt_buf_release(&s2);
+		return rc;
+	}
+	snprintf(note, sizeof note, "same branch as %s (%s)", fk, fop);
+	params = json_pack("{s:s,s:O}", "with", fk, "state", m->state);
+	rc = tt_plan_action(np->plan, "share", m->key, m->kind, np->name, note, params, err);
+	json_decref(params);
+	return rc;
+}
+
+/* Whether the bookmark's branch exists and its head (*head NULL when it
+ * does not); *op "refuse" with the reason in detail when that cannot be
+ * told, as a fork would then reset it blind. */
+static void existing_branch(new_plan *np, const tt_manifest *m, tt_backend *b, bool *existing, json_t **head,
+			    json_t *params, tt_buf *detail, const char **op)
+{
+	json_t *refs = NULL;
+	*existing = false;
+	*head = NULL;
+	if (tt_backend_has(b, list_working_refs)) {
+		tt_error lerr = TT_ERROR_INIT;
+		if (tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+			tt_buf_printf(detail, "could not list branches (%s); whether %s exists is unknown "
+				      "and a fork would reset it blind", tt_error_text(&lerr), np->name);
+			*op = "refuse";
+		} else {
+			*existing = list_has(refs, np->name);
+		}
+		tt_error_clear(&lerr);
+	}
+	json_decref(refs);
+	if (!*op && *existing) {
+		tt_error herr = TT_ERROR_INIT;
+		if (tt_backend_fingerprint(b, m->locator, np->name, head, &herr) < 0) {
+			tt_buf_printf(detail, "%s exists but its head could not be read (%s); a fork would "
+				      "reset it blind", np->name, tt_error_text(&herr));
+			json_object_set_new(params, "existing", json_string(np->name));
+			*op = "refuse";
+		}
+		tt_error_clear(&herr);
+	}
+}
+
+/*
+ * The branch exists at a head no commit pins (writes since): shared
+ * as it is with --shared where they build on the pin ("adopt"), else
+ * refused with whose writes they are and what to do.
+ */
+static const char *unpinned_writes(new_plan *np, const tt_manifest *m, tt_backend *b, json_t *head,
+				   json_t **params, tt_buf *detail)
+{
+	const char *name = np->name, *op;
+	tt_buf hs = TT_BUF_INIT, pinned = TT_BUF_INIT; /* tether-vcs names the bookmark and its pin */
+	int builds = -1;
+	tt_target t = { .kind = TT_TARGET_REF, .ref = name };
+	tt_error aerr = TT_ERROR_INIT;
+	const json_t *wr = json_object_get(np->repo->ws.working_refs, m->key);
+	bool ours = json_is_string(wr) && strcmp(json_string_value(wr), name) == 0;
+	const char *whose = ours ? "this workspace's own"
+				 : "not this workspace's: another checkout or clone writes to it";
+
+	tt_short_state(&hs, head);
+	if (!tt_backend_has(b, ancestor_of) || tt_backend_ancestor_of(b, m->locator, m->state, &t, &builds, &aerr) < 0)
+		builds = -1;
+	tt_error_clear(&aerr);
+	tt_buf_reset(detail);
+	if (builds == 0) {
+		tt_buf ps = TT_BUF_INIT;
+		tt_short_state(&ps, m->state);
+		tt_buf_printf(&pinned, "they do not build on what %s's commit pins (%s), so "
+			      "it cannot be shared as it is; --discard resets it onto the "
+			      "pin, throwing them away", np->bookmark ? np->bookmark : "the bookmark", ps.ptr);
+		tt_buf_release(&ps);
+	}
+	if (np->o->shared && builds != 0) {
+		json_t *fp = ours ? json_object_get(np->repo->ws.fork_points, m->key) : NULL;
+		json_decref(*params);
+		*params = json_pack("{s:O,s:O}", "head", head, "fork_point", fp ? fp : m->state);
+		if (builds == 1)
+			json_object_set(*params, "descends_from", m->state);
+		tt_buf_printf(detail, "holds writes no commit pins (%s; %s); kept as it is and "
+			      "shared -- the next commit here pins them too", hs.ptr, whose);
+		op = "adopt";
+	} else {
+		tt_buf_printf(detail, "%s has writes since this workspace last committed (%s; %s); %s", name, hs.ptr,
+			      whose,
+			      builds == 0 ? (pinned.ptr ? pinned.ptr : "")
+			      : ours ? "commit them, or pass --discard to throw them away"
+				     : "`--shared` works on the branch as it is, with them; --discard "
+				       "would throw away work that is not yours");
+		op = "refuse";
+	}
+	tt_buf_release(&pinned);
+	tt_buf_release(&hs);
+	return op;
+}
+
+/* The fork resets an existing branch: say so, and what of its writes. */
+static const char *resets_branch(new_plan *np, const tt_manifest *m, tt_backend *b, json_t *head,
+				 json_t **params, tt_buf *detail)
+{
+	const json_t *recorded[3] = { json_object_get(np->repo->ws.base_states, m->key), m->state,
+				      json_object_get(np->repo->ws.fork_points, m->key) };
+	bool pinned_somewhere = false;
+	json_object_set_new(*params, "existing", json_string(np->name));
+	json_object_set(*params, "head", head ? head : json_null());
+	tt_buf_printf(detail, "; resets %s", np->name);
+	for (int r = 0; r < 3; r++)
+		pinned_somewhere |= same_state(m, head, recorded[r]);
+	if (head && !pinned_somewhere && !np->o->discard)
+		return unpinned_writes(np, m, b, head, params, detail);
+	if (head && !pinned_somewhere) {
+		tt_buf hs = TT_BUF_INIT;
+		tt_short_state(&hs, head);
+		tt_buf_printf(detail, ", discarding its writes (%s)", hs.ptr);
+		tt_buf_release(&hs);
+	}
+	return NULL;
+}
+
+/* The first object of its branch's scope: fork (now or on first open),
+ * reuse the branch already at the pin, adopt it, or refuse. */
+static int plan_first_of_scope(new_plan *np, const tt_manifest *m, tt_backend *b, unsigned caps,
+			       const char *scope_key, tt_error *err)
+{
+	json_t *head = NULL, *params = json_object();
+	bool existing = false, durable = true;
+	const char *op = NULL;
+	tt_buf detail = TT_BUF_INIT, src = TT_BUF_INIT;
+	char note[512];
+	int rc = 0;
+
+	/* The bookmark's branch may already exist: its head decides. */
+	existing_branch(np, m, b, &existing, &head, params, &detail, &op);
+	if (!op) {
+		if (m->pin_id) {
+			json_object_set_new(params, "pin", json_pack("{s:s,s:s}", "id", m->pin_id, "ref", m->pin_ref));
+			tt_buf_printf(&src, "pin %s", m->pin_ref);
+		} else if (caps & TT_CAP_ADDRESSABLE) {
+			tt_buf st = TT_BUF_INIT;
+			tt_short_state(&st, m->state);
+			json_object_set(params, "state", m->state);
+			tt_buf_printf(&src, "recorded state %s (no pin)", st.ptr);
+			tt_buf_release(&st);
+			durable = false;
+		} else {
+			snprintf(note, sizeof note, "%s: no pin and not addressable; cannot fork", m->key);
+			rc = tt_plan_note(np->plan, note, err);
+			op = "";
+		}
+	}
+	if (!op && existing && head && same_state(m, head, m->state)) {
+		/* Already exactly at the pin: kept. */
+		tt_buf_printf(&detail, "already at %s; kept", src.ptr);
+		json_decref(params);
+		params = json_pack("{s:O}", "then_state", m->state);
+		op = "reuse";
+	}
+	if (!op) {
+		tt_buf_printf(&detail, "from %s", src.ptr);
+		if (existing)
+			op = resets_branch(np, m, b, head, &params, &detail);
+	}
+	if (!op) {
+		if (np->eager || !durable) {
+			if (!durable && !np->eager)
+				tt_buf_puts(&detail, "; forked now so the state cannot expire");
+			op = "fork";
+		} else {
+			tt_buf_puts(&detail, "; created on first writable open");
+			op = "defer-fork";
+		}
+	}
+	if (rc == 0 && *op) {
+		rc = tt_plan_action(np->plan, op, m->key, m->kind, np->name, detail.ptr, params, err);
+		json_object_set_new(np->scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", op));
+	}
+	tt_buf_release(&detail);
+	tt_buf_release(&src);
+	json_decref(params);
+	json_decref(head);
+	return rc;
+}
+
+/* One object of the dataset: what `new` does with its store. */
+static int plan_new_object(new_plan *np, const tt_manifest *m, tt_error *err)
+{
+	tt_backend *b;
+	unsigned caps = tt_engine_caps(np->repo, m);
+	char note[512], *scope_key = NULL;
+	int rc;
+	if (!(caps & TT_CAP_FORK) || tt_engine_backend(np->repo, m->kind, &b, err) < 0) {
+		tt_error_clear(err);
+		return 0;
+	}
+	if (np->on_trunk)
+		return plan_trunk_object(np, m, b, err);
+	if (!m->state) {
+		snprintf(note, sizeof note, "%s: nothing committed yet; fork after first commit", m->key);
+		return tt_plan_note(np->plan, note, err);
+	}
+	/* One branch per (kind, scope): members after the first share it. */
+	if ((rc = scope_key_of(m, b, &scope_key, err)) < 0)
+		return rc;
+	const json_t *first = json_object_get(np->scopes, scope_key);
+	if (first) {
+		rc = plan_scope_member(np, m, first, err);
+	} else if (np->o->adopt && (rc = plan_adopt(np->repo, np->plan, m, b, np->bookmark, err)) != 0) {
+		if (rc > 0)
+			json_object_set_new(np->scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", "adopt"));
+		rc = rc < 0 ? rc : 0;
+	} else {
+		rc = plan_first_of_scope(np, m, b, caps, scope_key, err);
+	}
+	free(scope_key);
+	return rc;
+}
+
+/* What applying compares before it writes. */
+static int new_preconditions(tt_repo *repo, const tt_new_opts *o, tt_plan *plan, const tt_manifest_set *objects,
+			     const char *hash, const char *bookmark, bool resume, tt_error *err)
+{
+	json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
+	/* {"rev": null} without one (or on a resume), as tether-vcs records it. */
+	json_t *params = json_pack("{s:s?}", "rev", resume ? NULL : o->rev);
+	int rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
+				 "manifests at the target differ from the plan; re-run the plan", err);
+	if (rc == 0)
+		rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+				     "this plan was made in another workspace; re-run the plan here", err);
+	json_decref(params);
+	json_decref(h);
+	json_decref(ws);
+	if (rc == 0 && bookmark && strcmp(bookmark, tt_config_trunk(&repo->config)) != 0 && !o->shared) {
+		char d[256];
+		snprintf(d, sizeof d, "bookmark '%s' is now held by live workspace(s) {observed}; re-run "
+			 "the plan (or pass --shared)", bookmark);
+		params = json_pack("{s:s}", "bookmark", bookmark);
+		rc = tt_plan_require(plan, "no_new_holders", NULL, NULL, params, d, err);
+		json_decref(params);
+	}
+	for (size_t i = 0; rc == 0 && i < tt_plan_action_count(plan); i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		const tt_manifest *m = a.key && *a.key ? tt_manifests_find(objects, a.key) : NULL;
+		if (!m)
+			continue;
+		char what[300];
+		snprintf(what, sizeof what, "new %s", a.key);
+		json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", a.kind, "locator", m->locator, "ref", a.target,
+				      "what", what);
+		if (strcmp(a.op, "adopt") == 0) {
+			rc = tt_plan_require(plan, "ref_present", NULL, a.key, p, NULL, err);
+			json_t *d = json_object_get(a.params, "descends_from");
+			if (rc == 0 && d)
+				rc = tt_plan_require(plan, "ref_descends", d, a.key, p, NULL, err);
+		} else if (strcmp(a.op, "reuse") == 0) {
+			rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "then_state"), a.key, p, NULL,
+					     err);
+		} else if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing")) {
+			rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "head"), a.key, p, NULL, err);
+		} else if (strcmp(a.op, "fork") == 0) {
+			char d[512];
+			snprintf(d, sizeof d, "new %s: %s exists since the plan was made; re-run the plan", a.key,
+				 a.target);
+			/* Its detail names the command: no "what" (tether-vcs writes none). */
+			json_object_del(p, "what");
+			rc = tt_plan_require(plan, "ref_absent", NULL, a.key, p, d, err);
+		}
+		json_decref(p);
+	}
+	return rc;
+}
+
+/* The plan's context: what it was asked and where it was made. */
+static int new_context(tt_repo *repo, const tt_new_opts *o, tt_plan *plan, const char *bookmark, bool create,
+		       bool eager, bool resume, const char *hash, tt_error *err)
+{
+	const char *ck;
+	json_t *cv;
+	int rc = 0;
+	json_t *ctx = json_pack("{s:s?,s:s?,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "rev", resume ? NULL : o->rev, "bookmark",
+				bookmark, "create", create, "shared", o->shared, "keep", o->keep, "eager", eager,
+				"discard", o->discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	if (!ctx)
+		return tt_error_oom(err);
+	json_object_foreach(ctx, ck, cv)
+		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
+			break;
+	json_decref(ctx);
+	return rc;
+}
+
+/*
+ * Plan `new`: the bookmark it lands on, then per object what happens to
+ * its store's branch on it, then what applying must find unchanged.
+ */
+int tt_engine_plan_new(tt_repo *repo, const tt_new_opts *o, tt_plan **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	json_t *known = NULL;
+	char *resolved = NULL, *bookmark = NULL, *name = NULL;
+	new_plan np = { .repo = repo, .o = o, .objects = &repo->objects };
+	bool create = false, resume = false, stop = false;
+	char hash[65];
+	int rc;
+
+	*out = NULL;
+	if (o->adopt && (o->keep || o->discard))
+		return tt_error_set(err, TT_ECONFIG, "--adopt takes the bookmark's branches as they are; %s",
+				    o->keep ? "--keep keeps this workspace's working refs instead"
+					    : "--discard would reset them");
+	if (o->bookmark) {
+		if ((rc = stranded_bookmark(repo, o->bookmark, &stop, err)) < 0)
+			return rc;
+		if (stop) {
+			tt_new_opts join = *o;
+			join.rev = o->bookmark;
+			join.bookmark = NULL;
+			return tt_engine_plan_new(repo, &join, out, err);
+		}
+	}
+	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, &resolved, err)) < 0)
+		goto done;
+	if (o->rev)
+		np.objects = &at;
+	np.eager = o->eager < 0 ? strcmp(repo->config.new_fork, "eager") == 0 : o->eager > 0;
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &known, err)) < 0 ||
+	    (rc = new_target(repo, o, known, resolved, &bookmark, &create, &resume, err)) < 0)
+		goto done;
+	if (resume)
+		np.objects = &repo->objects;
+	if ((rc = tt_manifests_hash(hash, np.objects, err)) < 0)
+		goto done;
+	if (!(np.plan = tt_plan_new("new")) || !(np.scopes = json_object())) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	np.bookmark = bookmark;
+	np.on_trunk = bookmark && strcmp(bookmark, tt_config_trunk(&repo->config)) == 0;
+	if ((rc = new_context(repo, o, np.plan, bookmark, create, np.eager, resume, hash, err)) < 0 ||
+	    (rc = new_gates(&np, &stop, err)) < 0)
+		goto done;
+	if (!stop) {
+		if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, bookmark, err)) < 0)
+			goto done;
+		np.name = name;
+		tt_engine_prepare(repo);
+		for (size_t i = 0; rc >= 0 && i < np.objects->n; i++)
+			rc = plan_new_object(&np, &np.objects->items[i], err);
+		if (rc < 0)
 			goto done;
 	}
-	char *name = NULL;
-	if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, bookmark, err)) < 0)
-		goto done;
-	tt_engine_prepare(repo);
-	for (size_t i = 0; i < objects->n; i++) {
-		const tt_manifest *m = &objects->items[i];
-		tt_backend *b;
-		unsigned caps = tt_engine_caps(repo, m);
-		char note[512];
-		if (!(caps & TT_CAP_FORK) || tt_engine_backend(repo, m->kind, &b, err) < 0) {
-			tt_error_clear(err);
-			continue;
-		}
-		if (on_trunk) {
-			char *branch = NULL;
-			if (tt_backend_has(b, base_branch))
-				rc = tt_backend_base_branch(b, m->locator, &branch, err);
-			else {
-				json_t *br = json_object_get(m->locator, "branch");
-				branch = tt_strdup(json_is_string(br) ? json_string_value(br) : "main");
-			}
-			if (rc < 0 || !branch) {
-				snprintf(note, sizeof note, "%s: no upstream branch to write to (%s)", m->key,
-					 err->message ? err->message : "unknown");
-				tt_error_clear(err);
-				rc = tt_plan_note(plan, note, err);
-			} else {
-				rc = tt_plan_action(plan, "trunk", m->key, m->kind, branch, "upstream branch", NULL, err);
-			}
-			free(branch);
-			if (rc < 0)
-				break;
-			continue;
-		}
-		if (!m->state) {
-			snprintf(note, sizeof note, "%s: nothing committed yet; fork after first commit", m->key);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				break;
-			continue;
-		}
-		/* One branch per (kind, scope): members after the first share it. */
-		char *scope = NULL;
-		json_t *identity = NULL;
-		if (tt_backend_has(b, branch_scope))
-			rc = tt_backend_branch_scope(b, m->locator, &scope, err);
-		else if ((rc = tt_backend_identity(b, m->locator, &identity, err)) == 0) {
-			tt_buf sb = TT_BUF_INIT;
-			tt_json_canonical(&sb, identity);
-			scope = tt_buf_detach(&sb);
-		}
-		json_decref(identity);
-		if (rc < 0)
-			break;
-		char *scope_key = tt_asprintf("%s|%s", m->kind, scope ? scope : "");
-		free(scope);
-		json_t *first = json_object_get(scopes, scope_key);
-		if (first) {
-			const char *fk = json_string_value(json_object_get(first, "key"));
-			const char *fop = json_string_value(json_object_get(first, "op"));
-			const tt_manifest *fm = tt_manifests_find(objects, fk);
-			if (!fop || strcmp(fop, "refuse") == 0) {
-				snprintf(note, sizeof note, "%s: shares a branch with %s, which cannot fork", m->key, fk);
-				rc = tt_plan_note(plan, note, err);
-			} else if (!same_state(m, m->state, fm->state)) {
-				tt_buf d = TT_BUF_INIT, s1 = TT_BUF_INIT, s2 = TT_BUF_INIT;
-				tt_short_state(&s1, m->state);
-				tt_short_state(&s2, fm->state);
-				tt_buf_printf(&d, "shares branch %s with '%s' but pins %s where it pins %s; a branch is "
-					      "at one point -- commit them together (`tether pull` on the trunk) "
-					      "before forking", name, fk, s1.ptr, s2.ptr);
-				json_t *params = json_pack("{s:s}", "with", fk);
-				rc = tt_plan_action(plan, "refuse", m->key, m->kind, name, d.ptr, params, err);
-				json_decref(params);
-				tt_buf_release(&d);
-				tt_buf_release(&s1);
-				tt_buf_release(&s2);
-			} else {
-				char d[512];
-				snprintf(d, sizeof d, "same branch as %s (%s)", fk, fop);
-				json_t *params = json_pack("{s:s,s:O}", "with", fk, "state", m->state);
-				rc = tt_plan_action(plan, "share", m->key, m->kind, name, d, params, err);
-				json_decref(params);
-			}
-			free(scope_key);
-			if (rc < 0)
-				break;
-			continue;
-		}
-		if (o->adopt) {
-			int taken = plan_adopt(repo, plan, m, b, bookmark, err);
-			if (taken < 0) {
-				rc = taken;
-				free(scope_key);
-				break;
-			}
-			if (taken) {
-				json_object_set_new(scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", "adopt"));
-				free(scope_key);
-				continue;
-			}
-		}
-		/* The bookmark's branch may already exist: its head decides. */
-		json_t *refs = NULL, *head = NULL;
-		bool existing = false;
-		const char *op = NULL;
-		tt_buf detail = TT_BUF_INIT;
-		json_t *params = json_object();
-		if (tt_backend_has(b, list_working_refs)) {
-			tt_error lerr = TT_ERROR_INIT;
-			if (tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
-				tt_buf_printf(&detail, "could not list branches (%s); whether %s exists is unknown "
-					      "and a fork would reset it blind", tt_error_text(&lerr), name);
-				op = "refuse";
-			} else {
-				existing = list_has(refs, name);
-			}
-			tt_error_clear(&lerr);
-		}
-		if (!op && existing) {
-			tt_error herr = TT_ERROR_INIT;
-			if (tt_backend_fingerprint(b, m->locator, name, &head, &herr) < 0) {
-				tt_buf_printf(&detail, "%s exists but its head could not be read (%s); a fork would "
-					      "reset it blind", name, tt_error_text(&herr));
-				json_object_set_new(params, "existing", json_string(name));
-				op = "refuse";
-			}
-			tt_error_clear(&herr);
-		}
-		bool durable = true;
-		tt_buf src = TT_BUF_INIT, st = TT_BUF_INIT;
-		if (!op) {
-			tt_short_state(&st, m->state);
-			if (m->pin_id) {
-				json_object_set_new(params, "pin", json_pack("{s:s,s:s}", "id", m->pin_id, "ref", m->pin_ref));
-				tt_buf_printf(&src, "pin %s", m->pin_ref);
-			} else if (caps & TT_CAP_ADDRESSABLE) {
-				json_object_set(params, "state", m->state);
-				tt_buf_printf(&src, "recorded state %s (no pin)", st.ptr);
-				durable = false;
-			} else {
-				snprintf(note, sizeof note, "%s: no pin and not addressable; cannot fork", m->key);
-				rc = tt_plan_note(plan, note, err);
-				op = "";
-			}
-		}
-		if (!op && existing && head && same_state(m, head, m->state)) {
-			/* Already exactly at the pin: kept. */
-			tt_buf_printf(&detail, "already at %s; kept", src.ptr);
-			json_decref(params);
-			params = json_pack("{s:O}", "then_state", m->state);
-			op = "reuse";
-		}
-		if (!op) {
-			tt_buf_printf(&detail, "from %s", src.ptr);
-			if (existing) {
-				json_object_set_new(params, "existing", json_string(name));
-				json_object_set(params, "head", head ? head : json_null());
-				tt_buf_printf(&detail, "; resets %s", name);
-				const json_t *recorded[3] = { json_object_get(repo->ws.base_states, m->key),
-							      m->state, json_object_get(repo->ws.fork_points, m->key) };
-				bool pinned_somewhere = false;
-				for (int r = 0; r < 3; r++)
-					pinned_somewhere |= same_state(m, head, recorded[r]);
-				if (head && !pinned_somewhere && !o->discard) {
-					/* Writes no commit pins: whose, and what to do. */
-					tt_buf hs = TT_BUF_INIT;
-					tt_short_state(&hs, head);
-					int builds = -1;
-					tt_target t = { .kind = TT_TARGET_REF, .ref = name };
-					tt_error aerr = TT_ERROR_INIT;
-					if (!tt_backend_has(b, ancestor_of) ||
-					    tt_backend_ancestor_of(b, m->locator, m->state, &t, &builds, &aerr) < 0)
-						builds = -1;
-					tt_error_clear(&aerr);
-					bool ours = json_is_string(json_object_get(repo->ws.working_refs, m->key)) &&
-						    strcmp(json_string_value(json_object_get(repo->ws.working_refs, m->key)), name) == 0;
-					tt_buf_reset(&detail);
-					tt_buf pinned = TT_BUF_INIT;   /* tether-vcs names the bookmark and its pin */
-					if (builds == 0) {
-						tt_buf ps = TT_BUF_INIT;
-						tt_short_state(&ps, m->state);
-						tt_buf_printf(&pinned, "they do not build on what %s's commit pins (%s), so "
-							      "it cannot be shared as it is; --discard resets it onto the "
-							      "pin, throwing them away", bookmark ? bookmark : "the bookmark",
-							      ps.ptr);
-						tt_buf_release(&ps);
-					}
-					if (o->shared && builds != 0) {
-						json_t *fp = ours ? json_object_get(repo->ws.fork_points, m->key) : NULL;
-						json_decref(params);
-						params = json_pack("{s:O,s:O}", "head", head, "fork_point", fp ? fp : m->state);
-						if (builds == 1)
-							json_object_set(params, "descends_from", m->state);
-						tt_buf_printf(&detail, "holds writes no commit pins (%s; %s); kept as it is and "
-							      "shared -- the next commit here pins them too", hs.ptr,
-							      ours ? "this workspace's own" : "not this workspace's: another checkout or clone writes to it");
-						op = "adopt";
-					} else {
-						tt_buf_printf(&detail, "%s has writes since this workspace last committed (%s; %s); %s",
-							      name, hs.ptr,
-							      ours ? "this workspace's own" : "not this workspace's: another checkout or clone writes to it",
-							      builds == 0 ? (pinned.ptr ? pinned.ptr : "")
-							      : ours ? "commit them, or pass --discard to throw them away"
-								     : "`--shared` works on the branch as it is, with them; --discard "
-								       "would throw away work that is not yours");
-						op = "refuse";
-					}
-					tt_buf_release(&pinned);
-					tt_buf_release(&hs);
-				} else if (head && !pinned_somewhere) {
-					tt_buf hs = TT_BUF_INIT;
-					tt_short_state(&hs, head);
-					tt_buf_printf(&detail, ", discarding its writes (%s)", hs.ptr);
-					tt_buf_release(&hs);
-				}
-			}
-		}
-		if (!op) {
-			if (eager || !durable) {
-				if (!durable && !eager)
-					tt_buf_puts(&detail, "; forked now so the state cannot expire");
-				op = "fork";
-			} else {
-				tt_buf_puts(&detail, "; created on first writable open");
-				op = "defer-fork";
-			}
-		}
-		if (*op) {
-			const char *target = strcmp(op, "adopt") == 0 || strcmp(op, "reuse") == 0 ? name : name;
-			rc = tt_plan_action(plan, op, m->key, m->kind, target, detail.ptr, params, err);
-			json_object_set_new(scopes, scope_key, json_pack("{s:s,s:s}", "key", m->key, "op", op));
-		}
-		free(scope_key);
-		tt_buf_release(&detail);
-		tt_buf_release(&src);
-		tt_buf_release(&st);
-		json_decref(params);
-		json_decref(refs);
-		json_decref(head);
-		if (rc < 0)
-			break;
-	}
-	free(name);
-	if (rc < 0)
-		goto done;
-
-preconditions:
-	if (rc < 0)
-		goto done;
-	{
-		json_t *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-		/* {"rev": null} without one (or on a resume), as tether-vcs records it. */
-		json_t *params = json_pack("{s:s?}", "rev", resume ? NULL : o->rev);
-		rc = tt_plan_require(plan, "manifest_hash", h, NULL, params,
-				     "manifests at the target differ from the plan; re-run the plan", err);
-		if (rc == 0)
-			rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
-					     "this plan was made in another workspace; re-run the plan here", err);
-		json_decref(params);
-		json_decref(h);
-		json_decref(ws);
-		if (rc == 0 && bookmark && strcmp(bookmark, trunk) != 0 && !o->shared) {
-			char d[256];
-			snprintf(d, sizeof d, "bookmark '%s' is now held by live workspace(s) {observed}; re-run "
-				 "the plan (or pass --shared)", bookmark);
-			params = json_pack("{s:s}", "bookmark", bookmark);
-			rc = tt_plan_require(plan, "no_new_holders", NULL, NULL, params, d, err);
-			json_decref(params);
-		}
-		for (size_t i = 0; rc == 0 && i < tt_plan_action_count(plan); i++) {
-			tt_plan_action_view a;
-			tt_plan_action_at(plan, i, &a);
-			const tt_manifest *m = a.key && *a.key ? tt_manifests_find(objects, a.key) : NULL;
-			if (!m)
-				continue;
-			char what[300];
-			snprintf(what, sizeof what, "new %s", a.key);
-			json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", a.kind, "locator", m->locator,
-					      "ref", a.target, "what", what);
-			if (strcmp(a.op, "adopt") == 0) {
-				rc = tt_plan_require(plan, "ref_present", NULL, a.key, p, NULL, err);
-				json_t *d = json_object_get(a.params, "descends_from");
-				if (rc == 0 && d)
-					rc = tt_plan_require(plan, "ref_descends", d, a.key, p, NULL, err);
-			} else if (strcmp(a.op, "reuse") == 0) {
-				rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "then_state"), a.key,
-						     p, NULL, err);
-			} else if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing")) {
-				rc = tt_plan_require(plan, "ref_head", json_object_get(a.params, "head"), a.key, p,
-						     NULL, err);
-			} else if (strcmp(a.op, "fork") == 0) {
-				char d[512];
-				snprintf(d, sizeof d, "new %s: %s exists since the plan was made; re-run the plan",
-					 a.key, a.target);
-				/* Its detail names the command: no "what" (tether-vcs writes none). */
-				json_object_del(p, "what");
-				rc = tt_plan_require(plan, "ref_absent", NULL, a.key, p, d, err);
-			}
-			json_decref(p);
-		}
-	}
-	if (rc == 0) {
-		*out = plan;
-		plan = NULL;
+	if ((rc = new_preconditions(repo, o, np.plan, np.objects, hash, bookmark, resume, err)) == 0) {
+		*out = np.plan;
+		np.plan = NULL;
 	}
 done:
-	tt_plan_free(plan);
+	tt_plan_free(np.plan);
 	tt_manifests_release(&at);
 	json_decref(known);
-	json_decref(holders);
-	json_decref(scopes);
-	json_decref(ctx);
+	json_decref(np.scopes);
 	free(resolved);
-	free(here);
 	free(bookmark);
+	free(name);
 	return rc;
 }
 
