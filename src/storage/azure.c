@@ -248,7 +248,7 @@ static int az_list(tt_store *s, const char *prefix, const char *token, size_t ma
 	if (rc == 0 && r.status != 200)
 		rc = tt_objstore_fail(s, "list", prefix[0] ? prefix : NULL, &r, err);
 	if (rc == 0)
-		rc = tt_objstore_parse_listing(s, &az_listing, &r, NULL, 0, NULL, out, err);
+		rc = tt_objstore_parse_listing(s, &az_listing, &r, NULL, 0, NULL, out, NULL, err);
 	tt_http_response_release(&r);
 	free(fp);
 	return rc;

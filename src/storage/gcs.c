@@ -13,6 +13,7 @@
 #include "storage/gcs.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,23 @@
 #include "storage/objstore.h"
 #include "util/mem.h"
 
+/* What a server that ignored max-keys gave past the page it was asked for:
+ * the next pages of the listing of prefix after the key `after`. */
+typedef struct gcs_rest {
+	char *prefix, *after;
+	tt_store_page page;  /* entries (the first `used` already served), the server's next */
+	size_t used;
+} gcs_rest;
+
+#define GCS_RESTS 8  /* listings carried on at once (one per parallel range) */
+
 typedef struct gcs_impl {
 	tt_objstore os;  /* first: the skeleton's part */
 	char *bucket, *base, *auth;
 	tt_gcs_token_source *ts;  /* OAuth2 instead of auth */
+	pthread_mutex_t rest_mu;
+	gcs_rest rests[GCS_RESTS]; /* prefix NULL: free */
+	size_t rest_turn;          /* the slot the next one takes when all are used */
 } gcs_impl;
 
 #define IM(s) ((gcs_impl *)(s)->impl)
@@ -117,6 +131,97 @@ static const tt_objstore_listing gcs_listing = {
  * goes on after this key (no GCS continuation token has this shape). */
 #define AFTER_TOKEN "tether-after/"
 
+static void rest_clear(gcs_rest *r)
+{
+	free(r->prefix);
+	free(r->after);
+	/* the served entries were moved out: release only the rest */
+	for (size_t i = r->used; i < r->page.n; i++) {
+		free(r->page.items[i].key);
+		tt_store_meta_release(&r->page.items[i].meta);
+	}
+	free(r->page.items);
+	free(r->page.next);
+	memset(r, 0, sizeof *r);
+}
+
+/* Keep what the server gave past the page (rest: taken over); false when
+ * it could not be kept (the next page is then asked for again). */
+static bool rest_keep(gcs_impl *im, const char *prefix, const char *after, tt_store_page *rest)
+{
+	bool kept;
+	gcs_rest *slot = NULL;
+	pthread_mutex_lock(&im->rest_mu);
+	for (size_t i = 0; i < GCS_RESTS && !slot; i++)
+		if (!im->rests[i].prefix)
+			slot = &im->rests[i];
+	if (!slot) {
+		slot = &im->rests[im->rest_turn++ % GCS_RESTS];
+		rest_clear(slot);
+	}
+	slot->prefix = tt_strdup(prefix);
+	slot->after = tt_strdup(after);
+	slot->page = *rest;
+	memset(rest, 0, sizeof *rest);
+	kept = slot->prefix && slot->after;
+	if (!kept)
+		rest_clear(slot); /* no memory: the next page is asked for again */
+	pthread_mutex_unlock(&im->rest_mu);
+	return kept;
+}
+
+/*
+ * The page after `after` from what the server already gave, when it gave
+ * it: 1 and *out filled (out->next our token while entries are left, then
+ * the server's own), 0 when nothing is kept for that key, or an error.
+ */
+static int rest_take(gcs_impl *im, const char *prefix, const char *after, size_t max_keys,
+		     tt_store_page *out, tt_error *err)
+{
+	gcs_rest *r = NULL;
+	int rc = 1;
+	pthread_mutex_lock(&im->rest_mu);
+	for (size_t i = 0; i < GCS_RESTS && !r; i++)
+		if (im->rests[i].prefix && strcmp(im->rests[i].prefix, prefix) == 0 &&
+		    strcmp(im->rests[i].after, after) == 0)
+			r = &im->rests[i];
+	if (!r) {
+		pthread_mutex_unlock(&im->rest_mu);
+		return 0;
+	}
+	size_t n = r->page.n - r->used;
+	if (n > max_keys)
+		n = max_keys;
+	if (n && !(out->items = tt_calloc(n, sizeof *out->items))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	memcpy(out->items, r->page.items + r->used, n * sizeof *out->items);
+	out->n = n;
+	r->used += n;
+	if (r->used < r->page.n) {
+		out->held = true;
+		char *last = tt_strdup(out->items[n - 1].key);
+		out->next = last ? tt_asprintf(AFTER_TOKEN "%s", last) : NULL;
+		if (!last || !out->next) {
+			free(last);
+			rc = tt_error_oom(err);
+			tt_store_page_release(out);
+			rest_clear(r);
+			goto done;
+		}
+		free(r->after);
+		r->after = last;
+	} else {
+		out->next = r->page.next;
+		r->page.next = NULL;
+		rest_clear(r);
+	}
+done:
+	pthread_mutex_unlock(&im->rest_mu);
+	return rc;
+}
+
 static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
 		    tt_store_page *out, tt_error *err)
 {
@@ -125,6 +230,7 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	tt_buf url = TT_BUF_INIT;
 	char *fp = tt_objstore_full_key(s, prefix);
 	const char *after = NULL;
+	tt_store_page rest = { 0 };
 	bool cut = false;
 	int rc;
 
@@ -134,6 +240,11 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 		max_keys = 1000;
 	if (token && strncmp(token, AFTER_TOKEN, strlen(AFTER_TOKEN)) == 0)
 		after = token + strlen(AFTER_TOKEN);
+	memset(out, 0, sizeof *out);
+	if (after && (rc = rest_take(im, prefix, after, max_keys, out, err)) != 0) {
+		free(fp);
+		return rc < 0 ? rc : 0;
+	}
 	tt_buf_printf(&url, "%s/", im->base);
 	tt_http_uri_encode(&url, im->bucket, strlen(im->bucket), false);
 	if (token && !after) {
@@ -165,10 +276,15 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	if (rc == 0 && r.status != 200)
 		rc = tt_objstore_fail(s, "list", prefix[0] ? prefix : NULL, &r, err);
 	if (rc == 0)
-		rc = tt_objstore_parse_listing(s, &gcs_listing, &r, after, max_keys, &cut, out, err);
-	/* past a cut the next page starts after the page's last key */
+		rc = tt_objstore_parse_listing(s, &gcs_listing, &r, after, max_keys, &cut, out, &rest, err);
+	/* past a cut the next page starts after the page's last key, from
+	 * what the server gave past it (fake-gcs-server gives every key at
+	 * once: asking again for each page would read them all each time) */
 	if (rc == 0 && cut && !(out->next = tt_asprintf(AFTER_TOKEN "%s", out->items[out->n - 1].key)))
 		rc = tt_error_oom(err);
+	if (rc == 0 && cut)
+		out->held = rest_keep(im, prefix, out->items[out->n - 1].key, &rest);
+	tt_store_page_release(&rest);
 	if (rc)
 		tt_store_page_release(out);
 	tt_http_response_release(&r);
@@ -297,6 +413,9 @@ static void gcs_impl_free(void *p)
 		free(im->auth);
 	}
 	tt_gcs_token_source_free(im->ts);
+	for (size_t i = 0; i < GCS_RESTS; i++)
+		rest_clear(&im->rests[i]);
+	pthread_mutex_destroy(&im->rest_mu);
 	free(im);
 }
 
@@ -339,6 +458,7 @@ static int gcs_build(const tt_gcs_config *cfg, tt_store **out, tt_error *err)
 		return tt_error_oom(err);
 	}
 	s->impl = im;
+	pthread_mutex_init(&im->rest_mu, NULL);
 	im->os.drv = &gcs_driver;
 	im->ts = cfg->token_source;
 	s->ops = &gcs_ops;

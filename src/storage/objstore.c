@@ -391,46 +391,57 @@ static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, c
 
 int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const tt_http_response *r,
 			      const char *after, size_t max_keys, bool *cut, tt_store_page *out,
-			      tt_error *err)
+			      tt_store_page *rest, tt_error *err)
 {
 	const char *p = r->body.ptr, *end = p + r->body.len, *cs, *ce, *vs, *ve;
 	size_t alloc = 0;
+	tt_store_page *into = out;
 	int rc = 0;
 	if (cut)
 		*cut = false;
+	if (rest)
+		memset(rest, 0, sizeof *rest);
 	while (rc == 0 && tt_xml_find(p, end, t->entry, &cs, &ce, &p)) {
 		tt_store_entry e = { 0 };
 		if ((rc = entry_of(s, t, cs, ce, after, &e, err)) == 1) {
 			rc = 0;
 			continue;
 		}
-		if (rc == 0 && cut && out->n == max_keys) {
-			/* a server that ignored max-keys: the page ends here */
+		if (rc == 0 && cut && into == out && out->n == max_keys) {
+			/* a server that ignored max-keys: the page ends here, and
+			 * what it gave past that is kept for the next pages */
 			*cut = true;
-			free(e.key);
-			tt_store_meta_release(&e.meta);
-			break;
+			if (!rest) {
+				free(e.key);
+				tt_store_meta_release(&e.meta);
+				break;
+			}
+			into = rest;
+			alloc = 0;
 		}
-		if (rc == 0 && TT_ARRAY_GROW(out->items, alloc, out->n + 1) != 0)
+		if (rc == 0 && TT_ARRAY_GROW(into->items, alloc, into->n + 1) != 0)
 			rc = tt_error_oom(err);
 		if (rc) {
 			free(e.key);
 			tt_store_meta_release(&e.meta);
 			break;
 		}
-		out->items[out->n++] = e;
+		into->items[into->n++] = e;
 	}
-	if (rc == 0 && !(cut && *cut)) {
+	if (rc == 0 && (!(cut && *cut) || rest)) {
+		tt_store_page *pg = cut && *cut ? rest : out;
 		bool more = t->truncated ? tt_xml_find(r->body.ptr, end, t->truncated, &vs, &ve, NULL) &&
 						   ve - vs == 4 && memcmp(vs, "true", 4) == 0
 					 : tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL) && ve > vs;
 		if (more && t->truncated && !tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL))
 			rc = tt_error_set(err, TT_EBACKEND,
 					  "%s: a truncated listing without a continuation token", s->display);
-		else if (more && !(out->next = tt_xml_text(vs, ve)))
+		else if (more && !(pg->next = tt_xml_text(vs, ve)))
 			rc = tt_error_oom(err);
 	}
 	if (rc)
 		tt_store_page_release(out);
+	if (rc && rest)
+		tt_store_page_release(rest);
 	return rc;
 }

@@ -115,10 +115,13 @@ typedef struct tt_objstore_listing {
  * page.  For a server that ignores what it was asked: after (may be NULL)
  * skips keys that sort at or before it; with cut (may be NULL), the page
  * stops at max_keys entries, *cut set, and out->next is left to the
- * caller.  On failure out is released.
+ * caller; rest (may be NULL) then takes the entries past the cut and the
+ * server's own next token, so that the caller can serve them as the
+ * following pages without asking again.  On failure out (and rest) are
+ * released.
  */
 int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const tt_http_response *r,
 			      const char *after, size_t max_keys, bool *cut, tt_store_page *out,
-			      tt_error *err);
+			      tt_store_page *rest, tt_error *err);
 
 #endif

@@ -260,7 +260,7 @@ static int s3_list_any(tt_store *s, const char *prefix, const char *token, const
 	if (rc == 0 && r.status != 200)
 		rc = tt_objstore_fail(s, "list", prefix[0] ? prefix : NULL, &r, err);
 	if (rc == 0)
-		rc = tt_objstore_parse_listing(s, &s3_listing, &r, NULL, 0, NULL, out, err);
+		rc = tt_objstore_parse_listing(s, &s3_listing, &r, NULL, 0, NULL, out, NULL, err);
 	tt_http_response_release(&r);
 	free(fp);
 	free(fa);

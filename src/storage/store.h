@@ -128,6 +128,9 @@ typedef struct tt_store_page {
 	char *next;  /* token for the following page; NULL on the last */
 	char *keys;  /* where set, every key points into this one block (freed
 		      * with it): a key cannot be taken out of the page then */
+	bool held;   /* the following pages are already in memory (a server that
+		      * gave more than a page): listing them in key ranges would
+		      * only ask the server again */
 } tt_store_page;
 
 void tt_store_page_release(tt_store_page *p);

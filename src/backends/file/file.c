@@ -595,7 +595,7 @@ static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size
 	*pgs = NULL;
 	*npgs = 0;
 	rc = tt_store_list(s, prefix, NULL, 0, &pg, err);
-	if (rc == 0 && pg.next && pg.n && tt_store_lists_after(s)) {
+	if (rc == 0 && pg.next && pg.n && !pg.held && tt_store_lists_after(s)) {
 		char *bounds[LIST_RANGES_MAX];
 		size_t nb = list_bounds(&pg, strlen(prefix), bounds, LIST_RANGES_MAX - 1);
 		list_range *rs = tt_calloc(nb + 1, sizeof *rs);
