@@ -152,6 +152,13 @@ static bool rest_keep(gcs_impl *im, const char *prefix, const char *after, tt_st
 	bool kept;
 	gcs_rest *slot = NULL;
 	pthread_mutex_lock(&im->rest_mu);
+	/* a newer answer for the same place replaces an older one left behind */
+	for (size_t i = 0; i < GCS_RESTS && !slot; i++)
+		if (im->rests[i].prefix && strcmp(im->rests[i].prefix, prefix) == 0 &&
+		    strcmp(im->rests[i].after, after) == 0) {
+			slot = &im->rests[i];
+			rest_clear(slot);
+		}
 	for (size_t i = 0; i < GCS_RESTS && !slot; i++)
 		if (!im->rests[i].prefix)
 			slot = &im->rests[i];
@@ -222,8 +229,10 @@ done:
 	return rc;
 }
 
-static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
-		    tt_store_page *out, tt_error *err)
+/* One page; own_token: token is one this store handed out to go on with a
+ * listing (only then may the page come from what the server already sent). */
+static int list_page(tt_store *s, const char *prefix, const char *token, size_t max_keys, bool own_token,
+		     tt_store_page *out, tt_error *err)
 {
 	gcs_impl *im = IM(s);
 	tt_http_response r;
@@ -241,7 +250,7 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	if (token && strncmp(token, AFTER_TOKEN, strlen(AFTER_TOKEN)) == 0)
 		after = token + strlen(AFTER_TOKEN);
 	memset(out, 0, sizeof *out);
-	if (after && (rc = rest_take(im, prefix, after, max_keys, out, err)) != 0) {
+	if (after && own_token && (rc = rest_take(im, prefix, after, max_keys, out, err)) != 0) {
 		free(fp);
 		return rc < 0 ? rc : 0;
 	}
@@ -293,6 +302,12 @@ static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t m
 	return rc;
 }
 
+static int gcs_list(tt_store *s, const char *prefix, const char *token, size_t max_keys,
+		    tt_store_page *out, tt_error *err)
+{
+	return list_page(s, prefix, token, max_keys, true, out, err);
+}
+
 /* The listing after a key: our own page token says where it starts. */
 static int gcs_list_after(tt_store *s, const char *prefix, const char *after, size_t max_keys,
 			  tt_store_page *out, tt_error *err)
@@ -302,7 +317,7 @@ static int gcs_list_after(tt_store *s, const char *prefix, const char *after, si
 	memset(out, 0, sizeof *out);
 	if (!tok)
 		return tt_error_oom(err);
-	rc = gcs_list(s, prefix, tok, max_keys ? max_keys : 1000, out, err);
+	rc = list_page(s, prefix, tok, max_keys ? max_keys : 1000, false, out, err);
 	free(tok);
 	return rc;
 }

@@ -154,6 +154,22 @@ TT_TEST(gcs_store_list_pages_past_1000)
 	} while (token);
 	CHECK_INT(total, 1106);
 	CHECK_INT(pages, 2);
+	/* a listing left after its first page, a key put, a new listing: the
+	 * new one goes on from its own answer, not from the one left behind */
+	CHECK_OK(tt_store_list(s, "k/", NULL, 0, &p, &err));
+	CHECK(p.held);
+	tt_store_page_release(&p);
+	CHECK_OK(tt_store_put(s, "k/99998", "x", 1, NULL, &err));
+	total = 0;
+	do {
+		CHECK_OK(tt_store_list(s, "k/", token, 0, &p, &err));
+		total += p.n;
+		free(token);
+		token = p.next;
+		p.next = NULL;
+		tt_store_page_release(&p);
+	} while (token);
+	CHECK_INT(total, 1107);
 	tt_store_close(s);
 }
 
