@@ -66,46 +66,517 @@ static void after_base_moved(tt_repo *repo, tt_buf *b, const char *key, const ch
 	tt_error_clear(&ignored);
 }
 
+/* What planning `promote` carries from object to object. */
+typedef struct promote_plan {
+	tt_repo *repo;
+	const tt_promote_opts *o;
+	const char *strategy;
+	const tt_manifest_set *committed; /* what the bookmark's commit records */
+	tt_plan *plan;
+	json_t *current;                  /* keys whose base is already at the target */
+	size_t nrefused;
+	tt_buf b1, b2;                    /* scratch: short states */
+} promote_plan;
+
+/* The keys a subset names (prefixes "dir/" expanded), or NULL for all. */
+static int promote_keys(const tt_manifest_set *objects, const tt_promote_opts *o, json_t **out, tt_error *err)
+{
+	*out = NULL;
+	if (!o->nkeys)
+		return 0;
+	json_t *keys = json_array();
+	if (!keys)
+		return tt_error_oom(err);
+	for (size_t s = 0; s < o->nkeys; s++) {
+		size_t sl = strlen(o->keys[s]);
+		bool prefix = sl && o->keys[s][sl - 1] == '/', hit = false;
+		for (size_t i = 0; i < objects->n; i++)
+			if (prefix ? strncmp(objects->items[i].key, o->keys[s], sl) == 0
+				   : strcmp(objects->items[i].key, o->keys[s]) == 0) {
+				json_array_append_new(keys, json_string(objects->items[i].key));
+				hit = true;
+			}
+		if (!hit) {
+			int rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+					      o->keys[s]);
+			if (!prefix)
+				tt_engine_key_hint(err, objects, o->keys[s]);
+			json_decref(keys);
+			return rc;
+		}
+	}
+	*out = keys;
+	return 0;
+}
+
+static bool in_keys(const json_t *keys, const char *key)
+{
+	size_t k;
+	json_t *kv;
+	json_array_foreach(keys, k, kv)
+		if (strcmp(json_string_value(kv), key) == 0)
+			return true;
+	return false;
+}
+
+/* The plan's context and what applying compares first: the checkout, its
+ * bookmark and that bookmark's head, the manifests. */
+static int promote_context(tt_repo *repo, const tt_promote_opts *o, tt_plan *plan, const char *strategy,
+			   const char *msg, const char *hash, const char *bookmark, const char *bookmark_commit,
+			   tt_error *err)
+{
+	const char *ck;
+	json_t *cv;
+	int rc = 0;
+	json_t *ctx = json_pack("{s:s?,s:s,s:s,s:b,s:s,s:s,s:s?,s:s?}", "rev", o->rev, "strategy", strategy, "message",
+				msg, "subset", o->nkeys > 0, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id,
+				"bookmark", bookmark, "bookmark_commit", bookmark_commit);
+	if (!ctx)
+		return tt_error_oom(err);
+	json_object_foreach(ctx, ck, cv)
+		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
+			break;
+	json_decref(ctx);
+	if (rc < 0)
+		return rc;
+	json_t *ws = json_string(repo->ws.workspace_id);
+	json_t *bm = bookmark ? json_string(bookmark) : json_null();
+	json_t *bc = bookmark_commit ? json_string(bookmark_commit) : json_null();
+	json_t *h = json_string(hash);
+	json_t *pb = json_pack("{s:O}", "bookmark", bm);
+	json_t *pr = json_pack("{s:s?}", "rev", o->rev); /* {"rev": null}, as tether-vcs */
+	char d1[256], d2[256];
+	snprintf(d1, sizeof d1, "this promote plan was made on %s; the checkout is on {observed} now; "
+		 "re-run the plan", bookmark ? bookmark : "no bookmark");
+	snprintf(d2, sizeof d2, "bookmark %s moved since the promote plan was made (now at {observed}); "
+		 "re-run the plan", bookmark ? bookmark : "None");
+	rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+			     "this promote plan was made in another checkout; re-run the plan here", err);
+	if (rc == 0)
+		rc = tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d1, err);
+	if (rc == 0)
+		rc = tt_plan_require(plan, "bookmark_head", bc, NULL, pb, d2, err);
+	if (rc == 0)
+		rc = tt_plan_require(plan, "manifest_hash", h, NULL, pr,
+				     "manifests changed since the promote plan was made; re-run the plan", err);
+	json_decref(ws), json_decref(bm), json_decref(bc), json_decref(h), json_decref(pb), json_decref(pr);
+	return rc;
+}
+
+/* What one object lands, as the plan weighs it. */
+typedef struct promote_item {
+	const tt_manifest *m;
+	tt_backend *b;
+	unsigned caps;
+	json_t *base_state, *target_state, *source, *fork_point, *params;
+	char *working_ref;
+	const char *op;   /* NULL: undecided; "": a note only */
+	char note[600];
+	tt_buf d;         /* the action's detail */
+} promote_item;
+
+/* -r REV: the pin (or the recorded state) the revision names. */
+static void source_at_rev(promote_plan *pp, promote_item *it)
+{
+	const tt_manifest *m = it->m;
+	const char *rev = pp->o->rev;
+	if (!m->state) {
+		snprintf(it->note, sizeof it->note, "%s: nothing committed at %s", m->key, rev);
+		it->op = "";
+		return;
+	}
+	tt_target t;
+	tt_pin pin;
+	tt_error perr = TT_ERROR_INIT;
+	int prc = tt_engine_pinned_source(pp->repo, m, it->b, &pin, &t, &perr);
+	if (prc == TT_EPINDRIFT) {
+		tt_buf_puts(&it->d, perr.message);
+		it->op = "refuse";
+	} else if (prc < 0) {
+		snprintf(it->note, sizeof it->note, "%s: not recoverable at %s (%s)", m->key, rev, tt_error_text(&perr));
+		it->op = "";
+	} else {
+		it->target_state = json_incref(m->state);
+		it->source = t.kind == TT_TARGET_PIN ? json_pack("{s:{s:s,s:s}}", "pin", "id", pin.id, "ref", pin.ref)
+						     : json_pack("{s:O}", "state", m->state);
+	}
+	tt_error_clear(&perr);
+}
+
+/* The bookmark: its working branch, which must hold what its last commit
+ * recorded (no writes since). */
+static int source_working(promote_plan *pp, promote_item *it, tt_error *err)
+{
+	const tt_manifest *m = it->m;
+	int rc;
+	if ((rc = tt_engine_working_ref(pp->repo, m, &it->working_ref, err)) < 0)
+		return rc;
+	const tt_manifest *recorded = tt_manifests_find(pp->committed, m->key);
+	if (!it->working_ref) {
+		snprintf(it->note, sizeof it->note, "%s: no working branch yet; nothing to promote", m->key);
+		it->op = "";
+	} else if (!recorded || !recorded->state) {
+		snprintf(it->note, sizeof it->note, "%s: nothing committed on this bookmark yet; commit first", m->key);
+		it->op = "";
+	} else if ((rc = tt_backend_fingerprint(it->b, m->locator, it->working_ref, &it->target_state, err)) < 0) {
+		tt_error_object(err, m->key, m->kind);
+		return rc;
+	} else {
+		it->source = json_pack("{s:s}", "ref", it->working_ref);
+		it->fork_point = json_object_get(pp->repo->ws.fork_points, m->key);
+		if (!tt_engine_same(m, it->target_state, recorded->state)) {
+			short_of(&pp->b1, recorded->state);
+			short_of(&pp->b2, it->target_state);
+			tt_buf_printf(&it->d, "%s has writes since the last commit (%s committed, %s on the "
+				      "branch); `tether commit` them first", it->working_ref, pp->b1.ptr, pp->b2.ptr);
+			it->op = "refuse";
+		}
+	}
+	return 0;
+}
+
+/* Why the base cannot take the target: the refusal's detail. */
+static void why_not(promote_plan *pp, promote_item *it, int unchanged, const char *base_txt)
+{
+	const char *strategy = pp->strategy;
+	if (unchanged == 1) {
+		tt_buf_printf(&it->d, strcmp(strategy, "merge") == 0 ? "strategy=%s but the backend cannot merge"
+								    : "the %s backend cannot move a branch",
+			      strcmp(strategy, "merge") == 0 ? strategy : it->m->kind);
+	} else if (unchanged == 0) {
+		tt_buf fp = TT_BUF_INIT;
+		tt_short_state(&fp, it->fork_point);
+		tt_buf_printf(&it->d, "%s moved since the fork (%s -> %s)%s", base_txt, fp.ptr, pp->b1.ptr,
+			      strcmp(strategy, "ff") == 0 && (it->caps & TT_CAP_MERGE) ? " and strategy=ff"
+										    : " and the backend cannot merge");
+		tt_buf_release(&fp);
+	} else {
+		tt_buf_puts(&it->d, "cannot tell whether the base moved (no fork point recorded)");
+	}
+	if (tt_backend_promote_hint(it->b))
+		tt_buf_printf(&it->d, "; %s", tt_backend_promote_hint(it->b));
+}
+
+/* Fast-forward, merge or refuse: is the base still behind the source?  The
+ * store's own history answers where it can; the fork point is the
+ * fallback. */
+static void choose_move(promote_plan *pp, promote_item *it, const char *base_txt)
+{
+	const tt_manifest *m = it->m;
+	const char *strategy = pp->strategy;
+	int unchanged = -1;
+	tt_target t = { .kind = TT_TARGET_STATE, .state = it->target_state };
+	tt_error aerr = TT_ERROR_INIT;
+	if (!tt_backend_has(it->b, ancestor_of) ||
+	    tt_backend_ancestor_of(it->b, m->locator, it->base_state, &t, &unchanged, &aerr) < 0)
+		unchanged = -1;
+	tt_error_clear(&aerr);
+	if (unchanged < 0 && it->fork_point)
+		unchanged = tt_engine_same(m, it->fork_point, it->base_state) ? 1 : 0;
+	bool can_ff = (it->caps & TT_CAP_PROMOTE) != 0;
+	bool can_merge = (it->caps & TT_CAP_MERGE) && !json_object_get(it->source, "state");
+	it->params = json_pack("{s:O,s:O,s:O,s:O,s:O}", "locator", m->locator, "source", it->source, "base_state",
+			       it->base_state, "target_state", it->target_state, "fork_point",
+			       it->fork_point ? it->fork_point : json_null());
+	short_of(&pp->b1, it->base_state);
+	short_of(&pp->b2, it->target_state);
+	if (unchanged == 1 && strcmp(strategy, "merge") != 0 && can_ff) {
+		tt_buf_printf(&it->d, "%s %s -> %s (base unchanged since fork)", base_txt, pp->b1.ptr, pp->b2.ptr);
+		it->op = "fast-forward";
+	} else if (can_merge && strcmp(strategy, "ff") != 0 &&
+		   (unchanged != 1 || !can_ff || strcmp(strategy, "merge") == 0)) {
+		const char *src_name = json_string_value(json_object_get(it->source, "ref"));
+		if (!src_name)
+			src_name = json_string_value(json_object_get(json_object_get(it->source, "pin"), "ref"));
+		tt_buf_printf(&it->d, "merge %s into %s (%s)", src_name ? src_name : "?", base_txt,
+			      unchanged == 1   ? "base unchanged since fork"
+			      : unchanged == 0 ? "base moved since fork"
+					       : "no fork point recorded; ancestry unknown");
+		it->op = "merge";
+	} else {
+		why_not(pp, it, unchanged, base_txt);
+		it->op = "refuse";
+	}
+}
+
+/* One object of the bookmark: its action (or note) in the plan. */
+static int plan_promote_object(promote_plan *pp, const tt_manifest *m, bool on_trunk, tt_error *err)
+{
+	promote_item it = { .m = m, .d = TT_BUF_INIT };
+	json_t *bloc = NULL;
+	const char *base_txt = base_branch_name(m);
+	int rc = 0;
+
+	it.caps = tt_engine_caps(pp->repo, m);
+	if (!(it.caps & TT_CAP_FORK) || tt_engine_backend(pp->repo, m->kind, &it.b, err) < 0) {
+		tt_error_clear(err);
+		snprintf(it.note, sizeof it.note, "%s: not forkable; nothing to promote", m->key);
+		return tt_plan_note(pp->plan, it.note, err);
+	}
+	if (on_trunk) {
+		snprintf(it.note, sizeof it.note, "%s: on trunk; already on the base branch", m->key);
+		return tt_plan_note(pp->plan, it.note, err);
+	}
+	bloc = base_locator(m);
+	if ((rc = tt_backend_fingerprint(it.b, bloc, NULL, &it.base_state, err)) < 0) {
+		tt_error_object(err, m->key, m->kind);
+		goto done;
+	}
+	if (pp->o->rev)
+		source_at_rev(pp, &it);
+	else if ((rc = source_working(pp, &it, err)) < 0)
+		goto done;
+	if (!it.op && tt_engine_same(m, it.target_state, it.base_state)) {
+		snprintf(it.note, sizeof it.note, "%s: base already at the target", m->key);
+		json_array_append_new(pp->current, json_string(m->key));
+		it.op = "";
+	}
+	if (!it.op)
+		choose_move(pp, &it, base_txt);
+	if (*it.op) {
+		if (!it.params)
+			it.params = json_pack("{s:O}", "locator", m->locator);
+		if (strcmp(it.op, "refuse") == 0)
+			pp->nrefused++;
+		rc = tt_plan_action(pp->plan, it.op, m->key, m->kind, base_txt, it.d.ptr, it.params, err);
+	} else if (it.note[0]) {
+		rc = tt_plan_note(pp->plan, it.note, err);
+	}
+done:
+	json_decref(bloc);
+	json_decref(it.base_state);
+	json_decref(it.target_state);
+	json_decref(it.source);
+	json_decref(it.params);
+	free(it.working_ref);
+	tt_buf_release(&it.d);
+	return rc;
+}
+
+/* The plan's actions as editable objects. */
+static json_t *actions_of(tt_plan *plan)
+{
+	json_t *acts = json_array();
+	for (size_t i = 0; acts && i < tt_plan_action_count(plan); i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		json_array_append_new(acts, json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "op", a.op, "key", a.key, "kind",
+						      a.kind, "target", a.target, "detail", a.detail, "params",
+						      a.params));
+	}
+	return acts;
+}
+
+static bool is_write(const json_t *a)
+{
+	const char *op = json_string_value(json_object_get(a, "op"));
+	return strcmp(op, "fast-forward") == 0 || strcmp(op, "merge") == 0;
+}
+
+/* A bookmark lands whole or not at all: one refusal holds every other
+ * action. */
+static void hold_for_refusals(tt_plan *plan, json_t *acts, tt_error *err)
+{
+	tt_buf names = TT_BUF_INIT;
+	size_t k;
+	json_t *a;
+	json_array_foreach(acts, k, a)
+		if (strcmp(json_string_value(json_object_get(a, "op")), "refuse") == 0)
+			tt_buf_printf(&names, "%s%s", names.len ? ", " : "", json_string_value(json_object_get(a, "key")));
+	json_array_foreach(acts, k, a) {
+		const char *aop = json_string_value(json_object_get(a, "op"));
+		if (strcmp(aop, "refuse") == 0)
+			continue;
+		tt_buf nd = TT_BUF_INIT;
+		tt_buf_printf(&nd, "would %s: %s; held because %s refused, and a bookmark is planned whole "
+			      "or not at all", aop, json_string_value(json_object_get(a, "detail")), names.ptr);
+		json_object_set_new(a, "op", json_string("hold"));
+		json_object_set_new(a, "detail", json_string(nd.ptr));
+		tt_buf_release(&nd);
+	}
+	char note[1024];
+	snprintf(note, sizeof note, "nothing moved: %s refused; land the rest on purpose with `tether "
+		 "promote KEY...`, or write those systems' base branches by hand on the trunk (see the "
+		 "refusals) and promote again", names.ptr);
+	tt_buf_release(&names);
+	tt_plan_note(plan, note, err);
+}
+
+/* One write per native branch: later members of a scope share it. */
+static void share_scopes(tt_repo *repo, const tt_manifest_set *objects, json_t *acts, tt_error *err)
+{
+	json_t *scopes = json_object(), *a;
+	size_t k;
+	json_array_foreach(acts, k, a) {
+		if (!is_write(a))
+			continue;
+		const char *aop = json_string_value(json_object_get(a, "op"));
+		const tt_manifest *m = tt_manifests_find(objects, json_string_value(json_object_get(a, "key")));
+		tt_backend *b;
+		if (!m || tt_engine_backend(repo, m->kind, &b, err) < 0) {
+			tt_error_clear(err);
+			continue;
+		}
+		char *scope = NULL;
+		json_t *identity = NULL;
+		if (tt_backend_has(b, branch_scope)) {
+			tt_backend_branch_scope(b, m->locator, &scope, err);
+		} else if (tt_backend_identity(b, m->locator, &identity, err) == 0) {
+			tt_buf sb = TT_BUF_INIT;
+			tt_json_canonical(&sb, identity);
+			scope = tt_buf_detach(&sb);
+		}
+		json_decref(identity);
+		tt_error_clear(err);
+		char *sk = tt_asprintf("%s|%s|%s", m->kind, scope ? scope : "",
+				       json_string_value(json_object_get(a, "target")));
+		free(scope);
+		const char *first = sk ? json_string_value(json_object_get(scopes, sk)) : NULL;
+		if (first) {
+			char sd[512];
+			snprintf(sd, sizeof sd, "same branch as %s: %s once, for both", first, aop);
+			json_t *p = json_object_get(a, "params");
+			json_object_set_new(p, "with", json_string(first));
+			json_object_set_new(p, "would", json_string(aop));
+			json_object_set_new(a, "op", json_string("share"));
+			json_object_set_new(a, "detail", json_string(sd));
+		} else if (sk) {
+			json_object_set_new(scopes, sk, json_string(m->key));
+		}
+		free(sk);
+	}
+	json_decref(scopes);
+}
+
+/* A full promotion moves the trunk onto this bookmark's commit: only when
+ * that is a fast-forward of the trunk; otherwise every action refuses. */
+static int refuse_trunk_regression(promote_plan *pp, json_t *acts, json_t *marks, const char *bookmark,
+				   const char *bookmark_commit, tt_error *err)
+{
+	tt_repo *repo = pp->repo;
+	const char *trunk = tt_config_trunk(&repo->config);
+	const char *tc = json_string_value(json_object_get(marks, trunk));
+	bool ok = true;
+	size_t k;
+	json_t *a;
+	int rc;
+	if (tc && bookmark_commit && (rc = tt_vcs_is_ancestor(repo->vcs, tc, bookmark_commit, &ok, err)) < 0)
+		return rc;
+	if (ok)
+		return 0;
+	char why[600];
+	snprintf(why, sizeof why, "%s (%.12s) has commits this bookmark (%s at %.12s) does not; landing "
+		 "would move %s backwards or sideways and drop them. Merge or rebase the manifests onto "
+		 "%s first, or name keys to land a subset (which never moves the trunk)", trunk, tc, bookmark,
+		 bookmark_commit, trunk, trunk);
+	json_array_foreach(acts, k, a) {
+		if (strcmp(json_string_value(json_object_get(a, "op")), "refuse") == 0)
+			continue;
+		json_object_set_new(a, "op", json_string("refuse"));
+		json_object_set_new(a, "detail", json_string(why));
+		json_object_set_new(a, "params", json_pack("{s:O}", "locator",
+							   json_object_get(json_object_get(a, "params"), "locator")));
+	}
+	json_array_clear(pp->current);
+	char note[700];
+	snprintf(note, sizeof note, "nothing moved: %s", why);
+	tt_plan_note(pp->plan, note, err);
+	return 0;
+}
+
+/* What applying compares before one write: the base where the plan saw
+ * it, the source (branch head or pin) at the state reviewed. */
+static void write_preconditions(promote_plan *pp, tt_plan *fresh, const json_t *a, tt_error *err)
+{
+	json_t *p = json_object_get(a, "params");
+	const char *key = json_string_value(json_object_get(a, "key"));
+	const char *kind = json_string_value(json_object_get(a, "kind"));
+	tt_buf bd = TT_BUF_INIT;
+	short_of(&pp->b1, json_object_get(p, "base_state"));
+	tt_buf_printf(&bd, "'%s': base branch moved since the plan was made (%s -> {observed}); ", key, pp->b1.ptr);
+	after_base_moved(pp->repo, &bd, key, kind, json_object_get(p, "locator"));
+	json_t *bp = json_pack("{s:s,s:O}", "backend", kind, "locator", json_object_get(p, "locator"));
+	tt_plan_require(fresh, "base_state", json_object_get(p, "base_state"), key, bp, bd.ptr, err);
+	json_decref(bp);
+	tt_buf_release(&bd);
+	json_t *src = json_object_get(p, "source");
+	char what[300];
+	snprintf(what, sizeof what, "promote %s", key);
+	if (json_object_get(src, "ref")) {
+		json_t *rp = json_pack("{s:s,s:O,s:O,s:s}", "backend", kind, "locator", json_object_get(p, "locator"),
+				       "ref", json_object_get(src, "ref"), "what", what);
+		tt_plan_require(fresh, "ref_head", json_object_get(p, "target_state"), key, rp, NULL, err);
+		json_decref(rp);
+	} else if (json_object_get(src, "pin")) {
+		json_t *pin = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator", json_object_get(p, "locator"),
+					"pin", json_object_get(src, "pin"));
+		tt_buf pd = TT_BUF_INIT;
+		tt_buf_printf(&pd, "promote %s: pin %s no longer names the reviewed state ({observed}); "
+			      "`tether repair` recreates a missing pin, a drifted one needs a look "
+			      "(`tether verify`) -- re-running the plan refuses it until then", key,
+			      json_string_value(json_object_get(json_object_get(src, "pin"), "ref")));
+		tt_plan_require(fresh, "pin_state", json_object_get(p, "target_state"), key, pin, pd.ptr, err);
+		tt_buf_release(&pd);
+		json_decref(pin);
+	}
+}
+
+/* The plan again from the adjusted actions: its context (with the keys
+ * already current), notes and preconditions, then each write's own. */
+static tt_plan *rebuilt(promote_plan *pp, json_t *acts, tt_error *err)
+{
+	tt_plan *plan = pp->plan, *fresh = tt_plan_new("promote");
+	json_t *c = tt_plan_context(plan), *cv, *a;
+	const char *ck;
+	size_t k;
+	if (!fresh)
+		return NULL;
+	json_object_foreach(c, ck, cv)
+		tt_plan_set_context(fresh, ck, cv, err);
+	tt_plan_set_context(fresh, "current", pp->current, err);
+	for (size_t i = 0; i < tt_plan_note_count(plan); i++)
+		tt_plan_note(fresh, tt_plan_note_at(plan, i), err);
+	for (size_t i = 0; i < tt_plan_precondition_count(plan); i++) {
+		tt_plan_precondition_view p;
+		tt_plan_precondition_at(plan, i, &p);
+		tt_plan_require(fresh, p.kind, p.expected, json_string_value(p.key), p.params, p.detail, err);
+	}
+	json_array_foreach(acts, k, a)
+		tt_plan_action(fresh, json_string_value(json_object_get(a, "op")),
+			       json_string_value(json_object_get(a, "key")), json_string_value(json_object_get(a, "kind")),
+			       json_string_value(json_object_get(a, "target")),
+			       json_string_value(json_object_get(a, "detail")), json_object_get(a, "params"), err);
+	json_array_foreach(acts, k, a)
+		if (is_write(a))
+			write_preconditions(pp, fresh, a, err);
+	return fresh;
+}
+
+/*
+ * Plan `promote`: per object the move of its base branch (fast-forward,
+ * merge, or refused), then the rules across objects (whole or nothing,
+ * one write per native branch, no trunk regression), then what applying
+ * compares.
+ */
 int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **out, tt_error *err)
 {
 	tt_manifest_set at = { 0 }, committed = { 0 };
 	const tt_manifest_set *objects = &repo->objects;
-	json_t *keys = NULL, *marks = NULL, *ctx = NULL, *current = json_array(), *scopes = json_object();
-	tt_plan *plan = NULL;
-	tt_buf b1 = TT_BUF_INIT, b2 = TT_BUF_INIT, d = TT_BUF_INIT;
+	json_t *keys = NULL, *marks = NULL, *acts = NULL;
+	promote_plan pp = { .repo = repo, .o = o, .committed = &committed, .b1 = TT_BUF_INIT, .b2 = TT_BUF_INIT };
 	char hash[65], msg[128];
 	int rc;
-	const char *strategy = o->strategy ? o->strategy : "auto";
 
 	*out = NULL;
-	if (strcmp(strategy, "auto") != 0 && strcmp(strategy, "ff") != 0 && strcmp(strategy, "merge") != 0) {
-		rc = tt_error_set(err, TT_EUSAGE, "unknown promote strategy '%s' (auto, ff, merge)", strategy);
-		goto done;
-	}
+	pp.strategy = o->strategy ? o->strategy : "auto";
+	if (strcmp(pp.strategy, "auto") != 0 && strcmp(pp.strategy, "ff") != 0 && strcmp(pp.strategy, "merge") != 0)
+		return tt_error_set(err, TT_EUSAGE, "unknown promote strategy '%s' (auto, ff, merge)", pp.strategy);
 	if (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &at, NULL, err)) < 0)
 		goto done;
 	if (o->rev)
 		objects = &at;
-	if (o->nkeys) {
-		keys = json_array();
-		for (size_t s = 0; s < o->nkeys; s++) {
-			size_t sl = strlen(o->keys[s]);
-			bool prefix = sl && o->keys[s][sl - 1] == '/', hit = false;
-			for (size_t i = 0; i < objects->n; i++)
-				if (prefix ? strncmp(objects->items[i].key, o->keys[s], sl) == 0
-					   : strcmp(objects->items[i].key, o->keys[s]) == 0) {
-					json_array_append_new(keys, json_string(objects->items[i].key));
-					hit = true;
-				}
-			if (!hit) {
-				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
-						  o->keys[s]);
-				if (!prefix)
-					tt_engine_key_hint(err, objects, o->keys[s]);
-				goto done;
-			}
-		}
-	}
+	if ((rc = promote_keys(objects, o, &keys, err)) < 0)
+		goto done;
 	if (o->message)
 		snprintf(msg, sizeof msg, "%s", o->message);
 	else
@@ -119,401 +590,57 @@ int tt_engine_plan_promote(tt_repo *repo, const tt_promote_opts *o, tt_plan **ou
 		goto done;
 	if ((rc = tt_manifests_hash(hash, objects, err)) < 0)
 		goto done;
-	if (!(plan = tt_plan_new("promote"))) {
+	if (!(pp.plan = tt_plan_new("promote")) || !(pp.current = json_array())) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	ctx = json_pack("{s:s?,s:s,s:s,s:b,s:s,s:s,s:s?,s:s?}", "rev", o->rev, "strategy", strategy, "message", msg,
-			"subset", o->nkeys > 0, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id,
-			"bookmark", bookmark, "bookmark_commit", bookmark_commit);
-	const char *ck;
-	json_t *cv;
-	json_object_foreach(ctx, ck, cv)
-		if ((rc = tt_plan_set_context(plan, ck, cv, err)) < 0)
-			goto done;
-	{
-		json_t *ws = json_string(repo->ws.workspace_id);
-		json_t *bm = bookmark ? json_string(bookmark) : json_null();
-		json_t *bc = bookmark_commit ? json_string(bookmark_commit) : json_null();
-		json_t *h = json_string(hash);
-		json_t *pb = json_pack("{s:O}", "bookmark", bm);
-		json_t *pr = json_pack("{s:s?}", "rev", o->rev); /* {"rev": null}, as tether-vcs */
-		char d1[256], d2[256];
-		snprintf(d1, sizeof d1, "this promote plan was made on %s; the checkout is on {observed} now; "
-			 "re-run the plan", bookmark ? bookmark : "no bookmark");
-		snprintf(d2, sizeof d2, "bookmark %s moved since the promote plan was made (now at {observed}); "
-			 "re-run the plan", bookmark ? bookmark : "None");
-		rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
-				     "this promote plan was made in another checkout; re-run the plan here", err);
-		if (rc == 0)
-			rc = tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d1, err);
-		if (rc == 0)
-			rc = tt_plan_require(plan, "bookmark_head", bc, NULL, pb, d2, err);
-		if (rc == 0)
-			rc = tt_plan_require(plan, "manifest_hash", h, NULL, pr,
-					     "manifests changed since the promote plan was made; re-run the plan", err);
-		json_decref(ws), json_decref(bm), json_decref(bc), json_decref(h), json_decref(pb), json_decref(pr);
-		if (rc < 0)
-			goto done;
-	}
+	if ((rc = promote_context(repo, o, pp.plan, pp.strategy, msg, hash, bookmark, bookmark_commit, err)) < 0)
+		goto done;
 	bool on_trunk = tt_engine_on_trunk(repo);
 	tt_engine_prepare(repo);
-	size_t nrefused = 0;
 	for (size_t i = 0; i < objects->n; i++) {
-		const tt_manifest *m = &objects->items[i];
-		char note[600];
-		if (keys) {
-			bool in = false;
-			size_t k;
-			json_t *kv;
-			json_array_foreach(keys, k, kv)
-				in |= strcmp(json_string_value(kv), m->key) == 0;
-			if (!in)
-				continue;
-		}
-		unsigned caps = tt_engine_caps(repo, m);
-		tt_backend *b;
-		if (!(caps & TT_CAP_FORK) || tt_engine_backend(repo, m->kind, &b, err) < 0) {
-			tt_error_clear(err);
-			snprintf(note, sizeof note, "%s: not forkable; nothing to promote", m->key);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
+		if (keys && !in_keys(keys, objects->items[i].key))
 			continue;
-		}
-		if (on_trunk) {
-			snprintf(note, sizeof note, "%s: on trunk; already on the base branch", m->key);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
-			continue;
-		}
-		json_t *bloc = base_locator(m), *base_state = NULL, *target_state = NULL, *source = NULL;
-		json_t *fork_point = NULL, *params = NULL;
-		char *working_ref = NULL;
-		const char *op = NULL;
-		tt_pin pin;
-		tt_buf_reset(&d);
-		if ((rc = tt_backend_fingerprint(b, bloc, NULL, &base_state, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
-			json_decref(bloc);
-			goto done;
-		}
-		const char *base_txt = base_branch_name(m);
-		if (o->rev) {
-			if (!m->state) {
-				snprintf(note, sizeof note, "%s: nothing committed at %s", m->key, o->rev);
-				op = "";
-			} else {
-				tt_target t;
-				tt_error perr = TT_ERROR_INIT;
-				int prc = tt_engine_pinned_source(repo, m, b, &pin, &t, &perr);
-				if (prc == TT_EPINDRIFT) {
-					tt_buf_puts(&d, perr.message);
-					op = "refuse";
-				} else if (prc < 0) {
-					snprintf(note, sizeof note, "%s: not recoverable at %s (%s)", m->key, o->rev,
-						 tt_error_text(&perr));
-					op = "";
-				} else {
-					target_state = json_incref(m->state);
-					source = t.kind == TT_TARGET_PIN
-							 ? json_pack("{s:{s:s,s:s}}", "pin", "id", pin.id, "ref", pin.ref)
-							 : json_pack("{s:O}", "state", m->state);
-				}
-				tt_error_clear(&perr);
-			}
-		} else {
-			if ((rc = tt_engine_working_ref(repo, m, &working_ref, err)) < 0)
-				goto item_done;
-			const tt_manifest *recorded = tt_manifests_find(&committed, m->key);
-			if (!working_ref) {
-				snprintf(note, sizeof note, "%s: no working branch yet; nothing to promote", m->key);
-				op = "";
-			} else if (!recorded || !recorded->state) {
-				snprintf(note, sizeof note, "%s: nothing committed on this bookmark yet; commit first", m->key);
-				op = "";
-			} else if ((rc = tt_backend_fingerprint(b, m->locator, working_ref, &target_state, err)) < 0) {
-				tt_error_object(err, m->key, m->kind);
-				goto item_done;
-			} else {
-				source = json_pack("{s:s}", "ref", working_ref);
-				fork_point = json_object_get(repo->ws.fork_points, m->key);
-				if (!tt_engine_same(m, target_state, recorded->state)) {
-					short_of(&b1, recorded->state);
-					short_of(&b2, target_state);
-					tt_buf_printf(&d, "%s has writes since the last commit (%s committed, %s on the "
-						      "branch); `tether commit` them first", working_ref, b1.ptr, b2.ptr);
-					op = "refuse";
-				}
-			}
-		}
-		if (!op && tt_engine_same(m, target_state, base_state)) {
-			snprintf(note, sizeof note, "%s: base already at the target", m->key);
-			json_array_append_new(current, json_string(m->key));
-			op = "";
-		}
-		if (!op) {
-			/* Is the base still behind the source?  The store's own history
-			 * answers where it can; the fork point is the fallback. */
-			int unchanged = -1;
-			tt_target t = { .kind = TT_TARGET_STATE, .state = target_state };
-			tt_error aerr = TT_ERROR_INIT;
-			if (!tt_backend_has(b, ancestor_of) || tt_backend_ancestor_of(b, m->locator, base_state, &t, &unchanged, &aerr) < 0)
-				unchanged = -1;
-			tt_error_clear(&aerr);
-			if (unchanged < 0 && fork_point)
-				unchanged = tt_engine_same(m, fork_point, base_state) ? 1 : 0;
-			bool can_ff = (caps & TT_CAP_PROMOTE) != 0;
-			bool can_merge = (caps & TT_CAP_MERGE) && !json_object_get(source, "state");
-			params = json_pack("{s:O,s:O,s:O,s:O,s:O}", "locator", m->locator, "source", source,
-					   "base_state", base_state, "target_state", target_state, "fork_point",
-					   fork_point ? fork_point : json_null());
-			short_of(&b1, base_state);
-			short_of(&b2, target_state);
-			if (unchanged == 1 && strcmp(strategy, "merge") != 0 && can_ff) {
-				tt_buf_printf(&d, "%s %s -> %s (base unchanged since fork)", base_txt, b1.ptr, b2.ptr);
-				op = "fast-forward";
-			} else if (can_merge && strcmp(strategy, "ff") != 0 &&
-				   (unchanged != 1 || !can_ff || strcmp(strategy, "merge") == 0)) {
-				const char *src_name = json_string_value(json_object_get(source, "ref"));
-				if (!src_name)
-					src_name = json_string_value(json_object_get(json_object_get(source, "pin"), "ref"));
-				tt_buf_printf(&d, "merge %s into %s (%s)", src_name ? src_name : "?", base_txt,
-					      unchanged == 1 ? "base unchanged since fork"
-					      : unchanged == 0 ? "base moved since fork"
-							       : "no fork point recorded; ancestry unknown");
-				op = "merge";
-			} else {
-				if (unchanged == 1)
-					tt_buf_printf(&d, strcmp(strategy, "merge") == 0
-						      ? "strategy=%s but the backend cannot merge"
-						      : "the %s backend cannot move a branch",
-						      strcmp(strategy, "merge") == 0 ? strategy : m->kind);
-				else if (unchanged == 0) {
-					tt_buf fp = TT_BUF_INIT;
-					tt_short_state(&fp, fork_point);
-					tt_buf_printf(&d, "%s moved since the fork (%s -> %s)%s", base_txt, fp.ptr, b1.ptr,
-						      strcmp(strategy, "ff") == 0 && (caps & TT_CAP_MERGE)
-							      ? " and strategy=ff" : " and the backend cannot merge");
-					tt_buf_release(&fp);
-				} else {
-					tt_buf_puts(&d, "cannot tell whether the base moved (no fork point recorded)");
-				}
-				if (tt_backend_promote_hint(b))
-					tt_buf_printf(&d, "; %s", tt_backend_promote_hint(b));
-				op = "refuse";
-			}
-		}
-		if (op && *op) {
-			if (!params)
-				params = json_pack("{s:O}", "locator", m->locator);
-			if (strcmp(op, "refuse") == 0)
-				nrefused++;
-			rc = tt_plan_action(plan, op, m->key, m->kind, base_txt, d.ptr, params, err);
-		} else if (op && !*op && note[0]) {
-			rc = tt_plan_note(plan, note, err);
-		}
-item_done:
-		json_decref(bloc);
-		json_decref(base_state);
-		json_decref(target_state);
-		json_decref(source);
-		json_decref(params);
-		free(working_ref);
-		if (rc < 0)
+		if ((rc = plan_promote_object(&pp, &objects->items[i], on_trunk, err)) < 0)
 			goto done;
 	}
-	json_decref(ctx);
-	ctx = NULL;
 
-	/* Rebuild the action list for the whole-or-nothing rule, shared scopes
-	 * and trunk regression, then the per-write preconditions. */
-	size_t na = tt_plan_action_count(plan);
-	json_t *acts = json_array();
-	for (size_t i = 0; i < na; i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		json_array_append_new(acts, json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "op", a.op, "key", a.key,
-						      "kind", a.kind, "target", a.target, "detail", a.detail,
-						      "params", a.params));
+	/* The rules across objects, on an editable copy of the actions. */
+	if (!(acts = actions_of(pp.plan))) {
+		rc = tt_error_oom(err);
+		goto done;
 	}
-	size_t k;
+	if (pp.nrefused && !o->nkeys)
+		hold_for_refusals(pp.plan, acts, err);
+	share_scopes(repo, objects, acts, err);
+	size_t writes = 0, k;
 	json_t *a;
-	if (nrefused && !o->nkeys) {
-		tt_buf names = TT_BUF_INIT;
-		json_array_foreach(acts, k, a)
-			if (strcmp(json_string_value(json_object_get(a, "op")), "refuse") == 0)
-				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", json_string_value(json_object_get(a, "key")));
-		json_array_foreach(acts, k, a) {
-			const char *aop = json_string_value(json_object_get(a, "op"));
-			if (strcmp(aop, "refuse") == 0)
-				continue;
-			tt_buf nd = TT_BUF_INIT;
-			tt_buf_printf(&nd, "would %s: %s; held because %s refused, and a bookmark is planned whole "
-				      "or not at all", aop, json_string_value(json_object_get(a, "detail")), names.ptr);
-			json_object_set_new(a, "op", json_string("hold"));
-			json_object_set_new(a, "detail", json_string(nd.ptr));
-			tt_buf_release(&nd);
-		}
-		char note[1024];
-		snprintf(note, sizeof note, "nothing moved: %s refused; land the rest on purpose with `tether "
-			 "promote KEY...`, or write those systems' base branches by hand on the trunk (see the "
-			 "refusals) and promote again", names.ptr);
-		tt_buf_release(&names);
-		tt_plan_note(plan, note, err);
+	json_array_foreach(acts, k, a)
+		writes += is_write(a);
+	if (!o->nkeys && !o->rev && bookmark && !on_trunk && (writes || json_array_size(pp.current)) &&
+	    (rc = refuse_trunk_regression(&pp, acts, marks, bookmark, bookmark_commit, err)) < 0)
+		goto done;
+	tt_plan *fresh = rebuilt(&pp, acts, err);
+	if (!fresh) {
+		rc = tt_error_oom(err);
+		goto done;
 	}
-	/* One write per native branch: later members of a scope share it. */
-	json_array_foreach(acts, k, a) {
-		const char *aop = json_string_value(json_object_get(a, "op"));
-		if (strcmp(aop, "fast-forward") != 0 && strcmp(aop, "merge") != 0)
-			continue;
-		const tt_manifest *m = tt_manifests_find(objects, json_string_value(json_object_get(a, "key")));
-		tt_backend *b;
-		if (!m || tt_engine_backend(repo, m->kind, &b, err) < 0) {
-			tt_error_clear(err);
-			continue;
-		}
-		char *scope = NULL;
-		json_t *identity = NULL;
-		if (tt_backend_has(b, branch_scope))
-			tt_backend_branch_scope(b, m->locator, &scope, err);
-		else if (tt_backend_identity(b, m->locator, &identity, err) == 0) {
-			tt_buf sb = TT_BUF_INIT;
-			tt_json_canonical(&sb, identity);
-			scope = tt_buf_detach(&sb);
-		}
-		json_decref(identity);
-		tt_error_clear(err);
-		char *sk = tt_asprintf("%s|%s|%s", m->kind, scope ? scope : "", json_string_value(json_object_get(a, "target")));
-		free(scope);
-		const char *first = json_string_value(json_object_get(scopes, sk));
-		if (first) {
-			char sd[512];
-			snprintf(sd, sizeof sd, "same branch as %s: %s once, for both", first, aop);
-			json_t *p = json_object_get(a, "params");
-			json_object_set_new(p, "with", json_string(first));
-			json_object_set_new(p, "would", json_string(aop));
-			json_object_set_new(a, "op", json_string("share"));
-			json_object_set_new(a, "detail", json_string(sd));
-		} else {
-			json_object_set_new(scopes, sk, json_string(m->key));
-		}
-		free(sk);
-	}
-	/* A full promotion moves the trunk onto this bookmark's commit: only
-	 * when that is a fast-forward of the trunk. */
-	size_t writes = 0;
-	json_array_foreach(acts, k, a) {
-		const char *aop = json_string_value(json_object_get(a, "op"));
-		writes += strcmp(aop, "fast-forward") == 0 || strcmp(aop, "merge") == 0;
-	}
-	if (!o->nkeys && !o->rev && bookmark && !on_trunk && (writes || json_array_size(current))) {
-		const char *trunk = tt_config_trunk(&repo->config);
-		const char *tc = json_string_value(json_object_get(marks, trunk));
-		bool ok = true;
-		if (tc && bookmark_commit) {
-			if ((rc = tt_vcs_is_ancestor(repo->vcs, tc, bookmark_commit, &ok, err)) < 0)
-				goto done_acts;
-		}
-		if (!ok) {
-			char why[600];
-			snprintf(why, sizeof why, "%s (%.12s) has commits this bookmark (%s at %.12s) does not; landing "
-				 "would move %s backwards or sideways and drop them. Merge or rebase the manifests onto "
-				 "%s first, or name keys to land a subset (which never moves the trunk)", trunk, tc,
-				 bookmark, bookmark_commit, trunk, trunk);
-			json_array_foreach(acts, k, a) {
-				const char *aop = json_string_value(json_object_get(a, "op"));
-				if (strcmp(aop, "refuse") == 0)
-					continue;
-				json_object_set_new(a, "op", json_string("refuse"));
-				json_object_set_new(a, "detail", json_string(why));
-				json_object_set_new(a, "params", json_pack("{s:O}", "locator",
-									   json_object_get(json_object_get(a, "params"), "locator")));
-			}
-			json_array_clear(current);
-			char note[700];
-			snprintf(note, sizeof note, "nothing moved: %s", why);
-			tt_plan_note(plan, note, err);
-		}
-	}
-	{
-		/* Re-create the plan's action list from the adjusted copy. */
-		tt_plan *fresh = tt_plan_new("promote");
-		json_t *c = tt_plan_context(plan);
-		json_object_foreach(c, ck, cv)
-			tt_plan_set_context(fresh, ck, cv, err);
-		tt_plan_set_context(fresh, "current", current, err);
-		for (size_t i = 0; i < tt_plan_note_count(plan); i++)
-			tt_plan_note(fresh, tt_plan_note_at(plan, i), err);
-		for (size_t i = 0; i < tt_plan_precondition_count(plan); i++) {
-			tt_plan_precondition_view p;
-			tt_plan_precondition_at(plan, i, &p);
-			tt_plan_require(fresh, p.kind, p.expected, json_string_value(p.key), p.params, p.detail, err);
-		}
-		json_array_foreach(acts, k, a)
-			tt_plan_action(fresh, json_string_value(json_object_get(a, "op")),
-				       json_string_value(json_object_get(a, "key")),
-				       json_string_value(json_object_get(a, "kind")),
-				       json_string_value(json_object_get(a, "target")),
-				       json_string_value(json_object_get(a, "detail")), json_object_get(a, "params"), err);
-		json_array_foreach(acts, k, a) {
-			const char *aop = json_string_value(json_object_get(a, "op"));
-			if (strcmp(aop, "fast-forward") != 0 && strcmp(aop, "merge") != 0)
-				continue;
-			json_t *p = json_object_get(a, "params");
-			const char *key = json_string_value(json_object_get(a, "key"));
-			const char *kind = json_string_value(json_object_get(a, "kind"));
-			tt_buf bd = TT_BUF_INIT;
-			short_of(&b1, json_object_get(p, "base_state"));
-			tt_buf_printf(&bd, "'%s': base branch moved since the plan was made (%s -> {observed}); ",
-				      key, b1.ptr);
-			after_base_moved(repo, &bd, key, kind, json_object_get(p, "locator"));
-			json_t *bp = json_pack("{s:s,s:O}", "backend", kind, "locator", json_object_get(p, "locator"));
-			tt_plan_require(fresh, "base_state", json_object_get(p, "base_state"), key, bp, bd.ptr, err);
-			json_decref(bp);
-			tt_buf_release(&bd);
-			json_t *src = json_object_get(p, "source");
-			char what[300];
-			snprintf(what, sizeof what, "promote %s", key);
-			if (json_object_get(src, "ref")) {
-				json_t *rp = json_pack("{s:s,s:O,s:O,s:s}", "backend", kind, "locator",
-						       json_object_get(p, "locator"), "ref", json_object_get(src, "ref"), "what", what);
-				tt_plan_require(fresh, "ref_head", json_object_get(p, "target_state"), key, rp, NULL, err);
-				json_decref(rp);
-			} else if (json_object_get(src, "pin")) {
-				json_t *pp = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator",
-						       json_object_get(p, "locator"), "pin", json_object_get(src, "pin"));
-				tt_buf pd = TT_BUF_INIT;
-				tt_buf_printf(&pd, "promote %s: pin %s no longer names the reviewed state ({observed}); "
-					      "`tether repair` recreates a missing pin, a drifted one needs a look "
-					      "(`tether verify`) -- re-running the plan refuses it until then", key,
-					      json_string_value(json_object_get(json_object_get(src, "pin"), "ref")));
-				tt_plan_require(fresh, "pin_state", json_object_get(p, "target_state"), key, pp, pd.ptr, err);
-				tt_buf_release(&pd);
-				json_decref(pp);
-			}
-		}
-		tt_plan_free(plan);
-		plan = fresh;
-		rc = err->code;
-	}
-done_acts:
-	json_decref(acts);
-	if (rc == 0) {
-		*out = plan;
-		plan = NULL;
+	tt_plan_free(pp.plan);
+	pp.plan = fresh;
+	if ((rc = err->code) == 0) {
+		*out = pp.plan;
+		pp.plan = NULL;
 	}
 done:
-	tt_plan_free(plan);
+	tt_plan_free(pp.plan);
 	tt_manifests_release(&at);
 	tt_manifests_release(&committed);
 	json_decref(keys);
 	json_decref(marks);
-	json_decref(ctx);
-	json_decref(current);
-	json_decref(scopes);
-	tt_buf_release(&b1);
-	tt_buf_release(&b2);
-	tt_buf_release(&d);
+	json_decref(acts);
+	json_decref(pp.current);
+	tt_buf_release(&pp.b1);
+	tt_buf_release(&pp.b2);
 	return rc;
 }
 
