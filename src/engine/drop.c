@@ -238,30 +238,26 @@ done:
 	tt_error_clear(&ig);
 }
 
-static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_error *err)
+/* What `drop` is asked to remove and from where: refused as a whole when
+ * the bookmark is the trunk, missing, held by a checkout, or cannot be
+ * left for its destination.  *commits: the ones only it reaches (or an
+ * interrupted drop's, *resumed); *here: this checkout is on it. */
+static int drop_subject(tt_repo *repo, const tt_drop_opts *opt, json_t *marks, json_t **commits, bool *resumed,
+			bool *here, tt_error *err)
 {
-	const char *bookmark = opt->bookmark, *to = opt->to;
-	bool delete_stores = opt->delete_stores, force_prune = opt->force_prune;
-	const char *trunk = tt_config_trunk(&repo->config);
-	json_t *marks = NULL, *holders = NULL, *commits = NULL, *remotes = NULL, *infos = NULL, *ctx = NULL;
-	char *head = NULL, *r = NULL;
-	char digest[17];
-	tt_plan *plan = NULL, *preview = NULL;
-	tt_manifest_set saved_objects = { 0 }, at = { 0 };
-	json_t *saved_refs = NULL, *saved_pending = NULL;
-	bool swapped = false;
-	const char **excluded = NULL;
-	int rc;
-	*out = NULL;
+	const char *bookmark = opt->bookmark, *trunk = tt_config_trunk(&repo->config);
+	const char *destination = opt->to ? opt->to : trunk;
+	json_t *holders = NULL, *prior = NULL;
+	char *r = NULL;
+	int rc = 0;
+	*commits = NULL;
+	*resumed = *here = false;
 	if (strcmp(bookmark, trunk) == 0) {
 		r = repr(bookmark);
 		rc = tt_error_set(err, TT_ECONFIG, "%s is the trunk bookmark; it cannot be dropped", r ? r : bookmark);
 		goto done;
 	}
-	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
-		goto done;
-	json_t *resumed = NULL;
-	if (!json_object_get(marks, bookmark) && !(resumed = interrupted_drop(repo, bookmark))) {
+	if (!json_object_get(marks, bookmark) && !(prior = interrupted_drop(repo, bookmark))) {
 		r = repr(bookmark);
 		rc = tt_error_set(err, TT_ECONFIG, "no bookmark %s", r ? r : bookmark);
 		goto done;
@@ -273,7 +269,6 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 				   "; `tether forget-workspace` or `tether new` there first");
 		goto done;
 	}
-	const char *destination = to ? to : trunk;
 	if (strcmp(destination, trunk) != 0 && !json_object_get(marks, destination)) {
 		r = repr(destination);
 		rc = tt_error_set(err, TT_ECONFIG, "no bookmark %s to leave for", r ? r : destination);
@@ -283,47 +278,53 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 		rc = tt_error_set(err, TT_EVCS, "this VCS cannot tell which commits only one bookmark reaches");
 		goto done;
 	}
-	if (resumed)
-		commits = resumed;
-	else if ((rc = tt_vcs_exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
+	if (prior) {
+		*commits = prior;
+		*resumed = true;
+		prior = NULL;
+	} else if ((rc = tt_vcs_exclusive_commits(repo->vcs, bookmark, commits, err)) < 0) {
 		goto done;
-	bool here = !resumed && on_bookmark(repo, bookmark, commits, err);
+	}
+	*here = !*resumed && on_bookmark(repo, bookmark, *commits, err);
 	if (err->code) {
 		rc = err->code;
 		goto done;
 	}
-	if (here) {
+	if (*here) {
 		json_decref(holders);
 		holders = NULL;
 		if ((rc = tt_engine_bookmark_holders(repo, destination, &holders, err)) < 0)
 			goto done;
-		if (json_array_size(holders)) {
+		if (json_array_size(holders))
 			rc = holders_error(err, holders, "cannot leave for ", destination, ": checkout(s) ",
 					   " work on it; `--to` another bookmark");
-			goto done;
-		}
 	}
-	if (tt_vcs_has(repo->vcs, remote_counterparts) &&
-	    (rc = tt_vcs_remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
-		goto done;
-	head = tt_engine_vcs_head(repo);
-	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
-		goto done;
-	if (!(plan = tt_plan_new("drop"))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	ctx = json_pack("{s:s,s:O,s:s?,s:b,s:b,s:s,s:s?,s:s}", "bookmark", bookmark, "commits", commits, "leave",
-			here ? destination : NULL, "delete_stores", delete_stores, "force_prune", force_prune,
-			"workspace_id", repo->ws.workspace_id, "vcs_head", head, "history_digest", digest);
+done:
+	json_decref(holders);
+	json_decref(prior);
+	free(r);
+	return rc;
+}
+
+/* The plan's context and what applying compares first. */
+static void drop_context(tt_repo *repo, const tt_drop_opts *opt, tt_plan *plan, json_t *marks, json_t *commits,
+			 const char *leave, const char *head, const char *digest, bool resumed, tt_error *err)
+{
+	const char *bookmark = opt->bookmark, *k;
+	json_t *v, *x, *params;
+	tt_buf d = TT_BUF_INIT;
+	json_t *ctx = json_pack("{s:s,s:O,s:s?,s:b,s:b,s:s,s:s?,s:s}", "bookmark", bookmark, "commits", commits,
+				"leave", leave, "delete_stores", opt->delete_stores, "force_prune", opt->force_prune,
+				"workspace_id", repo->ws.workspace_id, "vcs_head", head, "history_digest", digest);
 	/* tether-vcs's plans have no release_foreign: written only when set */
 	if (!ctx || (opt->release_foreign && json_object_set_new(ctx, "release_foreign", json_true()) < 0)) {
-		rc = tt_error_oom(err);
-		goto done;
+		json_decref(ctx);
+		tt_error_oom(err);
+		return;
 	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(ctx, k, v) tt_plan_set_context(plan, k, v, err);
+	json_object_foreach(ctx, k, v)
+		tt_plan_set_context(plan, k, v, err);
+	json_decref(ctx);
 	if (resumed) {
 		/* An interrupted drop got past deleting the bookmark: what is
 		 * left is its store side. */
@@ -331,8 +332,7 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 		tt_plan_note(plan, "resuming an interrupted drop: the bookmark and its commits are gone already; what is "
 				   "left is the store side", err);
 	}
-	tt_buf d = TT_BUF_INIT;
-	json_t *x = json_string(repo->ws.workspace_id);
+	x = json_string(repo->ws.workspace_id);
 	tt_plan_require(plan, "workspace_id", x, NULL, NULL,
 			"this drop plan was made in another checkout; re-run the plan here", err);
 	json_decref(x);
@@ -346,7 +346,7 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 	tt_plan_require(plan, "history_digest", x, NULL, NULL,
 			"history changed since the drop plan was made; re-run the plan", err);
 	json_decref(x);
-	json_t *params = json_pack("{s:s}", "bookmark", bookmark);
+	params = json_pack("{s:s}", "bookmark", bookmark);
 	tt_buf_reset(&d);
 	tt_buf_printf(&d, "bookmark %s moved since the drop plan was made (now at {observed}); re-run the plan",
 		      bookmark);
@@ -359,81 +359,94 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 	tt_plan_require(plan, "vcs_head", x, NULL, NULL,
 			"the working copy moved since the drop plan was made; re-run the plan", err);
 	json_decref(x);
-	if (here && !resumed) {
-		tt_buf_reset(&d);
-		tt_buf_printf(&d, "this checkout is on %s; `new %s` first", bookmark, destination);
-		tt_plan_action(plan, "leave-bookmark", NULL, NULL, destination, d.ptr, NULL, err);
-	}
 	tt_buf_release(&d);
-	if (json_array_size(commits) && !resumed) {
-		const char **ids = string_list(commits, 0);
-		if (!ids || (rc = tt_vcs_commit_info(repo->vcs, ids, json_array_size(commits), &infos, err)) < 0) {
-			free(ids);
-			rc = rc < 0 ? rc : tt_error_oom(err);
-			goto done;
-		}
-		free(ids);
+}
+
+/* The VCS side: leave the bookmark, abandon each commit only it reaches
+ * (with its subject), delete the bookmark. */
+static int drop_vcs_actions(tt_repo *repo, tt_plan *plan, const char *bookmark, json_t *commits,
+			    const char *leave, tt_error *err)
+{
+	json_t *infos = NULL, *c, *info;
+	size_t i, j;
+	int rc;
+	if (leave) {
+		tt_buf d = TT_BUF_INIT;
+		tt_buf_printf(&d, "this checkout is on %s; `new %s` first", bookmark, leave);
+		tt_plan_action(plan, "leave-bookmark", NULL, NULL, leave, d.ptr, NULL, err);
+		tt_buf_release(&d);
 	}
-	size_t i;
-	json_t *c;
-	json_array_foreach(resumed ? NULL : commits, i, c) {
+	if (json_array_size(commits)) {
+		const char **ids = string_list(commits, 0);
+		rc = ids ? tt_vcs_commit_info(repo->vcs, ids, json_array_size(commits), &infos, err) : tt_error_oom(err);
+		free(ids);
+		if (rc < 0)
+			return rc;
+	}
+	json_array_foreach(commits, i, c) {
 		const char *id = json_string_value(c);
-		char subject[1024] = "";
-		size_t j;
-		json_t *info;
+		char subject[1024] = "", short_id[13];
 		json_array_foreach(infos, j, info) {
 			if (strcmp(json_string_value(json_object_get(info, "commit_id")), id) != 0)
 				continue;
 			const char *msg = json_string_value(json_object_get(info, "message"));
-			if (msg) {
-				size_t l = strcspn(msg, "\r\n");
-				snprintf(subject, sizeof subject, "%.*s", (int)l, msg);
-			}
+			if (msg)
+				snprintf(subject, sizeof subject, "%.*s", (int)strcspn(msg, "\r\n"), msg);
 		}
-		char short_id[13];
 		snprintf(short_id, sizeof short_id, "%.12s", id);
 		json_t *pp = json_pack("{s:s}", "commit", id);
 		tt_plan_action(plan, "abandon-commit", NULL, NULL, short_id, subject, pp, err);
 		json_decref(pp);
 	}
-	if (!resumed)
-		tt_plan_action(plan, "delete-bookmark", NULL, NULL, bookmark, "jj: goes with its commits; git: the branch",
-			       NULL, err);
-	if ((rc = err->code) < 0)
-		goto done;
-	/* The store side, as gc will see it once the commits are gone; from
-	 * the destination's manifests while this checkout is on the bookmark. */
-	excluded = string_list(commits, 1);
+	json_decref(infos);
+	tt_plan_action(plan, "delete-bookmark", NULL, NULL, bookmark, "jj: goes with its commits; git: the branch",
+		       NULL, err);
+	return err->code < 0 ? err->code : 0;
+}
+
+/*
+ * The store side, as gc will see it once the commits are gone: a gc plan
+ * scoped to the bookmark, from the destination's manifests (and none of
+ * this checkout's working refs) while this checkout is on the bookmark.
+ */
+static int drop_store_preview(tt_repo *repo, const tt_drop_opts *opt, json_t *commits, const char *leave,
+			      const char *head, bool resumed, tt_plan **preview, tt_error *err)
+{
+	const char *bookmark = opt->bookmark;
+	const char **excluded = string_list(commits, 1);
 	size_t nex = json_array_size(commits);
-	if (!excluded) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	if (here) {
-		if ((rc = tt_engine_objects_at(repo, destination, &at, NULL, err)) < 0)
-			goto done;
+	tt_manifest_set saved_objects = { 0 }, at = { 0 }, gone_set = { 0 };
+	json_t *saved_refs = NULL, *saved_pending = NULL;
+	int rc;
+	if (!excluded)
+		return tt_error_oom(err);
+	if (leave) {
+		if ((rc = tt_engine_objects_at(repo, leave, &at, NULL, err)) < 0) {
+			tt_manifests_release(&at);
+			free(excluded);
+			return rc;
+		}
 		saved_objects = repo->objects;
 		repo->objects = at;
-		at = (tt_manifest_set){ 0 };
 		saved_refs = repo->ws.working_refs;
 		saved_pending = repo->ws.pending_forks;
 		repo->ws.working_refs = json_object();
 		repo->ws.pending_forks = json_object();
-		swapped = true;
 		if (head)
 			excluded[nex++] = head;
 	}
-	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true, .force_prune = force_prune,
-			  .delete_stores = delete_stores, .release_foreign = opt->release_foreign };
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true, .force_prune = opt->force_prune,
+			  .delete_stores = opt->delete_stores, .release_foreign = opt->release_foreign };
 	const char *one[] = { bookmark };
-	tt_manifest_set gone_set = { 0 };
-	if (resumed && (rc = dropped_manifests(repo, commits, &gone_set, err)) < 0)
-		goto done;
-	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .excluded_commits = excluded, .nexcluded = nex,
-			      .gone_bookmarks = one, .ngone = 1, .dropped = gone_set.items, .ndropped = gone_set.n };
-	rc = tt_gc_plan_scoped(repo, &o, &scope, &preview, err);
+	rc = resumed ? dropped_manifests(repo, commits, &gone_set, err) : 0;
+	if (rc == 0) {
+		tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .excluded_commits = excluded,
+				      .nexcluded = nex, .gone_bookmarks = one, .ngone = 1,
+				      .dropped = gone_set.items, .ndropped = gone_set.n };
+		rc = tt_gc_plan_scoped(repo, &o, &scope, preview, err);
+	}
 	tt_manifests_release(&gone_set);
-	if (swapped) {
+	if (leave) {
 		tt_manifests_release(&repo->objects);
 		repo->objects = saved_objects;
 		json_decref(repo->ws.working_refs);
@@ -441,8 +454,17 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 		repo->ws.working_refs = saved_refs;
 		repo->ws.pending_forks = saved_pending;
 	}
-	if (rc < 0)
-		goto done;
+	free(excluded);
+	return rc;
+}
+
+/* The gc preview's actions and notes into the plan, then what remotes
+ * still hold. */
+static void drop_store_actions(tt_repo *repo, tt_plan *plan, const tt_plan *preview, const char *bookmark,
+			       json_t *commits, json_t *remotes, tt_error *err)
+{
+	size_t i;
+	json_t *c;
 	for (i = 0; i < tt_plan_action_count(preview); i++) {
 		tt_plan_action_view a;
 		tt_plan_action_at(preview, i, &a);
@@ -465,23 +487,56 @@ static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_e
 	if (tt_plan_write_count(preview))
 		tt_plan_note(plan, "store actions are what gc will plan once the commits are gone; they are re-planned at "
 				   "apply", err);
+}
+
+/*
+ * Plan `drop`: what it removes (drop_subject), the context and
+ * preconditions, the VCS side (unless an interrupted drop got past it),
+ * then the store side as gc will plan it once the commits are gone.
+ */
+static int plan_drop(tt_repo *repo, const tt_drop_opts *opt, tt_plan **out, tt_error *err)
+{
+	const char *bookmark = opt->bookmark;
+	const char *destination = opt->to ? opt->to : tt_config_trunk(&repo->config);
+	json_t *marks = NULL, *commits = NULL, *remotes = NULL;
+	char *head = NULL, digest[17];
+	tt_plan *plan = NULL, *preview = NULL;
+	bool resumed = false, here = false;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0 ||
+	    (rc = drop_subject(repo, opt, marks, &commits, &resumed, &here, err)) < 0)
+		goto done;
+	if (tt_vcs_has(repo->vcs, remote_counterparts) &&
+	    (rc = tt_vcs_remote_counterparts(repo->vcs, bookmark, &remotes, err)) < 0)
+		goto done;
+	head = tt_engine_vcs_head(repo);
+	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
+		goto done;
+	if (!(plan = tt_plan_new("drop"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	const char *leave = here ? destination : NULL;
+	drop_context(repo, opt, plan, marks, commits, leave, head, digest, resumed, err);
+	if ((rc = err->code) < 0)
+		goto done;
+	if (!resumed && (rc = drop_vcs_actions(repo, plan, bookmark, commits, leave, err)) < 0)
+		goto done;
+	if ((rc = drop_store_preview(repo, opt, commits, leave, head, resumed, &preview, err)) < 0)
+		goto done;
+	drop_store_actions(repo, plan, preview, bookmark, commits, remotes, err);
 	if ((rc = err->code) < 0)
 		goto done;
 	*out = plan;
 	plan = NULL;
 done:
-	tt_manifests_release(&at);
 	tt_plan_free(plan);
 	tt_plan_free(preview);
-	free(excluded);
 	free(head);
-	free(r);
 	json_decref(marks);
-	json_decref(holders);
 	json_decref(commits);
 	json_decref(remotes);
-	json_decref(infos);
-	json_decref(ctx);
 	return rc;
 }
 
