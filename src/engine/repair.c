@@ -54,39 +54,12 @@ typedef struct repair_opts {
 	bool all_history;
 } repair_opts;
 
-static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
+/* The plan's context and what applying compares first. */
+static void repair_context(tt_repo *repo, tt_plan *plan, bool all_history, json_t *keys, const char *digest,
+			   tt_error *err)
 {
-	const repair_opts *o = vctx;
-	const char *const *selectors = o->selectors;
-	size_t nsel = o->nsel;
-	bool all_history = o->all_history;
-	walk_ctx w = { 0 };
-	tt_plan *plan = NULL;
-	tt_oplog log = TT_OPLOG_INIT;
-	json_t *keys = NULL, *seen = json_object();
-	char digest[17], *reldir = NULL;
-	int rc;
-	(void)applying;
-	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
-		goto done;
-	if (nsel && (rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0)
-		goto done;
-	w.labels = json_object();
-	if (all_history) {
-		if (!(reldir = tt_engine_objects_reldir(repo))) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		w.reldir = reldir;
-		if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
-			goto done;
-	}
-	if (!(plan = tt_plan_new("repair"))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	json_t *ctx = json_pack("{s:b,s:s,s:s}", "all_history", all_history, "workspace_id",
-				repo->ws.workspace_id, "history_digest", digest);
+	json_t *ctx = json_pack("{s:b,s:s,s:s}", "all_history", all_history, "workspace_id", repo->ws.workspace_id,
+				"history_digest", digest);
 	const char *ck;
 	json_t *cv;
 	json_object_foreach(ctx, ck, cv)
@@ -101,143 +74,138 @@ static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, 
 			"history changed since the repair plan was made; re-run the plan", err);
 	json_decref(wsid);
 	json_decref(dg);
-	/* How far each interrupted operation got. */
-	if (tt_oplog_read(repo->root, &log, err) == 0) {
-		for (size_t i = 0; i < log.count; i++) {
-			const tt_op_entry *e = &log.entries[i];
-			if (!tt_op_incomplete(e))
-				continue;
-			if (strcmp(e->command, "drop") == 0) {
-				/* A drop is finished by its own rerun or by gc, never undone. */
-				char *how = tt_engine_interrupted_drop(repo, e);
-				char *line = how ? tt_asprintf("operation %s", how) : NULL;
-				tt_plan_note(plan, line ? line : "", err);
-				free(line);
-				free(how);
-				continue;
-			}
-			tt_buf note = TT_BUF_INIT, did = TT_BUF_INIT;
-			size_t k;
-			json_t *p;
-			json_array_foreach(e->progress, k, p) {
-				const char *what = json_string_value(json_object_get(p, "key"));
-				if (!what)
-					what = json_string_value(json_object_get(p, "target"));
-				tt_buf_printf(&did, "%s%s%s%s", did.len ? ", " : "",
-					      json_string_value(json_object_get(p, "action")), what ? " " : "",
-					      what ? what : "");
-			}
-			size_t planned = json_array_size(json_object_get(e->plan, "actions"));
-			tt_buf_printf(&note, "operation %s (%s, %s) never finished%s%s", e->id, e->command, e->at,
-				      did.len ? "; done before it stopped: " : "; no action had completed", did.ptr);
-			if (planned)
-				tt_buf_printf(&note, " (of %zu planned)", planned);
-			tt_buf_puts(&note, "; re-running the command finishes what is left (creating an absent ref "
-					   "from a pinned state is idempotent; a reset needs the head reviewed again), "
-					   "pins it created and no commit names are released by `gc`, branches it made "
-					   "are judged by `gc --prune-bookmarks`");
-			tt_plan_note(plan, note.ptr, err);
-			tt_buf_release(&note);
-			tt_buf_release(&did);
-		}
+}
+
+/* One interrupted operation: how far it got, and what finishes it. */
+static void interrupted_note(tt_repo *repo, tt_plan *plan, const tt_op_entry *e, tt_error *err)
+{
+	if (strcmp(e->command, "drop") == 0) {
+		/* A drop is finished by its own rerun or by gc, never undone. */
+		char *how = tt_engine_interrupted_drop(repo, e);
+		char *line = how ? tt_asprintf("operation %s", how) : NULL;
+		tt_plan_note(plan, line ? line : "", err);
+		free(line);
+		free(how);
+		return;
 	}
-	tt_error_clear(err);
-	/* Pins: the working tree's, and with --all-history every commit's. */
-	json_t *targets = json_array();
-	for (size_t i = 0; i < repo->objects.n; i++) {
+	tt_buf note = TT_BUF_INIT, did = TT_BUF_INIT;
+	size_t k;
+	json_t *p;
+	json_array_foreach(e->progress, k, p) {
+		const char *what = json_string_value(json_object_get(p, "key"));
+		if (!what)
+			what = json_string_value(json_object_get(p, "target"));
+		tt_buf_printf(&did, "%s%s%s%s", did.len ? ", " : "", json_string_value(json_object_get(p, "action")),
+			      what ? " " : "", what ? what : "");
+	}
+	size_t planned = json_array_size(json_object_get(e->plan, "actions"));
+	tt_buf_printf(&note, "operation %s (%s, %s) never finished%s%s", e->id, e->command, e->at,
+		      did.len ? "; done before it stopped: " : "; no action had completed", did.ptr);
+	if (planned)
+		tt_buf_printf(&note, " (of %zu planned)", planned);
+	tt_buf_puts(&note, "; re-running the command finishes what is left (creating an absent ref "
+			   "from a pinned state is idempotent; a reset needs the head reviewed again), "
+			   "pins it created and no commit names are released by `gc`, branches it made "
+			   "are judged by `gc --prune-bookmarks`");
+	tt_plan_note(plan, note.ptr, err);
+	tt_buf_release(&note);
+	tt_buf_release(&did);
+}
+
+static bool wanted(const json_t *keys, const char *key)
+{
+	size_t k;
+	json_t *kv;
+	if (!keys)
+		return true;
+	json_array_foreach(keys, k, kv)
+		if (strcmp(json_string_value(kv), key) == 0)
+			return true;
+	return false;
+}
+
+/* Pins to check: the working tree's, and with --all-history every
+ * commit's ({label, i, tree}). */
+static json_t *repin_targets(tt_repo *repo, const walk_ctx *w, const json_t *keys)
+{
+	json_t *targets = json_array(), *iv;
+	const char *label;
+	for (size_t i = 0; targets && i < repo->objects.n; i++) {
 		const tt_manifest *m = &repo->objects.items[i];
-		bool want = !keys;
-		size_t k;
-		json_t *kv;
-		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), m->key) == 0;
-		if (m->pin_id && m->state && want)
+		if (m->pin_id && m->state && wanted(keys, m->key))
 			json_array_append_new(targets, json_pack("{s:s,s:i,s:b}", "label", m->key, "i", (json_int_t)i,
 								 "tree", 1));
 	}
-	const char *label;
-	json_t *iv;
-	json_object_foreach(w.labels, label, iv) {
-		const tt_manifest *m = &w.memo.items[json_integer_value(iv)];
-		bool want = !keys;
-		size_t k;
-		json_t *kv;
-		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), m->key) == 0;
-		if (want)
+	json_object_foreach(w->labels, label, iv) {
+		const tt_manifest *m = &w->memo.items[json_integer_value(iv)];
+		if (targets && wanted(keys, m->key))
 			json_array_append_new(targets, json_pack("{s:s,s:O,s:b}", "label", label, "i", iv, "tree", 0));
 	}
-	tt_engine_prepare(repo);
-	size_t ti;
-	json_t *t;
-	json_array_foreach(targets, ti, t) {
-		const tt_manifest *m = json_is_true(json_object_get(t, "tree"))
-					       ? &repo->objects.items[json_integer_value(json_object_get(t, "i"))]
-					       : &w.memo.items[json_integer_value(json_object_get(t, "i"))];
-		char sig[160];
-		snprintf(sig, sizeof sig, "%s:%s", m->kind, m->pin_id);
-		if (json_object_get(seen, sig))
-			continue;
-		json_object_set(seen, sig, json_true());
-		tt_backend *b;
-		tt_pin pin = { 0 };
-		snprintf(pin.id, sizeof pin.id, "%s", m->pin_id);
-		snprintf(pin.ref, sizeof pin.ref, "%s", m->pin_ref);
-		tt_verify_status st = TT_VERIFY_UNKNOWN;
-		char *msg = NULL;
-		tt_error verr = TT_ERROR_INIT;
-		if (tt_engine_backend(repo, m->kind, &b, &verr) < 0 || !tt_backend_has(b, verify) ||
-		    tt_backend_verify(b, m->locator, m->state, &pin, false, &st, &msg, &verr) < 0) {
-			char note[600];
-			snprintf(note, sizeof note, "%s: could not check its pin (%s)", json_string_value(json_object_get(t, "label")),
-				 verr.code ? tt_error_text(&verr) : "cannot verify");
-			tt_plan_note(plan, note, err);
-		} else if (st == TT_VERIFY_MISSING) {
-			tt_buf d = TT_BUF_INIT, s = TT_BUF_INIT;
-			tt_short_state(&s, m->state);
-			tt_buf_printf(&d, "pin missing (%s); recreate at %s", msg ? msg : "", s.ptr);
-			json_t *params = json_pack("{s:O,s:O,s:s}", "locator", m->locator, "state", m->state, "pin_id", m->pin_id);
-			tt_plan_action(plan, "repin", json_string_value(json_object_get(t, "label")), m->kind, m->pin_ref,
-				       d.ptr, params, err);
-			json_decref(params);
-			tt_buf_release(&d);
-			tt_buf_release(&s);
-		} else if (st == TT_VERIFY_DRIFTED) {
-			char note[600];
-			snprintf(note, sizeof note, "%s: pin drifted, not touched (%s)",
-				 json_string_value(json_object_get(t, "label")), msg ? msg : "");
-			tt_plan_note(plan, note, err);
-		}
-		free(msg);
-		tt_error_clear(&verr);
+	return targets;
+}
+
+/* One pin: recreated where missing, left (with a note) where drifted or
+ * when it cannot be checked. */
+static void plan_repin(tt_repo *repo, tt_plan *plan, const char *label, const tt_manifest *m, tt_error *err)
+{
+	tt_backend *b;
+	tt_pin pin = { 0 };
+	tt_verify_status st = TT_VERIFY_UNKNOWN;
+	char *msg = NULL, note[600];
+	tt_error verr = TT_ERROR_INIT;
+	snprintf(pin.id, sizeof pin.id, "%s", m->pin_id);
+	snprintf(pin.ref, sizeof pin.ref, "%s", m->pin_ref);
+	if (tt_engine_backend(repo, m->kind, &b, &verr) < 0 || !tt_backend_has(b, verify) ||
+	    tt_backend_verify(b, m->locator, m->state, &pin, false, &st, &msg, &verr) < 0) {
+		snprintf(note, sizeof note, "%s: could not check its pin (%s)", label,
+			 verr.code ? tt_error_text(&verr) : "cannot verify");
+		tt_plan_note(plan, note, err);
+	} else if (st == TT_VERIFY_MISSING) {
+		tt_buf d = TT_BUF_INIT, s = TT_BUF_INIT;
+		tt_short_state(&s, m->state);
+		tt_buf_printf(&d, "pin missing (%s); recreate at %s", msg ? msg : "", s.ptr);
+		json_t *params = json_pack("{s:O,s:O,s:s}", "locator", m->locator, "state", m->state, "pin_id", m->pin_id);
+		tt_plan_action(plan, "repin", label, m->kind, m->pin_ref, d.ptr, params, err);
+		json_decref(params);
+		tt_buf_release(&d);
+		tt_buf_release(&s);
+	} else if (st == TT_VERIFY_DRIFTED) {
+		snprintf(note, sizeof note, "%s: pin drifted, not touched (%s)", label, msg ? msg : "");
+		tt_plan_note(plan, note, err);
 	}
-	json_decref(targets);
-	/* Working branches this checkout expects that the store lost. */
+	free(msg);
+	tt_error_clear(&verr);
+}
+
+/* Working branches this checkout expects that the store lost: recreated
+ * from the manifest, only while still absent. */
+static void plan_reforks(tt_repo *repo, tt_plan *plan, const json_t *keys, tt_error *err)
+{
 	const char *key;
-	json_t *ref;
+	json_t *ref, *kv;
+	size_t k;
 	json_object_foreach(repo->ws.working_refs, key, ref) {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
 		if (!m || tt_engine_on_trunk(repo) || !m->state || !(tt_engine_caps(repo, m) & TT_CAP_FORK))
 			continue;
-		bool want = !keys;
-		size_t k;
-		json_t *kv;
-		json_array_foreach(keys, k, kv) want |= strcmp(json_string_value(kv), key) == 0;
 		tt_backend *b;
 		json_t *refs = NULL;
 		tt_error lerr = TT_ERROR_INIT;
-		if (!want || tt_engine_backend(repo, m->kind, &b, &lerr) < 0 || !tt_backend_has(b, list_working_refs) ||
-		    tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
+		if (!wanted(keys, key) || tt_engine_backend(repo, m->kind, &b, &lerr) < 0 ||
+		    !tt_backend_has(b, list_working_refs) || tt_backend_list_working_refs(b, m->locator, &refs, &lerr) < 0) {
 			tt_error_clear(&lerr);
 			continue;
 		}
 		bool present = false;
-		json_array_foreach(refs, k, kv) present |= strcmp(json_string_value(kv), json_string_value(ref)) == 0;
+		json_array_foreach(refs, k, kv)
+			present |= strcmp(json_string_value(kv), json_string_value(ref)) == 0;
 		json_decref(refs);
 		if (present)
 			continue;
 		tt_buf d = TT_BUF_INIT;
-		if (m->pin_id)
+		if (m->pin_id) {
 			tt_buf_printf(&d, "working branch missing; recreate from the manifest (pin %s)", m->pin_ref);
-		else {
+		} else {
 			tt_buf s = TT_BUF_INIT;
 			tt_short_state(&s, m->state);
 			tt_buf_printf(&d, "working branch missing; recreate from the manifest (%s)", s.ptr);
@@ -253,14 +221,71 @@ static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, 
 		json_decref(pp);
 		tt_buf_release(&d);
 	}
+}
+
+/*
+ * Plan `repair`: notes on interrupted operations, then every pin in
+ * reach checked (recreated where missing), then working branches the
+ * store lost recreated.
+ */
+static int plan_repair(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
+{
+	const repair_opts *o = vctx;
+	walk_ctx w = { 0 };
+	tt_plan *plan = NULL;
+	tt_oplog log = TT_OPLOG_INIT;
+	json_t *keys = NULL, *seen = json_object(), *targets = NULL, *t;
+	char digest[17], *reldir = NULL;
+	size_t ti;
+	int rc;
+	(void)applying;
+	if ((rc = tt_vcs_history_digest(repo->vcs, digest, err)) < 0)
+		goto done;
+	if (o->nsel && (rc = tt_engine_select(repo, o->selectors, o->nsel, &keys, err)) < 0)
+		goto done;
+	w.labels = json_object();
+	if (o->all_history) {
+		if (!(reldir = tt_engine_objects_reldir(repo))) {
+			rc = tt_error_oom(err);
+			goto done;
+		}
+		w.reldir = reldir;
+		if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, collect, &w, err)) < 0)
+			goto done;
+	}
+	if (!(plan = tt_plan_new("repair"))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	repair_context(repo, plan, o->all_history, keys, digest, err);
+	/* How far each interrupted operation got. */
+	if (tt_oplog_read(repo->root, &log, err) == 0)
+		for (size_t i = 0; i < log.count; i++)
+			if (tt_op_incomplete(&log.entries[i]))
+				interrupted_note(repo, plan, &log.entries[i], err);
+	tt_error_clear(err);
+	targets = repin_targets(repo, &w, keys);
+	tt_engine_prepare(repo);
+	json_array_foreach(targets, ti, t) {
+		const tt_manifest *m = json_is_true(json_object_get(t, "tree"))
+					       ? &repo->objects.items[json_integer_value(json_object_get(t, "i"))]
+					       : &w.memo.items[json_integer_value(json_object_get(t, "i"))];
+		char sig[160];
+		snprintf(sig, sizeof sig, "%s:%s", m->kind, m->pin_id);
+		if (json_object_get(seen, sig))
+			continue;
+		json_object_set(seen, sig, json_true());
+		plan_repin(repo, plan, json_string_value(json_object_get(t, "label")), m, err);
+	}
+	plan_reforks(repo, plan, keys, err);
 	if (!tt_plan_write_count(plan))
 		tt_plan_note(plan, "nothing to repair", err);
-	if ((rc = err->code) < 0)
-		goto done;
+	rc = err->code < 0 ? err->code : 0;
 done:
 	tt_oplog_free(&log);
 	tt_manifest_memo_release(&w.memo);
 	json_decref(w.labels);
+	json_decref(targets);
 	free(reldir);
 	json_decref(keys);
 	json_decref(seen);
