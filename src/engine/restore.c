@@ -110,192 +110,244 @@ typedef struct restore_opts {
 	bool discard;
 } restore_opts;
 
+/* The plan's context and what applying compares first. */
+static void restore_context(tt_repo *repo, tt_plan *plan, const restore_opts *o, const char *commit,
+			    const char *hash, tt_error *err)
+{
+	json_t *ctx = json_pack("{s:s?,s:s?,s:b,s:s,s:s}", "from_rev", o->rev, "from_commit", commit, "discard",
+				o->discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
+	const char *ck;
+	json_t *cv;
+	if (o->at)
+		json_object_set_new(ctx, "at", json_string(o->at));
+	json_object_foreach(ctx, ck, cv)
+		tt_plan_set_context(plan, ck, cv, err);
+	json_decref(ctx);
+	json_t *ws = json_string(repo->ws.workspace_id), *h = json_string(hash);
+	json_t *bm = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
+	char d[256];
+	snprintf(d, sizeof d, "this restore plan was made on %s; the checkout is on {observed} now; re-run the plan",
+		 repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
+	tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
+			"this restore plan was made in another checkout; re-run the plan here", err);
+	tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d, err);
+	tt_plan_require(plan, "manifest_hash", h, NULL, NULL, "manifests changed since the plan was made; re-run the plan",
+			err);
+	json_decref(ws), json_decref(h), json_decref(bm);
+}
+
+/* Why the object cannot be restored (NULL: it can); with --at, *start is
+ * the state AT names in its store. */
+static const char *why_refused(tt_repo *repo, const restore_opts *o, const tt_manifest *now, const tt_manifest *m,
+			       json_t **start, char *why, size_t cap)
+{
+	unsigned caps = tt_engine_caps(repo, now);
+	const char *rev = o->rev, *at = o->at;
+	*start = NULL;
+	if (at) {
+		if (tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
+			snprintf(why, cap, "on the trunk (%s) the working ref is the upstream branch "
+				 "itself, which restore never moves: restore on a bookmark (`tether new -b "
+				 "NAME`), or re-register the object at it (`tether add ... --at REF`), or "
+				 "`tether pull`", tt_config_trunk(&repo->config));
+			return why;
+		}
+		if (!(caps & TT_CAP_FORK)) {
+			snprintf(why, cap, "%s objects cannot fork: no working branch", now->kind);
+			return why;
+		}
+		tt_error rerr = TT_ERROR_INIT;
+		const char *refuse = NULL;
+		if (resolve_at(repo, now, at, start, &rerr) < 0) {
+			tt_buf r = TT_BUF_INIT;
+			tt_pyv_repr_str(&r, at, strlen(at));
+			snprintf(why, cap, "cannot resolve %s in its store: %s", r.ptr, tt_error_text(&rerr));
+			tt_buf_release(&r);
+			refuse = why;
+		}
+		tt_error_clear(&rerr);
+		return refuse;
+	}
+	if (!m) {
+		snprintf(why, cap, "not registered at %s", rev);
+		return why;
+	}
+	if (!(caps & TT_CAP_FORK) || tt_engine_on_trunk(repo) || !repo->ws.bookmark)
+		return "no working branch to restore (not Forkable, or on trunk)";
+	if (!m->state) {
+		snprintf(why, cap, "nothing committed at %s", rev);
+		return why;
+	}
+	if (!m->pin_id && !(caps & TT_CAP_ADDRESSABLE)) {
+		snprintf(why, cap, "no pin at %s and the backend cannot fork from a state", rev);
+		return why;
+	}
+	return NULL;
+}
+
+/* The working branch the object restores onto: this checkout's, a pending
+ * fork's, or the bookmark's name for it. */
+static int restore_ref_name(tt_repo *repo, const char *key, char **name, tt_error *err)
+{
+	json_t *wr = json_object_get(repo->ws.working_refs, key), *pf = json_object_get(repo->ws.pending_forks, key);
+	*name = NULL;
+	if (json_is_string(wr))
+		*name = tt_strdup(json_string_value(wr));
+	else if (json_is_string(pf))
+		*name = tt_strdup(json_string_value(pf));
+	else
+		return tt_working_ref_name(name, repo->config.dataset_id, repo->ws.bookmark, err);
+	return *name ? 0 : tt_error_oom(err);
+}
+
+/*
+ * Whether the branch exists (*present, its head in *head) and may be
+ * reset: "refuse" when that cannot be told, or when it holds writes no
+ * commit pins and --discard was not given; else "fork".
+ */
+static const char *restore_branch(tt_repo *repo, const restore_opts *o, const tt_manifest *now, const char *key,
+				  const char *name, json_t *params, tt_buf *det, bool *present, json_t **head)
+{
+	tt_backend *b;
+	json_t *refs = NULL, *r;
+	tt_error lerr = TT_ERROR_INIT;
+	const char *op = "fork";
+	size_t k;
+	*present = false;
+	*head = NULL;
+	if (tt_engine_backend(repo, now->kind, &b, &lerr) < 0 || !tt_backend_has(b, list_working_refs) ||
+	    tt_backend_list_working_refs(b, now->locator, &refs, &lerr) < 0) {
+		tt_buf_reset(det);
+		tt_buf_printf(det, "could not list branches (%s); whether %s exists is unknown and a fork "
+			      "would reset it blind", tt_error_text(&lerr), name);
+		op = "refuse";
+	} else {
+		json_array_foreach(refs, k, r)
+			*present |= strcmp(json_string_value(r), name) == 0;
+	}
+	json_decref(refs);
+	if (strcmp(op, "fork") == 0 && *present) {
+		if (tt_backend_fingerprint(b, now->locator, name, head, &lerr) < 0) {
+			tt_buf_reset(det);
+			tt_buf_printf(det, "%s exists but its head could not be read (%s); a restore would "
+				      "reset it blind", name, tt_error_text(&lerr));
+			op = "refuse";
+		} else {
+			json_object_set_new(params, "existing", json_string(name));
+			json_object_set(params, "head", *head);
+			tt_buf_printf(det, "; resets %s", name);
+			const json_t *known[3] = { json_object_get(repo->ws.base_states, key),
+						   json_object_get(repo->ws.fork_points, key), now->state };
+			bool pinned = false;
+			for (int q = 0; q < 3; q++)
+				pinned |= known[q] && tt_engine_same(now, *head, known[q]);
+			tt_buf hs = TT_BUF_INIT;
+			tt_short_state(&hs, *head);
+			if (!pinned && !o->discard) {
+				tt_buf_reset(det);
+				tt_buf_printf(det, "%s has writes since this workspace last committed (%s); commit "
+					      "them, or pass --discard to throw them away", name, hs.ptr);
+				op = "refuse";
+			} else if (!pinned) {
+				tt_buf_printf(det, ", discarding its writes (%s)", hs.ptr);
+			}
+			tt_buf_release(&hs);
+		}
+	}
+	tt_error_clear(&lerr);
+	return op;
+}
+
+/* What applying compares before a restore's fork: the branch still at the
+ * head reviewed, or still absent. */
+static void restore_precondition(tt_plan *plan, const tt_manifest *now, const char *key, const char *name,
+				 bool present, json_t *head, tt_error *err)
+{
+	char what[300];
+	snprintf(what, sizeof what, "restore %s", key);
+	json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", now->kind, "locator", now->locator, "ref", name, "what",
+			      what);
+	if (present) {
+		tt_plan_require(plan, "ref_head", head, key, p, NULL, err);
+	} else {
+		char d[512];
+		snprintf(d, sizeof d, "restore %s: %s exists since the plan was made; re-run the plan", key, name);
+		/* Its detail names the command: no "what" (tether-vcs writes none). */
+		json_object_del(p, "what");
+		tt_plan_require(plan, "ref_absent", NULL, key, p, d, err);
+	}
+	json_decref(p);
+}
+
+/* One selected object: its fork onto the working branch, or a refusal. */
+static int plan_restore_object(tt_repo *repo, tt_plan *plan, const restore_opts *o, const char *key,
+			       const tt_manifest_set *then, tt_error *err)
+{
+	const tt_manifest *now = tt_manifests_find(&repo->objects, key), *m = tt_manifests_find(then, key);
+	json_t *start = NULL, *params, *head = NULL;
+	char why[1024], *name = NULL;
+	const char *refuse = why_refused(repo, o, now, m, &start, why, sizeof why), *op;
+	tt_buf text = TT_BUF_INIT, det = TT_BUF_INIT, st = TT_BUF_INIT;
+	bool present = false;
+	int rc;
+	if (refuse) {
+		json_decref(start);
+		tt_plan_action(plan, "refuse", key, now->kind, NULL, refuse, NULL, err);
+		return 0;
+	}
+	if ((rc = restore_ref_name(repo, key, &name, err)) < 0) {
+		json_decref(start);
+		return rc;
+	}
+	if (start) {
+		tt_short_state(&st, start);
+		tt_buf_printf(&det, "from %s: %s (a copy; %s is untouched)", o->at, st.ptr, o->at);
+		params = json_pack("{s:s,s:O,s:O}", "at", o->at, "at_state", start, "then_state", start);
+	} else {
+		tt_manifest_render(&text, m, err);
+		tt_short_state(&st, m->state);
+		tt_buf_printf(&det, "from %s: %s", o->rev, m->pin_id ? m->pin_ref : st.ptr);
+		params = json_pack("{s:s,s:O}", "then", text.ptr, "then_state", m->state);
+	}
+	json_decref(start);
+	op = restore_branch(repo, o, now, key, name, params, &det, &present, &head);
+	tt_plan_action(plan, op, key, now->kind, name, det.ptr, params, err);
+	if (strcmp(op, "fork") == 0)
+		restore_precondition(plan, now, key, name, present, head, err);
+	json_decref(params);
+	json_decref(head);
+	tt_buf_release(&text);
+	tt_buf_release(&det);
+	tt_buf_release(&st);
+	free(name);
+	return err->code < 0 ? err->code : 0;
+}
+
+/* Plan `restore`: per selected object, a fork of its working branch from
+ * REV's pin (or from AT in its store), or a refusal saying why. */
 static int plan_restore(tt_repo *repo, void *vctx, bool applying, tt_plan **out, tt_error *err)
 {
 	const restore_opts *o = vctx;
-	const char *const *selectors = o->selectors;
-	size_t nsel = o->nsel;
-	const char *rev = o->rev, *at = o->at;
-	bool discard = o->discard;
 	tt_manifest_set then = { 0 };
 	tt_plan *plan = NULL;
-	json_t *keys = NULL;
+	json_t *keys = NULL, *kv;
 	char *commit = NULL, hash[65];
+	size_t i;
 	int rc;
 	(void)applying;
-	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
-	    (rev && (rc = tt_engine_objects_at(repo, rev, &then, &commit, err)) < 0) ||
+	if ((rc = tt_engine_select(repo, o->selectors, o->nsel, &keys, err)) < 0 ||
+	    (o->rev && (rc = tt_engine_objects_at(repo, o->rev, &then, &commit, err)) < 0) ||
 	    (rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
 		goto done;
 	if (!(plan = tt_plan_new("restore"))) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	json_t *ctx = json_pack("{s:s?,s:s?,s:b,s:s,s:s}", "from_rev", rev, "from_commit", commit, "discard",
-				discard, "manifest_hash", hash, "workspace_id", repo->ws.workspace_id);
-	if (at)
-		json_object_set_new(ctx, "at", json_string(at));
-	const char *ck;
-	json_t *cv;
-	json_object_foreach(ctx, ck, cv)
-		tt_plan_set_context(plan, ck, cv, err);
-	json_decref(ctx);
-	{
-		json_t *ws = json_string(repo->ws.workspace_id), *h = json_string(hash);
-		json_t *bm = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
-		char d[256];
-		snprintf(d, sizeof d, "this restore plan was made on %s; the checkout is on {observed} now; re-run the plan",
-			 repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
-		tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
-				"this restore plan was made in another checkout; re-run the plan here", err);
-		tt_plan_require(plan, "workspace_bookmark", bm, NULL, NULL, d, err);
-		tt_plan_require(plan, "manifest_hash", h, NULL, NULL,
-				"manifests changed since the plan was made; re-run the plan", err);
-		json_decref(ws), json_decref(h), json_decref(bm);
-	}
+	restore_context(repo, plan, o, commit, hash, err);
 	tt_engine_prepare(repo);
-	size_t i;
-	json_t *kv;
-	json_array_foreach(keys, i, kv) {
-		const char *key = json_string_value(kv);
-		const tt_manifest *now = tt_manifests_find(&repo->objects, key);
-		const tt_manifest *m = tt_manifests_find(&then, key);
-		unsigned caps = tt_engine_caps(repo, now);
-		const char *refuse = NULL;
-		char why[1024];
-		json_t *start = NULL;
-		if (at) {
-			if (tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
-				snprintf(why, sizeof why, "on the trunk (%s) the working ref is the upstream branch "
-					 "itself, which restore never moves: restore on a bookmark (`tether new -b "
-					 "NAME`), or re-register the object at it (`tether add ... --at REF`), or "
-					 "`tether pull`", tt_config_trunk(&repo->config));
-				refuse = why;
-			} else if (!(caps & TT_CAP_FORK)) {
-				snprintf(why, sizeof why, "%s objects cannot fork: no working branch", now->kind);
-				refuse = why;
-			} else {
-				tt_error rerr = TT_ERROR_INIT;
-				if (resolve_at(repo, now, at, &start, &rerr) < 0) {
-					tt_buf r = TT_BUF_INIT;
-					tt_pyv_repr_str(&r, at, strlen(at));
-					snprintf(why, sizeof why, "cannot resolve %s in its store: %s", r.ptr,
-						 tt_error_text(&rerr));
-					tt_buf_release(&r);
-					refuse = why;
-				}
-				tt_error_clear(&rerr);
-			}
-		} else if (!m) {
-			snprintf(why, sizeof why, "not registered at %s", rev);
-			refuse = why;
-		} else if (!(caps & TT_CAP_FORK) || tt_engine_on_trunk(repo) || !repo->ws.bookmark) {
-			refuse = "no working branch to restore (not Forkable, or on trunk)";
-		} else if (!m->state) {
-			snprintf(why, sizeof why, "nothing committed at %s", rev);
-			refuse = why;
-		} else if (!m->pin_id && !(caps & TT_CAP_ADDRESSABLE)) {
-			snprintf(why, sizeof why, "no pin at %s and the backend cannot fork from a state", rev);
-			refuse = why;
-		}
-		if (refuse) {
-			json_decref(start);
-			tt_plan_action(plan, "refuse", key, now->kind, NULL, refuse, NULL, err);
-			continue;
-		}
-		char *name = NULL;
-		json_t *wr = json_object_get(repo->ws.working_refs, key), *pf = json_object_get(repo->ws.pending_forks, key);
-		if (json_is_string(wr))
-			name = tt_strdup(json_string_value(wr));
-		else if (json_is_string(pf))
-			name = tt_strdup(json_string_value(pf));
-		else if ((rc = tt_working_ref_name(&name, repo->config.dataset_id, repo->ws.bookmark, err)) < 0)
+	json_array_foreach(keys, i, kv)
+		if ((rc = plan_restore_object(repo, plan, o, json_string_value(kv), &then, err)) < 0)
 			goto done;
-		tt_buf text = TT_BUF_INIT, det = TT_BUF_INIT, st = TT_BUF_INIT;
-		json_t *params;
-		if (start) {
-			tt_short_state(&st, start);
-			tt_buf_printf(&det, "from %s: %s (a copy; %s is untouched)", at, st.ptr, at);
-			params = json_pack("{s:s,s:O,s:O}", "at", at, "at_state", start, "then_state", start);
-		} else {
-			tt_manifest_render(&text, m, err);
-			tt_short_state(&st, m->state);
-			tt_buf_printf(&det, "from %s: %s", rev, m->pin_id ? m->pin_ref : st.ptr);
-			params = json_pack("{s:s,s:O}", "then", text.ptr, "then_state", m->state);
-		}
-		json_decref(start);
-		tt_backend *b;
-		json_t *refs = NULL, *head = NULL;
-		bool present = false;
-		tt_error lerr = TT_ERROR_INIT;
-		const char *op = "fork";
-		if (tt_engine_backend(repo, now->kind, &b, &lerr) < 0 || !tt_backend_has(b, list_working_refs) ||
-		    tt_backend_list_working_refs(b, now->locator, &refs, &lerr) < 0) {
-			tt_buf_reset(&det);
-			tt_buf_printf(&det, "could not list branches (%s); whether %s exists is unknown and a fork "
-				      "would reset it blind", tt_error_text(&lerr), name);
-			op = "refuse";
-		} else {
-			size_t k;
-			json_t *r;
-			json_array_foreach(refs, k, r) present |= strcmp(json_string_value(r), name) == 0;
-		}
-		if (strcmp(op, "fork") == 0 && present) {
-			if (tt_backend_fingerprint(b, now->locator, name, &head, &lerr) < 0) {
-				tt_buf_reset(&det);
-				tt_buf_printf(&det, "%s exists but its head could not be read (%s); a restore would "
-					      "reset it blind", name, tt_error_text(&lerr));
-				op = "refuse";
-			} else {
-				json_object_set_new(params, "existing", json_string(name));
-				json_object_set(params, "head", head);
-				tt_buf_printf(&det, "; resets %s", name);
-				const json_t *known[3] = { json_object_get(repo->ws.base_states, key),
-							   json_object_get(repo->ws.fork_points, key), now->state };
-				bool pinned = false;
-				for (int q = 0; q < 3; q++)
-					pinned |= known[q] && tt_engine_same(now, head, known[q]);
-				tt_buf hs = TT_BUF_INIT;
-				tt_short_state(&hs, head);
-				if (!pinned && !discard) {
-					tt_buf_reset(&det);
-					tt_buf_printf(&det, "%s has writes since this workspace last committed (%s); commit "
-						      "them, or pass --discard to throw them away", name, hs.ptr);
-					op = "refuse";
-				} else if (!pinned) {
-					tt_buf_printf(&det, ", discarding its writes (%s)", hs.ptr);
-				}
-				tt_buf_release(&hs);
-			}
-		}
-		tt_error_clear(&lerr);
-		tt_plan_action(plan, op, key, now->kind, name, det.ptr, params, err);
-		if (strcmp(op, "fork") == 0) {
-			char what[300];
-			snprintf(what, sizeof what, "restore %s", key);
-			json_t *p = json_pack("{s:s,s:O,s:s,s:s}", "backend", now->kind, "locator", now->locator, "ref", name,
-					      "what", what);
-			if (present)
-				tt_plan_require(plan, "ref_head", head, key, p, NULL, err);
-			else {
-				char d[512];
-				snprintf(d, sizeof d, "restore %s: %s exists since the plan was made; re-run the plan", key, name);
-				/* Its detail names the command: no "what" (tether-vcs writes none). */
-				json_object_del(p, "what");
-				tt_plan_require(plan, "ref_absent", NULL, key, p, d, err);
-			}
-			json_decref(p);
-		}
-		json_decref(params);
-		json_decref(refs);
-		json_decref(head);
-		tt_buf_release(&text);
-		tt_buf_release(&det);
-		tt_buf_release(&st);
-		free(name);
-		if ((rc = err->code) < 0)
-			goto done;
-	}
 done:
 	tt_manifests_release(&then);
 	json_decref(keys);
