@@ -8,6 +8,12 @@ Rules (each over src/; tests, fuzz targets and benchmarks are not held to them):
                   column of the kinds table
   file-length     no source file over 1,500 lines
   function-length no function over 150 lines
+  engine-layers   src/engine/ is a kernel (kernel/) under the commands
+                  (cmd/, gc/, registry/) under the public entry points (api/):
+                  no include of a higher floor's header, no circle between
+                  files (a file and its header are one unit; an include is
+                  an edge), and one header per file (a header beside no .c
+                  of its name declares types only)
 
 An exception is a line of the allowlist (scripts/style-allow.txt) with its
 reason:
@@ -15,6 +21,7 @@ reason:
   kind-test       PATH KIND        reason
   file-length     PATH             reason
   function-length PATH:FUNCTION    reason
+  engine-layers   FROM->TO | A,B,...  reason   (an upward include; a circle's units)
 An entry that no longer matches anything is an error too: the list only
 shrinks as the code is fixed.
 
@@ -33,7 +40,9 @@ from pathlib import Path
 
 MAX_FILE_LINES = 1500
 MAX_FUNCTION_LINES = 150
-RULES = ("symbol", "kind-test", "file-length", "function-length")
+RULES = ("symbol", "kind-test", "file-length", "function-length", "engine-layers")
+# src/engine/'s floors: a file may include headers of its own floor or below.
+ENGINE_FLOORS = {"kernel": 0, "cmd": 1, "gc": 1, "registry": 1, "api": 2}
 
 
 def load_allow(path: Path) -> tuple[dict[tuple[str, str], str], list[str]]:
@@ -215,6 +224,79 @@ def check_sizes(root: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]
     return files, funcs
 
 
+# --- engine-layers ------------------------------------------------------------
+
+ENGINE_INCLUDE = re.compile(r'^\s*#\s*include\s+"(engine/[^"]+)\.h"', re.M)
+DECLARES_FUNCTION = re.compile(r"^[A-Za-z_][^;{}()#]*\b[A-Za-z_][A-Za-z0-9_]*\s*\([^;{}]*\)\s*;", re.M)
+
+
+def check_engine_layers(root: Path) -> list[tuple[str, str]]:
+    engine = root / "src/engine"
+    if not engine.is_dir():
+        return []
+    found = []
+    units: dict[str, set[str]] = {}
+    for p in sorted(engine.rglob("*")):
+        if p.suffix not in (".c", ".h") or not p.is_file():
+            continue
+        r = rel(root, p)
+        parts = p.relative_to(engine).parts
+        if len(parts) < 2 or parts[0] not in ENGINE_FLOORS:
+            found.append((r, f"{r}: outside the engine's folders ({', '.join(sorted(ENGINE_FLOORS))})"))
+            continue
+        unit = p.with_suffix("").relative_to(root / "src").as_posix()
+        text = strip_comments(p.read_text(errors="replace"))
+        if p.suffix == ".h" and not p.with_suffix(".c").exists() and DECLARES_FUNCTION.search(text):
+            found.append((r, f"{r}: declares functions but no {p.stem}.c defines them beside it "
+                             "(one header per file)"))
+        edges = units.setdefault(unit, set())
+        for m in ENGINE_INCLUDE.finditer(text):
+            dep = m.group(1)
+            if dep == unit:
+                continue
+            edges.add(dep)
+            dparts = dep.split("/")
+            if len(dparts) >= 3 and dparts[1] in ENGINE_FLOORS and len(parts) >= 2 \
+                    and ENGINE_FLOORS[dparts[1]] > ENGINE_FLOORS[parts[0]]:
+                found.append((f"{unit}->{dep}",
+                              f"{r}: includes {dep}.h, a floor above {parts[0]}/ (an upward include)"))
+    # circles: the strongly connected components of more than one unit
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    comps: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(units.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    for v in sorted(units):
+        if v not in index:
+            visit(v)
+    for comp in comps:
+        subject = ",".join(comp)
+        found.append((subject, f"a circle of includes between {', '.join(comp)}"))
+    return found
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=Path(__file__).resolve().parents[1], type=Path)
@@ -235,6 +317,7 @@ def main() -> int:
         found["symbol"] = check_symbols(a.lib)
     found["kind-test"] = check_kind_tests(root)
     found["file-length"], found["function-length"] = check_sizes(root)
+    found["engine-layers"] = check_engine_layers(root)
 
     failed = bool(problems)
     for rule in RULES:

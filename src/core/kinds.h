@@ -44,7 +44,7 @@ const char *tt_cap_name(unsigned bit_index);  /* "fingerprint", ... */
 /* "observed" | "addressable" | "pinnable" | "forkable" */
 const char *tt_tier_name(unsigned caps);
 
-/* How `tether query` reads a kind's recorded state (engine/query.c): the
+/* How `tether query` reads a kind's recorded state (engine/cmd/query.c): the
  * table format or catalog DuckDB and the other engines are pointed at, or
  * why it holds no rows. */
 typedef enum tt_query_form {

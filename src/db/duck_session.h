@@ -5,7 +5,7 @@
  *
  * The session never fetches anything: DuckDB's automatic extension install
  * and load are off, and extensions are loaded by the caller from files it
- * found (engine/query.c looks for them).  Statements that carry a
+ * found (engine/cmd/query.c looks for them).  Statements that carry a
  * credential (CREATE SECRET, an ATTACH with a password) are run through
  * tt_duck_session_exec_secret: the credential is remembered only to be
  * scrubbed from every error message the session returns, and DuckDB keeps

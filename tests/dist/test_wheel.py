@@ -129,7 +129,7 @@ def test_sdist_builds_a_wheel_without_the_checkout(tmp_path, can_hide):
         t.extractall(tmp_path / "src", filter="data")
     top = f"tether_native-{VERSION}"
     for rel in ("setup.py", "pyproject.toml", "tools/gen_help.py", "src/tether/_native.c",
-                "libtether/CMakeLists.txt", "libtether/include/tether/tether.h", "libtether/src/engine/repo.c",
+                "libtether/CMakeLists.txt", "libtether/include/tether/tether.h", "libtether/src/engine/kernel/repo.c",
                 "libtether/cmake/package.cmake", "libtether/libtether.pc.in"):
         assert f"{top}/{rel}" in names, rel
     # libtether's sources and build files, not its tests nor anything built

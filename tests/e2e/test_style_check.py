@@ -32,12 +32,13 @@ def tree(tmp_path: Path) -> Path:
     """A clean tree: one kind table, code that compares only in backends/."""
     root = tmp_path / "t"
     (root / "src/backends").mkdir(parents=True)
-    (root / "src/engine").mkdir()
+    (root / "src/engine/kernel").mkdir(parents=True)
+    (root / "src/engine/cmd").mkdir()
     (root / "src/backends/registry.c").write_text(
         'static const tt_kind kinds[] = {\n\t{ .name = "file", },\n\t{ .name = "git", },\n};\n')
     (root / "src/backends/pick.c").write_text(
         'int tt_pick(const char *kind)\n{\n\treturn strcmp(kind, "file") == 0;\n}\n')
-    (root / "src/engine/ok.c").write_text(
+    (root / "src/engine/cmd/ok.c").write_text(
         '/* strcmp(kind, "file") in a comment is no test */\n'
         'int tt_ok(const char *k)\n{\n\treturn strcmp(k, "filed") == 0;\n}\n'
         + function("tt_long_enough", 150))
@@ -53,38 +54,38 @@ def test_this_tree_passes():
     proc = subprocess.run([sys.executable, str(SCRIPT), "--root", str(ROOT), "--lib", str(lib)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for rule in ("symbol", "kind-test", "file-length", "function-length"):
+    for rule in ("symbol", "kind-test", "file-length", "function-length", "engine-layers"):
         assert f"== style {rule}" in proc.stdout and "FAILED" not in proc.stdout
 
 
 def test_a_kind_name_test_outside_backends_fails(tree: Path):
-    (tree / "src/engine/bad.c").write_text(
+    (tree / "src/engine/cmd/bad.c").write_text(
         'int tt_bad(const char *kind)\n{\n\treturn strcmp(kind,\n\t\t      "git") == 0;\n}\n')
     proc = run(tree)
     assert proc.returncode == 1
-    assert 'kind-test: src/engine/bad.c:3: compares with the kind name "git"' in proc.stdout, proc.stdout
-    (tree / "allow.txt").write_text("kind-test src/engine/bad.c git a reason a reviewer accepts\n")
+    assert 'kind-test: src/engine/cmd/bad.c:3: compares with the kind name "git"' in proc.stdout, proc.stdout
+    (tree / "allow.txt").write_text("kind-test src/engine/cmd/bad.c git a reason a reviewer accepts\n")
     assert run(tree).returncode == 0
 
 
 def test_a_file_over_1500_lines_fails(tree: Path):
-    (tree / "src/engine/big.h").write_text("/* x */\n" * 1500)
+    (tree / "src/engine/cmd/big.h").write_text("/* x */\n" * 1500)
     assert run(tree).returncode == 0
-    (tree / "src/engine/big.h").write_text("/* x */\n" * 1501)
+    (tree / "src/engine/cmd/big.h").write_text("/* x */\n" * 1501)
     proc = run(tree)
     assert proc.returncode == 1
-    assert "file-length: src/engine/big.h: 1501 lines" in proc.stdout, proc.stdout
-    (tree / "allow.txt").write_text("file-length src/engine/big.h generated, read by nobody\n")
+    assert "file-length: src/engine/cmd/big.h: 1501 lines" in proc.stdout, proc.stdout
+    (tree / "allow.txt").write_text("file-length src/engine/cmd/big.h generated, read by nobody\n")
     assert run(tree).returncode == 0
 
 
 def test_a_function_over_150_lines_fails(tree: Path):
-    (tree / "src/engine/long.c").write_text(
+    (tree / "src/engine/cmd/long.c").write_text(
         "static int\n" + function("too_long", 151).replace("int too_long", "too_long", 1))
     proc = run(tree)
     assert proc.returncode == 1
-    assert "function-length: src/engine/long.c:2: too_long is 151 lines" in proc.stdout, proc.stdout
-    (tree / "allow.txt").write_text("function-length src/engine/long.c:too_long to be split\n")
+    assert "function-length: src/engine/cmd/long.c:2: too_long is 151 lines" in proc.stdout, proc.stdout
+    (tree / "allow.txt").write_text("function-length src/engine/cmd/long.c:too_long to be split\n")
     assert run(tree).returncode == 0
 
 
@@ -135,10 +136,73 @@ def test_a_sanitizer_build_passes_and_still_fails_on_a_bad_global(tree: Path, tm
 
 
 def test_an_excuse_nothing_needs_fails(tree: Path):
-    (tree / "allow.txt").write_text("function-length src/engine/ok.c:tt_long_enough to be split\n")
+    (tree / "allow.txt").write_text("function-length src/engine/cmd/ok.c:tt_long_enough to be split\n")
     proc = run(tree)
     assert proc.returncode == 1
-    assert "excuses src/engine/ok.c:tt_long_enough, which no longer needs it" in proc.stdout
-    (tree / "allow.txt").write_text("function-length src/engine/ok.c:tt_long_enough\n")
+    assert "excuses src/engine/cmd/ok.c:tt_long_enough, which no longer needs it" in proc.stdout
+    (tree / "allow.txt").write_text("function-length src/engine/cmd/ok.c:tt_long_enough\n")
     proc = run(tree)
     assert proc.returncode == 1 and "want '<rule> <subject> <reason>'" in proc.stdout, proc.stdout
+
+
+def engine_file(tree: Path, path: str, *includes: str, body: str = "") -> None:
+    f = tree / "src/engine" / path
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("".join(f'#include "engine/{i}.h"\n' for i in includes) + body)
+
+
+def test_an_engine_circle_fails(tree: Path):
+    """Two commands that include each other's headers are one circle; the
+    same files with the shared part moved to the kernel pass."""
+    engine_file(tree, "kernel/state.h", body="int tt_short_state(void);\n")
+    engine_file(tree, "kernel/state.c", "kernel/state")
+    engine_file(tree, "cmd/commit.h", body="int tt_commit(void);\n")
+    engine_file(tree, "cmd/commit.c", "cmd/commit", "kernel/state", "cmd/preconditions")
+    engine_file(tree, "cmd/preconditions.h", body="int tt_pre(void);\n")
+    engine_file(tree, "cmd/preconditions.c", "cmd/preconditions", "kernel/state")
+    assert run(tree).returncode == 0, run(tree).stdout
+    engine_file(tree, "cmd/preconditions.c", "cmd/preconditions", "kernel/state", "cmd/commit")
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert ("engine-layers: a circle of includes between engine/cmd/commit, engine/cmd/preconditions"
+            in proc.stdout), proc.stdout
+    # a longer circle, through a header that includes another
+    engine_file(tree, "cmd/preconditions.c", "cmd/preconditions", "kernel/state")
+    engine_file(tree, "kernel/state.h", "cmd/commit", body="int tt_short_state(void);\n")
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert ("a circle of includes between engine/cmd/commit, engine/cmd/preconditions, engine/kernel/state"
+            in proc.stdout), proc.stdout
+    (tree / "allow.txt").write_text(
+        "engine-layers engine/kernel/state->engine/cmd/commit a reason\n"
+        "engine-layers engine/cmd/commit,engine/cmd/preconditions,engine/kernel/state a reason\n")
+    assert run(tree).returncode == 0, run(tree).stdout
+
+
+def test_an_upward_include_fails(tree: Path):
+    engine_file(tree, "cmd/fork.h", body="int tt_fork(void);\n")
+    engine_file(tree, "cmd/fork.c", "cmd/fork")
+    engine_file(tree, "kernel/context.h", body="int tt_ctx(void);\n")
+    engine_file(tree, "kernel/context.c", "kernel/context")
+    assert run(tree).returncode == 0
+    engine_file(tree, "kernel/context.c", "kernel/context", "cmd/fork")
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert ("engine-layers: src/engine/kernel/context.c: includes engine/cmd/fork.h, a floor above kernel/"
+            in proc.stdout), proc.stdout
+
+
+def test_engine_files_live_in_its_folders_one_header_per_file(tree: Path):
+    engine_file(tree, "loose.c", body="int tt_loose(void) { return 0; }\n")
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert "engine-layers: src/engine/loose.c: outside the engine's folders" in proc.stdout, proc.stdout
+    (tree / "src/engine/loose.c").unlink()
+    # a header of types only needs no .c; one that declares functions does
+    engine_file(tree, "kernel/handle.h", body="/* f(x); in a comment */\ntypedef struct tt_h { int x; } tt_h;\n")
+    assert run(tree).returncode == 0, run(tree).stdout
+    engine_file(tree, "kernel/engine.h", body="int tt_engine_a(void);\nint tt_engine_b(int x);\n")
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert ("engine-layers: src/engine/kernel/engine.h: declares functions but no engine.c defines them"
+            in proc.stdout), proc.stdout

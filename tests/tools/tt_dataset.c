@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "core/manifest.h"
-#include "engine/repo.h"
+#include "engine/kernel/repo.h"
 #include "util/buf.h"
 #include "util/json.h"
 

@@ -1,5 +1,5 @@
 /* Unit tests for the public entry points the command line is built on
- * (engine/frontend.c, tt_kind_describe): only <tether/tether.h> here, as in
+ * (engine/api/frontend.c, tt_kind_describe): only <tether/tether.h> here, as in
  * src/cli/. */
 #include <fcntl.h>
 #include <stdio.h>

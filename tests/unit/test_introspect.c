@@ -1,5 +1,5 @@
 /* Unit tests for the public id and hash functions language bindings call
- * (engine/introspect.c).  Expected values were computed with tether-vcs
+ * (engine/cmd/introspect.c).  Expected values were computed with tether-vcs
  * 0.1.0b7's own functions (tether.manifest). */
 #include <stdlib.h>
 #include <string.h>

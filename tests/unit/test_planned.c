@@ -1,4 +1,4 @@
-/* Unit tests for the planned-command driver (engine/planned.c): which step
+/* Unit tests for the planned-command driver (engine/kernel/planned.c): which step
  * runs for a preview, a fresh apply and a saved plan, under which locks,
  * and what a saved plan of another command or a failing step leaves. */
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include "harness.h"
 
 #include "core/plan.h"
-#include "engine/planned.h"
-#include "engine/repo.h"
+#include "engine/kernel/planned.h"
+#include "engine/kernel/repo.h"
 #include "util/lock.h"
 #include "util/mem.h"
 #include "vcs/vcs.h"

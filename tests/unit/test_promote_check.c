@@ -1,11 +1,11 @@
-/* Unit tests for engine/promote_check.c: how a check's command is shown and
+/* Unit tests for engine/cmd/promote_check.c: how a check's command is shown and
  * journaled (a URL's password masked, everything else as given). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 
-#include "engine/promote_check.h"
+#include "engine/cmd/promote_check.h"
 
 static int shown_as(const char *cmd, const char *want)
 {

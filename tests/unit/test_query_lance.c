@@ -1,5 +1,5 @@
 /*
- * Lance version views (engine/query_lance.c): the directory DuckDB reads as
+ * Lance version views (engine/cmd/query_lance.c): the directory DuckDB reads as
  * one recorded version.  Built over a dataset laid out as Lance lays it out
  * (the manifest's bytes are not interpreted, so any bytes do): the view
  * holds that manifest alone and links to the store's files in directories
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/query.h"
+#include "engine/cmd/query.h"
 #include "harness.h"
 #include "util/fs.h"
 

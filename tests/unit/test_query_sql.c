@@ -19,7 +19,7 @@
 #include "db/duck_api.h"
 #include "db/duck_session.h"
 #include "db/duck_sql.h"
-#include "engine/query.h"
+#include "engine/cmd/query.h"
 #include "harness.h"
 
 /* The statements of sql, "|"-joined, each trimmed of blanks. */
