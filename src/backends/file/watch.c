@@ -704,9 +704,9 @@ static bool watch_of(tt_fwatch *w, const char *root, char **watch, char **rel, c
 		json_decref(req);
 		if (!resp) {
 			if (!w->unusable) { /* an error answer: it lacks a capability */
-				char msg[400];
+				char msg[560]; /* (why holds up to 511 bytes) */
 				snprintf(msg, sizeof msg, "Watchman is too old (%s)", why);
-				snprintf(why, whysz, "%s", msg);
+				snprintf(why, whysz, "%.*s", (int)(whysz - 1), msg);
 				set_unusable(w, why);
 			}
 			return false;
