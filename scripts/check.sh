@@ -195,7 +195,7 @@ install_check() { # the installed library: only the public API exported; pkg-con
   pc=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig
   local ok=0 n=0
   if cmake --install build --prefix "$prefix" >"$logdir/install.log" 2>&1; then
-    for ex in backends status; do
+    for ex in backends status commit; do
       cc -std=c11 -Wall -Werror "examples/$ex.c" $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs libtether) \
         -Wl,-rpath,"$prefix/lib" -o "$logdir/$ex" >>"$logdir/install.log" 2>&1 || { echo "   examples/$ex.c does not build"; }
     done
@@ -214,7 +214,21 @@ install_check() { # the installed library: only the public API exported; pkg-con
     else
       echo "   examples/status disagrees with tether status"; tail -5 "$logdir/install.log"
     fi
-    # 3. libtether.so exports the public API and nothing else
+    # 3. a planned command in the API's one form (examples/commit.c): its
+    # previewed plan applied as saved makes one VCS commit that records the object
+    n=$((n + 1))
+    local head_before head_after
+    head_before=$(git -C "$ds" rev-parse HEAD 2>/dev/null)
+    if (cd "$ds" && GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t \
+          "$logdir/commit" . "through the public API") >"$logdir/example-commit.json" 2>>"$logdir/install.log" &&
+       head_after=$(git -C "$ds" rev-parse HEAD) && [ "$head_after" != "$head_before" ] &&
+       python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["vcs_commit"] == sys.argv[2] and "data" in list(r["pinned"]) + r["unrecoverable"], r' \
+         "$logdir/example-commit.json" "$head_after" 2>>"$logdir/install.log"; then
+      ok=$((ok + 1))
+    else
+      echo "   examples/commit did not commit its previewed plan"; tail -5 "$logdir/install.log"
+    fi
+    # 4. libtether.so exports the public API and nothing else
     n=$((n + 1))
     local lib; lib=$(ls "$prefix"/lib*/libtether.so "$prefix"/lib/*/libtether.so 2>/dev/null | head -1)
     local extra; extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^tt_' || true)
@@ -225,7 +239,7 @@ install_check() { # the installed library: only the public API exported; pkg-con
     else
       echo "   libtether.so exports beyond its public headers: ${extra:-} $(comm -3 <(echo "$decl") <(echo "$exported") | tr -s ' \n\t' ' ')"
     fi
-    # 4. the CLI is built on the public API: its sources include <tether/...>, their own
+    # 5. the CLI is built on the public API: its sources include <tether/...>, their own
     # cli/ headers and the shared util/ helpers only, and its objects link against
     # libtether.so (tether_cli_boundary, built with everything else)
     n=$((n + 1))

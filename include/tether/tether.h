@@ -103,6 +103,48 @@ int tt_repo_snapshot(tt_repo *repo, const char *const *selectors, size_t n, json
 int tt_repo_status(tt_repo *repo, const char *const *selectors, size_t n, int snapshot,
 		   json_t **out, tt_error *err);
 
+/* --- planned commands ------------------------------------------------------ */
+
+/*
+ * Every command that changes stores (commit, new, promote, repair, restore,
+ * forget-workspace, drop, upgrade, gc, import) takes the same two
+ * arguments after its own options: how to run (plan NULL: TT_PLAN_RUN) and
+ * where its results go.
+ *
+ *   TT_PLAN_RUN      plan, then apply at once: res->out is the command's result
+ *   TT_PLAN_PREVIEW  plan only, nothing written: res->plan_json (a saved plan,
+ *                    format 3, for TT_PLAN_APPLY or `--from-plan`) and
+ *                    res->plan_text (its text rendering)
+ *   TT_PLAN_APPLY    apply the saved plan plan->saved (plan->saved_len bytes)
+ *                    once every precondition it recorded still holds
+ *                    (TT_ESTALEPLAN otherwise): res->out as TT_PLAN_RUN's
+ *
+ * The call starts by clearing res and fills it on success.  A command that
+ * can partly succeed (new) sets res->out on failure too, as it says.
+ * tt_plan_result_release frees what res holds, after a failure as well.
+ */
+typedef enum tt_plan_mode {
+	TT_PLAN_RUN = 0,
+	TT_PLAN_PREVIEW,
+	TT_PLAN_APPLY,
+} tt_plan_mode;
+/* Set version to TT_PLAN_OPTS_VERSION (TT_PLAN_OPTS_INIT does). */
+#define TT_PLAN_OPTS_VERSION 1u
+#define TT_PLAN_OPTS_INIT { .version = TT_PLAN_OPTS_VERSION }
+typedef struct tt_plan_opts {
+	unsigned version;   /* TT_PLAN_OPTS_VERSION */
+	tt_plan_mode mode;
+	const char *saved;  /* TT_PLAN_APPLY: the saved plan's JSON */
+	size_t saved_len;
+} tt_plan_opts;
+#define TT_PLAN_RESULT_INIT { NULL, NULL, NULL }
+typedef struct tt_plan_result {
+	char *plan_json;  /* TT_PLAN_PREVIEW: the saved plan */
+	char *plan_text;  /* TT_PLAN_PREVIEW: its text rendering */
+	json_t *out;      /* TT_PLAN_RUN, TT_PLAN_APPLY: the command's result */
+} tt_plan_result;
+void tt_plan_result_release(tt_plan_result *res);
+
 /* Set version to TT_COMMIT_OPTS_VERSION (TT_COMMIT_OPTS_INIT does): a struct of
  * another version is refused with TT_EUSAGE, never misread. */
 #define TT_COMMIT_OPTS_VERSION 1u
@@ -117,20 +159,17 @@ typedef struct tt_commit_opts {
 	bool force;                 /* skip quiescence checks */
 	bool no_snapshot;           /* commit the cached fingerprints */
 } tt_commit_opts;
+/* (Applying a saved plan, message, keys and no_vcs still apply: the
+ * message of the VCS commit, the keys that must be the plan's, and whether
+ * to skip the VCS commit.) */
 
 /*
  * Pin (or record) every changed object, write the manifests and listings,
  * commit them and move the bookmark.  *out: {vcs_commit, pinned: {key:
  * ref|null}, unrecoverable: [keys], unchanged: [keys]}.
  */
-int tt_repo_commit(tt_repo *repo, const tt_commit_opts *opts, json_t **out, tt_error *err);
-/* The plan alone: its saved JSON (format 3) and its text rendering. */
-int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *opts, char **plan_json,
-			char **plan_text, tt_error *err);
-/* Apply a saved commit plan after checking nothing changed underneath it. */
-int tt_repo_apply_commit_plan(tt_repo *repo, const char *plan_json, size_t len,
-			      const char *message, const char *const *keys, size_t nkeys,
-			      bool no_vcs, json_t **out, tt_error *err);
+int tt_repo_commit(tt_repo *repo, const tt_commit_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		   tt_error *err);
 
 /*
  * Check that pins and recorded states still resolve: at the working tree,
@@ -187,15 +226,13 @@ typedef struct tt_new_opts {
 
 /*
  * Decide the bookmark this checkout works on and a working ref per
- * forkable object.  With plan_json non-NULL, only plan (*plan_json,
- * *plan_text).  from_plan (may be NULL): apply that saved plan instead.
- * *out: {bookmark, working_refs, pending_forks, fork_points, adopted}.
+ * forkable object.  res->out: {bookmark, working_refs, pending_forks, fork_points, adopted}.
  * When some objects could not fork but the rest of the `new` took effect,
  * the call fails naming them and the rerun that finishes it, and *out is
  * set as well (a partial success).
  */
-int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const char *from_plan, size_t from_len,
-		char **plan_json, char **plan_text, json_t **out, tt_error *err);
+int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		tt_error *err);
 
 /*
  * A native handle description {key, read_only, address, type, ...} as
@@ -260,14 +297,13 @@ typedef struct tt_promote_opts {
 } tt_promote_opts;
 
 /*
- * Land this bookmark on the trunk.  plan_json non-NULL: plan only.
- * from_plan: apply a saved plan.  *out: {fast_forwarded, merged, skipped,
+ * Land this bookmark on the trunk.  res->out: {fast_forwarded, merged, skipped,
  * refused, held, conflicts, kept_forks, trunk_moved, trunk_held, failed},
  * and check {command, exit_status, rev, bookmark, heads} when the plan was
  * checked.  A preview with a check runs the check and moves nothing.
  */
-int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const char *from_plan,
-		    size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const tt_plan_opts *plan,
+		    tt_plan_result *res, tt_error *err);
 
 /*
  * The dataset's fetch: read the heads of this bookmark's branches (bookmark
@@ -285,24 +321,42 @@ int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selecto
  */
 int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err);
 
+/* Set version to TT_REPAIR_OPTS_VERSION (TT_REPAIR_OPTS_INIT does). */
+#define TT_REPAIR_OPTS_VERSION 1u
+#define TT_REPAIR_OPTS_INIT { .version = TT_REPAIR_OPTS_VERSION }
+typedef struct tt_repair_opts {
+	unsigned version;             /* TT_REPAIR_OPTS_VERSION */
+	const char *const *selectors; /* keys or "prefix/"; NULL / 0: every object */
+	size_t nselectors;
+	bool all_history;             /* also the pins of manifests in history, not only the checkout's */
+} tt_repair_opts;
+
 /*
  * Recreate missing pins and lost working branches from the manifests.
- * dry_run: only plan (*plan_json, *plan_text).  *out: {repinned, reforked,
- * failed, notes}.
+ * res->out: {repinned, reforked, failed, notes}.
  */
-int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t n, bool all_history,
-		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
-		   char **plan_text, json_t **out, tt_error *err);
+int tt_repo_repair(tt_repo *repo, const tt_repair_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		   tt_error *err);
+
+/* Set version to TT_RESTORE_OPTS_VERSION (TT_RESTORE_OPTS_INIT does). */
+#define TT_RESTORE_OPTS_VERSION 1u
+#define TT_RESTORE_OPTS_INIT { .version = TT_RESTORE_OPTS_VERSION }
+typedef struct tt_restore_opts {
+	unsigned version;             /* TT_RESTORE_OPTS_VERSION */
+	const char *const *selectors; /* keys or "prefix/" (at least one) */
+	size_t nselectors;
+	const char *rev;              /* the dataset commit whose pins to restore */
+	const char *at;               /* instead of rev: a native ref or state in each object's store */
+	bool discard;                 /* throw away unpinned writes on the working branches */
+} tt_restore_opts;
 
 /*
  * Reset the named objects' working branches to what rev pinned, or (at
  * instead of rev) start them from the native ref or state at in each
- * object's store.  dry_run: plan only.  *out: {from, at, working_refs:
- * {key: ref}}.
+ * object's store.  res->out: {from, at, working_refs: {key: ref}}.
  */
-int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
-		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len,
-		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
+int tt_repo_restore(tt_repo *repo, const tt_restore_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		    tt_error *err);
 
 /*
  * recover: tether's refs in each selected object's store (selectors: keys
@@ -318,12 +372,18 @@ int tt_repo_recover(tt_repo *repo, const char *const *selectors, size_t n, bool 
 /*
  * forget-workspace: remove a workspace's workspace.toml and ops.jsonl and
  * have the VCS stop tracking its checkout (git's main worktree stays).
- * workspace_id: full or 8 characters (NULL: this one).  dry_run: plan only
- * (*plan_json, *plan_text).  from_plan: apply that saved plan.  *out:
+ * opts->workspace_id: full or 8 characters (NULL: this one).  res->out:
  * {workspace, removed_files, vcs, failed}.
  */
-int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
-			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err);
+/* Set version to TT_FORGET_OPTS_VERSION (TT_FORGET_OPTS_INIT does). */
+#define TT_FORGET_OPTS_VERSION 1u
+#define TT_FORGET_OPTS_INIT { .version = TT_FORGET_OPTS_VERSION }
+typedef struct tt_forget_opts {
+	unsigned version;         /* TT_FORGET_OPTS_VERSION */
+	const char *workspace_id; /* NULL: this checkout's */
+} tt_forget_opts;
+int tt_repo_forget_workspace(tt_repo *repo, const tt_forget_opts *opts, const tt_plan_opts *plan,
+			     tt_plan_result *res, tt_error *err);
 
 /*
  * abandon: drop the commits revs name from VCS history, later commits
@@ -345,18 +405,19 @@ typedef struct tt_drop_opts {
 	bool force_prune;      /* delete its branches even when they hold unpinned writes */
 	bool release_foreign;  /* release the pins only its commits named that another clone made
 				  (gc --release-foreign's rule: every remote fetched first) */
-	bool dry_run;          /* plan only */
+	bool dry_run;          /* tt_repo_gc_expired: plan each drop, apply none (tt_repo_drop
+				  takes a tt_plan_opts instead, and refuses this) */
 } tt_drop_opts;
 
 /*
  * drop: throw opts->bookmark away - leave it when this checkout is on it
  * (for opts->to, default the trunk), drop the commits only it reaches,
  * delete it, then gc --prune-bookmarks for its branches alone.
- * from_plan: apply that saved plan.  *out: {bookmark, left_for, abandoned,
- * gc: the gc report}.  Not undoable.
+ * res->out: {bookmark, left_for, abandoned, gc: the gc report}.  Not
+ * undoable.
  */
-int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
-		 char **plan_json, char **plan_text, json_t **out, tt_error *err);
+int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		 tt_error *err);
 
 /*
  * list_bookmarks: every bookmark of the dataset, the trunk first.  *out: {trunk,
@@ -395,16 +456,22 @@ int tt_repo_gc_expired(tt_repo *repo, const tt_drop_opts *opts, json_t **out, tt
 /*
  * upgrade: bring a dataset an older tether-vcs wrote to this format.
  * tt_repo_open_outdated opens one whose tether.toml records an older
- * version (only for this).  dry_run: plan only; from_plan: apply a saved
- * plan.  *out: {from_version, to_version, renamed_pins, renamed_branches,
+ * version (only for this).  res->out: {from_version, to_version, renamed_pins, renamed_branches,
  * rewritten_commits, refingerprinted, rewritten_manifests,
  * rewritten_indexes, copied_listings, failed, vcs_commit}.  A dataset that
  * needs a part this build lacks is refused, naming it, before anything is
  * written.
  */
 int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err);
-int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
-		    char **plan_json, char **plan_text, json_t **out, tt_error *err);
+/* Set version to TT_UPGRADE_OPTS_VERSION (TT_UPGRADE_OPTS_INIT does). */
+#define TT_UPGRADE_OPTS_VERSION 1u
+#define TT_UPGRADE_OPTS_INIT { .version = TT_UPGRADE_OPTS_VERSION }
+typedef struct tt_upgrade_opts {
+	unsigned version;       /* TT_UPGRADE_OPTS_VERSION */
+	bool ignore_immutable;  /* record an immutable object's changed state instead of refusing */
+} tt_upgrade_opts;
+int tt_repo_upgrade(tt_repo *repo, const tt_upgrade_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		    tt_error *err);
 
 /*
  * This checkout's journal, newest first (at most limit entries): *out the
@@ -458,7 +525,7 @@ int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err);
 
 /* Set version to TT_GC_OPTS_VERSION (TT_GC_OPTS_INIT does): a struct of
  * another version is refused with TT_EUSAGE, never misread. */
-#define TT_GC_OPTS_VERSION 1u
+#define TT_GC_OPTS_VERSION 2u
 #define TT_GC_OPTS_INIT { .version = TT_GC_OPTS_VERSION }
 typedef struct tt_gc_opts {
 	unsigned version;  /* TT_GC_OPTS_VERSION */
@@ -471,6 +538,17 @@ typedef struct tt_gc_opts {
 	bool delete_stores;                  /* experimental: also reclaim stores this dataset created */
 	const char *const *stores;           /* "KIND=LOCATOR" created stores to consider (implies delete_stores) */
 	size_t nstores;
+	/* A scoped plan (TT_PLAN_PREVIEW only; tether-vcs's plan_gc(scope=GcScope(...))):
+	 * judge only these bookmarks' branches, walk history as if
+	 * excluded_commits were gone, treat gone_bookmarks as not live.  A plan
+	 * with excluded commits is a preview and is refused when applied. */
+	bool scoped;
+	const char *const *scope_bookmarks;  /* NULL / 0: every stray branch */
+	size_t nscope_bookmarks;
+	const char *const *excluded_commits;
+	size_t nexcluded;
+	const char *const *gone_bookmarks;
+	size_t ngone;
 } tt_gc_opts;
 
 /*
@@ -493,8 +571,9 @@ typedef struct tt_gc_opts {
  * `keep-store` with the reason.  It also releases this dataset's dead refs
  * in stores this clone touched that no manifest names.
  *
- * Plans then applies under the checkout and repository locks.  *out is the
- * report: {unpinned: {kind: [pin ids]}, kept_pins, deleted_working_refs:
+ * Plans then applies under the checkout and repository locks (a preview
+ * writes nothing but seeding the clone's pinned index the first time).
+ * res->out is the report: {unpinned: {kind: [pin ids]}, kept_pins, deleted_working_refs:
  * {key: [refs]}, kept_working_refs, forgotten_working_refs,
  * deleted_listings: [names], deleted_stores: {key: where}, kept_stores:
  * {key: reason}, forgotten_stores: [keys], dry_run, failed: {"<op> <target> (key)": error},
@@ -503,28 +582,11 @@ typedef struct tt_gc_opts {
  * Once the plan is applied the call returns 0 whatever single actions
  * failed: those are in "failed", each attempted independently.
  */
-int tt_repo_gc(tt_repo *repo, const tt_gc_opts *opts, json_t **out, tt_error *err);
-/* The gc plan alone: its saved JSON (format 3) and its text rendering.
- * Writes nothing but seeding the clone's pinned index the first time. */
-int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *opts, char **plan_json, char **plan_text,
-		    tt_error *err);
-/* Apply a saved gc plan (report as tt_repo_gc) once its preconditions -
- * this checkout, the history digest, head and manifests - still hold. */
-int tt_repo_apply_gc_plan(tt_repo *repo, const char *plan_json, size_t len, json_t **out,
-			  tt_error *err);
+int tt_repo_gc(tt_repo *repo, const tt_gc_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+	       tt_error *err);
 
 /* --- for language bindings: what tether-vcs's Python API offers beyond the
- * commands above (gc's scoped plan, export / publish / import) ----------- */
-
-/*
- * A gc plan judging only these bookmarks' branches (NULL / 0: every stray
- * branch), walking history as if excluded_commits were gone and treating
- * gone_bookmarks as not live: tether-vcs's plan_gc(scope=GcScope(...)).
- * A plan with excluded commits is a preview and is refused when applied.
- */
-int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *opts, const char *const *bookmarks, size_t nbookmarks,
-			   const char *const *excluded_commits, size_t nexcluded, const char *const *gone_bookmarks,
-			   size_t ngone, char **plan_json, char **plan_text, tt_error *err);
+ * commands above (export / publish / import) ------------------------------ */
 
 /*
  * export (experimental, as tether-vcs's Repo.export): the history's tables.
@@ -543,13 +605,19 @@ int tt_export_write(const json_t *bundle, const char *path, const char *format, 
  * {table: n}, skipped_commits, dry_run}. */
 int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema, bool dry_run, json_t **report,
 		      tt_error *err);
-/* import: plan add / update / remove (sync: also remove) from rows in the
- * canonical columns (key, kind, uri, locator_json, policy_file, policy_pin,
- * at), then apply a plan (fresh or saved).  *out: {added, updated, removed,
- * unchanged}. */
-int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
-			tt_error *err);
-int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err);
+/* Set version to TT_IMPORT_OPTS_VERSION (TT_IMPORT_OPTS_INIT does). */
+#define TT_IMPORT_OPTS_VERSION 1u
+#define TT_IMPORT_OPTS_INIT { .version = TT_IMPORT_OPTS_VERSION }
+typedef struct tt_import_opts {
+	unsigned version;    /* TT_IMPORT_OPTS_VERSION */
+	const json_t *rows;  /* rows in the canonical columns (key, kind, uri, locator_json,
+				policy_file, policy_pin, at); unused by TT_PLAN_APPLY */
+	bool sync;           /* also remove the objects the rows do not name */
+} tt_import_opts;
+/* import: add / update / remove (sync: also remove) objects from rows.
+ * res->out: {added, updated, removed, unchanged}. */
+int tt_repo_import(tt_repo *repo, const tt_import_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
+		   tt_error *err);
 
 /* --- SQL over the dataset at a revision ------------------------------------ */
 

@@ -105,13 +105,13 @@ int cli_plan_args(const cli_cmd *cmd, cli_args *a);
 int cli_show_plan(const cli_cmd *cmd, const cli_args *a, const char *plan_json, const char *plan_text);
 
 /*
- * A planned command's library call: plan only when dry (*plan_json and
- * *plan_text), else apply -- the saved plan from/from_len when given --
- * into *out.  Returns 0 or a negative tt_code with err set; *out may be
- * set beside a failure when part of the command took effect.
+ * A planned command's library call in the API's one planned form (tether.h,
+ * "planned commands"): plan as plan says, results into res.  Returns 0 or a
+ * negative tt_code with err set; res->out may be set beside a failure when
+ * part of the command took effect.
  */
-typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len,
-			   char **plan_json, char **plan_text, json_t **out, tt_error *err);
+typedef int (*cli_plan_fn)(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res,
+			   tt_error *err);
 /*
  * The one place a planned command's plan flags act: reads the saved plan
  * of --from-plan (refusing a plan of another command, by file name), calls

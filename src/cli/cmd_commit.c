@@ -10,16 +10,15 @@ typedef struct commit_ctx {
 	const cli_args *a;
 } commit_ctx;
 
-static int commit_call(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
-		       json_t **out, tt_error *err)
+static int commit_call(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
 	const commit_ctx *c = ctx;
-	if (from)
-		return tt_repo_apply_commit_plan(repo, from, from_len, c->o.message, c->a->pos, c->a->npos,
-						 c->o.no_vcs, out, err);
-	if (dry)
-		return tt_repo_plan_commit(repo, &c->o, pj, pt, err);
-	return tt_repo_commit(repo, &c->o, out, err);
+	tt_commit_opts o = c->o;
+	if (plan->mode == TT_PLAN_APPLY) { /* the keys named on the command line must be the plan's */
+		o.keys = (const char *const *)c->a->pos;
+		o.nkeys = c->a->npos;
+	}
+	return tt_repo_commit(repo, &o, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -5,12 +5,9 @@
 
 #include "cli/cli.h"
 
-static int drop(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
-		json_t **out, tt_error *err)
+static int drop(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
-	tt_drop_opts o = *(const tt_drop_opts *)ctx;
-	o.dry_run = dry;
-	return tt_repo_drop(repo, &o, from, from_len, pj, pt, out, err);
+	return tt_repo_drop(repo, ctx, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -5,12 +5,12 @@
 
 #include "cli/cli.h"
 
-static int forget(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
-		  char **pt, json_t **out, tt_error *err)
+static int forget(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
 	const cli_args *a = ctx;
-	return tt_repo_forget_workspace(repo, a->npos ? a->pos[0] : NULL, dry, from, from_len, pj, pt, out,
-					err);
+	tt_forget_opts o = TT_FORGET_OPTS_INIT;
+	o.workspace_id = a->npos ? a->pos[0] : NULL;
+	return tt_repo_forget_workspace(repo, &o, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

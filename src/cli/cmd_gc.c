@@ -121,14 +121,9 @@ static json_t *report_json(const json_t *r)
 	return out;
 }
 
-static int gc(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
-	      json_t **out, tt_error *err)
+static int gc(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
-	if (from)
-		return tt_repo_apply_gc_plan(repo, from, from_len, out, err);
-	if (dry)
-		return tt_repo_plan_gc(repo, ctx, pj, pt, err);
-	return tt_repo_gc(repo, ctx, out, err);
+	return tt_repo_gc(repo, ctx, plan, res, err);
 }
 
 /* `gc --expired`: each expired bookmark dropped as `tether drop` would. */

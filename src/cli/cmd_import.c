@@ -20,22 +20,24 @@ typedef struct import_ctx {
 
 /* A fresh import plans from the source's rows, then applies that plan as a
  * saved one would be (its preconditions checked again under the lock). */
-static int import(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
-		  json_t **out, tt_error *err)
+static int import(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
 	const import_ctx *c = ctx;
+	tt_import_opts o = TT_IMPORT_OPTS_INIT;
 	json_t *rows = NULL;
 	int rc;
-	if (from)
-		return tt_repo_apply_import(repo, from, from_len, out, err);
+	if (plan->mode == TT_PLAN_APPLY)
+		return tt_repo_import(repo, &o, plan, res, err);
 	/* A standing query lives in secrets.toml, never in the committed file
 	 * (a tether.toml that sets one is refused when the dataset opens). */
 	const char *query = c->query;
 	if (!c->table && !query)
 		query = tt_repo_secret_setting(repo, "import", "query");
-	if ((rc = tt_import_read_rows(c->source, c->table, query, &rows, err)) == 0 &&
-	    (rc = tt_repo_plan_import(repo, rows, c->sync, pj, pt, err)) == 0 && !dry)
-		rc = tt_repo_apply_import(repo, *pj, strlen(*pj), out, err);
+	if ((rc = tt_import_read_rows(c->source, c->table, query, &rows, err)) == 0) {
+		o.rows = rows;
+		o.sync = c->sync;
+		rc = tt_repo_import(repo, &o, plan, res, err);
+	}
 	json_decref(rows);
 	return rc;
 }

@@ -9,10 +9,9 @@
 #include "util/error.h"
 #include "util/fs.h"
 
-static int new_call(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj, char **pt,
-		    json_t **out, tt_error *err)
+static int new_call(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
-	return tt_repo_new(repo, ctx, from, from_len, dry ? pj : NULL, dry ? pt : NULL, dry ? NULL : out, err);
+	return tt_repo_new(repo, ctx, plan, res, err);
 }
 
 static int run_new(const cli_cmd *cmd, cli_args *a)

@@ -34,11 +34,9 @@ static const char *refusal_text(const char *text)
 	return text;
 }
 
-static int promote(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
-		   char **pt, json_t **out, tt_error *err)
+static int promote(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
-	return tt_repo_promote(repo, ctx, from, from_len, dry ? pj : NULL, dry ? pt : NULL, dry ? NULL : out,
-			       err);
+	return tt_repo_promote(repo, ctx, plan, res, err);
 }
 
 /* The check's output, as it comes, on our stderr (stdout is the answer). */

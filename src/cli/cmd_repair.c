@@ -11,12 +11,14 @@ typedef struct repair_ctx {
 	bool all_history;
 } repair_ctx;
 
-static int repair(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
-		  char **pt, json_t **out, tt_error *err)
+static int repair(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
 	const repair_ctx *c = ctx;
-	return tt_repo_repair(repo, c->a->pos, c->a->npos, c->all_history, dry, from, from_len, pj, pt, out,
-			      err);
+	tt_repair_opts o = TT_REPAIR_OPTS_INIT;
+	o.selectors = (const char *const *)c->a->pos;
+	o.nselectors = c->a->npos;
+	o.all_history = c->all_history;
+	return tt_repo_repair(repo, &o, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -12,12 +12,16 @@ typedef struct restore_ctx {
 	bool discard;
 } restore_ctx;
 
-static int restore(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
-		   char **pt, json_t **out, tt_error *err)
+static int restore(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
 	const restore_ctx *c = ctx;
-	return tt_repo_restore(repo, c->a->pos, c->a->npos, c->rev, c->at, c->discard, dry, from, from_len,
-			       pj, pt, out, err);
+	tt_restore_opts o = TT_RESTORE_OPTS_INIT;
+	o.selectors = (const char *const *)c->a->pos;
+	o.nselectors = c->a->npos;
+	o.rev = c->rev;
+	o.at = c->at;
+	o.discard = c->discard;
+	return tt_repo_restore(repo, &o, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -5,10 +5,11 @@
 
 #include "cli/cli.h"
 
-static int upgrade(tt_repo *repo, void *ctx, bool dry, const char *from, size_t from_len, char **pj,
-		   char **pt, json_t **out, tt_error *err)
+static int upgrade(tt_repo *repo, void *ctx, const tt_plan_opts *plan, tt_plan_result *res, tt_error *err)
 {
-	return tt_repo_upgrade(repo, *(const bool *)ctx, dry, from, from_len, pj, pt, out, err);
+	tt_upgrade_opts o = TT_UPGRADE_OPTS_INIT;
+	o.ignore_immutable = *(const bool *)ctx;
+	return tt_repo_upgrade(repo, &o, plan, res, err);
 }
 
 static int run(const cli_cmd *cmd, cli_args *a)

@@ -70,32 +70,35 @@ int cli_run_planned(const cli_cmd *cmd, const cli_args *a, tt_repo *repo, cli_pl
 	const char *from = a->plan_from;
 	bool dry = a->plan_dry;
 	tt_buf saved = TT_BUF_INIT;
-	char *pj = NULL, *pt = NULL;
+	tt_plan_opts plan = TT_PLAN_OPTS_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
 	int rc;
 	*out = NULL;
 	if (from && (rc = read_plan(cmd, from, &saved)) != EXIT_OK)
 		goto done;
-	if (fn(repo, ctx, dry, from ? saved.ptr : NULL, saved.len, &pj, &pt, out, &err) < 0) {
-		if (partial && *out) {
+	plan.mode = from ? TT_PLAN_APPLY : dry ? TT_PLAN_PREVIEW : TT_PLAN_RUN;
+	plan.saved = from ? saved.ptr : NULL;
+	plan.saved_len = from ? saved.len : 0;
+	if (fn(repo, ctx, &plan, &res, &err) < 0) {
+		if (partial && res.out) {
 			*partial = err;
+			*out = res.out;
+			res.out = NULL;
 			rc = CLI_PLAN_APPLIED;
 			goto done;
 		}
-		json_decref(*out);
-		*out = NULL;
 		rc = cli_fail(&err);
 		goto done;
 	}
 	if (dry) {
-		json_decref(*out);
-		*out = NULL;
-		rc = cli_show_plan(cmd, a, pj, pt);
+		rc = cli_show_plan(cmd, a, res.plan_json, res.plan_text);
 		goto done;
 	}
+	*out = res.out;
+	res.out = NULL;
 	rc = CLI_PLAN_APPLIED;
 done:
 	tt_buf_release(&saved);
-	free(pj);
-	free(pt);
+	tt_plan_result_release(&res);
 	return rc;
 }

@@ -134,8 +134,13 @@ TT_TEST(repo_bookmarks_and_plan_command)
 
 	/* a saved plan names its command; what is not a plan is refused */
 	tt_gc_opts o = TT_GC_OPTS_INIT;
-	char *pj = NULL, *pt = NULL, *command = NULL;
-	CHECK_OK(tt_repo_plan_gc(repo, &o, &pj, &pt, &err));
+	tt_plan_opts preview = TT_PLAN_OPTS_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	preview.mode = TT_PLAN_PREVIEW;
+	char *command = NULL;
+	CHECK_OK(tt_repo_gc(repo, &o, &preview, &res, &err));
+	CHECK(res.out == NULL && res.plan_text != NULL);
+	const char *pj = res.plan_json;
 	CHECK_OK(tt_plan_command_of(pj, strlen(pj), &command, &err));
 	CHECK_STR(command, "gc");
 	free(command);
@@ -145,8 +150,7 @@ TT_TEST(repo_bookmarks_and_plan_command)
 	tt_error_clear(&err);
 	CHECK(tt_plan_command_of("not json", 8, &command, &err) < 0);
 	tt_error_clear(&err);
-	free(pj);
-	free(pt);
+	tt_plan_result_release(&res);
 	tt_repo_free(repo);
 }
 
@@ -259,9 +263,10 @@ TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 	CHECK_OK(tt_repo_current_rev(repo, &before, &err));
 	CHECK_OK(tt_repo_ops(repo, 100, &ops_before, NULL, &err));
 	tt_commit_opts co = TT_COMMIT_OPTS_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
 	co.message = "first";
 	tt_repo_cancel(repo);
-	CHECK_INT(tt_repo_commit(repo, &co, &out, &err), TT_ECANCELED);
+	CHECK_INT(tt_repo_commit(repo, &co, NULL, &res, &err), TT_ECANCELED);
 	tt_error_clear(&err);
 	CHECK_OK(tt_repo_current_rev(repo, &after, &err));
 	CHECK_STR(after, before);
@@ -275,8 +280,9 @@ TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 	after = NULL;
 
 	/* and the commit runs once nothing asks it to stop */
-	CHECK_OK(tt_repo_commit(repo, &co, &out, &err));
-	json_decref(out);
+	CHECK_OK(tt_repo_commit(repo, &co, NULL, &res, &err));
+	CHECK(res.out != NULL && res.plan_json == NULL);
+	tt_plan_result_release(&res);
 	CHECK_OK(tt_repo_current_rev(repo, &after, &err));
 	CHECK(strcmp(after, before) != 0);
 

@@ -575,9 +575,31 @@ static PyObject *dispatch(RepoObject *self, const method_spec *m, PyObject *args
 }
 
 /* A saved plan argument's length. */
-#define LEN(s) ((s) ? strlen(s) : 0)
 /* A string list argument, NULL when empty. */
 #define LIST(x) ((x).l.n ? (x).l.v : NULL), (x).l.n
+
+/* A planned call's mode from the Python arguments: plan=True previews,
+ * from_plan applies that saved plan, neither runs. */
+static tt_plan_opts planned(call_out *o, bool preview, const char *from_plan)
+{
+	tt_plan_opts pl = TT_PLAN_OPTS_INIT;
+	o->plan = preview;
+	pl.mode = preview ? TT_PLAN_PREVIEW : from_plan ? TT_PLAN_APPLY : TT_PLAN_RUN;
+	if (pl.mode == TT_PLAN_APPLY) {
+		pl.saved = from_plan;
+		pl.saved_len = strlen(from_plan);
+	}
+	return pl;
+}
+
+/* What a planned call gave, moved into o (a failure's partial result too). */
+static int took(call_out *o, tt_plan_result *res, int rc)
+{
+	o->out = res->out;
+	o->pj = res->plan_json;
+	o->pt = res->plan_text;
+	return rc;
+}
 
 static int call_objects(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
@@ -626,14 +648,9 @@ static int call_commit(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
 	tt_commit_opts c = { .version = TT_COMMIT_OPTS_VERSION, .message = v[0].s, .keys = LIST(v[1]), .no_vcs = v[2].i, .strict = v[3].i,
 			     .force = v[4].i, .no_snapshot = v[5].i };
-	const char *fp = v[7].s;
-	if (v[6].i) {
-		o->plan = true;
-		return tt_repo_plan_commit(r, &c, &o->pj, &o->pt, e);
-	}
-	if (fp)
-		return tt_repo_apply_commit_plan(r, fp, strlen(fp), c.message, c.keys, c.nkeys, c.no_vcs, &o->out, e);
-	return tt_repo_commit(r, &c, &o->out, e);
+	tt_plan_opts pl = planned(o, v[6].i, v[7].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_commit(r, &c, &pl, &res, e));
 }
 
 static int call_verify(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -710,9 +727,9 @@ static int call_new(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
 	tt_new_opts n = { .version = TT_NEW_OPTS_VERSION, .rev = v[0].s, .bookmark = v[1].s, .shared = v[2].i, .keep = v[3].i, .eager = (int)v[4].i,
 			  .discard = v[5].i, .adopt = v[8].i };
-	const char *fp = v[7].s;
-	o->plan = v[6].i;
-	return tt_repo_new(r, &n, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
+	tt_plan_opts pl = planned(o, v[6].i, v[7].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_new(r, &n, &pl, &res, e));
 }
 
 static int call_open_object(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -732,9 +749,9 @@ static int call_promote(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
 	tt_promote_opts p = { .version = TT_PROMOTE_OPTS_VERSION, .keys = LIST(v[0]), .rev = v[1].s, .strategy = v[2].s,
 			      .message = v[3].s, .check = v[6].s, .check_output = check_to_stderr };
-	const char *fp = v[5].s;
-	o->plan = v[4].i;
-	return tt_repo_promote(r, &p, fp, LEN(fp), o->plan ? &o->pj : NULL, &o->pt, o->plan ? NULL : &o->out, e);
+	tt_plan_opts pl = planned(o, v[4].i, v[5].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_promote(r, &p, &pl, &res, e));
 }
 
 static int call_pull(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -749,17 +766,20 @@ static int call_undo(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_repair(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *fp = v[3].s;
-	o->plan = v[2].i;
-	return tt_repo_repair(r, v[0].l.v, v[0].l.n, v[1].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+	tt_repair_opts rp = { .version = TT_REPAIR_OPTS_VERSION, .selectors = v[0].l.v, .nselectors = v[0].l.n,
+			      .all_history = v[1].i };
+	tt_plan_opts pl = planned(o, v[2].i, v[3].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_repair(r, &rp, &pl, &res, e));
 }
 
 static int call_restore(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *fp = v[4].s;
-	o->plan = v[3].i;
-	return tt_repo_restore(r, v[0].l.v, v[0].l.n, v[1].s, v[5].s, v[2].i, o->plan, fp, LEN(fp), &o->pj, &o->pt,
-			       &o->out, e);
+	tt_restore_opts rs = { .version = TT_RESTORE_OPTS_VERSION, .selectors = v[0].l.v, .nselectors = v[0].l.n,
+			       .rev = v[1].s, .at = v[5].s, .discard = v[2].i };
+	tt_plan_opts pl = planned(o, v[3].i, v[4].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_restore(r, &rs, &pl, &res, e));
 }
 
 static int call_ops(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -772,16 +792,18 @@ static int call_gc(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 	tt_gc_opts g = { .version = TT_GC_OPTS_VERSION, .dry_run = v[0].i, .release_foreign = v[1].i, .prune_bookmarks = v[2].i,
 			 .keep_bookmarks = v[3].l.v, .nkeep = v[3].l.n, .force_prune = v[4].i,
 			 .delete_stores = v[5].i, .stores = v[6].l.v, .nstores = v[6].l.n };
-	const char *fp = v[8].s;
-	if (v[7].i) {
-		o->plan = true;
-		if (v[9].i) /* plan_gc(scope=): its bookmarks (none: all), excluded commits, gone bookmarks */
-			return tt_repo_plan_gc_scoped(r, &g, LIST(v[10]), LIST(v[11]), LIST(v[12]), &o->pj, &o->pt, e);
-		return tt_repo_plan_gc(r, &g, &o->pj, &o->pt, e);
+	if (v[7].i && v[9].i) { /* plan_gc(scope=): its bookmarks (none: all), excluded commits, gone bookmarks */
+		g.scoped = true;
+		g.scope_bookmarks = v[10].l.n ? v[10].l.v : NULL;
+		g.nscope_bookmarks = v[10].l.n;
+		g.excluded_commits = v[11].l.n ? v[11].l.v : NULL;
+		g.nexcluded = v[11].l.n;
+		g.gone_bookmarks = v[12].l.n ? v[12].l.v : NULL;
+		g.ngone = v[12].l.n;
 	}
-	if (fp)
-		return tt_repo_apply_gc_plan(r, fp, strlen(fp), &o->out, e);
-	return tt_repo_gc(r, &g, &o->out, e);
+	tt_plan_opts pl = planned(o, v[7].i, v[8].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_gc(r, &g, &pl, &res, e));
 }
 
 static int call_recover(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -791,9 +813,10 @@ static int call_recover(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_forget_workspace(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *fp = v[2].s;
-	o->plan = v[1].i;
-	return tt_repo_forget_workspace(r, v[0].s, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+	tt_forget_opts fg = { .version = TT_FORGET_OPTS_VERSION, .workspace_id = v[0].s };
+	tt_plan_opts pl = planned(o, v[1].i, v[2].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_forget_workspace(r, &fg, &pl, &res, e));
 }
 
 static int call_abandon(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -803,18 +826,19 @@ static int call_abandon(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_drop(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *fp = v[5].s;
-	o->plan = v[4].i;
 	tt_drop_opts d = { .version = TT_DROP_OPTS_VERSION, .bookmark = v[0].s, .to = v[1].s, .delete_stores = v[2].i,
-			   .force_prune = v[3].i, .release_foreign = v[6].i, .dry_run = o->plan };
-	return tt_repo_drop(r, &d, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+			   .force_prune = v[3].i, .release_foreign = v[6].i };
+	tt_plan_opts pl = planned(o, v[4].i, v[5].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_drop(r, &d, &pl, &res, e));
 }
 
 static int call_upgrade(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	const char *fp = v[2].s;
-	o->plan = v[1].i;
-	return tt_repo_upgrade(r, v[0].i, o->plan, fp, LEN(fp), &o->pj, &o->pt, &o->out, e);
+	tt_upgrade_opts up = { .version = TT_UPGRADE_OPTS_VERSION, .ignore_immutable = v[0].i };
+	tt_plan_opts pl = planned(o, v[1].i, v[2].s);
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_upgrade(r, &up, &pl, &res, e));
 }
 
 static int call_export(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -824,12 +848,13 @@ static int call_export(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_import(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
+	/* plan=True previews the rows' plan; otherwise a saved plan is applied
+	 * (tether-vcs's Repo.import_objects plans, then applies what it got). */
+	tt_import_opts im = { .version = TT_IMPORT_OPTS_VERSION, .rows = v[0].j, .sync = v[3].i };
 	const char *fp = v[2].s;
-	if (v[1].i) {
-		o->plan = true;
-		return tt_repo_plan_import(r, v[0].j, v[3].i, &o->pj, &o->pt, e);
-	}
-	return tt_repo_apply_import(r, fp, LEN(fp), &o->out, e);
+	tt_plan_opts pl = planned(o, v[1].i, fp ? fp : "");
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	return took(o, &res, tt_repo_import(r, &im, &pl, &res, e));
 }
 
 #define ARGS(...) { __VA_ARGS__, { NULL, 0, 0 } }

@@ -3,6 +3,8 @@
  * tether-vcs's Python API beyond the commands: gc's scoped plan and the
  * registry (export, publish, import), over the engine's own halves.
  */
+#include "engine/api/binding.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@
 #include "engine/registry/registry_publish.h"
 #include "engine/registry/registry_write.h"
 
-int tt_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const *bookmarks, size_t nbookmarks,
+int tt_engine_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char *const *bookmarks, size_t nbookmarks,
 			   const char *const *excluded, size_t nexcluded, const char *const *gone, size_t ngone,
 			   char **plan_json, char **plan_text, tt_error *err)
 {
@@ -104,7 +106,7 @@ int tt_export_publish(const json_t *bundle, const char *dsn, const char *schema,
 	return rc < 0 ? rc : tt_registry_publish(&b, dsn, schema, dry_run, report, err);
 }
 
-int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
+int tt_engine_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **plan_json, char **plan_text,
 			tt_error *err)
 {
 	tt_import_rows ctx = { rows, sync };
@@ -112,7 +114,7 @@ int tt_repo_plan_import(tt_repo *repo, const json_t *rows, bool sync, char **pla
 	return tt_engine_run_planned(repo, &tt_registry_import_cmd, &ctx, &run, err);
 }
 
-int tt_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
+int tt_engine_repo_apply_import(tt_repo *repo, const char *plan_json, size_t len, json_t **out, tt_error *err)
 {
 	tt_planned_run run = { .from = plan_json, .from_len = len, .out = out };
 	return tt_engine_run_planned(repo, &tt_registry_import_cmd, NULL, &run, err);

@@ -18,6 +18,7 @@
 #include "util/mem.h"
 #include "vcs/dispatch.h"
 #include "engine/gc/gc_plan.h"
+#include "engine/gc/gc.h"
 
 int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, json_t **out, tt_error *err)
 {
@@ -167,7 +168,7 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	tt_repo_unlock(repo);
 	locked = false;
 	if (gc && writes) {
-		rc = tt_repo_apply_gc_plan(repo, plan_json, strlen(plan_json), &gc_report, err);
+		rc = tt_engine_repo_apply_gc_plan(repo, plan_json, strlen(plan_json), &gc_report, err);
 		if (rc < 0)
 			goto done;
 	}

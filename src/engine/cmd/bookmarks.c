@@ -32,6 +32,7 @@
 #include "util/when.h"
 #include "vcs/dispatch.h"
 #include "engine/kernel/refnames.h"
+#include "engine/cmd/drop.h"
 
 #define BOOKMARKS_DIR "bookmarks"
 
@@ -577,13 +578,13 @@ int tt_repo_gc_expired(tt_repo *repo, const tt_drop_opts *opts, json_t **out, tt
 		one.bookmark = name;
 		one.to = NULL;
 		one.dry_run = true;
-		if (tt_repo_drop(repo, &one, NULL, 0, &pj, &pt, NULL, &e) == 0) {
+		if (tt_engine_repo_drop(repo, &one, NULL, 0, &pj, &pt, NULL, &e) == 0) {
 			plan = tt_json_parse(pj, strlen(pj), "the drop plan", &e);
 			why = plan ? sweep_refusal(plan, name, trunk) : NULL;
 			one.dry_run = false;
 			if (plan && !why && dry_run)
 				outcome = "planned";
-			else if (plan && !why && tt_repo_drop(repo, &one, NULL, 0, NULL, NULL, &result, &e) == 0)
+			else if (plan && !why && tt_engine_repo_drop(repo, &one, NULL, 0, NULL, NULL, &result, &e) == 0)
 				outcome = "dropped";
 			else if (plan && !why)
 				outcome = "failed";

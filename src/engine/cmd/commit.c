@@ -1011,7 +1011,7 @@ static const tt_planned_cmd commit_cmd = {
 	.apply = apply_commit,
 };
 
-int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_error *err)
+int tt_engine_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
 	commit_ctx c = { .o = o, .vcs = !o->no_vcs };
@@ -1022,7 +1022,7 @@ int tt_repo_commit(tt_repo *repo, const tt_commit_opts *o, json_t **out, tt_erro
 	return tt_engine_run_planned(repo, &commit_cmd, &c, &run, err);
 }
 
-int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text, char **text,
+int tt_engine_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text, char **text,
 			tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_commit_opts, TT_COMMIT_OPTS_VERSION, err);
@@ -1034,7 +1034,7 @@ int tt_repo_plan_commit(tt_repo *repo, const tt_commit_opts *o, char **json_text
 	return tt_engine_run_planned(repo, &commit_cmd, &c, &run, err);
 }
 
-int tt_repo_apply_commit_plan(tt_repo *repo, const char *plan_text, size_t len, const char *message,
+int tt_engine_repo_apply_commit_plan(tt_repo *repo, const char *plan_text, size_t len, const char *message,
 			      const char *const *keys, size_t nkeys, bool no_vcs, json_t **out,
 			      tt_error *err)
 {

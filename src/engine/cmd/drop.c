@@ -845,7 +845,7 @@ static const tt_planned_cmd drop_cmd = {
 	.apply = apply_drop_cmd,
 };
 
-int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
+int tt_engine_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
 		 char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(opts, tt_drop_opts, TT_DROP_OPTS_VERSION, err);

@@ -14,4 +14,9 @@ struct tt_op_entry;
  * as `undo` refuses it and `repair` notes it.  Caller frees; NULL on OOM. */
 char *tt_engine_interrupted_drop(tt_repo *repo, const struct tt_op_entry *e);
 
+/* The engine's side of the public tt_repo_drop (include/tether/tether.h):
+ * each of its modes as the call that runs it (api/planned.c chooses). */
+int tt_engine_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const char *from_plan, size_t from_len,
+		 char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
 #endif

@@ -5,6 +5,8 @@
  * checkout (git's main worktree stays).  Store branches belong to
  * bookmarks, not workspaces: none are touched.
  */
+#include "engine/cmd/forget.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +173,7 @@ static const tt_planned_cmd forget_cmd = {
 	.apply = apply_forget,
 };
 
-int tt_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
+int tt_engine_repo_forget_workspace(tt_repo *repo, const char *workspace_id, bool dry_run, const char *from_plan,
 			     size_t from_len, char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,

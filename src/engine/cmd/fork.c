@@ -2085,7 +2085,7 @@ static const tt_planned_cmd new_cmd = {
 	.apply = apply_new,
 };
 
-int tt_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
+int tt_engine_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
 		char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_new_opts, TT_NEW_OPTS_VERSION, err);

@@ -44,4 +44,9 @@ int tt_engine_open_shown(tt_repo *repo, const tt_manifest *m, const char *where,
 int tt_engine_fork_from_manifest(tt_repo *repo, const tt_manifest *m, const char *name,
 				 const tt_expect *expected, char **ref_out, tt_error *err);
 
+/* The engine's side of the public tt_repo_new (include/tether/tether.h):
+ * each of its modes as the call that runs it (api/planned.c chooses). */
+int tt_engine_repo_new(tt_repo *repo, const tt_new_opts *o, const char *from_plan, size_t from_len,
+		char **plan_json, char **plan_text, json_t **out, tt_error *err);
+
 #endif

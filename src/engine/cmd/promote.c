@@ -1116,7 +1116,7 @@ static const tt_planned_cmd promote_cmd = {
 	.apply = apply_promote,
 };
 
-int tt_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
+int tt_engine_repo_promote(tt_repo *repo, const tt_promote_opts *o, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_promote_opts, TT_PROMOTE_OPTS_VERSION, err);

@@ -6,6 +6,8 @@
  * A pin that points elsewhere is reported, never overwritten, and every
  * interrupted operation is described from its journal entry.
  */
+#include "engine/cmd/repair.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -426,7 +428,7 @@ static const tt_planned_cmd repair_cmd = {
 	.apply = apply_repair,
 };
 
-int tt_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
+int tt_engine_repo_repair(tt_repo *repo, const char *const *selectors, size_t nsel, bool all_history,
 		   bool dry_run, const char *from_plan, size_t from_len, char **plan_json, char **plan_text,
 		   json_t **out, tt_error *err)
 {

@@ -6,6 +6,8 @@
  * promote sees the fork point move to REV's state.  A branch holding writes
  * nobody committed is refused without --discard.
  */
+#include "engine/cmd/restore.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -522,7 +524,7 @@ static const tt_planned_cmd restore_cmd = {
 	.apply = apply_restore,
 };
 
-int tt_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
+int tt_engine_repo_restore(tt_repo *repo, const char *const *selectors, size_t nsel, const char *rev,
 		    const char *at, bool discard, bool dry_run, const char *from_plan, size_t from_len, char **plan_json,
 		    char **plan_text, json_t **out, tt_error *err)
 {

@@ -27,6 +27,8 @@
  * uncommitted changes are the upgrade's own, so the rerun after a kill
  * plans what is left and finishes instead of refusing a dirty tree.
  */
+#include "engine/cmd/upgrade.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -2469,7 +2471,7 @@ static const tt_planned_cmd upgrade_cmd = {
 	.apply = apply_upgrade_cmd,
 };
 
-int tt_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
+int tt_engine_repo_upgrade(tt_repo *repo, bool ignore_immutable, bool dry_run, const char *from_plan, size_t from_len,
 		    char **plan_json, char **plan_text, json_t **out, tt_error *err)
 {
 	tt_planned_run run = { .dry = dry_run, .from = from_plan, .from_len = from_len, .plan_json = plan_json,

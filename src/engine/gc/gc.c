@@ -108,7 +108,7 @@ static const tt_planned_cmd gc_plan_cmd = {
 	.apply = apply_gc,
 };
 
-int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
+int tt_engine_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
 	tt_planned_run run = { .dry = o->dry_run, .out = out };
@@ -119,14 +119,14 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *o, json_t **out, tt_error *err)
 	return tt_engine_run_planned(repo, &gc_cmd, (void *)o, &run, err);
 }
 
-int tt_repo_plan_gc(tt_repo *repo, const tt_gc_opts *o, char **plan_json, char **plan_text, tt_error *err)
+int tt_engine_repo_plan_gc(tt_repo *repo, const tt_gc_opts *o, char **plan_json, char **plan_text, tt_error *err)
 {
 	TT_CHECK_OPTS(o, tt_gc_opts, TT_GC_OPTS_VERSION, err);
 	tt_planned_run run = { .dry = true, .plan_json = plan_json, .plan_text = plan_text };
 	return tt_engine_run_planned(repo, &gc_plan_cmd, (void *)o, &run, err);
 }
 
-int tt_repo_apply_gc_plan(tt_repo *repo, const char *text, size_t len, json_t **out, tt_error *err)
+int tt_engine_repo_apply_gc_plan(tt_repo *repo, const char *text, size_t len, json_t **out, tt_error *err)
 {
 	tt_planned_run run = { .from = text, .from_len = len, .out = out };
 	return tt_engine_run_planned(repo, &gc_cmd, NULL, &run, err);
