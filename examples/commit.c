@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	tt_plan_result preview = TT_PLAN_RESULT_INIT, done = TT_PLAN_RESULT_INIT;
 	opts.message = argc > 2 ? argv[2] : "commit from examples/commit.c";
 
-	if (tt_repo_open(&repo, argc > 1 ? argv[1] : ".", &err) < 0)
+	if (tt_repo_open(argc > 1 ? argv[1] : ".", &repo, &err) < 0)
 		return fail(&err, repo, &preview);
 	/* 1. the plan alone: nothing is written */
 	plan.mode = TT_PLAN_PREVIEW;

@@ -15,7 +15,7 @@ int main(int argc, char **argv)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
-	if (tt_repo_open(&repo, argc > 1 ? argv[1] : ".", &err) < 0 ||
+	if (tt_repo_open(argc > 1 ? argv[1] : ".", &repo, &err) < 0 ||
 	    tt_repo_status(repo, NULL, 0, 1, &out, &err) < 0) {
 		fprintf(stderr, "error: %s\n", tt_error_text(&err));
 		tt_error_clear(&err);

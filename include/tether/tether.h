@@ -41,7 +41,7 @@ typedef struct tt_repo tt_repo;
 int tt_init(const char *path, const char *dataset_id, json_t **out, tt_error *err);
 
 /* Open the dataset whose tether.toml is at or above start_dir. */
-int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err);
+int tt_repo_open(const char *start_dir, tt_repo **out, tt_error *err);
 void tt_repo_free(tt_repo *repo);
 const char *tt_repo_root(const tt_repo *repo);
 const char *tt_repo_dataset_id(const tt_repo *repo);
@@ -81,12 +81,22 @@ int tt_repo_add(tt_repo *repo, const tt_add_opts *opts, json_t **out, tt_error *
 /* Unregister an object (the store is untouched).  Undoable. */
 int tt_repo_remove(tt_repo *repo, const char *key, tt_error *err);
 
+/* Set version to TT_SET_POLICY_OPTS_VERSION (TT_SET_POLICY_OPTS_INIT does). */
+#define TT_SET_POLICY_OPTS_VERSION 1u
+#define TT_SET_POLICY_OPTS_INIT { .version = TT_SET_POLICY_OPTS_VERSION }
+typedef struct tt_set_policy_opts {
+	unsigned version;        /* TT_SET_POLICY_OPTS_VERSION */
+	const char *const *keys; /* the objects (keys or "prefix/") */
+	size_t nkeys;
+	const char *file_policy; /* NULL: unchanged */
+	const char *pin_policy;  /* NULL: unchanged (not both NULL) */
+} tt_set_policy_opts;
+
 /*
- * Change policies in place.  file/pin may be NULL (unchanged) but not both.
- * *out: {"changed": {key: {field: {"from", "to"}}}, "unchanged": [keys]}.
+ * Change policies in place.  *out: {"changed": {key: {field: {"from",
+ * "to"}}}, "unchanged": [keys]}.
  */
-int tt_repo_set_policy(tt_repo *repo, const char *const *keys, size_t nkeys,
-		       const char *file, const char *pin, json_t **out, tt_error *err);
+int tt_repo_set_policy(tt_repo *repo, const tt_set_policy_opts *opts, json_t **out, tt_error *err);
 
 /*
  * Fingerprint objects (selectors: keys or "prefix/"; none: all) and cache the
@@ -171,21 +181,47 @@ typedef struct tt_commit_opts {
 int tt_repo_commit(tt_repo *repo, const tt_commit_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
 		   tt_error *err);
 
+/* Set version to TT_VERIFY_OPTS_VERSION (TT_VERIFY_OPTS_INIT does). */
+#define TT_VERIFY_OPTS_VERSION 1u
+#define TT_VERIFY_OPTS_INIT { .version = TT_VERIFY_OPTS_VERSION }
+typedef enum tt_verify_flags {
+	TT_VERIFY_DEEP = 1u << 0,        /* open recorded states (resolves "unknown") */
+	TT_VERIFY_ALL_HISTORY = 1u << 1, /* every commit's records, each distinct one once */
+} tt_verify_flags;
+typedef struct tt_verify_opts {
+	unsigned version;             /* TT_VERIFY_OPTS_VERSION */
+	const char *const *selectors; /* keys or "prefix/"; NULL / 0: every object */
+	size_t nselectors;
+	const char *rev;              /* at this dataset commit (NULL: the working tree) */
+	unsigned flags;               /* tt_verify_flags */
+} tt_verify_opts;
+
 /*
  * Check that pins and recorded states still resolve: at the working tree,
- * at rev, or (all_history) at every commit, each distinct record once.
- * *out: {label: {status, message}} with labels "key" or "<commit12>:key".
+ * at rev, or (TT_VERIFY_ALL_HISTORY) at every commit, each distinct record
+ * once.  *out: {label: {status, message}} with labels "key" or
+ * "<commit12>:key".
  */
-int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
-		   bool deep, bool all_history, json_t **out, tt_error *err);
+int tt_repo_verify(tt_repo *repo, const tt_verify_opts *opts, json_t **out, tt_error *err);
+
+/* Set version to TT_LOG_OPTS_VERSION (TT_LOG_OPTS_INIT does). */
+#define TT_LOG_OPTS_VERSION 1u
+#define TT_LOG_OPTS_INIT { .version = TT_LOG_OPTS_VERSION }
+typedef struct tt_log_opts {
+	unsigned version;       /* TT_LOG_OPTS_VERSION */
+	const char *key;        /* a registered object, or NULL with kind + locator */
+	const char *kind;       /* a store not registered: its kind */
+	const json_t *locator;  /* and its locator */
+	const char *ref;        /* from this native ref (NULL: the object's own) */
+	size_t limit;           /* at most this many entries */
+} tt_log_opts;
 
 /*
  * Native history, newest first: of a registered object (key), or of a
  * locator of some kind not registered (kind + locator; key NULL).
  * *out: [{id, when, message, refs}].
  */
-int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
-		const char *ref, size_t limit, json_t **out, tt_error *err);
+int tt_repo_log(tt_repo *repo, const tt_log_opts *opts, json_t **out, tt_error *err);
 
 /* Set version to TT_DIFF_OPTS_VERSION (TT_DIFF_OPTS_INIT does). */
 #define TT_DIFF_OPTS_VERSION 1u
@@ -311,8 +347,17 @@ int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const tt_plan_op
  * {bookmark, committed: {key: {from, to}}, unchanged, skipped: {key:
  * reason}, vcs_commit, pinned: {key: pin_id|null}}.
  */
-int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t n,
-		 const char *message, json_t **out, tt_error *err);
+/* Set version to TT_PULL_OPTS_VERSION (TT_PULL_OPTS_INIT does). */
+#define TT_PULL_OPTS_VERSION 1u
+#define TT_PULL_OPTS_INIT { .version = TT_PULL_OPTS_VERSION }
+typedef struct tt_pull_opts {
+	unsigned version;             /* TT_PULL_OPTS_VERSION */
+	const char *bookmark;         /* NULL: the current one */
+	const char *const *selectors; /* keys or "prefix/"; NULL / 0: every object */
+	size_t nselectors;
+	const char *message;          /* the VCS commit's message (NULL: tether's own) */
+} tt_pull_opts;
+int tt_repo_pull(tt_repo *repo, const tt_pull_opts *opts, json_t **out, tt_error *err);
 
 /*
  * Reverse a journaled operation (op_id NULL: the newest) where the stores
@@ -462,7 +507,7 @@ int tt_repo_gc_expired(tt_repo *repo, const tt_drop_opts *opts, json_t **out, tt
  * needs a part this build lacks is refused, naming it, before anything is
  * written.
  */
-int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err);
+int tt_repo_open_outdated(const char *start_dir, tt_repo **out, tt_error *err);
 /* Set version to TT_UPGRADE_OPTS_VERSION (TT_UPGRADE_OPTS_INIT does). */
 #define TT_UPGRADE_OPTS_VERSION 1u
 #define TT_UPGRADE_OPTS_INIT { .version = TT_UPGRADE_OPTS_VERSION }
@@ -510,16 +555,14 @@ const char *tt_repo_bookmark(const tt_repo *repo);
 
 /* A pin id, "<dataset8>.<hash16>", over kind, the locator identity and the
  * content state, as tether-vcs's compute_pin_id. */
-int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, const json_t *state,
-		      const char *dataset_id, tt_error *err);
+int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id, char out[64], tt_error *err);
 /* A state's listing file name, "<hash20>.jsonl", as tether-vcs's listing_name. */
-int tt_compute_listing_name(char out[32], const char *kind, const json_t *identity, const json_t *state,
-			    tt_error *err);
+int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32], tt_error *err);
 /* The store branch of a bookmark, "tether.ws.<dataset8>.<slug>"; *out is malloc'd. */
-int tt_compute_working_ref_name(char **out, const char *dataset_id, const char *bookmark, tt_error *err);
+int tt_compute_working_ref_name(const char *dataset_id, const char *bookmark, char **out, tt_error *err);
 /* The manifest hash (64 hex digits) of {key: manifest} in tt_repo_objects's
  * shape (only key, kind, locator, policy, state, pin, recoverable count). */
-int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err);
+int tt_manifest_hash(const json_t *manifests, char hex[65], tt_error *err);
 
 /* --- gc ------------------------------------------------------------------- */
 
@@ -590,11 +633,20 @@ int tt_repo_gc(tt_repo *repo, const tt_gc_opts *opts, const tt_plan_opts *plan, 
 
 /*
  * export (experimental, as tether-vcs's Repo.export): the history's tables.
- * revs (NULL / 0: every reachable commit).  *out: {tables: {name: [row]},
+ * *out: {tables: {name: [row]},
  * head, exported_at}, each row a whole object keyed by column.
  */
-int tt_repo_export(tt_repo *repo, const char *const *revs, size_t nrevs, bool listings, bool workspace,
-		   json_t **out, tt_error *err);
+/* Set version to TT_EXPORT_OPTS_VERSION (TT_EXPORT_OPTS_INIT does). */
+#define TT_EXPORT_OPTS_VERSION 1u
+#define TT_EXPORT_OPTS_INIT { .version = TT_EXPORT_OPTS_VERSION }
+typedef struct tt_export_opts {
+	unsigned version;         /* TT_EXPORT_OPTS_VERSION */
+	const char *const *revs;  /* NULL / 0: every reachable commit */
+	size_t nrevs;
+	bool listings;            /* also listings and listing_entries */
+	bool workspace;           /* also this checkout's working refs and snapshot */
+} tt_export_opts;
+int tt_repo_export(tt_repo *repo, const tt_export_opts *opts, json_t **out, tt_error *err);
 /* Write an export's tables: format "sqlite" (path a file; append upserts
  * into an existing one) or "parquet" / "csv" / "jsonl" (path a directory).
  * *nfiles (may be NULL): the files written. */

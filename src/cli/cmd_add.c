@@ -62,7 +62,11 @@ static int pick(tt_repo *repo, const char *kind, json_t *loc)
 	char *line = NULL;
 	size_t cap = 0;
 	int rc = EXIT_OK;
-	if (tt_repo_log(repo, NULL, kind, loc, NULL, 20, &entries, &err) < 0)
+	tt_log_opts lo = TT_LOG_OPTS_INIT;
+	lo.kind = kind;
+	lo.locator = loc;
+	lo.limit = 20;
+	if (tt_repo_log(repo, &lo, &entries, &err) < 0)
 		return cli_fail(&err);
 	if (!json_array_size(entries)) {
 		fprintf(stderr, "error: no history to choose from\n");

@@ -337,7 +337,7 @@ int cli_complete_words(int argc, char **argv)
 	/* `__complete WHAT -C DIR`: the dataset around DIR (the scripts pass
 	 * the -C of the line being completed) */
 	const char *dir = argc > 2 && strcmp(argv[1], "-C") == 0 ? argv[2] : ".";
-	if (tt_repo_open(&repo, dir, &err) < 0) {
+	if (tt_repo_open(dir, &repo, &err) < 0) {
 		tt_error_clear(&err);
 		return EXIT_OK; /* outside a dataset: nothing to offer */
 	}

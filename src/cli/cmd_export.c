@@ -56,8 +56,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	json_t *bundle = NULL;
 	size_t nfiles = 0;
 	const char *path = a->pos[0];
-	if (tt_repo_export(repo, revs, nrevs, cli_flag(cmd, a, "listings"), cli_flag(cmd, a, "workspace"), &bundle,
-			   &err) < 0 ||
+	tt_export_opts eo = TT_EXPORT_OPTS_INIT;
+	eo.revs = (const char *const *)revs;
+	eo.nrevs = nrevs;
+	eo.listings = cli_flag(cmd, a, "listings");
+	eo.workspace = cli_flag(cmd, a, "workspace");
+	if (tt_repo_export(repo, &eo, &bundle, &err) < 0 ||
 	    tt_export_write(bundle, path, fmt, cli_flag(cmd, a, "append"), &nfiles, &err) < 0) {
 		rc = cli_fail(&err);
 		json_decref(bundle);

@@ -18,8 +18,13 @@ static int run_verify(const cli_cmd *cmd, cli_args *a)
 	if (rc)
 		return rc;
 	cli_interrupt_attach(repo);
-	if (tt_repo_verify(repo, a->pos, a->npos, cli_value(cmd, a, "rev"), cli_flag(cmd, a, "deep"),
-			   cli_flag(cmd, a, "all-history"), &out, &err) < 0) {
+	tt_verify_opts vo = TT_VERIFY_OPTS_INIT;
+	vo.selectors = (const char *const *)a->pos;
+	vo.nselectors = a->npos;
+	vo.rev = cli_value(cmd, a, "rev");
+	vo.flags = (cli_flag(cmd, a, "deep") ? TT_VERIFY_DEEP : 0u) |
+		   (cli_flag(cmd, a, "all-history") ? TT_VERIFY_ALL_HISTORY : 0u);
+	if (tt_repo_verify(repo, &vo, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}
@@ -94,8 +99,13 @@ static int run_log(const cli_cmd *cmd, cli_args *a)
 			free(k);
 		}
 	}
-	if (tt_repo_log(repo, kind ? NULL : a->pos[0], kind, loc, cli_value(cmd, a, "ref"), (size_t)limit,
-			&out, &err) < 0) {
+	tt_log_opts lo = TT_LOG_OPTS_INIT;
+	lo.key = kind ? NULL : a->pos[0];
+	lo.kind = kind;
+	lo.locator = loc;
+	lo.ref = cli_value(cmd, a, "ref");
+	lo.limit = (size_t)limit;
+	if (tt_repo_log(repo, &lo, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}

@@ -35,7 +35,11 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	json_t *bundle = NULL, *report = NULL;
 	char *pj = NULL, *pt = NULL;
 	const char *head = NULL;
-	if (tt_repo_export(repo, a->list[ri], a->nlist[ri], cli_flag(cmd, a, "listings"), false, &bundle, &err) < 0) {
+	tt_export_opts eo = TT_EXPORT_OPTS_INIT;
+	eo.revs = (const char *const *)a->list[ri];
+	eo.nrevs = a->nlist[ri];
+	eo.listings = cli_flag(cmd, a, "listings");
+	if (tt_repo_export(repo, &eo, &bundle, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}

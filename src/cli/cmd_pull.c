@@ -15,8 +15,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	if (rc)
 		return rc;
 	cli_interrupt_attach(repo);
-	if (tt_repo_pull(repo, a->npos ? a->pos[0] : NULL, a->list[ki], a->nlist[ki],
-			 cli_value(cmd, a, "message"), &out, &err) < 0) {
+	tt_pull_opts po = TT_PULL_OPTS_INIT;
+	po.bookmark = a->npos ? a->pos[0] : NULL;
+	po.selectors = (const char *const *)a->list[ki];
+	po.nselectors = a->nlist[ki];
+	po.message = cli_value(cmd, a, "message");
+	if (tt_repo_pull(repo, &po, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}

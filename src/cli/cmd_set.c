@@ -37,8 +37,12 @@ static int run(const cli_cmd *cmd, cli_args *a)
 		rc = cli_fail(&err);
 		goto done;
 	}
-	if (tt_repo_set_policy(repo, argv_keys, n, cli_value(cmd, a, "file"), cli_value(cmd, a, "pin"),
-			       &out, &err) < 0) {
+	tt_set_policy_opts so = TT_SET_POLICY_OPTS_INIT;
+	so.keys = (const char *const *)argv_keys;
+	so.nkeys = n;
+	so.file_policy = cli_value(cmd, a, "file");
+	so.pin_policy = cli_value(cmd, a, "pin");
+	if (tt_repo_set_policy(repo, &so, &out, &err) < 0) {
 		rc = cli_fail(&err);
 		goto done;
 	}

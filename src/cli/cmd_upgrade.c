@@ -18,7 +18,7 @@ static int run(const cli_cmd *cmd, cli_args *a)
 	tt_repo *repo = NULL;
 	json_t *out = NULL;
 	int rc;
-	if (tt_repo_open_outdated(&repo, ".", &err) < 0)
+	if (tt_repo_open_outdated(".", &repo, &err) < 0)
 		return cli_fail(&err);
 	cli_print_warnings(repo);
 	bool ignore_immutable = cli_flag(cmd, a, "ignore-immutable");

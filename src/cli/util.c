@@ -131,7 +131,7 @@ void cli_print_warnings(const tt_repo *repo)
 int cli_open_repo(tt_repo **out)
 {
 	tt_error err = TT_ERROR_INIT;
-	if (tt_repo_open(out, ".", &err) < 0)
+	if (tt_repo_open(".", out, &err) < 0)
 		return cli_fail(&err);
 	cli_print_warnings(*out);
 	cli_progress_attach(*out);

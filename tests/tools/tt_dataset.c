@@ -17,7 +17,7 @@ int main(void)
 	tt_error err = TT_ERROR_INIT;
 	tt_repo *repo = NULL;
 	char hash[65];
-	if (tt_repo_open(&repo, ".", &err) < 0 || tt_manifests_hash(hash, &repo->objects, &err) < 0) {
+	if (tt_repo_open(".", &repo, &err) < 0 || tt_manifests_hash(hash, &repo->objects, &err) < 0) {
 		fprintf(stderr, "error: %s\n", tt_error_text(&err));
 		tt_error_clear(&err);
 		tt_repo_free(repo);

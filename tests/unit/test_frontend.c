@@ -122,7 +122,7 @@ TT_TEST(repo_bookmarks_and_plan_command)
 	char dir[2048];
 	tt_repo *repo = NULL;
 	CHECK_OK(make_dataset(dir, sizeof dir));
-	CHECK_OK(tt_repo_open(&repo, dir, &err));
+	CHECK_OK(tt_repo_open(dir, &repo, &err));
 	json_t *marks = NULL;
 	CHECK_OK(tt_repo_bookmarks(repo, &marks, &err));
 	const char *main_at = json_string_value(json_object_get(marks, "main"));
@@ -165,7 +165,7 @@ TT_TEST(repo_secret_setting_reads_this_checkouts_secrets)
 			    "[publish]\ndsn = \"postgresql://u:pw@127.0.0.1/db\"\nport = 5432\n"
 			    "[import]\nquery = \"select * from objects\"\n",
 			    0600));
-	CHECK_OK(tt_repo_open(&repo, dir, &err));
+	CHECK_OK(tt_repo_open(dir, &repo, &err));
 	CHECK_STR(tt_repo_secret_setting(repo, "publish", "dsn"), "postgresql://u:pw@127.0.0.1/db");
 	CHECK_STR(tt_repo_secret_setting(repo, "import", "query"), "select * from objects");
 	CHECK(tt_repo_secret_setting(repo, "publish", "port") == NULL); /* not a string */
@@ -227,7 +227,7 @@ TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 	char dir[2048], data[2300];
 	tt_repo *repo = NULL;
 	CHECK_OK(make_dataset(dir, sizeof dir));
-	CHECK_OK(tt_repo_open(&repo, dir, &err));
+	CHECK_OK(tt_repo_open(dir, &repo, &err));
 	for (int i = 0; i < 3; i++) {
 		snprintf(data, sizeof data, "%s/data%d", tt_test_tmpdir(), i);
 		char cmd[5000];
@@ -299,10 +299,10 @@ TT_TEST(cancel_stops_the_read_only_phases_and_commit_writes_nothing)
 
 	/* verify stops the same way */
 	tt_repo_cancel(repo);
-	CHECK_INT(tt_repo_verify(repo, NULL, 0, NULL, false, false, &out, &err), TT_ECANCELED);
+	CHECK_INT(tt_repo_verify(repo, NULL, &out, &err), TT_ECANCELED);
 	CHECK(strstr(err.message, "verify cancelled after 0 of 3") != NULL);
 	tt_error_clear(&err);
-	CHECK_OK(tt_repo_verify(repo, NULL, 0, NULL, false, false, &out, &err));
+	CHECK_OK(tt_repo_verify(repo, NULL, &out, &err));
 	CHECK_INT(json_object_size(out), 3);
 	json_decref(out);
 

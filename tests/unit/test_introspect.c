@@ -14,11 +14,11 @@ TT_TEST(pin_id_listing_name_and_working_ref)
 	char *ref = NULL;
 	json_t *identity = json_pack("{s:s}", "path", "/data/repo");
 	json_t *state = json_pack("{s:s}", "sha", "0000000000000000000000000000000000000000");
-	CHECK_OK(tt_compute_pin_id(id, "git", identity, state, "4e9503fc", &err));
+	CHECK_OK(tt_compute_pin_id("git", identity, state, "4e9503fc", id, &err));
 	CHECK_STR(id, "4e9503fc.e480353842b2a741");
-	CHECK_OK(tt_compute_listing_name(name, "git", identity, state, &err));
+	CHECK_OK(tt_compute_listing_name("git", identity, state, name, &err));
 	CHECK_STR(name, "e480353842b2a74118b6.jsonl");
-	CHECK_OK(tt_compute_working_ref_name(&ref, "abcdef12", "feat/x y", &err));
+	CHECK_OK(tt_compute_working_ref_name("abcdef12", "feat/x y", &ref, &err));
 	CHECK_STR(ref, "tether.ws.abcdef12.feat-x-y-b483c3");
 	free(ref);
 	json_decref(identity);
@@ -30,7 +30,7 @@ TT_TEST(manifest_hash_of_plain_manifests)
 	tt_error err = TT_ERROR_INIT;
 	char hex[65];
 	json_t *set = json_object();
-	CHECK_OK(tt_manifest_hash(hex, set, &err));
+	CHECK_OK(tt_manifest_hash(set, hex, &err));
 	CHECK_STR(hex, "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8");
 	/* Fields outside the hash (captured_at, origin) do not count. */
 	json_object_set_new(set, "code",
@@ -42,7 +42,7 @@ TT_TEST(manifest_hash_of_plain_manifests)
 	json_object_set_new(set, "notes",
 			    json_pack("{s:s,s:{s:s},s:{s:s,s:s},s:n,s:n,s:b}", "kind", "file", "locator", "uri", "/n.txt",
 				      "policy", "file", "mutable", "pin", "record", "state", "pin", "recoverable", 0));
-	CHECK_OK(tt_manifest_hash(hex, set, &err));
+	CHECK_OK(tt_manifest_hash(set, hex, &err));
 	CHECK_STR(hex, "88a325a3319a4333bf0e7502a6211fa717861d2ca8130e31453f6a9ef7b3ef5e");
 	json_decref(set);
 }
@@ -52,19 +52,19 @@ TT_TEST(manifest_hash_refuses_malformed_manifests)
 	tt_error err = TT_ERROR_INIT;
 	char hex[65];
 	json_t *arr = json_array();
-	CHECK_INT(tt_manifest_hash(hex, arr, &err), TT_EUSAGE);
+	CHECK_INT(tt_manifest_hash(arr, hex, &err), TT_EUSAGE);
 	tt_error_clear(&err);
 	json_decref(arr);
 
 	json_t *set = json_pack("{s:{s:s}}", "k", "kind", "git");
-	CHECK_INT(tt_manifest_hash(hex, set, &err), TT_EUSAGE);
+	CHECK_INT(tt_manifest_hash(set, hex, &err), TT_EUSAGE);
 	CHECK(strstr(err.message, "[k]") != NULL);
 	tt_error_clear(&err);
 	json_decref(set);
 
 	set = json_pack("{s:{s:s,s:{},s:{s:s,s:s},s:{s:s}}}", "k", "kind", "git", "locator", "policy", "file",
 			"immutable", "pin", "native", "pin", "id", "x");
-	CHECK_INT(tt_manifest_hash(hex, set, &err), TT_EUSAGE);
+	CHECK_INT(tt_manifest_hash(set, hex, &err), TT_EUSAGE);
 	CHECK(strstr(err.message, "'pin'") != NULL);
 	tt_error_clear(&err);
 	json_decref(set);

@@ -45,6 +45,14 @@ TT_TEST(init_macros_set_the_version)
 	CHECK(fg.version == TT_FORGET_OPTS_VERSION && up.version == TT_UPGRADE_OPTS_VERSION);
 	CHECK(im.version == TT_IMPORT_OPTS_VERSION && !g.scoped);
 	CHECK(res.plan_json == NULL && res.plan_text == NULL && res.out == NULL);
+	tt_set_policy_opts sp = TT_SET_POLICY_OPTS_INIT;
+	tt_verify_opts vf = TT_VERIFY_OPTS_INIT;
+	tt_log_opts lg = TT_LOG_OPTS_INIT;
+	tt_pull_opts pu = TT_PULL_OPTS_INIT;
+	tt_export_opts ex = TT_EXPORT_OPTS_INIT;
+	CHECK(sp.version == TT_SET_POLICY_OPTS_VERSION && vf.version == TT_VERIFY_OPTS_VERSION && vf.flags == 0);
+	CHECK(lg.version == TT_LOG_OPTS_VERSION && pu.version == TT_PULL_OPTS_VERSION);
+	CHECK(ex.version == TT_EXPORT_OPTS_VERSION && !ex.listings && !ex.workspace);
 }
 
 TT_TEST(an_old_version_struct_is_refused)
@@ -88,6 +96,17 @@ TT_TEST(an_old_version_struct_is_refused)
 		      "TT_UPGRADE_OPTS_INIT"));
 	CHECK(refused(tt_repo_import(NULL, &im, NULL, &res, &err), &err, "tt_import_opts", "TT_IMPORT_OPTS_INIT"));
 	CHECK(refused(tt_repo_drop(NULL, &dr, NULL, &res, &err), &err, "tt_drop_opts", "TT_DROP_OPTS_INIT"));
+	tt_set_policy_opts sp = { .version = 0 };
+	tt_verify_opts vf = { .version = 0 };
+	tt_log_opts lg = { .version = 0 };
+	tt_pull_opts pu = { .version = 0 };
+	tt_export_opts ex = { .version = 0 };
+	CHECK(refused(tt_repo_set_policy(NULL, &sp, &out, &err), &err, "tt_set_policy_opts",
+		      "TT_SET_POLICY_OPTS_INIT"));
+	CHECK(refused(tt_repo_verify(NULL, &vf, &out, &err), &err, "tt_verify_opts", "TT_VERIFY_OPTS_INIT"));
+	CHECK(refused(tt_repo_log(NULL, &lg, &out, &err), &err, "tt_log_opts", "TT_LOG_OPTS_INIT"));
+	CHECK(refused(tt_repo_pull(NULL, &pu, &out, &err), &err, "tt_pull_opts", "TT_PULL_OPTS_INIT"));
+	CHECK(refused(tt_repo_export(NULL, &ex, &out, &err), &err, "tt_export_opts", "TT_EXPORT_OPTS_INIT"));
 	/* and so is the plan's own struct */
 	tt_commit_opts good = TT_COMMIT_OPTS_INIT;
 	tt_plan_opts old = { .version = 0, .mode = TT_PLAN_PREVIEW };

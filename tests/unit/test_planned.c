@@ -123,7 +123,7 @@ static int open_dataset(tt_repo **repo)
 	tt_error err = TT_ERROR_INIT;
 	int rc = tt_init(dir, NULL, NULL, &err);
 	if (rc == 0)
-		rc = tt_repo_open(repo, dir, &err);
+		rc = tt_repo_open(dir, repo, &err);
 	tt_error_clear(&err);
 	return rc;
 }

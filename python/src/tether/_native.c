@@ -287,7 +287,7 @@ static int Repo_init(RepoObject *self, PyObject *args, PyObject *kw)
 	tt_repo *r = NULL;
 	int rc;
 	/* outdated: a dataset an older tether-vcs wrote, opened for upgrade alone */
-	UNLOCKED(self, rc = outdated ? tt_repo_open_outdated(&r, start, &err) : tt_repo_open(&r, start, &err));
+	UNLOCKED(self, rc = outdated ? tt_repo_open_outdated(start, &r, &err) : tt_repo_open(start, &r, &err));
 	if (rc < 0) {
 		raise_tt(&err);
 		return -1;
@@ -641,7 +641,9 @@ static int call_remove(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_set_policy(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_set_policy(r, v[0].l.v, v[0].l.n, v[1].s, v[2].s, &o->out, e);
+	tt_set_policy_opts so = { .version = TT_SET_POLICY_OPTS_VERSION, .keys = v[0].l.v, .nkeys = v[0].l.n,
+				  .file_policy = v[1].s, .pin_policy = v[2].s };
+	return tt_repo_set_policy(r, &so, &o->out, e);
 }
 
 static int call_commit(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -655,12 +657,17 @@ static int call_commit(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_verify(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_verify(r, v[0].l.v, v[0].l.n, v[1].s, v[2].i, v[3].i, &o->out, e);
+	tt_verify_opts vo = { .version = TT_VERIFY_OPTS_VERSION, .selectors = v[0].l.v, .nselectors = v[0].l.n,
+			      .rev = v[1].s,
+			      .flags = (v[2].i ? TT_VERIFY_DEEP : 0u) | (v[3].i ? TT_VERIFY_ALL_HISTORY : 0u) };
+	return tt_repo_verify(r, &vo, &o->out, e);
 }
 
 static int call_log(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_log(r, v[0].s, v[1].s, v[2].j, v[3].s, (size_t)v[4].i, &o->out, e);
+	tt_log_opts lo = { .version = TT_LOG_OPTS_VERSION, .key = v[0].s, .kind = v[1].s, .locator = v[2].j,
+			   .ref = v[3].s, .limit = (size_t)v[4].i };
+	return tt_repo_log(r, &lo, &o->out, e);
 }
 
 /* query: the rows collected as JSON (the Python side gets one list). */
@@ -756,7 +763,9 @@ static int call_promote(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_pull(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_pull(r, v[0].s, v[1].l.v, v[1].l.n, v[2].s, &o->out, e);
+	tt_pull_opts po = { .version = TT_PULL_OPTS_VERSION, .bookmark = v[0].s, .selectors = v[1].l.v,
+			    .nselectors = v[1].l.n, .message = v[2].s };
+	return tt_repo_pull(r, &po, &o->out, e);
 }
 
 static int call_undo(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -843,7 +852,9 @@ static int call_upgrade(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 
 static int call_export(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 {
-	return tt_repo_export(r, v[0].l.v, v[0].l.n, v[1].i, v[2].i, &o->out, e);
+	tt_export_opts eo = { .version = TT_EXPORT_OPTS_VERSION, .revs = v[0].l.v, .nrevs = v[0].l.n,
+			      .listings = v[1].i, .workspace = v[2].i };
+	return tt_repo_export(r, &eo, &o->out, e);
 }
 
 static int call_import(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
@@ -1108,7 +1119,7 @@ static PyObject *mod_compute_pin_id(PyObject *m, PyObject *args)
 	}
 	char out[64];
 	tt_error err = TT_ERROR_INIT;
-	int rc = tt_compute_pin_id(out, kind, ji, js, ds, &err);
+	int rc = tt_compute_pin_id(kind, ji, js, ds, out, &err);
 	json_decref(ji);
 	json_decref(js);
 	if (rc < 0)
@@ -1130,7 +1141,7 @@ static PyObject *mod_listing_name(PyObject *m, PyObject *args)
 	}
 	char out[32];
 	tt_error err = TT_ERROR_INIT;
-	int rc = tt_compute_listing_name(out, kind, ji, js, &err);
+	int rc = tt_compute_listing_name(kind, ji, js, out, &err);
 	json_decref(ji);
 	json_decref(js);
 	if (rc < 0)
@@ -1145,7 +1156,7 @@ static PyObject *mod_working_ref_name(PyObject *m, PyObject *args)
 		return NULL;
 	char *out = NULL;
 	tt_error err = TT_ERROR_INIT;
-	if (tt_compute_working_ref_name(&out, ds, bookmark, &err) < 0) {
+	if (tt_compute_working_ref_name(ds, bookmark, &out, &err) < 0) {
 		free(out);
 		return raise_tt(&err);
 	}
@@ -1159,7 +1170,7 @@ static PyObject *mod_manifest_hash(PyObject *m, PyObject *arg)
 		return NULL;
 	char hex[65];
 	tt_error err = TT_ERROR_INIT;
-	int rc = tt_manifest_hash(hex, j, &err);
+	int rc = tt_manifest_hash(j, hex, &err);
 	json_decref(j);
 	if (rc < 0)
 		return raise_tt(&err);

@@ -39,10 +39,14 @@ int tt_engine_repo_plan_gc_scoped(tt_repo *repo, const tt_gc_opts *o, const char
 	return rc;
 }
 
-int tt_repo_export(tt_repo *repo, const char *const *revs, size_t nrevs, bool listings, bool workspace,
-		   json_t **out, tt_error *err)
+int tt_repo_export(tt_repo *repo, const tt_export_opts *opts, json_t **out, tt_error *err)
 {
-	tt_export_opts o = { nrevs ? revs : NULL, nrevs, listings, workspace };
+	TT_CHECK_OPTS(opts, tt_export_opts, TT_EXPORT_OPTS_VERSION, err);
+	tt_export_opts o = TT_EXPORT_OPTS_INIT;
+	if (opts)
+		o = *opts;
+	if (!o.nrevs)
+		o.revs = NULL;
 	tt_bundle b;
 	*out = NULL;
 	memset(&b, 0, sizeof b);

@@ -4,6 +4,8 @@
  * `log` (an object's native history) and `diff` (what changed between two
  * dataset revisions, object by object and, with --content, inside).
  */
+#include "engine/cmd/history.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,7 +222,7 @@ static int walk_commit(void *ctx, const char *commit, json_t *files, tt_error *e
 	return 0;
 }
 
-int tt_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
+int tt_engine_repo_verify(tt_repo *repo, const char *const *selectors, size_t n, const char *rev,
 		   bool deep, bool all_history, json_t **out, tt_error *err)
 {
 	tt_manifest_set at = { 0 };
@@ -314,7 +316,7 @@ static json_t *history_json(tt_history_entry *e, size_t n)
 	return out;
 }
 
-int tt_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
+int tt_engine_repo_log(tt_repo *repo, const char *key, const char *kind, const json_t *locator,
 		const char *ref, size_t limit, json_t **out, tt_error *err)
 {
 	tt_backend *b;

@@ -56,19 +56,17 @@ const char *tt_repo_vcs_kind(const tt_repo *repo) { return tt_vcs_kind(repo->vcs
 const char *tt_repo_bookmark(const tt_repo *repo) { return repo->ws.bookmark; }
 
 
-int tt_compute_pin_id(char out[64], const char *kind, const json_t *identity, const json_t *state,
-		      const char *dataset_id, tt_error *err)
+int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id, char out[64], tt_error *err)
 {
 	return tt_pin_id(out, dataset_id, kind, identity, state, err);
 }
 
-int tt_compute_listing_name(char out[32], const char *kind, const json_t *identity, const json_t *state,
-			    tt_error *err)
+int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32], tt_error *err)
 {
 	return tt_listing_name(out, kind, identity, state, err);
 }
 
-int tt_compute_working_ref_name(char **out, const char *dataset_id, const char *bookmark, tt_error *err)
+int tt_compute_working_ref_name(const char *dataset_id, const char *bookmark, char **out, tt_error *err)
 {
 	*out = NULL;
 	return tt_working_ref_name(out, dataset_id, bookmark, err);
@@ -83,7 +81,7 @@ static int str_field(const json_t *obj, const char *name, const char **out, cons
 	return 0;
 }
 
-int tt_manifest_hash(char hex[65], const json_t *manifests, tt_error *err)
+int tt_manifest_hash(const json_t *manifests, char hex[65], tt_error *err)
 {
 	if (!json_is_object(manifests))
 		return tt_error_set(err, TT_EUSAGE, "manifest_hash takes an object of manifests by key");

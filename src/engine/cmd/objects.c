@@ -1,4 +1,6 @@
 /* engine/cmd/objects.c - add, remove, set: the working-tree registry commands. */
+#include "engine/cmd/objects.h"
+
 #include <ctype.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -412,7 +414,7 @@ done:
 	return rc;
 }
 
-int tt_repo_set_policy(tt_repo *repo, const char *const *keys, size_t nkeys, const char *file,
+int tt_engine_repo_set_policy(tt_repo *repo, const char *const *keys, size_t nkeys, const char *file,
 		       const char *pin, json_t **out, tt_error *err)
 {
 	json_t *changed = json_object(), *unchanged = json_array(), *log_changed = json_object();

@@ -4,6 +4,8 @@
  * without branches at their own head), pin what moved, and commit it on the
  * bookmark.  Nothing moved: no commit.
  */
+#include "engine/cmd/pull.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,7 +201,7 @@ done:
 	return rc;
 }
 
-int tt_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
+int tt_engine_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
 		 const char *message, json_t **out, tt_error *err)
 {
 	json_t *keys = NULL, *committed = json_object(), *unchanged = json_array(), *skipped = json_object();

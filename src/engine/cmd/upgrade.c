@@ -110,12 +110,12 @@ static int interrupted_from(tt_repo *repo)
 	return v > 0 && v < TT_CONFIG_VERSION && repo->config.version >= TT_CONFIG_VERSION ? (int)v : 0;
 }
 
-int tt_repo_open_outdated(tt_repo **out, const char *start_dir, tt_error *err)
+int tt_repo_open_outdated(const char *start_dir, tt_repo **out, tt_error *err)
 {
 	*out = NULL;
 	tt_config_accept_outdated(true);
 	tt_manifests_accept_misplaced(true);
-	int rc = tt_repo_open(out, start_dir, err);
+	int rc = tt_repo_open(start_dir, out, err);
 	tt_config_accept_outdated(false);
 	tt_manifests_accept_misplaced(false);
 	return rc;

@@ -189,7 +189,7 @@ static int load_checkout_state(tt_repo *repo, tt_error *err)
 	return tt_engine_refresh_secret_rules(repo, err);
 }
 
-int tt_repo_open(tt_repo **out, const char *start_dir, tt_error *err)
+int tt_repo_open(const char *start_dir, tt_repo **out, tt_error *err)
 {
 	tt_repo *repo = tt_calloc(1, sizeof *repo);
 	int rc = 0, exists = 0;

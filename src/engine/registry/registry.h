@@ -45,11 +45,6 @@ typedef struct tt_bundle {
 	char exported_at[32];
 } tt_bundle;
 
-typedef struct tt_export_opts {
-	const char *const *revs;  /* NULL / 0: every reachable commit */
-	size_t nrevs;
-	bool listings;
-	bool workspace;
-} tt_export_opts;
+/* tt_export_opts, what an export takes, is the public one (tether.h). */
 
 #endif
