@@ -1759,22 +1759,169 @@ done:
 
 /* --- the lazy fork and open -------------------------------------------------- */
 
-/* Create the deferred working branch of key now (the first writable open). */
+/* What creating a deferred working branch carries from step to step. */
+typedef struct lazy_fork {
+	tt_repo *repo;
+	const tt_manifest *m;
+	const char *name; /* borrowed from the workspace: the pending branch's name */
+	tt_backend *b;
+	json_t *refs;	  /* the store's working refs (NULL: it cannot list them) */
+	json_t *head;	  /* the branch's head, when it exists */
+	json_t *pre, *wstext, *result;
+	tt_expect expected; /* what the fork expects of the branch */
+	char op_id[TT_OP_ID_LEN + 1]; /* "": nothing journalled */
+} lazy_fork;
+
+/* The branch as the store has it.  It exists: reset only onto the head
+ * `new` reviewed; a branch already at the pin is taken as it is (*at_pin,
+ * then a working ref already). */
+static int branch_as_found(lazy_fork *lf, bool *at_pin, tt_error *err)
+{
+	const tt_manifest *m = lf->m;
+	int rc;
+	*at_pin = false;
+	lf->expected = (tt_expect){ TT_EXPECT_ABSENT, NULL };
+	if (tt_backend_has(lf->b, list_working_refs) &&
+	    (rc = tt_backend_list_working_refs(lf->b, m->locator, &lf->refs, err)) < 0)
+		return rc;
+	if (!list_has(lf->refs, lf->name))
+		return 0;
+	if ((rc = tt_backend_fingerprint(lf->b, m->locator, lf->name, &lf->head, err)) < 0)
+		return rc;
+	if (m->state && tt_engine_same(m, lf->head, m->state)) {
+		json_object_set_new(lf->repo->ws.working_refs, m->key, json_string(lf->name));
+		*at_pin = true;
+		return 0;
+	}
+	json_t *agreed = json_object_get(lf->repo->ws.pending_resets, m->key);
+	if (!agreed || !tt_engine_same(m, lf->head, agreed)) {
+		tt_buf s = TT_BUF_INIT;
+		tt_short_state(&s, lf->head);
+		rc = tt_error_set(err, TT_EREFMOVED, "branch %s holds writes (%s) that `new` did not see -- "
+				  "another checkout or clone writes to it; a writable open never resets a "
+				  "branch", lf->name, s.ptr);
+		tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+		tt_buf_release(&s);
+		return rc;
+	}
+	lf->expected = (tt_expect){ TT_EXPECT_STATE, lf->head };
+	return 0;
+}
+
+/* Another clone forked the branch between the listing and the fork, and
+ * nothing was written: a failed attempt, journaled so. */
+static int fork_raced(lazy_fork *lf, tt_error *err)
+{
+	tt_error ignored = TT_ERROR_INIT;
+	char *why = tt_strdup(tt_error_text(err));
+	json_t *r = json_pack("{s:s,s:s}", "key", lf->m->key, "failed", why ? why : "");
+	tt_oplog_done(lf->repo->root, lf->op_id, r, NULL, NULL, &ignored);
+	json_decref(r);
+	tt_error_clear(&ignored);
+	tt_error_clear(err);
+	int rc = tt_error_set(err, TT_EREFMOVED, "branch %s was created by another checkout since it was listed "
+			      "(%s), which may be writing to it; a writable open never resets a branch", lf->name,
+			      why ? why : "");
+	tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+	free(why);
+	return rc;
+}
+
+/* The fork, journalled, and the key's working ref on it. */
+static int fork_pending(lazy_fork *lf, tt_error *err)
+{
+	const tt_manifest *m = lf->m;
+	int rc;
+	if ((rc = workspace_text(lf->repo, &lf->wstext, err)) < 0)
+		return rc;
+	lf->pre = json_pack("{s:O}", "workspace", lf->wstext);
+	if (lf->head)
+		json_object_set_new(lf->pre, "heads", json_pack("{s:O}", m->key, lf->head));
+	if ((rc = tt_oplog_begin(lf->repo->root, "fork", NULL, lf->pre, NULL, lf->op_id, err)) < 0)
+		return rc;
+	char *ref = NULL;
+	if ((rc = tt_engine_fork_from_manifest(lf->repo, m, lf->name, &lf->expected, &ref, err)) < 0) {
+		/* Any failure but a race may have left part of a fork
+		 * behind: the entry stays started, as an interrupted fork's
+		 * does, for the rerun to finish. */
+		return rc == TT_EREFMOVED ? fork_raced(lf, err) : rc;
+	}
+	json_object_set_new(lf->repo->ws.working_refs, m->key, json_string(ref));
+	lf->result = json_pack("{s:s,s:s,s:s,s:O}", "key", m->key, "ref", ref, "kind", m->kind, "locator",
+			       m->locator);
+	free(ref);
+	return 0;
+}
+
+/* Is the pending key k (branch v) a sibling on want in m's branch space
+ * (kind and scope: one store)?  *sm: its manifest. */
+static bool writes_through(tt_repo *repo, const tt_manifest *m, const char *scope, const char *want,
+			   const char *k, json_t *v, const tt_manifest **sm)
+{
+	if (!want || !json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+		return false;
+	*sm = tt_manifests_find(&repo->objects, k);
+	if (!*sm || strcmp((*sm)->kind, m->kind) != 0)
+		return false;
+	char *sscope = NULL;
+	tt_error ig = TT_ERROR_INIT;
+	bool same = strcmp(k, m->key) == 0 ||
+		    (scope && tt_engine_branch_scope(repo, *sm, &sscope, &ig) == 0 && sscope && strcmp(sscope, scope) == 0);
+	tt_error_clear(&ig);
+	free(sscope);
+	return same;
+}
+
+/* This key and every sibling pending on the same branch of the same
+ * branch space write through it.  The names are copied: deleting the
+ * pending entries frees theirs. */
+static void write_through_siblings(tt_repo *repo, const tt_manifest *m, const char *name)
+{
+	const char *k;
+	json_t *v;
+	void *tmp;
+	char *want = tt_strdup(name), *scope = NULL;
+	tt_error ig = TT_ERROR_INIT;
+	if (tt_engine_branch_scope(repo, m, &scope, &ig) < 0)
+		scope = NULL; /* no sibling is known to share it */
+	tt_error_clear(&ig);
+	const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
+	json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
+		const tt_manifest *sm = NULL;
+		if (!writes_through(repo, m, scope, want, k, v, &sm))
+			continue;
+		json_object_set_new(repo->ws.working_refs, k, json_string(made));
+		if (sm->state) {
+			json_object_set(repo->ws.fork_points, k, sm->state);
+			json_object_set(repo->ws.base_states, k, sm->state);
+		}
+		json_object_del(repo->ws.pending_resets, k);
+		json_object_del(repo->ws.pending_forks, k);
+	}
+	free(want);
+	free(scope);
+	json_object_del(repo->ws.pending_forks, m->key);
+	json_object_del(repo->ws.pending_resets, m->key);
+}
+
+/* Create the deferred working branch of key now (the first writable open):
+ * refused on a stale working copy; the branch as found, forked unless it
+ * is at the pin, then the key and its siblings write through it. */
 static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out, tt_error *err)
 {
 	json_t *have = json_object_get(repo->ws.working_refs, m->key);
-	const char *name = json_string_value(json_object_get(repo->ws.pending_forks, m->key));
-	json_t *stale = NULL, *refs = NULL, *head = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
+	lazy_fork lf = { .repo = repo, .m = m };
+	json_t *stale = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
-	tt_backend *b;
-	char op_id[TT_OP_ID_LEN + 1] = "";
+	bool at_pin;
 	int rc = 0;
+	lf.name = json_string_value(json_object_get(repo->ws.pending_forks, m->key));
 	*ref_out = NULL;
 	if (json_is_string(have)) {
 		*ref_out = tt_strdup(json_string_value(have));
 		return *ref_out ? 0 : tt_error_oom(err);
 	}
-	if (!name) {
+	if (!lf.name) {
 		tt_error_set(err, TT_ECONFIG, "no working branch pending for '%s'", m->key);
 		tt_error_hint(err, "run `tether new` (or `tether new -b NAME`) first");
 		return tt_error_object(err, m->key, m->kind);
@@ -1786,111 +1933,15 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 				  json_string_value(json_array_get(stale, 0)));
 		goto done;
 	}
-	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
+	if ((rc = tt_engine_backend(repo, m->kind, &lf.b, err)) < 0 ||
+	    (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = branch_as_found(&lf, &at_pin, err)) < 0)
 		goto done;
-	tt_expect expected = { TT_EXPECT_ABSENT, NULL };
-	if (tt_backend_has(b, list_working_refs) && (rc = tt_backend_list_working_refs(b, m->locator, &refs, err)) < 0)
+	if (!at_pin && (rc = fork_pending(&lf, err)) < 0)
 		goto done;
-	if (list_has(refs, name)) {
-		/* It exists: reset only onto the head `new` reviewed; a branch
-		 * already at the pin is taken as it is. */
-		if ((rc = tt_backend_fingerprint(b, m->locator, name, &head, err)) < 0)
-			goto done;
-		if (m->state && tt_engine_same(m, head, m->state)) {
-			json_object_set_new(repo->ws.working_refs, m->key, json_string(name));
-			goto adopt;
-		}
-		json_t *agreed = json_object_get(repo->ws.pending_resets, m->key);
-		if (!agreed || !tt_engine_same(m, head, agreed)) {
-			tt_buf s = TT_BUF_INIT;
-			tt_short_state(&s, head);
-			rc = tt_error_set(err, TT_EREFMOVED, "branch %s holds writes (%s) that `new` did not see -- "
-					  "another checkout or clone writes to it; a writable open never resets a "
-					  "branch", name, s.ptr);
-			tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
-			tt_buf_release(&s);
-			goto done;
-		}
-		expected = (tt_expect){ TT_EXPECT_STATE, head };
-	}
-	if ((rc = workspace_text(repo, &wstext, err)) < 0)
-		goto done;
-	pre = json_pack("{s:O}", "workspace", wstext);
-	if (head)
-		json_object_set_new(pre, "heads", json_pack("{s:O}", m->key, head));
-	if ((rc = tt_oplog_begin(repo->root, "fork", NULL, pre, NULL, op_id, err)) < 0)
-		goto done;
-	char *ref = NULL;
-	if ((rc = tt_engine_fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
-		/* Another clone forked the branch between the listing and the
-		 * fork, and nothing was written: a failed attempt, journaled
-		 * so.  Any other failure may have left part of a fork behind:
-		 * the entry stays started, as an interrupted fork's does, for
-		 * the rerun to finish. */
-		if (rc != TT_EREFMOVED)
-			goto done;
-		tt_error ignored = TT_ERROR_INIT;
-		char *why = tt_strdup(tt_error_text(err));
-		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", why ? why : "");
-		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
-		json_decref(r);
-		tt_error_clear(&ignored);
-		tt_error_clear(err);
-		rc = tt_error_set(err, TT_EREFMOVED, "branch %s was created by another checkout since it was listed "
-				  "(%s), which may be writing to it; a writable open never resets a branch", name,
-				  why ? why : "");
-		tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
-		free(why);
-		goto done;
-	}
-	json_object_set_new(repo->ws.working_refs, m->key, json_string(ref));
-	result = json_pack("{s:s,s:s,s:s,s:O}", "key", m->key, "ref", ref, "kind", m->kind, "locator",
-			   m->locator);
-	free(ref);
-adopt:
-	/* This key and every sibling pending on the same branch of the same
-	 * branch space (kind and scope: one store) write through it.  The
-	 * names are copied: deleting the pending entries frees theirs. */
-	{
-		const char *k;
-		json_t *v;
-		void *tmp;
-		char *want = tt_strdup(name), *scope = NULL;
-		tt_error ig = TT_ERROR_INIT;
-		if (tt_engine_branch_scope(repo, m, &scope, &ig) < 0)
-			scope = NULL; /* no sibling is known to share it */
-		tt_error_clear(&ig);
-		const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
-		json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
-			if (!want || !json_is_string(v) || strcmp(json_string_value(v), want) != 0)
-				continue;
-			const tt_manifest *sm = tt_manifests_find(&repo->objects, k);
-			if (!sm || strcmp(sm->kind, m->kind) != 0)
-				continue;
-			char *sscope = NULL;
-			bool same = strcmp(k, m->key) == 0 ||
-				    (scope && tt_engine_branch_scope(repo, sm, &sscope, &ig) == 0 && sscope &&
-				     strcmp(sscope, scope) == 0);
-			tt_error_clear(&ig);
-			free(sscope);
-			if (!same)
-				continue;
-			json_object_set_new(repo->ws.working_refs, k, json_string(made));
-			if (sm->state) {
-				json_object_set(repo->ws.fork_points, k, sm->state);
-				json_object_set(repo->ws.base_states, k, sm->state);
-			}
-			json_object_del(repo->ws.pending_resets, k);
-			json_object_del(repo->ws.pending_forks, k);
-		}
-		free(want);
-		free(scope);
-		json_object_del(repo->ws.pending_forks, m->key);
-		json_object_del(repo->ws.pending_resets, m->key);
-	}
+	write_through_siblings(repo, m, lf.name);
 	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto done;
-	if (op_id[0] && (rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err)) < 0)
+	if (lf.op_id[0] && (rc = tt_oplog_done(repo->root, lf.op_id, lf.result, NULL, NULL, err)) < 0)
 		goto done;
 	*ref_out = tt_strdup(json_string_value(json_object_get(repo->ws.working_refs, m->key)));
 	if (!*ref_out)
@@ -1898,11 +1949,11 @@ adopt:
 done:
 	tt_lock_release(&rlock);
 	json_decref(stale);
-	json_decref(refs);
-	json_decref(head);
-	json_decref(pre);
-	json_decref(wstext);
-	json_decref(result);
+	json_decref(lf.refs);
+	json_decref(lf.head);
+	json_decref(lf.pre);
+	json_decref(lf.wstext);
+	json_decref(lf.result);
 	return rc;
 }
 
@@ -2084,13 +2135,119 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 	return tt_repo_open_handle(repo, key, &o, out, err);
 }
 
+/* Read-only at what that commit pinned or recorded. */
+static int open_at_rev(tt_repo *repo, const char *key, const char *rev, json_t **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	int rc;
+	if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
+		return rc;
+	const tt_manifest *m = tt_manifests_find(&at, key);
+	if (!m)
+		rc = tt_error_set(err, TT_ECONFIG, "object '%s' does not exist at %s", key, rev);
+	else if (!m->state)
+		rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
+	else
+		rc = tt_engine_open_recorded(repo, m, rev, out, err);
+	tt_manifests_release(&at);
+	return rc;
+}
+
+/* A writable handle needs a kind that forks and a working copy on a bookmark. */
+static int writable_allowed(tt_repo *repo, const tt_manifest *m, unsigned caps, tt_error *err)
+{
+	int rc;
+	if (!(caps & TT_CAP_FORK)) {
+		rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
+				  "handles; open it --read-only", m->key, m->kind, tt_tier_name(caps));
+		tt_error_object(err, m->key, m->kind);
+		return rc;
+	}
+	if (!repo->ws.bookmark) {
+		rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark and is read-only");
+		tt_error_hint(err, "`tether new -b NAME` to start one, or `tether new NAME` to join one");
+		return rc;
+	}
+	return 0;
+}
+
+/* Where the branch is checked out (or a new checkout of it), in the
+ * handle; on failure the handle goes. */
+static int checkout_into(tt_backend *b, const tt_manifest *m, const char *ref, const char *worktree, json_t **out,
+			 tt_error *err)
+{
+	char *where = NULL;
+	int rc;
+	if ((rc = tt_backend_checkout(b, m->locator, ref, worktree, &where, err)) < 0) {
+		tt_error_object(err, m->key, m->kind);
+		json_decref(*out);
+		*out = NULL;
+		return rc;
+	}
+	json_object_set_new(*out, "worktree", where ? json_string(where) : json_null());
+	free(where);
+	return 0;
+}
+
+/* Under the repo's lock: the object's working branch (created now when
+ * it was deferred), opened writable.  *ref: caller frees. */
+static int open_working_branch(tt_repo *repo, tt_backend *b, const char *key, const char *worktree, char **ref,
+			       json_t **out, tt_error *err)
+{
+	int rc;
+	const tt_manifest *m = tt_manifests_find(&repo->objects, key); /* re-read under the lock */
+	if (!m)
+		return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+	if ((rc = on_bookmark(repo, m, err)) < 0 || (rc = tt_engine_working_ref(repo, m, ref, err)) < 0)
+		return rc;
+	if (!*ref && (rc = materialize_fork(repo, m, ref, err)) < 0)
+		return rc;
+	tt_target t = { .kind = TT_TARGET_REF, .ref = *ref };
+	if ((rc = tt_backend_open(b, m->locator, &t, false, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
+		tt_error_object(err, key, m->kind);
+		return rc;
+	}
+	if (tt_backend_has(b, checkout))
+		return checkout_into(b, m, *ref, worktree, out, err);
+	return 0;
+}
+
+/* Read-only: at the working ref when there is one, else the committed
+ * pin or state, else the base.  *ref: caller frees. */
+static int open_read_only(tt_repo *repo, tt_backend *b, const tt_manifest *m, char **ref, json_t **out,
+			  tt_error *err)
+{
+	int rc;
+	if ((rc = tt_engine_working_ref(repo, m, ref, err)) < 0)
+		return rc;
+	tt_target t = { .kind = TT_TARGET_BASE };
+	tt_pin pin;
+	if (*ref)
+		t = (tt_target){ .kind = TT_TARGET_REF, .ref = *ref };
+	else if (m->state && (rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0) {
+		if (rc != TT_ECAPABILITY)
+			return rc;
+		tt_error_clear(err);
+		t = (tt_target){ .kind = TT_TARGET_BASE };
+		rc = 0;
+	}
+	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
+		tt_error_object(err, m->key, m->kind);
+	return rc;
+}
+
+/*
+ * A native handle on key: read-only at a revision, writable on this
+ * bookmark's working branch (under the repo's lock), or read-only here.
+ */
 int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
 			tt_error *err)
 {
 	TT_CHECK_OPTS(opts, tt_open_opts, TT_OPEN_OPTS_VERSION, err);
 	const char *rev = opts->rev;
 	int read_only = opts->read_only;
-	tt_manifest_set at = { 0 };
 	tt_backend *b;
 	char *ref = NULL;
 	int rc;
@@ -2104,19 +2261,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		return tt_error_set(err, TT_EUSAGE, "a worktree is a checkout of a writable branch; "
 				    "opening at %s is read-only (leave out --worktree)", rev);
 	if (rev) {
-		/* Read-only at what that commit pinned or recorded. */
-		if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
-			return rc;
-		const tt_manifest *m = tt_manifests_find(&at, key);
-		if (!m) {
-			rc = tt_error_set(err, TT_ECONFIG, "object '%s' does not exist at %s", key, rev);
-			goto done;
-		}
-		if (!m->state) {
-			rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
-			goto done;
-		}
-		rc = tt_engine_open_recorded(repo, m, rev, out, err);
+		rc = open_at_rev(repo, key, rev, out, err);
 		goto done;
 	}
 	const tt_manifest *m = tt_manifests_find(&repo->objects, key);
@@ -2137,74 +2282,17 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		tt_error_object(err, key, m->kind);
 		goto done;
 	}
-	if (want_write) {
-		if (!forkable) {
-			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
-					  "handles; open it --read-only", key, m->kind, tt_tier_name(caps));
-			tt_error_object(err, key, m->kind);
-			goto done;
-		}
-		if (!repo->ws.bookmark) {
-			rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark and is read-only");
-			tt_error_hint(err, "`tether new -b NAME` to start one, or `tether new NAME` to join one");
-			goto done;
-		}
-		if ((rc = tt_repo_lock(repo, err)) < 0)
-			goto done;
-		locked = true;
-		m = tt_manifests_find(&repo->objects, key); /* re-read under the lock */
-		if (!m) {
-			rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
-			goto done;
-		}
-		if ((rc = on_bookmark(repo, m, err)) < 0)
-			goto done;
-		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
-			goto done;
-		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
-			goto done;
-		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
-		if ((rc = tt_backend_open(b, m->locator, &t, false, out, err)) < 0 ||
-		    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
-			tt_error_object(err, key, m->kind);
-			goto done;
-		}
-		/* Where the branch is checked out (or a new checkout of it). */
-		if (tt_backend_has(b, checkout)) {
-			char *where = NULL;
-			if ((rc = tt_backend_checkout(b, m->locator, ref, opts->worktree, &where, err)) < 0) {
-				tt_error_object(err, key, m->kind);
-				json_decref(*out);
-				*out = NULL;
-				goto done;
-			}
-			json_object_set_new(*out, "worktree", where ? json_string(where) : json_null());
-			free(where);
-		}
+	if (!want_write) {
+		rc = open_read_only(repo, b, m, &ref, out, err);
 		goto done;
 	}
-	/* Read-only: at the working ref when there is one, else the committed
-	 * pin or state, else the base. */
-	if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
+	if ((rc = writable_allowed(repo, m, caps, err)) < 0 || (rc = tt_repo_lock(repo, err)) < 0)
 		goto done;
-	tt_target t = { .kind = TT_TARGET_BASE };
-	tt_pin pin;
-	if (ref)
-		t = (tt_target){ .kind = TT_TARGET_REF, .ref = ref };
-	else if (m->state && (rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0) {
-		if (rc != TT_ECAPABILITY)
-			goto done;
-		tt_error_clear(err);
-		t = (tt_target){ .kind = TT_TARGET_BASE };
-		rc = 0;
-	}
-	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
-	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
-		tt_error_object(err, key, m->kind);
+	locked = true;
+	rc = open_working_branch(repo, b, key, opts->worktree, &ref, out, err);
 done:
 	if (locked)
 		tt_repo_unlock(repo);
-	tt_manifests_release(&at);
 	free(ref);
 	if (rc == 0 && *out)
 		handle_shape(*out, key);
