@@ -361,37 +361,52 @@ static int expiry_text(tt_buf *out, const char *name, int64_t created, int64_t e
 	return rc;
 }
 
-int tt_repo_set_expiry(tt_repo *repo, const char *bookmark, long long expires, bool clear, json_t **out,
-		       tt_error *err)
+/* What setting an expiry carries from step to step. */
+typedef struct expiry_set {
+	tt_repo *repo;
+	const char *bookmark;
+	int64_t expires;
+	bool clear;
+	json_t *marks;			       /* the VCS's bookmarks */
+	json_t *old;			       /* the expiry committed before (NULL: none) */
+	json_t *pre, *result;
+	char *reldir, *relpath, *abspath, *here;
+	char *prev;			       /* the committed file's text (NULL: none) */
+	size_t prev_len;
+	char *commit, *message;
+	tt_buf text;			       /* the file's new text */
+	int64_t created;
+	char x[TT_WHEN_ISO_LEN];	       /* expires, formatted */
+	bool wrote;			       /* the file is written and not yet committed */
+} expiry_set;
+
+/* What no expiry may name: the trunk, or a bookmark no file can be named for. */
+static int expiry_refused(tt_repo *repo, const char *bookmark, tt_error *err)
 {
-	const char *trunk = tt_config_trunk(&repo->config);
-	json_t *marks = NULL, *old = NULL, *pre = NULL, *result = NULL;
-	char *reldir = NULL, *relpath = NULL, *abspath = NULL, *here = NULL, *prev = NULL, *commit = NULL;
-	char *message = NULL;
-	size_t prev_len = 0;
-	tt_buf text = TT_BUF_INIT;
-	bool locked = false, wrote = false;
-	int rc;
-	*out = NULL;
-	if (strcmp(bookmark, trunk) == 0)
+	if (strcmp(bookmark, tt_config_trunk(&repo->config)) == 0)
 		return refuse_named(err, "", bookmark, " is the trunk bookmark, and the trunk never expires; an expiry is "
 				    "for the bookmarks forked off it (`tether new -b NAME --ttl 7d`)");
 	if (!path_safe(bookmark))
 		return refuse_named(err, "bookmark ", bookmark, " cannot name an expiry file; rename it");
-	if ((rc = tt_repo_lock(repo, err)) < 0)
+	return 0;
+}
+
+/* The expiry is a commit on the bookmark: made where it is checked out.
+ * *head: the bookmark's commit (borrowed from es->marks). */
+static int on_own_bookmark(expiry_set *es, const char **head, tt_error *err)
+{
+	tt_repo *repo = es->repo;
+	const char *bookmark = es->bookmark;
+	int rc;
+	if ((rc = tt_vcs_bookmarks(repo->vcs, &es->marks, err)) < 0)
 		return rc;
-	locked = true;
-	if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
-		goto done;
-	const char *head = json_string_value(json_object_get(marks, bookmark));
-	if (!head) {
-		rc = refuse_named(err, "no bookmark ", bookmark, " (`tether bookmarks` lists them)");
-		goto done;
-	}
-	/* The expiry is a commit on the bookmark: made where it is checked out. */
-	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) < 0)
-		goto done;
-	if (!here || strcmp(here, bookmark) != 0 || !repo->ws.bookmark || strcmp(repo->ws.bookmark, bookmark) != 0) {
+	*head = json_string_value(json_object_get(es->marks, bookmark));
+	if (!*head)
+		return refuse_named(err, "no bookmark ", bookmark, " (`tether bookmarks` lists them)");
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &es->here, err)) < 0)
+		return rc;
+	if (!es->here || strcmp(es->here, bookmark) != 0 || !repo->ws.bookmark ||
+	    strcmp(repo->ws.bookmark, bookmark) != 0) {
 		char *r = repr(bookmark);
 		rc = tt_error_set(err, TT_ECONFIG,
 				  "this checkout is on %s, not %s: an expiry is committed on its own bookmark; `tether new "
@@ -399,116 +414,167 @@ int tt_repo_set_expiry(tt_repo *repo, const char *bookmark, long long expires, b
 				  repo->ws.bookmark ? repo->ws.bookmark : "no bookmark", r ? r : bookmark, bookmark,
 				  bookmark);
 		free(r);
-		goto done;
+		return rc;
 	}
-	if (!(reldir = expiry_reldir(repo)) || !(relpath = tt_asprintf("%s/%s.toml", reldir, bookmark)) ||
-	    !(abspath = tt_asprintf("%s/" TT_DIR "/" BOOKMARKS_DIR "/%s.toml", repo->root, bookmark))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	if ((rc = tt_vcs_read_file_at(repo->vcs, head, relpath, &prev, &prev_len, err)) < 0)
-		goto done;
+	return 0;
+}
+
+/* The expiry committed at head, if any; its file's paths. */
+static int committed_expiry(expiry_set *es, const char *head, tt_error *err)
+{
+	tt_repo *repo = es->repo;
+	int rc;
+	if (!(es->reldir = expiry_reldir(repo)) ||
+	    !(es->relpath = tt_asprintf("%s/%s.toml", es->reldir, es->bookmark)) ||
+	    !(es->abspath = tt_asprintf("%s/" TT_DIR "/" BOOKMARKS_DIR "/%s.toml", repo->root, es->bookmark)))
+		return tt_error_oom(err);
+	if ((rc = tt_vcs_read_file_at(repo->vcs, head, es->relpath, &es->prev, &es->prev_len, err)) < 0)
+		return rc;
 	/* A committed link would take the write outside the checkout. */
-	{
-		char *rel = tt_asprintf(TT_DIR "/" BOOKMARKS_DIR "/%s.toml", bookmark);
-		rc = rel ? tt_refuse_links(repo->root, rel, err) : tt_error_oom(err);
-		free(rel);
-		if (rc < 0)
-			goto done;
+	char *rel = tt_asprintf(TT_DIR "/" BOOKMARKS_DIR "/%s.toml", es->bookmark);
+	rc = rel ? tt_refuse_links(repo->root, rel, err) : tt_error_oom(err);
+	free(rel);
+	if (rc < 0)
+		return rc;
+	es->old = es->prev ? parse_expiry(repo, es->bookmark, es->prev, es->prev_len, es->relpath) : NULL;
+	return 0;
+}
+
+/* The commit's message and (unless clearing) the file's new text; the
+ * expiry keeps the creation time it had. */
+static int expiry_change(expiry_set *es, tt_error *err)
+{
+	int rc;
+	es->created = now_seconds();
+	const char *oc = json_string_value(json_object_get(es->old, "created"));
+	if (oc)
+		tt_when_iso(oc, &es->created);
+	tt_when_format(es->x, sizeof es->x, es->expires);
+	if (es->clear) {
+		es->message = tt_asprintf("tether: bookmark %s no longer expires", es->bookmark);
+	} else {
+		es->message = tt_asprintf("tether: bookmark %s expires at %s", es->bookmark, es->x);
+		if ((rc = expiry_text(&es->text, es->bookmark, es->created, es->expires, err)) < 0)
+			return rc;
 	}
-	old = prev ? parse_expiry(repo, bookmark, prev, prev_len, relpath) : NULL;
-	if (clear && !prev) {
+	return es->message ? 0 : tt_error_oom(err);
+}
+
+/* The file written (or removed) in the working copy: es->wrote until committed. */
+static int write_expiry_file(expiry_set *es, tt_error *err)
+{
+	int rc;
+	char *dir = tt_strdup(es->abspath);
+	if (!dir)
+		return tt_error_oom(err);
+	*strrchr(dir, '/') = '\0';
+	rc = es->clear ? tt_unlink(es->abspath, err)
+		       : (rc = tt_mkdirs(dir, 0755, err)) < 0 ? rc
+							       : tt_write_file_atomic(es->abspath, es->text.ptr,
+										      es->text.len, 0644, err);
+	free(dir);
+	if (rc < 0)
+		return rc;
+	es->wrote = true;
+	return 0;
+}
+
+/* The commit on the bookmark, then the journal's record of it; *out: the result. */
+static int commit_expiry(expiry_set *es, json_t **out, tt_error *err)
+{
+	const char *paths[] = { es->relpath };
+	int rc;
+	if ((rc = tt_vcs_commit(es->repo->vcs, paths, 1, es->message, es->bookmark, &es->commit, err)) < 0)
+		return rc;
+	es->wrote = false;
+	char c[TT_WHEN_ISO_LEN];
+	tt_when_format(c, sizeof c, es->created);
+	es->result = es->clear ? json_pack("{s:s,s:n,s:n,s:s,s:b}", "bookmark", es->bookmark, "created", "expires",
+					   "commit", es->commit, "changed", 1)
+			       : json_pack("{s:s,s:s,s:s,s:s,s:b}", "bookmark", es->bookmark, "created", c, "expires",
+					   es->x, "commit", es->commit, "changed", 1);
+	es->pre = json_pack("{s:O}", "expiry", es->old ? es->old : json_null());
+	if (!es->result || !es->pre)
+		return tt_error_oom(err);
+	/* The commit is made: a journal that cannot be written is a
+	 * warning, not an undone expiry. */
+	tt_error ig = TT_ERROR_INIT;
+	if (tt_oplog_record(es->repo->root, "bookmarks", es->result, es->pre, NULL, &ig) < 0)
+		tt_engine_warn(es->repo, tt_asprintf("the journal entry of the expiry was not written: %s",
+						     tt_error_text(&ig)));
+	tt_error_clear(&ig);
+	*out = es->result;
+	es->result = NULL;
+	return 0;
+}
+
+/* The commit was refused: the working copy gets its file back. */
+static void restore_expiry_file(expiry_set *es)
+{
+	tt_error ig = TT_ERROR_INIT;
+	if (es->prev)
+		tt_write_file_atomic(es->abspath, es->prev, es->prev_len, 0644, &ig);
+	else
+		tt_unlink(es->abspath, &ig);
+	tt_error_clear(&ig);
+}
+
+static void expiry_set_release(expiry_set *es)
+{
+	tt_buf_release(&es->text);
+	json_decref(es->marks);
+	json_decref(es->old);
+	json_decref(es->pre);
+	json_decref(es->result);
+	free(es->reldir);
+	free(es->relpath);
+	free(es->abspath);
+	free(es->here);
+	free(es->prev);
+	free(es->commit);
+	free(es->message);
+}
+
+/*
+ * Set (or clear) a bookmark's expiry: a file committed on the bookmark
+ * itself, in a checkout on it.  Nothing to clear, or the same expiry
+ * again, commits nothing.
+ */
+int tt_repo_set_expiry(tt_repo *repo, const char *bookmark, long long expires, bool clear, json_t **out,
+		       tt_error *err)
+{
+	expiry_set es = { .repo = repo, .bookmark = bookmark, .expires = (int64_t)expires, .clear = clear,
+			  .text = TT_BUF_INIT };
+	const char *head;
+	int rc;
+	*out = NULL;
+	if ((rc = expiry_refused(repo, bookmark, err)) < 0)
+		return rc;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		return rc;
+	if ((rc = on_own_bookmark(&es, &head, err)) < 0 || (rc = committed_expiry(&es, head, err)) < 0)
+		goto done;
+	if (clear && !es.prev) {
 		*out = json_pack("{s:s,s:n,s:n,s:n,s:b}", "bookmark", bookmark, "created", "expires", "commit", "changed",
 				 0);
 		rc = *out ? 0 : tt_error_oom(err);
 		goto done;
 	}
-	int64_t now = now_seconds(), created = now;
-	const char *oc = json_string_value(json_object_get(old, "created"));
-	if (oc)
-		tt_when_iso(oc, &created);
-	char x[TT_WHEN_ISO_LEN];
-	tt_when_format(x, sizeof x, (int64_t)expires);
-	if (clear) {
-		message = tt_asprintf("tether: bookmark %s no longer expires", bookmark);
-	} else {
-		message = tt_asprintf("tether: bookmark %s expires at %s", bookmark, x);
-		if ((rc = expiry_text(&text, bookmark, created, (int64_t)expires, err)) < 0)
-			goto done;
-	}
-	if (!message) {
-		rc = tt_error_oom(err);
+	if ((rc = expiry_change(&es, err)) < 0)
 		goto done;
-	}
-	if (!clear && prev && prev_len == text.len && memcmp(prev, text.ptr, text.len) == 0) {
-		*out = json_pack("{s:s,s:O,s:s,s:n,s:b}", "bookmark", bookmark, "created", json_object_get(old, "created"),
-				 "expires", x, "commit", "changed", 0);
+	if (!clear && es.prev && es.prev_len == es.text.len && memcmp(es.prev, es.text.ptr, es.text.len) == 0) {
+		*out = json_pack("{s:s,s:O,s:s,s:n,s:b}", "bookmark", bookmark, "created",
+				 json_object_get(es.old, "created"), "expires", es.x, "commit", "changed", 0);
 		rc = *out ? 0 : tt_error_oom(err);
 		goto done;
 	}
-	char *dir = tt_strdup(abspath);
-	if (!dir) {
-		rc = tt_error_oom(err);
+	if ((rc = write_expiry_file(&es, err)) < 0 || (rc = commit_expiry(&es, out, err)) < 0)
 		goto done;
-	}
-	*strrchr(dir, '/') = '\0';
-	rc = clear ? tt_unlink(abspath, err)
-		   : (rc = tt_mkdirs(dir, 0755, err)) < 0 ? rc
-							   : tt_write_file_atomic(abspath, text.ptr, text.len, 0644, err);
-	free(dir);
-	if (rc < 0)
-		goto done;
-	wrote = true;
-	const char *paths[] = { relpath };
-	if ((rc = tt_vcs_commit(repo->vcs, paths, 1, message, bookmark, &commit, err)) < 0)
-		goto done;
-	wrote = false;
-	char c[TT_WHEN_ISO_LEN];
-	tt_when_format(c, sizeof c, created);
-	result = clear ? json_pack("{s:s,s:n,s:n,s:s,s:b}", "bookmark", bookmark, "created", "expires", "commit", commit,
-				   "changed", 1)
-		       : json_pack("{s:s,s:s,s:s,s:s,s:b}", "bookmark", bookmark, "created", c, "expires", x, "commit",
-				   commit, "changed", 1);
-	pre = json_pack("{s:O}", "expiry", old ? old : json_null());
-	if (!result || !pre) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	{
-		/* The commit is made: a journal that cannot be written is a
-		 * warning, not an undone expiry. */
-		tt_error ig = TT_ERROR_INIT;
-		if (tt_oplog_record(repo->root, "bookmarks", result, pre, NULL, &ig) < 0)
-			tt_engine_warn(repo, tt_asprintf("the journal entry of the expiry was not written: %s",
-							 tt_error_text(&ig)));
-		tt_error_clear(&ig);
-	}
-	*out = result;
-	result = NULL;
 done:
-	if (wrote) {
-		/* The commit was refused: the working copy gets its file back. */
-		tt_error ig = TT_ERROR_INIT;
-		if (prev)
-			tt_write_file_atomic(abspath, prev, prev_len, 0644, &ig);
-		else
-			tt_unlink(abspath, &ig);
-		tt_error_clear(&ig);
-	}
-	if (locked)
-		tt_repo_unlock(repo);
-	tt_buf_release(&text);
-	json_decref(marks);
-	json_decref(old);
-	json_decref(pre);
-	json_decref(result);
-	free(reldir);
-	free(relpath);
-	free(abspath);
-	free(here);
-	free(prev);
-	free(commit);
-	free(message);
+	if (es.wrote)
+		restore_expiry_file(&es);
+	tt_repo_unlock(repo);
+	expiry_set_release(&es);
 	return rc;
 }
 

@@ -1182,28 +1182,42 @@ static void sort_object_keys(json_t *obj)
 	json_decref(copy);
 }
 
-int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, const char *parent,
-			tt_error *err)
-{
-	json_t *ctx = tt_plan_context(plan);
-	json_t *pre = NULL, *position = NULL, *wstext = NULL, *heads = json_object(), *plan_json = NULL;
-	json_t *working = json_object(), *pending = json_object(), *resets = json_object();
-	json_t *reused = json_object(), *leftovers = json_object(), *result = NULL;
-	fork_job *jobs = NULL;
-	size_t njobs = 0;
+/* What applying `new` carries from step to step. */
+typedef struct new_apply {
+	tt_repo *repo;
+	const tt_plan *plan;
+	json_t *ctx;		/* borrowed: the plan's context */
+	const char *rev;	/* borrowed from ctx; NULL: none */
+	const char *bookmark;	/* borrowed from ctx; NULL: none */
+	bool create;		/* -b: the bookmark is made */
+	json_t *pre;		/* the journal's `pre`: workspace, vcs, heads */
+	json_t *position, *wstext, *heads, *plan_json;
+	json_t *working;	/* key -> working ref */
+	json_t *pending;	/* key -> deferred fork's branch */
+	json_t *resets;		/* key -> head a deferred fork resets */
+	json_t *reused;		/* key -> fork point of a branch taken as it is */
+	json_t *leftovers;	/* key -> working ref of an object removed since */
+	json_t *result;
+	fork_job *jobs;
+	size_t njobs;
 	char op_id[TT_OP_ID_LEN + 1];
-	bool made_bookmark = false, maybe_made = false;
-	int rc;
+	bool made_bookmark, maybe_made;
+} new_apply;
 
-	if (partial)
-		*partial = false;
-	if (strcmp(tt_plan_command(plan), "new") != 0)
-		return tt_error_set(err, TT_ECONFIG, "expected a new plan, got '%s'", tt_plan_command(plan));
-	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "new", err)) < 0)
-		goto done;
+/* What the fan-out of forks came to. */
+typedef struct new_forked {
+	json_t *created, *reset, *failed_keys; /* keys; taken over by the journal's result */
+	json_t *forked;			       /* key -> the ref forked */
+	tt_buf why;			       /* "\n  key: error" per fork that failed */
+} new_forked;
+
+/* The plan's refusals as one error; 0 when it has none. */
+static int new_refusals(const tt_plan *plan, tt_error *err)
+{
 	size_t na = tt_plan_action_count(plan);
 	tt_buf refused = TT_BUF_INIT;
 	bool all_keyed = true, all_writes = true;
+	int rc = 0;
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
 		tt_plan_action_at(plan, i, &a);
@@ -1220,137 +1234,181 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 		else
 			tt_buf_printf(&refused, "%s%s", refused.len ? "; " : "", a.detail);
 	}
-	if (refused.len) {
+	if (refused.len)
 		rc = all_keyed && all_writes ? tt_error_set(err, TT_ECONFIG, "refusing to reset working branches with "
 							    "unpinned writes:%s", refused.ptr)
 		     : all_keyed	     ? tt_error_set(err, TT_ECONFIG, "refusing to fork:%s", refused.ptr)
 					     : tt_error_set(err, TT_ECONFIG, "%s", refused.ptr);
-		tt_buf_release(&refused);
-		goto done;
-	}
 	tt_buf_release(&refused);
-	const char *rev = json_string_value(json_object_get(ctx, "rev"));
-	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
-	bool create = json_is_true(json_object_get(ctx, "create"));
-	/* A name the VCS refuses (a plan file can carry any) is refused
-	 * before the journal: refused input writes nothing. */
-	if (create && (rc = tt_vcs_check_bookmark_name(repo->vcs, bookmark ? bookmark : "", err)) < 0)
-		goto done;
-	for (size_t i = 0; i < na; i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing"))
-			json_object_set(heads, a.key, json_object_get(a.params, "head"));
-	}
-	if ((rc = tt_vcs_position(repo->vcs, &position, err)) < 0 ||
-	    (rc = workspace_text(repo, &wstext, err)) < 0)
-		goto done;
-	pre = json_pack("{s:O,s:O,s:O}", "workspace", wstext, "vcs", position, "heads", heads);
-	if (!pre || !(plan_json = tt_plan_to_object(plan, err))) {
-		rc = pre ? err->code : tt_error_oom(err);
-		goto done;
-	}
-	if ((rc = tt_oplog_begin(repo->root, "new", plan_json, pre, parent, op_id, err)) < 0)
-		goto done;
-	tt_fault("new:after-journal");
-	if (create) {
-		if ((rc = tt_vcs_new_bookmark(repo->vcs, bookmark, rev, err)) < 0) {
-			/* The VCS refusing the move (a local file in the way, a name
-			 * it will not take) made no bookmark and changed nothing: the
-			 * entry stays started, as tether-vcs leaves it, and the same
-			 * command once the cause is gone finishes it.  git failing
-			 * part-way (the branch made, HEAD not movable) left the
-			 * bookmark: it is taken back, or recorded for the rerun. */
-			if (!bookmark_made_anyway(repo, bookmark))
-				goto done;
-			maybe_made = true;
-			goto failed;
-		}
-		made_bookmark = true;
-		if ((rc = reload_objects(repo, err)) < 0)
-			goto failed;
-	} else if (rev) {
-		/* As above: a move the VCS refuses changed nothing. */
-		if ((rc = tt_vcs_new(repo->vcs, rev, err)) < 0)
-			goto done;
-		if ((rc = reload_objects(repo, err)) < 0)
-			goto failed;
-	}
-	if ((rc = tt_workspace_set_bookmark(&repo->ws, bookmark, err)) < 0)
-		goto failed;
-	if (json_is_true(json_object_get(ctx, "keep"))) {
-		json_t *keys = json_object();
-		json_object_update(keys, repo->ws.working_refs);
-		json_object_update(keys, repo->ws.pending_forks);
-		mark_base_states(repo, keys);
-		json_decref(keys);
-		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
-			goto failed;
-		json_t *now = NULL;
-		tt_vcs_position(repo->vcs, &now, err);
-		result = json_pack("{s:o?}", "vcs", now);
-		rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
-		goto done;
-	}
+	return rc;
+}
 
-	jobs = tt_calloc(na ? na : 1, sizeof *jobs);
-	if (!jobs) {
-		rc = tt_error_oom(err);
-		goto failed;
-	}
-	for (size_t i = 0; i < na; i++) {
+/* The journal's entry: the plan, with the workspace, the VCS's position and
+ * the heads of the existing branches it resets as its `pre`. */
+static int journal_new(new_apply *na, const char *parent, tt_error *err)
+{
+	size_t n = tt_plan_action_count(na->plan);
+	int rc;
+	for (size_t i = 0; i < n; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
+		tt_plan_action_at(na->plan, i, &a);
+		if (strcmp(a.op, "fork") == 0 && json_object_get(a.params, "existing"))
+			json_object_set(na->heads, a.key, json_object_get(a.params, "head"));
+	}
+	if ((rc = tt_vcs_position(na->repo->vcs, &na->position, err)) < 0 ||
+	    (rc = workspace_text(na->repo, &na->wstext, err)) < 0)
+		return rc;
+	na->pre = json_pack("{s:O,s:O,s:O}", "workspace", na->wstext, "vcs", na->position, "heads", na->heads);
+	if (!na->pre || !(na->plan_json = tt_plan_to_object(na->plan, err)))
+		return na->pre ? err->code : tt_error_oom(err);
+	return tt_oplog_begin(na->repo->root, "new", na->plan_json, na->pre, parent, na->op_id, err);
+}
+
+/*
+ * The VCS onto the plan's bookmark (made, with -b) or revision, and the
+ * objects as they are there.  *untouched: the VCS refused the move and
+ * changed nothing (a local file in the way, a name it will not take): the
+ * entry stays started, as tether-vcs leaves it, and the same command once
+ * the cause is gone finishes it.
+ */
+static int land_new(new_apply *na, bool *untouched, tt_error *err)
+{
+	int rc;
+	*untouched = false;
+	if (na->create) {
+		if ((rc = tt_vcs_new_bookmark(na->repo->vcs, na->bookmark, na->rev, err)) < 0) {
+			/* git failing part-way (the branch made, HEAD not
+			 * movable) left the bookmark: it is taken back, or
+			 * recorded for the rerun. */
+			if (!bookmark_made_anyway(na->repo, na->bookmark))
+				*untouched = true;
+			else
+				na->maybe_made = true;
+			return rc;
+		}
+		na->made_bookmark = true;
+		return reload_objects(na->repo, err);
+	}
+	if (na->rev) {
+		if ((rc = tt_vcs_new(na->repo->vcs, na->rev, err)) < 0) {
+			*untouched = true;
+			return rc;
+		}
+		return reload_objects(na->repo, err);
+	}
+	return 0;
+}
+
+/* --keep: the working refs stay as they are, on the base states here. */
+static int keep_working_refs(new_apply *na, tt_error *err)
+{
+	json_t *keys = json_object();
+	json_object_update(keys, na->repo->ws.working_refs);
+	json_object_update(keys, na->repo->ws.pending_forks);
+	mark_base_states(na->repo, keys);
+	json_decref(keys);
+	return tt_workspace_save(&na->repo->ws, na->repo->root, err);
+}
+
+/* --keep's entry done: where the VCS is now. */
+static int journal_kept(new_apply *na, tt_error *err)
+{
+	json_t *now = NULL;
+	tt_vcs_position(na->repo->vcs, &now, err);
+	na->result = json_pack("{s:o?}", "vcs", now);
+	return tt_oplog_done(na->repo->root, na->op_id, na->result, NULL, NULL, err);
+}
+
+/* One fork job per planned fork: its object here, and what it expects of the branch. */
+static int add_fork_job(new_apply *na, const tt_plan_action_view *a, tt_error *err)
+{
+	const tt_manifest *m = tt_manifests_find(&na->repo->objects, a->key);
+	if (!m)
+		return tt_error_set(err, TT_ESTALEPLAN, "'%s' is not registered at the target; re-run the plan", a->key);
+	fork_job *j = &na->jobs[na->njobs++];
+	j->repo = na->repo;
+	j->m = m;
+	j->target = a->target;
+	json_t *h = json_object_get(a->params, "head");
+	if (json_object_get(a->params, "existing"))
+		j->expected = json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL };
+	else
+		j->expected = (tt_expect){ TT_EXPECT_ABSENT, NULL };
+	return 0;
+}
+
+/* Per action, where its key goes: a working ref (trunk, reuse, adopt), a
+ * deferred fork, or a fork job; and the working refs of removed objects,
+ * which stay until gc deletes their branches. */
+static int sort_new_actions(new_apply *na, tt_error *err)
+{
+	size_t n = tt_plan_action_count(na->plan);
+	int rc;
+	if (!(na->jobs = tt_calloc(n ? n : 1, sizeof *na->jobs)))
+		return tt_error_oom(err);
+	for (size_t i = 0; i < n; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(na->plan, i, &a);
 		if (strcmp(a.op, "trunk") == 0) {
-			json_object_set_new(working, a.key, json_string(a.target));
+			json_object_set_new(na->working, a.key, json_string(a.target));
 		} else if (strcmp(a.op, "defer-fork") == 0) {
-			json_object_set_new(pending, a.key, json_string(a.target));
+			json_object_set_new(na->pending, a.key, json_string(a.target));
 			json_t *h = json_object_get(a.params, "head");
 			if (json_object_get(a.params, "existing") && json_is_object(h))
-				json_object_set(resets, a.key, h);
+				json_object_set(na->resets, a.key, h);
 		} else if (strcmp(a.op, "reuse") == 0) {
-			json_object_set_new(working, a.key, json_string(a.target));
-			json_t *known = json_object_get(repo->ws.fork_points, a.key);
-			json_object_set(reused, a.key, known ? known : json_object_get(a.params, "then_state"));
+			json_object_set_new(na->working, a.key, json_string(a.target));
+			json_t *known = json_object_get(na->repo->ws.fork_points, a.key);
+			json_object_set(na->reused, a.key, known ? known : json_object_get(a.params, "then_state"));
 		} else if (strcmp(a.op, "adopt") == 0) {
-			json_object_set_new(working, a.key, json_string(a.target));
-			json_object_set(reused, a.key, json_object_get(a.params, "fork_point"));
-		} else if (strcmp(a.op, "fork") == 0) {
-			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
-			if (!m) {
-				rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' is not registered at the target; re-run the plan",
-						  a.key);
-				goto failed;
-			}
-			fork_job *j = &jobs[njobs++];
-			j->repo = repo;
-			j->m = m;
-			j->target = a.target;
-			json_t *h = json_object_get(a.params, "head");
-			if (json_object_get(a.params, "existing"))
-				j->expected = json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h }
-								: (tt_expect){ TT_EXPECT_NONE, NULL };
-			else
-				j->expected = (tt_expect){ TT_EXPECT_ABSENT, NULL };
+			json_object_set_new(na->working, a.key, json_string(a.target));
+			json_object_set(na->reused, a.key, json_object_get(a.params, "fork_point"));
+		} else if (strcmp(a.op, "fork") == 0 && (rc = add_fork_job(na, &a, err)) < 0) {
+			return rc;
 		}
 	}
-	/* Refs of removed objects stay until gc deletes their branches. */
 	const char *k;
 	json_t *v;
-	json_object_foreach(repo->ws.working_refs, k, v)
-		if (!tt_manifests_find(&repo->objects, k))
-			json_object_set(leftovers, k, v);
-	/* Before the first store write, the workspace agrees with the VCS: every
-	 * planned fork is pending, so a crash mid-fan-out leaves a lazy `new`. */
-	json_t *interim = json_deep_copy(pending), *interim_resets = json_deep_copy(resets);
-	for (size_t i = 0; i < njobs; i++) {
-		json_object_set_new(interim, jobs[i].m->key, json_string(jobs[i].target));
-		if (jobs[i].expected.kind == TT_EXPECT_STATE)
-			json_object_set(interim_resets, jobs[i].m->key, (json_t *)jobs[i].expected.state);
+	json_object_foreach(na->repo->ws.working_refs, k, v)
+		if (!tt_manifests_find(&na->repo->objects, k))
+			json_object_set(na->leftovers, k, v);
+	return 0;
+}
+
+/* The members of from whose keys are leftovers (new reference). */
+static json_t *of_leftovers(json_t *from, json_t *leftovers)
+{
+	json_t *out = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(from, k, v)
+		if (json_object_get(leftovers, k))
+			json_object_set(out, k, v);
+	return out;
+}
+
+/* The workspace's working refs: the leftovers, then working. */
+static void set_working_refs(new_apply *na)
+{
+	json_decref(na->repo->ws.working_refs);
+	na->repo->ws.working_refs = json_deep_copy(na->leftovers);
+	json_object_update(na->repo->ws.working_refs, na->working);
+}
+
+/* Every planned fork as pending (with the head it resets), and each
+ * sharer of a scope as its first member: *pending, *resets new references. */
+static void interim_pending(new_apply *na, json_t **pending, json_t **resets)
+{
+	json_t *interim = json_deep_copy(na->pending), *interim_resets = json_deep_copy(na->resets);
+	size_t n = tt_plan_action_count(na->plan);
+	for (size_t i = 0; i < na->njobs; i++) {
+		json_object_set_new(interim, na->jobs[i].m->key, json_string(na->jobs[i].target));
+		if (na->jobs[i].expected.kind == TT_EXPECT_STATE)
+			json_object_set(interim_resets, na->jobs[i].m->key, (json_t *)na->jobs[i].expected.state);
 	}
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0; i < n; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
+		tt_plan_action_at(na->plan, i, &a);
 		if (strcmp(a.op, "share") != 0)
 			continue;
 		const char *first = json_string_value(json_object_get(a.params, "with"));
@@ -1360,255 +1418,518 @@ int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *p
 				json_object_set(interim_resets, a.key, json_object_get(interim_resets, first));
 		}
 	}
+	*pending = interim;
+	*resets = interim_resets;
+}
+
+/*
+ * Before the first store write, the workspace agrees with the VCS: every
+ * planned fork is pending, so a crash mid-fan-out leaves a lazy `new`.
+ */
+static int record_interim(new_apply *na, tt_error *err)
+{
+	tt_workspace *ws = &na->repo->ws;
+	json_t *interim, *interim_resets;
+	const char *k;
+	json_t *v;
+	interim_pending(na, &interim, &interim_resets);
 	json_t *touched = json_object();
-	json_object_update(touched, repo->ws.working_refs);
-	json_object_update(touched, repo->ws.pending_forks);
-	json_object_update(touched, working);
+	json_object_update(touched, ws->working_refs);
+	json_object_update(touched, ws->pending_forks);
+	json_object_update(touched, na->working);
 	json_object_update(touched, interim);
 	json_object_foreach(touched, k, v)
-		json_object_del(repo->ws.last_snapshot, k);
+		json_object_del(ws->last_snapshot, k);
 	json_decref(touched);
-	json_t *fp = json_object();
-	json_object_foreach(repo->ws.fork_points, k, v)
-		if (json_object_get(leftovers, k))
-			json_object_set(fp, k, v);
-	json_object_update(fp, reused);
-	json_t *bs = json_object();
-	json_object_foreach(repo->ws.base_states, k, v)
-		if (json_object_get(leftovers, k))
-			json_object_set(bs, k, v);
-	json_decref(repo->ws.working_refs);
-	repo->ws.working_refs = json_deep_copy(leftovers);
-	json_object_update(repo->ws.working_refs, working);
-	json_decref(repo->ws.pending_forks);
-	repo->ws.pending_forks = interim;
-	json_decref(repo->ws.pending_resets);
-	repo->ws.pending_resets = interim_resets;
-	json_decref(repo->ws.fork_points);
-	repo->ws.fork_points = fp;
-	json_decref(repo->ws.base_states);
-	repo->ws.base_states = bs;
+	json_t *fp = of_leftovers(ws->fork_points, na->leftovers);
+	json_object_update(fp, na->reused);
+	json_t *bs = of_leftovers(ws->base_states, na->leftovers);
+	set_working_refs(na);
+	json_decref(ws->pending_forks);
+	ws->pending_forks = interim;
+	json_decref(ws->pending_resets);
+	ws->pending_resets = interim_resets;
+	json_decref(ws->fork_points);
+	ws->fork_points = fp;
+	json_decref(ws->base_states);
+	ws->base_states = bs;
 	json_t *mark = json_object();
-	json_object_update(mark, working);
+	json_object_update(mark, na->working);
 	json_object_update(mark, interim);
-	mark_base_states(repo, mark);
+	mark_base_states(na->repo, mark);
 	json_decref(mark);
-	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
-		goto failed;
+	return tt_workspace_save(ws, na->repo->root, err);
+}
 
-	tt_engine_prepare(repo);
-	tt_engine_progress_begin(repo, "fork", njobs);
-	rc = tt_engine_fanout(njobs, fork_counted, jobs, err);
-	tt_engine_progress_end(repo);
-	if (rc < 0)
-		goto failed;
-	json_t *created = json_array(), *reset = json_array(), *failed_keys = json_array();
-	json_t *forked = json_object();
-	tt_buf why = TT_BUF_INIT;
-	for (size_t i = 0; i < njobs; i++) {
-		fork_job *j = &jobs[i];
+/* The forks, side by side, counted for the progress callback. */
+static int fork_all(new_apply *na, tt_error *err)
+{
+	tt_engine_prepare(na->repo);
+	tt_engine_progress_begin(na->repo, "fork", na->njobs);
+	int rc = tt_engine_fanout(na->njobs, fork_counted, na->jobs, err);
+	tt_engine_progress_end(na->repo);
+	return rc;
+}
+
+/* Each fork made is journalled and becomes a working ref; each that failed stays pending. */
+static void collect_forks(new_apply *na, new_forked *fo)
+{
+	fo->created = json_array();
+	fo->reset = json_array();
+	fo->failed_keys = json_array();
+	fo->forked = json_object();
+	for (size_t i = 0; i < na->njobs; i++) {
+		fork_job *j = &na->jobs[i];
 		if (j->ref) {
-			json_object_set_new(forked, j->m->key, json_string(j->ref));
-			json_array_append_new(j->expected.kind == TT_EXPECT_STATE ? reset : created,
+			json_object_set_new(fo->forked, j->m->key, json_string(j->ref));
+			json_array_append_new(j->expected.kind == TT_EXPECT_STATE ? fo->reset : fo->created,
 					      json_string(j->m->key));
 			json_t *d = json_pack("{s:s,s:s}", "key", j->m->key, "ref", j->ref);
 			tt_error ignored = TT_ERROR_INIT;
-			tt_oplog_progress(repo->root, op_id, "fork", d, &ignored);
+			tt_oplog_progress(na->repo->root, na->op_id, "fork", d, &ignored);
 			tt_error_clear(&ignored);
 			json_decref(d);
 		} else {
-			json_array_append_new(failed_keys, json_string(j->m->key));
-			json_object_set_new(pending, j->m->key, json_string(j->target));
+			json_array_append_new(fo->failed_keys, json_string(j->m->key));
+			json_object_set_new(na->pending, j->m->key, json_string(j->target));
 			if (j->expected.kind == TT_EXPECT_STATE)
-				json_object_set(resets, j->m->key, (json_t *)j->expected.state);
-			tt_buf_printf(&why, "\n  %s: %s", j->m->key, tt_error_text(&j->err));
+				json_object_set(na->resets, j->m->key, (json_t *)j->expected.state);
+			tt_buf_printf(&fo->why, "\n  %s: %s", j->m->key, tt_error_text(&j->err));
 		}
 	}
-	json_object_update(working, forked);
-	for (size_t i = 0; i < na; i++) {
+	json_object_update(na->working, fo->forked);
+}
+
+/* Each sharer of a scope goes where its first member went. */
+static void settle_sharers(new_apply *na, new_forked *fo)
+{
+	size_t n = tt_plan_action_count(na->plan);
+	for (size_t i = 0; i < n; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
+		tt_plan_action_at(na->plan, i, &a);
 		if (strcmp(a.op, "share") != 0)
 			continue;
 		const char *first = json_string_value(json_object_get(a.params, "with"));
 		if (!first)
 			continue;
-		if (json_object_get(forked, first)) {
-			json_object_set(working, a.key, json_object_get(forked, first));
-		} else if (json_object_get(pending, first)) {
-			json_object_set(pending, a.key, json_object_get(pending, first));
-			if (json_object_get(resets, first))
-				json_object_set(resets, a.key, json_object_get(resets, first));
-		} else if (json_object_get(reused, first)) {
-			json_object_set_new(working, a.key, json_string(a.target));
-			json_t *known = json_object_get(repo->ws.fork_points, a.key);
-			json_object_set(reused, a.key, known ? known : json_object_get(a.params, "state"));
+		if (json_object_get(fo->forked, first)) {
+			json_object_set(na->working, a.key, json_object_get(fo->forked, first));
+		} else if (json_object_get(na->pending, first)) {
+			json_object_set(na->pending, a.key, json_object_get(na->pending, first));
+			if (json_object_get(na->resets, first))
+				json_object_set(na->resets, a.key, json_object_get(na->resets, first));
+		} else if (json_object_get(na->reused, first)) {
+			json_object_set_new(na->working, a.key, json_string(a.target));
+			json_t *known = json_object_get(na->repo->ws.fork_points, a.key);
+			json_object_set(na->reused, a.key, known ? known : json_object_get(a.params, "state"));
 		}
 	}
-	json_decref(repo->ws.working_refs);
-	repo->ws.working_refs = json_deep_copy(leftovers);
-	json_object_update(repo->ws.working_refs, working);
-	json_decref(repo->ws.pending_forks);
-	repo->ws.pending_forks = json_deep_copy(pending);
-	json_decref(repo->ws.pending_resets);
-	repo->ws.pending_resets = json_deep_copy(resets);
-	fp = json_object();
-	json_object_foreach(repo->ws.fork_points, k, v)
-		if (json_object_get(leftovers, k))
-			json_object_set(fp, k, v);
-	/* What each new branch was created from: promote's baseline.  Only
-	 * branches this `new` forked (and their sharers): an upstream branch on
-	 * the trunk has no fork point, and a recorded one would go stale. */
-	{
-		json_t *from_here = json_deep_copy(forked);
-		for (size_t i = 0; i < na; i++) {
-			tt_plan_action_view a;
-			tt_plan_action_at(plan, i, &a);
-			if (strcmp(a.op, "share") == 0 && json_object_get(working, a.key))
-				json_object_set_new(from_here, a.key, json_true());
-		}
-		json_object_foreach(from_here, k, v) {
-			const tt_manifest *m = tt_manifests_find(&repo->objects, k);
-			if (m && m->state)
-				json_object_set(fp, k, m->state);
-		}
-		json_decref(from_here);
+}
+
+/* What each new branch was created from: promote's baseline.  Only
+ * branches this `new` forked (and their sharers): an upstream branch on
+ * the trunk has no fork point, and a recorded one would go stale. */
+static void forked_fork_points(new_apply *na, new_forked *fo, json_t *fp)
+{
+	json_t *from_here = json_deep_copy(fo->forked);
+	size_t n = tt_plan_action_count(na->plan);
+	const char *k;
+	json_t *v;
+	for (size_t i = 0; i < n; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(na->plan, i, &a);
+		if (strcmp(a.op, "share") == 0 && json_object_get(na->working, a.key))
+			json_object_set_new(from_here, a.key, json_true());
 	}
-	json_object_update(fp, reused);
-	json_decref(repo->ws.fork_points);
-	repo->ws.fork_points = fp;
-	mark = json_object();
-	json_object_update(mark, working);
-	json_object_update(mark, pending);
-	mark_base_states(repo, mark);
+	json_object_foreach(from_here, k, v) {
+		const tt_manifest *m = tt_manifests_find(&na->repo->objects, k);
+		if (m && m->state)
+			json_object_set(fp, k, m->state);
+	}
+	json_decref(from_here);
+}
+
+/* The workspace after the forks: working refs, pending forks, fork points, base states. */
+static int record_forked(new_apply *na, new_forked *fo, tt_error *err)
+{
+	tt_workspace *ws = &na->repo->ws;
+	set_working_refs(na);
+	json_decref(ws->pending_forks);
+	ws->pending_forks = json_deep_copy(na->pending);
+	json_decref(ws->pending_resets);
+	ws->pending_resets = json_deep_copy(na->resets);
+	json_t *fp = of_leftovers(ws->fork_points, na->leftovers);
+	forked_fork_points(na, fo, fp);
+	json_object_update(fp, na->reused);
+	json_decref(ws->fork_points);
+	ws->fork_points = fp;
+	json_t *mark = json_object();
+	json_object_update(mark, na->working);
+	json_object_update(mark, na->pending);
+	mark_base_states(na->repo, mark);
 	json_decref(mark);
-	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0) {
-		json_decref(created), json_decref(reset), json_decref(failed_keys), json_decref(forked);
-		tt_buf_release(&why);
-		goto failed;
-	}
-	json_t *now = NULL;
-	tt_error perr = TT_ERROR_INIT;
-	tt_vcs_position(repo->vcs, &now, &perr);
-	tt_error_clear(&perr);
-	/* As tether-vcs journals it: the reused keys, and the heads of the
-	 * branches reset as a late `pre`. */
-	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
-	json_object_foreach(reused, k, v)
-		json_array_append_new(reused_keys, json_string(k));
-	sort_strings(reused_keys);
-	for (size_t i = 0; i < njobs; i++)
-		if (jobs[i].ref && jobs[i].expected.kind == TT_EXPECT_STATE)
-			json_object_set(json_object_get(done_pre, "heads"), jobs[i].m->key,
-					(json_t *)jobs[i].expected.state);
-	/* The branches --adopt took as they are: {key: branch}, as printed. */
+	return tt_workspace_save(ws, na->repo->root, err);
+}
+
+/* The branches --adopt took as they are: {key: branch}, as printed (new reference). */
+static json_t *adopted_branches(const tt_plan *plan)
+{
 	json_t *adopted = json_object();
-	for (size_t i = 0; i < na; i++) {
+	size_t n = tt_plan_action_count(plan);
+	for (size_t i = 0; i < n; i++) {
 		tt_plan_action_view a;
 		tt_plan_action_at(plan, i, &a);
 		if (strcmp(a.op, "adopt") == 0 && json_is_true(json_object_get(a.params, "adopted")) && a.target)
 			json_object_set_new(adopted, a.key, json_string(a.target));
 	}
 	sort_object_keys(adopted);
-	result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:o,s:O,s:O,s:o}", "vcs", now, "bookmark", bookmark,
-			   "created_bookmark", create ? bookmark : NULL, "created", created, "reset", reset,
-			   "reused", reused_keys, "adopted", adopted, "working_refs", working, "pending_forks", pending,
-			   "failed", failed_keys);
-	json_decref(forked);
-	rc = tt_oplog_done(repo->root, op_id, result, done_pre, NULL, err);
+	return adopted;
+}
+
+/* The entry done.  As tether-vcs journals it: the reused keys, and the
+ * heads of the branches reset as a late `pre`. */
+static int journal_forked(new_apply *na, new_forked *fo, tt_error *err)
+{
+	json_t *now = NULL;
+	tt_error perr = TT_ERROR_INIT;
+	const char *k;
+	json_t *v;
+	tt_vcs_position(na->repo->vcs, &now, &perr);
+	tt_error_clear(&perr);
+	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
+	json_object_foreach(na->reused, k, v)
+		json_array_append_new(reused_keys, json_string(k));
+	sort_strings(reused_keys);
+	for (size_t i = 0; i < na->njobs; i++)
+		if (na->jobs[i].ref && na->jobs[i].expected.kind == TT_EXPECT_STATE)
+			json_object_set(json_object_get(done_pre, "heads"), na->jobs[i].m->key,
+					(json_t *)na->jobs[i].expected.state);
+	json_t *adopted = adopted_branches(na->plan);
+	na->result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:o,s:O,s:O,s:o}", "vcs", now, "bookmark", na->bookmark,
+			       "created_bookmark", na->create ? na->bookmark : NULL, "created", fo->created, "reset",
+			       fo->reset, "reused", reused_keys, "adopted", adopted, "working_refs", na->working,
+			       "pending_forks", na->pending, "failed", fo->failed_keys);
+	fo->created = fo->reset = fo->failed_keys = NULL;
+	int rc = tt_oplog_done(na->repo->root, na->op_id, na->result, done_pre, NULL, err);
 	json_decref(done_pre);
-	if (rc == 0 && why.len) {
-		/* The bookmark, the workspace and the other forks stand: the same
-		 * command again forks the rest (see resuming_new). */
-		tt_buf again = TT_BUF_INIT;
-		tt_buf_puts(&again, "tether new");
-		if (create)
-			tt_buf_printf(&again, " -b %s", bookmark);
-		if (rev)
-			tt_buf_printf(&again, " %s", rev);
-		if (json_is_true(json_object_get(ctx, "eager")))
-			tt_buf_puts(&again, " --eager");
-		if (json_is_true(json_object_get(ctx, "shared")))
-			tt_buf_puts(&again, " --shared");
-		if (json_is_true(json_object_get(ctx, "discard")))
-			tt_buf_puts(&again, " --discard");
-		rc = tt_error_set(err, TT_EBACKEND, "could not fork every working ref (the others were forked "
-				  "and recorded):%s", why.ptr);
-		tt_error_hint(err, "fix what is named above, then run `%s` again: it finishes this `new`",
-			      again.ptr);
-		tt_buf_release(&again);
-		if (partial)
-			*partial = true;
+	return rc;
+}
+
+/* Some forks failed: the bookmark, the workspace and the other forks
+ * stand, and the same command again forks the rest (see resuming_new). */
+static int partly_forked(new_apply *na, new_forked *fo, bool *partial, tt_error *err)
+{
+	tt_buf again = TT_BUF_INIT;
+	tt_buf_puts(&again, "tether new");
+	if (na->create)
+		tt_buf_printf(&again, " -b %s", na->bookmark);
+	if (na->rev)
+		tt_buf_printf(&again, " %s", na->rev);
+	if (json_is_true(json_object_get(na->ctx, "eager")))
+		tt_buf_puts(&again, " --eager");
+	if (json_is_true(json_object_get(na->ctx, "shared")))
+		tt_buf_puts(&again, " --shared");
+	if (json_is_true(json_object_get(na->ctx, "discard")))
+		tt_buf_puts(&again, " --discard");
+	int rc = tt_error_set(err, TT_EBACKEND, "could not fork every working ref (the others were forked "
+			      "and recorded):%s", fo->why.ptr);
+	tt_error_hint(err, "fix what is named above, then run `%s` again: it finishes this `new`", again.ptr);
+	tt_buf_release(&again);
+	if (partial)
+		*partial = true;
+	return rc;
+}
+
+/* A failure after the journal's entry: the entry records it, and a
+ * bookmark this run made goes again, so the failure changed nothing and
+ * the same command can be run again as it was. */
+static void fail_new(new_apply *na, tt_error *err)
+{
+	tt_error ignored = TT_ERROR_INIT;
+	json_t *r = json_pack("{s:s}", "failed", tt_error_text(err));
+	if (r && (na->made_bookmark || na->maybe_made) &&
+	    take_back_bookmark(na->repo, na->bookmark, json_object_get(na->pre, "vcs"), na->made_bookmark,
+			       &ignored) < 0) {
+		json_t *left = NULL;
+		tt_error lerr = TT_ERROR_INIT;
+		tt_vcs_position(na->repo->vcs, &left, &lerr);
+		tt_error_clear(&lerr);
+		json_t *marks = NULL;
+		if (tt_vcs_bookmarks(na->repo->vcs, &marks, &lerr) == 0 && json_object_get(marks, na->bookmark))
+			json_object_set(r, "bookmark_at", json_object_get(marks, na->bookmark));
+		tt_error_clear(&lerr);
+		json_decref(marks);
+		json_object_set_new(r, "created_bookmark", json_string(na->bookmark));
+		json_object_set_new(r, "vcs", left ? left : json_null());
+		tt_error_hint(err, "bookmark '%s' was made and could not be taken back (%s); fix what is named "
+			      "above, then run the same `tether new` again: it finishes on that bookmark", na->bookmark,
+			      tt_error_text(&ignored));
+		tt_error_clear(&ignored);
 	}
-	tt_buf_release(&why);
+	tt_oplog_done(na->repo->root, na->op_id, r, NULL, NULL, &ignored);
+	json_decref(r);
+	tt_error_clear(&ignored);
+}
+
+static void new_apply_release(new_apply *na, new_forked *fo)
+{
+	for (size_t i = 0; i < na->njobs; i++) {
+		free(na->jobs[i].ref);
+		tt_error_clear(&na->jobs[i].err);
+	}
+	free(na->jobs);
+	json_decref(na->pre);
+	json_decref(na->position);
+	json_decref(na->wstext);
+	json_decref(na->heads);
+	json_decref(na->plan_json);
+	json_decref(na->working);
+	json_decref(na->pending);
+	json_decref(na->resets);
+	json_decref(na->reused);
+	json_decref(na->leftovers);
+	json_decref(na->result);
+	json_decref(fo->created);
+	json_decref(fo->reset);
+	json_decref(fo->failed_keys);
+	json_decref(fo->forked);
+	tt_buf_release(&fo->why);
+}
+
+/*
+ * Apply `new`: refusals, the journal's entry, the VCS onto the bookmark,
+ * then (unless --keep) the workspace as it will be with every fork
+ * pending, the forks side by side, and the workspace and entry as they
+ * came out.
+ */
+int tt_engine_apply_new(tt_repo *repo, const tt_plan *plan, bool verify, bool *partial, const char *parent,
+			tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan);
+	new_apply na = { .repo = repo, .plan = plan, .ctx = ctx, .heads = json_object(), .working = json_object(),
+			 .pending = json_object(), .resets = json_object(), .reused = json_object(),
+			 .leftovers = json_object() };
+	new_forked fo = { .why = TT_BUF_INIT };
+	bool untouched;
+	int rc;
+
+	if (partial)
+		*partial = false;
+	if (strcmp(tt_plan_command(plan), "new") != 0) {
+		rc = tt_error_set(err, TT_ECONFIG, "expected a new plan, got '%s'", tt_plan_command(plan));
+		goto done;
+	}
+	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "new", err)) < 0)
+		goto done;
+	if ((rc = new_refusals(plan, err)) < 0)
+		goto done;
+	na.rev = json_string_value(json_object_get(ctx, "rev"));
+	na.bookmark = json_string_value(json_object_get(ctx, "bookmark"));
+	na.create = json_is_true(json_object_get(ctx, "create"));
+	/* A name the VCS refuses (a plan file can carry any) is refused
+	 * before the journal: refused input writes nothing. */
+	if (na.create && (rc = tt_vcs_check_bookmark_name(repo->vcs, na.bookmark ? na.bookmark : "", err)) < 0)
+		goto done;
+	if ((rc = journal_new(&na, parent, err)) < 0)
+		goto done;
+	tt_fault("new:after-journal");
+	if ((rc = land_new(&na, &untouched, err)) < 0) {
+		if (untouched)
+			goto done;
+		goto failed;
+	}
+	if ((rc = tt_workspace_set_bookmark(&repo->ws, na.bookmark, err)) < 0)
+		goto failed;
+	if (json_is_true(json_object_get(ctx, "keep"))) {
+		if ((rc = keep_working_refs(&na, err)) < 0)
+			goto failed;
+		rc = journal_kept(&na, err);
+		goto done;
+	}
+	if ((rc = sort_new_actions(&na, err)) < 0 || (rc = record_interim(&na, err)) < 0 ||
+	    (rc = fork_all(&na, err)) < 0)
+		goto failed;
+	collect_forks(&na, &fo);
+	settle_sharers(&na, &fo);
+	if ((rc = record_forked(&na, &fo, err)) < 0)
+		goto failed;
+	rc = journal_forked(&na, &fo, err);
+	if (rc == 0 && fo.why.len)
+		rc = partly_forked(&na, &fo, partial, err);
 	goto done;
 
 failed:
-	{
-		tt_error ignored = TT_ERROR_INIT;
-		json_t *r = json_pack("{s:s}", "failed", tt_error_text(err));
-		/* A bookmark this run made goes again, so the failure changed
-		 * nothing and the same command can be run again as it was. */
-		if (r && (made_bookmark || maybe_made) &&
-		    take_back_bookmark(repo, bookmark, json_object_get(pre, "vcs"), made_bookmark, &ignored) < 0) {
-			json_t *left = NULL;
-			tt_error lerr = TT_ERROR_INIT;
-			tt_vcs_position(repo->vcs, &left, &lerr);
-			tt_error_clear(&lerr);
-			json_t *marks = NULL;
-			if (tt_vcs_bookmarks(repo->vcs, &marks, &lerr) == 0 && json_object_get(marks, bookmark))
-				json_object_set(r, "bookmark_at", json_object_get(marks, bookmark));
-			tt_error_clear(&lerr);
-			json_decref(marks);
-			json_object_set_new(r, "created_bookmark", json_string(bookmark));
-			json_object_set_new(r, "vcs", left ? left : json_null());
-			tt_error_hint(err, "bookmark '%s' was made and could not be taken back (%s); fix what is named "
-				      "above, then run the same `tether new` again: it finishes on that bookmark", bookmark,
-				      tt_error_text(&ignored));
-			tt_error_clear(&ignored);
-		}
-		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
-		json_decref(r);
-		tt_error_clear(&ignored);
-	}
+	fail_new(&na, err);
 done:
-	for (size_t i = 0; i < njobs; i++) {
-		free(jobs[i].ref);
-		tt_error_clear(&jobs[i].err);
-	}
-	free(jobs);
-	json_decref(pre);
-	json_decref(position);
-	json_decref(wstext);
-	json_decref(heads);
-	json_decref(plan_json);
-	json_decref(working);
-	json_decref(pending);
-	json_decref(resets);
-	json_decref(reused);
-	json_decref(leftovers);
-	json_decref(result);
+	new_apply_release(&na, &fo);
 	return rc;
 }
 
 /* --- the lazy fork and open -------------------------------------------------- */
 
-/* Create the deferred working branch of key now (the first writable open). */
+/* What creating a deferred working branch carries from step to step. */
+typedef struct lazy_fork {
+	tt_repo *repo;
+	const tt_manifest *m;
+	const char *name; /* borrowed from the workspace: the pending branch's name */
+	tt_backend *b;
+	json_t *refs;	  /* the store's working refs (NULL: it cannot list them) */
+	json_t *head;	  /* the branch's head, when it exists */
+	json_t *pre, *wstext, *result;
+	tt_expect expected; /* what the fork expects of the branch */
+	char op_id[TT_OP_ID_LEN + 1]; /* "": nothing journalled */
+} lazy_fork;
+
+/* The branch as the store has it.  It exists: reset only onto the head
+ * `new` reviewed; a branch already at the pin is taken as it is (*at_pin,
+ * then a working ref already). */
+static int branch_as_found(lazy_fork *lf, bool *at_pin, tt_error *err)
+{
+	const tt_manifest *m = lf->m;
+	int rc;
+	*at_pin = false;
+	lf->expected = (tt_expect){ TT_EXPECT_ABSENT, NULL };
+	if (tt_backend_has(lf->b, list_working_refs) &&
+	    (rc = tt_backend_list_working_refs(lf->b, m->locator, &lf->refs, err)) < 0)
+		return rc;
+	if (!list_has(lf->refs, lf->name))
+		return 0;
+	if ((rc = tt_backend_fingerprint(lf->b, m->locator, lf->name, &lf->head, err)) < 0)
+		return rc;
+	if (m->state && tt_engine_same(m, lf->head, m->state)) {
+		json_object_set_new(lf->repo->ws.working_refs, m->key, json_string(lf->name));
+		*at_pin = true;
+		return 0;
+	}
+	json_t *agreed = json_object_get(lf->repo->ws.pending_resets, m->key);
+	if (!agreed || !tt_engine_same(m, lf->head, agreed)) {
+		tt_buf s = TT_BUF_INIT;
+		tt_short_state(&s, lf->head);
+		rc = tt_error_set(err, TT_EREFMOVED, "branch %s holds writes (%s) that `new` did not see -- "
+				  "another checkout or clone writes to it; a writable open never resets a "
+				  "branch", lf->name, s.ptr);
+		tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+		tt_buf_release(&s);
+		return rc;
+	}
+	lf->expected = (tt_expect){ TT_EXPECT_STATE, lf->head };
+	return 0;
+}
+
+/* Another clone forked the branch between the listing and the fork, and
+ * nothing was written: a failed attempt, journaled so. */
+static int fork_raced(lazy_fork *lf, tt_error *err)
+{
+	tt_error ignored = TT_ERROR_INIT;
+	char *why = tt_strdup(tt_error_text(err));
+	json_t *r = json_pack("{s:s,s:s}", "key", lf->m->key, "failed", why ? why : "");
+	tt_oplog_done(lf->repo->root, lf->op_id, r, NULL, NULL, &ignored);
+	json_decref(r);
+	tt_error_clear(&ignored);
+	tt_error_clear(err);
+	int rc = tt_error_set(err, TT_EREFMOVED, "branch %s was created by another checkout since it was listed "
+			      "(%s), which may be writing to it; a writable open never resets a branch", lf->name,
+			      why ? why : "");
+	tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
+	free(why);
+	return rc;
+}
+
+/* The fork, journalled, and the key's working ref on it. */
+static int fork_pending(lazy_fork *lf, tt_error *err)
+{
+	const tt_manifest *m = lf->m;
+	int rc;
+	if ((rc = workspace_text(lf->repo, &lf->wstext, err)) < 0)
+		return rc;
+	lf->pre = json_pack("{s:O}", "workspace", lf->wstext);
+	if (lf->head)
+		json_object_set_new(lf->pre, "heads", json_pack("{s:O}", m->key, lf->head));
+	if ((rc = tt_oplog_begin(lf->repo->root, "fork", NULL, lf->pre, NULL, lf->op_id, err)) < 0)
+		return rc;
+	char *ref = NULL;
+	if ((rc = tt_engine_fork_from_manifest(lf->repo, m, lf->name, &lf->expected, &ref, err)) < 0) {
+		/* Any failure but a race may have left part of a fork
+		 * behind: the entry stays started, as an interrupted fork's
+		 * does, for the rerun to finish. */
+		return rc == TT_EREFMOVED ? fork_raced(lf, err) : rc;
+	}
+	json_object_set_new(lf->repo->ws.working_refs, m->key, json_string(ref));
+	lf->result = json_pack("{s:s,s:s,s:s,s:O}", "key", m->key, "ref", ref, "kind", m->kind, "locator",
+			       m->locator);
+	free(ref);
+	return 0;
+}
+
+/* Is the pending key k (branch v) a sibling on want in m's branch space
+ * (kind and scope: one store)?  *sm: its manifest. */
+static bool writes_through(tt_repo *repo, const tt_manifest *m, const char *scope, const char *want,
+			   const char *k, json_t *v, const tt_manifest **sm)
+{
+	if (!want || !json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+		return false;
+	*sm = tt_manifests_find(&repo->objects, k);
+	if (!*sm || strcmp((*sm)->kind, m->kind) != 0)
+		return false;
+	char *sscope = NULL;
+	tt_error ig = TT_ERROR_INIT;
+	bool same = strcmp(k, m->key) == 0 ||
+		    (scope && tt_engine_branch_scope(repo, *sm, &sscope, &ig) == 0 && sscope && strcmp(sscope, scope) == 0);
+	tt_error_clear(&ig);
+	free(sscope);
+	return same;
+}
+
+/* This key and every sibling pending on the same branch of the same
+ * branch space write through it.  The names are copied: deleting the
+ * pending entries frees theirs. */
+static void write_through_siblings(tt_repo *repo, const tt_manifest *m, const char *name)
+{
+	const char *k;
+	json_t *v;
+	void *tmp;
+	char *want = tt_strdup(name), *scope = NULL;
+	tt_error ig = TT_ERROR_INIT;
+	if (tt_engine_branch_scope(repo, m, &scope, &ig) < 0)
+		scope = NULL; /* no sibling is known to share it */
+	tt_error_clear(&ig);
+	const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
+	json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
+		const tt_manifest *sm = NULL;
+		if (!writes_through(repo, m, scope, want, k, v, &sm))
+			continue;
+		json_object_set_new(repo->ws.working_refs, k, json_string(made));
+		if (sm->state) {
+			json_object_set(repo->ws.fork_points, k, sm->state);
+			json_object_set(repo->ws.base_states, k, sm->state);
+		}
+		json_object_del(repo->ws.pending_resets, k);
+		json_object_del(repo->ws.pending_forks, k);
+	}
+	free(want);
+	free(scope);
+	json_object_del(repo->ws.pending_forks, m->key);
+	json_object_del(repo->ws.pending_resets, m->key);
+}
+
+/* Create the deferred working branch of key now (the first writable open):
+ * refused on a stale working copy; the branch as found, forked unless it
+ * is at the pin, then the key and its siblings write through it. */
 static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out, tt_error *err)
 {
 	json_t *have = json_object_get(repo->ws.working_refs, m->key);
-	const char *name = json_string_value(json_object_get(repo->ws.pending_forks, m->key));
-	json_t *stale = NULL, *refs = NULL, *head = NULL, *pre = NULL, *wstext = NULL, *result = NULL;
+	lazy_fork lf = { .repo = repo, .m = m };
+	json_t *stale = NULL;
 	tt_lock rlock = TT_LOCK_INIT;
-	tt_backend *b;
-	char op_id[TT_OP_ID_LEN + 1] = "";
+	bool at_pin;
 	int rc = 0;
+	lf.name = json_string_value(json_object_get(repo->ws.pending_forks, m->key));
 	*ref_out = NULL;
 	if (json_is_string(have)) {
 		*ref_out = tt_strdup(json_string_value(have));
 		return *ref_out ? 0 : tt_error_oom(err);
 	}
-	if (!name) {
+	if (!lf.name) {
 		tt_error_set(err, TT_ECONFIG, "no working branch pending for '%s'", m->key);
 		tt_error_hint(err, "run `tether new` (or `tether new -b NAME`) first");
 		return tt_error_object(err, m->key, m->kind);
@@ -1620,111 +1941,15 @@ static int materialize_fork(tt_repo *repo, const tt_manifest *m, char **ref_out,
 				  json_string_value(json_array_get(stale, 0)));
 		goto done;
 	}
-	if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0)
+	if ((rc = tt_engine_backend(repo, m->kind, &lf.b, err)) < 0 ||
+	    (rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = branch_as_found(&lf, &at_pin, err)) < 0)
 		goto done;
-	tt_expect expected = { TT_EXPECT_ABSENT, NULL };
-	if (tt_backend_has(b, list_working_refs) && (rc = tt_backend_list_working_refs(b, m->locator, &refs, err)) < 0)
+	if (!at_pin && (rc = fork_pending(&lf, err)) < 0)
 		goto done;
-	if (list_has(refs, name)) {
-		/* It exists: reset only onto the head `new` reviewed; a branch
-		 * already at the pin is taken as it is. */
-		if ((rc = tt_backend_fingerprint(b, m->locator, name, &head, err)) < 0)
-			goto done;
-		if (m->state && tt_engine_same(m, head, m->state)) {
-			json_object_set_new(repo->ws.working_refs, m->key, json_string(name));
-			goto adopt;
-		}
-		json_t *agreed = json_object_get(repo->ws.pending_resets, m->key);
-		if (!agreed || !tt_engine_same(m, head, agreed)) {
-			tt_buf s = TT_BUF_INIT;
-			tt_short_state(&s, head);
-			rc = tt_error_set(err, TT_EREFMOVED, "branch %s holds writes (%s) that `new` did not see -- "
-					  "another checkout or clone writes to it; a writable open never resets a "
-					  "branch", name, s.ptr);
-			tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
-			tt_buf_release(&s);
-			goto done;
-		}
-		expected = (tt_expect){ TT_EXPECT_STATE, head };
-	}
-	if ((rc = workspace_text(repo, &wstext, err)) < 0)
-		goto done;
-	pre = json_pack("{s:O}", "workspace", wstext);
-	if (head)
-		json_object_set_new(pre, "heads", json_pack("{s:O}", m->key, head));
-	if ((rc = tt_oplog_begin(repo->root, "fork", NULL, pre, NULL, op_id, err)) < 0)
-		goto done;
-	char *ref = NULL;
-	if ((rc = tt_engine_fork_from_manifest(repo, m, name, &expected, &ref, err)) < 0) {
-		/* Another clone forked the branch between the listing and the
-		 * fork, and nothing was written: a failed attempt, journaled
-		 * so.  Any other failure may have left part of a fork behind:
-		 * the entry stays started, as an interrupted fork's does, for
-		 * the rerun to finish. */
-		if (rc != TT_EREFMOVED)
-			goto done;
-		tt_error ignored = TT_ERROR_INIT;
-		char *why = tt_strdup(tt_error_text(err));
-		json_t *r = json_pack("{s:s,s:s}", "key", m->key, "failed", why ? why : "");
-		tt_oplog_done(repo->root, op_id, r, NULL, NULL, &ignored);
-		json_decref(r);
-		tt_error_clear(&ignored);
-		tt_error_clear(err);
-		rc = tt_error_set(err, TT_EREFMOVED, "branch %s was created by another checkout since it was listed "
-				  "(%s), which may be writing to it; a writable open never resets a branch", name,
-				  why ? why : "");
-		tt_error_hint(err, "`tether new --shared` works on it as it is, with those writes");
-		free(why);
-		goto done;
-	}
-	json_object_set_new(repo->ws.working_refs, m->key, json_string(ref));
-	result = json_pack("{s:s,s:s,s:s,s:O}", "key", m->key, "ref", ref, "kind", m->kind, "locator",
-			   m->locator);
-	free(ref);
-adopt:
-	/* This key and every sibling pending on the same branch of the same
-	 * branch space (kind and scope: one store) write through it.  The
-	 * names are copied: deleting the pending entries frees theirs. */
-	{
-		const char *k;
-		json_t *v;
-		void *tmp;
-		char *want = tt_strdup(name), *scope = NULL;
-		tt_error ig = TT_ERROR_INIT;
-		if (tt_engine_branch_scope(repo, m, &scope, &ig) < 0)
-			scope = NULL; /* no sibling is known to share it */
-		tt_error_clear(&ig);
-		const char *made = json_string_value(json_object_get(repo->ws.working_refs, m->key));
-		json_object_foreach_safe(repo->ws.pending_forks, tmp, k, v) {
-			if (!want || !json_is_string(v) || strcmp(json_string_value(v), want) != 0)
-				continue;
-			const tt_manifest *sm = tt_manifests_find(&repo->objects, k);
-			if (!sm || strcmp(sm->kind, m->kind) != 0)
-				continue;
-			char *sscope = NULL;
-			bool same = strcmp(k, m->key) == 0 ||
-				    (scope && tt_engine_branch_scope(repo, sm, &sscope, &ig) == 0 && sscope &&
-				     strcmp(sscope, scope) == 0);
-			tt_error_clear(&ig);
-			free(sscope);
-			if (!same)
-				continue;
-			json_object_set_new(repo->ws.working_refs, k, json_string(made));
-			if (sm->state) {
-				json_object_set(repo->ws.fork_points, k, sm->state);
-				json_object_set(repo->ws.base_states, k, sm->state);
-			}
-			json_object_del(repo->ws.pending_resets, k);
-			json_object_del(repo->ws.pending_forks, k);
-		}
-		free(want);
-		free(scope);
-		json_object_del(repo->ws.pending_forks, m->key);
-		json_object_del(repo->ws.pending_resets, m->key);
-	}
+	write_through_siblings(repo, m, lf.name);
 	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto done;
-	if (op_id[0] && (rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err)) < 0)
+	if (lf.op_id[0] && (rc = tt_oplog_done(repo->root, lf.op_id, lf.result, NULL, NULL, err)) < 0)
 		goto done;
 	*ref_out = tt_strdup(json_string_value(json_object_get(repo->ws.working_refs, m->key)));
 	if (!*ref_out)
@@ -1732,11 +1957,11 @@ adopt:
 done:
 	tt_lock_release(&rlock);
 	json_decref(stale);
-	json_decref(refs);
-	json_decref(head);
-	json_decref(pre);
-	json_decref(wstext);
-	json_decref(result);
+	json_decref(lf.refs);
+	json_decref(lf.head);
+	json_decref(lf.pre);
+	json_decref(lf.wstext);
+	json_decref(lf.result);
 	return rc;
 }
 
@@ -1918,13 +2143,119 @@ int tt_repo_open_object(tt_repo *repo, const char *key, const char *rev, int rea
 	return tt_repo_open_handle(repo, key, &o, out, err);
 }
 
+/* Read-only at what that commit pinned or recorded. */
+static int open_at_rev(tt_repo *repo, const char *key, const char *rev, json_t **out, tt_error *err)
+{
+	tt_manifest_set at = { 0 };
+	int rc;
+	if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
+		return rc;
+	const tt_manifest *m = tt_manifests_find(&at, key);
+	if (!m)
+		rc = tt_error_set(err, TT_ECONFIG, "object '%s' does not exist at %s", key, rev);
+	else if (!m->state)
+		rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
+	else
+		rc = tt_engine_open_recorded(repo, m, rev, out, err);
+	tt_manifests_release(&at);
+	return rc;
+}
+
+/* A writable handle needs a kind that forks and a working copy on a bookmark. */
+static int writable_allowed(tt_repo *repo, const tt_manifest *m, unsigned caps, tt_error *err)
+{
+	int rc;
+	if (!(caps & TT_CAP_FORK)) {
+		rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
+				  "handles; open it --read-only", m->key, m->kind, tt_tier_name(caps));
+		tt_error_object(err, m->key, m->kind);
+		return rc;
+	}
+	if (!repo->ws.bookmark) {
+		rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark and is read-only");
+		tt_error_hint(err, "`tether new -b NAME` to start one, or `tether new NAME` to join one");
+		return rc;
+	}
+	return 0;
+}
+
+/* Where the branch is checked out (or a new checkout of it), in the
+ * handle; on failure the handle goes. */
+static int checkout_into(tt_backend *b, const tt_manifest *m, const char *ref, const char *worktree, json_t **out,
+			 tt_error *err)
+{
+	char *where = NULL;
+	int rc;
+	if ((rc = tt_backend_checkout(b, m->locator, ref, worktree, &where, err)) < 0) {
+		tt_error_object(err, m->key, m->kind);
+		json_decref(*out);
+		*out = NULL;
+		return rc;
+	}
+	json_object_set_new(*out, "worktree", where ? json_string(where) : json_null());
+	free(where);
+	return 0;
+}
+
+/* Under the repo's lock: the object's working branch (created now when
+ * it was deferred), opened writable.  *ref: caller frees. */
+static int open_working_branch(tt_repo *repo, tt_backend *b, const char *key, const char *worktree, char **ref,
+			       json_t **out, tt_error *err)
+{
+	int rc;
+	const tt_manifest *m = tt_manifests_find(&repo->objects, key); /* re-read under the lock */
+	if (!m)
+		return tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
+	if ((rc = on_bookmark(repo, m, err)) < 0 || (rc = tt_engine_working_ref(repo, m, ref, err)) < 0)
+		return rc;
+	if (!*ref && (rc = materialize_fork(repo, m, ref, err)) < 0)
+		return rc;
+	tt_target t = { .kind = TT_TARGET_REF, .ref = *ref };
+	if ((rc = tt_backend_open(b, m->locator, &t, false, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
+		tt_error_object(err, key, m->kind);
+		return rc;
+	}
+	if (tt_backend_has(b, checkout))
+		return checkout_into(b, m, *ref, worktree, out, err);
+	return 0;
+}
+
+/* Read-only: at the working ref when there is one, else the committed
+ * pin or state, else the base.  *ref: caller frees. */
+static int open_read_only(tt_repo *repo, tt_backend *b, const tt_manifest *m, char **ref, json_t **out,
+			  tt_error *err)
+{
+	int rc;
+	if ((rc = tt_engine_working_ref(repo, m, ref, err)) < 0)
+		return rc;
+	tt_target t = { .kind = TT_TARGET_BASE };
+	tt_pin pin;
+	if (*ref)
+		t = (tt_target){ .kind = TT_TARGET_REF, .ref = *ref };
+	else if (m->state && (rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0) {
+		if (rc != TT_ECAPABILITY)
+			return rc;
+		tt_error_clear(err);
+		t = (tt_target){ .kind = TT_TARGET_BASE };
+		rc = 0;
+	}
+	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
+	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
+		tt_error_object(err, m->key, m->kind);
+	return rc;
+}
+
+/*
+ * A native handle on key: read-only at a revision, writable on this
+ * bookmark's working branch (under the repo's lock), or read-only here.
+ */
 int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts, json_t **out,
 			tt_error *err)
 {
 	TT_CHECK_OPTS(opts, tt_open_opts, TT_OPEN_OPTS_VERSION, err);
 	const char *rev = opts->rev;
 	int read_only = opts->read_only;
-	tt_manifest_set at = { 0 };
 	tt_backend *b;
 	char *ref = NULL;
 	int rc;
@@ -1938,19 +2269,7 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		return tt_error_set(err, TT_EUSAGE, "a worktree is a checkout of a writable branch; "
 				    "opening at %s is read-only (leave out --worktree)", rev);
 	if (rev) {
-		/* Read-only at what that commit pinned or recorded. */
-		if ((rc = tt_engine_objects_at(repo, rev, &at, NULL, err)) < 0)
-			return rc;
-		const tt_manifest *m = tt_manifests_find(&at, key);
-		if (!m) {
-			rc = tt_error_set(err, TT_ECONFIG, "object '%s' does not exist at %s", key, rev);
-			goto done;
-		}
-		if (!m->state) {
-			rc = tt_error_set(err, TT_ECONFIG, "'%s' has no committed state at %s", key, rev);
-			goto done;
-		}
-		rc = tt_engine_open_recorded(repo, m, rev, out, err);
+		rc = open_at_rev(repo, key, rev, out, err);
 		goto done;
 	}
 	const tt_manifest *m = tt_manifests_find(&repo->objects, key);
@@ -1971,74 +2290,17 @@ int tt_repo_open_handle(tt_repo *repo, const char *key, const tt_open_opts *opts
 		tt_error_object(err, key, m->kind);
 		goto done;
 	}
-	if (want_write) {
-		if (!forkable) {
-			rc = tt_error_set(err, TT_ECAPABILITY, "'%s' (%s, tier %s) does not support writable "
-					  "handles; open it --read-only", key, m->kind, tt_tier_name(caps));
-			tt_error_object(err, key, m->kind);
-			goto done;
-		}
-		if (!repo->ws.bookmark) {
-			rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark and is read-only");
-			tt_error_hint(err, "`tether new -b NAME` to start one, or `tether new NAME` to join one");
-			goto done;
-		}
-		if ((rc = tt_repo_lock(repo, err)) < 0)
-			goto done;
-		locked = true;
-		m = tt_manifests_find(&repo->objects, key); /* re-read under the lock */
-		if (!m) {
-			rc = tt_error_set(err, TT_ECONFIG, "no such object: %s", key);
-			goto done;
-		}
-		if ((rc = on_bookmark(repo, m, err)) < 0)
-			goto done;
-		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
-			goto done;
-		if (!ref && (rc = materialize_fork(repo, m, &ref, err)) < 0)
-			goto done;
-		tt_target t = { .kind = TT_TARGET_REF, .ref = ref };
-		if ((rc = tt_backend_open(b, m->locator, &t, false, out, err)) < 0 ||
-		    (rc = attach_storage_options(b, m->locator, out, err)) < 0) {
-			tt_error_object(err, key, m->kind);
-			goto done;
-		}
-		/* Where the branch is checked out (or a new checkout of it). */
-		if (tt_backend_has(b, checkout)) {
-			char *where = NULL;
-			if ((rc = tt_backend_checkout(b, m->locator, ref, opts->worktree, &where, err)) < 0) {
-				tt_error_object(err, key, m->kind);
-				json_decref(*out);
-				*out = NULL;
-				goto done;
-			}
-			json_object_set_new(*out, "worktree", where ? json_string(where) : json_null());
-			free(where);
-		}
+	if (!want_write) {
+		rc = open_read_only(repo, b, m, &ref, out, err);
 		goto done;
 	}
-	/* Read-only: at the working ref when there is one, else the committed
-	 * pin or state, else the base. */
-	if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
+	if ((rc = writable_allowed(repo, m, caps, err)) < 0 || (rc = tt_repo_lock(repo, err)) < 0)
 		goto done;
-	tt_target t = { .kind = TT_TARGET_BASE };
-	tt_pin pin;
-	if (ref)
-		t = (tt_target){ .kind = TT_TARGET_REF, .ref = ref };
-	else if (m->state && (rc = tt_engine_pinned_source(repo, m, b, &pin, &t, err)) < 0) {
-		if (rc != TT_ECAPABILITY)
-			goto done;
-		tt_error_clear(err);
-		t = (tt_target){ .kind = TT_TARGET_BASE };
-		rc = 0;
-	}
-	if ((rc = tt_backend_open(b, m->locator, &t, true, out, err)) < 0 ||
-	    (rc = attach_storage_options(b, m->locator, out, err)) < 0)
-		tt_error_object(err, key, m->kind);
+	locked = true;
+	rc = open_working_branch(repo, b, key, opts->worktree, &ref, out, err);
 done:
 	if (locked)
 		tt_repo_unlock(repo);
-	tt_manifests_release(&at);
 	free(ref);
 	if (rc == 0 && *out)
 		handle_shape(*out, key);

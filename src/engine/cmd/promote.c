@@ -777,317 +777,429 @@ static void move_following(size_t i, void *ctx)
 		move_counted(i, f->jobs);
 }
 
-int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
-{
-	json_t *ctx = tt_plan_context(plan);
-	json_t *ff = json_object(), *merged = json_object(), *skipped = json_array(), *refused = json_object();
-	json_t *held = json_object(), *conflicts = json_object(), *kept = json_object(), *failed = json_object();
-	json_t *pre = NULL, *wstext = NULL, *plan_json = NULL, *bases = json_object();
-	move_job *jobs = NULL;
-	size_t nmerge = 0, nff = 0;
-	char op_id[TT_OP_ID_LEN + 1] = "";
-	const char *trunk_moved = NULL;
-	char *trunk_held = NULL;
-	int rc = 0;
+/* What applying `promote` carries from step to step. */
+typedef struct promote_apply {
+	tt_repo *repo;
+	const tt_plan *plan;
+	json_t *ctx; /* borrowed: the plan's context */
+	/* the result's parts, key -> state or why (skipped: keys) */
+	json_t *ff, *merged, *skipped, *refused, *held, *conflicts, *kept, *failed;
+	json_t *pre, *wstext, *plan_json;
+	json_t *bases;		 /* key -> the base state the plan saw */
+	move_job *jobs;		 /* the merges, then the fast-forwards */
+	size_t nmerge, nff;
+	char op_id[TT_OP_ID_LEN + 1]; /* "": nothing journalled */
+	const char *trunk_moved;      /* borrowed: the commit the trunk moved to */
+	char *trunk_held;	      /* why the trunk did not move */
+} promote_apply;
 
-	*out = NULL;
-	if (strcmp(tt_plan_command(plan), "promote") != 0)
-		return tt_error_set(err, TT_ECONFIG, "expected a promote plan, got '%s'", tt_plan_command(plan));
-	size_t na = tt_plan_action_count(plan);
+/* What the plan refused and held, and the notes of objects it skipped. */
+static void promote_set_aside(promote_apply *pa)
+{
+	size_t na = tt_plan_action_count(pa->plan);
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
+		tt_plan_action_at(pa->plan, i, &a);
 		if (strcmp(a.op, "refuse") == 0)
-			json_object_set_new(refused, a.key, json_string(a.detail));
+			json_object_set_new(pa->refused, a.key, json_string(a.detail));
 		else if (strcmp(a.op, "hold") == 0)
-			json_object_set_new(held, a.key, json_string(a.detail));
+			json_object_set_new(pa->held, a.key, json_string(a.detail));
 	}
-	for (size_t i = 0; i < tt_plan_note_count(plan); i++) {
-		const char *note = tt_plan_note_at(plan, i);
+	for (size_t i = 0; i < tt_plan_note_count(pa->plan); i++) {
+		const char *note = tt_plan_note_at(pa->plan, i);
 		const char *sep = strstr(note, ": ");
 		if (sep && (strstr(sep, "already at the target") || strstr(sep, "nothing to promote")))
-			json_array_append_new(skipped, json_stringn(note, (size_t)(sep - note)));
+			json_array_append_new(pa->skipped, json_stringn(note, (size_t)(sep - note)));
 	}
-	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "promote", err)) < 0)
-		goto done;
-	const char *message = json_string_value(json_object_get(ctx, "message"));
-	json_t *check = json_object_get(ctx, "check");
-	bool checked = json_is_object(check);
-	jobs = tt_calloc(na ? na : 1, sizeof *jobs);
-	if (!jobs) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	/* Merges first (they are what can still stop), then fast-forwards. */
+}
+
+/* A move job per merge and fast-forward: merges first (they are what can
+ * still stop), then fast-forwards. */
+static int promote_jobs(promote_apply *pa, bool checked, tt_error *err)
+{
+	size_t na = tt_plan_action_count(pa->plan);
+	const char *message = json_string_value(json_object_get(pa->ctx, "message"));
+	if (!(pa->jobs = tt_calloc(na ? na : 1, sizeof *pa->jobs)))
+		return tt_error_oom(err);
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < na; i++) {
 			tt_plan_action_view a;
-			tt_plan_action_at(plan, i, &a);
+			tt_plan_action_at(pa->plan, i, &a);
 			if (strcmp(a.op, pass == 0 ? "merge" : "fast-forward") != 0)
 				continue;
-			move_job *j = &jobs[nmerge + nff];
-			*j = (move_job){ repo, a.key, a.kind, pass == 0 ? "merge" : "fast-forward", a.params, a.target,
-					 checked, message, NULL, NULL, TT_ERROR_INIT };
-			json_object_set(bases, a.key, json_object_get(a.params, "base_state"));
+			move_job *j = &pa->jobs[pa->nmerge + pa->nff];
+			*j = (move_job){ pa->repo, a.key, a.kind, pass == 0 ? "merge" : "fast-forward", a.params,
+					 a.target, checked, message, NULL, NULL, TT_ERROR_INIT };
+			json_object_set(pa->bases, a.key, json_object_get(a.params, "base_state"));
 			if (pass == 0)
-				nmerge++;
+				pa->nmerge++;
 			else
-				nff++;
+				pa->nff++;
 		}
-	/* Whole or not at all: what would stop one object (a lock file left
-	 * behind, a dirty checkout) is found before any object moves. */
-	tt_engine_prepare(repo);
-	if (nmerge + nff && (rc = tt_engine_fanout(nmerge + nff, check_one, jobs, err)) < 0)
-		goto done;
-	{
-		tt_buf names = TT_BUF_INIT;
-		for (size_t i = 0; i < nmerge + nff; i++)
-			if (jobs[i].err.code) {
-				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", jobs[i].key);
-				json_object_set_new(jobs[i].err.code == TT_EREFMOVED ? refused : failed, jobs[i].key,
-						    json_string(tt_error_text(&jobs[i].err)));
-			}
-		for (size_t i = 0; names.len && i < nmerge + nff; i++)
-			if (!jobs[i].err.code) {
-				char *h = tt_asprintf("would %s: held because %s cannot move now, and a bookmark "
-						      "lands whole or not at all", jobs[i].op, names.ptr);
-				json_object_set_new(held, jobs[i].key, json_string(h ? h : ""));
-				free(h);
-			}
-		for (size_t i = 0; i < nmerge + nff; i++)
-			tt_error_clear(&jobs[i].err);
-		if (names.len)
-			nmerge = nff = 0; /* nothing moves, nothing to journal */
-		tt_buf_release(&names);
-	}
-	if (nmerge + nff) {
-		tt_buf wb = TT_BUF_INIT;
-		rc = tt_workspace_render(&wb, &repo->ws, err);
-		wstext = rc == 0 ? json_stringn(wb.ptr, wb.len) : NULL;
-		tt_buf_release(&wb);
-		if (rc < 0)
-			goto done;
-		pre = json_pack("{s:O,s:O}", "workspace", wstext, "base_states", bases);
-		if (!pre || !(plan_json = tt_plan_to_object(plan, err)) ||
-		    (rc = tt_oplog_begin(repo->root, "promote", plan_json, pre, NULL, op_id, err)) < 0) {
-			rc = rc < 0 ? rc : err->code ? err->code : tt_error_oom(err);
-			goto done;
+	return 0;
+}
+
+/* Whole or not at all: what would stop one object (a lock file left
+ * behind, a dirty checkout) is found before any object moves; then
+ * nothing moves, and there is nothing to journal. */
+static int check_before_moving(promote_apply *pa, tt_error *err)
+{
+	size_t n = pa->nmerge + pa->nff;
+	int rc;
+	tt_engine_prepare(pa->repo);
+	if (n && (rc = tt_engine_fanout(n, check_one, pa->jobs, err)) < 0)
+		return rc;
+	tt_buf names = TT_BUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		if (pa->jobs[i].err.code) {
+			tt_buf_printf(&names, "%s%s", names.len ? ", " : "", pa->jobs[i].key);
+			json_object_set_new(pa->jobs[i].err.code == TT_EREFMOVED ? pa->refused : pa->failed,
+					    pa->jobs[i].key, json_string(tt_error_text(&pa->jobs[i].err)));
 		}
-		tt_fault("promote:after-journal");
-	}
-	tt_engine_prepare(repo);
-	tt_engine_progress_begin(repo, "merge", nmerge);
-	rc = tt_engine_fanout(nmerge, move_counted, jobs, err);
-	tt_engine_progress_end(repo);
-	if (rc < 0)
-		goto done;
-	bool stopped = false;
-	for (size_t i = 0; i < nmerge; i++) {
-		move_job *j = &jobs[i];
-		if (j->new_state)
-			continue;
-		stopped = true;
-		if (j->err.code == TT_ECONFLICT) {
-			json_object_set(conflicts, j->key, j->conflicts ? j->conflicts : json_array());
-			json_object_set_new(refused, j->key, json_string(tt_error_text(&j->err)));
-		} else if (j->err.code == TT_EREFMOVED) {
-			json_object_set_new(refused, j->key, json_string(tt_error_text(&j->err)));
-		} else {
-			json_object_set_new(failed, j->key, json_string(tt_error_text(&j->err)));
-		}
-	}
-	if (nff && stopped) {
-		tt_buf names = TT_BUF_INIT;
-		for (size_t i = 0; i < nmerge; i++)
-			if (!jobs[i].new_state)
-				tt_buf_printf(&names, "%s%s", names.len ? ", " : "", jobs[i].key);
-		for (size_t i = nmerge; i < nmerge + nff; i++) {
-			char *h = tt_asprintf("would fast-forward: held because the merge of %s did not land, and a "
-					      "bookmark lands whole or not at all", names.ptr);
-			json_object_set_new(held, jobs[i].key, json_string(h ? h : ""));
+	for (size_t i = 0; names.len && i < n; i++)
+		if (!pa->jobs[i].err.code) {
+			char *h = tt_asprintf("would %s: held because %s cannot move now, and a bookmark "
+					      "lands whole or not at all", pa->jobs[i].op, names.ptr);
+			json_object_set_new(pa->held, pa->jobs[i].key, json_string(h ? h : ""));
 			free(h);
 		}
-		tt_buf_release(&names);
-	} else if (nff) {
-		tt_fault("promote:before-fast-forwards");
-		/* One fast-forward goes first, alone - on a system whose move is
-		 * conditional where there is one - and the rest only once it
-		 * landed: of promotes racing from the same bases exactly one gets
-		 * past it, and the others move nothing. */
-		size_t lead = 0;
-		for (size_t i = 0; i < nff; i++) {
-			const tt_manifest *m = tt_manifests_find(&repo->objects, jobs[nmerge + i].key);
-			if (m && strcmp(m->kind, jobs[nmerge + i].kind) == 0 &&
-			    (tt_engine_caps(repo, m) & TT_CAP_CONDITIONAL_REF)) {
-				lead = i;
-				break;
-			}
-		}
-		following rest = { jobs + nmerge, lead };
-		tt_engine_progress_begin(repo, "promote", nff);
-		move_counted(lead, jobs + nmerge);
-		if (jobs[nmerge + lead].new_state && nff > 1)
-			rc = tt_engine_fanout(nff, move_following, &rest, err);
-		tt_engine_progress_end(repo);
-		if (rc < 0)
-			goto done;
-		for (size_t i = nmerge; i < nmerge + nff; i++) {
-			move_job *j = &jobs[i];
-			if (j->new_state)
-				continue;
-			if (i != nmerge + lead && !jobs[nmerge + lead].new_state) {
-				char *h = tt_asprintf("would fast-forward: held because %s did not move, and a bookmark "
-						      "lands whole or not at all", jobs[nmerge + lead].key);
-				json_object_set_new(held, j->key, json_string(h ? h : ""));
-				free(h);
-				continue;
-			}
-			json_object_set_new(j->err.code == TT_EREFMOVED ? refused : failed, j->key,
-					    json_string(tt_error_text(&j->err)));
+	for (size_t i = 0; i < n; i++)
+		tt_error_clear(&pa->jobs[i].err);
+	if (names.len)
+		pa->nmerge = pa->nff = 0;
+	tt_buf_release(&names);
+	return 0;
+}
+
+/* The journal's entry: the plan, with the workspace and the bases as its `pre`. */
+static int journal_promote(promote_apply *pa, tt_error *err)
+{
+	tt_buf wb = TT_BUF_INIT;
+	int rc = tt_workspace_render(&wb, &pa->repo->ws, err);
+	pa->wstext = rc == 0 ? json_stringn(wb.ptr, wb.len) : NULL;
+	tt_buf_release(&wb);
+	if (rc < 0)
+		return rc;
+	pa->pre = json_pack("{s:O,s:O}", "workspace", pa->wstext, "base_states", pa->bases);
+	if (!pa->pre || !(pa->plan_json = tt_plan_to_object(pa->plan, err)) ||
+	    (rc = tt_oplog_begin(pa->repo->root, "promote", pa->plan_json, pa->pre, NULL, pa->op_id, err)) < 0)
+		return rc < 0 ? rc : err->code ? err->code : tt_error_oom(err);
+	tt_fault("promote:after-journal");
+	return 0;
+}
+
+/* The merges, side by side; *stopped: one did not land (a conflict, a
+ * base that moved, a failure), each recorded as such. */
+static int run_merges(promote_apply *pa, bool *stopped, tt_error *err)
+{
+	*stopped = false;
+	tt_engine_prepare(pa->repo);
+	tt_engine_progress_begin(pa->repo, "merge", pa->nmerge);
+	int rc = tt_engine_fanout(pa->nmerge, move_counted, pa->jobs, err);
+	tt_engine_progress_end(pa->repo);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < pa->nmerge; i++) {
+		move_job *j = &pa->jobs[i];
+		if (j->new_state)
+			continue;
+		*stopped = true;
+		if (j->err.code == TT_ECONFLICT) {
+			json_object_set(pa->conflicts, j->key, j->conflicts ? j->conflicts : json_array());
+			json_object_set_new(pa->refused, j->key, json_string(tt_error_text(&j->err)));
+		} else if (j->err.code == TT_EREFMOVED) {
+			json_object_set_new(pa->refused, j->key, json_string(tt_error_text(&j->err)));
+		} else {
+			json_object_set_new(pa->failed, j->key, json_string(tt_error_text(&j->err)));
 		}
 	}
-	/* Results, shares, and the working branches after a merge. */
-	for (size_t i = 0; i < nmerge + nff; i++) {
-		move_job *j = &jobs[i];
+	return 0;
+}
+
+/* A merge did not land: every fast-forward is held. */
+static void hold_fast_forwards(promote_apply *pa)
+{
+	tt_buf names = TT_BUF_INIT;
+	for (size_t i = 0; i < pa->nmerge; i++)
+		if (!pa->jobs[i].new_state)
+			tt_buf_printf(&names, "%s%s", names.len ? ", " : "", pa->jobs[i].key);
+	for (size_t i = pa->nmerge; i < pa->nmerge + pa->nff; i++) {
+		char *h = tt_asprintf("would fast-forward: held because the merge of %s did not land, and a "
+				      "bookmark lands whole or not at all", names.ptr);
+		json_object_set_new(pa->held, pa->jobs[i].key, json_string(h ? h : ""));
+		free(h);
+	}
+	tt_buf_release(&names);
+}
+
+/* The fast-forward that goes first: the first on a system whose move is
+ * conditional, else the first (an index among the fast-forwards). */
+static size_t lead_fast_forward(promote_apply *pa)
+{
+	for (size_t i = 0; i < pa->nff; i++) {
+		move_job *j = &pa->jobs[pa->nmerge + i];
+		const tt_manifest *m = tt_manifests_find(&pa->repo->objects, j->key);
+		if (m && strcmp(m->kind, j->kind) == 0 && (tt_engine_caps(pa->repo, m) & TT_CAP_CONDITIONAL_REF))
+			return i;
+	}
+	return 0;
+}
+
+/*
+ * One fast-forward goes first, alone - on a system whose move is
+ * conditional where there is one - and the rest only once it landed: of
+ * promotes racing from the same bases exactly one gets past it, and the
+ * others move nothing.
+ */
+static int run_fast_forwards(promote_apply *pa, tt_error *err)
+{
+	move_job *ffs = pa->jobs + pa->nmerge;
+	int rc = 0;
+	tt_fault("promote:before-fast-forwards");
+	size_t lead = lead_fast_forward(pa);
+	following rest = { ffs, lead };
+	tt_engine_progress_begin(pa->repo, "promote", pa->nff);
+	move_counted(lead, ffs);
+	if (ffs[lead].new_state && pa->nff > 1)
+		rc = tt_engine_fanout(pa->nff, move_following, &rest, err);
+	tt_engine_progress_end(pa->repo);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < pa->nff; i++) {
+		move_job *j = &ffs[i];
+		if (j->new_state)
+			continue;
+		if (i != lead && !ffs[lead].new_state) {
+			char *h = tt_asprintf("would fast-forward: held because %s did not move, and a bookmark "
+					      "lands whole or not at all", ffs[lead].key);
+			json_object_set_new(pa->held, j->key, json_string(h ? h : ""));
+			free(h);
+			continue;
+		}
+		json_object_set_new(j->err.code == TT_EREFMOVED ? pa->refused : pa->failed, j->key,
+				    json_string(tt_error_text(&j->err)));
+	}
+	return 0;
+}
+
+/* Each move that landed, journalled and among the results; then each
+ * sharer of a scope as its first member. */
+static void record_moves(promote_apply *pa)
+{
+	size_t na = tt_plan_action_count(pa->plan);
+	for (size_t i = 0; i < pa->nmerge + pa->nff; i++) {
+		move_job *j = &pa->jobs[i];
 		if (!j->new_state)
 			continue;
 		tt_fault("promote:after-move");
 		tt_error ignored = TT_ERROR_INIT;
 		json_t *d = json_pack("{s:s,s:O}", "key", j->key, "state", j->new_state);
-		tt_oplog_progress(repo->root, op_id, j->op, d, &ignored);
+		tt_oplog_progress(pa->repo->root, pa->op_id, j->op, d, &ignored);
 		json_decref(d);
 		tt_error_clear(&ignored);
-		json_object_set(strcmp(j->op, "merge") == 0 ? merged : ff, j->key, j->new_state);
+		json_object_set(strcmp(j->op, "merge") == 0 ? pa->merged : pa->ff, j->key, j->new_state);
 	}
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
+		tt_plan_action_at(pa->plan, i, &a);
 		if (strcmp(a.op, "share") != 0)
 			continue;
 		const char *with = json_string_value(json_object_get(a.params, "with"));
-		json_t *s = with ? json_object_get(ff, with) : NULL;
+		json_t *s = with ? json_object_get(pa->ff, with) : NULL;
 		if (s)
-			json_object_set(ff, a.key, s);
-		else if (with && (s = json_object_get(merged, with)))
-			json_object_set(merged, a.key, s);
+			json_object_set(pa->ff, a.key, s);
+		else if (with && (s = json_object_get(pa->merged, with)))
+			json_object_set(pa->merged, a.key, s);
 	}
+}
+
+/* The fork now lags the base: reset it onto the merge result unless it
+ * gained writes since the plan read it.  false: left as it is (kept). */
+static bool reset_fork_onto(promote_apply *pa, const tt_manifest *m, const char *key, json_t *state, json_t *wr)
+{
+	tt_backend *b;
+	char *ref = NULL;
+	tt_error ferr = TT_ERROR_INIT;
+	json_t *reviewed = NULL;
+	bool reset = true;
+	for (size_t i = 0; i < pa->nmerge; i++)
+		if (strcmp(pa->jobs[i].key, key) == 0)
+			reviewed = json_object_get(pa->jobs[i].params, "target_state");
+	tt_target src = { .kind = TT_TARGET_STATE, .state = state };
+	tt_expect exp = reviewed ? (tt_expect){ TT_EXPECT_STATE, reviewed } : (tt_expect){ TT_EXPECT_NONE, NULL };
+	if (tt_engine_backend(pa->repo, m->kind, &b, &ferr) == 0 &&
+	    tt_backend_fork(b, m->locator, &src, json_string_value(wr), &exp, &ref, &ferr) == 0) {
+		json_object_set_new(pa->repo->ws.working_refs, key, json_string(ref));
+	} else {
+		char *why = tt_asprintf("%s was not reset onto the merge result (%s); left as it is -- "
+					"commit its writes and promote again", json_string_value(wr),
+					tt_error_text(&ferr));
+		json_object_set_new(pa->kept, key, json_string(why ? why : ""));
+		free(why);
+		reset = false;
+	}
+	free(ref);
+	tt_error_clear(&ferr);
+	return reset;
+}
+
+/* The working branches after a merge, and the fork points and snapshots
+ * of every object that moved; the workspace saved when it changed. */
+static int settle_workspace(promote_apply *pa, tt_error *err)
+{
+	tt_workspace *ws = &pa->repo->ws;
 	bool touched = false;
 	json_t *results = json_object();
-	json_object_update(results, ff);
-	json_object_update(results, merged);
+	json_object_update(results, pa->ff);
+	json_object_update(results, pa->merged);
 	const char *key;
 	json_t *state;
 	json_object_foreach(results, key, state) {
-		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-		json_t *wr = json_object_get(repo->ws.working_refs, key);
-		if (json_object_get(merged, key) && m && json_is_string(wr)) {
-			/* The fork now lags the base: reset it onto the merge result
-			 * unless it gained writes since the plan read it. */
-			tt_backend *b;
-			char *ref = NULL;
-			tt_error ferr = TT_ERROR_INIT;
-			json_t *reviewed = NULL;
-			for (size_t i = 0; i < nmerge; i++)
-				if (strcmp(jobs[i].key, key) == 0)
-					reviewed = json_object_get(jobs[i].params, "target_state");
-			tt_target src = { .kind = TT_TARGET_STATE, .state = state };
-			tt_expect exp = reviewed ? (tt_expect){ TT_EXPECT_STATE, reviewed } : (tt_expect){ TT_EXPECT_NONE, NULL };
-			if (tt_engine_backend(repo, m->kind, &b, &ferr) == 0 &&
-			    tt_backend_fork(b, m->locator, &src, json_string_value(wr), &exp, &ref, &ferr) == 0) {
-				json_object_set_new(repo->ws.working_refs, key, json_string(ref));
-			} else {
-				char *why = tt_asprintf("%s was not reset onto the merge result (%s); left as it is -- "
-							"commit its writes and promote again", json_string_value(wr),
-							tt_error_text(&ferr));
-				json_object_set_new(kept, key, json_string(why ? why : ""));
-				free(why);
-				free(ref);
-				tt_error_clear(&ferr);
-				continue;
-			}
-			free(ref);
-			tt_error_clear(&ferr);
-		}
-		if (json_object_get(repo->ws.working_refs, key) || json_object_get(repo->ws.fork_points, key)) {
-			json_object_set(repo->ws.fork_points, key, state);
-			json_object_set(repo->ws.last_snapshot, key, state);
+		const tt_manifest *m = tt_manifests_find(&pa->repo->objects, key);
+		json_t *wr = json_object_get(ws->working_refs, key);
+		if (json_object_get(pa->merged, key) && m && json_is_string(wr) &&
+		    !reset_fork_onto(pa, m, key, state, wr))
+			continue;
+		if (json_object_get(ws->working_refs, key) || json_object_get(ws->fork_points, key)) {
+			json_object_set(ws->fork_points, key, state);
+			json_object_set(ws->last_snapshot, key, state);
 			touched = true;
 		}
 	}
 	json_decref(results);
-	if (touched && (rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+	return touched ? tt_workspace_save(ws, pa->repo->root, err) : 0;
+}
+
+/* Did the whole bookmark fast-forward, so that the trunk follows? */
+static bool whole_bookmark_landed(promote_apply *pa)
+{
+	json_t *current = json_object_get(pa->ctx, "current");
+	return (json_object_size(pa->ff) || json_array_size(current)) && pa->repo->ws.bookmark &&
+	       !tt_engine_on_trunk(pa->repo) && json_is_null(json_object_get(pa->ctx, "rev")) &&
+	       !json_is_true(json_object_get(pa->ctx, "subset")) && !json_object_size(pa->refused) &&
+	       !json_object_size(pa->held) && !json_object_size(pa->merged) && !json_object_size(pa->failed);
+}
+
+/* The result, as printed and journalled (new reference; NULL: out of memory). */
+static json_t *promote_result(promote_apply *pa)
+{
+	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s?,s:s?,s:O}", "fast_forwarded", pa->ff, "merged",
+			 pa->merged, "skipped", pa->skipped, "refused", pa->refused, "held", pa->held, "conflicts",
+			 pa->conflicts, "kept_forks", pa->kept, "trunk_moved", pa->trunk_moved, "trunk_held",
+			 pa->trunk_held, "failed", pa->failed);
+}
+
+/* The dataset side: the trunk bookmark moves to the commit the plan
+ * reviewed, never backwards; then the result (*out). */
+static int move_trunk(promote_apply *pa, json_t **out, tt_error *err)
+{
+	json_t *marks = NULL;
+	const char *trunk = tt_config_trunk(&pa->repo->config);
+	int rc;
+	if ((rc = tt_vcs_bookmarks(pa->repo->vcs, &marks, err)) < 0)
+		return rc;
+	const char *commit = json_string_value(json_object_get(pa->ctx, "bookmark_commit"));
+	if (!commit)
+		commit = json_string_value(json_object_get(marks, pa->repo->ws.bookmark));
+	const char *tc = json_string_value(json_object_get(marks, trunk));
+	if (commit && tc && strcmp(commit, tc) == 0)
+		commit = NULL;
+	bool ok = true;
+	if (commit && tc && (rc = tt_vcs_is_ancestor(pa->repo->vcs, tc, commit, &ok, err)) < 0)
 		goto done;
-	/* The dataset side: when the whole bookmark fast-forwarded, the trunk
-	 * bookmark moves to the commit the plan reviewed. */
-	const char *bookmark = repo->ws.bookmark;
-	json_t *current = json_object_get(ctx, "current");
-	if ((json_object_size(ff) || json_array_size(current)) && bookmark && !tt_engine_on_trunk(repo) &&
-	    json_is_null(json_object_get(ctx, "rev")) && !json_is_true(json_object_get(ctx, "subset")) &&
-	    !json_object_size(refused) && !json_object_size(held) && !json_object_size(merged) &&
-	    !json_object_size(failed)) {
-		json_t *marks = NULL;
-		const char *trunk = tt_config_trunk(&repo->config);
-		if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
+	if (commit && ok) {
+		if ((rc = tt_vcs_bookmark_set(pa->repo->vcs, trunk, commit, err)) < 0)
 			goto done;
-		const char *commit = json_string_value(json_object_get(ctx, "bookmark_commit"));
-		if (!commit)
-			commit = json_string_value(json_object_get(marks, bookmark));
-		const char *tc = json_string_value(json_object_get(marks, trunk));
-		if (commit && tc && strcmp(commit, tc) == 0)
-			commit = NULL;
-		bool ok = true;
-		if (commit && tc && (rc = tt_vcs_is_ancestor(repo->vcs, tc, commit, &ok, err)) < 0) {
-			json_decref(marks);
+		pa->trunk_moved = commit;
+	} else if (commit) {
+		pa->trunk_held = tt_asprintf("%s moved to %.12s since the plan; not moved backwards -- merge the "
+					     "manifests and promote again", trunk, tc);
+	}
+	*out = promote_result(pa);
+done:
+	json_decref(marks);
+	return rc;
+}
+
+static void promote_apply_release(promote_apply *pa)
+{
+	for (size_t i = 0; pa->jobs && i < pa->nmerge + pa->nff; i++) {
+		json_decref(pa->jobs[i].new_state);
+		json_decref(pa->jobs[i].conflicts);
+		tt_error_clear(&pa->jobs[i].err);
+	}
+	free(pa->jobs);
+	free(pa->trunk_held);
+	json_decref(pa->ff);
+	json_decref(pa->merged);
+	json_decref(pa->skipped);
+	json_decref(pa->refused);
+	json_decref(pa->held);
+	json_decref(pa->conflicts);
+	json_decref(pa->kept);
+	json_decref(pa->failed);
+	json_decref(pa->pre);
+	json_decref(pa->wstext);
+	json_decref(pa->plan_json);
+	json_decref(pa->bases);
+}
+
+/*
+ * Apply `promote`: what the plan set aside, a check that every base can
+ * move (else none does), the journal's entry, the merges, then the
+ * fast-forwards (held when a merge did not land), the workspace after
+ * them, and the trunk when the whole bookmark landed.
+ */
+int tt_engine_apply_promote(tt_repo *repo, const tt_plan *plan, bool verify, json_t **out, tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan);
+	promote_apply pa = { .repo = repo, .plan = plan, .ctx = ctx, .ff = json_object(), .merged = json_object(),
+			     .skipped = json_array(), .refused = json_object(), .held = json_object(),
+			     .conflicts = json_object(), .kept = json_object(), .failed = json_object(),
+			     .bases = json_object() };
+	bool stopped;
+	int rc = 0;
+
+	*out = NULL;
+	if (strcmp(tt_plan_command(plan), "promote") != 0) {
+		rc = tt_error_set(err, TT_ECONFIG, "expected a promote plan, got '%s'", tt_plan_command(plan));
+		goto done;
+	}
+	promote_set_aside(&pa);
+	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "promote", err)) < 0)
+		goto done;
+	json_t *check = json_object_get(ctx, "check");
+	bool checked = json_is_object(check);
+	if ((rc = promote_jobs(&pa, checked, err)) < 0 || (rc = check_before_moving(&pa, err)) < 0)
+		goto done;
+	if (pa.nmerge + pa.nff && (rc = journal_promote(&pa, err)) < 0)
+		goto done;
+	if ((rc = run_merges(&pa, &stopped, err)) < 0)
+		goto done;
+	if (pa.nff && stopped)
+		hold_fast_forwards(&pa);
+	else if (pa.nff && (rc = run_fast_forwards(&pa, err)) < 0)
+		goto done;
+	record_moves(&pa);
+	if ((rc = settle_workspace(&pa, err)) < 0)
+		goto done;
+	if (whole_bookmark_landed(&pa)) {
+		if ((rc = move_trunk(&pa, out, err)) < 0)
 			goto done;
-		}
-		if (commit && ok) {
-			if ((rc = tt_vcs_bookmark_set(repo->vcs, trunk, commit, err)) < 0) {
-				json_decref(marks);
-				goto done;
-			}
-			trunk_moved = commit;
-		} else if (commit) {
-			trunk_held = tt_asprintf("%s moved to %.12s since the plan; not moved backwards -- merge the "
-						 "manifests and promote again", trunk, tc);
-		}
-		*out = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s?,s:s?,s:O}", "fast_forwarded", ff, "merged", merged,
-				 "skipped", skipped, "refused", refused, "held", held, "conflicts", conflicts, "kept_forks",
-				 kept, "trunk_moved", trunk_moved, "trunk_held", trunk_held, "failed", failed);
-		json_decref(marks);
 	} else {
-		*out = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:s?,s:O}", "fast_forwarded", ff, "merged", merged,
-				 "skipped", skipped, "refused", refused, "held", held, "conflicts", conflicts, "kept_forks",
-				 kept, "trunk_moved", "trunk_held", trunk_held, "failed", failed);
+		*out = promote_result(&pa);
 	}
 	if (*out && checked)
 		json_object_set(*out, "check", check);
-	if (op_id[0]) {
+	if (pa.op_id[0]) {
 		tt_error ignored = TT_ERROR_INIT;
-		tt_oplog_done(repo->root, op_id, *out, NULL, NULL, &ignored);
+		tt_oplog_done(repo->root, pa.op_id, *out, NULL, NULL, &ignored);
 		tt_error_clear(&ignored);
 	}
 	if (!*out)
 		rc = tt_error_oom(err);
 done:
-	for (size_t i = 0; jobs && i < nmerge + nff; i++) {
-		json_decref(jobs[i].new_state);
-		json_decref(jobs[i].conflicts);
-		tt_error_clear(&jobs[i].err);
-	}
-	free(jobs);
-	free(trunk_held);
-	json_decref(ff);
-	json_decref(merged);
-	json_decref(skipped);
-	json_decref(refused);
-	json_decref(held);
-	json_decref(conflicts);
-	json_decref(kept);
-	json_decref(failed);
-	json_decref(pre);
-	json_decref(wstext);
-	json_decref(plan_json);
-	json_decref(bases);
+	promote_apply_release(&pa);
 	return rc;
 }
 

@@ -373,146 +373,199 @@ static int load_restore(tt_repo *repo, void *vctx, tt_plan *plan, tt_error *err)
 	return rc < 0 ? rc : tt_engine_check_preconditions(repo, plan, "restore", err);
 }
 
+/* What applying `restore` carries from step to step. */
+typedef struct restore_apply {
+	tt_repo *repo;
+	const tt_plan *plan;
+	const char *commit, *rev, *at; /* borrowed: what the plan was made from */
+	json_t *done_refs;	       /* key -> working ref restored */
+	json_t *created, *reset;       /* keys of branches made, and reset */
+	json_t *heads;		       /* key -> head of an existing branch */
+	char op_id[TT_OP_ID_LEN + 1];
+	const char *failing; /* borrowed: the key being restored */
+} restore_apply;
+
+/* The plan's refusals as one error, and the heads of the existing branches it resets. */
+static int restore_refusals(restore_apply *ra, tt_error *err)
+{
+	tt_buf refused = TT_BUF_INIT;
+	int rc = 0;
+	for (size_t a = 0; a < tt_plan_action_count(ra->plan); a++) {
+		tt_plan_action_view v;
+		tt_plan_action_at(ra->plan, a, &v);
+		if (strcmp(v.op, "refuse") == 0)
+			tt_buf_printf(&refused, "\n  %s: %s", v.key, v.detail);
+		else if (json_object_get(v.params, "existing"))
+			json_object_set(ra->heads, v.key, json_object_get(v.params, "head"));
+	}
+	if (refused.len)
+		rc = tt_error_set(err, TT_ECONFIG, "cannot restore:%s", refused.ptr);
+	tt_buf_release(&refused);
+	return rc;
+}
+
+/* The journal's entry: the plan, with the workspace and the heads as its `pre`. */
+static int journal_restore(restore_apply *ra, tt_error *err)
+{
+	tt_buf wb = TT_BUF_INIT;
+	tt_workspace_render(&wb, &ra->repo->ws, err);
+	json_t *pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", ra->heads);
+	json_t *pj = tt_plan_to_object(ra->plan, err);
+	int rc = tt_oplog_begin(ra->repo->root, "restore", pj, pre, NULL, ra->op_id, err);
+	json_decref(pre);
+	json_decref(pj);
+	tt_buf_release(&wb);
+	return rc;
+}
+
+/* The working branch of one object forked anew: from the state it had
+ * then, or from the manifest it had then.  *ref: caller frees. */
+static int fork_restored(restore_apply *ra, const tt_plan_action_view *v, char **ref, tt_error *err)
+{
+	json_t *h = json_object_get(v->params, "head");
+	tt_expect exp = json_object_get(v->params, "existing")
+				? (json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL })
+				: (tt_expect){ TT_EXPECT_ABSENT, NULL };
+	json_t *at_state = json_object_get(v->params, "at_state");
+	int rc;
+	if (at_state) {
+		const tt_manifest *now = tt_manifests_find(&ra->repo->objects, v->key);
+		if (!now)
+			return tt_error_set(err, TT_ESTALEPLAN, "'%s' is no longer registered; re-run the plan", v->key);
+		return fork_from_state(ra->repo, now, at_state, v->target, &exp, ref, err);
+	}
+	tt_manifest src;
+	json_t *t = json_object_get(v->params, "then");
+	if ((rc = tt_manifest_parse(&src, json_string_value(t), json_string_length(t), "plan", err)) < 0)
+		return rc;
+	rc = tt_engine_fork_from_manifest(ra->repo, &src, v->target, &exp, ref, err);
+	tt_manifest_release(&src);
+	return rc;
+}
+
+/* The restored branch in the workspace and the journal; the workspace is
+ * written after each reset: a crash leaves every reset described. */
+static int record_restored(restore_apply *ra, const tt_plan_action_view *v, const char *ref, tt_error *err)
+{
+	tt_workspace *ws = &ra->repo->ws;
+	json_t *ts = json_object_get(v->params, "then_state");
+	json_object_set_new(ws->working_refs, v->key, json_string(ref));
+	json_object_del(ws->pending_forks, v->key);
+	json_object_del(ws->pending_resets, v->key);
+	json_object_set(ws->fork_points, v->key, ts);
+	json_object_set(ws->last_snapshot, v->key, ts);
+	const tt_manifest *now = tt_manifests_find(&ra->repo->objects, v->key);
+	if (now && now->state)
+		json_object_set(ws->base_states, v->key, now->state);
+	json_object_set_new(ra->done_refs, v->key, json_string(ref));
+	json_array_append_new(json_object_get(v->params, "existing") ? ra->reset : ra->created, json_string(v->key));
+	json_t *d = json_pack("{s:s,s:s}", "key", v->key, "ref", ref);
+	tt_oplog_progress(ra->repo->root, ra->op_id, "fork", d, err);
+	json_decref(d);
+	tt_fault("restore:after-reset");
+	return tt_workspace_save(ws, ra->repo->root, err);
+}
+
+/* Each planned fork, forked and recorded in turn. */
+static int restore_forks(restore_apply *ra, tt_error *err)
+{
+	int rc;
+	for (size_t a = 0; a < tt_plan_action_count(ra->plan); a++) {
+		tt_plan_action_view v;
+		tt_plan_action_at(ra->plan, a, &v);
+		if (strcmp(v.op, "fork") != 0)
+			continue;
+		ra->failing = v.key;
+		char *ref = NULL;
+		if ((rc = fork_restored(ra, &v, &ref, err)) < 0)
+			return rc;
+		tt_fault("restore:after-fork");
+		rc = record_restored(ra, &v, ref, err);
+		free(ref);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The entry done, and the result. */
+static int restore_done(restore_apply *ra, json_t **out, tt_error *err)
+{
+	json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?}", "created", ra->created, "reset", ra->reset,
+				"working_refs", ra->done_refs, "from_commit", ra->commit, "at", ra->at);
+	int rc = tt_oplog_done(ra->repo->root, ra->op_id, res, NULL, NULL, err);
+	json_decref(res);
+	if (rc == 0)
+		*out = json_pack("{s:s?,s:s?,s:O}", "from", ra->rev, "at", ra->at, "working_refs", ra->done_refs);
+	return rc;
+}
+
+/* A head that moved between the plan's check and its reset (a clone that
+ * shares no lock) stops the restore with nothing written for it: what was
+ * reset so far is journaled as done, beside why it stopped. */
+static int restore_stopped(restore_apply *ra, tt_error *err)
+{
+	tt_error ignored = TT_ERROR_INIT;
+	char *why = tt_strdup(tt_error_text(err));
+	json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?,s:s}", "created", ra->created, "reset", ra->reset,
+				"working_refs", ra->done_refs, "from_commit", ra->commit, "at", ra->at, "failed",
+				why ? why : "");
+	tt_oplog_done(ra->repo->root, ra->op_id, res, NULL, NULL, &ignored);
+	json_decref(res);
+	tt_error_clear(&ignored);
+	tt_buf keys = TT_BUF_INIT;
+	size_t n = 0;
+	const char *k, **names = tt_calloc(json_object_size(ra->done_refs) + 1, sizeof *names);
+	json_t *r;
+	json_object_foreach(ra->done_refs, k, r) if (names) names[n++] = k;
+	if (names)
+		qsort(names, n, sizeof *names, tt_cmp_cstr);
+	for (size_t i = 0; i < n; i++)
+		tt_buf_printf(&keys, "%s%s", i ? ", " : "", names[i]);
+	free(names);
+	tt_error_clear(err);
+	int rc = tt_error_set(err, TT_ESTALEPLAN, "restore %s: %s; %s%sre-run the plan for the rest",
+			      ra->failing ? ra->failing : "", why ? why : "", keys.ptr,
+			      keys.len ? " restored and recorded, " : "");
+	tt_buf_release(&keys);
+	free(why);
+	return rc;
+}
+
+/* Apply `restore`: refusals, the journal's entry, each fork in turn, then
+ * the entry done (or stopped, on a head that moved). */
 static int apply_restore(tt_repo *repo, void *vctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
 {
 	/* What the plan was made from, as its context records it. */
 	const json_t *pctx = tt_plan_context(plan);
-	const char *commit = json_string_value(json_object_get(pctx, "from_commit"));
-	const char *rev = json_string_value(json_object_get(pctx, "from_rev"));
-	const char *at = json_string_value(json_object_get(pctx, "at"));
-	json_t *done_refs = json_object(), *created = json_array(), *reset = json_array(), *heads = json_object();
-	char op_id[TT_OP_ID_LEN + 1] = "";
+	restore_apply ra = { .repo = repo, .plan = plan,
+			     .commit = json_string_value(json_object_get(pctx, "from_commit")),
+			     .rev = json_string_value(json_object_get(pctx, "from_rev")),
+			     .at = json_string_value(json_object_get(pctx, "at")), .done_refs = json_object(),
+			     .created = json_array(), .reset = json_array(), .heads = json_object() };
 	int rc;
 	(void)vctx, (void)saved;
-	tt_buf refused = TT_BUF_INIT;
-	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
-		tt_plan_action_view v;
-		tt_plan_action_at(plan, a, &v);
-		if (strcmp(v.op, "refuse") == 0)
-			tt_buf_printf(&refused, "\n  %s: %s", v.key, v.detail);
-		else if (json_object_get(v.params, "existing"))
-			json_object_set(heads, v.key, json_object_get(v.params, "head"));
-	}
-	if (refused.len) {
-		rc = tt_error_set(err, TT_ECONFIG, "cannot restore:%s", refused.ptr);
-		tt_buf_release(&refused);
+	if ((rc = restore_refusals(&ra, err)) < 0)
+		goto done;
+	/* the repository lock: taken by the driver from here on */
+	if ((rc = journal_restore(&ra, err)) < 0)
+		goto done;
+	tt_fault("restore:after-journal");
+	if ((rc = restore_forks(&ra, err)) < 0) {
+		/* Any failure but a moved head may have left part of a fork
+		 * behind: the entry stays started, as an interrupted
+		 * restore's does. */
+		if (rc == TT_EREFMOVED)
+			rc = restore_stopped(&ra, err);
 		goto done;
 	}
-	tt_buf_release(&refused);
-	/* the repository lock: taken by the driver from here on */
-	{
-		tt_buf wb = TT_BUF_INIT;
-		tt_workspace_render(&wb, &repo->ws, err);
-		json_t *pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", heads);
-		json_t *pj = tt_plan_to_object(plan, err);
-		rc = tt_oplog_begin(repo->root, "restore", pj, pre, NULL, op_id, err);
-		json_decref(pre);
-		json_decref(pj);
-		tt_buf_release(&wb);
-		if (rc < 0)
-			goto done;
-	}
-	tt_fault("restore:after-journal");
-	const char *failing = NULL;
-	for (size_t a = 0; a < tt_plan_action_count(plan); a++) {
-		tt_plan_action_view v;
-		tt_plan_action_at(plan, a, &v);
-		if (strcmp(v.op, "fork") != 0)
-			continue;
-		failing = v.key;
-		json_t *h = json_object_get(v.params, "head");
-		tt_expect exp = json_object_get(v.params, "existing")
-					? (json_is_object(h) ? (tt_expect){ TT_EXPECT_STATE, h } : (tt_expect){ TT_EXPECT_NONE, NULL })
-					: (tt_expect){ TT_EXPECT_ABSENT, NULL };
-		char *ref = NULL;
-		json_t *at_state = json_object_get(v.params, "at_state");
-		if (at_state) {
-			const tt_manifest *now = tt_manifests_find(&repo->objects, v.key);
-			if (!now) {
-				rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' is no longer registered; re-run the plan",
-						  v.key);
-				goto failed;
-			}
-			if ((rc = fork_from_state(repo, now, at_state, v.target, &exp, &ref, err)) < 0)
-				goto failed;
-		} else {
-			tt_manifest src;
-			json_t *t = json_object_get(v.params, "then");
-			if ((rc = tt_manifest_parse(&src, json_string_value(t), json_string_length(t), "plan", err)) < 0)
-				goto failed;
-			rc = tt_engine_fork_from_manifest(repo, &src, v.target, &exp, &ref, err);
-			tt_manifest_release(&src);
-			if (rc < 0)
-				goto failed;
-		}
-		tt_fault("restore:after-fork");
-		json_t *ts = json_object_get(v.params, "then_state");
-		json_object_set_new(repo->ws.working_refs, v.key, json_string(ref));
-		json_object_del(repo->ws.pending_forks, v.key);
-		json_object_del(repo->ws.pending_resets, v.key);
-		json_object_set(repo->ws.fork_points, v.key, ts);
-		json_object_set(repo->ws.last_snapshot, v.key, ts);
-		const tt_manifest *now = tt_manifests_find(&repo->objects, v.key);
-		if (now && now->state)
-			json_object_set(repo->ws.base_states, v.key, now->state);
-		json_object_set_new(done_refs, v.key, json_string(ref));
-		json_array_append_new(json_object_get(v.params, "existing") ? reset : created, json_string(v.key));
-		json_t *d = json_pack("{s:s,s:s}", "key", v.key, "ref", ref);
-		tt_oplog_progress(repo->root, op_id, "fork", d, err);
-		json_decref(d);
-		free(ref);
-		tt_fault("restore:after-reset");
-		/* Written after each reset: a crash leaves every reset described. */
-		if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
-			goto failed;
-	}
 	tt_fault("restore:before-done");
-	{
-		json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?}", "created", created, "reset", reset, "working_refs",
-					done_refs, "from_commit", commit, "at", at);
-		rc = tt_oplog_done(repo->root, op_id, res, NULL, NULL, err);
-		json_decref(res);
-		if (rc == 0)
-			*out = json_pack("{s:s?,s:s?,s:O}", "from", rev, "at", at, "working_refs", done_refs);
-	}
-	goto done;
-failed:
-	/* A head that moved between the plan's check and its reset (a clone
-	 * that shares no lock) stops the restore with nothing written for it:
-	 * what was reset so far is journaled as done, beside why it stopped.
-	 * Any other failure may have left part of a fork behind: the entry
-	 * stays started, as an interrupted restore's does. */
-	if (rc == TT_EREFMOVED) {
-		tt_error ignored = TT_ERROR_INIT;
-		char *why = tt_strdup(tt_error_text(err));
-		json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?,s:s}", "created", created, "reset", reset,
-					"working_refs", done_refs, "from_commit", commit, "at", at, "failed",
-					why ? why : "");
-		tt_oplog_done(repo->root, op_id, res, NULL, NULL, &ignored);
-		json_decref(res);
-		tt_error_clear(&ignored);
-		tt_buf keys = TT_BUF_INIT;
-		size_t n = 0;
-		const char *k, **names = tt_calloc(json_object_size(done_refs) + 1, sizeof *names);
-		json_t *r;
-		json_object_foreach(done_refs, k, r) if (names) names[n++] = k;
-		if (names)
-			qsort(names, n, sizeof *names, tt_cmp_cstr);
-		for (size_t i = 0; i < n; i++)
-			tt_buf_printf(&keys, "%s%s", i ? ", " : "", names[i]);
-		free(names);
-		tt_error_clear(err);
-		rc = tt_error_set(err, TT_ESTALEPLAN, "restore %s: %s; %s%sre-run the plan for the rest",
-				  failing ? failing : "", why ? why : "", keys.ptr,
-				  keys.len ? " restored and recorded, " : "");
-		tt_buf_release(&keys);
-		free(why);
-	}
+	rc = restore_done(&ra, out, err);
 done:
-	json_decref(done_refs);
-	json_decref(created);
-	json_decref(reset);
-	json_decref(heads);
+	json_decref(ra.done_refs);
+	json_decref(ra.created);
+	json_decref(ra.reset);
+	json_decref(ra.heads);
 	return rc;
 }
 
