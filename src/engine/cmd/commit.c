@@ -197,213 +197,305 @@ static int objects_in_path_order(tt_repo *repo, json_t **out, tt_error *err)
 	return rc;
 }
 
+/* A commit plan in the making. */
+typedef struct plan_ctx {
+	tt_repo *repo;
+	const char *message;    /* borrowed */
+	const json_t *keys;     /* borrowed: the selection, NULL for every object */
+	const json_t *fetched;  /* borrowed: the states pull fetched, NULL for a commit */
+	bool strict;
+	json_t *states;         /* each object's state to commit */
+	json_t *chosen;         /* the keys planned, in order */
+	tt_plan *plan;
+} plan_ctx;
+
+/* The states to commit (fetched, a fresh snapshot, or the last one) and
+ * the keys to plan. */
+static int gather_states(plan_ctx *c, bool do_snapshot, tt_error *err)
+{
+	int rc;
+	if (c->fetched) {
+		if (!(c->states = json_deep_copy(c->fetched)))
+			return tt_error_oom(err);
+	} else if (do_snapshot) {
+		if ((rc = tt_engine_snapshot(c->repo, c->keys, false, &c->states, NULL, err)) < 0)
+			return rc;
+	} else if (!(c->states = json_deep_copy(c->repo->ws.last_snapshot))) {
+		return tt_error_oom(err);
+	}
+	if (c->keys)
+		c->chosen = json_incref((json_t *)c->keys);
+	else if ((rc = objects_in_path_order(c->repo, &c->chosen, err)) < 0)
+		return rc;
+	/* Positions: an object with no working branch commits at its previous
+	 * pin, whatever a cached fan-out says about its upstream. */
+	size_t i;
+	json_t *kv;
+	json_array_foreach(c->chosen, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&c->repo->objects, json_string_value(kv));
+		if (!c->fetched && m && m->state && !tt_engine_moving(c->repo, m))
+			json_object_set(c->states, m->key, m->state);
+	}
+	return 0;
+}
+
+/* Each chosen object whose kind needs it is quiescent on its working ref. */
+static int require_quiescence(plan_ctx *c, tt_error *err)
+{
+	size_t i;
+	json_t *kv;
+	int rc;
+	json_array_foreach(c->chosen, i, kv) {
+		const tt_manifest *m = tt_manifests_find(&c->repo->objects, json_string_value(kv));
+		tt_backend *b;
+		if (!m || !(tt_engine_caps(c->repo, m) & TT_CAP_NEEDS_QUIESCENCE) ||
+		    tt_engine_backend(c->repo, m->kind, &b, err) < 0 || !tt_backend_has(b, check_quiescence))
+			continue;
+		char *ref = NULL;
+		if ((rc = tt_engine_working_ref(c->repo, m, &ref, err)) == 0)
+			rc = tt_backend_check_quiescence(b, m->locator, ref, err);
+		free(ref);
+		if (rc < 0) {
+			tt_error_object(err, m->key, m->kind);
+			return rc;
+		}
+	}
+	tt_error_clear(err);
+	return 0;
+}
+
+/* The plan with its context (message, manifest hash, the chosen states,
+ * workspace, pull, selection) and its preconditions: where first, then
+ * what, so a plan applied in the wrong checkout or on another bookmark is
+ * told so, not that the manifests differ there. */
+static int new_plan(plan_ctx *c, tt_error *err)
+{
+	tt_repo *repo = c->repo;
+	json_t *ctx_states = NULL, *expected = NULL;
+	char hash[65];
+	size_t i;
+	json_t *kv;
+	int rc;
+	if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
+		return rc;
+	if (!(c->plan = tt_plan_new("commit")) || !(ctx_states = json_object()))
+		return tt_error_oom(err);
+	json_array_foreach(c->chosen, i, kv) {
+		json_t *s = json_object_get(c->states, json_string_value(kv));
+		if (s)
+			json_object_set(ctx_states, json_string_value(kv), s);
+	}
+	json_t *msg = json_string(c->message), *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
+	json_t *no = json_boolean(c->fetched != NULL);
+	if ((rc = tt_plan_set_context(c->plan, "message", msg, err)) < 0 ||
+	    (rc = tt_plan_set_context(c->plan, "manifest_hash", h, err)) < 0 ||
+	    (rc = tt_plan_set_context(c->plan, "states", ctx_states, err)) < 0 ||
+	    (rc = tt_plan_set_context(c->plan, "workspace_id", ws, err)) < 0 ||
+	    (rc = tt_plan_set_context(c->plan, "pull", no, err)) < 0 ||
+	    (c->keys && (rc = tt_plan_set_context(c->plan, "keys", c->keys, err)) < 0))
+		goto out;
+	char detail[256];
+	snprintf(detail, sizeof detail, "this commit plan was made on %s; the checkout is on {observed} "
+		 "now; re-run the plan", repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
+	expected = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
+	rc = tt_plan_require(c->plan, "workspace_id", ws, NULL, NULL,
+			     "this commit plan was made in another checkout; re-run the plan here", err);
+	if (rc == 0)
+		rc = tt_plan_require(c->plan, "workspace_bookmark", expected, NULL, NULL, detail, err);
+	if (rc == 0)
+		rc = tt_plan_require(c->plan, "manifest_hash", h, NULL, NULL,
+				     "manifests changed since the plan was made; re-run the plan", err);
+out:
+	json_decref(msg), json_decref(h), json_decref(ws), json_decref(no);
+	json_decref(ctx_states);
+	json_decref(expected);
+	return rc;
+}
+
+/* The notes before an object's action: a pin policy that changed, and
+ * for a pull the state fetched. */
+static int note_object(plan_ctx *c, const char *key, const json_t *state, bool same, bool needs_pin,
+		       tt_error *err)
+{
+	char note[512];
+	int rc;
+	if (same) {
+		snprintf(note, sizeof note, "%s: policy changed; %s", key,
+			 needs_pin ? "pin created" : "pin released");
+		if ((rc = tt_plan_note(c->plan, note, err)) < 0)
+			return rc;
+	}
+	if (c->fetched) {
+		tt_buf fs = TT_BUF_INIT;
+		tt_short_state(&fs, state);
+		snprintf(note, sizeof note, "%s: fetched %s", key, fs.ptr);
+		tt_buf_release(&fs);
+		if ((rc = tt_plan_note(c->plan, note, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* An Observed-tier object is recorded, not recoverable (refused when
+ * strict). */
+static int plan_observed(plan_ctx *c, const tt_manifest *m, const char *key, json_t *state, tt_error *err)
+{
+	int rc;
+	if (c->strict) {
+		rc = tt_error_set(err, TT_EUNPINNED, "'%s' is Observed-tier and cannot be pinned", key);
+		tt_error_object(err, key, m->kind);
+		return rc;
+	}
+	json_t *params = json_pack("{s:O,s:b}", "state", state, "recoverable", 0);
+	rc = tt_plan_action(c->plan, "record", key, m->kind, NULL, "Observed: recorded, not recoverable",
+			    params, err);
+	json_decref(params);
+	return rc;
+}
+
+/* A pin at state, named by the object's identity and content. */
+static int plan_pin(plan_ctx *c, const tt_manifest *m, const char *key, json_t *state, const char *short_s,
+		    tt_error *err)
+{
+	tt_backend *b;
+	json_t *identity = NULL, *content = NULL;
+	char pin_id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
+	int rc = 0;
+	if ((rc = tt_engine_backend(c->repo, m->kind, &b, err)) < 0 ||
+	    (rc = tt_backend_identity(b, m->locator, &identity, err)) < 0 ||
+	    !(content = tt_content_state(b->kind, state)) ||
+	    (rc = tt_pin_id(pin_id, c->repo->config.dataset_id, m->kind, identity, content, err)) < 0) {
+		json_decref(identity);
+		json_decref(content);
+		if (rc == 0)
+			rc = tt_error_oom(err);
+		tt_error_object(err, key, m->kind);
+		return rc;
+	}
+	json_decref(identity);
+	json_decref(content);
+	tt_ref_for_pin(ref, sizeof ref, pin_id);
+	tt_buf det = TT_BUF_INIT;
+	tt_buf_printf(&det, "native ref at %s", short_s);
+	json_t *params = json_pack("{s:O,s:s}", "state", state, "pin_id", pin_id);
+	rc = tt_plan_action(c->plan, "pin", key, m->kind, ref, det.ptr, params, err);
+	json_decref(params);
+	tt_buf_release(&det);
+	return rc;
+}
+
+/* A record of state with no native ref: recoverable when the backend
+ * can reopen the state by its address. */
+static int plan_record(plan_ctx *c, const tt_manifest *m, const char *key, json_t *state, const char *short_s,
+		       tt_error *err)
+{
+	tt_backend *b = NULL;
+	bool recoverable = true;
+	tt_error ignored = TT_ERROR_INIT;
+	int rc;
+	if (tt_engine_backend(c->repo, m->kind, &b, &ignored) == 0 && tt_backend_has(b, state_addressable))
+		recoverable = tt_backend_state_addressable(b, m->locator, state);
+	tt_error_clear(&ignored);
+	tt_buf det = TT_BUF_INIT;
+	tt_buf_printf(&det, "%s%s: state %s, no native ref%s",
+		      strcmp(m->policy.pin, "record") == 0 ? "pin=record" : "Addressable",
+		      recoverable ? "" : ", but this state carries no address to reopen it by",
+		      short_s, recoverable ? "" : "; recorded, not recoverable");
+	json_t *params = json_pack("{s:O,s:b}", "state", state, "recoverable", recoverable);
+	rc = tt_plan_action(c->plan, "record", key, m->kind, NULL, det.ptr, params, err);
+	json_decref(params);
+	tt_buf_release(&det);
+	return rc;
+}
+
+/* One object's notes and action (pin or record; *acted when it has one):
+ * none for an object without a fingerprint, or unchanged under the same
+ * pin policy. */
+static int plan_object(plan_ctx *c, const char *key, bool *acted, tt_error *err)
+{
+	const tt_manifest *m = tt_manifests_find(&c->repo->objects, key);
+	json_t *state = json_object_get(c->states, key);
+	char note[512];
+	int rc;
+	*acted = false;
+	if (!m)
+		return 0;
+	if (!state) {
+		snprintf(note, sizeof note, "%s: no fingerprint; skipped", key);
+		return tt_plan_note(c->plan, note, err);
+	}
+	unsigned caps = tt_engine_caps(c->repo, m);
+	bool needs_pin = (caps & TT_CAP_PIN) != 0;
+	bool same = m->state && tt_engine_same(m, m->state, state);
+	if (same && (m->pin_id != NULL) == needs_pin) {
+		snprintf(note, sizeof note, "%s: unchanged", key);
+		return tt_plan_note(c->plan, note, err);
+	}
+	if ((rc = note_object(c, key, state, same, needs_pin, err)) < 0)
+		return rc;
+	tt_buf short_s = TT_BUF_INIT;
+	tt_short_state(&short_s, state);
+	if (strcmp(tt_tier_name(caps), "observed") == 0)
+		rc = plan_observed(c, m, key, state, err);
+	else if (needs_pin)
+		rc = plan_pin(c, m, key, state, short_s.ptr, err);
+	else
+		rc = plan_record(c, m, key, state, short_s.ptr, err);
+	tt_buf_release(&short_s);
+	if (rc < 0)
+		return rc;
+	*acted = true;
+	return 0;
+}
+
+/* The closing action: the VCS commit, with the message as tether-vcs
+ * shows it. */
+static int plan_vcs_commit(plan_ctx *c, tt_error *err)
+{
+	tt_buf det = TT_BUF_INIT, rep = TT_BUF_INIT;
+	int rc;
+	if (c->message)
+		tt_pyv_repr_str(&rep, c->message, strlen(c->message));
+	else
+		tt_buf_puts(&rep, "None");
+	tt_buf_printf(&det, "%s commit: %s", tt_vcs_kind(c->repo->vcs), rep.ptr);
+	rc = tt_plan_action(c->plan, "vcs-commit", NULL, NULL, NULL, det.ptr, NULL, err);
+	tt_buf_release(&det);
+	tt_buf_release(&rep);
+	return rc;
+}
+
 int tt_engine_plan_commit(tt_repo *repo, const char *message, const json_t *keys, bool strict,
 			  bool force, bool do_snapshot, const json_t *fetched, tt_plan **out, tt_error *err)
 {
-	json_t *states = NULL, *chosen = NULL, *ctx_states = NULL, *expected = NULL;
-	tt_plan *plan = NULL;
-	char hash[65];
+	plan_ctx c = { .repo = repo, .message = message, .keys = keys, .fetched = fetched, .strict = strict };
+	size_t i, nactions = 0;
+	json_t *kv;
 	int rc;
 
 	*out = NULL;
 	if (keys && (rc = tt_engine_require_whole_scopes(repo, keys, fetched ? "pull" : "commit", err)) < 0)
 		goto done;
-	if (fetched) {
-		if (!(states = json_deep_copy(fetched))) {
-			rc = tt_error_oom(err);
+	if ((rc = gather_states(&c, do_snapshot, err)) < 0)
+		goto done;
+	if (!force && (rc = require_quiescence(&c, err)) < 0)
+		goto done;
+	if ((rc = new_plan(&c, err)) < 0)
+		goto done;
+	json_array_foreach(c.chosen, i, kv) {
+		bool acted;
+		if ((rc = plan_object(&c, json_string_value(kv), &acted, err)) < 0)
 			goto done;
-		}
-	} else if (do_snapshot) {
-		if ((rc = tt_engine_snapshot(repo, keys, false, &states, NULL, err)) < 0)
-			goto done;
-	} else if (!(states = json_deep_copy(repo->ws.last_snapshot))) {
-		rc = tt_error_oom(err);
+		nactions += acted;
+	}
+	if (nactions && (rc = plan_vcs_commit(&c, err)) < 0)
 		goto done;
-	}
-	if (keys)
-		chosen = json_incref((json_t *)keys);
-	else if ((rc = objects_in_path_order(repo, &chosen, err)) < 0)
-		goto done;
-	/* Positions: an object with no working branch commits at its previous
-	 * pin, whatever a cached fan-out says about its upstream. */
-	size_t i;
-	json_t *kv;
-	json_array_foreach(chosen, i, kv) {
-		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
-		if (!fetched && m && m->state && !tt_engine_moving(repo, m))
-			json_object_set(states, m->key, m->state);
-	}
-	if (!force) {
-		json_array_foreach(chosen, i, kv) {
-			const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
-			tt_backend *b;
-			if (!m || !(tt_engine_caps(repo, m) & TT_CAP_NEEDS_QUIESCENCE) ||
-			    tt_engine_backend(repo, m->kind, &b, err) < 0 || !tt_backend_has(b, check_quiescence))
-				continue;
-			char *ref = NULL;
-			if ((rc = tt_engine_working_ref(repo, m, &ref, err)) == 0)
-				rc = tt_backend_check_quiescence(b, m->locator, ref, err);
-			free(ref);
-			if (rc < 0) {
-				tt_error_object(err, m->key, m->kind);
-				goto done;
-			}
-		}
-		tt_error_clear(err);
-	}
-	if ((rc = tt_manifests_hash(hash, &repo->objects, err)) < 0)
-		goto done;
-	if (!(plan = tt_plan_new("commit")) || !(ctx_states = json_object())) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	json_array_foreach(chosen, i, kv) {
-		json_t *s = json_object_get(states, json_string_value(kv));
-		if (s)
-			json_object_set(ctx_states, json_string_value(kv), s);
-	}
-	json_t *msg = json_string(message), *h = json_string(hash), *ws = json_string(repo->ws.workspace_id);
-	json_t *no = json_boolean(fetched != NULL);
-	if ((rc = tt_plan_set_context(plan, "message", msg, err)) < 0 ||
-	    (rc = tt_plan_set_context(plan, "manifest_hash", h, err)) < 0 ||
-	    (rc = tt_plan_set_context(plan, "states", ctx_states, err)) < 0 ||
-	    (rc = tt_plan_set_context(plan, "workspace_id", ws, err)) < 0 ||
-	    (rc = tt_plan_set_context(plan, "pull", no, err)) < 0 ||
-	    (keys && (rc = tt_plan_set_context(plan, "keys", keys, err)) < 0)) {
-		json_decref(msg), json_decref(h), json_decref(ws), json_decref(no);
-		goto done;
-	}
-	/* Where first, then what: a plan applied in the wrong checkout or on
-	 * another bookmark is told so, not that the manifests differ there. */
-	char detail[256];
-	snprintf(detail, sizeof detail, "this commit plan was made on %s; the checkout is on {observed} "
-		 "now; re-run the plan", repo->ws.bookmark ? repo->ws.bookmark : "no bookmark");
-	expected = repo->ws.bookmark ? json_string(repo->ws.bookmark) : json_null();
-	rc = tt_plan_require(plan, "workspace_id", ws, NULL, NULL,
-			     "this commit plan was made in another checkout; re-run the plan here", err);
-	if (rc == 0)
-		rc = tt_plan_require(plan, "workspace_bookmark", expected, NULL, NULL, detail, err);
-	if (rc == 0)
-		rc = tt_plan_require(plan, "manifest_hash", h, NULL, NULL,
-				     "manifests changed since the plan was made; re-run the plan", err);
-	json_decref(msg), json_decref(h), json_decref(ws), json_decref(no);
-	if (rc < 0)
-		goto done;
-
-	size_t nactions = 0;
-	json_array_foreach(chosen, i, kv) {
-		const char *key = json_string_value(kv);
-		const tt_manifest *m = tt_manifests_find(&repo->objects, key);
-		json_t *state = json_object_get(states, key);
-		char note[512];
-		if (!m)
-			continue;
-		if (!state) {
-			snprintf(note, sizeof note, "%s: no fingerprint; skipped", key);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
-			continue;
-		}
-		unsigned caps = tt_engine_caps(repo, m);
-		bool needs_pin = (caps & TT_CAP_PIN) != 0;
-		bool same = m->state && tt_engine_same(m, m->state, state);
-		if (same && (m->pin_id != NULL) == needs_pin) {
-			snprintf(note, sizeof note, "%s: unchanged", key);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
-			continue;
-		}
-		if (same) {
-			snprintf(note, sizeof note, "%s: policy changed; %s", key,
-				 needs_pin ? "pin created" : "pin released");
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
-		}
-		if (fetched) {
-			tt_buf fs = TT_BUF_INIT;
-			tt_short_state(&fs, state);
-			snprintf(note, sizeof note, "%s: fetched %s", key, fs.ptr);
-			tt_buf_release(&fs);
-			if ((rc = tt_plan_note(plan, note, err)) < 0)
-				goto done;
-		}
-		tt_buf short_s = TT_BUF_INIT, det = TT_BUF_INIT;
-		tt_short_state(&short_s, state);
-		json_t *params = NULL;
-		if (strcmp(tt_tier_name(caps), "observed") == 0) {
-			if (strict) {
-				tt_buf_release(&short_s);
-				rc = tt_error_set(err, TT_EUNPINNED, "'%s' is Observed-tier and cannot be pinned", key);
-				tt_error_object(err, key, m->kind);
-				goto done;
-			}
-			params = json_pack("{s:O,s:b}", "state", state, "recoverable", 0);
-			rc = tt_plan_action(plan, "record", key, m->kind, NULL,
-					    "Observed: recorded, not recoverable", params, err);
-		} else if (needs_pin) {
-			tt_backend *b;
-			json_t *identity = NULL, *content = NULL;
-			char pin_id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
-			if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 ||
-			    (rc = tt_backend_identity(b, m->locator, &identity, err)) < 0 ||
-			    !(content = tt_content_state(b->kind, state)) ||
-			    (rc = tt_pin_id(pin_id, repo->config.dataset_id, m->kind, identity, content, err)) < 0) {
-				json_decref(identity);
-				json_decref(content);
-				tt_buf_release(&short_s);
-				if (rc == 0)
-					rc = tt_error_oom(err);
-				tt_error_object(err, key, m->kind);
-				goto done;
-			}
-			json_decref(identity);
-			json_decref(content);
-			tt_ref_for_pin(ref, sizeof ref, pin_id);
-			tt_buf_printf(&det, "native ref at %s", short_s.ptr);
-			params = json_pack("{s:O,s:s}", "state", state, "pin_id", pin_id);
-			rc = tt_plan_action(plan, "pin", key, m->kind, ref, det.ptr, params, err);
-		} else {
-			tt_backend *b = NULL;
-			bool recoverable = true;
-			tt_error ignored = TT_ERROR_INIT;
-			if (tt_engine_backend(repo, m->kind, &b, &ignored) == 0 && tt_backend_has(b, state_addressable))
-				recoverable = tt_backend_state_addressable(b, m->locator, state);
-			tt_error_clear(&ignored);
-			tt_buf_printf(&det, "%s%s: state %s, no native ref%s",
-				      strcmp(m->policy.pin, "record") == 0 ? "pin=record" : "Addressable",
-				      recoverable ? "" : ", but this state carries no address to reopen it by",
-				      short_s.ptr, recoverable ? "" : "; recorded, not recoverable");
-			params = json_pack("{s:O,s:b}", "state", state, "recoverable", recoverable);
-			rc = tt_plan_action(plan, "record", key, m->kind, NULL, det.ptr, params, err);
-		}
-		json_decref(params);
-		tt_buf_release(&short_s);
-		tt_buf_release(&det);
-		if (rc < 0)
-			goto done;
-		nactions++;
-	}
-	if (nactions) {
-		tt_buf det = TT_BUF_INIT, rep = TT_BUF_INIT;
-		if (message)
-			tt_pyv_repr_str(&rep, message, strlen(message));
-		else
-			tt_buf_puts(&rep, "None");
-		tt_buf_printf(&det, "%s commit: %s", tt_vcs_kind(repo->vcs), rep.ptr);
-		rc = tt_plan_action(plan, "vcs-commit", NULL, NULL, NULL, det.ptr, NULL, err);
-		tt_buf_release(&det);
-		tt_buf_release(&rep);
-		if (rc < 0)
-			goto done;
-	}
-	*out = plan;
-	plan = NULL;
+	*out = c.plan;
+	c.plan = NULL;
 done:
-	tt_plan_free(plan);
-	json_decref(states);
-	json_decref(chosen);
-	json_decref(ctx_states);
-	json_decref(expected);
+	tt_plan_free(c.plan);
+	json_decref(c.states);
+	json_decref(c.chosen);
 	return rc;
 }
 
@@ -545,405 +637,545 @@ static json_t *journal_result(const outcome *outs, size_t n, const char *vcs_com
 			 "unrecoverable", unrec);
 }
 
-int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool verify,
-			   json_t **out, tt_error *err)
-{
-	outcome *outs = NULL;
-	size_t nouts = 0;
-	tt_pin *created = NULL;
-	const char **created_keys = NULL;
-	size_t ncreated = 0;
-	json_t *pre = NULL, *texts = NULL, *position = NULL, *wstext = NULL, *paths = NULL;
-	json_t *unchanged = json_array(), *written_listings = json_array(), *plan_json = NULL;
-	json_t *interrupted = NULL;
-	char op_id[TT_OP_ID_LEN + 1] = "";
-	char *vcs_commit = NULL;
-	int rc;
+/* One commit's apply: the plan, what it did so far (for the compensation),
+ * and what undo needs. */
+typedef struct apply_ctx {
+	tt_repo *repo;
+	const tt_plan *plan;       /* borrowed */
+	bool vcs;
+	bool is_pull;
+	const char *message;       /* borrowed from the plan */
+	const json_t *sel;         /* borrowed from the plan: the keys committed, NULL for every object */
+	size_t na;                 /* the plan's actions */
+	outcome *outs;             /* each object pinned or recorded, in plan order */
+	size_t nouts;
+	tt_pin *created;           /* the pins this commit cut, to take back */
+	const char **created_keys; /* borrowed from the manifests */
+	size_t ncreated;
+	json_t *pre, *texts, *position, *wstext, *paths, *plan_json, *interrupted;
+	json_t *unchanged, *written_listings;
+	char op_id[TT_OP_ID_LEN + 1];
+	char *vcs_commit;
+} apply_ctx;
 
-	*out = NULL;
-	/* A plan made in this same call needs no re-check (verify = false):
-	 * only one from a file does. */
-	if (strcmp(tt_plan_command(plan), "commit") != 0) {
-		rc = tt_error_set(err, TT_ECONFIG, "expected a commit plan, got '%s'", tt_plan_command(plan));
-		goto done;
-	}
-	if (verify && (rc = tt_engine_check_preconditions(repo, plan, "commit", err)) < 0)
-		goto done;
-	const char *message = json_string_value(json_object_get(tt_plan_context(plan), "message"));
-	if (vcs && (rc = check_on_bookmark(repo, err)) < 0)
-		goto done;
+static void apply_ctx_init(apply_ctx *c, tt_repo *repo, const tt_plan *plan, bool vcs)
+{
+	const json_t *sel = json_object_get(tt_plan_context(plan), "keys");
+	memset(c, 0, sizeof *c);
+	c->repo = repo;
+	c->plan = plan;
+	c->vcs = vcs;
+	c->is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
+	c->message = json_string_value(json_object_get(tt_plan_context(plan), "message"));
+	c->sel = json_is_array(sel) ? sel : NULL;
+	c->na = tt_plan_action_count(plan);
+	c->unchanged = json_array();
+	c->written_listings = json_array();
+}
+
+static void apply_ctx_release(apply_ctx *c)
+{
+	free(c->outs);
+	free(c->created);
+	free(c->created_keys);
+	free(c->vcs_commit);
+	json_decref(c->pre);
+	json_decref(c->texts);
+	json_decref(c->position);
+	json_decref(c->wstext);
+	json_decref(c->paths);
+	json_decref(c->unchanged);
+	json_decref(c->written_listings);
+	json_decref(c->plan_json);
+	json_decref(c->interrupted);
+}
+
+/* An action that pins or records an object (the others are notes). */
+static bool is_object_action(const tt_plan_action_view *a)
+{
+	return strcmp(a->op, "pin") == 0 || strcmp(a->op, "record") == 0;
+}
+
+/* The paths as the VCS takes them (caller frees the array, not the
+ * strings: borrowed from paths); NULL when out of memory. */
+static const char **path_vector(const json_t *paths)
+{
+	size_t np = json_array_size(paths);
+	const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
+	for (size_t i = 0; pv && i < np; i++)
+		pv[i] = json_string_value(json_array_get(paths, i));
+	return pv;
+}
+
+/* Before anything is touched: a commit plan, still holding when it comes
+ * from a file (verify), on the bookmark, with a VCS that can commit. */
+static int apply_checks(apply_ctx *c, bool verify, tt_error *err)
+{
+	int rc;
+	if (strcmp(tt_plan_command(c->plan), "commit") != 0)
+		return tt_error_set(err, TT_ECONFIG, "expected a commit plan, got '%s'", tt_plan_command(c->plan));
+	if (verify && (rc = tt_engine_check_preconditions(c->repo, c->plan, "commit", err)) < 0)
+		return rc;
+	if (c->vcs && (rc = check_on_bookmark(c->repo, err)) < 0)
+		return rc;
 	/* Before the first pin: a stale lock would stop the commit at its end. */
-	if (vcs && tt_vcs_has(repo->vcs, check_commit) && (rc = tt_vcs_check_commit(repo->vcs, err)) < 0)
-		goto done;
-	bool is_pull = json_is_true(json_object_get(tt_plan_context(plan), "pull"));
-	/* Earlier runs that were interrupted: this one finishes them. */
-	if (vcs && (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) < 0)
-		goto done;
-	size_t na = tt_plan_action_count(plan);
-	outs = tt_calloc(na ? na : 1, sizeof *outs);
-	created = tt_calloc(na ? na : 1, sizeof *created);
-	created_keys = tt_calloc(na ? na : 1, sizeof *created_keys);
-	if (!outs || !created || !created_keys || !unchanged || !written_listings) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	if (verify) {
-		/* Against one fresh snapshot: a race during apply, not a precondition. */
-		json_t *keys = json_object_get(tt_plan_context(plan), "keys"), *current = NULL;
-		if ((rc = tt_engine_snapshot(repo, json_is_array(keys) ? keys : NULL, false, &current, NULL,
-					     err)) < 0)
-			goto done;
-		for (size_t i = 0; i < na; i++) {
-			tt_plan_action_view a;
-			tt_plan_action_at(plan, i, &a);
-			if (strcmp(a.op, "pin") != 0 && strcmp(a.op, "record") != 0)
-				continue;
-			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
-			json_t *now = json_object_get(current, a.key), *then = json_object_get(a.params, "state");
-			if (!m || !now || !tt_engine_same(m, now, then)) {
-				tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
-				tt_short_state(&x, then);
-				tt_short_state(&y, now);
-				rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' changed since the plan was made (%s -> %s); "
-						  "re-run the plan", a.key, x.ptr, y.ptr);
-				tt_buf_release(&x);
-				tt_buf_release(&y);
-				json_decref(current);
-				goto done;
-			}
+	if (c->vcs && tt_vcs_has(c->repo->vcs, check_commit) && (rc = tt_vcs_check_commit(c->repo->vcs, err)) < 0)
+		return rc;
+	return 0;
+}
+
+static int alloc_outcomes(apply_ctx *c, tt_error *err)
+{
+	size_t n = c->na ? c->na : 1;
+	c->outs = tt_calloc(n, sizeof *c->outs);
+	c->created = tt_calloc(n, sizeof *c->created);
+	c->created_keys = tt_calloc(n, sizeof *c->created_keys);
+	if (!c->outs || !c->created || !c->created_keys || !c->unchanged || !c->written_listings)
+		return tt_error_oom(err);
+	return 0;
+}
+
+/* A plan from a file, against one fresh snapshot: an object that moved
+ * since is a race during apply, not a precondition. */
+static int check_states_unchanged(apply_ctx *c, tt_error *err)
+{
+	json_t *current = NULL;
+	int rc;
+	if ((rc = tt_engine_snapshot(c->repo, c->sel, false, &current, NULL, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < c->na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(c->plan, i, &a);
+		if (!is_object_action(&a))
+			continue;
+		const tt_manifest *m = tt_manifests_find(&c->repo->objects, a.key);
+		json_t *now = json_object_get(current, a.key), *then = json_object_get(a.params, "state");
+		if (!m || !now || !tt_engine_same(m, now, then)) {
+			tt_buf x = TT_BUF_INIT, y = TT_BUF_INIT;
+			tt_short_state(&x, then);
+			tt_short_state(&y, now);
+			rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' changed since the plan was made (%s -> %s); "
+					  "re-run the plan", a.key, x.ptr, y.ptr);
+			tt_buf_release(&x);
+			tt_buf_release(&y);
+			break;
 		}
-		json_decref(current);
 	}
-	for (size_t i = 0; i < tt_plan_note_count(plan); i++) {
-		const char *note = tt_plan_note_at(plan, i);
+	json_decref(current);
+	return rc;
+}
+
+/* The keys of the plan's "<key>: unchanged" notes. */
+static void collect_unchanged(apply_ctx *c)
+{
+	for (size_t i = 0; i < tt_plan_note_count(c->plan); i++) {
+		const char *note = tt_plan_note_at(c->plan, i);
 		const char *sep = strstr(note, ": ");
 		if (sep && strcmp(sep + 2, "unchanged") == 0)
-			json_array_append_new(unchanged, json_stringn(note, (size_t)(sep - note)));
+			json_array_append_new(c->unchanged, json_stringn(note, (size_t)(sep - note)));
 	}
-	bool any_objects = false;
-	for (size_t i = 0; i < na; i++) {
+}
+
+/* Whether there is nothing to commit: no object to pin or record and, with
+ * the VCS, no change in the committed paths (listed here, c->paths). */
+static int nothing_to_commit(apply_ctx *c, bool *nothing, tt_error *err)
+{
+	bool any_objects = false, dirty = false;
+	int rc;
+	*nothing = false;
+	for (size_t i = 0; i < c->na; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		any_objects |= strcmp(a.op, "pin") == 0 || strcmp(a.op, "record") == 0;
+		tt_plan_action_at(c->plan, i, &a);
+		any_objects |= is_object_action(&a);
 	}
-	json_t *sel = json_object_get(tt_plan_context(plan), "keys");
-	if (!json_is_array(sel))
-		sel = NULL;
-	if (!(paths = commit_paths(repo, sel, err))) {
-		rc = err->code;
-		goto done;
-	}
-	bool dirty = false;
-	if (vcs && !any_objects) {
-		size_t np = json_array_size(paths);
-		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
-		for (size_t i = 0; pv && i < np; i++)
-			pv[i] = json_string_value(json_array_get(paths, i));
-		rc = pv ? tt_vcs_dirty(repo->vcs, pv, np, &dirty, err) : tt_error_oom(err);
+	if (!(c->paths = commit_paths(c->repo, c->sel, err)))
+		return err->code;
+	if (c->vcs && !any_objects) {
+		const char **pv = path_vector(c->paths);
+		rc = pv ? tt_vcs_dirty(c->repo->vcs, pv, json_array_size(c->paths), &dirty, err) : tt_error_oom(err);
 		free(pv);
 		if (rc < 0)
-			goto done;
+			return rc;
 	}
-	if (!any_objects && !dirty) {
-		*out = json_pack("{s:n,s:{},s:[],s:O}", "vcs_commit", "pinned", "unrecoverable",
-				 "unchanged", unchanged);
-		rc = *out ? 0 : tt_error_oom(err);
-		if (rc == 0) {
-			/* Best effort: an entry left open only keeps its pins longer. */
-			tt_error ignored = TT_ERROR_INIT;
-			tt_engine_close_interrupted(repo, interrupted, NULL, is_pull ? "a later pull" : "a later commit",
-						    &ignored);
-			tt_error_clear(&ignored);
-		}
-		goto done;
-	}
+	*nothing = !any_objects && !dirty;
+	return 0;
+}
 
-	/* What undo needs, journaled before the first store write. */
-	if (vcs && (rc = tt_vcs_position(repo->vcs, &position, err)) < 0)
-		goto done;
-	if (!(texts = json_object()) || (rc = workspace_text(repo, &wstext, err)) < 0) {
-		rc = rc < 0 ? rc : tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < na; i++) {
+/* Nothing to commit: the report, closing the interrupted runs it finishes. */
+static int report_nothing(apply_ctx *c, json_t **out, tt_error *err)
+{
+	*out = json_pack("{s:n,s:{},s:[],s:O}", "vcs_commit", "pinned", "unrecoverable",
+			 "unchanged", c->unchanged);
+	if (!*out)
+		return tt_error_oom(err);
+	/* Best effort: an entry left open only keeps its pins longer. */
+	tt_error ignored = TT_ERROR_INIT;
+	tt_engine_close_interrupted(c->repo, c->interrupted, NULL,
+				    c->is_pull ? "a later pull" : "a later commit", &ignored);
+	tt_error_clear(&ignored);
+	return 0;
+}
+
+/* What undo needs (the VCS position, each object's manifest as it is, the
+ * workspace), journaled before the first store write. */
+static int journal_begin(apply_ctx *c, tt_error *err)
+{
+	int rc = 0;
+	if (c->vcs && (rc = tt_vcs_position(c->repo->vcs, &c->position, err)) < 0)
+		return rc;
+	if (!(c->texts = json_object()) || (rc = workspace_text(c->repo, &c->wstext, err)) < 0)
+		return rc < 0 ? rc : tt_error_oom(err);
+	for (size_t i = 0; i < c->na; i++) {
 		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		if (strcmp(a.op, "pin") != 0 && strcmp(a.op, "record") != 0)
+		tt_plan_action_at(c->plan, i, &a);
+		if (!is_object_action(&a))
 			continue;
-		const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
+		const tt_manifest *m = tt_manifests_find(&c->repo->objects, a.key);
 		json_t *t = NULL;
 		if (m && (rc = manifest_text(m, &t, err)) < 0)
-			goto done;
-		json_object_set_new(texts, a.key, t ? t : json_null());
+			return rc;
+		json_object_set_new(c->texts, a.key, t ? t : json_null());
 	}
-	pre = json_pack("{s:O?,s:O,s:O}", "vcs", position, "objects", texts, "workspace", wstext);
-	plan_json = tt_plan_to_object(plan, err);
-	if (!pre || !plan_json) {
-		rc = plan_json ? tt_error_oom(err) : err->code;
-		goto done;
-	}
-	if ((rc = tt_oplog_begin(repo->root, is_pull ? "pull" : "commit", plan_json, pre, NULL, op_id, err)) < 0)
-		goto done;
-	tt_fault(is_pull ? "pull:after-journal" : "commit:after-journal");
+	c->pre = json_pack("{s:O?,s:O,s:O}", "vcs", c->position, "objects", c->texts, "workspace", c->wstext);
+	c->plan_json = tt_plan_to_object(c->plan, err);
+	if (!c->pre || !c->plan_json)
+		return c->plan_json ? tt_error_oom(err) : err->code;
+	if ((rc = tt_oplog_begin(c->repo->root, c->is_pull ? "pull" : "commit", c->plan_json, c->pre, NULL,
+				 c->op_id, err)) < 0)
+		return rc;
+	tt_fault(c->is_pull ? "pull:after-journal" : "commit:after-journal");
+	return 0;
+}
 
-	for (size_t i = 0; i < na; i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		if (strcmp(a.op, "pin") != 0 && strcmp(a.op, "record") != 0)
-			continue;
-		const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
-		outcome *o = &outs[nouts];
-		if (!m) {
-			rc = tt_error_set(err, TT_ESTALEPLAN, "'%s' is no longer registered; re-run the plan", a.key);
-			goto failed;
+/* One pin per id per commit: a second object with the same identity and
+ * content is recorded at the state the pin was cut at. */
+static bool share_pin(const apply_ctx *c, outcome *o, const char *pin_id)
+{
+	bool shared = false;
+	for (size_t j = 0; j < c->nouts; j++) {
+		if (c->outs[j].has_pin && strcmp(c->outs[j].pin.id, pin_id ? pin_id : "") == 0) {
+			o->state = c->outs[j].state;
+			o->pin = c->outs[j].pin;
+			o->pin.created = false;
+			shared = true;
 		}
+	}
+	return shared;
+}
+
+/* Cut m's pin at o->state; a pin it created is noted in the index and the
+ * journal, and kept to take back on failure. */
+static int cut_pin(apply_ctx *c, const tt_manifest *m, outcome *o, const char *pin_id, tt_error *err)
+{
+	tt_backend *b;
+	int rc = 0;
+	if ((rc = tt_engine_backend(c->repo, m->kind, &b, err)) < 0 || !tt_backend_has(b, pin) ||
+	    (rc = tt_backend_pin(b, m->locator, o->state, pin_id, &o->pin, err)) < 0) {
+		if (rc == 0)
+			rc = tt_error_set(err, TT_ECAPABILITY, "%s backend cannot pin", m->kind);
+		tt_error_object(err, m->key, m->kind);
+		return rc;
+	}
+	json_t *identity = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_backend_identity(b, m->locator, &identity, &ignored) == 0)
+		tt_index_note_touched(c->repo->vcs->shared_dir, c->repo->config.dataset_id, m->kind, identity,
+				      m->locator, m->key, &ignored);
+	json_decref(identity);
+	tt_error_clear(&ignored);
+	if (o->pin.created) {
+		c->created[c->ncreated] = o->pin;
+		c->created_keys[c->ncreated++] = m->key;
+		tt_index_note_pinned(c->repo->vcs->shared_dir, c->repo->config.dataset_id, o->pin.id, m->kind,
+				     m->key, &ignored);
+		tt_error_clear(&ignored);
+		json_t *detail = json_pack("{s:s,s:s}", "key", m->key, "ref", o->pin.ref);
+		rc = tt_oplog_progress(c->repo->root, c->op_id, "pin", detail, err);
+		json_decref(detail);
+		if (rc < 0)
+			return rc;
+	}
+	tt_fault(c->is_pull ? "pull:after-pin" : "commit:after-pin");
+	return 0;
+}
+
+/* Pin or record each object of the plan, in plan order (c->outs). */
+static int pin_objects(apply_ctx *c, tt_error *err)
+{
+	int rc;
+	for (size_t i = 0; i < c->na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(c->plan, i, &a);
+		if (!is_object_action(&a))
+			continue;
+		const tt_manifest *m = tt_manifests_find(&c->repo->objects, a.key);
+		outcome *o = &c->outs[c->nouts];
+		if (!m)
+			return tt_error_set(err, TT_ESTALEPLAN, "'%s' is no longer registered; re-run the plan", a.key);
 		o->key = m->key;
 		o->state = json_object_get(a.params, "state");
 		o->recoverable = true;
 		if (strcmp(a.op, "pin") == 0) {
 			const char *pin_id = json_string_value(json_object_get(a.params, "pin_id"));
-			/* One pin per id per commit: a second object with the same
-			 * identity and content is recorded at the state the pin was cut at. */
-			bool shared = false;
-			for (size_t j = 0; j < nouts; j++) {
-				if (outs[j].has_pin && strcmp(outs[j].pin.id, pin_id ? pin_id : "") == 0) {
-					o->state = outs[j].state;
-					o->pin = outs[j].pin;
-					o->pin.created = false;
-					shared = true;
-				}
-			}
-			if (!shared) {
-				tt_backend *b;
-				if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0 || !tt_backend_has(b, pin) ||
-				    (rc = tt_backend_pin(b, m->locator, o->state, pin_id, &o->pin, err)) < 0) {
-					if (rc == 0)
-						rc = tt_error_set(err, TT_ECAPABILITY, "%s backend cannot pin", m->kind);
-					tt_error_object(err, m->key, m->kind);
-					goto failed;
-				}
-				json_t *identity = NULL;
-				tt_error ignored = TT_ERROR_INIT;
-				if (tt_backend_identity(b, m->locator, &identity, &ignored) == 0)
-					tt_index_note_touched(repo->vcs->shared_dir, repo->config.dataset_id, m->kind,
-							      identity, m->locator, m->key, &ignored);
-				json_decref(identity);
-				tt_error_clear(&ignored);
-				if (o->pin.created) {
-					created[ncreated] = o->pin;
-					created_keys[ncreated++] = m->key;
-					tt_index_note_pinned(repo->vcs->shared_dir, repo->config.dataset_id,
-							     o->pin.id, m->kind, m->key, &ignored);
-					tt_error_clear(&ignored);
-					json_t *detail = json_pack("{s:s,s:s}", "key", m->key, "ref", o->pin.ref);
-					rc = tt_oplog_progress(repo->root, op_id, "pin", detail, err);
-					json_decref(detail);
-					if (rc < 0)
-						goto failed;
-				}
-				tt_fault(is_pull ? "pull:after-pin" : "commit:after-pin");
-			}
+			if (!share_pin(c, o, pin_id) && (rc = cut_pin(c, m, o, pin_id, err)) < 0)
+				return rc;
 			o->has_pin = true;
 		} else {
 			o->recoverable = json_is_true(json_object_get(a.params, "recoverable")) ||
 					 !json_object_get(a.params, "recoverable");
 		}
-		nouts++;
+		c->nouts++;
 	}
+	return 0;
+}
 
-	/* Manifests, and listings for backends that give them. */
-	for (size_t i = 0; i < nouts; i++) {
-		tt_manifest *m = tt_manifests_find(&repo->objects, outs[i].key);
-		/* Pulled onto the branch: where it was first registered is history. */
-		if (is_pull)
-			json_object_del(m->locator, "at");
-		json_decref(m->state);
-		m->state = json_deep_copy(outs[i].state);
-		free(m->pin_id);
-		free(m->pin_ref);
-		m->pin_id = outs[i].has_pin ? tt_strdup(outs[i].pin.id) : NULL;
-		m->pin_ref = outs[i].has_pin ? tt_strdup(outs[i].pin.ref) : NULL;
-		m->recoverable = outs[i].recoverable;
-		char now[40];
-		tt_now_iso_micro(now);
-		free(m->captured_at);
-		m->captured_at = tt_strdup(now);
-		if (!m->state || !m->captured_at || (outs[i].has_pin && (!m->pin_id || !m->pin_ref))) {
+/* m's manifest at what o pinned or recorded, saved. */
+static int save_manifest(apply_ctx *c, tt_manifest *m, const outcome *o, tt_error *err)
+{
+	/* Pulled onto the branch: where it was first registered is history. */
+	if (c->is_pull)
+		json_object_del(m->locator, "at");
+	json_decref(m->state);
+	m->state = json_deep_copy(o->state);
+	free(m->pin_id);
+	free(m->pin_ref);
+	m->pin_id = o->has_pin ? tt_strdup(o->pin.id) : NULL;
+	m->pin_ref = o->has_pin ? tt_strdup(o->pin.ref) : NULL;
+	m->recoverable = o->recoverable;
+	char now[40];
+	tt_now_iso_micro(now);
+	free(m->captured_at);
+	m->captured_at = tt_strdup(now);
+	if (!m->state || !m->captured_at || (o->has_pin && (!m->pin_id || !m->pin_ref)))
+		return tt_error_oom(err);
+	return tt_manifest_save(m, c->repo->root, err);
+}
+
+/* The listing of m's state, for a backend that gives listings: written
+ * unless one of its name is there already, and kept to take back. */
+static int write_listing(apply_ctx *c, tt_manifest *m, tt_error *err)
+{
+	tt_backend *b;
+	if (!(tt_engine_caps(c->repo, m) & TT_CAP_DIFF) || tt_engine_backend(c->repo, m->kind, &b, err) < 0 ||
+	    !tt_backend_has(b, listing)) {
+		tt_error_clear(err);
+		return 0;
+	}
+	char *text = NULL, name[TT_LISTING_NAME_MAX];
+	json_t *identity = NULL, *content = NULL;
+	int rc;
+	if ((rc = tt_backend_listing(b, m->locator, m->state, &text, err)) < 0) {
+		tt_error_object(err, m->key, m->kind);
+		return rc;
+	}
+	if (text && (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
+	    (content = tt_content_state(b->kind, m->state)) &&
+	    (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
+		char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
+		char *path = rel ? tt_path_join(c->repo->root, rel) : NULL;
+		if (!path)
 			rc = tt_error_oom(err);
-			goto failed;
-		}
-		if ((rc = tt_manifest_save(m, repo->root, err)) < 0)
-			goto failed;
-		tt_backend *b;
-		if (!(tt_engine_caps(repo, m) & TT_CAP_DIFF) || tt_engine_backend(repo, m->kind, &b, err) < 0 ||
-		    !tt_backend_has(b, listing)) {
-			tt_error_clear(err);
-			continue;
-		}
-		char *text = NULL, name[TT_LISTING_NAME_MAX];
-		json_t *identity = NULL, *content = NULL;
-		if ((rc = tt_backend_listing(b, m->locator, m->state, &text, err)) < 0) {
-			tt_error_object(err, m->key, m->kind);
-			goto failed;
-		}
-		if (text && (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
-		    (content = tt_content_state(b->kind, m->state)) &&
-		    (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
-			char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
-			char *path = rel ? tt_path_join(repo->root, rel) : NULL;
-			if (!path)
-				rc = tt_error_oom(err);
-			else if ((rc = tt_refuse_links(repo->root, rel, err)) == 0 && !tt_exists(path) &&
-				 (rc = tt_write_file_atomic(path, text, strlen(text), 0644, err)) == 0)
-				json_array_append_new(written_listings, json_string(path));
-			free(rel);
-			free(path);
-		}
-		json_decref(identity);
-		json_decref(content);
-		free(text);
-		if (rc < 0)
-			goto failed;
+		else if ((rc = tt_refuse_links(c->repo->root, rel, err)) == 0 && !tt_exists(path) &&
+			 (rc = tt_write_file_atomic(path, text, strlen(text), 0644, err)) == 0)
+			json_array_append_new(c->written_listings, json_string(path));
+		free(rel);
+		free(path);
 	}
-	tt_fault(is_pull ? "pull:after-manifests" : "commit:after-manifests");
-	if (nouts) {
-		json_t *keys = json_array(), *detail = NULL;
-		for (size_t i = 0; i < nouts; i++)
-			json_array_append_new(keys, json_string(outs[i].key));
-		detail = json_pack("{s:o}", "keys", keys);
-		rc = tt_oplog_progress(repo->root, op_id, "manifests", detail, err);
-		json_decref(detail);
-		if (rc < 0)
-			goto failed;
+	json_decref(identity);
+	json_decref(content);
+	free(text);
+	return rc;
+}
+
+/* The manifests, and listings for backends that give them; journaled. */
+static int save_manifests(apply_ctx *c, tt_error *err)
+{
+	int rc;
+	for (size_t i = 0; i < c->nouts; i++) {
+		tt_manifest *m = tt_manifests_find(&c->repo->objects, c->outs[i].key);
+		if ((rc = save_manifest(c, m, &c->outs[i], err)) < 0 || (rc = write_listing(c, m, err)) < 0)
+			return rc;
 	}
-	if (vcs) {
-		json_decref(paths);
-		if (!(paths = commit_paths(repo, sel, err))) {
-			rc = err->code;
-			goto failed;
-		}
-		size_t np = json_array_size(paths);
-		const char **pv = tt_calloc(np ? np : 1, sizeof *pv);
-		for (size_t i = 0; pv && i < np; i++)
-			pv[i] = json_string_value(json_array_get(paths, i));
-		tt_fault(is_pull ? "pull:before-vcs-commit" : "commit:before-vcs-commit");
-		/* The commit will name these pins, and a clone made from this
-		 * repository may keep them after it is rewritten away here: gc
-		 * then keeps them (see gc.c).  Marked first, so a crash errs on
-		 * keeping. */
-		{
-			json_t *ids = json_array();
-			tt_error ignored = TT_ERROR_INIT;
-			for (size_t i = 0; ids && i < nouts; i++)
-				if (outs[i].has_pin)
-					json_array_append_new(ids, json_string(outs[i].pin.id));
-			tt_index_note_committed(repo->vcs->shared_dir, repo->config.dataset_id, ids, &ignored);
-			tt_error_clear(&ignored);
-			json_decref(ids);
-		}
-		rc = pv ? tt_vcs_commit(repo->vcs, pv, np, message ? message : "", repo->ws.bookmark,
-						 &vcs_commit, err)
-			: tt_error_oom(err);
-		free(pv);
-		if (rc < 0)
-			goto failed;
-		tt_fault(is_pull ? "pull:after-vcs-commit" : "commit:after-vcs-commit");
-		json_t *detail = json_pack("{s:s}", "commit", vcs_commit);
-		rc = tt_oplog_progress(repo->root, op_id, "vcs-commit", detail, err);
-		json_decref(detail);
-		if (rc < 0)
-			goto failed;
-	}
-	mark_base_states(repo, outs, nouts);
-	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
-		goto failed;
-	/* Reported (and journaled) in tether-vcs's order. */
-	qsort(outs, nouts, sizeof *outs, outcome_order);
-	json_t *result = journal_result(outs, nouts, vcs_commit);
-	rc = tt_oplog_done(repo->root, op_id, result, NULL, NULL, err);
+	tt_fault(c->is_pull ? "pull:after-manifests" : "commit:after-manifests");
+	if (!c->nouts)
+		return 0;
+	json_t *keys = json_array(), *detail = NULL;
+	for (size_t i = 0; i < c->nouts; i++)
+		json_array_append_new(keys, json_string(c->outs[i].key));
+	detail = json_pack("{s:o}", "keys", keys);
+	rc = tt_oplog_progress(c->repo->root, c->op_id, "manifests", detail, err);
+	json_decref(detail);
+	return rc;
+}
+
+/* The commit will name these pins, and a clone made from this repository
+ * may keep them after it is rewritten away here: gc then keeps them (see
+ * gc.c).  Marked before the commit, so a crash errs on keeping. */
+static void note_committed(apply_ctx *c)
+{
+	json_t *ids = json_array();
+	tt_error ignored = TT_ERROR_INIT;
+	for (size_t i = 0; ids && i < c->nouts; i++)
+		if (c->outs[i].has_pin)
+			json_array_append_new(ids, json_string(c->outs[i].pin.id));
+	tt_index_note_committed(c->repo->vcs->shared_dir, c->repo->config.dataset_id, ids, &ignored);
+	tt_error_clear(&ignored);
+	json_decref(ids);
+}
+
+/* The VCS commit of the committed paths (listed again: the manifests and
+ * listings were just written), moving the bookmark; journaled. */
+static int commit_to_vcs(apply_ctx *c, tt_error *err)
+{
+	int rc;
+	json_decref(c->paths);
+	if (!(c->paths = commit_paths(c->repo, c->sel, err)))
+		return err->code;
+	size_t np = json_array_size(c->paths);
+	const char **pv = path_vector(c->paths);
+	tt_fault(c->is_pull ? "pull:before-vcs-commit" : "commit:before-vcs-commit");
+	note_committed(c);
+	rc = pv ? tt_vcs_commit(c->repo->vcs, pv, np, c->message ? c->message : "", c->repo->ws.bookmark,
+				&c->vcs_commit, err)
+		: tt_error_oom(err);
+	free(pv);
+	if (rc < 0)
+		return rc;
+	tt_fault(c->is_pull ? "pull:after-vcs-commit" : "commit:after-vcs-commit");
+	json_t *detail = json_pack("{s:s}", "commit", c->vcs_commit);
+	rc = tt_oplog_progress(c->repo->root, c->op_id, "vcs-commit", detail, err);
+	json_decref(detail);
+	return rc;
+}
+
+/* The entry done, its outcomes in tether-vcs's order; with the VCS, the
+ * interrupted runs this one finishes are closed. */
+static int journal_done(apply_ctx *c, tt_error *err)
+{
+	int rc;
+	qsort(c->outs, c->nouts, sizeof *c->outs, outcome_order);
+	json_t *result = journal_result(c->outs, c->nouts, c->vcs_commit);
+	rc = tt_oplog_done(c->repo->root, c->op_id, result, NULL, NULL, err);
 	json_decref(result);
 	if (rc < 0)
-		goto done;
-	if (vcs) {
+		return rc;
+	if (c->vcs) {
 		char why[64];
 		tt_error ignored = TT_ERROR_INIT;
-		snprintf(why, sizeof why, "%s %s", is_pull ? "pull" : "commit", op_id);
-		tt_engine_close_interrupted(repo, interrupted, op_id, why, &ignored);
+		snprintf(why, sizeof why, "%s %s", c->is_pull ? "pull" : "commit", c->op_id);
+		tt_engine_close_interrupted(c->repo, c->interrupted, c->op_id, why, &ignored);
 		tt_error_clear(&ignored);
 	}
-	goto report;
+	return rc;
+}
 
-failed:
-	/* A VCS commit that landed names the pins and carries the manifests:
-	 * keep everything, finish as a commit, and surface the error. */
-	{
-		json_t *now_pos = NULL;
-		tt_error ignored = TT_ERROR_INIT;
-		const char *landed = NULL;
-		if (vcs && tt_vcs_position(repo->vcs, &now_pos, &ignored) == 0) {
-			/* jj: the working-copy commit's id changes on every
-			 * snapshot; a landed commit moved @ onto a new parent. */
-			const char *field = tt_engine_vcs_is_jj(repo) ? "parent" : "commit";
-			const char *before = json_string_value(json_object_get(position, field));
-			const char *after = json_string_value(json_object_get(now_pos, field));
-			if (after && (!before || strcmp(before, after) != 0))
-				landed = after;
-		}
-		if (landed) {
-			free(vcs_commit);
-			vcs_commit = tt_strdup(landed);
-			mark_base_states(repo, outs, nouts);
-			tt_workspace_save(&repo->ws, repo->root, &ignored);
-			json_t *kept = journal_result(outs, nouts, vcs_commit);
-			json_object_set_new(kept, "failed_after_commit", json_string(tt_error_text(err)));
-			tt_oplog_done(repo->root, op_id, kept, NULL, NULL, &ignored);
-			json_decref(kept);
-		} else {
-			rollback_pins(repo, created, created_keys, ncreated);
-			restore_manifests(repo, texts);
-			size_t li;
-			json_t *lp;
-			json_array_foreach(written_listings, li, lp)
-				tt_unlink(json_string_value(lp), &ignored);
-			json_t *undone = json_pack("{s:s,s:b}", "failed", tt_error_text(err), "rolled_back", 1);
-			tt_oplog_done(repo->root, op_id, undone, NULL, NULL, &ignored);
-			json_decref(undone);
-		}
-		json_decref(now_pos);
-		tt_error_clear(&ignored);
+/* The VCS commit that landed before the failure, if one did (borrowed from
+ * now_pos, which the caller releases); NULL otherwise. */
+static const char *landed_commit(apply_ctx *c, json_t **now_pos, tt_error *ignored)
+{
+	if (!c->vcs || tt_vcs_position(c->repo->vcs, now_pos, ignored) != 0)
+		return NULL;
+	/* jj: the working-copy commit's id changes on every snapshot; a
+	 * landed commit moved @ onto a new parent. */
+	const char *field = tt_engine_vcs_is_jj(c->repo) ? "parent" : "commit";
+	const char *before = json_string_value(json_object_get(c->position, field));
+	const char *after = json_string_value(json_object_get(*now_pos, field));
+	return after && (!before || strcmp(before, after) != 0) ? after : NULL;
+}
+
+/* After a failure: a VCS commit that landed names the pins and carries the
+ * manifests, so everything is kept and the entry finishes as a commit, with
+ * the error; otherwise the pins, manifests and listings are taken back. */
+static void compensate(apply_ctx *c, tt_error *err)
+{
+	json_t *now_pos = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	const char *landed = landed_commit(c, &now_pos, &ignored);
+	if (landed) {
+		free(c->vcs_commit);
+		c->vcs_commit = tt_strdup(landed);
+		mark_base_states(c->repo, c->outs, c->nouts);
+		tt_workspace_save(&c->repo->ws, c->repo->root, &ignored);
+		json_t *kept = journal_result(c->outs, c->nouts, c->vcs_commit);
+		json_object_set_new(kept, "failed_after_commit", json_string(tt_error_text(err)));
+		tt_oplog_done(c->repo->root, c->op_id, kept, NULL, NULL, &ignored);
+		json_decref(kept);
+	} else {
+		rollback_pins(c->repo, c->created, c->created_keys, c->ncreated);
+		restore_manifests(c->repo, c->texts);
+		size_t li;
+		json_t *lp;
+		json_array_foreach(c->written_listings, li, lp)
+			tt_unlink(json_string_value(lp), &ignored);
+		json_t *undone = json_pack("{s:s,s:b}", "failed", tt_error_text(err), "rolled_back", 1);
+		tt_oplog_done(c->repo->root, c->op_id, undone, NULL, NULL, &ignored);
+		json_decref(undone);
+	}
+	json_decref(now_pos);
+	tt_error_clear(&ignored);
+}
+
+static int report_commit(const apply_ctx *c, json_t **out, tt_error *err)
+{
+	json_t *pinned = json_object(), *unrec = json_array();
+	for (size_t i = 0; i < c->nouts; i++) {
+		if (c->outs[i].has_pin)
+			json_object_set_new(pinned, c->outs[i].key, json_string(c->outs[i].pin.ref));
+		else if (c->outs[i].recoverable)
+			json_object_set_new(pinned, c->outs[i].key, json_null());
+		else
+			json_array_append_new(unrec, json_string(c->outs[i].key));
+	}
+	*out = json_pack("{s:s?,s:o,s:o,s:O}", "vcs_commit", c->vcs_commit, "pinned", pinned,
+			 "unrecoverable", unrec, "unchanged", c->unchanged);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+int tt_engine_apply_commit(tt_repo *repo, const tt_plan *plan, bool vcs, bool verify,
+			   json_t **out, tt_error *err)
+{
+	apply_ctx c;
+	bool nothing = false;
+	int rc;
+
+	apply_ctx_init(&c, repo, plan, vcs);
+	*out = NULL;
+	/* A plan made in this same call needs no re-check (verify = false):
+	 * only one from a file does. */
+	if ((rc = apply_checks(&c, verify, err)) < 0)
+		goto done;
+	/* Earlier runs that were interrupted: this one finishes them. */
+	if (vcs && (rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &c.interrupted, err)) < 0)
+		goto done;
+	if ((rc = alloc_outcomes(&c, err)) < 0)
+		goto done;
+	if (verify && (rc = check_states_unchanged(&c, err)) < 0)
+		goto done;
+	collect_unchanged(&c);
+	if ((rc = nothing_to_commit(&c, &nothing, err)) < 0)
+		goto done;
+	if (nothing) {
+		rc = report_nothing(&c, out, err);
 		goto done;
 	}
+	if ((rc = journal_begin(&c, err)) < 0)
+		goto done;
 
-report:
-	{
-		json_t *pinned = json_object(), *unrec = json_array();
-		for (size_t i = 0; i < nouts; i++) {
-			if (outs[i].has_pin)
-				json_object_set_new(pinned, outs[i].key, json_string(outs[i].pin.ref));
-			else if (outs[i].recoverable)
-				json_object_set_new(pinned, outs[i].key, json_null());
-			else
-				json_array_append_new(unrec, json_string(outs[i].key));
-		}
-		*out = json_pack("{s:s?,s:o,s:o,s:O}", "vcs_commit", vcs_commit, "pinned", pinned,
-				 "unrecoverable", unrec, "unchanged", unchanged);
-		if (!*out)
-			rc = tt_error_oom(err);
-	}
+	if ((rc = pin_objects(&c, err)) < 0 || (rc = save_manifests(&c, err)) < 0 ||
+	    (vcs && (rc = commit_to_vcs(&c, err)) < 0))
+		goto failed;
+	mark_base_states(repo, c.outs, c.nouts);
+	if ((rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+		goto failed;
+	if ((rc = journal_done(&c, err)) < 0)
+		goto done;
+	rc = report_commit(&c, out, err);
+	goto done;
+
+failed:
+	compensate(&c, err);
 done:
-	free(outs);
-	free(created);
-	free(created_keys);
-	free(vcs_commit);
-	json_decref(pre);
-	json_decref(texts);
-	json_decref(position);
-	json_decref(wstext);
-	json_decref(paths);
-	json_decref(unchanged);
-	json_decref(written_listings);
-	json_decref(plan_json);
-	json_decref(interrupted);
+	apply_ctx_release(&c);
 	return rc;
 }
 

@@ -475,96 +475,178 @@ static int describe_entry(json_t *e, const tt_manifest *ma, const tt_manifest *m
 	return rc ? -1 : 0;
 }
 
-int tt_repo_diff(tt_repo *repo, const tt_diff_opts *opts, json_t **out, tt_error *err)
+/* One diff: its two sides, the selection, the entries and the content
+ * diffs to fetch. */
+typedef struct diff_ctx {
+	tt_repo *repo;
+	const tt_diff_opts *opts;    /* borrowed */
+	tt_manifest_set sa, sb;      /* the sides read at revisions */
+	const tt_manifest_set *a, *b; /* the two sides: sa/sb or the working tree */
+	char *ra, *rb;               /* the revisions resolved */
+	json_t *entries, *keys;      /* keys: the selection, NULL for every object */
+	diff_job *jobs;
+	size_t njobs;
+	json_t **saved; /* no revisions: the manifests' own states, put back at the end */
+} diff_ctx;
+
+static void diff_ctx_release(diff_ctx *d)
 {
-	static const tt_diff_opts none_given = TT_DIFF_OPTS_INIT;
-	if (!opts)
-		opts = &none_given;
-	TT_CHECK_OPTS(opts, tt_diff_opts, TT_DIFF_OPTS_VERSION, err);
-	const char *rev_a = opts->rev_a, *rev_b = opts->rev_b;
-	const char *const *selectors = opts->selectors;
-	size_t nsel = opts->nselectors;
-	bool content = opts->content;
-	tt_manifest_set sa = { 0 }, sb = { 0 };
-	const tt_manifest_set *a = NULL, *b = NULL;
-	char *ra = NULL, *rb = NULL;
-	json_t *entries = NULL, *keys = NULL;
-	diff_job *jobs = NULL;
-	size_t njobs = 0;
-	json_t **saved = NULL; /* no revisions: the manifests' own states, put back at the end */
-	int rc = 0;
-	*out = NULL;
+	tt_repo *repo = d->repo;
+	for (size_t x = 0; d->saved && x < repo->objects.n; x++) {
+		json_decref(repo->objects.items[x].state);
+		repo->objects.items[x].state = d->saved[x];
+	}
+	free(d->saved);
+	for (size_t x = 0; d->jobs && x < d->njobs; x++) {
+		json_decref(d->jobs[x].detail);
+		free(d->jobs[x].error);
+	}
+	free(d->jobs);
+	tt_manifests_release(&d->sa);
+	tt_manifests_release(&d->sb);
+	free(d->ra);
+	free(d->rb);
+	json_decref(d->entries);
+	json_decref(d->keys);
+}
+
+/* As `git diff`: the working copy is what the stores hold now, as the last
+ * snapshot fingerprinted them (what `status` shows), for the objects that
+ * move; the rest stand at their pins.  Their own states are saved to put
+ * back. */
+static int working_states(diff_ctx *d, tt_error *err)
+{
+	tt_repo *repo = d->repo;
+	if (repo->objects.n && !(d->saved = tt_calloc(repo->objects.n, sizeof *d->saved)))
+		return tt_error_oom(err);
+	for (size_t x = 0; x < repo->objects.n; x++) {
+		tt_manifest *m = &repo->objects.items[x];
+		json_t *now = json_object_get(repo->ws.last_snapshot, m->key);
+		d->saved[x] = m->state;
+		if (json_is_object(now) && json_object_size(now) && tt_engine_moving(repo, m))
+			m->state = json_incref(now);
+		else
+			json_incref(m->state);
+	}
+	return 0;
+}
+
+/* The two sides: REV_A -> REV_B, REV -> the working tree, or the last
+ * commit -> the working tree (no commit yet: all added). */
+static int diff_sides(diff_ctx *d, tt_error *err)
+{
+	tt_repo *repo = d->repo;
+	const char *rev_a = d->opts->rev_a, *rev_b = d->opts->rev_b;
+	int rc;
 	if (rev_a && rev_b) {
-		if ((rc = tt_engine_objects_at(repo, rev_a, &sa, &ra, err)) < 0 ||
-		    (rc = tt_engine_objects_at(repo, rev_b, &sb, &rb, err)) < 0)
-			goto done;
-		a = &sa;
-		b = &sb;
-	} else if (rev_a) {
-		/* REV -> the working tree. */
-		if ((rc = tt_engine_objects_at(repo, rev_a, &sa, &ra, err)) < 0)
-			goto done;
-		a = &sa;
-		b = &repo->objects;
-	} else {
-		/* The last commit -> the working tree (no commit yet: all added). */
-		tt_error none = TT_ERROR_INIT;
-		/* jj: @ is the working copy itself; its parent is the last commit. */
-		if (tt_engine_objects_at(repo, tt_engine_vcs_is_jj(repo) ? "@-" : "HEAD", &sa, &ra, &none) < 0) {
-			tt_error_clear(&none);
-			memset(&sa, 0, sizeof sa);
-		}
-		a = &sa;
-		b = &repo->objects;
-		/* As `git diff`: the working copy is what the stores hold now, as
-		 * the last snapshot fingerprinted them (what `status` shows), for
-		 * the objects that move; the rest stand at their pins. */
-		if (repo->objects.n && !(saved = tt_calloc(repo->objects.n, sizeof *saved))) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		for (size_t x = 0; x < repo->objects.n; x++) {
-			tt_manifest *m = &repo->objects.items[x];
-			json_t *now = json_object_get(repo->ws.last_snapshot, m->key);
-			saved[x] = m->state;
-			if (json_is_object(now) && json_object_size(now) && tt_engine_moving(repo, m))
-				m->state = json_incref(now);
-			else
-				json_incref(m->state);
-		}
+		if ((rc = tt_engine_objects_at(repo, rev_a, &d->sa, &d->ra, err)) < 0 ||
+		    (rc = tt_engine_objects_at(repo, rev_b, &d->sb, &d->rb, err)) < 0)
+			return rc;
+		d->a = &d->sa;
+		d->b = &d->sb;
+		return 0;
 	}
-	/* Selectors match keys on either side. */
-	if (nsel) {
-		keys = json_array();
-		for (size_t s = 0; s < nsel; s++) {
-			size_t sl = strlen(selectors[s]);
-			bool prefix = sl && selectors[s][sl - 1] == '/', hit = false;
-			const tt_manifest_set *sides[2] = { a, b };
-			for (int side = 0; side < 2; side++)
-				for (size_t i = 0; i < sides[side]->n; i++) {
-					const char *k = sides[side]->items[i].key;
-					if (prefix ? strncmp(k, selectors[s], sl) == 0 : strcmp(k, selectors[s]) == 0) {
-						json_array_append_new(keys, json_string(k));
-						hit = true;
-					}
+	if (rev_a) {
+		if ((rc = tt_engine_objects_at(repo, rev_a, &d->sa, &d->ra, err)) < 0)
+			return rc;
+		d->a = &d->sa;
+		d->b = &repo->objects;
+		return 0;
+	}
+	tt_error none = TT_ERROR_INIT;
+	/* jj: @ is the working copy itself; its parent is the last commit. */
+	if (tt_engine_objects_at(repo, tt_engine_vcs_is_jj(repo) ? "@-" : "HEAD", &d->sa, &d->ra, &none) < 0) {
+		tt_error_clear(&none);
+		memset(&d->sa, 0, sizeof d->sa);
+	}
+	d->a = &d->sa;
+	d->b = &repo->objects;
+	return working_states(d, err);
+}
+
+/* The keys the selectors name, matched on either side; a selector that
+ * matches nothing is refused. */
+static int select_keys(diff_ctx *d, tt_error *err)
+{
+	const char *const *selectors = d->opts->selectors;
+	d->keys = json_array();
+	for (size_t s = 0; s < d->opts->nselectors; s++) {
+		size_t sl = strlen(selectors[s]);
+		bool prefix = sl && selectors[s][sl - 1] == '/', hit = false;
+		const tt_manifest_set *sides[2] = { d->a, d->b };
+		for (int side = 0; side < 2; side++)
+			for (size_t i = 0; i < sides[side]->n; i++) {
+				const char *k = sides[side]->items[i].key;
+				if (prefix ? strncmp(k, selectors[s], sl) == 0 : strcmp(k, selectors[s]) == 0) {
+					json_array_append_new(d->keys, json_string(k));
+					hit = true;
 				}
-			if (!hit) {
-				rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
-						  selectors[s]);
-				if (!prefix)
-					tt_engine_key_hint(err, b->n ? b : a, selectors[s]);
-				goto done;
 			}
+		if (!hit) {
+			int rc = tt_error_set(err, TT_ECONFIG, prefix ? "no object under %s" : "no such object: %s",
+					      selectors[s]);
+			if (!prefix)
+				tt_engine_key_hint(err, d->b->n ? d->b : d->a, selectors[s]);
+			return rc;
 		}
 	}
-	entries = json_array();
-	jobs = tt_calloc(a->n + b->n + 1, sizeof *jobs);
-	if (!entries || !jobs) {
-		rc = tt_error_oom(err);
-		goto done;
+	return 0;
+}
+
+/* How an object on both sides differs (why: state, pin, locator, policy);
+ * a changed state of a kind that diffs queues a content diff. */
+static const char *compare_sides(diff_ctx *d, const tt_manifest *ma, const tt_manifest *mb, json_t *why)
+{
+	bool state_differs = !((ma->state == NULL && mb->state == NULL) ||
+			       (ma->state && mb->state && json_equal(ma->state, mb->state)));
+	bool pin_differs = (ma->pin_id == NULL) != (mb->pin_id == NULL) ||
+			   (ma->pin_id && strcmp(ma->pin_id, mb->pin_id) != 0);
+	if (state_differs)
+		json_array_append_new(why, json_string("state"));
+	if (pin_differs)
+		json_array_append_new(why, json_string("pin"));
+	if (!json_equal(ma->locator, mb->locator))
+		json_array_append_new(why, json_string("locator"));
+	if (!policy_equal(&ma->policy, &mb->policy))
+		json_array_append_new(why, json_string("policy"));
+	if (d->opts->content && state_differs && ma->state && mb->state && strcmp(ma->kind, mb->kind) == 0 &&
+	    (tt_engine_caps(d->repo, mb) & TT_CAP_DIFF)) {
+		diff_job *job = &d->jobs[d->njobs++];
+		job->repo = d->repo;
+		job->a = ma;
+		job->b = mb;
+		job->rev_a = d->ra;
+		job->rev_b = d->rb;
 	}
-	/* Walk the union of keys in order (both sets are sorted). */
+	return json_array_size(why) ? "changed" : "unchanged";
+}
+
+/* The entry of one key: on side a (ma), side b (mb) or both. */
+static int diff_entry(diff_ctx *d, const char *key, const tt_manifest *ma, const tt_manifest *mb, tt_error *err)
+{
+	json_t *why = json_array();
+	const char *change;
+	if (ma && !mb)
+		change = "removed";
+	else if (mb && !ma)
+		change = "added";
+	else
+		change = compare_sides(d, ma, mb, why);
+	json_t *e = json_pack("{s:s,s:s,s:s?,s:s?,s:n,s:n,s:o}", "key", key, "change", change, "a",
+			      ma ? ma->pin_id : NULL, "b", mb ? mb->pin_id : NULL, "detail", "detail_error", "why",
+			      why);
+	if (!e || json_array_append_new(d->entries, e) < 0 || (d->opts->describe && describe_entry(e, ma, mb) < 0))
+		return tt_error_oom(err);
+	return 0;
+}
+
+/* Walk the union of keys in order (both sets are sorted), an entry for
+ * each key selected. */
+static int diff_entries(diff_ctx *d, tt_error *err)
+{
+	const tt_manifest_set *a = d->a, *b = d->b;
 	size_t i = 0, j = 0;
+	int rc;
 	while (i < a->n || j < b->n) {
 		int c = i >= a->n ? 1 : j >= b->n ? -1 : strcmp(a->items[i].key, b->items[j].key);
 		const tt_manifest *ma = c <= 0 ? &a->items[i] : NULL;
@@ -576,82 +658,63 @@ int tt_repo_diff(tt_repo *repo, const tt_diff_opts *opts, json_t **out, tt_error
 		const tt_manifest *either = ma ? ma : mb;
 		if (!either)
 			break;
-		const char *key = either->key;
-		if (!wanted(keys, key))
+		if (!wanted(d->keys, either->key))
 			continue;
-		json_t *why = json_array();
-		const char *change;
-		if (ma && !mb)
-			change = "removed";
-		else if (mb && !ma)
-			change = "added";
-		else {
-			bool state_differs = !((ma->state == NULL && mb->state == NULL) ||
-					       (ma->state && mb->state && json_equal(ma->state, mb->state)));
-			bool pin_differs = (ma->pin_id == NULL) != (mb->pin_id == NULL) ||
-					   (ma->pin_id && strcmp(ma->pin_id, mb->pin_id) != 0);
-			if (state_differs)
-				json_array_append_new(why, json_string("state"));
-			if (pin_differs)
-				json_array_append_new(why, json_string("pin"));
-			if (!json_equal(ma->locator, mb->locator))
-				json_array_append_new(why, json_string("locator"));
-			if (!policy_equal(&ma->policy, &mb->policy))
-				json_array_append_new(why, json_string("policy"));
-			change = json_array_size(why) ? "changed" : "unchanged";
-			if (content && state_differs && ma->state && mb->state &&
-			    strcmp(ma->kind, mb->kind) == 0 && (tt_engine_caps(repo, mb) & TT_CAP_DIFF)) {
-				jobs[njobs].repo = repo;
-				jobs[njobs].a = ma;
-				jobs[njobs].b = mb;
-				jobs[njobs].rev_a = ra;
-				jobs[njobs].rev_b = rb;
-				njobs++;
-			}
-		}
-		json_t *e = json_pack("{s:s,s:s,s:s?,s:s?,s:n,s:n,s:o}", "key", key, "change", change, "a",
-				      ma ? ma->pin_id : NULL, "b", mb ? mb->pin_id : NULL, "detail", "detail_error",
-				      "why", why);
-		if (!e || json_array_append_new(entries, e) < 0 || (opts->describe && describe_entry(e, ma, mb) < 0)) {
-			rc = tt_error_oom(err);
-			goto done;
+		if ((rc = diff_entry(d, either->key, ma, mb, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The content diffs, fetched in parallel, onto their entries. */
+static int attach_details(diff_ctx *d, tt_error *err)
+{
+	size_t k;
+	json_t *e;
+	int rc;
+	tt_engine_prepare(d->repo);
+	if ((rc = tt_engine_fanout(d->njobs, diff_one, d->jobs, err)) < 0)
+		return rc;
+	json_array_foreach(d->entries, k, e) {
+		for (size_t x = 0; x < d->njobs; x++) {
+			if (strcmp(d->jobs[x].b->key, json_string_value(json_object_get(e, "key"))) != 0)
+				continue;
+			if (d->jobs[x].detail)
+				json_object_set(e, "detail", d->jobs[x].detail);
+			if (d->jobs[x].error)
+				json_object_set_new(e, "detail_error", json_string(d->jobs[x].error));
 		}
 	}
-	if (njobs) {
-		tt_engine_prepare(repo);
-		if ((rc = tt_engine_fanout(njobs, diff_one, jobs, err)) < 0)
-			goto done;
-		size_t k;
-		json_t *e;
-		json_array_foreach(entries, k, e) {
-			for (size_t x = 0; x < njobs; x++) {
-				if (strcmp(jobs[x].b->key, json_string_value(json_object_get(e, "key"))) != 0)
-					continue;
-				if (jobs[x].detail)
-					json_object_set(e, "detail", jobs[x].detail);
-				if (jobs[x].error)
-					json_object_set_new(e, "detail_error", json_string(jobs[x].error));
-			}
-		}
+	return 0;
+}
+
+int tt_repo_diff(tt_repo *repo, const tt_diff_opts *opts, json_t **out, tt_error *err)
+{
+	static const tt_diff_opts none_given = TT_DIFF_OPTS_INIT;
+	if (!opts)
+		opts = &none_given;
+	TT_CHECK_OPTS(opts, tt_diff_opts, TT_DIFF_OPTS_VERSION, err);
+	diff_ctx d = { .repo = repo, .opts = opts };
+	int rc = 0;
+	*out = NULL;
+	if ((rc = diff_sides(&d, err)) < 0)
+		goto done;
+	/* Selectors match keys on either side. */
+	if (opts->nselectors && (rc = select_keys(&d, err)) < 0)
+		goto done;
+	d.entries = json_array();
+	d.jobs = tt_calloc(d.a->n + d.b->n + 1, sizeof *d.jobs);
+	if (!d.entries || !d.jobs) {
+		rc = tt_error_oom(err);
+		goto done;
 	}
-	*out = entries;
-	entries = NULL;
+	if ((rc = diff_entries(&d, err)) < 0)
+		goto done;
+	if (d.njobs && (rc = attach_details(&d, err)) < 0)
+		goto done;
+	*out = d.entries;
+	d.entries = NULL;
 done:
-	for (size_t x = 0; saved && x < repo->objects.n; x++) {
-		json_decref(repo->objects.items[x].state);
-		repo->objects.items[x].state = saved[x];
-	}
-	free(saved);
-	for (size_t x = 0; jobs && x < njobs; x++) {
-		json_decref(jobs[x].detail);
-		free(jobs[x].error);
-	}
-	free(jobs);
-	tt_manifests_release(&sa);
-	tt_manifests_release(&sb);
-	free(ra);
-	free(rb);
-	json_decref(entries);
-	json_decref(keys);
+	diff_ctx_release(&d);
 	return rc;
 }

@@ -201,175 +201,240 @@ done:
 	return rc;
 }
 
-int tt_engine_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
-		 const char *message, json_t **out, tt_error *err)
+/* One pull: the objects selected, their heads, and what moved. */
+typedef struct pull_ctx {
+	tt_repo *repo;
+	const char *mine;       /* borrowed: the bookmark this workspace works on */
+	const char *message;    /* borrowed; NULL: "pull BOOKMARK: N objects" */
+	size_t nsel;
+	json_t *keys;           /* the objects selected */
+	json_t *committed;      /* key -> {from, to}: what moved */
+	json_t *unchanged, *skipped;
+	json_t *fetched;        /* key -> the head read */
+	json_t *interrupted;
+	head_job *jobs;
+	size_t njobs;
+	tt_plan *plan;
+	tt_lock rlock;
+} pull_ctx;
+
+static void pull_ctx_release(pull_ctx *c)
 {
-	json_t *keys = NULL, *committed = json_object(), *unchanged = json_array(), *skipped = json_object();
-	json_t *fetched = json_object(), *result = NULL, *interrupted = NULL;
-	head_job *jobs = NULL;
-	size_t njobs = 0;
-	tt_plan *plan = NULL;
-	tt_lock rlock = TT_LOCK_INIT;
+	for (size_t k = 0; c->jobs && k < c->njobs; k++) {
+		free(c->jobs[k].ref);
+		json_decref(c->jobs[k].state);
+		tt_error_clear(&c->jobs[k].err);
+	}
+	free(c->jobs);
+	tt_plan_free(c->plan);
+	json_decref(c->keys);
+	json_decref(c->committed);
+	json_decref(c->unchanged);
+	json_decref(c->skipped);
+	json_decref(c->fetched);
+	json_decref(c->interrupted);
+}
+
+/* The workspace works on a bookmark, the one named if one is. */
+static int check_bookmark(const pull_ctx *c, const char *bookmark, tt_error *err)
+{
+	if (!c->mine)
+		return tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark; `tether new NAME` to "
+				    "work on one, then pull");
+	if (bookmark && strcmp(bookmark, c->mine) != 0)
+		return tt_error_set(err, TT_ECONFIG, "this workspace works on '%s'; `tether new %s` first", c->mine,
+				    bookmark);
+	return 0;
+}
+
+/* The working copy on the bookmark, with no uncommitted manifest edits:
+ * they would be swept into the pull's commit (unless they are an
+ * interrupted pull's, which this one finishes). */
+static int require_clean(pull_ctx *c, tt_error *err)
+{
+	tt_repo *repo = c->repo;
+	char *here = NULL;
 	int rc;
-	*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto cleanup;
-	const char *mine = repo->ws.bookmark;
-	if (!mine) {
-		rc = tt_error_set(err, TT_ECONFIG, "this working copy is on no bookmark; `tether new NAME` to "
-				  "work on one, then pull");
-		goto done;
+	if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) == 0 && !(here && strcmp(here, c->mine) == 0)) {
+		rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
+				  c->mine, here ? here : "no bookmark");
+		tt_error_hint(err, "run `tether new %s` to return, or `tether new` to work where you are", c->mine);
 	}
-	if (bookmark && strcmp(bookmark, mine) != 0) {
-		rc = tt_error_set(err, TT_ECONFIG, "this workspace works on '%s'; `tether new %s` first", mine,
-				  bookmark);
-		goto done;
-	}
-	if ((rc = tt_engine_select(repo, selectors, nsel, &keys, err)) < 0 ||
-	    (nsel && (rc = tt_engine_require_whole_scopes(repo, keys, "pull", err)) < 0))
-		goto done;
-	/* Uncommitted manifest edits would be swept into the pull's commit. */
-	{
-		json_t *marks = NULL;
-		char *here = NULL;
-		if ((rc = tt_vcs_current_bookmark(repo->vcs, &here, err)) == 0 &&
-		    !(here && strcmp(here, mine) == 0)) {
-			rc = tt_error_set(err, TT_ECONFIG, "the working copy is not on bookmark '%s' (it moved to %s)",
-					  mine, here ? here : "no bookmark");
-			tt_error_hint(err, "run `tether new %s` to return, or `tether new` to work where you are", mine);
-		}
-		free(here);
-		json_decref(marks);
-		if (rc < 0)
-			goto done;
-		/* ... unless they are an interrupted pull's, which this one finishes. */
-		if ((rc = rewind_interrupted_pull(repo, err)) < 0)
-			goto done;
-		size_t n = strlen(repo->vcs->root);
-		const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
-					  ? repo->root + n + 1 : "";
-		char *objs = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
-		const char *paths[] = { objs };
-		bool dirty = false;
-		rc = objs ? tt_vcs_dirty(repo->vcs, paths, 1, &dirty, err) : tt_error_oom(err);
-		free(objs);
-		if (rc < 0)
-			goto done;
-		if (dirty) {
-			rc = tt_error_set(err, TT_ECONFIG, "manifests have uncommitted edits; `tether commit` them "
-					  "(or undo) before pulling");
-			goto done;
-		}
-	}
-	jobs = tt_calloc(repo->objects.n + 1, sizeof *jobs);
-	if (!jobs) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
+	free(here);
+	if (rc < 0)
+		return rc;
+	if ((rc = rewind_interrupted_pull(repo, err)) < 0)
+		return rc;
+	size_t n = strlen(repo->vcs->root);
+	const char *rel = strncmp(repo->root, repo->vcs->root, n) == 0 && repo->root[n] == '/'
+				  ? repo->root + n + 1 : "";
+	char *objs = *rel ? tt_asprintf("%s/.tether/objects", rel) : tt_strdup(".tether/objects");
+	const char *paths[] = { objs };
+	bool dirty = false;
+	rc = objs ? tt_vcs_dirty(repo->vcs, paths, 1, &dirty, err) : tt_error_oom(err);
+	free(objs);
+	if (rc < 0)
+		return rc;
+	if (dirty)
+		return tt_error_set(err, TT_ECONFIG, "manifests have uncommitted edits; `tether commit` them "
+				    "(or undo) before pulling");
+	return 0;
+}
+
+/* A head to read for each selected object on a branch (on the trunk: at
+ * its own head too); the rest are skipped with why. */
+static int queue_heads(pull_ctx *c, tt_error *err)
+{
+	tt_repo *repo = c->repo;
+	int rc;
+	if (!(c->jobs = tt_calloc(repo->objects.n + 1, sizeof *c->jobs)))
+		return tt_error_oom(err);
 	bool trunk = tt_engine_on_trunk(repo);
 	size_t i;
 	json_t *kv;
-	json_array_foreach(keys, i, kv) {
+	json_array_foreach(c->keys, i, kv) {
 		const tt_manifest *m = tt_manifests_find(&repo->objects, json_string_value(kv));
 		if (!m->state) {
-			json_object_set_new(skipped, m->key, json_string("not committed yet; the first commit reads it"));
+			json_object_set_new(c->skipped, m->key, json_string("not committed yet; the first commit reads it"));
 			continue;
 		}
 		char *ref = NULL;
 		if ((rc = tt_engine_working_ref(repo, m, &ref, err)) < 0)
-			goto done;
+			return rc;
 		if (!ref && !trunk) {
-			json_object_set_new(skipped, m->key, json_string("no branch yet; sits at its pin"));
+			json_object_set_new(c->skipped, m->key, json_string("no branch yet; sits at its pin"));
 			continue;
 		}
-		jobs[njobs++] = (head_job){ repo, m, ref, NULL, TT_ERROR_INIT };
+		c->jobs[c->njobs++] = (head_job){ repo, m, ref, NULL, TT_ERROR_INIT };
 	}
-	tt_engine_prepare(repo);
-	if ((rc = tt_engine_fanout(njobs, read_head, jobs, err)) < 0)
-		goto done;
-	for (i = 0; i < njobs; i++) {
-		if (!jobs[i].state) {
-			rc = tt_error_set(err, jobs[i].err.code, "%s", tt_error_text(&jobs[i].err));
-			goto done;
-		}
-	}
-	for (i = 0; i < njobs; i++) {
-		const tt_manifest *m = jobs[i].m;
+	return 0;
+}
+
+/* The heads, read in parallel; the first that could not be read fails
+ * the pull. */
+static int fetch_heads(pull_ctx *c, tt_error *err)
+{
+	int rc;
+	tt_engine_prepare(c->repo);
+	if ((rc = tt_engine_fanout(c->njobs, read_head, c->jobs, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < c->njobs; i++)
+		if (!c->jobs[i].state)
+			return tt_error_set(err, c->jobs[i].err.code, "%s", tt_error_text(&c->jobs[i].err));
+	return 0;
+}
+
+/* Each head against the object's state: unchanged or committed (a changed
+ * immutable Observed object is refused, as at commit); every head is
+ * fetched and becomes the last snapshot's. */
+static int compare_heads(pull_ctx *c, tt_error *err)
+{
+	tt_repo *repo = c->repo;
+	for (size_t i = 0; i < c->njobs; i++) {
+		const tt_manifest *m = c->jobs[i].m;
+		json_t *head = c->jobs[i].state;
 		unsigned caps = tt_engine_caps(repo, m);
-		/* A changed immutable Observed object is refused, as at commit. */
-		if (!tt_engine_same(m, jobs[i].state, m->state) && strcmp(m->policy.file, "immutable") == 0 &&
-		    strcmp(tt_tier_name(caps), "observed") == 0) {
-			rc = tt_engine_immutable_changed(m, err);
-			goto done;
-		}
-		if (tt_engine_same(m, jobs[i].state, m->state))
-			json_array_append_new(unchanged, json_string(m->key));
+		if (!tt_engine_same(m, head, m->state) && strcmp(m->policy.file, "immutable") == 0 &&
+		    strcmp(tt_tier_name(caps), "observed") == 0)
+			return tt_engine_immutable_changed(m, err);
+		if (tt_engine_same(m, head, m->state))
+			json_array_append_new(c->unchanged, json_string(m->key));
 		else
-			json_object_set_new(committed, m->key,
-					    json_pack("{s:O,s:O}", "from", m->state, "to", jobs[i].state));
-		json_object_set(fetched, m->key, jobs[i].state);
-		json_object_set(repo->ws.last_snapshot, m->key, jobs[i].state);
+			json_object_set_new(c->committed, m->key, json_pack("{s:O,s:O}", "from", m->state, "to", head));
+		json_object_set(c->fetched, m->key, head);
+		json_object_set(repo->ws.last_snapshot, m->key, head);
 	}
+	return 0;
+}
+
+/* Nothing to commit: the workspace saved, and an interrupted pull before
+ * this one is moot. */
+static int close_moot_pulls(pull_ctx *c, tt_error *err)
+{
+	int rc;
+	if ((rc = tt_engine_scan_interrupted(c->repo, TT_CLOSE_RERUN, &c->interrupted, err)) == 0 &&
+	    (rc = tt_workspace_save(&c->repo->ws, c->repo->root, err)) == 0) {
+		tt_error ignored = TT_ERROR_INIT;  /* best effort, as after a commit */
+		tt_engine_close_interrupted(c->repo, c->interrupted, NULL, "a later pull", &ignored);
+		tt_error_clear(&ignored);
+	}
+	return rc;
+}
+
+/* What moved, committed on the bookmark as a commit of the fetched heads;
+ * its commit (*vcs_commit, caller frees) and pin ids (into pinned). */
+static int commit_fetched(pull_ctx *c, char **vcs_commit, json_t *pinned, tt_error *err)
+{
+	tt_repo *repo = c->repo;
+	char text[256];
+	size_t n = json_object_size(c->committed);
+	json_t *res = NULL;
+	int rc;
+	if (c->message)
+		snprintf(text, sizeof text, "%s", c->message);
+	else
+		snprintf(text, sizeof text, "pull %s: %zu object%s", c->mine, n, n == 1 ? "" : "s");
+	if ((rc = tt_engine_plan_commit(repo, text, c->nsel ? c->keys : NULL, false, false, false, c->fetched,
+					&c->plan, err)) == 0 &&
+	    (rc = tt_engine_repo_lock(repo, &c->rlock, err)) == 0 &&
+	    (rc = tt_engine_apply_commit(repo, c->plan, true, false, &res, err)) == 0) {
+		*vcs_commit = tt_strdup(json_string_value(json_object_get(res, "vcs_commit")));
+		const char *k;
+		json_t *v;
+		/* JSON: pin ids (not refs), as tether-vcs prints them. */
+		json_object_foreach(json_object_get(res, "pinned"), k, v) {
+			const char *ref = json_string_value(v);
+			json_object_set_new(pinned, k, ref && strncmp(ref, "tether.", 7) == 0 ? json_string(ref + 7)
+											  : json_null());
+		}
+	}
+	json_decref(res);
+	return rc;
+}
+
+/* Commit what moved (or close the pulls it makes moot), and the report. */
+static int pull_and_report(pull_ctx *c, json_t **out, tt_error *err)
+{
 	char *vcs_commit = NULL;
 	json_t *pinned = json_object();
-	if (!json_object_size(committed)) {
-		/* Nothing to commit; an interrupted pull before this one is moot. */
-		if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_RERUN, &interrupted, err)) == 0 &&
-		    (rc = tt_workspace_save(&repo->ws, repo->root, err)) == 0) {
-			tt_error ignored = TT_ERROR_INIT;  /* best effort, as after a commit */
-			tt_engine_close_interrupted(repo, interrupted, NULL, "a later pull", &ignored);
-			tt_error_clear(&ignored);
-		}
-	} else {
-		char text[256];
-		size_t n = json_object_size(committed);
-		if (message)
-			snprintf(text, sizeof text, "%s", message);
-		else
-			snprintf(text, sizeof text, "pull %s: %zu object%s", mine, n, n == 1 ? "" : "s");
-		json_t *res = NULL;
-		if ((rc = tt_engine_plan_commit(repo, text, nsel ? keys : NULL, false, false, false, fetched, &plan,
-						err)) == 0 &&
-		    (rc = tt_engine_repo_lock(repo, &rlock, err)) == 0 &&
-		    (rc = tt_engine_apply_commit(repo, plan, true, false, &res, err)) == 0) {
-			vcs_commit = tt_strdup(json_string_value(json_object_get(res, "vcs_commit")));
-			const char *k;
-			json_t *v;
-			/* JSON: pin ids (not refs), as tether-vcs prints them. */
-			json_object_foreach(json_object_get(res, "pinned"), k, v) {
-				const char *ref = json_string_value(v);
-				json_object_set_new(pinned, k, ref && strncmp(ref, "tether.", 7) == 0
-									 ? json_string(ref + 7) : json_null());
-			}
-		}
-		json_decref(res);
-	}
+	int rc;
+	if (!json_object_size(c->committed))
+		rc = close_moot_pulls(c, err);
+	else
+		rc = commit_fetched(c, &vcs_commit, pinned, err);
 	if (rc == 0)
-		result = json_pack("{s:s,s:O,s:O,s:O,s:s?,s:O}", "bookmark", mine, "committed", committed,
-				   "unchanged", unchanged, "skipped", skipped, "vcs_commit", vcs_commit, "pinned", pinned);
+		*out = json_pack("{s:s,s:O,s:O,s:O,s:s?,s:O}", "bookmark", c->mine, "committed", c->committed,
+				 "unchanged", c->unchanged, "skipped", c->skipped, "vcs_commit", vcs_commit, "pinned",
+				 pinned);
 	free(vcs_commit);
 	json_decref(pinned);
-	if (rc == 0) {
-		*out = result;
-		result = NULL;
-	}
+	return rc;
+}
+
+int tt_engine_repo_pull(tt_repo *repo, const char *bookmark, const char *const *selectors, size_t nsel,
+		 const char *message, json_t **out, tt_error *err)
+{
+	pull_ctx c = { .repo = repo, .message = message, .nsel = nsel, .committed = json_object(),
+		       .unchanged = json_array(), .skipped = json_object(), .fetched = json_object(),
+		       .rlock = TT_LOCK_INIT };
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		goto cleanup;
+	c.mine = repo->ws.bookmark;
+	if ((rc = check_bookmark(&c, bookmark, err)) < 0)
+		goto done;
+	if ((rc = tt_engine_select(repo, selectors, nsel, &c.keys, err)) < 0 ||
+	    (nsel && (rc = tt_engine_require_whole_scopes(repo, c.keys, "pull", err)) < 0))
+		goto done;
+	if ((rc = require_clean(&c, err)) < 0 || (rc = queue_heads(&c, err)) < 0 || (rc = fetch_heads(&c, err)) < 0 ||
+	    (rc = compare_heads(&c, err)) < 0)
+		goto done;
+	rc = pull_and_report(&c, out, err);
 done:
-	tt_lock_release(&rlock);
+	tt_lock_release(&c.rlock);
 	tt_repo_unlock(repo);
 cleanup:
-	for (size_t k = 0; jobs && k < njobs; k++) {
-		free(jobs[k].ref);
-		json_decref(jobs[k].state);
-		tt_error_clear(&jobs[k].err);
-	}
-	free(jobs);
-	tt_plan_free(plan);
-	json_decref(keys);
-	json_decref(committed);
-	json_decref(unchanged);
-	json_decref(skipped);
-	json_decref(fetched);
-	json_decref(result);
-	json_decref(interrupted);
+	pull_ctx_release(&c);
 	return rc;
 }

@@ -735,64 +735,63 @@ static bool entry_usable(tt_repo *repo, const tt_op_entry *e, const char **what)
 	return *what == NULL;
 }
 
-int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err)
+/* One undo: the journal, the entry it takes back, and what it reports. */
+typedef struct undo_ctx {
+	tt_repo *repo;
+	const char *op_id;          /* borrowed: the entry named, NULL for the newest */
+	bool discard;
+	tt_oplog log;
+	const tt_op_entry *target;  /* borrowed from log: the entry taken back */
+	const tt_op_entry *resume;  /* borrowed from log: an interrupted undo this one finishes */
+	undo_report r;
+	char undo_id[TT_OP_ID_LEN + 1];
+	bool nothing_restored;      /* refused: every effect irreversible */
+} undo_ctx;
+
+/* The entry to take back (u->target, NULL when there is none).  An undo
+ * that was interrupted is finished first, under its own entry: the newest
+ * entry but for repairs (which only rebuild what manifests already
+ * promise), an undo that never finished, of an entry not undone. */
+static void find_target(undo_ctx *u)
 {
-	tt_oplog log = TT_OPLOG_INIT;
-	tt_lock rlock = TT_LOCK_INIT;
-	undo_report r = { json_array(), json_array(), json_array(), false };
-	char undo_id[TT_OP_ID_LEN + 1] = "";
-	json_t *pre = NULL, *wstext = NULL;
-	bool nothing_restored = false;
-	int rc;
-	*out = NULL;
-	if ((rc = tt_repo_lock(repo, err)) < 0)
-		goto cleanup;
-	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_oplog_read(repo->root, &log, err)) < 0)
-		goto done;
-	const tt_op_entry *target = NULL;
-	/* An undo that was interrupted is finished first, under its own entry:
-	 * the newest entry but for repairs (which only rebuild what manifests
-	 * already promise), an undo that never finished, of an entry not undone. */
-	const tt_op_entry *resume = NULL;
-	for (size_t i = 0; i < log.count; i++) {
-		const tt_op_entry *e = tt_oplog_newest(&log, i);
+	const tt_oplog *log = &u->log;
+	const char *op_id = u->op_id;
+	for (size_t i = 0; i < log->count; i++) {
+		const tt_op_entry *e = tt_oplog_newest(log, i);
 		if (strcmp(e->command, "repair") == 0)
 			continue;
 		if (strcmp(e->command, "undo") == 0 && tt_op_incomplete(e) && json_is_string(e->undoes)) {
-			const tt_op_entry *t = tt_oplog_find(&log, json_string_value(e->undoes));
+			const tt_op_entry *t = tt_oplog_find(log, json_string_value(e->undoes));
 			if (t && !json_is_string(t->undone_by) && !tt_op_incomplete(t) &&
 			    (!op_id || strcmp(op_id, e->id) == 0 || strcmp(op_id, t->id) == 0)) {
-				resume = e;
-				target = t;
+				u->resume = e;
+				u->target = t;
 			}
 		}
 		break;
 	}
-	for (size_t i = 0; i < log.count && !target; i++) {
-		const tt_op_entry *e = tt_oplog_newest(&log, i);
+	for (size_t i = 0; i < log->count && !u->target; i++) {
+		const tt_op_entry *e = tt_oplog_newest(log, i);
 		/* By default a finished repair is passed over, as undos are, and
 		 * so is a failed command that changed nothing. */
 		if (!op_id && ((strcmp(e->command, "repair") == 0 && !tt_op_incomplete(e)) || changed_nothing(e)))
 			continue;
 		if (op_id ? strcmp(e->id, op_id) == 0 : (json_is_null(e->undoes) && !json_is_string(e->undone_by))) {
-			target = e;
+			u->target = e;
 			break;
 		}
 	}
-	r.resuming = resume != NULL;
-	if (!target) {
-		rc = op_id ? tt_error_set(err, TT_ECONFIG, "no operation '%s' in this workspace's log", op_id)
-			   : tt_error_set(err, TT_ECONFIG, "nothing to undo");
-		goto done;
-	}
-	if (op_id && json_is_string(target->undone_by)) {
-		rc = tt_error_set(err, TT_ECONFIG, "%s was already undone by %s", op_id,
-				  json_string_value(target->undone_by));
-		goto done;
-	}
+	u->r.resuming = u->resume != NULL;
+}
+
+/* Refused: a step of a drop, or an entry that never finished. */
+static int refuse_unfinished(undo_ctx *u, tt_error *err)
+{
+	const tt_op_entry *target = u->target;
+	int rc;
 	if (json_is_string(target->parent)) {
-		const tt_op_entry *parent = tt_oplog_find(&log, json_string_value(target->parent));
-		char *how = parent && tt_op_incomplete(parent) ? tt_engine_interrupted_drop(repo, parent) : NULL;
+		const tt_op_entry *parent = tt_oplog_find(&u->log, json_string_value(target->parent));
+		char *how = parent && tt_op_incomplete(parent) ? tt_engine_interrupted_drop(u->repo, parent) : NULL;
 		if (how)
 			rc = tt_error_set(err, TT_ECONFIG, "%s (%s) is a step of %s", target->id, target->command, how);
 		else
@@ -801,330 +800,480 @@ int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, t
 					  "branches and pins", target->id, target->command,
 					  json_string_value(target->parent));
 		free(how);
-		goto done;
+		return rc;
 	}
 	if (tt_op_incomplete(target) && strcmp(target->command, "drop") == 0) {
-		char *how = tt_engine_interrupted_drop(repo, target);
+		char *how = tt_engine_interrupted_drop(u->repo, target);
 		rc = how ? tt_error_set(err, TT_ECONFIG, "cannot undo %s", how) : tt_error_oom(err);
 		free(how);
-		goto done;
+		return rc;
 	}
 	if (tt_op_incomplete(target)) {
 		rc = tt_error_set(err, TT_ECONFIG, "%s (%s) never finished, so what it did is not known; "
 				  "`tether verify` and `tether gc --dry-run` show what it left behind",
 				  target->id, target->command);
 		tt_error_hint(err, "rerunning the command finishes it");
-		goto done;
+		return rc;
 	}
+	return 0;
+}
+
+/* Refused: a command undo does not take back, one that changed nothing,
+ * or (unless resuming) an entry malformed for what undo hands on. */
+static int refuse_unhandled(undo_ctx *u, tt_error *err)
+{
 	static const char *const handled[] = { "commit", "pull", "new", "fork", "restore", "gc", "promote",
 						"add", "remove", "set", "import" };
+	const tt_op_entry *target = u->target;
+	const char *op_id = u->op_id;
+	int rc;
 	bool known = false;
 	for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
 		known |= strcmp(target->command, handled[i]) == 0;
-	if (!json_is_null(target->undoes) || !tt_op_undoable(target) || !known) {
-		rc = tt_error_set(err, TT_ECONFIG, "cannot undo '%s'%s%s%s", target->command,
-				  op_id ? "" : " (", op_id ? "" : target->id,
-				  op_id ? "" : ", the newest operation); `tether undo ID` names an older one, and takes "
-					       "back only what nothing since has changed again");
-		goto done;
-	}
-	if (changed_nothing(target)) {
-		rc = tt_error_set(err, TT_ECONFIG, "%s (%s) failed and changed nothing (%s); there is nothing to undo",
-				  target->id, target->command, json_string_value(json_object_get(target->result, "failed")));
-		goto done;
-	}
+	if (!json_is_null(target->undoes) || !tt_op_undoable(target) || !known)
+		return tt_error_set(err, TT_ECONFIG, "cannot undo '%s'%s%s%s", target->command,
+				    op_id ? "" : " (", op_id ? "" : target->id,
+				    op_id ? "" : ", the newest operation); `tether undo ID` names an older one, and takes "
+						 "back only what nothing since has changed again");
+	if (changed_nothing(target))
+		return tt_error_set(err, TT_ECONFIG, "%s (%s) failed and changed nothing (%s); there is nothing to undo",
+				    target->id, target->command,
+				    json_string_value(json_object_get(target->result, "failed")));
 	const char *bad = NULL;
-	if (!resume && !entry_usable(repo, target, &bad)) {
+	if (!u->resume && !entry_usable(u->repo, target, &bad)) {
 		rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (%s): its journal entry is malformed (%s); nothing "
 				  "was changed", target->id, target->command, bad);
 		tt_error_hint(err, "`tether ops --json` shows the entry; .tether/ops.jsonl is tether's own file, "
 			      "not for editing");
-		goto done;
+		return rc;
 	}
+	return 0;
+}
+
+/* Whether the target can be undone at all, checked before anything is
+ * written. */
+static int check_target(undo_ctx *u, tt_error *err)
+{
+	int rc;
+	if (!u->target)
+		return u->op_id ? tt_error_set(err, TT_ECONFIG, "no operation '%s' in this workspace's log", u->op_id)
+				: tt_error_set(err, TT_ECONFIG, "nothing to undo");
+	if (u->op_id && json_is_string(u->target->undone_by))
+		return tt_error_set(err, TT_ECONFIG, "%s was already undone by %s", u->op_id,
+				    json_string_value(u->target->undone_by));
+	if ((rc = refuse_unfinished(u, err)) < 0)
+		return rc;
+	return refuse_unhandled(u, err);
+}
+
+/* The undo's journal entry, with the workspace as it is (an interrupted
+ * undo goes on under its own). */
+static int journal_undo(undo_ctx *u, tt_error *err)
+{
+	json_t *pre = NULL, *wstext = NULL;
 	tt_buf wb = TT_BUF_INIT;
-	if ((rc = tt_workspace_render(&wb, &repo->ws, err)) == 0)
+	int rc;
+	if ((rc = tt_workspace_render(&wb, &u->repo->ws, err)) == 0)
 		wstext = json_stringn(wb.ptr, wb.len);
 	tt_buf_release(&wb);
 	if (rc < 0)
-		goto done;
-	pre = json_pack("{s:O,s:s}", "workspace", wstext, "target", target->id);
-	if (resume)
-		snprintf(undo_id, sizeof undo_id, "%s", resume->id);
-	else if ((rc = tt_oplog_begin_ex(repo->root, "undo", NULL, pre, target->id, NULL, undo_id, err)) < 0)
-		goto done;
+		return rc;
+	pre = json_pack("{s:O,s:s}", "workspace", wstext, "target", u->target->id);
+	if (u->resume)
+		snprintf(u->undo_id, sizeof u->undo_id, "%s", u->resume->id);
+	else
+		rc = tt_oplog_begin_ex(u->repo->root, "undo", NULL, pre, u->target->id, NULL, u->undo_id, err);
+	json_decref(pre);
+	json_decref(wstext);
+	if (rc < 0)
+		return rc;
 	tt_fault("undo:after-journal");
+	return 0;
+}
 
-	const char *cmd = target->command;
-	if (strcmp(cmd, "commit") == 0 || strcmp(cmd, "pull") == 0) {
-		const char *commit = json_string_value(json_object_get(target->result, "vcs_commit"));
-		if (commit) {
-			bool did = false, already = false, built_on = false;
-			rc = tt_vcs_uncommit(repo->vcs, commit, &did, err);
-			if (rc == TT_ECONFLICT) {
-				/* Other commits are built on it (jj): left as it is. */
-				json_array_append_new(r.irreversible, json_string(tt_error_text(err)));
-				tt_error_clear(err);
-				rc = 0;
-				built_on = true;
-			}
-			if (rc < 0 || (!did && !built_on && (rc = already_uncommitted(repo, commit, &already, err)) < 0))
-				goto failed;
-			if (did)
-				tt_fault("undo:after-uncommit");
-			if (built_on) {
-				/* reported above */
-			} else if (already) {
-				char *m = tt_asprintf("%.12s was already uncommitted (the working copy is on its parent, "
-						      "its manifests working-tree changes; pins kept)", commit);
-				json_array_append_new(r.restored, json_string(m ? m : ""));
-				free(m);
-			} else if (did) {
-				char *m = tt_asprintf("uncommitted %.12s; its manifests are working-tree changes again "
-						      "(pins kept)", commit);
-				json_array_append_new(r.restored, json_string(m ? m : ""));
-				free(m);
-			} else {
-				char *m = tt_engine_vcs_is_jj(repo)
-						  ? tt_asprintf("commit %.12s is no longer the working copy's parent; take it "
-								"back in jj first (`jj undo` reverts jj's last operation)",
-								commit)
-						  : tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit "
-								"it with jj/git first", commit);
-				json_array_append_new(r.irreversible, json_string(m ? m : ""));
-				free(m);
-			}
-		} else {
-			if ((rc = restore_manifests(repo, json_object_get(target->pre, "objects"), &r, err)) < 0 ||
-			    (rc = restore_workspace(repo, &log, target, &r, err)) < 0)
-				goto failed;
+/* How the commit's uncommit went, as a line of the report. */
+static void report_uncommit(undo_ctx *u, const char *commit, bool did, bool already, bool built_on)
+{
+	char *m;
+	if (built_on)
+		return; /* reported already */
+	if (already) {
+		m = tt_asprintf("%.12s was already uncommitted (the working copy is on its parent, "
+				"its manifests working-tree changes; pins kept)", commit);
+		json_array_append_new(u->r.restored, json_string(m ? m : ""));
+	} else if (did) {
+		m = tt_asprintf("uncommitted %.12s; its manifests are working-tree changes again "
+				"(pins kept)", commit);
+		json_array_append_new(u->r.restored, json_string(m ? m : ""));
+	} else {
+		m = tt_engine_vcs_is_jj(u->repo)
+			    ? tt_asprintf("commit %.12s is no longer the working copy's parent; take it "
+					  "back in jj first (`jj undo` reverts jj's last operation)", commit)
+			    : tt_asprintf("commit %.12s is no longer the working copy's parent; uncommit "
+					  "it with jj/git first", commit);
+		json_array_append_new(u->r.irreversible, json_string(m ? m : ""));
+	}
+	free(m);
+}
+
+/* add/remove/set/import, and a commit made without the VCS: the
+ * manifests and the workspace back. */
+static int undo_manifests(undo_ctx *u, tt_error *err)
+{
+	int rc;
+	if ((rc = restore_manifests(u->repo, json_object_get(u->target->pre, "objects"), &u->r, err)) < 0 ||
+	    (rc = restore_workspace(u->repo, &u->log, u->target, &u->r, err)) < 0)
+		return rc;
+	return 0;
+}
+
+/* commit/pull: uncommit its VCS commit (pins stay), unless other commits
+ * build on it (jj) or the working copy has moved off it. */
+static int undo_commit(undo_ctx *u, tt_error *err)
+{
+	const char *commit = json_string_value(json_object_get(u->target->result, "vcs_commit"));
+	bool did = false, already = false, built_on = false;
+	int rc;
+	if (!commit)
+		return undo_manifests(u, err);
+	rc = tt_vcs_uncommit(u->repo->vcs, commit, &did, err);
+	if (rc == TT_ECONFLICT) {
+		/* Other commits are built on it (jj): left as it is. */
+		json_array_append_new(u->r.irreversible, json_string(tt_error_text(err)));
+		tt_error_clear(err);
+		rc = 0;
+		built_on = true;
+	}
+	if (rc < 0 || (!did && !built_on && (rc = already_uncommitted(u->repo, commit, &already, err)) < 0))
+		return rc;
+	if (did)
+		tt_fault("undo:after-uncommit");
+	report_uncommit(u, commit, did, already, built_on);
+	return 0;
+}
+
+/* The working branches new/restore created or reset (fork: its one), by
+ * key. */
+static void branches_made(const tt_op_entry *target, json_t *created, json_t *reset)
+{
+	json_t *res = target->result;
+	if (strcmp(target->command, "fork") == 0) {
+		const char *k = json_string_value(json_object_get(res, "key"));
+		const char *ref = json_string_value(json_object_get(res, "ref"));
+		bool existed = json_object_get(json_object_get(target->pre, "heads"), k ? k : "") != NULL;
+		if (k && ref)
+			json_object_set_new(existed ? reset : created, k, json_string(ref));
+		return;
+	}
+	json_t *refs = json_object_get(res, "working_refs");
+	size_t i;
+	json_t *k;
+	json_array_foreach(json_object_get(res, "created"), i, k)
+		if (json_object_get(refs, json_string_value(k)))
+			json_object_set(created, json_string_value(k), json_object_get(refs, json_string_value(k)));
+	json_array_foreach(json_object_get(res, "reset"), i, k)
+		if (json_object_get(refs, json_string_value(k)))
+			json_object_set(reset, json_string_value(k), json_object_get(refs, json_string_value(k)));
+}
+
+/* The working copy back to before (vcs_back), or reported as already back
+ * (an interrupted undo returned it) or as moved on since. */
+static int return_working_copy(undo_ctx *u, json_t *before, const json_t *now, bool moved_vcs, bool vcs_back,
+			       tt_error *err)
+{
+	int rc;
+	if (vcs_back) {
+		if ((rc = tt_vcs_goto_position(u->repo->vcs, before, err)) < 0)
+			return rc;
+		tt_fault("undo:after-vcs");
+		json_array_append_new(u->r.restored, json_string("VCS working copy back where it was"));
+		tt_manifest_set fresh;
+		if (tt_manifests_load(&fresh, u->repo->root, err) == 0) {
+			tt_manifests_release(&u->repo->objects);
+			u->repo->objects = fresh;
 		}
-	} else if (strcmp(cmd, "add") == 0 || strcmp(cmd, "remove") == 0 || strcmp(cmd, "set") == 0 ||
-		   strcmp(cmd, "import") == 0) {
-		if ((rc = restore_manifests(repo, json_object_get(target->pre, "objects"), &r, err)) < 0 ||
-		    (rc = restore_workspace(repo, &log, target, &r, err)) < 0)
-			goto failed;
+	} else if (moved_vcs && u->r.resuming && same_field(now, before, "id") && same_field(now, before, "branch")) {
+		/* The interrupted undo had returned it already. */
+		json_array_append_new(u->r.restored, json_string("VCS working copy back where it was"));
+	} else if (moved_vcs) {
+		json_array_append_new(u->r.skipped, json_string("VCS working copy has moved since; not returning it"));
+	}
+	return 0;
+}
+
+/* The bookmark `new -b` made goes while it is still where `new` left it,
+ * wherever the checkout went since (tether-vcs's rule). */
+static void delete_made_bookmark(undo_ctx *u, const char *made, const json_t *after, tt_error *err)
+{
+	json_t *marks = NULL;
+	if (tt_vcs_bookmarks(u->repo->vcs, &marks, err) == 0) {
+		const char *at = json_string_value(json_object_get(marks, made));
+		/* jj: the bookmark went on @'s parent */
+		const char *was = json_string_value(json_object_get(after, "parent"));
+		if (!was)
+			was = json_string_value(json_object_get(after, "commit"));
+		if (at && was && strcmp(at, was) == 0 && tt_vcs_bookmark_delete(u->repo->vcs, made, err) == 0)
+			add_line(u->r.restored, "bookmark %s deleted", made);
+		else if (at)
+			add_line(u->r.skipped, "bookmark %s has moved since; kept", made);
+	}
+	json_decref(marks);
+	tt_error_clear(err);
+}
+
+/* new/fork/restore: delete the branches it made, return the working copy
+ * (if it is still where `new` left it, on the bookmark `new` left this
+ * checkout on) and the workspace, delete a bookmark -b made. */
+static int undo_new(undo_ctx *u, tt_error *err)
+{
+	tt_repo *repo = u->repo;
+	const tt_op_entry *target = u->target;
+	json_t *created = json_object(), *reset = json_object();
+	json_t *res = target->result, *now = NULL;
+	char *bm_before = NULL, *bm_after = NULL, *kept = NULL;
+	int rc = 0;
+	branches_made(target, created, reset);
+	json_t *before = json_object_get(target->pre, "vcs"), *after = json_object_get(res, "vcs");
+	const char *made = json_string_value(json_object_get(res, "created_bookmark"));
+	json_t *ctx = json_object_get(target->plan, "context");
+	bool moved_vcs = strcmp(target->command, "fork") != 0 &&
+			 (json_is_string(json_object_get(ctx, "rev")) || made) && json_is_object(before) &&
+			 json_is_object(after);
+	bool vcs_back = false;
+	if (moved_vcs && (rc = tt_vcs_position(repo->vcs, &now, err)) < 0)
+		goto out;
+	kept = bookmark_kept(repo, &u->log, target, false, &bm_before, &bm_after);
+	vcs_back = moved_vcs && same_field(now, after, "id") && same_field(now, after, "branch") &&
+		   (!json_is_string(json_object_get(target->pre, "workspace")) ||
+		    same_bookmark(repo->ws.bookmark, bm_after));
+	free(kept);
+	kept = bookmark_kept(repo, &u->log, target, vcs_back, NULL, NULL);
+	if (kept && !u->r.resuming && json_is_string(json_object_get(target->pre, "workspace")) &&
+	    same_bookmark(repo->ws.bookmark, bm_after)) {
+		/* Still on the bookmark this `new` put it on, and unable to
+		 * leave it: its branches are the ones the checkout writes
+		 * through, and nothing else is left to undo. */
+		rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (new): %s, and this checkout still works on "
+				  "%s; `tether new %s` leaves it (its branches stay until `gc --prune-bookmarks`)",
+				  target->id, kept, bm_after ? bm_after : "None", bm_before ? bm_before : "None");
+		goto out;
+	}
+	if ((rc = undo_branches(repo, &u->log, target, &u->r, u->discard, created, reset, err)) < 0 ||
+	    (rc = return_working_copy(u, before, now, moved_vcs, vcs_back, err)) < 0 ||
+	    (rc = restore_workspace(repo, &u->log, target, &u->r, err)) < 0)
+		goto out;
+	if (made && json_is_object(after))
+		delete_made_bookmark(u, made, after, err);
+	/* Every effect a reset: undone as far as it can be, and marked so. */
+	if (!json_array_size(u->r.restored) && json_array_size(u->r.irreversible))
+		add_line(u->r.skipped, "nothing else of this %s is reversible", target->command);
+out:
+	json_decref(now);
+	json_decref(created);
+	json_decref(reset);
+	free(kept);
+	free(bm_before);
+	free(bm_after);
+	return rc;
+}
+
+/* What gc deleted that cannot come back: working branches (repair
+ * recreates them from the manifests), pins, and stores it created. */
+static void report_gc_deleted(undo_ctx *u)
+{
+	json_t *res = u->target->result;
+	json_t *branches = json_array();
+	size_t n = 0, i;
+	const char *k;
+	json_t *v, *x;
+	json_object_foreach(json_object_get(res, "deleted_working_refs"), k, v)
+		json_array_foreach(v, i, x) if (json_is_string(x)) json_array_append(branches, x);
+	sort_json_strings(branches);
+	if (json_array_size(branches)) {
+		/* A branch gc judged dead is not recreated from a recorded
+		 * head: `repair` recreates a bookmark's branches from what
+		 * the manifests say. */
+		tt_buf names = TT_BUF_INIT;
+		json_array_foreach(branches, i, x)
+			if (i < 3)
+				tt_buf_printf(&names, "%s%s", i ? ", " : "", json_string_value(x));
+		add_line(u->r.irreversible, "%zu branch(es) deleted (%s%s); `tether repair` recreates a bookmark's "
+			 "branches from its manifests", json_array_size(branches), names.ptr,
+			 json_array_size(branches) > 3 ? ", ..." : "");
+		tt_buf_release(&names);
+	}
+	json_decref(branches);
+	json_object_foreach(json_object_get(res, "unpinned"), k, v) n += json_array_size(v);
+	if (n)
+		add_line(u->r.irreversible, "%zu pin(s) deleted; if a manifest references them again, `tether "
+			 "repair` recreates them while the state is still reachable", n);
+	json_t *stores = json_object_get(res, "deleted_stores");
+	json_t *skeys = json_array();
+	json_object_foreach(stores, k, v) json_array_append_new(skeys, json_string(k));
+	sort_json_strings(skeys);
+	json_array_foreach(skeys, i, x) {
+		const char *where = json_string_value(json_object_get(stores, json_string_value(x)));
+		add_line(u->r.irreversible, "%s: the created store at %s was deleted; nothing referenced it and it "
+			 "held only tether's own refs", json_string_value(x), where ? where : "None");
+	}
+	json_decref(skeys);
+}
+
+/* gc: listings come back from the VCS, and the workspace; the rest is
+ * reported. */
+static int undo_gc(undo_ctx *u, tt_error *err)
+{
+	size_t i;
+	json_t *x;
+	int rc;
+	report_gc_deleted(u);
+	json_array_foreach(json_object_get(u->target->result, "deleted_listings"), i, x) {
+		if ((rc = restore_listing(u->repo, json_string_value(x), &u->r, err)) < 0)
+			return rc;
+	}
+	if ((rc = restore_workspace(u->repo, &u->log, u->target, &u->r, err)) < 0)
+		return rc;
+	if (!json_array_size(u->r.restored))
+		json_array_append_new(u->r.skipped, json_string("nothing else of this gc is reversible"));
+	return 0;
+}
+
+/* promote: refused, with the base heads it moved. */
+static void undo_promote(undo_ctx *u)
+{
+	const tt_op_entry *target = u->target;
+	json_t *moved = json_object(), *bases = json_object_get(target->pre, "base_states");
+	json_object_update(moved, json_object_get(target->result, "fast_forwarded"));
+	json_object_update(moved, json_object_get(target->result, "merged"));
+	const char *k;
+	json_t *v;
+	json_object_foreach(moved, k, v) {
+		tt_buf a = TT_BUF_INIT, b = TT_BUF_INIT;
+		tt_short_state(&a, json_object_get(bases, k));
+		tt_short_state(&b, v);
+		char *m = tt_asprintf("%s: base branch %s %s -> %s; tether never moves a base branch backwards "
+				      "(readers of it may have built on it), reset it in the store yourself", k,
+				      json_object_get(json_object_get(target->result, "merged"), k) ? "merged"
+												     : "fast-forwarded",
+				      a.ptr, b.ptr);
+		json_array_append_new(u->r.irreversible, json_string(m ? m : ""));
+		free(m);
+		tt_buf_release(&a);
+		tt_buf_release(&b);
+	}
+	if (!json_object_size(moved))
+		json_array_append_new(u->r.skipped, json_string("promote moved nothing"));
+	json_decref(moved);
+}
+
+/* Take back what the target did, by its command. */
+static int undo_target(undo_ctx *u, tt_error *err)
+{
+	const char *cmd = u->target->command;
+	if (strcmp(cmd, "commit") == 0 || strcmp(cmd, "pull") == 0)
+		return undo_commit(u, err);
+	if (strcmp(cmd, "add") == 0 || strcmp(cmd, "remove") == 0 || strcmp(cmd, "set") == 0 ||
+	    strcmp(cmd, "import") == 0) {
+		int rc = undo_manifests(u, err);
 		/* `add --create` made a store: removed again while still empty. */
-		if (strcmp(cmd, "add") == 0)
-			tt_engine_undo_created(repo, target->result, r.restored, r.irreversible);
-	} else if (strcmp(cmd, "new") == 0 || strcmp(cmd, "fork") == 0 || strcmp(cmd, "restore") == 0) {
-		json_t *created = json_object(), *reset = json_object();
-		json_t *res = target->result;
-		if (strcmp(cmd, "fork") == 0) {
-			const char *k = json_string_value(json_object_get(res, "key"));
-			const char *ref = json_string_value(json_object_get(res, "ref"));
-			bool existed = json_object_get(json_object_get(target->pre, "heads"), k ? k : "") != NULL;
-			if (k && ref)
-				json_object_set_new(existed ? reset : created, k, json_string(ref));
-		} else {
-			json_t *refs = json_object_get(res, "working_refs");
-			size_t i;
-			json_t *k;
-			json_array_foreach(json_object_get(res, "created"), i, k)
-				if (json_object_get(refs, json_string_value(k)))
-					json_object_set(created, json_string_value(k), json_object_get(refs, json_string_value(k)));
-			json_array_foreach(json_object_get(res, "reset"), i, k)
-				if (json_object_get(refs, json_string_value(k)))
-					json_object_set(reset, json_string_value(k), json_object_get(refs, json_string_value(k)));
-		}
-		/* The working copy goes back if it is still where `new` left it,
-		 * on the bookmark `new` left this checkout on. */
-		json_t *before = json_object_get(target->pre, "vcs"), *after = json_object_get(res, "vcs");
-		const char *made = json_string_value(json_object_get(res, "created_bookmark"));
-		json_t *ctx = json_object_get(target->plan, "context");
-		bool moved_vcs = strcmp(cmd, "fork") != 0 && (json_is_string(json_object_get(ctx, "rev")) || made) &&
-				 json_is_object(before) && json_is_object(after);
-		bool vcs_back = false;
-		json_t *now = NULL;
-		char *bm_before = NULL, *bm_after = NULL, *kept = NULL;
-		if (moved_vcs && (rc = tt_vcs_position(repo->vcs, &now, err)) < 0)
-			goto new_failed;
-		kept = bookmark_kept(repo, &log, target, false, &bm_before, &bm_after);
-		vcs_back = moved_vcs && same_field(now, after, "id") && same_field(now, after, "branch") &&
-			   (!json_is_string(json_object_get(target->pre, "workspace")) ||
-			    same_bookmark(repo->ws.bookmark, bm_after));
-		free(kept);
-		kept = bookmark_kept(repo, &log, target, vcs_back, NULL, NULL);
-		if (kept && !r.resuming && json_is_string(json_object_get(target->pre, "workspace")) &&
-		    same_bookmark(repo->ws.bookmark, bm_after)) {
-			/* Still on the bookmark this `new` put it on, and unable
-			 * to leave it: its branches are the ones the checkout
-			 * writes through, and nothing else is left to undo. */
-			rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (new): %s, and this checkout still works on "
-					  "%s; `tether new %s` leaves it (its branches stay until `gc --prune-bookmarks`)",
-					  target->id, kept, bm_after ? bm_after : "None", bm_before ? bm_before : "None");
-			goto new_failed;
-		}
-		if ((rc = undo_branches(repo, &log, target, &r, discard, created, reset, err)) < 0)
-			goto new_failed;
-		if (vcs_back) {
-			if ((rc = tt_vcs_goto_position(repo->vcs, before, err)) < 0)
-				goto new_failed;
-			tt_fault("undo:after-vcs");
-			json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
-			tt_manifest_set fresh;
-			if (tt_manifests_load(&fresh, repo->root, err) == 0) {
-				tt_manifests_release(&repo->objects);
-				repo->objects = fresh;
-			}
-		} else if (moved_vcs && r.resuming && same_field(now, before, "id") && same_field(now, before, "branch")) {
-			/* The interrupted undo had returned it already. */
-			json_array_append_new(r.restored, json_string("VCS working copy back where it was"));
-		} else if (moved_vcs) {
-			json_array_append_new(r.skipped, json_string("VCS working copy has moved since; not returning it"));
-		}
-		if ((rc = restore_workspace(repo, &log, target, &r, err)) < 0)
-			goto new_failed;
-		/* The bookmark `new -b` made goes while it is still where `new`
-		 * left it, wherever the checkout went since (tether-vcs's rule). */
-		if (made && json_is_object(after)) {
-			json_t *marks = NULL;
-			if (tt_vcs_bookmarks(repo->vcs, &marks, err) == 0) {
-				const char *at = json_string_value(json_object_get(marks, made));
-				/* jj: the bookmark went on @'s parent */
-				const char *was = json_string_value(json_object_get(after, "parent"));
-				if (!was)
-					was = json_string_value(json_object_get(after, "commit"));
-				if (at && was && strcmp(at, was) == 0 &&
-				    tt_vcs_bookmark_delete(repo->vcs, made, err) == 0)
-					add_line(r.restored, "bookmark %s deleted", made);
-				else if (at)
-					add_line(r.skipped, "bookmark %s has moved since; kept", made);
-			}
-			json_decref(marks);
-			tt_error_clear(err);
-		}
-		/* Every effect a reset: undone as far as it can be, and marked so. */
-		if (!json_array_size(r.restored) && json_array_size(r.irreversible))
-			add_line(r.skipped, "nothing else of this %s is reversible", cmd);
-new_failed:
-		json_decref(now);
-		json_decref(created);
-		json_decref(reset);
-		free(kept);
-		free(bm_before);
-		free(bm_after);
-		if (rc < 0)
-			goto failed;
-	} else if (strcmp(cmd, "gc") == 0) {
-		json_t *res = target->result;
-		json_t *branches = json_array();
-		size_t n = 0, i;
-		const char *k;
-		json_t *v, *x;
-		json_object_foreach(json_object_get(res, "deleted_working_refs"), k, v)
-			json_array_foreach(v, i, x) if (json_is_string(x)) json_array_append(branches, x);
-		sort_json_strings(branches);
-		if (json_array_size(branches)) {
-			/* A branch gc judged dead is not recreated from a recorded
-			 * head: `repair` recreates a bookmark's branches from what
-			 * the manifests say. */
-			tt_buf names = TT_BUF_INIT;
-			json_array_foreach(branches, i, x)
-				if (i < 3)
-					tt_buf_printf(&names, "%s%s", i ? ", " : "", json_string_value(x));
-			add_line(r.irreversible, "%zu branch(es) deleted (%s%s); `tether repair` recreates a bookmark's "
-				 "branches from its manifests", json_array_size(branches), names.ptr,
-				 json_array_size(branches) > 3 ? ", ..." : "");
-			tt_buf_release(&names);
-		}
-		json_decref(branches);
-		json_object_foreach(json_object_get(res, "unpinned"), k, v) n += json_array_size(v);
-		if (n)
-			add_line(r.irreversible, "%zu pin(s) deleted; if a manifest references them again, `tether "
-				 "repair` recreates them while the state is still reachable", n);
-		json_t *stores = json_object_get(res, "deleted_stores");
-		json_t *skeys = json_array();
-		json_object_foreach(stores, k, v) json_array_append_new(skeys, json_string(k));
-		sort_json_strings(skeys);
-		json_array_foreach(skeys, i, x) {
-			const char *where = json_string_value(json_object_get(stores, json_string_value(x)));
-			add_line(r.irreversible, "%s: the created store at %s was deleted; nothing referenced it and it "
-				 "held only tether's own refs", json_string_value(x), where ? where : "None");
-		}
-		json_decref(skeys);
-		json_array_foreach(json_object_get(res, "deleted_listings"), i, x) {
-			if ((rc = restore_listing(repo, json_string_value(x), &r, err)) < 0)
-				goto failed;
-		}
-		if ((rc = restore_workspace(repo, &log, target, &r, err)) < 0)
-			goto failed;
-		if (!json_array_size(r.restored))
-			json_array_append_new(r.skipped, json_string("nothing else of this gc is reversible"));
-	} else if (strcmp(cmd, "promote") == 0) {
-		json_t *moved = json_object(), *bases = json_object_get(target->pre, "base_states");
-		json_object_update(moved, json_object_get(target->result, "fast_forwarded"));
-		json_object_update(moved, json_object_get(target->result, "merged"));
-		const char *k;
-		json_t *v;
-		json_object_foreach(moved, k, v) {
-			tt_buf a = TT_BUF_INIT, b = TT_BUF_INIT;
-			tt_short_state(&a, json_object_get(bases, k));
-			tt_short_state(&b, v);
-			char *m = tt_asprintf("%s: base branch %s %s -> %s; tether never moves a base branch backwards "
-					      "(readers of it may have built on it), reset it in the store yourself", k,
-					      json_object_get(json_object_get(target->result, "merged"), k) ? "merged"
-													     : "fast-forwarded",
-					      a.ptr, b.ptr);
-			json_array_append_new(r.irreversible, json_string(m ? m : ""));
-			free(m);
-			tt_buf_release(&a);
-			tt_buf_release(&b);
-		}
-		if (!json_object_size(moved))
-			json_array_append_new(r.skipped, json_string("promote moved nothing"));
-		json_decref(moved);
+		if (rc >= 0 && strcmp(cmd, "add") == 0)
+			tt_engine_undo_created(u->repo, u->target->result, u->r.restored, u->r.irreversible);
+		return rc;
 	}
-	if (!json_array_size(r.restored) && !json_array_size(r.skipped) && json_array_size(r.irreversible)) {
-		tt_buf lines = TT_BUF_INIT;
-		size_t i;
-		json_t *l;
-		json_array_foreach(r.irreversible, i, l)
-			tt_buf_printf(&lines, "\n  %s", json_string_value(l));
-		rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (%s):%s", target->id, target->command, lines.ptr);
-		tt_buf_release(&lines);
-		nothing_restored = true;
-		goto failed;
-	}
-	tt_fault("undo:after-restore");
+	if (strcmp(cmd, "new") == 0 || strcmp(cmd, "fork") == 0 || strcmp(cmd, "restore") == 0)
+		return undo_new(u, err);
+	if (strcmp(cmd, "gc") == 0)
+		return undo_gc(u, err);
+	if (strcmp(cmd, "promote") == 0)
+		undo_promote(u);
+	return 0;
+}
+
+/* Refused after all when every effect is irreversible: nothing restored,
+ * nothing skipped. */
+static int refuse_irreversible(undo_ctx *u, tt_error *err)
+{
+	if (json_array_size(u->r.restored) || json_array_size(u->r.skipped) || !json_array_size(u->r.irreversible))
+		return 0;
+	tt_buf lines = TT_BUF_INIT;
+	size_t i;
+	json_t *l;
+	int rc;
+	json_array_foreach(u->r.irreversible, i, l)
+		tt_buf_printf(&lines, "\n  %s", json_string_value(l));
+	rc = tt_error_set(err, TT_ECONFIG, "cannot undo %s (%s):%s", u->target->id, u->target->command, lines.ptr);
+	tt_buf_release(&lines);
+	u->nothing_restored = true;
+	return rc;
+}
+
+/* The undo's entry done, marking the target undone; the report. */
+static int finish_undo(undo_ctx *u, json_t **out, tt_error *err)
+{
+	const tt_op_entry *target = u->target;
 	char *summary = tt_op_summary(target);
 	char *sline = tt_asprintf("%s %s", target->command, summary ? summary : "");
-	json_t *result = json_pack("{s:s,s:O,s:O,s:O}", "summary", sline ? sline : "", "restored", r.restored,
-				   "irreversible", r.irreversible, "skipped", r.skipped);
+	json_t *result = json_pack("{s:s,s:O,s:O,s:O}", "summary", sline ? sline : "", "restored", u->r.restored,
+				   "irreversible", u->r.irreversible, "skipped", u->r.skipped);
+	int rc;
 	free(sline);
-	rc = tt_oplog_done(repo->root, undo_id, result, NULL, target->id, err);
+	rc = tt_oplog_done(u->repo->root, u->undo_id, result, NULL, target->id, err);
 	json_decref(result);
 	if (rc == 0)
 		*out = json_pack("{s:s,s:s,s:s,s:s,s:O,s:O,s:O}", "undone", target->id, "command", target->command,
-				 "summary", summary ? summary : "", "undo_id", undo_id, "restored", r.restored,
-				 "irreversible", r.irreversible, "skipped", r.skipped);
+				 "summary", summary ? summary : "", "undo_id", u->undo_id, "restored", u->r.restored,
+				 "irreversible", u->r.irreversible, "skipped", u->r.skipped);
 	free(summary);
-	goto done;
-failed:
-	if (!json_array_size(r.restored)) {
-		/* Refused before touching anything: a failed attempt, not an
-		 * interrupted one. */
-		tt_error ignored = TT_ERROR_INIT;
-		/* The full report, as tether-vcs journals a refused undo. */
-		char *fsum = tt_op_summary(target);
-		char *fline = tt_asprintf("%s %s", target->command, fsum ? fsum : "");
-		json_t *f = json_pack("{s:s,s:O,s:O,s:O,s:s}", "summary", fline ? fline : "", "restored", r.restored,
-				      "irreversible", r.irreversible, "skipped", r.skipped, "failed",
-				      nothing_restored ? "nothing restored" : tt_error_text(err));
-		free(fsum);
-		free(fline);
-		tt_oplog_done(repo->root, undo_id, f, NULL, NULL, &ignored);
-		json_decref(f);
-		tt_error_clear(&ignored);
+	return rc;
+}
+
+/* A failure before anything was restored is a failed attempt, not an
+ * interrupted one: its entry is closed with the full report, as tether-vcs
+ * journals a refused undo. */
+static void journal_failed(undo_ctx *u, tt_error *err)
+{
+	if (json_array_size(u->r.restored))
+		return;
+	tt_error ignored = TT_ERROR_INIT;
+	char *fsum = tt_op_summary(u->target);
+	char *fline = tt_asprintf("%s %s", u->target->command, fsum ? fsum : "");
+	json_t *f = json_pack("{s:s,s:O,s:O,s:O,s:s}", "summary", fline ? fline : "", "restored", u->r.restored,
+			      "irreversible", u->r.irreversible, "skipped", u->r.skipped, "failed",
+			      u->nothing_restored ? "nothing restored" : tt_error_text(err));
+	free(fsum);
+	free(fline);
+	tt_oplog_done(u->repo->root, u->undo_id, f, NULL, NULL, &ignored);
+	json_decref(f);
+	tt_error_clear(&ignored);
+}
+
+int tt_repo_undo(tt_repo *repo, const char *op_id, bool discard, json_t **out, tt_error *err)
+{
+	undo_ctx u = { .repo = repo, .op_id = op_id, .discard = discard, .log = TT_OPLOG_INIT,
+		       .r = { json_array(), json_array(), json_array(), false } };
+	tt_lock rlock = TT_LOCK_INIT;
+	int rc;
+	*out = NULL;
+	if ((rc = tt_repo_lock(repo, err)) < 0)
+		goto cleanup;
+	if ((rc = tt_engine_repo_lock(repo, &rlock, err)) < 0 || (rc = tt_oplog_read(repo->root, &u.log, err)) < 0)
+		goto done;
+	find_target(&u);
+	if ((rc = check_target(&u, err)) < 0 || (rc = journal_undo(&u, err)) < 0)
+		goto done;
+	if ((rc = undo_target(&u, err)) < 0 || (rc = refuse_irreversible(&u, err)) < 0) {
+		journal_failed(&u, err);
+		goto done;
 	}
+	tt_fault("undo:after-restore");
+	rc = finish_undo(&u, out, err);
 done:
 	tt_lock_release(&rlock);
 	tt_repo_unlock(repo);
 cleanup:
-	tt_oplog_free(&log);
-	json_decref(r.restored);
-	json_decref(r.irreversible);
-	json_decref(r.skipped);
-	json_decref(pre);
-	json_decref(wstext);
+	tt_oplog_free(&u.log);
+	json_decref(u.r.restored);
+	json_decref(u.r.irreversible);
+	json_decref(u.r.skipped);
 	return rc;
 }
