@@ -427,7 +427,7 @@ if [ -z "${TT_CHECK_QUICK:-}" ]; then
   fuzz_report
   echo "== ASan+UBSan build"
   # (-O1, as AddressSanitizer's own documentation advises: the checks are the
-  # same, the binary about twice as fast as at -O0, and the frame pointers
+  # same, the binary faster than at -O0, and the frame pointers
   # kept for whole stack traces; assertions stay on in Debug)
   if build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DTETHER_SANITIZE=ON -DTETHER_WERROR=ON; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
