@@ -95,7 +95,8 @@ static int rewrite(abandon_ctx *c, tt_error *err)
 	const char *t;
 	json_t *tv;
 	int rc = 0;
-	c->sorted = tt_calloc(nt ? nt : 1, sizeof *c->sorted);
+	if (!(c->sorted = tt_calloc(nt ? nt : 1, sizeof *c->sorted)))
+		return tt_error_oom(err);
 	json_object_foreach(c->targets, t, tv)
 		c->sorted[k++] = t;
 	for (size_t a = 1; a < nt; a++)
@@ -219,8 +220,10 @@ int tt_repo_abandon(tt_repo *repo, const char *const *revs, size_t n, bool gc, j
 	bool locked = false;
 	int rc;
 	*out = NULL;
-	if (!c.targets || !c.moved || !c.unreferenced)
-		return tt_error_oom(err);
+	if (!c.targets || !c.moved || !c.unreferenced) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
 	if (!tt_vcs_has(repo->vcs, abandon)) {
 		rc = tt_error_set(err, TT_EVCS, "this VCS cannot abandon commits");
 		goto done;

@@ -969,8 +969,9 @@ static int write_listing(apply_ctx *c, tt_manifest *m, tt_error *err)
 		return rc;
 	}
 	if (text && (rc = tt_backend_identity(b, m->locator, &identity, err)) == 0 &&
-	    (content = tt_content_state(b->kind, m->state)) &&
-	    (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
+	    !(content = tt_content_state(b->kind, m->state)))
+		rc = tt_error_oom(err);
+	else if (text && rc == 0 && (rc = tt_listing_name(name, m->kind, identity, content, err)) == 0) {
 		char *rel = tt_asprintf(TT_DIR "/" TT_LISTINGS_DIR "/%s", name);
 		char *path = rel ? tt_path_join(c->repo->root, rel) : NULL;
 		if (!path)

@@ -402,10 +402,10 @@ static int pull_and_report(pull_ctx *c, json_t **out, tt_error *err)
 		rc = close_moot_pulls(c, err);
 	else
 		rc = commit_fetched(c, &vcs_commit, pinned, err);
-	if (rc == 0)
-		*out = json_pack("{s:s,s:O,s:O,s:O,s:s?,s:O}", "bookmark", c->mine, "committed", c->committed,
-				 "unchanged", c->unchanged, "skipped", c->skipped, "vcs_commit", vcs_commit, "pinned",
-				 pinned);
+	if (rc == 0 && !(*out = json_pack("{s:s,s:O,s:O,s:O,s:s?,s:O}", "bookmark", c->mine, "committed",
+					  c->committed, "unchanged", c->unchanged, "skipped", c->skipped,
+					  "vcs_commit", vcs_commit, "pinned", pinned)))
+		rc = tt_error_oom(err);
 	free(vcs_commit);
 	json_decref(pinned);
 	return rc;
