@@ -19,20 +19,29 @@ bool tt_xml_find(const char *p, const char *end, const char *tag, const char **v
 			const char **ve, const char **after)
 {
 	char open[64], close[66];
+	size_t tl = strlen(tag);
 	const char *a, *b;
-	snprintf(open, sizeof open, "<%s>", tag);
-	snprintf(close, sizeof close, "</%s>", tag);
-	a = memmem(p, (size_t)(end - p), open, strlen(open));
+	/* spelt out rather than printed: this runs several times per listed key */
+	if (tl + 3 > sizeof open)
+		return false;
+	open[0] = '<';
+	memcpy(open + 1, tag, tl);
+	open[tl + 1] = '>';
+	close[0] = '<';
+	close[1] = '/';
+	memcpy(close + 2, tag, tl);
+	close[tl + 2] = '>';
+	a = memmem(p, (size_t)(end - p), open, tl + 2);
 	if (!a)
 		return false;
-	a += strlen(open);
-	b = memmem(a, (size_t)(end - a), close, strlen(close));
+	a += tl + 2;
+	b = memmem(a, (size_t)(end - a), close, tl + 3);
 	if (!b)
 		return false;
 	*vs = a;
 	*ve = b;
 	if (after)
-		*after = b + strlen(close);
+		*after = b + tl + 3;
 	return true;
 }
 
@@ -45,6 +54,8 @@ char *tt_xml_text(const char *s, const char *e)
 		char c;
 	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
 		     { "&apos;", '\'' } };
+	if (!memchr(s, '&', (size_t)(e - s)))
+		return tt_strndup(s, (size_t)(e - s)); /* nothing to decode: most keys */
 	while (s < e) {
 		bool done = false;
 		if (*s == '&') {
@@ -82,8 +93,12 @@ char *tt_xml_text(const char *s, const char *e)
 				}
 			}
 		}
-		if (!done)
-			tt_buf_putc(&b, *s++);
+		if (!done) { /* up to the next entity at once */
+			const char *amp = memchr(s + 1, '&', (size_t)(e - s - 1));
+			size_t run = amp ? (size_t)(amp - s) : (size_t)(e - s);
+			tt_buf_put(&b, s, run);
+			s += run;
+		}
 	}
 	tt_buf_puts(&b, "");
 	if (b.failed) {
