@@ -24,6 +24,7 @@ import bisect
 import http.server
 import sys
 import threading
+import time
 import urllib.parse
 from xml.sax.saxutils import escape
 
@@ -80,7 +81,7 @@ class Keys:
         return "".join(out).encode()
 
 
-def make_handler(keys: Keys, bucket: str, fail_every: int):
+def make_handler(keys: Keys, bucket: str, fail_every: int, delay: float = 0.0):
     lock = threading.Lock()
     count = [0]
     failed: set[str] = set()
@@ -123,6 +124,8 @@ def make_handler(keys: Keys, bucket: str, fail_every: int):
                     self.reply(503, b"<Error><Code>SlowDown</Code><Message>Please reduce your "
                                b"request rate.</Message></Error>")
                     return
+            if delay:
+                time.sleep(delay)
             prefix = q.get("prefix", "")
             lo, hi = keys.bounds(prefix)
             start = lo
@@ -156,11 +159,13 @@ def main() -> int:
     ap.add_argument("--prefix", default="big/")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--fail-every", type=int, default=0)
+    ap.add_argument("--delay-ms", type=float, default=0.0)
     a = ap.parse_args()
     if not 0 <= a.keys <= 10 ** DIGITS:
         ap.error(f"--keys: at most {10 ** DIGITS}")
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port),
-                                          make_handler(Keys(a.prefix, a.keys), a.bucket, a.fail_every))
+                                          make_handler(Keys(a.prefix, a.keys), a.bucket, a.fail_every,
+                                                       a.delay_ms / 1000))
     srv.daemon_threads = True
     print(f"listening on http://127.0.0.1:{srv.server_address[1]}", flush=True)
     try:

@@ -496,6 +496,7 @@ int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const t
 		else if (more && !(pg->next = tt_xml_text(vs, ve)))
 			rc = tt_error_oom(err);
 	}
+	out->retried = r->attempts > 1;
 	if (rc)
 		tt_store_page_release(out);
 	if (rc && rest)

@@ -5,7 +5,8 @@
  * digested as it comes: the digest, count and size are the ones of the
  * listing held whole, while what it holds at once stays bounded (the
  * module's own count of entries held); pages answered 503 SlowDown now and
- * then are retried into the same listing.
+ * then are retried into the same listing, and the requests in flight
+ * halve; a server slow to answer each request gets more of them at once.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@
  * most 4 pages ahead of the reader and one being listed */
 #define HELD_BOUND (8u * 5u * 1000u)
 
-static bool start(tt_testserver *srv, const char *fail_every)
+static bool start(tt_testserver *srv, const char *fail_every, const char *delay_ms)
 {
 	const char *py = getenv("TETHER_PYTHON");
 	char *pyp = py ? tt_strdup(py) : tt_asprintf("%s/.venv/bin/python", tt_testserver_source_dir());
@@ -36,8 +37,8 @@ static bool start(tt_testserver *srv, const char *fail_every)
 	int p = tt_testserver_free_port();
 	snprintf(port, sizeof port, "%d", p);
 	snprintf(keys, sizeof keys, "%d", NKEYS);
-	const char *argv[] = { pyp, script, "--keys", keys, "--port", port, "--fail-every", fail_every,
-			       NULL };
+	const char *argv[] = { pyp,	    script,	  "--keys",   keys, "--port", port,
+			       "--fail-every", fail_every, "--delay-ms", delay_ms, NULL };
 	bool ok = access(pyp, X_OK) == 0 && tt_testserver_start(argv, p, 30000, srv) == 0;
 	if (!ok)
 		fprintf(stderr, "could not start %s with %s\n", script, pyp);
@@ -66,7 +67,7 @@ TT_TEST(prefix_listing_streams_in_bounded_memory_with_the_whole_listings_digest)
 	tt_file_tree whole, streamed;
 	char want[33];
 	size_t peak_whole, peak;
-	CHECK_MSG(start(&srv, "0"), "the responder did not start");
+	CHECK_MSG(start(&srv, "0", "0"), "the responder did not start");
 	tt_store *s = open_store(&srv);
 	CHECK(s);
 
@@ -100,7 +101,7 @@ TT_TEST(prefix_listing_through_slowdown_answers_is_the_same_listing)
 	tt_testserver srv = { 0 }, calm = { 0 };
 	tt_error err = TT_ERROR_INIT;
 	tt_file_tree a, b;
-	CHECK_MSG(start(&calm, "0") && start(&srv, "5"), "the responder did not start");
+	CHECK_MSG(start(&calm, "0", "0") && start(&srv, "5", "0"), "the responder did not start");
 	tt_store *s = open_store(&calm), *t = open_store(&srv);
 	CHECK(s && t);
 	CHECK_OK(tt_file_prefix_list(s, "s3://bench/big/", "big/", 1000, &a, &err));
@@ -108,10 +109,34 @@ TT_TEST(prefix_listing_through_slowdown_answers_is_the_same_listing)
 	CHECK_OK(tt_file_prefix_list(t, "s3://bench/big/", "big/", 1000, &b, &err));
 	CHECK_STR(b.digest, a.digest);
 	CHECK_INT((long long)b.n, NKEYS);
+	size_t widest, widened, backed_off;
+	tt_file_prefix_pace(&widest, &widened, &backed_off);
+	CHECK_MSG(backed_off >= 1, "never backed off");
 	tt_file_tree_release(&a);
 	tt_file_tree_release(&b);
 	tt_store_close(s);
 	tt_store_close(t);
 	tt_testserver_stop(&srv);
 	tt_testserver_stop(&calm);
+}
+
+TT_TEST(prefix_listing_widens_while_more_requests_at_once_read_faster)
+{
+	tt_testserver srv = { 0 };
+	tt_error err = TT_ERROR_INIT;
+	tt_file_tree t;
+	size_t widest, widened, backed_off;
+	/* each answer 20 ms late: two requests at a time read half what four do */
+	CHECK_MSG(start(&srv, "0", "20"), "the responder did not start");
+	tt_store *s = open_store(&srv);
+	CHECK(s);
+	CHECK_OK(tt_file_prefix_list(s, "s3://bench/big/", "big/", 1000, &t, &err));
+	CHECK_INT((long long)t.n, NKEYS);
+	tt_file_prefix_pace(&widest, &widened, &backed_off);
+	CHECK_MSG(widened >= 1 && widest > 2 && widest <= 8, "widest %zu after %zu widenings", widest,
+		  widened);
+	CHECK_INT((long long)backed_off, 0);
+	tt_file_tree_release(&t);
+	tt_store_close(s);
+	tt_testserver_stop(&srv);
 }

@@ -15,7 +15,10 @@
  * Where the store can start a listing after a key (S3's start-after), the
  * keys after the first page are cut into ranges listed by several
  * threads, each at most LIST_AHEAD pages ahead of the reader, so memory
- * stays bounded however long the listing is.
+ * stays bounded however long the listing is.  How many requests are in
+ * flight adapts to the server: two at first, more while the keys read a
+ * second grow, half as many after a request the server failed first (its
+ * retry is the HTTP client's, with its own back-off).
  */
 #define _GNU_SOURCE
 #include "backends/file/prefix.h"
@@ -47,6 +50,12 @@
 #define LIST_RANGES_MAX 48
 #define LIST_THREADS 8
 #define LIST_AHEAD 4
+/* Requests in flight at first; the width doubles while a window of
+ * LIST_WINDOW_NS reads more keys a second than the one before (by a
+ * tenth), then grows by one, and halves when a request needed a retry
+ * (the server said SlowDown). */
+#define LIST_WIDTH_START 2
+#define LIST_WINDOW_NS (250LL * 1000000LL)
 
 /* ---- what a listing holds, for tests ---------------------------------------------- */
 
@@ -63,6 +72,15 @@ static void held_add(size_t n)
 static void held_sub(size_t n)
 {
 	atomic_fetch_sub(&held_now, n);
+}
+
+static atomic_size_t pace_widest, pace_widened, pace_backed_off;
+
+void tt_file_prefix_pace(size_t *widest, size_t *widened, size_t *backed_off)
+{
+	*widest = atomic_load(&pace_widest);
+	*widened = atomic_load(&pace_widened);
+	*backed_off = atomic_load(&pace_backed_off);
 }
 
 size_t tt_file_prefix_held_peak(bool reset)
@@ -99,6 +117,12 @@ struct list_feed {
 	pthread_cond_t cv;
 	bool stop;            /* the reader has stopped: list no further */
 	size_t ahead;         /* pages a range may hold unread */
+	size_t width, active; /* requests allowed in flight, and in flight */
+	size_t widest, widened, backed_off;
+	bool doubling;        /* the width has not yet stopped paying */
+	int64_t win_t0;       /* the reader's window: since when, keys read, */
+	size_t win_keys;      /* and the rate of the window before */
+	double last_rate;
 	list_range *rs;
 	size_t nr;
 	tt_error err;         /* the pool's own */
@@ -140,6 +164,71 @@ static int range_keep(list_range *r, tt_store_page *pg, bool has_next, bool *mor
 	return 0;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A request slot (false: the reader has stopped). */
+static bool slot_take(list_feed *f)
+{
+	bool go;
+	pthread_mutex_lock(&f->mu);
+	while (f->active >= f->width && !f->stop)
+		pthread_cond_wait(&f->cv, &f->mu);
+	go = !f->stop;
+	if (go)
+		f->active++;
+	pthread_mutex_unlock(&f->mu);
+	return go;
+}
+
+/* The slot back; a request the server failed first halves the width. */
+static void slot_give(list_feed *f, int rc, const tt_store_page *pg)
+{
+	pthread_mutex_lock(&f->mu);
+	f->active--;
+	if (rc == 0 && pg->retried) {
+		f->width = f->width > 1 ? f->width / 2 : 1;
+		f->doubling = false;
+		f->backed_off++;
+		f->last_rate = 0;
+		f->win_t0 = mono_ns();
+		f->win_keys = 0;
+	}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The reader took n keys: at the end of a window, widen while the rate
+ * grows. */
+static void pace(list_feed *f, size_t n)
+{
+	int64_t now = mono_ns();
+	pthread_mutex_lock(&f->mu);
+	f->win_keys += n;
+	if (now - f->win_t0 >= LIST_WINDOW_NS) {
+		double rate = (double)f->win_keys * 1e9 / (double)(now - f->win_t0);
+		if (rate > f->last_rate * 1.1 && f->width < LIST_THREADS) {
+			f->width = f->doubling ? f->width * 2 : f->width + 1;
+			if (f->width > LIST_THREADS)
+				f->width = LIST_THREADS;
+			f->widened++;
+			if (f->width > f->widest)
+				f->widest = f->width;
+			pthread_cond_broadcast(&f->cv);
+		} else {
+			f->doubling = false;
+		}
+		f->last_rate = rate;
+		f->win_t0 = now;
+		f->win_keys = 0;
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
 static void list_range_run(size_t i, void *ctx)
 {
 	list_range *r = &((list_range *)ctx)[i];
@@ -149,14 +238,18 @@ static void list_range_run(size_t i, void *ctx)
 	pthread_mutex_lock(&r->feed->mu);
 	more = !r->feed->stop;
 	pthread_mutex_unlock(&r->feed->mu);
-	if (more)
+	if (more && (more = slot_take(r->feed))) {
 		r->rc = tt_store_list_after(r->s, r->prefix, r->after, 1000, &pg, &r->err);
+		slot_give(r->feed, r->rc, &pg);
+	}
 	while (more && r->rc == 0) {
 		token = pg.next;
 		pg.next = NULL;
-		if ((r->rc = range_keep(r, &pg, token != NULL, &more)) != 0 || !more)
+		if ((r->rc = range_keep(r, &pg, token != NULL, &more)) != 0 || !more ||
+		    !slot_take(r->feed))
 			break;
 		r->rc = tt_store_list(r->s, r->prefix, token, 0, &pg, &r->err);
+		slot_give(r->feed, r->rc, &pg);
 		free(token);
 		token = NULL;
 	}
@@ -193,6 +286,7 @@ static int feed_read(list_feed *f, page_fn fn, void *ctx, tt_error *err)
 			pthread_cond_broadcast(&f->cv);
 			pthread_mutex_unlock(&f->mu);
 			size_t n = pg.n;
+			pace(f, n);
 			rc = fn(&pg, ctx, err);
 			tt_store_page_release(&pg);
 			held_sub(n);
@@ -245,7 +339,8 @@ static int each_range(tt_store *s, const char *prefix, tt_store_page *first, pag
 {
 	char *bounds[LIST_RANGES_MAX];
 	size_t nb = list_bounds(first, strlen(prefix), bounds, LIST_RANGES_MAX - 1);
-	list_feed f = { .ahead = LIST_AHEAD, .err = TT_ERROR_INIT };
+	list_feed f = { .ahead = LIST_AHEAD, .width = LIST_WIDTH_START, .widest = LIST_WIDTH_START,
+			.doubling = true, .win_t0 = mono_ns(), .err = TT_ERROR_INIT };
 	char *after0 = tt_strdup(first->items[first->n - 1].key);
 	pthread_t feeder;
 	bool threaded;
@@ -275,6 +370,7 @@ static int each_range(tt_store *s, const char *prefix, tt_store_page *first, pag
 	threaded = pthread_create(&feeder, NULL, feed_main, &f) == 0;
 	if (!threaded) {
 		f.ahead = SIZE_MAX;
+		f.width = 1;
 		feed_main(&f);
 	}
 	rc = fn(first, ctx, err);
@@ -287,6 +383,9 @@ static int each_range(tt_store *s, const char *prefix, tt_store_page *first, pag
 	pthread_mutex_unlock(&f.mu);
 	if (threaded)
 		pthread_join(feeder, NULL);
+	atomic_store(&pace_widest, f.widest);
+	atomic_store(&pace_widened, f.widened);
+	atomic_store(&pace_backed_off, f.backed_off);
 	for (size_t i = 0; i <= nb; i++) {
 		for (size_t k = f.rs[i].taken; k < f.rs[i].npgs; k++) {
 			held_sub(f.rs[i].pgs[k].n);

@@ -28,5 +28,8 @@ int tt_file_prefix_list(tt_store *s, const char *uri, const char *prefix, size_t
 /* For tests: the most listing entries held in memory at once (pages
  * listed and not yet read, plus rows kept) since the last reset. */
 size_t tt_file_prefix_held_peak(bool reset);
+/* For tests: of the last listing in key ranges, the most requests it let
+ * fly at once, how often it widened and how often it backed off. */
+void tt_file_prefix_pace(size_t *widest, size_t *widened, size_t *backed_off);
 
 #endif
