@@ -15,28 +15,31 @@
 
 /* The text between <tag> and </tag> at or after p (before end): true with
  * [*vs, *ve); *after is past the closing tag. */
+/* The first "<" + tag + ">" (close: "</" + tag + ">") in [p, end), by the
+ * '<'s: an answer has a few a key, and memmem's setup per call cost more
+ * than the search. */
+static const char *tag_at(const char *p, const char *end, const char *tag, size_t tl, bool close)
+{
+	size_t skip = close ? 2 : 1;
+	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+		if ((size_t)(end - p) < tl + skip + 1)
+			return NULL;
+		if ((!close || p[1] == '/') && memcmp(p + skip, tag, tl) == 0 && p[skip + tl] == '>')
+			return p;
+		p++;
+	}
+	return NULL;
+}
+
 bool tt_xml_find(const char *p, const char *end, const char *tag, const char **vs,
 			const char **ve, const char **after)
 {
-	char open[64], close[66];
 	size_t tl = strlen(tag);
 	const char *a, *b;
-	/* spelt out rather than printed: this runs several times per listed key */
-	if (tl + 3 > sizeof open)
-		return false;
-	open[0] = '<';
-	memcpy(open + 1, tag, tl);
-	open[tl + 1] = '>';
-	close[0] = '<';
-	close[1] = '/';
-	memcpy(close + 2, tag, tl);
-	close[tl + 2] = '>';
-	a = memmem(p, (size_t)(end - p), open, tl + 2);
-	if (!a)
+	if (!(a = tag_at(p, end, tag, tl, false)))
 		return false;
 	a += tl + 2;
-	b = memmem(a, (size_t)(end - a), close, tl + 3);
-	if (!b)
+	if (!(b = tag_at(a, end, tag, tl, true)))
 		return false;
 	*vs = a;
 	*ve = b;
