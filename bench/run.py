@@ -1848,6 +1848,106 @@ def sum_s3_prefix(ctx: dict, res: "Result") -> str:
             f"(median / min); ours is {res.med('ours') / g:.2f}× the plain LIST")
 
 
+def _rusage_run(argv: list, cwd: Path, env: dict[str, str]) -> dict:
+    """One run of argv with the child's own figures: wall, user+sys CPU
+    seconds and peak RSS (MiB), from wait4."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errs:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([str(a) for a in argv], cwd=str(cwd), env=env, stdout=out, stderr=errs)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        errs.seek(0)
+        text, etext = out.read().decode(), errs.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise Skip(f"`{' '.join(str(a) for a in argv[1:])}` exited {proc.returncode}: {first_line(etext)}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mib": ru.ru_maxrss / 1024,
+            "stdout": text}
+
+
+def responder_available(sides: Sides) -> None:
+    try:
+        import boto3  # noqa: F401
+    except ImportError as exc:
+        raise Skip("boto3 is not installed (tests/requirements.txt)") from exc
+
+
+def prep_responder_prefix(n: int):
+    """An s3:// prefix of n keys served by bench/list_responder.py (pages made
+    once in memory, so the client is what is measured), both sides' datasets
+    tracking it."""
+    def prepare(tmp: Path, sides: Sides) -> dict:
+        port = _low_port()
+        log = tmp / "responder.log"
+        proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "list_responder.py"), "--keys", str(n),
+                                 "--bucket", S3_BUCKET, "--prefix", "big/", "--port", str(port)],
+                                stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        ctx = {"proc": proc, "url": url, "sides": sides, "n": n}
+        try:
+            import urllib.request
+            wait_for("the LIST responder", lambda: urllib.request.urlopen(
+                f"{url}/{S3_BUCKET}?list-type=2&max-keys=1", timeout=2).status == 200, proc, log, 30)
+            home = tmp / "home"
+            home.mkdir()
+            env = isolated_env(home)
+            ctx["env"] = env
+            for side in ("ours", "ref"):
+                ds = new_git_repo(tmp / f"ds-{side}", env)
+                exe = sides.exe(side)
+                run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
+                with open(ds / "tether.toml", "a") as f:
+                    f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
+                sec = ds / ".tether" / "secrets.toml"
+                sec.write_text(f'[uris."s3://{S3_BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n'
+                               f'access_key_id = "{S3_AK}"\nsecret_access_key = "{S3_SK}"\n')
+                sec.chmod(0o600)
+                run([exe, "add", "big", f"s3://{S3_BUCKET}/big/", "--kind", "file"], ds, env)
+                ctx[f"ds-{side}"] = ds
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        return ctx
+    return prepare
+
+
+def check_responder_prefix(ctx: dict) -> str:
+    """Both sides' snapshot once (the warm-up), with their CPU and peak RSS."""
+    got = {}
+    for side in ("ours", "ref"):
+        r = _rusage_run([ctx["sides"].exe(side), "snapshot", "--json"], ctx[f"ds-{side}"], ctx["env"])
+        ctx[f"rusage-{side}"] = r
+        got[side] = json.dumps(json.loads(r["stdout"]), sort_keys=True)
+    if got["ours"] != got["ref"]:
+        raise Skip("the two sides' snapshots differ")
+    return f"same snapshot of the {ctx['n']}-key prefix on both sides"
+
+
+def sum_responder_prefix(ctx: dict, res: "Result") -> str:
+    """Client CPU per 10^6 keys and peak RSS of each side (their check run),
+    and a plain paged LIST with boto3 of 10^5 of the keys (big/000), its wall
+    scaled to the whole prefix (a paged LIST is linear in its pages; boto3
+    lists about 4,000 keys a second here, the whole prefix would take hours)."""
+    n, per = ctx["n"], ctx["n"] / 1e6
+    o, r = ctx["rusage-ours"], ctx["rusage-ref"]
+    client = _s3_client(ctx["url"])
+    t0 = time.perf_counter()
+    k = 0
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=S3_BUCKET, Prefix="big/000"):
+        k += len(page.get("Contents", []))
+    boto = (time.perf_counter() - t0) * n / k
+    cpu_o, cpu_r = o["cpu_s"] / per, r["cpu_s"] / per
+    res.extra.update(ours_cpu_s_per_1e6=cpu_o, ref_cpu_s_per_1e6=cpu_r, cpu_ratio=cpu_o / cpu_r,
+                     ours_rss_mib=o["rss_mib"], ref_rss_mib=r["rss_mib"], boto3_list_s_scaled=boto,
+                     boto3_keys_listed=k, ours_over_boto3=res.med("ours") / boto)
+    return (f"client CPU per 10^6 keys: ours {cpu_o:.2f} s, tether-vcs {cpu_r:.2f} s "
+            f"(ours/tether-vcs {cpu_o / cpu_r:.2f}); peak RSS ours {o['rss_mib']:.0f} MiB, "
+            f"tether-vcs {r['rss_mib']:.0f} MiB; boto3 paged LIST of {k} keys scaled to {n}: "
+            f"{boto:.0f} s, ours is {res.med('ours') / boto:.3f}× that")
+
+
 def installed_kind(sides: Sides, kind: str) -> None:
     """Skip unless our binary has `kind` built in."""
     p = subprocess.run([str(sides.ours), "backends", "--json"], capture_output=True, text=True)
@@ -2303,6 +2403,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     n_lake = 100 if quick else 1000
     n_s3 = 10000 if quick else 100000
     n_obj = 2000 if quick else 20000
+    n_resp = 100000 if quick else 10000000
     n_dolt = 100 if quick else 1000
     tag_every = n_dolt // 10
     n_neon_branches = 2 if quick else 8
@@ -2438,6 +2539,13 @@ def benchmarks(quick: bool) -> list[Bench]:
               "LIST of the same prefix with boto3",
               prep_s3_prefix(n_s3), check_s3_prefix, cmds_s3_prefix, available=s3_prefix_available,
               summarize=sum_s3_prefix),
+        Bench("s3-prefix-responder", f"s3-prefix-responder-{n_resp}", reps(3),
+              f"`tether snapshot --json` of a file object on an s3:// prefix of {n_resp} keys served "
+              "by bench/list_responder.py (ListObjectsV2 pages made in memory, so the client is what "
+              "is measured; tether-vcs lists through obstore), with each side's client CPU and peak "
+              "RSS, against a plain paged LIST with boto3",
+              prep_responder_prefix(n_resp), check_responder_prefix, cmds_s3_prefix,
+              available=responder_available, summarize=sum_responder_prefix),
         Bench("gcs-prefix-fingerprint", f"gcs-prefix-fingerprint-{n_obj}", reps(10),
               f"`tether snapshot --json` of a file object on a gs:// prefix of {n_obj} keys "
               "on fake-gcs-server (tether-vcs lists through obstore)",

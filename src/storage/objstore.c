@@ -37,6 +37,46 @@ char *tt_objstore_prefix(const char *configured)
 	return tt_asprintf("%s%s", p, *p && p[strlen(p) - 1] != '/' ? "/" : "");
 }
 
+/* The n digits at v as a number, or -1. */
+static int digits(const char *v, int n)
+{
+	int x = 0;
+	for (int i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		x = x * 10 + (v[i] - '0');
+	}
+	return x;
+}
+
+/*
+ * "YYYY-MM-DDTHH:MM:SS[.fff...]" (what every listing entry carries) in ms
+ * since the epoch into *ms, without strptime and timegm, whose locale and
+ * time-zone work was a tenth of a listing's time; false for anything else
+ * (parse_time then reads it the long way).  The day count is the proleptic
+ * Gregorian one timegm uses.
+ */
+static bool iso_fast(const char *v, int64_t *ms)
+{
+	int y = digits(v, 4), mo, d, h, mi, sec;
+	if (y < 0 || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':')
+		return false;
+	mo = digits(v + 5, 2), d = digits(v + 8, 2), h = digits(v + 11, 2);
+	mi = digits(v + 14, 2), sec = digits(v + 17, 2);
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
+	    sec > 60)
+		return false;
+	int64_t yy = y - (mo <= 2), era = (yy >= 0 ? yy : yy - 399) / 400;
+	int64_t yoe = yy - era * 400, mp = (mo + 9) % 12;
+	int64_t doy = (153 * mp + 2) / 5 + d - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	int64_t days = era * 146097 + doe - 719468, frac = 0;
+	if (v[19] == '.')
+		for (int i = 1, scale = 100; i <= 3 && v[19 + i] >= '0' && v[19 + i] <= '9'; i++, scale /= 10)
+			frac += (v[19 + i] - '0') * scale;
+	*ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + frac;
+	return true;
+}
+
 /* An ISO 8601 time (milliseconds kept) or an HTTP date, in ns since the
  * epoch; 0 when it is neither. */
 static int64_t parse_time(const char *v, bool iso)
@@ -47,6 +87,8 @@ static int64_t parse_time(const char *v, bool iso)
 	memset(&tm, 0, sizeof tm);
 	if (!v)
 		return 0;
+	if (iso && iso_fast(v, &ms))
+		return ms * 1000000;
 	end = strptime(v, iso ? "%Y-%m-%dT%H:%M:%S" : "%a, %d %b %Y %H:%M:%S", &tm);
 	if (!end)
 		return 0;
@@ -353,13 +395,24 @@ static char *text_of(const char *cs, const char *ce, const char *tag)
 	return tt_xml_find(cs, ce, tag, &vs, &ve, NULL) ? tt_xml_text(vs, ve) : NULL;
 }
 
-/* One entry [cs, ce) into e; 1 to skip it (at or before after). */
+/* [vs, ve) as a NUL-terminated string in buf (cut at its size). */
+static const char *raw_copy(const char *vs, const char *ve, char *buf, size_t size)
+{
+	size_t n = (size_t)(ve - vs) < size - 1 ? (size_t)(ve - vs) : size - 1;
+	memcpy(buf, vs, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* One entry [cs, ce) into e; 1 to skip it (at or before after).  Two
+ * allocations a key (its name and ETag): a listing of millions of keys
+ * spends its time here. */
 static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, const char *ce,
 		    const char *after, tt_store_entry *e, tt_error *err)
 {
-	const char *prefix = OS(s)->prefix;
+	const char *prefix = OS(s)->prefix, *vs, *ve;
 	size_t plen = strlen(prefix);
-	char *k = text_of(cs, ce, t->key), *v;
+	char *k = text_of(cs, ce, t->key), *v, num[64];
 	if (!k || strncmp(k, prefix, plen) != 0) {
 		int rc = k ? tt_error_set(err, TT_EBACKEND, "%s: list returned '%s', outside the prefix",
 					  s->display, k)
@@ -372,21 +425,25 @@ static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, c
 		free(k); /* a server that ignored start-after */
 		return 1;
 	}
-	e->key = tt_strdup(k + plen);
-	free(k);
+	if (plen)
+		memmove(k, k + plen, strlen(k + plen) + 1);
+	e->key = k;
 	if ((v = text_of(cs, ce, t->etag))) {
-		e->meta.etag = tt_xml_unquote(v);
-		free(v);
+		size_t n = strlen(v);
+		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') { /* tt_xml_unquote, in place */
+			memmove(v, v + 1, n - 2);
+			v[n - 2] = '\0';
+		}
+		e->meta.etag = v;
 	}
-	if ((v = text_of(cs, ce, t->size)))
-		e->meta.size = strtoull(v, NULL, 10);
-	free(v);
-	if ((v = text_of(cs, ce, t->mtime)))
-		e->meta.mtime_ns = parse_time(v, t->iso_mtime);
-	free(v);
+	/* a number and a time hold no entities */
+	if (tt_xml_find(cs, ce, t->size, &vs, &ve, NULL))
+		e->meta.size = strtoull(raw_copy(vs, ve, num, sizeof num), NULL, 10);
+	if (tt_xml_find(cs, ce, t->mtime, &vs, &ve, NULL))
+		e->meta.mtime_ns = parse_time(raw_copy(vs, ve, num, sizeof num), t->iso_mtime);
 	if (t->version)
 		e->meta.version = text_of(cs, ce, t->version);
-	return e->key ? 0 : tt_error_oom(err);
+	return 0;
 }
 
 int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const tt_http_response *r,
@@ -439,6 +496,7 @@ int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const t
 		else if (more && !(pg->next = tt_xml_text(vs, ve)))
 			rc = tt_error_oom(err);
 	}
+	out->retried = r->attempts > 1;
 	if (rc)
 		tt_store_page_release(out);
 	if (rc && rest)

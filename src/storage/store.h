@@ -131,6 +131,9 @@ typedef struct tt_store_page {
 	bool held;   /* the following pages are already in memory (a server that
 		      * gave more than a page): listing them in key ranges would
 		      * only ask the server again */
+	bool retried; /* the server failed the request before answering it
+		       * (503 SlowDown, 429, a dropped connection): a caller
+		       * listing in parallel should ask less at once */
 } tt_store_page;
 
 void tt_store_page_release(tt_store_page *p);

@@ -15,24 +15,36 @@
 
 /* The text between <tag> and </tag> at or after p (before end): true with
  * [*vs, *ve); *after is past the closing tag. */
+/* The first "<" + tag + ">" (close: "</" + tag + ">") in [p, end), by the
+ * '<'s: an answer has a few a key, and memmem's setup per call cost more
+ * than the search. */
+static const char *tag_at(const char *p, const char *end, const char *tag, size_t tl, bool close)
+{
+	size_t skip = close ? 2 : 1;
+	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+		if ((size_t)(end - p) < tl + skip + 1)
+			return NULL;
+		if ((!close || p[1] == '/') && memcmp(p + skip, tag, tl) == 0 && p[skip + tl] == '>')
+			return p;
+		p++;
+	}
+	return NULL;
+}
+
 bool tt_xml_find(const char *p, const char *end, const char *tag, const char **vs,
 			const char **ve, const char **after)
 {
-	char open[64], close[66];
+	size_t tl = strlen(tag);
 	const char *a, *b;
-	snprintf(open, sizeof open, "<%s>", tag);
-	snprintf(close, sizeof close, "</%s>", tag);
-	a = memmem(p, (size_t)(end - p), open, strlen(open));
-	if (!a)
+	if (!(a = tag_at(p, end, tag, tl, false)))
 		return false;
-	a += strlen(open);
-	b = memmem(a, (size_t)(end - a), close, strlen(close));
-	if (!b)
+	a += tl + 2;
+	if (!(b = tag_at(a, end, tag, tl, true)))
 		return false;
 	*vs = a;
 	*ve = b;
 	if (after)
-		*after = b + strlen(close);
+		*after = b + tl + 3;
 	return true;
 }
 
@@ -45,6 +57,8 @@ char *tt_xml_text(const char *s, const char *e)
 		char c;
 	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
 		     { "&apos;", '\'' } };
+	if (!memchr(s, '&', (size_t)(e - s)))
+		return tt_strndup(s, (size_t)(e - s)); /* nothing to decode: most keys */
 	while (s < e) {
 		bool done = false;
 		if (*s == '&') {
@@ -82,8 +96,12 @@ char *tt_xml_text(const char *s, const char *e)
 				}
 			}
 		}
-		if (!done)
-			tt_buf_putc(&b, *s++);
+		if (!done) { /* up to the next entity at once */
+			const char *amp = memchr(s + 1, '&', (size_t)(e - s - 1));
+			size_t run = amp ? (size_t)(amp - s) : (size_t)(e - s);
+			tt_buf_put(&b, s, run);
+			s += run;
+		}
 	}
 	tt_buf_puts(&b, "");
 	if (b.failed) {

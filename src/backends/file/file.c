@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include "backends/file/file.h"
+#include "backends/file/prefix.h"
 #include "backends/file/watch.h"
 #include "backends/kit.h"
 
@@ -423,435 +424,22 @@ static int fingerprint_local(file_impl *fi, const char *path, bool need_rows, js
  */
 /* --- prefixes in object stores ------------------------------------------------------ */
 
-/* Re-lists allowed when a paged listing saw the prefix change under it. */
-#define PREFIX_LIST_TRIES 3
-/* An entry changed this close to (or after) the listing's start may have
- * been written while the pages were read (server clocks drift, uploads
- * take time). */
-#define PREFIX_RECENT_NS (15LL * 1000000000LL)
-
-typedef struct prefix_ent {
-	char *key;
-	char *etag;
-	uint64_t size;
-	size_t seq;  /* listing order: of two entries one path names, the later wins */
-} prefix_ent;
-
-static int prefix_ent_cmp(const void *a, const void *b)
-{
-	const prefix_ent *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	return c ? c : (x->seq < y->seq ? -1 : x->seq > y->seq);
-}
-
-/*
- * The name a listed key has in a listing, as the object-store libraries
- * parse it: one leading and one trailing '/' dropped (a "dir/" marker
- * object is the row "dir"); NULL when the key cannot be such a name (an
- * empty segment, "." or ".."): *why says which.
- */
-static char *listed_name(const char *key, const char **why)
-{
-	size_t n = strlen(key);
-	const char *p = key;
-	*why = NULL;
-	if (n && *p == '/')
-		p++, n--;
-	if (n && p[n - 1] == '/')
-		n--;
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j < n && p[j] != '/')
-			j++;
-		if (j == i) {
-			*why = "an empty path segment";
-			return NULL;
-		}
-		if ((j - i == 1 && p[i] == '.') || (j - i == 2 && p[i] == '.' && p[i + 1] == '.')) {
-			*why = "a '.' or '..' segment";
-			return NULL;
-		}
-		i = j + 1;
-	}
-	return tt_strndup(p, n);
-}
-
-static void prefix_ents_free(prefix_ent *e, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(e[i].key);
-		free(e[i].etag);
-	}
-	free(e);
-}
-
-/* ---- the pages of a prefix's LIST -------------------------------------------------- */
-
-/* Key ranges listed at once after the first page (where the store can
- * start a listing after a key), and the threads that list them. */
-#define LIST_RANGES_MAX 48
-#define LIST_THREADS 8
-
-typedef struct list_range {
-	tt_store *s;
-	const char *prefix;
-	char *after;          /* keys > after ... */
-	char *upto;           /* ... and <= upto (NULL: to the end) */
-	tt_store_page *pgs;
-	size_t npgs, alloc;
-	int rc;
-	tt_error err;
-} list_range;
-
-/* Keep the page's keys up to the range's end; *more: the next page may
- * still be inside the range (the page had a `next`, given as has_next). */
-static int range_keep(list_range *r, tt_store_page *pg, bool has_next, bool *more)
-{
-	size_t keep = pg->n;
-	if (r->upto)
-		for (size_t i = 0; i < pg->n; i++)
-			if (strcmp(pg->items[i].key, r->upto) > 0) {
-				keep = i;
-				break;
-			}
-	*more = keep == pg->n && has_next;
-	for (size_t i = keep; i < pg->n; i++) {
-		free(pg->items[i].key);
-		tt_store_meta_release(&pg->items[i].meta);
-	}
-	pg->n = keep;
-	if (TT_ARRAY_GROW(r->pgs, r->alloc, r->npgs + 1) != 0) {
-		tt_store_page_release(pg);
-		return tt_error_oom(&r->err);
-	}
-	r->pgs[r->npgs++] = *pg;
-	return 0;
-}
-
-static void list_range_run(size_t i, void *ctx)
-{
-	list_range *r = &((list_range *)ctx)[i];
-	tt_store_page pg;
-	bool more;
-	char *token = NULL;
-	r->rc = tt_store_list_after(r->s, r->prefix, r->after, 1000, &pg, &r->err);
-	while (r->rc == 0) {
-		token = pg.next;
-		pg.next = NULL;
-		if ((r->rc = range_keep(r, &pg, token != NULL, &more)) != 0 || !more)
-			break;
-		r->rc = tt_store_list(r->s, r->prefix, token, 0, &pg, &r->err);
-		free(token);
-		token = NULL;
-	}
-	free(token);
-}
-
-/*
- * Where to cut the rest of a listing whose first page ended at `last`:
- * for each position j from the end of `last` back to the prefix, the keys
- * that share last's first j bytes and continue with a greater byte, one
- * range per such byte among those the first page's keys use (so numbered
- * keys split by their digits).  Ascending by construction.  Only a guess
- * at balance: the ranges cover every key after `last` whatever the keys
- * are.
- */
-static size_t list_bounds(const tt_store_page *first, size_t plen, char **out, size_t max)
-{
-	const char *last = first->items[first->n - 1].key;
-	bool used[256] = { false };
-	size_t n = 0, len = strlen(last);
-	for (size_t i = 0; i < first->n; i++)
-		for (const unsigned char *p = (const unsigned char *)first->items[i].key + plen; *p; p++)
-			used[*p] = true;
-	for (size_t j = len; j-- > plen && n < max;) {
-		for (unsigned c = (unsigned char)last[j] + 1; c < 256 && n < max; c++) {
-			if (!used[c])
-				continue;
-			char *b = tt_asprintf("%.*s%c", (int)j, last, (char)c);
-			if (!b)
-				break;
-			out[n++] = b;
-		}
-	}
-	return n;
-}
-
-/*
- * Every page of prefix's LIST, in key order.  Where the store lists after
- * a key (S3's start-after) and the first page is not the last, the rest is
- * cut into key ranges listed in parallel over the store's one HTTP client
- * (its connections kept alive and shared); each range drops what lies past
- * its end.  The pages together hold the same keys one paged LIST gives.
- */
-static int list_pages(tt_store *s, const char *prefix, tt_store_page **pgs, size_t *npgs,
-		      tt_error *err)
-{
-	tt_store_page pg;
-	size_t alloc = 0;
-	char *token = NULL;
-	int rc;
-
-	*pgs = NULL;
-	*npgs = 0;
-	rc = tt_store_list(s, prefix, NULL, 0, &pg, err);
-	if (rc == 0 && pg.next && pg.n && !pg.held && tt_store_lists_after(s)) {
-		char *bounds[LIST_RANGES_MAX];
-		size_t nb = list_bounds(&pg, strlen(prefix), bounds, LIST_RANGES_MAX - 1);
-		list_range *rs = tt_calloc(nb + 1, sizeof *rs);
-		if (!rs || TT_ARRAY_GROW(*pgs, alloc, 1) != 0) {
-			for (size_t i = 0; i < nb; i++)
-				free(bounds[i]);
-			free(rs);
-			tt_store_page_release(&pg);
-			return KOOM(err);
-		}
-		for (size_t i = 0; i <= nb; i++) {
-			rs[i].s = s;
-			rs[i].prefix = prefix;
-			rs[i].after = i ? bounds[i - 1] : tt_strdup(pg.items[pg.n - 1].key);
-			rs[i].upto = i < nb ? bounds[i] : NULL;
-			rs[i].err = (tt_error)TT_ERROR_INIT;
-		}
-		free(pg.next);
-		pg.next = NULL;
-		(*pgs)[(*npgs)++] = pg;
-		rc = rs[0].after ? tt_pool_map(nb + 1, LIST_THREADS, list_range_run, rs, err)
-				 : KOOM(err);
-		for (size_t i = 0; i <= nb; i++) {
-			if (rc == 0 && rs[i].rc) {
-				rc = rs[i].rc;
-				tt_error_move(err, &rs[i].err);
-			}
-			for (size_t k = 0; k < rs[i].npgs; k++) {
-				if (rc == 0 && TT_ARRAY_GROW(*pgs, alloc, *npgs + 1) == 0)
-					(*pgs)[(*npgs)++] = rs[i].pgs[k];
-				else {
-					if (rc == 0)
-						rc = KOOM(err);
-					tt_store_page_release(&rs[i].pgs[k]);
-				}
-			}
-			free(rs[i].pgs);
-			tt_error_clear(&rs[i].err);
-			free(rs[i].after);
-		}
-		free(rs[nb].upto);
-		free(rs);
-		return rc;
-	}
-	while (rc == 0) {
-		if (TT_ARRAY_GROW(*pgs, alloc, *npgs + 1) != 0) {
-			tt_store_page_release(&pg);
-			return KOOM(err);
-		}
-		token = pg.next;
-		pg.next = NULL;
-		(*pgs)[(*npgs)++] = pg;
-		if (!token)
-			break;
-		rc = tt_store_list(s, prefix, token, 0, &pg, err);
-		free(token);
-		token = NULL;
-	}
-	return rc;
-}
-
-
-/*
- * One paged LIST of prefix into tree (rows by path, token the ETag), as
- * tether-vcs's obstore listing gives it; *pages and *newest (the latest
- * LastModified seen) say whether it may have raced a writer.
- */
-static int list_prefix_once(tt_store *s, const char *uri, const char *prefix, tt_file_tree *tree,
-			    unsigned *pages, int64_t *newest, tt_error *err)
-{
-	prefix_ent *ents = NULL;
-	size_t n = 0, alloc = 0, no_etag = 0;
-	uint64_t total = 0;
-	char *token = NULL, sample[256] = "";
-	tt_buf names = TT_BUF_INIT;
-	int rc = 0;
-
-	tt_store_page *pgs = NULL;
-	size_t npgs = 0;
-
-	memset(tree, 0, sizeof *tree);
-	*pages = 0;
-	*newest = 0;
-	if ((rc = list_pages(s, prefix, &pgs, &npgs, err)) != 0) {
-		tt_error_object(err, NULL, KIND);
-		goto done;
-	}
-	*pages = (unsigned)npgs;
-	for (size_t pi = 0; pi < npgs && rc == 0; pi++) {
-		tt_store_page pg = pgs[pi];
-		for (size_t i = 0; i < pg.n && rc == 0; i++) {
-			tt_store_entry *it = &pg.items[i];
-			const char *why;
-			char *name;
-			/* Azure listings leave out the blob named as the prefix itself
-			 * (a "dir/" marker), as the object-store libraries do there */
-			if (s->kind == TT_STORE_AZURE && strcmp(it->key, prefix) == 0)
-				continue;
-			name = listed_name(it->key, &why);
-			if (!name && !why) {
-				rc = KOOM(err);
-				break;
-			}
-			if (!name) {
-				rc = KERR(err, TT_EBACKEND,
-					      "%s: the object '%s' has %s in its key, which no listing "
-					      "can name; rename it in the bucket or track a narrower prefix",
-					      uri, it->key, why);
-				break;
-			}
-			if (!it->meta.etag || !*it->meta.etag) {
-				if (no_etag < 3) {
-					size_t u = strlen(sample);
-					snprintf(sample + u, sizeof sample - u, "%s%s", u ? ", " : "", it->key);
-				}
-				no_etag++;
-			} else if (strlen(it->meta.etag) >= TT_FILE_TOKEN_MAX) {
-				rc = KERR(err, TT_EBACKEND,
-					      "%s: the object '%s' has an ETag longer than %d characters; "
-					      "track it as a single object instead", uri, it->key,
-					      TT_FILE_TOKEN_MAX - 1);
-				free(name);
-				break;
-			}
-			if (TT_ARRAY_GROW(ents, alloc, n + 1) != 0) {
-				free(name);
-				rc = KOOM(err);
-				break;
-			}
-			ents[n] = (prefix_ent){ name, it->meta.etag, it->meta.size, n };
-			it->meta.etag = NULL;
-			n++;
-			total += it->meta.size;
-			if (it->meta.mtime_ns > *newest)
-				*newest = it->meta.mtime_ns;
-		}
-	}
-	if (rc)
-		goto done;
-	if (no_etag) {
-		/* A digest over names alone would call any rewrite "unchanged". */
-		rc = KERR(err, TT_EBACKEND,
-			      "%zu object(s) under %s report no ETag (%s%s); the store cannot be "
-			      "fingerprinted by listing -- pin single objects with a versioned "
-			      "policy instead", no_etag, prefix[0] ? prefix : "/", sample,
-			      no_etag > 3 ? ", ..." : "");
-		goto done;
-	}
-	if (n > 1)
-		qsort(ents, n, sizeof *ents, prefix_ent_cmp);
-	{
-		size_t m = 0, *offs;
-		/* one row per name: the entry listed last, as a dict keeps it */
-		for (size_t i = 0; i < n; i++) {
-			if (i + 1 < n && strcmp(ents[i].key, ents[i + 1].key) == 0) {
-				free(ents[i].key);
-				free(ents[i].etag);
-				continue;
-			}
-			ents[m++] = ents[i];
-		}
-		n = m;
-		offs = calloc(n ? n : 1, sizeof *offs);
-		tree->rows = calloc(n ? n : 1, sizeof *tree->rows);
-		if (!offs || !tree->rows) {
-			free(offs);
-			rc = KOOM(err);
-			goto done;
-		}
-		for (size_t i = 0; i < n; i++) {
-			offs[i] = names.len;
-			tt_buf_put(&names, ents[i].key, strlen(ents[i].key) + 1);
-			tree->rows[i].size = ents[i].size;
-			snprintf(tree->rows[i].token, sizeof tree->rows[i].token, "%s", ents[i].etag);
-		}
-		if (names.failed) {
-			free(offs);
-			rc = KOOM(err);
-			goto done;
-		}
-		tree->names = tt_buf_detach(&names);
-		for (size_t i = 0; i < n; i++)
-			tree->rows[i].path = tree->names + offs[i];
-		free(offs);
-		tree->n = n;
-		tree->size = total;
-		tt_file_rows_digest(tree->rows, tree->n, tree->digest);
-	}
-done:
-	free(token);
-	for (size_t pi = 0; pi < npgs; pi++)
-		tt_store_page_release(&pgs[pi]);
-	free(pgs);
-	tt_buf_release(&names);
-	prefix_ents_free(ents, n);
-	if (rc)
-		tt_file_tree_release(tree);
-	return rc;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/*
- * A prefix's listing, never a mix of two states as far as the store lets
- * us see: a listing of one page is one answer from the store; one of
- * several pages during which an object under the prefix changed (an entry
- * modified since shortly before the first page) is read again until two
- * readings agree.  A prefix that keeps changing is refused, naming it.
- */
-static int list_prefix(tt_store *s, const char *uri, const char *prefix, tt_file_tree *tree,
-		       tt_error *err)
-{
-	tt_file_tree prev;
-	bool have_prev = false;
-	int rc = 0;
-
-	memset(&prev, 0, sizeof prev);
-	for (int attempt = 0; attempt < PREFIX_LIST_TRIES + 1; attempt++) {
-		unsigned pages;
-		int64_t newest, started = wall_ns();
-		if ((rc = list_prefix_once(s, uri, prefix, tree, &pages, &newest, err)) != 0)
-			break;
-		if (have_prev && strcmp(prev.digest, tree->digest) == 0)
-			break; /* two readings agree */
-		if (!have_prev && (pages <= 1 || newest < started - PREFIX_RECENT_NS))
-			break; /* one answer, or nothing changed while we read */
-		tt_file_tree_release(&prev);
-		prev = *tree;
-		have_prev = true;
-		memset(tree, 0, sizeof *tree);
-		if (attempt == PREFIX_LIST_TRIES) {
-			rc = KERR(err, TT_EBACKEND,
-				      "%s changed while it was being listed, %d times in a row; retry "
-				      "when its writers are done (or track a narrower prefix)",
-				      uri, PREFIX_LIST_TRIES + 1);
-			break;
-		}
-	}
-	tt_file_tree_release(&prev);
-	return rc;
-}
+/* The rows of a prefix's listing kept in memory for commit's listing and
+ * diff when only its state was asked for: past this many, a fingerprint
+ * holds no rows (its memory stays bounded at any length) and a listing
+ * asked of that state lists the prefix again, keeping them all. */
+#define PREFIX_KEEP_MAX ((size_t)1 << 20)
 
 /*
  * A prefix (a key ending in '/', or the whole bucket): {"type": "prefix",
  * "count", "size", "digest"} from one paged LIST, as tether-vcs computes
  * it: rows are the full keys (a "dir/" marker object is "dir"), the token
  * of each its ETag, the digest tether-vcs's over the sorted pairs; the
- * listing is remembered for commit's listing and diff.
+ * listing is remembered for commit's listing and diff (past
+ * PREFIX_KEEP_MAX rows only where need_rows asks for it).
  */
 static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const char *key,
-			      json_t **state, tt_error *err)
+			      bool need_rows, json_t **state, tt_error *err)
 {
 	tt_buf prefix = TT_BUF_INIT;
 	tt_file_tree tree;
@@ -873,13 +461,15 @@ static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const
 		tt_buf_release(&prefix);
 		return KOOM(err);
 	}
-	rc = list_prefix(s, uri, prefix.ptr, &tree, err);
+	rc = tt_file_prefix_list(s, uri, prefix.ptr, need_rows ? SIZE_MAX : PREFIX_KEEP_MAX, &tree,
+				 err);
 	tt_buf_release(&prefix);
 	if (rc)
 		return rc;
 	*state = json_pack("{s:s, s:I, s:I, s:s}", "type", "prefix", "count", (json_int_t)tree.n,
 			   "size", (json_int_t)tree.size, "digest", tree.digest);
-	remember(fi, &tree);
+	if (tree.rows) /* else more rows than are kept for a state alone */
+		remember(fi, &tree);
 	tt_file_tree_release(&tree);
 	return *state ? 0 : KOOM(err);
 }
@@ -893,7 +483,7 @@ static int fingerprint_prefix(file_impl *fi, tt_store *s, const char *uri, const
  * the schemes the store layer lacks stay behind the seam.
  */
 static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
-			      const parsed_uri *p, json_t **state, tt_error *err)
+			      const parsed_uri *p, bool need_rows, json_t **state, tt_error *err)
 {
 	json_t *opts = NULL;
 	tt_store *s = NULL;
@@ -909,7 +499,7 @@ static int fingerprint_remote(tt_backend *b, const json_t *loc, const char *uri,
 	rc = tt_store_open_uri(uri, opts, &s, &key, err);
 	json_decref(opts);
 	if (rc == 0 && (kl == 0 || p->key[kl - 1] == '/')) {
-		rc = fingerprint_prefix(b->impl, s, uri, key, state, err);
+		rc = fingerprint_prefix(b->impl, s, uri, key, need_rows, state, err);
 		goto done;
 	}
 	if (rc == 0)
@@ -956,7 +546,7 @@ static int fingerprint_with(tt_backend *b, const json_t *loc, bool need_rows, js
 	if (p.cls == URI_LOCAL)
 		rc = fingerprint_local(b->impl, p.path, need_rows, state, err);
 	else
-		rc = fingerprint_remote(b, loc, uri, &p, state, err);
+		rc = fingerprint_remote(b, loc, uri, &p, need_rows, state, err);
 done:
 	parsed_release(&p);
 	free(uri);

@@ -121,6 +121,14 @@ int tt_file_link_token(int dfd, const char *name, char token[TT_FILE_TOKEN_MAX],
 
 /* The digest of sorted rows, as tether-vcs's _digest_pairs. */
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33]);
+/* The same digest fed a row at a time, rows in path order (a listing too
+ * long to hold): path is plen bytes, token a string.  _new: NULL on OOM;
+ * _end writes the hex; _free is NULL-safe. */
+typedef struct tt_file_digest tt_file_digest;
+tt_file_digest *tt_file_digest_new(void);
+void tt_file_digest_add(tt_file_digest *d, const char *path, size_t plen, const char *token);
+void tt_file_digest_end(tt_file_digest *d, char hex[33]);
+void tt_file_digest_free(tt_file_digest *d);
 
 /* Set err the way tether-vcs's wrap_library_errors words an OSError:
  * "file: PermissionError: [Errno 13] Permission denied: '/p'" (path NULL:

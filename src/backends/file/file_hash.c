@@ -1329,23 +1329,28 @@ static void digest_begin(rows_digest *d)
 	d->used = 0;
 }
 
+/* One field with its NUL separator. */
+static void digest_field(rows_digest *d, const char *f, size_t len)
+{
+	if (d->used + len + 1 > sizeof d->block) {
+		blake2b_update(&d->S, d->block, d->used);
+		d->used = 0;
+	}
+	if (len + 1 > sizeof d->block) { /* a path longer than the block */
+		blake2b_update(&d->S, (const uint8_t *)f, len);
+		blake2b_update(&d->S, (const uint8_t *)"", 1);
+		return;
+	}
+	memcpy(d->block + d->used, f, len);
+	d->block[d->used + len] = 0;
+	d->used += len + 1;
+}
+
 static void digest_rows(rows_digest *d, const tt_file_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const char *field[2] = { rows[i].path, rows[i].token };
-		for (int f = 0; f < 2; f++) {
-			size_t len = strlen(field[f]);
-			if (d->used + len + 1 > sizeof d->block) {
-				blake2b_update(&d->S, d->block, d->used);
-				d->used = 0;
-			}
-			if (len + 1 > sizeof d->block) { /* a path longer than the block */
-				blake2b_update(&d->S, (const uint8_t *)field[f], len + 1);
-				continue;
-			}
-			memcpy(d->block + d->used, field[f], len + 1); /* with its NUL separator */
-			d->used += len + 1;
-		}
+		digest_field(d, rows[i].path, strlen(rows[i].path));
+		digest_field(d, rows[i].token, strlen(rows[i].token));
 	}
 }
 
@@ -1355,6 +1360,34 @@ static void digest_end(rows_digest *d, char hex[33])
 	blake2b_update(&d->S, d->block, d->used);
 	blake2b_final(&d->S, out, sizeof out);
 	tt_hex(hex, out, sizeof out);
+}
+
+struct tt_file_digest {
+	rows_digest d;
+};
+
+tt_file_digest *tt_file_digest_new(void)
+{
+	tt_file_digest *fd = malloc(sizeof *fd);
+	if (fd)
+		digest_begin(&fd->d);
+	return fd;
+}
+
+void tt_file_digest_add(tt_file_digest *fd, const char *path, size_t plen, const char *token)
+{
+	digest_field(&fd->d, path, plen);
+	digest_field(&fd->d, token, strlen(token));
+}
+
+void tt_file_digest_end(tt_file_digest *fd, char hex[33])
+{
+	digest_end(&fd->d, hex);
+}
+
+void tt_file_digest_free(tt_file_digest *fd)
+{
+	free(fd);
 }
 
 void tt_file_rows_digest(const tt_file_row *rows, size_t n, char hex[33])
