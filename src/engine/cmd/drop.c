@@ -610,174 +610,243 @@ done:
 	return rc;
 }
 
-static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+/* What applying a drop carries from step to step. */
+typedef struct drop_run {
+	tt_repo *repo;
+	json_t *ctx;              /* the plan's context (borrowed) */
+	const char *bookmark;     /* borrowed from ctx */
+	const char *leave;        /* where this checkout goes first; NULL: it is elsewhere */
+	const char *left_for;     /* leave, once left */
+	bool resume, deleted;
+	char op_id[TT_OP_ID_LEN + 1];
+	json_t *commits;          /* the commits only the bookmark reaches */
+	tt_manifest_set dropped;  /* what they (and a left checkout) pinned */
+	tt_plan *gc_plan, *new_plan;
+	json_t *gc_report;
+} drop_run;
+
+/* The commits only the bookmark reaches depend on every other bookmark,
+ * which no precondition watches: derive them again (a resumed drop's
+ * bookmark is gone: the plan's, unless the bookmark is back). */
+static int drop_commits(drop_run *d, tt_error *err)
 {
-	json_t *ctx = tt_plan_context(plan), *commits = NULL, *dropped_files = NULL, *pre = NULL, *pos = NULL;
-	json_t *gc_report = NULL, *result = NULL;
-	tt_plan *gc_plan = NULL, *new_plan = NULL;
-	tt_manifest_set dropped = { 0 };
-	const char **ids = NULL;
-	const char *bookmark = json_string_value(json_object_get(ctx, "bookmark"));
-	const char *leave = json_string_value(json_object_get(ctx, "leave"));
-	const char *left_for = NULL;
-	bool deleted = false;
-	char op_id[TT_OP_ID_LEN + 1] = "";
 	int rc;
-	*out = NULL;
-	if ((rc = tt_engine_check_preconditions(repo, plan, "drop", err)) < 0)
-		return rc;
-	if (!bookmark)
-		return tt_error_set(err, TT_ESTALEPLAN, "this drop plan names no bookmark; re-run the plan");
-	/* The commits only the bookmark reaches depend on every other
-	 * bookmark, which no precondition watches: derive them again. */
-	bool resume = json_is_true(json_object_get(ctx, "resume"));
-	if (resume) {
+	if (d->resume) {
 		json_t *marks = NULL;
-		if ((rc = tt_vcs_bookmarks(repo->vcs, &marks, err)) < 0)
+		if ((rc = tt_vcs_bookmarks(d->repo->vcs, &marks, err)) < 0)
 			return rc;
-		bool back = json_object_get(marks, bookmark) != NULL;
+		bool back = json_object_get(marks, d->bookmark) != NULL;
 		json_decref(marks);
 		if (back)
 			return tt_error_set(err, TT_ESTALEPLAN, "bookmark %s exists again since the drop plan was made; re-run "
-								"the plan", bookmark);
-		commits = json_deep_copy(json_object_get(ctx, "commits"));
-	} else if ((rc = tt_vcs_exclusive_commits(repo->vcs, bookmark, &commits, err)) < 0)
-		return rc;
-	json_t *planned = json_object_get(ctx, "commits");
-	bool same = json_array_size(planned) == json_array_size(commits);
+								"the plan", d->bookmark);
+		d->commits = json_deep_copy(json_object_get(d->ctx, "commits"));
+		return 0;
+	}
+	return tt_vcs_exclusive_commits(d->repo->vcs, d->bookmark, &d->commits, err);
+}
+
+/* Refused when the commits differ from the plan's (naming the planned
+ * ones another bookmark now reaches). */
+static int same_commits(const drop_run *d, tt_error *err)
+{
+	json_t *planned = json_object_get(d->ctx, "commits");
+	bool same = json_array_size(planned) == json_array_size(d->commits);
 	tt_buf gained = TT_BUF_INIT;
 	size_t i, nplanned = json_array_size(planned);
 	json_t *c;
+	int rc = 0;
 	json_array_foreach(planned, i, c) {
 		bool found = false;
 		size_t j;
 		json_t *x;
-		json_array_foreach(commits, j, x)
+		json_array_foreach(d->commits, j, x)
 			found |= json_equal(c, x);
 		if (!found) {
 			same = false;
 			tt_buf_printf(&gained, "%s%.12s", gained.len ? ", " : "", json_string_value(c));
 		}
 	}
-	if (!same) {
+	if (!same)
 		rc = tt_error_set(err, TT_ESTALEPLAN,
 				  "the commits only %s reaches changed since the drop plan was made (%zu planned, %zu now%s%s); "
-				  "re-run the plan", bookmark, nplanned, json_array_size(commits),
+				  "re-run the plan", d->bookmark, nplanned, json_array_size(d->commits),
 				  gained.len ? "; another bookmark now reaches " : "", gained.len ? gained.ptr : "");
-		tt_buf_release(&gained);
-		goto done;
-	}
 	tt_buf_release(&gained);
-	bool here = !resume && on_bookmark(repo, bookmark, commits, err);
-	if (err->code) {
-		rc = err->code;
-		goto done;
-	}
-	if (here != (leave != NULL) && !resume) {
-		rc = tt_error_set(err, TT_ESTALEPLAN, "this checkout %s %s%s, unlike when the drop plan was made; re-run the plan",
-				  here ? "is on" : "is no longer on", bookmark, here ? " now" : "");
-		goto done;
-	}
+	return rc;
+}
+
+/* Refused when this checkout moved onto or off the bookmark since the
+ * plan (which leaves it only when it was on it). */
+static int still_where_planned(const drop_run *d, tt_error *err)
+{
+	bool here = !d->resume && on_bookmark(d->repo, d->bookmark, d->commits, err);
+	if (err->code)
+		return err->code;
+	if (here != (d->leave != NULL) && !d->resume)
+		return tt_error_set(err, TT_ESTALEPLAN,
+				    "this checkout %s %s%s, unlike when the drop plan was made; re-run the plan",
+				    here ? "is on" : "is no longer on", d->bookmark, here ? " now" : "");
+	return 0;
+}
+
+/* The journal's begin record: the plan, with the VCS position and the
+ * workspace it starts from; d->op_id names it. */
+static int begin_drop(drop_run *d, const tt_plan *plan, tt_error *err)
+{
+	json_t *pos = NULL, *pre, *pj;
 	tt_buf wb = TT_BUF_INIT;
-	tt_workspace_render(&wb, &repo->ws, err);
-	if ((rc = tt_vcs_position(repo->vcs, &pos, err)) < 0) {
+	int rc;
+	tt_workspace_render(&wb, &d->repo->ws, err);
+	if ((rc = tt_vcs_position(d->repo->vcs, &pos, err)) < 0) {
 		tt_buf_release(&wb);
-		goto done;
+		json_decref(pos);
+		return rc;
 	}
 	pre = json_pack("{s:O,s:s}", "vcs", pos, "workspace", wb.ptr ? wb.ptr : "");
 	tt_buf_release(&wb);
-	json_t *pj = tt_plan_to_object(plan, err);
-	rc = pre && pj ? tt_oplog_begin(repo->root, "drop", pj, pre, NULL, op_id, err) : tt_error_oom(err);
+	pj = tt_plan_to_object(plan, err);
+	rc = pre && pj ? tt_oplog_begin(d->repo->root, "drop", pj, pre, NULL, d->op_id, err) : tt_error_oom(err);
 	json_decref(pj);
-	if (rc < 0)
-		goto done;
-	tt_fault("drop:after-journal");
-	/* What the dropped commits pinned: no references once they are gone,
-	 * but the branch sweep may delete a head one of them pinned. */
-	if ((rc = dropped_manifests(repo, commits, &dropped, err)) < 0)
-		goto fail;
-	if (leave && !resume) {
-		for (i = 0; i < repo->objects.n; i++) {
-			tt_manifest m;
-			tt_error ig = TT_ERROR_INIT;
-			if (tt_manifest_copy(&m, &repo->objects.items[i], &ig) == 0 &&
-			    TT_ARRAY_GROW(dropped.items, dropped.alloc, dropped.n + 1) == 0)
-				dropped.items[dropped.n++] = m;
-			tt_error_clear(&ig);
-		}
-		tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = leave, .eager = -1 };
-		if ((rc = tt_engine_plan_new(repo, &no, &new_plan, err)) < 0 ||
-		    (rc = tt_engine_apply_new(repo, new_plan, false, NULL, op_id, err)) < 0)
-			goto fail;
-		left_for = leave;
-		json_t *dd = json_pack("{s:s}", "target", leave);
-		tt_oplog_progress(repo->root, op_id, "leave-bookmark", dd, err);
-		json_decref(dd);
-		tt_fault("drop:after-leave");
-	}
-	if (!resume && (rc = tt_vcs_drop_bookmark(repo->vcs, bookmark, commits, err)) < 0)
-		goto fail;
-	deleted = true;
-	json_t *dd = json_pack("{s:s}", "target", bookmark);
-	tt_oplog_progress(repo->root, op_id, "delete-bookmark", dd, err);
-	json_decref(dd);
-	tt_fault("drop:after-delete-bookmark");
-	tt_manifests_release(&repo->objects);
-	if ((rc = tt_manifests_load(&repo->objects, repo->root, err)) < 0)
-		goto fail;
-	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true,
-			 .force_prune = json_is_true(json_object_get(ctx, "force_prune")),
-			 .delete_stores = json_is_true(json_object_get(ctx, "delete_stores")),
-			 .release_foreign = json_is_true(json_object_get(ctx, "release_foreign")) };
-	const char *one[] = { bookmark };
-	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .dropped = dropped.items, .ndropped = dropped.n };
-	if ((rc = tt_gc_plan_scoped(repo, &o, &scope, &gc_plan, err)) < 0)
-		goto fail;
-	if (tt_plan_write_count(gc_plan)) {
-		if ((rc = tt_gc_apply(repo, gc_plan, op_id, &gc_report, err)) < 0 ||
-		    (rc = leaf_first_pass(repo, &o, &scope, op_id, gc_report, err)) < 0)
-			goto fail;
-	} else if (!(gc_report = empty_gc_report())) {
-		rc = tt_error_oom(err);
-		goto fail;
-	}
-	if (resume)
-		finish_branch_deletes(repo, bookmark, op_id);
-	json_t *gcj = json_deep_copy(gc_report);
-	json_object_del(gcj, "failed");
-	json_object_del(gcj, "kept_pins_shared"); /* the text report's, not the journal's */
-	result = json_pack("{s:s,s:s?,s:O,s:o}", "bookmark", bookmark, "left_for", left_for, "abandoned", commits, "gc",
-			   gcj);
-	{
-		tt_error ig = TT_ERROR_INIT;
-		tt_oplog_done(repo->root, op_id, result, NULL, NULL, &ig);
-		tt_error_clear(&ig);
-	}
-	*out = json_pack("{s:s,s:s?,s:O,s:O}", "bookmark", bookmark, "left_for", left_for, "abandoned", commits, "gc",
-			 gc_report);
-	if (!*out)
-		rc = tt_error_oom(err);
-	goto done;
-fail:
-	{
-		tt_error ig = TT_ERROR_INIT;
-		json_t *fr = json_pack("{s:s,s:s?,s:o,s:s}", "bookmark", bookmark, "left_for", left_for, "abandoned",
-				       deleted ? json_incref(commits) : json_array(), "failed", tt_error_text(err));
-		tt_oplog_done(repo->root, op_id, fr, NULL, NULL, &ig);
-		json_decref(fr);
-		tt_error_clear(&ig);
-	}
-done:
-	tt_manifests_release(&dropped);
-	tt_plan_free(gc_plan);
-	tt_plan_free(new_plan);
-	free(ids);
-	json_decref(commits);
-	json_decref(dropped_files);
 	json_decref(pre);
 	json_decref(pos);
-	json_decref(gc_report);
+	if (rc < 0)
+		return rc;
+	tt_fault("drop:after-journal");
+	return 0;
+}
+
+/* This checkout leaves the bookmark for d->leave (a `new` onto it); what
+ * its objects pinned joins the dropped manifests, since the sweep may
+ * delete a head they pinned. */
+static int leave_bookmark(drop_run *d, tt_error *err)
+{
+	tt_repo *repo = d->repo;
+	int rc;
+	for (size_t i = 0; i < repo->objects.n; i++) {
+		tt_manifest m;
+		tt_error ig = TT_ERROR_INIT;
+		if (tt_manifest_copy(&m, &repo->objects.items[i], &ig) == 0 &&
+		    TT_ARRAY_GROW(d->dropped.items, d->dropped.alloc, d->dropped.n + 1) == 0)
+			d->dropped.items[d->dropped.n++] = m;
+		tt_error_clear(&ig);
+	}
+	tt_new_opts no = { .version = TT_NEW_OPTS_VERSION, .rev = d->leave, .eager = -1 };
+	if ((rc = tt_engine_plan_new(repo, &no, &d->new_plan, err)) < 0 ||
+	    (rc = tt_engine_apply_new(repo, d->new_plan, false, NULL, d->op_id, err)) < 0)
+		return rc;
+	d->left_for = d->leave;
+	json_t *dd = json_pack("{s:s}", "target", d->leave);
+	tt_oplog_progress(repo->root, d->op_id, "leave-bookmark", dd, err);
+	json_decref(dd);
+	tt_fault("drop:after-leave");
+	return 0;
+}
+
+/* The bookmark goes from the VCS (a resumed drop's already has), then the
+ * working tree's objects are read again. */
+static int delete_bookmark(drop_run *d, tt_error *err)
+{
+	int rc;
+	if (!d->resume && (rc = tt_vcs_drop_bookmark(d->repo->vcs, d->bookmark, d->commits, err)) < 0)
+		return rc;
+	d->deleted = true;
+	json_t *dd = json_pack("{s:s}", "target", d->bookmark);
+	tt_oplog_progress(d->repo->root, d->op_id, "delete-bookmark", dd, err);
+	json_decref(dd);
+	tt_fault("drop:after-delete-bookmark");
+	tt_manifests_release(&d->repo->objects);
+	return tt_manifests_load(&d->repo->objects, d->repo->root, err);
+}
+
+/* The gc scoped to the dropped bookmark and what its commits pinned
+ * (leaf first), into d->gc_report. */
+static int sweep_dropped(drop_run *d, tt_error *err)
+{
+	tt_gc_opts o = { .version = TT_GC_OPTS_VERSION, .prune_bookmarks = true,
+			 .force_prune = json_is_true(json_object_get(d->ctx, "force_prune")),
+			 .delete_stores = json_is_true(json_object_get(d->ctx, "delete_stores")),
+			 .release_foreign = json_is_true(json_object_get(d->ctx, "release_foreign")) };
+	const char *one[] = { d->bookmark };
+	tt_gc_scope scope = { .bookmarks = one, .nbookmarks = 1, .dropped = d->dropped.items, .ndropped = d->dropped.n };
+	int rc;
+	if ((rc = tt_gc_plan_scoped(d->repo, &o, &scope, &d->gc_plan, err)) < 0)
+		return rc;
+	if (tt_plan_write_count(d->gc_plan)) {
+		if ((rc = tt_gc_apply(d->repo, d->gc_plan, d->op_id, &d->gc_report, err)) < 0 ||
+		    (rc = leaf_first_pass(d->repo, &o, &scope, d->op_id, d->gc_report, err)) < 0)
+			return rc;
+	} else if (!(d->gc_report = empty_gc_report())) {
+		return tt_error_oom(err);
+	}
+	if (d->resume)
+		finish_branch_deletes(d->repo, d->bookmark, d->op_id);
+	return rc;
+}
+
+/* The journal's done record (the gc report less what only the text report
+ * shows) and the caller's result: *out, NULL when out of memory. */
+static void drop_done(const drop_run *d, json_t **out)
+{
+	json_t *gcj = json_deep_copy(d->gc_report);
+	json_object_del(gcj, "failed");
+	json_object_del(gcj, "kept_pins_shared"); /* the text report's, not the journal's */
+	json_t *result = json_pack("{s:s,s:s?,s:O,s:o}", "bookmark", d->bookmark, "left_for", d->left_for, "abandoned",
+				   d->commits, "gc", gcj);
+	tt_error ig = TT_ERROR_INIT;
+	tt_oplog_done(d->repo->root, d->op_id, result, NULL, NULL, &ig);
+	tt_error_clear(&ig);
+	*out = json_pack("{s:s,s:s?,s:O,s:O}", "bookmark", d->bookmark, "left_for", d->left_for, "abandoned",
+			 d->commits, "gc", d->gc_report);
 	json_decref(result);
+}
+
+/* The journal's done record of a drop that failed after it began: what
+ * it abandoned (nothing before the bookmark went) and why. */
+static void drop_failed(const drop_run *d, tt_error *err)
+{
+	tt_error ig = TT_ERROR_INIT;
+	json_t *fr = json_pack("{s:s,s:s?,s:o,s:s}", "bookmark", d->bookmark, "left_for", d->left_for, "abandoned",
+			       d->deleted ? json_incref(d->commits) : json_array(), "failed", tt_error_text(err));
+	tt_oplog_done(d->repo->root, d->op_id, fr, NULL, NULL, &ig);
+	json_decref(fr);
+	tt_error_clear(&ig);
+}
+
+static int apply_drop(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
+{
+	json_t *ctx = tt_plan_context(plan);
+	drop_run d = { .repo = repo, .ctx = ctx, .bookmark = json_string_value(json_object_get(ctx, "bookmark")),
+		       .leave = json_string_value(json_object_get(ctx, "leave")) };
+	int rc;
+	*out = NULL;
+	if ((rc = tt_engine_check_preconditions(repo, plan, "drop", err)) < 0)
+		return rc;
+	if (!d.bookmark)
+		return tt_error_set(err, TT_ESTALEPLAN, "this drop plan names no bookmark; re-run the plan");
+	d.resume = json_is_true(json_object_get(ctx, "resume"));
+	if ((rc = drop_commits(&d, err)) < 0)
+		return rc;
+	if ((rc = same_commits(&d, err)) < 0 || (rc = still_where_planned(&d, err)) < 0 ||
+	    (rc = begin_drop(&d, plan, err)) < 0)
+		goto done;
+	/* What the dropped commits pinned: no references once they are gone,
+	 * but the branch sweep may delete a head one of them pinned. */
+	if ((rc = dropped_manifests(repo, d.commits, &d.dropped, err)) < 0 ||
+	    (d.leave && !d.resume && (rc = leave_bookmark(&d, err)) < 0) || (rc = delete_bookmark(&d, err)) < 0 ||
+	    (rc = sweep_dropped(&d, err)) < 0) {
+		drop_failed(&d, err);
+		goto done;
+	}
+	drop_done(&d, out);
+	if (!*out)
+		rc = tt_error_oom(err);
+done:
+	tt_manifests_release(&d.dropped);
+	tt_plan_free(d.gc_plan);
+	tt_plan_free(d.new_plan);
+	json_decref(d.commits);
+	json_decref(d.gc_report);
 	return rc;
 }
 

@@ -431,68 +431,92 @@ done:
 	return yes;
 }
 
-/* The legacy per-workspace branches: a `restore --at` each, onto a
- * bookmark recover-<workspace> off the trunk, naming every object of a
- * branch space together. */
-static void legacy_steps(rctx *c, const char *target, const json_t *known)
+/* What o's legacy branches share a branch space by: the backend's branch
+ * scope, else its canonical identity; NULL when unknown (caller frees). */
+static char *legacy_scope(rctx *c, const rec_obj *o)
 {
-	/* groups: "kind\x1fscope\x1fref" -> {keys: [], ws, ref} in first-seen order */
-	json_t *groups = json_object(), *order = json_array(), *restored = json_object(), *marks = NULL;
 	tt_error err = TT_ERROR_INIT;
-	for (size_t i = 0; i < c->n; i++) {
-		rec_obj *o = &c->objs[i];
-		json_t *legacy = json_object_get(json_object_get(o->ns, target), "legacy");
-		if (!json_object_size(legacy))
-			continue;
-		tt_backend *b = NULL;
-		char *scope = NULL;
-		if (tt_engine_backend(c->repo, o->m->kind, &b, &err) == 0) {
-			if (tt_backend_has(b, branch_scope)) {
-				tt_backend_branch_scope(b, o->m->locator, &scope, &err);
-			} else {
-				json_t *identity = NULL;
-				if (tt_backend_identity(b, o->m->locator, &identity, &err) == 0) {
-					tt_buf sb = TT_BUF_INIT;
-					tt_json_canonical(&sb, identity);
-					scope = tt_buf_detach(&sb);
-				}
-				json_decref(identity);
+	tt_backend *b = NULL;
+	char *scope = NULL;
+	if (tt_engine_backend(c->repo, o->m->kind, &b, &err) == 0) {
+		if (tt_backend_has(b, branch_scope)) {
+			tt_backend_branch_scope(b, o->m->locator, &scope, &err);
+		} else {
+			json_t *identity = NULL;
+			if (tt_backend_identity(b, o->m->locator, &identity, &err) == 0) {
+				tt_buf sb = TT_BUF_INIT;
+				tt_json_canonical(&sb, identity);
+				scope = tt_buf_detach(&sb);
 			}
+			json_decref(identity);
 		}
-		tt_error_clear(&err);
-		const char *ws;
-		json_t *branches;
-		json_object_foreach(legacy, ws, branches) {
-			size_t k;
-			json_t *r;
-			json_array_foreach(branches, k, r) {
-				char *gk = tt_asprintf("%s\x1f%s\x1f%s", o->m->kind, scope ? scope : "", json_string_value(r));
-				json_t *g = json_object_get(groups, gk);
-				if (!g) {
-					g = json_pack("{s:[],s:s,s:O}", "keys", "ws", ws, "ref", r);
-					json_object_set_new(groups, gk, g);
-					json_array_append_new(order, json_string(gk));
-				}
-				json_array_append_new(json_object_get(g, "keys"), json_string(o->m->key));
-				json_object_set_new(g, "ws", json_string(ws));
-				json_t *set = json_object_get(restored, ws);
-				if (!set) {
-					set = json_object();
-					json_object_set_new(restored, ws, set);
-				}
-				json_object_set(set, o->m->key, json_true());
-				free(gk);
+	}
+	tt_error_clear(&err);
+	return scope;
+}
+
+/* The legacy branches of the dataset recovered, grouped by branch space. */
+typedef struct legacy_groups {
+	json_t *groups;    /* "kind\x1fscope\x1fref" -> {keys: [], ws, ref} */
+	json_t *order;     /* the groups' names, first seen first */
+	json_t *restored;  /* ws -> {key: true} */
+} legacy_groups;
+
+/* o's legacy branches ({ws: [refs]}) into their groups: one per (kind,
+ * scope, ref), naming every object that shares it. */
+static void group_legacy(legacy_groups *lg, const rec_obj *o, const char *scope, json_t *legacy)
+{
+	const char *ws;
+	json_t *branches;
+	json_object_foreach(legacy, ws, branches) {
+		size_t k;
+		json_t *r;
+		json_array_foreach(branches, k, r) {
+			char *gk = tt_asprintf("%s\x1f%s\x1f%s", o->m->kind, scope ? scope : "", json_string_value(r));
+			json_t *g = json_object_get(lg->groups, gk);
+			if (!g) {
+				g = json_pack("{s:[],s:s,s:O}", "keys", "ws", ws, "ref", r);
+				json_object_set_new(lg->groups, gk, g);
+				json_array_append_new(lg->order, json_string(gk));
 			}
+			json_array_append_new(json_object_get(g, "keys"), json_string(o->m->key));
+			json_object_set_new(g, "ws", json_string(ws));
+			json_t *set = json_object_get(lg->restored, ws);
+			if (!set) {
+				set = json_object();
+				json_object_set_new(lg->restored, ws, set);
+			}
+			json_object_set(set, o->m->key, json_true());
+			free(gk);
 		}
-		free(scope);
 	}
-	if (!json_array_size(order))
-		goto done;
-	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
-		tt_error_clear(&err);
-		marks = json_object();
+}
+
+/* The bookmark workspace ws's legacy branches (restoring keys) go onto:
+ * recover-<ws>, else recover-<ws>-<n>, the first that is neither a name
+ * the steps before create (known less the VCS's marks) nor a bookmark
+ * other than an earlier recovery's.  Caller frees. */
+static char *recovery_bookmark(rctx *c, const char *ws, const json_t *keys, const json_t *known, const json_t *marks)
+{
+	for (int n = 1;; n++) {
+		char *name = n == 1 ? tt_asprintf("recover-%s", ws) : tt_asprintf("recover-%s-%d", ws, n);
+		bool other = false;
+		size_t k;
+		json_t *x;
+		json_array_foreach(known, k, x)
+			if (strcmp(json_string_value(x), name) == 0 && !json_object_get(marks, name))
+				other = true;
+		const char *head = json_string_value(json_object_get(marks, name));
+		if (!other && (!head || earlier_recovery(c, name, head, keys)))
+			return name;
+		free(name);
 	}
-	/* others: names the steps before create (known less the VCS's) */
+}
+
+/* ws -> the bookmark its legacy branches go onto, for every workspace
+ * restored (new reference). */
+static json_t *recovery_bookmarks(rctx *c, const json_t *restored, const json_t *known, const json_t *marks)
+{
 	json_t *chosen = json_object();
 	json_t *wss = sorted_keys(restored);
 	size_t i;
@@ -500,153 +524,194 @@ static void legacy_steps(rctx *c, const char *target, const json_t *known)
 	json_array_foreach(wss, i, w) {
 		const char *ws = json_string_value(w);
 		json_t *keys = sorted_keys(json_object_get(restored, ws));
-		for (int n = 1;; n++) {
-			char *name = n == 1 ? tt_asprintf("recover-%s", ws) : tt_asprintf("recover-%s-%d", ws, n);
-			bool other = false;
-			size_t k;
-			json_t *x;
-			json_array_foreach(known, k, x)
-				if (strcmp(json_string_value(x), name) == 0 && !json_object_get(marks, name))
-					other = true;
-			const char *head = json_string_value(json_object_get(marks, name));
-			if (!other && (!head || earlier_recovery(c, name, head, keys))) {
-				json_object_set_new(chosen, ws, json_string(name));
-				free(name);
-				break;
-			}
-			free(name);
-		}
+		char *name = recovery_bookmark(c, ws, keys, known, marks);
+		json_object_set_new(chosen, ws, json_string(name));
+		free(name);
 		json_decref(keys);
 	}
 	json_decref(wss);
-	/* sorted by (keys, ref) */
+	return chosen;
+}
+
+/* Two groups by their key lists (lexicographically), then their refs. */
+static int group_cmp(const json_t *ga, const json_t *gb)
+{
+	json_t *ka = json_object_get(ga, "keys"), *kb = json_object_get(gb, "keys");
+	int cmp = 0;
+	for (size_t z = 0; !cmp && (z < json_array_size(ka) || z < json_array_size(kb)); z++) {
+		if (z >= json_array_size(ka))
+			cmp = -1;
+		else if (z >= json_array_size(kb))
+			cmp = 1;
+		else
+			cmp = strcmp(json_string_value(json_array_get(ka, z)), json_string_value(json_array_get(kb, z)));
+	}
+	if (!cmp)
+		cmp = strcmp(json_string_value(json_object_get(ga, "ref")), json_string_value(json_object_get(gb, "ref")));
+	return cmp;
+}
+
+/* The groups' order sorted by (keys, ref); stable. */
+static void sort_groups(const json_t *groups, json_t *order)
+{
 	size_t ng = json_array_size(order);
 	for (size_t a = 1; a < ng; a++)
 		for (size_t b2 = a; b2 > 0; b2--) {
 			json_t *ga = json_object_get(groups, json_string_value(json_array_get(order, b2 - 1)));
 			json_t *gb = json_object_get(groups, json_string_value(json_array_get(order, b2)));
-			/* compare key lists lexicographically, then refs */
-			json_t *ka = json_object_get(ga, "keys"), *kb = json_object_get(gb, "keys");
-			int cmp = 0;
-			for (size_t z = 0; !cmp && (z < json_array_size(ka) || z < json_array_size(kb)); z++) {
-				if (z >= json_array_size(ka))
-					cmp = -1;
-				else if (z >= json_array_size(kb))
-					cmp = 1;
-				else
-					cmp = strcmp(json_string_value(json_array_get(ka, z)), json_string_value(json_array_get(kb, z)));
-			}
-			if (!cmp)
-				cmp = strcmp(json_string_value(json_object_get(ga, "ref")), json_string_value(json_object_get(gb, "ref")));
-			if (cmp <= 0)
+			if (group_cmp(ga, gb) <= 0)
 				break;
 			json_t *t = json_incref(json_array_get(order, b2));
 			json_array_set(order, b2, json_array_get(order, b2 - 1));
 			json_array_set_new(order, b2 - 1, t);
 		}
-	json_t *made = json_object();
-	json_t *gkname;
-	json_array_foreach(order, i, gkname) {
-		json_t *g = json_object_get(groups, json_string_value(gkname));
+}
+
+/* One group's step: onto bookmark bm (made here the first time, off the
+ * trunk, unless the VCS has it: marks), restore its ref for its keys and
+ * commit. */
+static void legacy_step(rctx *c, const json_t *g, const char *bm, json_t *made, const json_t *marks)
+{
+	const char *ws = json_string_value(json_object_get(g, "ws"));
+	const char *ref = json_string_value(json_object_get(g, "ref"));
+	json_t *keys = json_object_get(g, "keys");
+	tt_buf cmd = TT_BUF_INIT, note = TT_BUF_INIT, msg = TT_BUF_INIT;
+	if (json_object_get(made, bm) || json_object_get(marks, bm)) {
+		tt_buf_puts(&cmd, "tether new -- ");
+		q(&cmd, bm);
+	} else {
+		tt_buf_puts(&cmd, "tether new -b ");
+		q(&cmd, bm);
+		tt_buf_puts(&cmd, " -- ");
+		q(&cmd, c->trunk);
+	}
+	json_object_set(made, bm, json_true());
+	tt_buf_puts(&cmd, " && tether restore --at ");
+	q(&cmd, ref);
+	tt_buf_puts(&cmd, " --");
+	size_t k;
+	json_t *x;
+	json_array_foreach(keys, k, x) {
+		tt_buf_putc(&cmd, ' ');
+		q(&cmd, json_string_value(x));
+	}
+	tt_buf_printf(&msg, RECOVER_COMMIT "%s", ref);
+	tt_buf_puts(&cmd, " && tether commit -m ");
+	q(&cmd, msg.ptr);
+	tt_buf_printf(&note,
+		      "%s is a legacy branch of workspace %s (named before bookmarks) and may hold writes no "
+		      "commit pins: this copies it onto bookmark %s and pins it", ref, ws, bm);
+	if (json_array_size(keys) > 1) {
+		tt_buf_puts(&note, "; ");
+		join_strings(&note, keys, ", ");
+		tt_buf_puts(&note, " share its branch space, so they are restored together");
+	}
+	char *plain = tt_asprintf("recover-%s", ws);
+	if (plain && strcmp(bm, plain) != 0)
+		tt_buf_printf(&note, "; recover-%s is taken by a bookmark that is not an earlier recovery's, so "
+				     "it is left as it is", ws);
+	free(plain);
+	step(c, cmd.ptr, note.ptr);
+	tt_buf_release(&cmd);
+	tt_buf_release(&note);
+	tt_buf_release(&msg);
+}
+
+/* The legacy per-workspace branches: a `restore --at` each, onto a
+ * bookmark recover-<workspace> off the trunk, naming every object of a
+ * branch space together. */
+static void legacy_steps(rctx *c, const char *target, const json_t *known)
+{
+	legacy_groups lg = { json_object(), json_array(), json_object() };
+	json_t *marks = NULL, *chosen, *made, *gkname;
+	tt_error err = TT_ERROR_INIT;
+	size_t i;
+	for (i = 0; i < c->n; i++) {
+		rec_obj *o = &c->objs[i];
+		json_t *legacy = json_object_get(json_object_get(o->ns, target), "legacy");
+		if (!json_object_size(legacy))
+			continue;
+		char *scope = legacy_scope(c, o);
+		group_legacy(&lg, o, scope, legacy);
+		free(scope);
+	}
+	if (!json_array_size(lg.order))
+		goto done;
+	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
+		tt_error_clear(&err);
+		marks = json_object();
+	}
+	chosen = recovery_bookmarks(c, lg.restored, known, marks);
+	sort_groups(lg.groups, lg.order);
+	made = json_object();
+	json_array_foreach(lg.order, i, gkname) {
+		json_t *g = json_object_get(lg.groups, json_string_value(gkname));
 		const char *ws = json_string_value(json_object_get(g, "ws"));
-		const char *ref = json_string_value(json_object_get(g, "ref"));
-		const char *bm = json_string_value(json_object_get(chosen, ws));
-		json_t *keys = json_object_get(g, "keys");
-		tt_buf cmd = TT_BUF_INIT, note = TT_BUF_INIT, msg = TT_BUF_INIT;
-		if (json_object_get(made, bm) || json_object_get(marks, bm)) {
-			tt_buf_puts(&cmd, "tether new -- ");
-			q(&cmd, bm);
-		} else {
-			tt_buf_puts(&cmd, "tether new -b ");
-			q(&cmd, bm);
-			tt_buf_puts(&cmd, " -- ");
-			q(&cmd, c->trunk);
-		}
-		json_object_set(made, bm, json_true());
-		tt_buf_puts(&cmd, " && tether restore --at ");
-		q(&cmd, ref);
-		tt_buf_puts(&cmd, " --");
-		size_t k;
-		json_t *x;
-		json_array_foreach(keys, k, x) {
-			tt_buf_putc(&cmd, ' ');
-			q(&cmd, json_string_value(x));
-		}
-		tt_buf_printf(&msg, RECOVER_COMMIT "%s", ref);
-		tt_buf_puts(&cmd, " && tether commit -m ");
-		q(&cmd, msg.ptr);
-		tt_buf_printf(&note,
-			      "%s is a legacy branch of workspace %s (named before bookmarks) and may hold writes no "
-			      "commit pins: this copies it onto bookmark %s and pins it", ref, ws, bm);
-		if (json_array_size(keys) > 1) {
-			tt_buf_puts(&note, "; ");
-			join_strings(&note, keys, ", ");
-			tt_buf_puts(&note, " share its branch space, so they are restored together");
-		}
-		char *plain = tt_asprintf("recover-%s", ws);
-		if (plain && strcmp(bm, plain) != 0)
-			tt_buf_printf(&note, "; recover-%s is taken by a bookmark that is not an earlier recovery's, so "
-					     "it is left as it is", ws);
-		free(plain);
-		step(c, cmd.ptr, note.ptr);
-		tt_buf_release(&cmd);
-		tt_buf_release(&note);
-		tt_buf_release(&msg);
+		legacy_step(c, g, json_string_value(json_object_get(chosen, ws)), made, marks);
 	}
 	json_decref(made);
 	json_decref(chosen);
 done:
 	json_decref(marks);
-	json_decref(groups);
-	json_decref(order);
-	json_decref(restored);
+	json_decref(lg.groups);
+	json_decref(lg.order);
+	json_decref(lg.restored);
 }
 
-static void take_back_steps(rctx *c)
+static const char adopts[] = "takes its branches as they are, uncommitted writes included, and pins them";
+
+/* The command that commits on the trunk (switching to it first from
+ * elsewhere): each object pinned afresh. */
+static void recommit_command(rctx *c, tt_buf *recommit)
 {
-	tt_buf recommit = TT_BUF_INIT, note = TT_BUF_INIT, elsewhere = TT_BUF_INIT, m = TT_BUF_INIT;
-	json_t *others = other_ids(c), *known = NULL, *marks = NULL;
-	tt_error err = TT_ERROR_INIT;
+	tt_buf m = TT_BUF_INIT;
 	const char *bookmark = c->repo->ws.bookmark;
 	if (!bookmark || strcmp(bookmark, c->trunk) != 0) {
-		tt_buf_puts(&recommit, "tether new -- ");
-		q(&recommit, c->trunk);
-		tt_buf_puts(&recommit, " && ");
+		tt_buf_puts(recommit, "tether new -- ");
+		q(recommit, c->trunk);
+		tt_buf_puts(recommit, " && ");
 	}
 	tt_buf_printf(&m, "Recover %s", c->trunk);
-	tt_buf_puts(&recommit, "tether commit -m ");
-	q(&recommit, m.ptr);
-	if (!json_object_size(c->found)) {
-		if (!any_unrecognized_or_missing(c)) {
-			tt_buf_printf(&note,
-				      "no tether refs in these stores: nothing to take back; a commit on the trunk (%s) "
-				      "pins the objects afresh", c->trunk);
-			step(c, recommit.ptr, note.ptr);
-		}
-		goto done;
-	}
+	tt_buf_puts(recommit, "tether commit -m ");
+	q(recommit, m.ptr);
+	tt_buf_release(&m);
+}
+
+/* How another dataset's refs are taken back once this one's id is
+ * pinned: in a fresh repository under that id. */
+static void elsewhere_text(rctx *c, const json_t *others, tt_buf *elsewhere)
+{
 	const char *named = json_array_size(others) == 1 ? json_string_value(json_array_get(others, 0)) : "ID";
-	tt_buf_printf(&elsewhere,
+	tt_buf_printf(elsewhere,
 		      "this dataset has pinned under %s already, so its id can no longer change; take them back in a "
 		      "fresh repository: `tether init --dataset-id ", c->current);
-	q(&elsewhere, named);
-	tt_buf_puts(&elsewhere, "`, `tether add` the objects, then `tether recover` there");
-	const char *target = json_object_get(c->found, c->current) ? c->current : NULL;
-	if (!target && c->pinned) {
+	q(elsewhere, named);
+	tt_buf_puts(elsewhere, "`, `tether add` the objects, then `tether recover` there");
+}
+
+/* Whose refs to take back: *target is this dataset's id when the stores
+ * hold its refs, else the only other id's (suggested as this one's), else
+ * NULL (the user chooses among others); the notes that say so.  False:
+ * nothing is taken back here (the id is pinned, the refs are another's). */
+static bool take_back_target(rctx *c, const json_t *others, const char *elsewhere, const char **target)
+{
+	tt_buf note = TT_BUF_INIT;
+	bool go = true;
+	*target = json_object_get(c->found, c->current) ? c->current : NULL;
+	if (!*target && c->pinned) {
 		tt_buf_puts(&note, "the refs are ");
 		join_strings(&note, others, ", ");
-		tt_buf_printf(&note, "'s, and %s", elsewhere.ptr);
+		tt_buf_printf(&note, "'s, and %s", elsewhere);
 		step(c, NULL, note.ptr);
-		goto done;
-	}
-	if (!target && json_array_size(others) == 1) {
-		target = json_string_value(json_array_get(others, 0));
-		c->suggested = tt_strdup(target);
+		go = false;
+	} else if (!*target && json_array_size(others) == 1) {
+		*target = json_string_value(json_array_get(others, 0));
+		c->suggested = tt_strdup(*target);
 		tt_buf_printf(&note,
 			      "set this dataset's id in tether.toml (nothing is pinned under %s yet):\n[dataset]\nid = "
-			      "\"%s\"", c->current, target);
+			      "\"%s\"", c->current, *target);
 		step(c, NULL, note.ptr);
-	} else if (!target) {
+	} else if (!*target) {
 		tt_buf_printf(&note,
 			      "the stores hold refs of %zu datasets; set the id that was this one's in tether.toml "
 			      "(nothing is pinned under %s yet), one of these under [dataset]:",
@@ -657,24 +722,14 @@ static void take_back_steps(rctx *c)
 			tt_buf_printf(&note, "\nid = \"%s\"", json_string_value(s));
 		step(c, NULL, note.ptr);
 	}
-	tt_buf_reset(&note);
-	tt_buf_printf(&note, "pins each object's upstream branch on the trunk (%s); a state pinned before reuses its tag",
-		      c->trunk);
-	step(c, recommit.ptr, note.ptr);
-	if (!target) {
-		tt_buf_reset(&note);
-		tt_buf_puts(&note, "with the id set, the steps that take back its bookmarks: `tether new -b BOOKMARK "
-				   "--adopt -- ");
-		q(&note, c->trunk);
-		tt_buf_puts(&note, "`, then `tether commit`, for each");
-		step(c, "tether recover", note.ptr);
-		goto done;
-	}
-	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
-		tt_error_clear(&err);
-		marks = json_object();
-	}
-	known = sorted_keys(marks); /* list(vcs.bookmarks()) - order only matters for membership */
+	tt_buf_release(&note);
+	return go;
+}
+
+/* The VCS's bookmarks (known) by their slugs: slug -> [names]. */
+static json_t *bookmarks_by_slug(const json_t *known)
+{
+	tt_error err = TT_ERROR_INIT;
 	json_t *by_slug = json_object();
 	size_t i;
 	json_t *s;
@@ -692,79 +747,160 @@ static void take_back_steps(rctx *c)
 		json_array_append(arr, s);
 		free(slug);
 	}
+	return by_slug;
+}
+
+/* Whether a slug ends in the digest an escaped bookmark name gets. */
+static bool escaped_slug(const char *slug)
+{
+	size_t sl = strlen(slug);
+	bool escaped = sl >= 7 && slug[sl - 7] == '-';
+	for (size_t z = sl >= 6 ? sl - 6 : 0; escaped && z < sl; z++)
+		escaped = (slug[z] >= '0' && slug[z] <= '9') || (slug[z] >= 'a' && slug[z] <= 'f');
+	return escaped;
+}
+
+/* No bookmark has slug s's name: it is made afresh off the trunk, adopting
+ * branch (and named from here on: known). */
+static void fresh_bookmark_step(rctx *c, json_t *s, const char *branch, json_t *known)
+{
+	const char *slug = json_string_value(s);
+	tt_buf cmd = TT_BUF_INIT, n2 = TT_BUF_INIT, msg = TT_BUF_INIT;
+	if (escaped_slug(slug))
+		tt_buf_printf(&n2,
+			      "%s names bookmark %s, which looks escaped (a name with `/`, `.` or spaces gets "
+			      "a digest of the original appended); the original name cannot be recovered "
+			      "from the branch, and this takes it under %s: it %s", branch, slug, slug, adopts);
+	else
+		tt_buf_printf(&n2, "bookmark %s, made afresh off the trunk: %s", slug, adopts);
+	json_array_append(known, s);
+	tt_buf_puts(&cmd, "tether new -b ");
+	q(&cmd, slug);
+	tt_buf_puts(&cmd, " --adopt -- ");
+	q(&cmd, c->trunk);
+	tt_buf_printf(&msg, "Recover %s", slug);
+	tt_buf_puts(&cmd, " && tether commit -m ");
+	q(&cmd, msg.ptr);
+	step(c, cmd.ptr, n2.ptr);
+	tt_buf_release(&cmd);
+	tt_buf_release(&n2);
+	tt_buf_release(&msg);
+}
+
+/* The step for the working branches of bookmark slug s (branches, by
+ * generation): a note for the trunk's, adopt the one bookmark of that
+ * slug (names), a note when several share it, else make it afresh. */
+static void bookmark_step(rctx *c, json_t *s, const json_t *branches, const json_t *names, const char *trunk_slug,
+			  json_t *known)
+{
+	const char *slug = json_string_value(s);
+	const char *branch = json_string_value(json_array_get(branches, json_array_size(branches) - 1));
+	tt_buf cmd = TT_BUF_INIT, n2 = TT_BUF_INIT, msg = TT_BUF_INIT;
+	if (trunk_slug && strcmp(slug, trunk_slug) == 0) {
+		tt_buf_printf(&n2,
+			      "%s is named for the trunk, whose working refs are the upstream branches: on a "
+			      "bookmark, `tether restore --at ", branch);
+		q(&n2, branch);
+		tt_buf_puts(&n2, " -- KEY` copies it");
+		step(c, NULL, n2.ptr);
+	} else if (json_array_size(names) == 1) {
+		const char *name = json_string_value(json_array_get(names, 0));
+		tt_buf_puts(&cmd, "tether new --adopt -- ");
+		q(&cmd, name);
+		tt_buf_printf(&msg, "Recover %s", name);
+		tt_buf_puts(&cmd, " && tether commit -m ");
+		q(&cmd, msg.ptr);
+		tt_buf_printf(&n2, "bookmark %s: %s", name, adopts);
+		step(c, cmd.ptr, n2.ptr);
+	} else if (json_array_size(names) > 1) {
+		tt_buf_printf(&n2, "%s is the branch of whichever of the bookmarks ", branch);
+		join_strings(&n2, names, ", ");
+		tt_buf_puts(&n2, " it was (their names escape alike): `tether new --adopt -- NAME` with that one, "
+				 "then `tether commit`");
+		step(c, NULL, n2.ptr);
+	} else {
+		fresh_bookmark_step(c, s, branch, known);
+	}
+	tt_buf_release(&cmd);
+	tt_buf_release(&n2);
+	tt_buf_release(&msg);
+}
+
+/* A step per bookmark whose working branches target's refs hold, in slug
+ * order; known (the VCS's bookmarks) gains the ones made afresh. */
+static void bookmark_steps(rctx *c, const char *target, json_t *known)
+{
+	tt_error err = TT_ERROR_INIT;
+	json_t *by_slug = bookmarks_by_slug(known);
 	char *trunk_slug = NULL;
 	if (tt_bookmark_slug(&trunk_slug, c->trunk, &err) < 0)
 		tt_error_clear(&err);
-	static const char adopts[] = "takes its branches as they are, uncommitted writes included, and pins them";
 	json_t *tb = json_object_get(json_object_get(c->found, target), "bookmarks");
 	json_t *slugs = sorted_keys(tb);
-	json_array_foreach(slugs, i, s) {
-		const char *slug = json_string_value(s);
-		json_t *branches = json_object_get(tb, slug);
-		const char *branch = json_string_value(json_array_get(branches, json_array_size(branches) - 1));
-		tt_buf cmd = TT_BUF_INIT, n2 = TT_BUF_INIT, msg = TT_BUF_INIT;
-		json_t *names = json_object_get(by_slug, slug);
-		if (trunk_slug && strcmp(slug, trunk_slug) == 0) {
-			tt_buf_printf(&n2,
-				      "%s is named for the trunk, whose working refs are the upstream branches: on a "
-				      "bookmark, `tether restore --at ", branch);
-			q(&n2, branch);
-			tt_buf_puts(&n2, " -- KEY` copies it");
-			step(c, NULL, n2.ptr);
-		} else if (json_array_size(names) == 1) {
-			const char *name = json_string_value(json_array_get(names, 0));
-			tt_buf_puts(&cmd, "tether new --adopt -- ");
-			q(&cmd, name);
-			tt_buf_printf(&msg, "Recover %s", name);
-			tt_buf_puts(&cmd, " && tether commit -m ");
-			q(&cmd, msg.ptr);
-			tt_buf_printf(&n2, "bookmark %s: %s", name, adopts);
-			step(c, cmd.ptr, n2.ptr);
-		} else if (json_array_size(names) > 1) {
-			tt_buf_printf(&n2, "%s is the branch of whichever of the bookmarks ", branch);
-			join_strings(&n2, names, ", ");
-			tt_buf_puts(&n2, " it was (their names escape alike): `tether new --adopt -- NAME` with that one, "
-					 "then `tether commit`");
-			step(c, NULL, n2.ptr);
-		} else {
-			size_t sl = strlen(slug);
-			bool escaped = sl >= 7 && slug[sl - 7] == '-';
-			for (size_t z = sl >= 6 ? sl - 6 : 0; escaped && z < sl; z++)
-				escaped = (slug[z] >= '0' && slug[z] <= '9') || (slug[z] >= 'a' && slug[z] <= 'f');
-			if (escaped)
-				tt_buf_printf(&n2,
-					      "%s names bookmark %s, which looks escaped (a name with `/`, `.` or spaces gets "
-					      "a digest of the original appended); the original name cannot be recovered "
-					      "from the branch, and this takes it under %s: it %s", branch, slug, slug, adopts);
-			else
-				tt_buf_printf(&n2, "bookmark %s, made afresh off the trunk: %s", slug, adopts);
-			json_array_append(known, s);
-			tt_buf_puts(&cmd, "tether new -b ");
-			q(&cmd, slug);
-			tt_buf_puts(&cmd, " --adopt -- ");
-			q(&cmd, c->trunk);
-			tt_buf_printf(&msg, "Recover %s", slug);
-			tt_buf_puts(&cmd, " && tether commit -m ");
-			q(&cmd, msg.ptr);
-			step(c, cmd.ptr, n2.ptr);
-		}
-		tt_buf_release(&cmd);
-		tt_buf_release(&n2);
-		tt_buf_release(&msg);
-	}
+	size_t i;
+	json_t *s;
+	json_array_foreach(slugs, i, s)
+		bookmark_step(c, s, json_object_get(tb, json_string_value(s)),
+			      json_object_get(by_slug, json_string_value(s)), trunk_slug, known);
 	json_decref(slugs);
 	json_decref(by_slug);
 	free(trunk_slug);
-	legacy_steps(c, target, known);
-	if (json_array_size(others) && strcmp(target, c->current) == 0) {
-		tt_buf_reset(&note);
-		tt_buf_puts(&note, "the refs of ");
-		join_strings(&note, others, ", ");
-		tt_buf_printf(&note, " are %s and are left as they are; if they were this one's, %s",
-			      json_array_size(others) == 1 ? "another dataset's" : "other datasets'",
-			      c->pinned ? elsewhere.ptr : "set its id in tether.toml before anything is pinned");
-		step(c, NULL, note.ptr);
+}
+
+/* target is this dataset: the other datasets' refs are left alone, with a
+ * note on what to do if they were this one's. */
+static void others_left_note(rctx *c, const json_t *others, const char *elsewhere)
+{
+	tt_buf note = TT_BUF_INIT;
+	tt_buf_puts(&note, "the refs of ");
+	join_strings(&note, others, ", ");
+	tt_buf_printf(&note, " are %s and are left as they are; if they were this one's, %s",
+		      json_array_size(others) == 1 ? "another dataset's" : "other datasets'",
+		      c->pinned ? elsewhere : "set its id in tether.toml before anything is pinned");
+	step(c, NULL, note.ptr);
+	tt_buf_release(&note);
+}
+
+static void take_back_steps(rctx *c)
+{
+	tt_buf recommit = TT_BUF_INIT, note = TT_BUF_INIT, elsewhere = TT_BUF_INIT;
+	json_t *others = other_ids(c), *known = NULL, *marks = NULL;
+	tt_error err = TT_ERROR_INIT;
+	const char *target;
+	recommit_command(c, &recommit);
+	if (!json_object_size(c->found)) {
+		if (!any_unrecognized_or_missing(c)) {
+			tt_buf_printf(&note,
+				      "no tether refs in these stores: nothing to take back; a commit on the trunk (%s) "
+				      "pins the objects afresh", c->trunk);
+			step(c, recommit.ptr, note.ptr);
+		}
+		goto done;
 	}
+	elsewhere_text(c, others, &elsewhere);
+	if (!take_back_target(c, others, elsewhere.ptr, &target))
+		goto done;
+	tt_buf_printf(&note, "pins each object's upstream branch on the trunk (%s); a state pinned before reuses its tag",
+		      c->trunk);
+	step(c, recommit.ptr, note.ptr);
+	if (!target) {
+		tt_buf_reset(&note);
+		tt_buf_puts(&note, "with the id set, the steps that take back its bookmarks: `tether new -b BOOKMARK "
+				   "--adopt -- ");
+		q(&note, c->trunk);
+		tt_buf_puts(&note, "`, then `tether commit`, for each");
+		step(c, "tether recover", note.ptr);
+		goto done;
+	}
+	if (tt_vcs_bookmarks(c->repo->vcs, &marks, &err) < 0) {
+		tt_error_clear(&err);
+		marks = json_object();
+	}
+	known = sorted_keys(marks); /* list(vcs.bookmarks()) - order only matters for membership */
+	bookmark_steps(c, target, known);
+	legacy_steps(c, target, known);
+	if (json_array_size(others) && strcmp(target, c->current) == 0)
+		others_left_note(c, others, elsewhere.ptr);
 done:
 	json_decref(others);
 	json_decref(known);
@@ -772,7 +908,6 @@ done:
 	tt_buf_release(&recommit);
 	tt_buf_release(&note);
 	tt_buf_release(&elsewhere);
-	tt_buf_release(&m);
 }
 
 static void make_steps(rctx *c)

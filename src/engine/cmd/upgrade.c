@@ -1750,169 +1750,235 @@ static json_t *foreign_ids(tt_backend *b, const tt_manifest *m, const char *ours
 	return out;
 }
 
-static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
+/* The dataset id the upgrade names refs under (the config's, else a new
+ * one), into ds, the plan's context and a note. */
+static int v2_dataset_id(tt_repo *repo, tt_plan *plan, char ds[TT_DATASET_ID_LEN + 1], tt_error *err)
 {
-	char ds[TT_DATASET_ID_LEN + 1];
 	int rc;
 	if (repo->config.dataset_id[0])
-		memcpy(ds, repo->config.dataset_id, sizeof ds);
+		memcpy(ds, repo->config.dataset_id, TT_DATASET_ID_LEN + 1);
 	else if ((rc = tt_new_dataset_id(ds, err)) < 0)
 		return rc;
 	json_t *dsj = json_string(ds);
 	rc = tt_plan_set_context(plan, "dataset_id", dsj, err);
 	json_decref(dsj);
-	if (rc < 0 || (rc = note_fmt(plan, err, "dataset id: %s", ds)) < 0)
+	if (rc < 0)
 		return rc;
+	return note_fmt(plan, err, "dataset id: %s", ds);
+}
 
+/* Every old-format pin the history and the working tree record, into h. */
+static int v2_old_pins(tt_repo *repo, ns_hist *h, const char *ds, const char *reldir, tt_error *err)
+{
+	ns_walk w = { h, ds };
+	int rc;
+	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, ns_hist_cb, &w, err)) < 0)
+		return rc;
+	rc = 0;
+	for (size_t i = 0; i < repo->objects.n && rc == 0; i++)
+		if (old_pin(&repo->objects.items[i]) && repo->objects.items[i].state)
+			rc = ns_add(h, &repo->objects.items[i], repo->objects.items[i].locator, ds, err);
+	return rc;
+}
+
+/* The pins in the store sys names, listed once per store (live: sys ->
+ * pins); a store that cannot list them gets a note and counts as holding
+ * none.  *out is borrowed from live. */
+static int v2_live_pins(tt_plan *plan, tt_backend *b, json_t *live, const char *sys, const char *key, json_t *loc,
+			json_t **out, tt_error *err)
+{
+	json_t *pins = json_object_get(live, sys);
+	int rc = 0;
+	if (!pins) {
+		tt_error e = TT_ERROR_INIT;
+		if ((b->kind->caps & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
+			if (tt_backend_list_pins(b, loc, &pins, &e) < 0) {
+				rc = note_fmt(plan, err, "%s: could not list pins (%s)", key, e.message ? e.message : "failed");
+				json_decref(pins);
+				pins = NULL;
+			}
+		}
+		tt_error_clear(&e);
+		json_object_set_new(live, sys, pins ? pins : json_array());
+		pins = json_object_get(live, sys);
+	}
+	*out = pins;
+	return rc;
+}
+
+/* One old-format pin (tag: its store key \x1f old id; r: what ns_add
+ * recorded): a rename in its store, or a note when the store no longer
+ * holds it. */
+static int v2_plan_pin_rename(tt_repo *repo, tt_plan *plan, json_t *live, const char *tag, json_t *r, tt_error *err)
+{
+	const char *key = json_string_value(json_array_get(r, 0)), *kind = json_string_value(json_array_get(r, 1));
+	json_t *loc = json_array_get(r, 2), *state = json_array_get(r, 3), *pins;
+	const char *old_id = json_string_value(json_array_get(r, 4)), *old_ref = json_string_value(json_array_get(r, 5));
+	const char *new_id = json_string_value(json_array_get(r, 6));
+	char *sys = tt_strndup(tag, strcspn(tag, "\x1f"));
+	tt_backend *b;
+	int rc = 0;
+	if (!sys || (rc = tt_engine_backend(repo, kind, &b, err)) < 0) {
+		free(sys);
+		return rc < 0 ? rc : tt_error_oom(err);
+	}
+	rc = v2_live_pins(plan, b, live, sys, key, loc, &pins, err);
+	free(sys);
+	if (rc < 0)
+		return rc;
+	if (!in_array(pins, old_id))
+		return note_fmt(plan, err, "%s: pin %s is not in the store; manifests are rewritten to the new name only",
+				key, old_ref);
+	char target[TT_PIN_ID_MAX + 8], *detail = tt_asprintf("from %s", old_ref);
+	tt_ref_for_pin(target, sizeof target, new_id);
+	rc = detail ? action(plan, "rename-pin", key, kind, target, detail, 2,
+			     json_pack("{s:O,s:{s:s,s:s},s:O,s:s}", "locator", loc, "old", "id", old_id, "ref", old_ref,
+				       "state", state, "new_id", new_id),
+			     err)
+		    : tt_error_oom(err);
+	free(detail);
+	return rc;
+}
+
+/* The old-format pins' renames, in the order of their tags. */
+static int v2_plan_pin_renames(tt_repo *repo, tt_plan *plan, const ns_hist *h, json_t *live, tt_error *err)
+{
+	size_t n = json_array_size(h->order);
+	const char **tags = tt_calloc(n + 1, sizeof *tags);
+	int rc = 0;
+	if (!tags)
+		return tt_error_oom(err);
+	for (size_t i = 0; i < n; i++)
+		tags[i] = json_string_value(json_array_get(h->order, i));
+	qsort(tags, n, sizeof *tags, cmp_tag);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = v2_plan_pin_rename(repo, plan, live, tags[i], json_object_get(h->renames, tags[i]), err);
+	free(tags);
+	return rc;
+}
+
+/* The key of m's store: kind|identity (a state-free part of new_pin_id),
+ * or kind|?key when the identity is unknown.  Caller frees; NULL: out of
+ * memory. */
+static char *v2_store_key(tt_backend *b, const tt_manifest *m)
+{
+	json_t *identity = NULL;
+	tt_error e = TT_ERROR_INIT;
+	char *sys;
+	if (tt_backend_identity(b, m->locator, &identity, &e) == 0) {
+		tt_buf c = TT_BUF_INIT;
+		tt_json_canonical(&c, identity);
+		sys = tt_asprintf("%s|%s", m->kind, c.ptr ? c.ptr : "");
+		tt_buf_release(&c);
+	} else {
+		sys = tt_asprintf("%s|?%s", m->kind, m->key);
+	}
+	json_decref(identity);
+	tt_error_clear(&e);
+	return sys;
+}
+
+/* The renames of the old-format working branches among refs (m's store's
+ * working branches), in name order. */
+static int v2_plan_branches_of(tt_plan *plan, const tt_manifest *m, json_t *refs, const char *ds,
+			       const json_t *slugs, const json_t *foreign, tt_error *err)
+{
+	size_t nr = json_array_size(refs);
+	const char **names = tt_calloc(nr + 1, sizeof *names);
+	int rc = 0;
+	for (size_t k = 0; names && k < nr; k++)
+		names[k] = json_string_value(json_array_get(refs, k));
+	if (names)
+		qsort(names, nr, sizeof *names, cmp_cstr);
+	for (size_t k = 0; names && k < nr && rc == 0; k++) {
+		if (!names[k] || !v1_branch(names[k], slugs, foreign))
+			continue;
+		char *target = v1_branch_new(names[k], ds, slugs), *detail = tt_asprintf("from %s", names[k]);
+		rc = target && detail ? action(plan, "rename-branch", m->key, m->kind, target, detail, 2,
+					       json_pack("{s:O,s:s}", "locator", m->locator, "old", names[k]), err)
+				      : tt_error_oom(err);
+		free(target);
+		free(detail);
+	}
+	if (!names)
+		rc = tt_error_oom(err);
+	free(names);
+	return rc;
+}
+
+/* The old-format working branches in m's store, once per store (seen):
+ * their renames, or a note when the store cannot list them. */
+static int v2_plan_branch_renames_of(tt_repo *repo, tt_plan *plan, const tt_manifest *m, const char *ds,
+				     const json_t *slugs, json_t *seen, tt_error *err)
+{
+	tt_backend *b;
+	json_t *refs = NULL, *foreign;
+	tt_error e = TT_ERROR_INIT;
+	int rc;
+	if (!tt_kind_find(m->kind) || tt_engine_backend(repo, m->kind, &b, &e) < 0) {
+		tt_error_clear(&e);
+		return 0;
+	}
+	if (!(tt_backend_caps(b, m->locator, m->policy.file, m->policy.pin) & TT_CAP_FORK) || !tt_backend_has(b, list_working_refs))
+		return 0;
+	char *sys = v2_store_key(b, m);
+	if (!sys)
+		return tt_error_oom(err);
+	if (json_object_get(seen, sys)) {
+		free(sys);
+		return 0;
+	}
+	json_object_set_new(seen, sys, json_true());
+	free(sys);
+	if (tt_backend_list_working_refs(b, m->locator, &refs, &e) < 0) {
+		rc = note_fmt(plan, err, "%s: could not list working branches (%s)", m->key,
+			      e.message ? e.message : "failed");
+		tt_error_clear(&e);
+		json_decref(refs);
+		return rc;
+	}
+	foreign = foreign_ids(b, m, ds);
+	rc = v2_plan_branches_of(plan, m, refs, ds, slugs, foreign, err);
+	json_decref(refs);
+	json_decref(foreign);
+	return rc;
+}
+
+/* Working branches in the old format, in every store the working tree
+ * names (objects in key order). */
+static int v2_plan_branch_renames(tt_repo *repo, tt_plan *plan, const char *ds, tt_error *err)
+{
+	json_t *slugs = key_slugs(repo), *seen = json_object();
+	const tt_manifest **ms = objects_by_key(repo);
+	int rc = 0;
+	if (!slugs || !seen || !ms)
+		rc = tt_error_oom(err);
+	for (size_t i = 0; i < repo->objects.n && rc == 0; i++)
+		rc = v2_plan_branch_renames_of(repo, plan, ms[i], ds, slugs, seen, err);
+	free(ms);
+	json_decref(slugs);
+	json_decref(seen);
+	return rc;
+}
+
+static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
+{
+	char ds[TT_DATASET_ID_LEN + 1];
+	int rc;
+	if ((rc = v2_dataset_id(repo, plan, ds, err)) < 0)
+		return rc;
 	ns_hist h = { repo, 0, json_object(), json_array() };
-	ns_walk w = { &h, ds };
 	char *reldir = tt_engine_objects_reldir(repo);
-	json_t *live = json_object(), *slugs = NULL, *seen = NULL;
-	const char **tags = NULL;
-	const tt_manifest **ms = NULL;
+	json_t *live = json_object();  /* store key -> its pins */
 	if (!h.renames || !h.order || !reldir || !live) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	if ((rc = tt_vcs_iter_history_files(repo->vcs, reldir, ns_hist_cb, &w, err)) < 0)
+	if ((rc = v2_old_pins(repo, &h, ds, reldir, err)) < 0 ||
+	    (rc = v2_plan_pin_renames(repo, plan, &h, live, err)) < 0 ||
+	    (rc = v2_plan_branch_renames(repo, plan, ds, err)) < 0)
 		goto done;
-	rc = 0;
-	for (size_t i = 0; i < repo->objects.n && rc == 0; i++)
-		if (old_pin(&repo->objects.items[i]) && repo->objects.items[i].state)
-			rc = ns_add(&h, &repo->objects.items[i], repo->objects.items[i].locator, ds, err);
-	if (rc < 0)
-		goto done;
-	size_t n = json_array_size(h.order);
-	tags = tt_calloc(n + 1, sizeof *tags);
-	if (!tags) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < n; i++)
-		tags[i] = json_string_value(json_array_get(h.order, i));
-	qsort(tags, n, sizeof *tags, cmp_tag);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		json_t *r = json_object_get(h.renames, tags[i]);
-		const char *key = json_string_value(json_array_get(r, 0)), *kind = json_string_value(json_array_get(r, 1));
-		json_t *loc = json_array_get(r, 2), *state = json_array_get(r, 3);
-		const char *old_id = json_string_value(json_array_get(r, 4)), *old_ref = json_string_value(json_array_get(r, 5));
-		const char *new_id = json_string_value(json_array_get(r, 6));
-		char *sys = tt_strndup(tags[i], strcspn(tags[i], "\x1f"));
-		tt_backend *b;
-		if (!sys || (rc = tt_engine_backend(repo, kind, &b, err)) < 0) {
-			free(sys);
-			rc = rc < 0 ? rc : tt_error_oom(err);
-			break;
-		}
-		json_t *pins = json_object_get(live, sys);
-		if (!pins) {
-			tt_error e = TT_ERROR_INIT;
-			pins = NULL;
-			if ((b->kind->caps & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
-				if (tt_backend_list_pins(b, loc, &pins, &e) < 0) {
-					rc = note_fmt(plan, err, "%s: could not list pins (%s)", key, e.message ? e.message : "failed");
-					json_decref(pins);
-					pins = NULL;
-				}
-			}
-			tt_error_clear(&e);
-			json_object_set_new(live, sys, pins ? pins : json_array());
-			pins = json_object_get(live, sys);
-		}
-		free(sys);
-		if (rc < 0)
-			break;
-		if (!in_array(pins, old_id)) {
-			rc = note_fmt(plan, err, "%s: pin %s is not in the store; manifests are rewritten to the new name only",
-				      key, old_ref);
-			continue;
-		}
-		char target[TT_PIN_ID_MAX + 8], *detail = tt_asprintf("from %s", old_ref);
-		tt_ref_for_pin(target, sizeof target, new_id);
-		rc = detail ? action(plan, "rename-pin", key, kind, target, detail, 2,
-				     json_pack("{s:O,s:{s:s,s:s},s:O,s:s}", "locator", loc, "old", "id", old_id, "ref", old_ref,
-					       "state", state, "new_id", new_id),
-				     err)
-			    : tt_error_oom(err);
-		free(detail);
-	}
-	if (rc < 0)
-		goto done;
-
-	/* working branches in the old format, in every store the working tree names */
-	slugs = key_slugs(repo);
-	seen = json_object();
-	ms = objects_by_key(repo);
-	if (!slugs || !seen || !ms) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < repo->objects.n && rc == 0; i++) {
-		const tt_manifest *m = ms[i];
-		tt_backend *b;
-		char *sys = NULL, id[TT_PIN_ID_MAX];
-		json_t *refs = NULL, *foreign = NULL;
-		tt_error e = TT_ERROR_INIT;
-		if (!tt_kind_find(m->kind) || tt_engine_backend(repo, m->kind, &b, &e) < 0) {
-			tt_error_clear(&e);
-			continue;
-		}
-		if (!(tt_backend_caps(b, m->locator, m->policy.file, m->policy.pin) & TT_CAP_FORK) || !tt_backend_has(b, list_working_refs))
-			continue;
-		/* the system key: kind|identity (a state-free part of new_pin_id) */
-		json_t *identity = NULL;
-		if (tt_backend_identity(b, m->locator, &identity, &e) == 0) {
-			tt_buf c = TT_BUF_INIT;
-			tt_json_canonical(&c, identity);
-			sys = tt_asprintf("%s|%s", m->kind, c.ptr ? c.ptr : "");
-			tt_buf_release(&c);
-		} else {
-			sys = tt_asprintf("%s|?%s", m->kind, m->key);
-		}
-		json_decref(identity);
-		tt_error_clear(&e);
-		(void)id;
-		if (!sys) {
-			rc = tt_error_oom(err);
-			break;
-		}
-		if (json_object_get(seen, sys)) {
-			free(sys);
-			continue;
-		}
-		json_object_set_new(seen, sys, json_true());
-		free(sys);
-		if (tt_backend_list_working_refs(b, m->locator, &refs, &e) < 0) {
-			rc = note_fmt(plan, err, "%s: could not list working branches (%s)", m->key,
-				      e.message ? e.message : "failed");
-			tt_error_clear(&e);
-			json_decref(refs);
-			continue;
-		}
-		foreign = foreign_ids(b, m, ds);
-		size_t nr = json_array_size(refs);
-		const char **names = tt_calloc(nr + 1, sizeof *names);
-		for (size_t k = 0; names && k < nr; k++)
-			names[k] = json_string_value(json_array_get(refs, k));
-		if (names)
-			qsort(names, nr, sizeof *names, cmp_cstr);
-		for (size_t k = 0; names && k < nr && rc == 0; k++) {
-			if (!names[k] || !v1_branch(names[k], slugs, foreign))
-				continue;
-			char *target = v1_branch_new(names[k], ds, slugs), *detail = tt_asprintf("from %s", names[k]);
-			rc = target && detail ? action(plan, "rename-branch", m->key, m->kind, target, detail, 2,
-						       json_pack("{s:O,s:s}", "locator", m->locator, "old", names[k]), err)
-					      : tt_error_oom(err);
-			free(target);
-			free(detail);
-		}
-		if (!names)
-			rc = tt_error_oom(err);
-		free(names);
-		json_decref(refs);
-		json_decref(foreign);
-	}
-	if (rc == 0 && h.commits) {
+	if (h.commits) {
 		char target[64];
 		snprintf(target, sizeof target, "%zu commit(s)", h.commits);
 		rc = action(plan, "rewrite-history", NULL, NULL, target,
@@ -1920,12 +1986,8 @@ static int plan_v2(tt_repo *repo, tt_plan *plan, tt_error *err)
 			    2, NULL, err);
 	}
 done:
-	free(ms);
-	free(tags);
 	free(reldir);
 	json_decref(live);
-	json_decref(slugs);
-	json_decref(seen);
 	json_decref(h.renames);
 	json_decref(h.order);
 	return rc;
@@ -2026,143 +2088,194 @@ static int v2_refusals(tt_repo *repo, const tt_plan *plan, tt_error *err)
 	return 0;
 }
 
-static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
+/* The plan's dataset id, checked against the config; the config takes it
+ * first, so a re-run after a failure uses the same namespace.  *ds is
+ * borrowed from the plan. */
+static int v2_adopt_namespace(tt_repo *repo, const tt_plan *plan, const char **ds, tt_error *err)
 {
-	const char *ds = json_string_value(json_object_get(tt_plan_context(plan), "dataset_id"));
-	json_t *failed = json_object_get(report, "failed"), *rp = json_object_get(report, "renamed_pins");
-	json_t *rb = json_object_get(report, "renamed_branches");
-	int rc = 0;
-	if (!ds || !tt_is_dataset_id(ds))
+	const char *id = json_string_value(json_object_get(tt_plan_context(plan), "dataset_id"));
+	int rc;
+	*ds = NULL;
+	if (!id || !tt_is_dataset_id(id))
 		return tt_error_set(err, TT_ESTALEPLAN, "upgrade plan carries no dataset id; re-run the plan");
-	if (repo->config.dataset_id[0] && strcmp(repo->config.dataset_id, ds) != 0)
+	if (repo->config.dataset_id[0] && strcmp(repo->config.dataset_id, id) != 0)
 		return tt_error_set(err, TT_ESTALEPLAN, "this dataset already renamed refs under id %s; the plan carries "
-				    "%s -- re-run the plan", repo->config.dataset_id, ds);
-	/* 0. the namespace first: a re-run after a failure uses the same one */
-	if (strcmp(repo->config.dataset_id, ds) != 0) {
-		memcpy(repo->config.dataset_id, ds, TT_DATASET_ID_LEN + 1);
+				    "%s -- re-run the plan", repo->config.dataset_id, id);
+	if (strcmp(repo->config.dataset_id, id) != 0) {
+		memcpy(repo->config.dataset_id, id, TT_DATASET_ID_LEN + 1);
 		if ((rc = tt_config_save(&repo->config, repo->root, err)) < 0)
 			return rc;
 	}
-	/* 1. stores: pins, then working branches; what already happened is skipped */
+	*ds = id;
+	return 0;
+}
+
+/* A pin as the store knows it by its old name. */
+static void v2_old_pin_of(tt_pin *op, const char *old_id, const char *old_ref)
+{
+	memset(op, 0, sizeof *op);
+	snprintf(op->id, sizeof op->id, "%s", old_id);
+	snprintf(op->ref, sizeof op->ref, "%s", old_ref);
+}
+
+/* One rename-pin action: skipped when the store already has only the new
+ * name, in place where the kind renames, else pin the new name and unpin
+ * the old; into rp (old ref -> new ref).  The failure's name when it
+ * failed (e says why; caller frees), else NULL. */
+static char *v2_rename_pin(tt_repo *repo, const tt_plan_action_view *v, json_t *rp, tt_error *e)
+{
+	const json_t *loc = json_object_get(v->params, "locator"), *old = json_object_get(v->params, "old");
+	const char *old_id = json_string_value(json_object_get(old, "id"));
+	const char *old_ref = json_string_value(json_object_get(old, "ref"));
+	const char *new_id = json_string_value(json_object_get(v->params, "new_id"));
+	char new_ref[TT_PIN_ID_MAX + 8];
+	json_t *live = NULL;
+	tt_backend *b;
+	tt_pin np, op;
+	if (!old_id || !old_ref || !new_id)
+		return NULL;
+	tt_ref_for_pin(new_ref, sizeof new_ref, new_id);
+	if (tt_engine_backend(repo, v->kind, &b, e) == 0 && tt_backend_list_pins(b, loc, &live, e) == 0) {
+		if (!in_array(live, old_id) && in_array(live, new_id)) {
+			json_object_set_new(rp, old_ref, json_string(new_ref));
+		} else if (tt_backend_has(b, rename_ref)) {
+			/* in place: what hangs off the pin stays on it; a pin
+			 * already under the new name makes the old one a
+			 * duplicate to drop */
+			v2_old_pin_of(&op, old_id, old_ref);
+			if ((in_array(live, new_id) ? tt_backend_unpin(b, loc, &op, e)
+						    : tt_backend_rename_ref(b, loc, old_ref, new_ref, e)) == 0)
+				json_object_set_new(rp, old_ref, json_string(new_ref));
+		} else if (tt_backend_pin(b, loc, json_object_get(v->params, "state"), new_id, &np, e) == 0) {
+			v2_old_pin_of(&op, old_id, old_ref);
+			if (strcmp(op.ref, np.ref) == 0 || tt_backend_unpin(b, loc, &op, e) == 0)
+				json_object_set_new(rp, old_ref, json_string(np.ref));
+		}
+	}
+	char *what = e->code ? tt_asprintf("rename-pin %s", old_ref) : NULL;
+	json_decref(live);
+	return what;
+}
+
+/* One rename-branch action: skipped when the store already has only the
+ * new name, in place where the kind renames, else fork the new branch at
+ * the old one's head and delete the old; into rb (old -> new).  The
+ * failure's name when it failed (e says why; caller frees), else NULL. */
+static char *v2_rename_branch(tt_repo *repo, const tt_plan_action_view *v, json_t *rb, tt_error *e)
+{
+	const json_t *loc = json_object_get(v->params, "locator");
+	const char *old = json_string_value(json_object_get(v->params, "old"));
+	json_t *live = NULL, *head = NULL;
+	char *ref = NULL;
+	tt_backend *b;
+	if (!old)
+		return NULL;
+	if (tt_engine_backend(repo, v->kind, &b, e) == 0 && tt_backend_list_working_refs(b, loc, &live, e) == 0) {
+		if (!in_array(live, old) && in_array(live, v->target)) {
+			json_object_set_new(rb, old, json_string(v->target));
+		} else if (tt_backend_has(b, rename_ref)) {
+			if (tt_backend_rename_ref(b, loc, old, v->target, e) == 0)
+				json_object_set_new(rb, old, json_string(v->target));
+		} else if (tt_backend_fingerprint(b, loc, old, &head, e) == 0) {
+			tt_target src = { .kind = TT_TARGET_STATE, .state = head };
+			tt_expect ex = { TT_EXPECT_NONE, NULL };
+			if (tt_backend_fork(b, loc, &src, v->target, &ex, &ref, e) == 0 &&
+			    (strcmp(ref, old) == 0 || tt_backend_delete_working_ref(b, loc, old, e) == 0))
+				json_object_set_new(rb, old, json_string(ref));
+		}
+	}
+	json_decref(head);
+	free(ref);
+	char *what = e->code ? tt_asprintf("rename-branch %s", old) : NULL;
+	json_decref(live);
+	return what;
+}
+
+/* The stores' renames (migration 2): pins, then working branches, as
+ * planned; what already happened is skipped, what fails goes to the
+ * report's failed. */
+static void v2_store_renames(tt_repo *repo, const tt_plan *plan, json_t *report)
+{
+	json_t *failed = json_object_get(report, "failed"), *rp = json_object_get(report, "renamed_pins");
+	json_t *rb = json_object_get(report, "renamed_branches");
 	size_t total = tt_plan_action_count(plan);
 	tt_plan_action_view v;
 	for (size_t i = 0; i < total; i++) {
 		if (!tt_plan_action_at(plan, i, &v) || json_integer_value(json_object_get(v.params, "migration")) != 2)
 			continue;
-		tt_backend *b;
 		tt_error e = TT_ERROR_INIT;
-		const json_t *loc = json_object_get(v.params, "locator");
-		json_t *live = NULL;
 		char *what = NULL;
-		if (strcmp(v.op, "rename-pin") == 0) {
-			const json_t *old = json_object_get(v.params, "old");
-			const char *old_id = json_string_value(json_object_get(old, "id"));
-			const char *old_ref = json_string_value(json_object_get(old, "ref"));
-			const char *new_id = json_string_value(json_object_get(v.params, "new_id"));
-			char new_ref[TT_PIN_ID_MAX + 8];
-			tt_pin np, op;
-			if (!old_id || !old_ref || !new_id)
-				continue;
-			tt_ref_for_pin(new_ref, sizeof new_ref, new_id);
-			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_pins(b, loc, &live, &e) == 0) {
-				if (!in_array(live, old_id) && in_array(live, new_id)) {
-					json_object_set_new(rp, old_ref, json_string(new_ref));
-				} else if (tt_backend_has(b, rename_ref)) {
-					/* in place: what hangs off the pin stays on it; a pin
-					 * already under the new name makes the old one a
-					 * duplicate to drop */
-					memset(&op, 0, sizeof op);
-					snprintf(op.id, sizeof op.id, "%s", old_id);
-					snprintf(op.ref, sizeof op.ref, "%s", old_ref);
-					if ((in_array(live, new_id) ? tt_backend_unpin(b, loc, &op, &e)
-								    : tt_backend_rename_ref(b, loc, old_ref, new_ref, &e)) == 0)
-						json_object_set_new(rp, old_ref, json_string(new_ref));
-				} else if (tt_backend_pin(b, loc, json_object_get(v.params, "state"), new_id, &np, &e) == 0) {
-					memset(&op, 0, sizeof op);
-					snprintf(op.id, sizeof op.id, "%s", old_id);
-					snprintf(op.ref, sizeof op.ref, "%s", old_ref);
-					if (strcmp(op.ref, np.ref) == 0 || tt_backend_unpin(b, loc, &op, &e) == 0)
-						json_object_set_new(rp, old_ref, json_string(np.ref));
-				}
-			}
-			if (e.code)
-				what = tt_asprintf("rename-pin %s", old_ref);
-		} else if (strcmp(v.op, "rename-branch") == 0) {
-			const char *old = json_string_value(json_object_get(v.params, "old"));
-			json_t *head = NULL;
-			char *ref = NULL;
-			if (!old)
-				continue;
-			if (tt_engine_backend(repo, v.kind, &b, &e) == 0 && tt_backend_list_working_refs(b, loc, &live, &e) == 0) {
-				if (!in_array(live, old) && in_array(live, v.target)) {
-					json_object_set_new(rb, old, json_string(v.target));
-				} else if (tt_backend_has(b, rename_ref)) {
-					if (tt_backend_rename_ref(b, loc, old, v.target, &e) == 0)
-						json_object_set_new(rb, old, json_string(v.target));
-				} else if (tt_backend_fingerprint(b, loc, old, &head, &e) == 0) {
-					tt_target src = { .kind = TT_TARGET_STATE, .state = head };
-					tt_expect ex = { TT_EXPECT_NONE, NULL };
-					if (tt_backend_fork(b, loc, &src, v.target, &ex, &ref, &e) == 0 &&
-					    (strcmp(ref, old) == 0 || tt_backend_delete_working_ref(b, loc, old, &e) == 0))
-						json_object_set_new(rb, old, json_string(ref));
-				}
-			}
-			json_decref(head);
-			free(ref);
-			if (e.code)
-				what = tt_asprintf("rename-branch %s", old);
-		}
+		if (strcmp(v.op, "rename-pin") == 0)
+			what = v2_rename_pin(repo, &v, rp, &e);
+		else if (strcmp(v.op, "rename-branch") == 0)
+			what = v2_rename_branch(repo, &v, rb, &e);
 		if (what)
 			json_object_set_new(failed, what, json_string(e.message ? e.message : "failed"));
 		free(what);
-		json_decref(live);
 		tt_error_clear(&e);
 	}
-	tt_fault("upgrade:after-renames");
-	/* Fail closed: a rename that did not happen leaves the manifests naming
-	 * the old refs; the re-run skips the renames already made. */
-	if (json_object_size(failed)) {
-		tt_buf why = TT_BUF_INIT;
-		const char *k;
-		json_t *x;
-		void *it;
-		const char **keys = tt_calloc(json_object_size(failed) + 1, sizeof *keys);
-		size_t n = 0;
-		json_object_foreach_safe(failed, it, k, x) if (keys) keys[n++] = k;
-		if (keys)
-			qsort(keys, n, sizeof *keys, cmp_cstr);
-		for (size_t i = 0; keys && i < n; i++)
-			tt_buf_printf(&why, "\n  %s: %s", keys[i], json_string_value(json_object_get(failed, keys[i])));
-		free(keys);
-		rc = tt_error_set(err, TT_EBACKEND, "upgrade stopped before rewriting history: %zu store rename(s) failed:%s"
-				  "\nfix the cause and re-run `tether upgrade` (renames already made are skipped)",
-				  n, why.ptr ? why.ptr : "");
-		tt_buf_release(&why);
-		return rc;
-	}
-	/* 2. history */
+}
+
+/* Fail closed: a rename that did not happen leaves the manifests naming
+ * the old refs; the re-run skips the renames already made. */
+static int v2_renames_failed(json_t *failed, tt_error *err)
+{
+	tt_buf why = TT_BUF_INIT;
+	const char *k;
+	json_t *x;
+	void *it;
+	const char **keys = tt_calloc(json_object_size(failed) + 1, sizeof *keys);
+	size_t n = 0;
+	json_object_foreach_safe(failed, it, k, x) if (keys) keys[n++] = k;
+	if (keys)
+		qsort(keys, n, sizeof *keys, cmp_cstr);
+	for (size_t i = 0; keys && i < n; i++)
+		tt_buf_printf(&why, "\n  %s: %s", keys[i], json_string_value(json_object_get(failed, keys[i])));
+	free(keys);
+	int rc = tt_error_set(err, TT_EBACKEND, "upgrade stopped before rewriting history: %zu store rename(s) failed:%s"
+			      "\nfix the cause and re-run `tether upgrade` (renames already made are skipped)",
+			      n, why.ptr ? why.ptr : "");
+	tt_buf_release(&why);
+	return rc;
+}
+
+/* The history's manifests with old-format pins get the new names, when
+ * the plan has a rewrite-history action; the report's rewritten_commits
+ * maps old commit ids to new. */
+static int v2_rewrite_history(tt_repo *repo, const tt_plan *plan, const char *ds, json_t *report, tt_error *err)
+{
+	size_t total = tt_plan_action_count(plan);
+	tt_plan_action_view v;
 	bool rewrite = false;
+	int rc;
 	for (size_t i = 0; i < total; i++)
 		if (tt_plan_action_at(plan, i, &v) && strcmp(v.op, "rewrite-history") == 0 &&
 		    json_integer_value(json_object_get(v.params, "migration")) == 2)
 			rewrite = true;
-	if (rewrite) {
-		char *reldir = tt_engine_objects_reldir(repo);
-		ns_rewrite ctx = { repo, ds };
-		json_t *mapping = NULL;
-		if (!reldir)
-			return tt_error_oom(err);
-		rc = tt_vcs_rewrite_history(repo->vcs, reldir, ns_transform, &ctx,
-						     json_is_true(json_object_get(tt_plan_context(plan), "ignore_immutable")),
-						     &mapping, err);
-		free(reldir);
-		if (rc < 0)
-			return rc;
-		json_object_update(json_object_get(report, "rewritten_commits"), mapping);
-		json_decref(mapping);
-		tt_fault("upgrade:after-history");
-	}
-	/* 3. working tree, workspace */
+	if (!rewrite)
+		return 0;
+	char *reldir = tt_engine_objects_reldir(repo);
+	ns_rewrite ctx = { repo, ds };
+	json_t *mapping = NULL;
+	if (!reldir)
+		return tt_error_oom(err);
+	rc = tt_vcs_rewrite_history(repo->vcs, reldir, ns_transform, &ctx,
+				    json_is_true(json_object_get(tt_plan_context(plan), "ignore_immutable")), &mapping,
+				    err);
+	free(reldir);
+	if (rc < 0)
+		return rc;
+	json_object_update(json_object_get(report, "rewritten_commits"), mapping);
+	json_decref(mapping);
+	tt_fault("upgrade:after-history");
+	return 0;
+}
+
+/* The working tree's manifests with old-format pins get the new names,
+ * then the objects are read again. */
+static int v2_rename_working_pins(tt_repo *repo, const char *ds, tt_error *err)
+{
+	int rc = 0;
 	for (size_t i = 0; i < repo->objects.n && rc == 0; i++) {
 		tt_manifest *m = &repo->objects.items[i];
 		char id[TT_PIN_ID_MAX], ref[TT_PIN_ID_MAX + 8];
@@ -2177,8 +2290,15 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 		m->pin_ref = tt_strdup(ref);
 		rc = m->pin_id && m->pin_ref ? save_where_it_is(repo, m, err) : tt_error_oom(err);
 	}
-	if (rc < 0 || (rc = reload_objects(repo, err)) < 0)
+	if (rc < 0)
 		return rc;
+	return reload_objects(repo, err);
+}
+
+/* The workspace's working refs and pending forks in the old format get
+ * the new names. */
+static int v2_rename_workspace_refs(tt_repo *repo, const char *ds, tt_error *err)
+{
 	json_t *slugs = key_slugs(repo);
 	json_t *tables[] = { repo->ws.working_refs, repo->ws.pending_forks };
 	for (size_t t = 0; slugs && t < 2; t++) {
@@ -2194,6 +2314,22 @@ static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error
 	}
 	json_decref(slugs);
 	return tt_workspace_save(&repo->ws, repo->root, err);
+}
+
+static int apply_v2(tt_repo *repo, const tt_plan *plan, json_t *report, tt_error *err)
+{
+	const char *ds;
+	int rc;
+	if ((rc = v2_adopt_namespace(repo, plan, &ds, err)) < 0)
+		return rc;
+	v2_store_renames(repo, plan, report);
+	tt_fault("upgrade:after-renames");
+	if (json_object_size(json_object_get(report, "failed")))
+		return v2_renames_failed(json_object_get(report, "failed"), err);
+	if ((rc = v2_rewrite_history(repo, plan, ds, report, err)) < 0 ||
+	    (rc = v2_rename_working_pins(repo, ds, err)) < 0)
+		return rc;
+	return v2_rename_workspace_refs(repo, ds, err);
 }
 
 /* The parts a dataset at its version shows it needs, in order (titles
@@ -2312,11 +2448,136 @@ static json_t *report(int from, const char *vcs_commit)
 			 "rewritten_manifests", "rewritten_indexes", "copied_listings", "failed", "vcs_commit", vcs_commit);
 }
 
+/* An upgrade killed after its commit: only the marker is left to clear;
+ * *out: the empty report (caller frees). */
+static int upgrade_clear_marker(tt_repo *repo, int from, json_t **out, tt_error *err)
+{
+	char *cache = tt_tether_path(repo->root, TT_CACHE_DIR), *left = cache ? tt_path_join(cache, MARKER) : NULL;
+	if (left && tt_is_file(left))
+		tt_unlink(left, NULL);
+	free(left);
+	free(cache);
+	*out = report(from, NULL);
+	return *out ? 0 : tt_error_oom(err);
+}
+
+/*
+ * A marker in the per-checkout cache says a killed upgrade of ours left
+ * the manifests changed: the re-run plans what is left and finishes.
+ * Without it, the manifests (objrel) must be committed; a fresh upgrade
+ * writes it.  *marker: its path (caller frees, also on failure).
+ */
+static int upgrade_marker(tt_repo *repo, int resumed, const char *objrel, char **marker, tt_error *err)
+{
+	char *cache = tt_tether_path(repo->root, TT_CACHE_DIR);
+	int rc = 0;
+	*marker = cache ? tt_path_join(cache, MARKER) : NULL;
+	if (!*marker) {
+		free(cache);
+		return tt_error_oom(err);
+	}
+	bool dirty = false, ours = tt_is_file(*marker);
+	if (!ours && (rc = tt_vcs_dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
+		free(cache);
+		return rc;
+	}
+	if (!resumed && rc == 0 && (rc = tt_mkdirs(cache, 0755, err)) == 0)
+		rc = tt_write_file_atomic(*marker, "upgrade\n", 8, 0644, err);
+	free(cache);
+	if (rc < 0)
+		return rc;
+	if (dirty) {
+		tt_unlink(*marker, NULL);
+		return tt_error_set(err, TT_ECONFIG, "the dataset's manifests have uncommitted changes; commit or restore "
+						     "them before upgrading");
+	}
+	return 0;
+}
+
+/* A namespacing that stopped after some store renames: the journal
+ * records what did happen, marked stopped (best effort). */
+static void record_stopped(tt_repo *repo, const tt_plan *plan, const json_t *result)
+{
+	if (!json_object_size(json_object_get(result, "renamed_pins")) &&
+	    !json_object_size(json_object_get(result, "renamed_branches")))
+		return;
+	tt_error ig = TT_ERROR_INIT;
+	json_t *p = tt_plan_to_object(plan, &ig), *r = json_deep_copy(result);
+	if (p && r && json_object_set_new(r, "stopped", json_true()) == 0)
+		tt_oplog_record_plan(repo->root, "upgrade", p, r, NULL, NULL, NULL, &ig);
+	json_decref(p);
+	json_decref(r);
+	tt_error_clear(&ig);
+}
+
+/* The plan's parts, in order, each into result. */
+static int upgrade_parts(tt_repo *repo, const tt_plan *plan, const json_t *parts, json_t *result,
+			 const char *marker, tt_error *err)
+{
+	int rc;
+	if (has_part(parts, P_NS) && (rc = apply_v2(repo, plan, result, err)) < 0) {
+		/* record what did happen (store renames), then surface the stop */
+		record_stopped(repo, plan, result);
+		/* it stopped before writing a manifest: the tree is the user's again */
+		tt_unlink(marker, NULL);
+		return rc;
+	}
+	if (has_part(parts, P_CONTENT) && (rc = apply_v3(repo, plan, result, err)) < 0)
+		return rc;
+	if (has_part(parts, P_LAYOUT) && (rc = apply_v4(repo, result, err)) < 0)
+		return rc;
+	if (has_part(parts, P_IDS) && (rc = apply_v5(repo, plan, result, err)) < 0)
+		return rc;
+	tt_fault("upgrade:after-parts");
+	return 0;
+}
+
+/* The VCS commit of what the upgrade changed (the manifests, .gitignore,
+ * tether.toml, the listings when there are any), when anything did.
+ * *commit: its id (caller frees), NULL when nothing was committed. */
+static int upgrade_commit(tt_repo *repo, const char *rel, const char *objrel, int from, char **commit, tt_error *err)
+{
+	char *paths[4] = { NULL };
+	size_t np = 0;
+	bool dirty = false;
+	int rc = 0;
+	paths[np++] = tt_strdup(objrel);
+	paths[np++] = *rel ? tt_asprintf("%s/.tether/.gitignore", rel) : tt_strdup(".tether/.gitignore");
+	paths[np++] = *rel ? tt_asprintf("%s/tether.toml", rel) : tt_strdup("tether.toml");
+	char *listings = tt_tether_path(repo->root, TT_LISTINGS_DIR);
+	if (listings && tt_is_dir(listings))
+		paths[np++] = *rel ? tt_asprintf("%s/.tether/listings", rel) : tt_strdup(".tether/listings");
+	free(listings);
+	for (size_t i = 0; i < np; i++)
+		if (!paths[i])
+			rc = tt_error_oom(err);
+	if (rc == 0 && (rc = tt_vcs_dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
+	    dirty) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "tether upgrade: v%d -> v%d", from, TT_CONFIG_VERSION);
+		rc = tt_vcs_commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, commit, err);
+	}
+	for (size_t i = 0; i < np; i++)
+		free(paths[i]);
+	return rc;
+}
+
+/* The journal record of the upgrade (the plan and its report). */
+static int record_upgrade(tt_repo *repo, const tt_plan *plan, json_t *result, tt_error *err)
+{
+	json_t *pj = tt_plan_to_object(plan, err);
+	if (!pj)
+		return err->code ? err->code : tt_error_oom(err);
+	int rc = tt_oplog_record_plan(repo->root, "upgrade", pj, result, NULL, NULL, NULL, err);
+	json_decref(pj);
+	return rc;
+}
+
 static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_error *err)
 {
 	int from = repo->config.version, rc;
 	char *commit = NULL, *objrel = NULL, *rel = NULL, *marker = NULL;
-	json_t *pj = NULL, *result = NULL;
+	json_t *result = NULL;
 	const json_t *planned_from = json_object_get(tt_plan_context(plan), "from");
 	if ((rc = tt_engine_check_preconditions(repo, plan, "upgrade", err)) < 0)
 		return rc;
@@ -2324,16 +2585,8 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		return tt_error_set(err, TT_ESTALEPLAN, "plan was made for version %lld, the dataset is at %d; re-run the plan",
 				    (long long)json_integer_value(planned_from), from);
 	int resumed = from >= TT_CONFIG_VERSION ? interrupted_from(repo) : 0;
-	if (from >= TT_CONFIG_VERSION && !resumed) {
-		/* killed after its commit: only the marker is left to clear */
-		char *cache = tt_tether_path(repo->root, TT_CACHE_DIR), *left = cache ? tt_path_join(cache, MARKER) : NULL;
-		if (left && tt_is_file(left))
-			tt_unlink(left, NULL);
-		free(left);
-		free(cache);
-		*out = report(from, NULL);
-		return *out ? 0 : tt_error_oom(err);
-	}
+	if (from >= TT_CONFIG_VERSION && !resumed)
+		return upgrade_clear_marker(repo, from, out, err);
 	const json_t *parts = json_object_get(tt_plan_context(plan), "parts");
 	/* what this build cannot rename or rewrite is refused before anything is written */
 	if (!resumed && has_part(parts, P_NS) && (rc = v2_refusals(repo, plan, err)) < 0)
@@ -2350,92 +2603,21 @@ static int apply_upgrade(tt_repo *repo, const tt_plan *plan, json_t **out, tt_er
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	/* A marker in the per-checkout cache says a killed upgrade of ours left
-	 * the manifests changed: the re-run plans what is left and finishes. */
-	char *cache = tt_tether_path(repo->root, TT_CACHE_DIR);
-	marker = cache ? tt_path_join(cache, MARKER) : NULL;
-	if (!marker) {
-		free(cache);
-		rc = tt_error_oom(err);
+	if ((rc = upgrade_marker(repo, resumed, objrel, &marker, err)) < 0)
 		goto done;
-	}
-	bool dirty = false, ours = tt_is_file(marker);
-	if (!ours && (rc = tt_vcs_dirty(repo->vcs, (const char *const[]){ objrel }, 1, &dirty, err)) < 0) {
-		free(cache);
+	if (!resumed && (rc = upgrade_parts(repo, plan, parts, result, marker, err)) < 0)
 		goto done;
-	}
-	if (!resumed && rc == 0 && (rc = tt_mkdirs(cache, 0755, err)) == 0)
-		rc = tt_write_file_atomic(marker, "upgrade\n", 8, 0644, err);
-	free(cache);
-	if (rc < 0)
-		goto done;
-	if (dirty) {
-		tt_unlink(marker, NULL);
-		rc = tt_error_set(err, TT_ECONFIG, "the dataset's manifests have uncommitted changes; commit or restore them "
-						   "before upgrading");
-		goto done;
-	}
-	if (!resumed) {
-		if (has_part(parts, P_NS) && (rc = apply_v2(repo, plan, result, err)) < 0) {
-			/* record what did happen (store renames), then surface the stop */
-			if (json_object_size(json_object_get(result, "renamed_pins")) ||
-			    json_object_size(json_object_get(result, "renamed_branches"))) {
-				tt_error ig = TT_ERROR_INIT;
-				json_t *p = tt_plan_to_object(plan, &ig), *r = json_deep_copy(result);
-				if (p && r && json_object_set_new(r, "stopped", json_true()) == 0)
-					tt_oplog_record_plan(repo->root, "upgrade", p, r, NULL, NULL, NULL, &ig);
-				json_decref(p);
-				json_decref(r);
-				tt_error_clear(&ig);
-			}
-			/* it stopped before writing a manifest: the tree is the user's again */
-			tt_unlink(marker, NULL);
-			goto done;
-		}
-		if (has_part(parts, P_CONTENT) && (rc = apply_v3(repo, plan, result, err)) < 0)
-			goto done;
-		if (has_part(parts, P_LAYOUT) && (rc = apply_v4(repo, result, err)) < 0)
-			goto done;
-		if (has_part(parts, P_IDS) && (rc = apply_v5(repo, plan, result, err)) < 0)
-			goto done;
-		tt_fault("upgrade:after-parts");
-	}
 	repo->config.version = TT_CONFIG_VERSION;
 	if ((rc = tt_config_save(&repo->config, repo->root, err)) < 0 ||
 	    (rc = tt_ensure_ignored(repo->root, false, err)) < 0)
 		goto done;
 	tt_fault("upgrade:after-config");
-	char *paths[4] = { NULL };
-	size_t np = 0;
-	paths[np++] = tt_strdup(objrel);
-	paths[np++] = *rel ? tt_asprintf("%s/.tether/.gitignore", rel) : tt_strdup(".tether/.gitignore");
-	paths[np++] = *rel ? tt_asprintf("%s/tether.toml", rel) : tt_strdup("tether.toml");
-	char *listings = tt_tether_path(repo->root, TT_LISTINGS_DIR);
-	if (listings && tt_is_dir(listings))
-		paths[np++] = *rel ? tt_asprintf("%s/.tether/listings", rel) : tt_strdup(".tether/listings");
-	free(listings);
-	for (size_t i = 0; i < np; i++)
-		if (!paths[i])
-			rc = tt_error_oom(err);
-	if (rc == 0 && (rc = tt_vcs_dirty(repo->vcs, (const char *const *)paths, np, &dirty, err)) == 0 &&
-	    dirty) {
-		char msg[64];
-		snprintf(msg, sizeof msg, "tether upgrade: v%d -> v%d", from, TT_CONFIG_VERSION);
-		rc = tt_vcs_commit(repo->vcs, (const char *const *)paths, np, msg, repo->ws.bookmark, &commit, err);
-	}
-	for (size_t i = 0; i < np; i++)
-		free(paths[i]);
-	if (rc < 0)
+	if ((rc = upgrade_commit(repo, rel, objrel, from, &commit, err)) < 0)
 		goto done;
 	tt_fault("upgrade:after-vcs-commit");
 	if (commit)
 		json_object_set_new(result, "vcs_commit", json_string(commit));
-	pj = tt_plan_to_object(plan, err);
-	if (!pj) {
-		rc = err->code ? err->code : tt_error_oom(err);
-		goto done;
-	}
-	if ((rc = tt_oplog_record_plan(repo->root, "upgrade", pj, result, NULL, NULL, NULL, err)) < 0)
+	if ((rc = record_upgrade(repo, plan, result, err)) < 0)
 		goto done;
 	if (tt_is_file(marker))
 		tt_unlink(marker, NULL);
@@ -2446,7 +2628,6 @@ done:
 	free(objrel);
 	free(rel);
 	free(marker);
-	json_decref(pj);
 	json_decref(result);
 	return rc;
 }

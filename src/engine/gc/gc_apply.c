@@ -131,164 +131,234 @@ static int do_unpin(tt_repo *repo, const tt_plan_action_view *a, const char *pid
 	return 0;
 }
 
+/* What applying a gc carries from action to action. */
+typedef struct gc_run {
+	tt_repo *repo;
+	json_t *report;   /* what was done */
+	json_t *failed;   /* what failed, and why */
+	json_t *shared;   /* keep-pins for another clone: the CLI's, not journaled */
+	char op_id[TT_OP_ID_LEN + 1];
+	bool journaled, forgot;
+} gc_run;
+
+/* Preflight every branch the plan deletes before the first action: a
+ * stale head found half-way would leave the plan half-applied. */
+static int preflight_heads(tt_repo *repo, const tt_plan *plan, tt_error *err)
+{
+	size_t na = tt_plan_action_count(plan);
+	int rc;
+	for (size_t i = 0; i < na; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		if (strcmp(a.op, "delete-branch") == 0 && (rc = require_head(repo, &a, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The journal's begin record (the plan and the workspace it starts
+ * from), under parent when the gc is part of another command;
+ * r->journaled once it is written. */
+static int begin_gc(gc_run *r, const tt_plan *plan, const char *parent, tt_error *err)
+{
+	tt_buf ws = TT_BUF_INIT;
+	json_t *pre, *plan_obj = NULL;
+	int rc;
+	if ((rc = tt_workspace_render(&ws, &r->repo->ws, err)) < 0) {
+		tt_buf_release(&ws);
+		return rc;
+	}
+	pre = json_pack("{s:s%}", "workspace", ws.ptr, ws.len);
+	tt_buf_release(&ws);
+	if (!pre || !(plan_obj = tt_plan_to_object(plan, err))) {
+		rc = pre ? err->code : tt_error_oom(err);
+		json_decref(pre);
+		return rc;  /* not journaled: the gc stops there */
+	}
+	rc = tt_oplog_begin(r->repo->root, "gc", plan_obj, pre, parent, r->op_id, err);
+	json_decref(pre);
+	json_decref(plan_obj);
+	if (rc < 0)
+		return rc;
+	r->journaled = true;
+	tt_fault("gc:after-journal");
+	return rc;
+}
+
+/* Best effort: take pin pid off the pinned index.  A miss can only make a
+ * later gc release a pin another clone re-creates under the same id. */
+static void forget_pinned(tt_repo *repo, const char *pid)
+{
+	json_t *ids = json_pack("[s]", pid);
+	tt_error ignored = TT_ERROR_INIT;
+	tt_index_forget_pinned(repo->vcs->shared_dir, repo->config.dataset_id, ids, &ignored);
+	if (ignored.code)
+		tt_engine_warn(repo, tt_asprintf("could not take pin %s off the pinned index: %s; if "
+						 "another clone creates it again, a later `gc` "
+						 "here may release it", pid, tt_error_text(&ignored)));
+	tt_error_clear(&ignored);
+	json_decref(ids);
+}
+
+/* An unpin action: the pin and its generations go from the store, then
+ * from the pinned index. */
+static void gc_unpin(gc_run *r, const tt_plan_action_view *a, tt_error *e)
+{
+	tt_buf pid = TT_BUF_INIT;
+	tt_pyv_str(&pid, json_object_get(a->params, "pin_id"));
+	if (do_unpin(r->repo, a, pid.ptr, e) == 0) {
+		tt_gc_map_append(json_object_get(r->report, "unpinned"), a->kind, json_string(pid.ptr));
+		json_t *d = json_pack("{s:s}", "target", a->target);
+		if (r->journaled)
+			tt_oplog_progress(r->repo->root, r->op_id, "unpin", d, e);
+		json_decref(d);
+		tt_fault("gc:after-unpin");
+		if (!e->code)
+			forget_pinned(r->repo, pid.ptr);
+	}
+	tt_buf_release(&pid);
+}
+
+/* A delete-branch action.  Checked in the preflight; again now.  A move
+ * found here is a race, not a stale plan: keep this branch, finish the
+ * rest. */
+static void gc_delete_branch(gc_run *r, const tt_plan_action_view *a, tt_error *e)
+{
+	tt_backend *b;
+	json_t *loc = json_object_get(a->params, "locator");
+	if (require_head(r->repo, a, e) < 0) {
+		if (e->code == TT_ESTALEPLAN)
+			tt_gc_map_append(json_object_get(r->report, "kept_working_refs"), a->key, json_string(a->target));
+	} else if (tt_engine_backend(r->repo, a->kind, &b, e) == 0) {
+		if (!tt_backend_has(b, delete_working_ref))
+			tt_error_set(e, TT_ECAPABILITY, "[%s] cannot delete branches", a->kind);
+		else if (tt_backend_delete_working_ref(b, loc, a->target, e) == 0) {
+			tt_gc_map_append(json_object_get(r->report, "deleted_working_refs"), a->key, json_string(a->target));
+			json_t *d = json_pack("{s:s,s:s}", "key", a->key, "target", a->target);
+			if (r->journaled)
+				tt_oplog_progress(r->repo->root, r->op_id, "delete-branch", d, e);
+			json_decref(d);
+		}
+	}
+}
+
+/* A keep-pin action: reported, and among the shared ones when another
+ * clone keeps it. */
+static void gc_keep_pin(gc_run *r, const tt_plan_action_view *a)
+{
+	tt_buf pid = TT_BUF_INIT;
+	tt_pyv_str(&pid, json_object_get(a->params, "pin_id"));
+	tt_gc_map_append(json_object_get(r->report, "kept_pins"), a->kind, json_string(pid.ptr));
+	if (json_is_string(json_object_get(a->params, "kept")))
+		tt_gc_map_append(r->shared, a->kind, json_string(pid.ptr));
+	tt_buf_release(&pid);
+}
+
+/* A delete-listing action.  A listing name, never a path: a plan is not
+ * authenticated. */
+static void gc_delete_listing(gc_run *r, const tt_plan_action_view *a, tt_error *e)
+{
+	if (!*a->target || strchr(a->target, '/') || a->target[0] == '.') {
+		tt_error_set(e, TT_ECONFIG, "not a listing name: %s", a->target);
+		return;
+	}
+	char *rel = tt_asprintf(TT_LISTINGS_DIR "/%s", a->target);
+	char *path = rel ? tt_tether_path(r->repo->root, rel) : NULL;
+	if (!path)
+		tt_error_oom(e);
+	else if (!tt_exists(path) || tt_unlink(path, e) == 0)
+		json_array_append_new(json_object_get(r->report, "deleted_listings"), json_string(a->target));
+	free(rel);
+	free(path);
+}
+
+/* One action of the plan; e: why it failed. */
+static void gc_action(gc_run *r, const tt_plan_action_view *a, tt_error *e)
+{
+	if (strcmp(a->op, "unpin") == 0) {
+		gc_unpin(r, a, e);
+	} else if (strcmp(a->op, "forget-working-ref") == 0) {
+		json_object_del(r->repo->ws.working_refs, a->key);
+		r->forgot = true;
+		tt_gc_map_append(json_object_get(r->report, "forgotten_working_refs"), a->key, json_string(a->target));
+	} else if (strcmp(a->op, "delete-branch") == 0) {
+		gc_delete_branch(r, a, e);
+	} else if (strcmp(a->op, "keep-branch") == 0) {
+		tt_gc_map_append(json_object_get(r->report, "kept_working_refs"), a->key, json_string(a->target));
+	} else if (strcmp(a->op, "keep-pin") == 0) {
+		gc_keep_pin(r, a);
+	} else if (tt_gc_store_op(a->op)) {
+		tt_gc_apply_store(r->repo, a, r->report, r->journaled ? r->op_id : NULL, e);
+	} else if (strcmp(a->op, "delete-listing") == 0) {
+		gc_delete_listing(r, a, e);
+	}
+}
+
+/* The workspace without the working refs forgotten; a failure is the
+ * report's. */
+static void save_forgotten(gc_run *r)
+{
+	tt_error e = TT_ERROR_INIT;
+	if (tt_workspace_save(&r->repo->ws, r->repo->root, &e) < 0) {
+		tt_plan_action_view a = { .op = "forget-working-ref", .target = "workspace.toml", .key = "" };
+		fail_action(r->failed, &a, &e);
+	}
+}
+
+/* The journal's done record: the report with what failed (a failure to
+ * write it is the report's too). */
+static int end_gc(gc_run *r, tt_error *err)
+{
+	json_t *result = json_deep_copy(r->report);
+	tt_error e = TT_ERROR_INIT;
+	if (!result || json_object_set(result, "failed", r->failed) < 0) {
+		json_decref(result);
+		return tt_error_oom(err);
+	}
+	if (tt_oplog_done(r->repo->root, r->op_id, result, NULL, NULL, &e) < 0)
+		fail_action(r->failed, &(tt_plan_action_view){ .op = "journal", .target = r->op_id, .key = "" }, &e);
+	json_decref(result);
+	return 0;
+}
+
 /* apply_gc: locks held by the caller. */
 int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err)
 {
-	json_t *report = NULL, *failed = NULL, *pre = NULL, *plan_obj = NULL;
-	json_t *shared = NULL;   /* keep-pins for another clone: the CLI's, not journaled */
-	char op_id[TT_OP_ID_LEN + 1] = "";
-	bool journaled = false, forgot = false;
+	gc_run r = { .repo = repo };
 	size_t na = tt_plan_action_count(plan);
 	int rc;
 	*out = NULL;
 	if ((rc = tt_engine_check_preconditions(repo, plan, "gc", err)) < 0)
 		return rc;
-	if (!(shared = json_object()) || !(report = new_report(false)) || !(failed = json_object())) {
+	if (!(r.shared = json_object()) || !(r.report = new_report(false)) || !(r.failed = json_object())) {
 		rc = tt_error_oom(err);
 		goto done;
 	}
-	/* Preflight every branch the plan deletes before the first action: a
-	 * stale head found half-way would leave the plan half-applied. */
-	for (size_t i = 0; i < na; i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		if (strcmp(a.op, "delete-branch") == 0 && (rc = require_head(repo, &a, err)) < 0)
-			goto done;
-	}
-	if (tt_plan_write_count(plan)) {
-		tt_buf ws = TT_BUF_INIT;
-		if ((rc = tt_workspace_render(&ws, &repo->ws, err)) < 0) {
-			tt_buf_release(&ws);
-			goto done;
-		}
-		pre = json_pack("{s:s%}", "workspace", ws.ptr, ws.len);
-		tt_buf_release(&ws);
-		if (!pre || !(plan_obj = tt_plan_to_object(plan, err))) {
-			rc = pre ? err->code : tt_error_oom(err);
-			goto done;
-		}
-		if ((rc = tt_oplog_begin(repo->root, "gc", plan_obj, pre, parent, op_id, err)) < 0)
-			goto done;
-		journaled = true;
-		tt_fault("gc:after-journal");
-	}
+	if ((rc = preflight_heads(repo, plan, err)) < 0 ||
+	    (tt_plan_write_count(plan) && ((rc = begin_gc(&r, plan, parent, err)) < 0 || !r.journaled)))
+		goto done;
 	for (size_t i = 0; i < na; i++) {
 		tt_plan_action_view a;
 		tt_error e = TT_ERROR_INIT;
 		tt_plan_action_at(plan, i, &a);
-		if (strcmp(a.op, "unpin") == 0) {
-			tt_buf pid = TT_BUF_INIT;
-			tt_pyv_str(&pid, json_object_get(a.params, "pin_id"));
-			if (do_unpin(repo, &a, pid.ptr, &e) == 0) {
-				tt_gc_map_append(json_object_get(report, "unpinned"), a.kind, json_string(pid.ptr));
-				json_t *d = json_pack("{s:s}", "target", a.target);
-				if (journaled)
-					tt_oplog_progress(repo->root, op_id, "unpin", d, &e);
-				json_decref(d);
-				tt_fault("gc:after-unpin");
-				if (!e.code) {
-					json_t *ids = json_pack("[s]", pid.ptr);
-					tt_error ignored = TT_ERROR_INIT;
-					/* Best effort: a miss can only make a later gc release a
-					 * pin another clone re-creates under the same id. */
-					tt_index_forget_pinned(repo->vcs->shared_dir, repo->config.dataset_id, ids,
-							       &ignored);
-					if (ignored.code)
-						tt_engine_warn(repo, tt_asprintf("could not take pin %s off the pinned index: %s; if "
-								       "another clone creates it again, a later `gc` "
-								       "here may release it", pid.ptr,
-								       tt_error_text(&ignored)));
-					tt_error_clear(&ignored);
-					json_decref(ids);
-				}
-			}
-			tt_buf_release(&pid);
-		} else if (strcmp(a.op, "forget-working-ref") == 0) {
-			json_object_del(repo->ws.working_refs, a.key);
-			forgot = true;
-			tt_gc_map_append(json_object_get(report, "forgotten_working_refs"), a.key, json_string(a.target));
-		} else if (strcmp(a.op, "delete-branch") == 0) {
-			tt_backend *b;
-			json_t *loc = json_object_get(a.params, "locator");
-			/* Checked in the preflight; again now.  A move found here is a
-			 * race, not a stale plan: keep this branch, finish the rest. */
-			if (require_head(repo, &a, &e) < 0) {
-				if (e.code == TT_ESTALEPLAN)
-					tt_gc_map_append(json_object_get(report, "kept_working_refs"), a.key,
-						   json_string(a.target));
-			} else if (tt_engine_backend(repo, a.kind, &b, &e) == 0) {
-				if (!tt_backend_has(b, delete_working_ref))
-					tt_error_set(&e, TT_ECAPABILITY, "[%s] cannot delete branches", a.kind);
-				else if (tt_backend_delete_working_ref(b, loc, a.target, &e) == 0) {
-					tt_gc_map_append(json_object_get(report, "deleted_working_refs"), a.key,
-						   json_string(a.target));
-					json_t *d = json_pack("{s:s,s:s}", "key", a.key, "target", a.target);
-					if (journaled)
-						tt_oplog_progress(repo->root, op_id, "delete-branch", d, &e);
-					json_decref(d);
-				}
-			}
-		} else if (strcmp(a.op, "keep-branch") == 0) {
-			tt_gc_map_append(json_object_get(report, "kept_working_refs"), a.key, json_string(a.target));
-		} else if (strcmp(a.op, "keep-pin") == 0) {
-			tt_buf pid = TT_BUF_INIT;
-			tt_pyv_str(&pid, json_object_get(a.params, "pin_id"));
-			tt_gc_map_append(json_object_get(report, "kept_pins"), a.kind, json_string(pid.ptr));
-			if (json_is_string(json_object_get(a.params, "kept")))
-				tt_gc_map_append(shared, a.kind, json_string(pid.ptr));
-			tt_buf_release(&pid);
-		} else if (tt_gc_store_op(a.op)) {
-			tt_gc_apply_store(repo, &a, report, journaled ? op_id : NULL, &e);
-		} else if (strcmp(a.op, "delete-listing") == 0) {
-			/* A listing name, never a path: a plan is not authenticated. */
-			if (!*a.target || strchr(a.target, '/') || a.target[0] == '.') {
-				tt_error_set(&e, TT_ECONFIG, "not a listing name: %s", a.target);
-			} else {
-				char *rel = tt_asprintf(TT_LISTINGS_DIR "/%s", a.target);
-				char *path = rel ? tt_tether_path(repo->root, rel) : NULL;
-				if (!path)
-					tt_error_oom(&e);
-				else if (!tt_exists(path) || tt_unlink(path, &e) == 0)
-					json_array_append_new(json_object_get(report, "deleted_listings"),
-							      json_string(a.target));
-				free(rel);
-				free(path);
-			}
-		}
-		if (e.code && fail_action(failed, &a, &e) < 0) {
+		gc_action(&r, &a, &e);
+		if (e.code && fail_action(r.failed, &a, &e) < 0) {
 			rc = tt_error_oom(err);
 			goto done;
 		}
 	}
-	if (forgot) {
-		tt_error e = TT_ERROR_INIT;
-		if (tt_workspace_save(&repo->ws, repo->root, &e) < 0) {
-			tt_plan_action_view a = { .op = "forget-working-ref", .target = "workspace.toml", .key = "" };
-			fail_action(failed, &a, &e);
-		}
-	}
-	if (journaled) {
-		json_t *result = json_deep_copy(report);
-		tt_error e = TT_ERROR_INIT;
-		if (!result || json_object_set(result, "failed", failed) < 0) {
-			json_decref(result);
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		if (tt_oplog_done(repo->root, op_id, result, NULL, NULL, &e) < 0)
-			fail_action(failed, &(tt_plan_action_view){ .op = "journal", .target = op_id, .key = "" }, &e);
-		json_decref(result);
-	}
-	json_object_set(report, "failed", failed);
-	json_object_set(report, "kept_pins_shared", shared);
-	*out = report;
-	report = NULL;
+	if (r.forgot)
+		save_forgotten(&r);
+	if (r.journaled && (rc = end_gc(&r, err)) < 0)
+		goto done;
+	json_object_set(r.report, "failed", r.failed);
+	json_object_set(r.report, "kept_pins_shared", r.shared);
+	*out = r.report;
+	r.report = NULL;
 done:
-	json_decref(report);
-	json_decref(shared);
-	json_decref(failed);
-	json_decref(pre);
-	json_decref(plan_obj);
+	json_decref(r.report);
+	json_decref(r.shared);
+	json_decref(r.failed);
 	return rc;
 }
 

@@ -207,9 +207,157 @@ static int pin_caution(gc_state *s, const char *pid, bool known, char **why, con
 	return *why ? 0 : tt_error_oom(err);
 }
 
+/* The pins a store lists by id: id -> [listed generations], in order of
+ * first listing (*out: new reference). */
+static int pins_by_id(json_t *listed, json_t **out, tt_error *err)
+{
+	json_t *live = json_object(), *v;
+	size_t i;
+	*out = NULL;
+	json_array_foreach(listed, i, v) {
+		char *pid = tt_gc_pin_of_listed(json_string_value(v));
+		if (!pid || tt_gc_map_append(live, pid, json_string(json_string_value(v))) < 0) {
+			free(pid);
+			json_decref(live);
+			return tt_error_oom(err);
+		}
+		free(pid);
+	}
+	*out = live;
+	return 0;
+}
+
+/* Into mine (sorted): this dataset's pins among live that no manifest
+ * references and no unfinished operation holds; notes on other datasets'
+ * pins and the running ones. */
+static int releasable_pins(gc_state *s, const tt_manifest *m, json_t *live, json_t *mine, tt_error *err)
+{
+	size_t nlive = json_object_size(live), nmine = 0, nrunning = 0;
+	const char *pid;
+	json_t *v;
+	int rc;
+	json_object_foreach(live, pid, v) {
+		char ds[TT_DATASET_ID_LEN + 1];
+		if (!tt_pin_dataset(pid, ds) || strcmp(ds, s->repo->config.dataset_id) != 0)
+			continue;
+		nmine++;
+		if (tt_gc_set_has(s->w.referenced, pid))
+			continue;
+		if (tt_gc_set_has(s->inflight, pid)) {
+			nrunning++;
+			continue;
+		}
+		json_array_append_new(mine, json_string(pid));
+	}
+	if (nlive > nmine &&
+	    (rc = tt_gc_note(s->plan, tt_asprintf("%s: %zu pin(s) of other datasets left alone", m->key,
+						  nlive - nmine), err)) < 0)
+		return rc;
+	if (nrunning &&
+	    (rc = tt_gc_note(s->plan, tt_asprintf("%s: %zu pin(s) of unfinished operation(s) kept (see "
+						  "`tether ops`)", m->key, nrunning), err)) < 0)
+		return rc;
+	/* sorted(mine - referenced - running) */
+	tt_gc_sort_strings(mine);
+	return 0;
+}
+
+/* The params of pin id's release: its generations other than the plain
+ * ref (gens) are unpinned too.  New reference; NULL: out of memory. */
+static json_t *unpin_params(const tt_manifest *m, const char *id, const json_t *gens)
+{
+	json_t *params = json_pack("{s:O,s:s}", "locator", m->locator, "pin_id", id);
+	if (params && (json_array_size(gens) > 1 || strcmp(json_string_value(json_array_get(gens, 0)), id) != 0)) {
+		json_t *refs = json_array();
+		size_t g;
+		json_t *gv;
+		json_array_foreach(gens, g, gv) {
+			char *r = tt_asprintf("tether.%s", json_string_value(gv));
+			json_array_append_new(refs, json_string(r ? r : ""));
+			free(r);
+		}
+		json_object_set_new(params, "refs", refs);
+	}
+	return params;
+}
+
+/* The unpin of pin id in m's store, or keep-pin where a caution holds it;
+ * once per store (planned: kind\x1fid, seen under another namespace). */
+static int plan_pin_release(gc_state *s, const tt_manifest *m, const char *id, json_t *live, json_t *planned,
+			    tt_error *err)
+{
+	char ref[TT_PIN_ID_MAX + 8];
+	char *pkey = tt_asprintf("%s\x1f%s", m->kind, id);
+	if (!pkey)
+		return tt_error_oom(err);
+	bool dup = tt_gc_set_has(planned, pkey);   /* the same store under another namespace */
+	tt_gc_set_add(planned, pkey);
+	free(pkey);
+	if (dup)
+		return 0;
+	tt_ref_for_pin(ref, sizeof ref, id);
+	bool known = tt_gc_set_has(s->known, id);
+	json_t *params = unpin_params(m, id, json_object_get(live, id));
+	if (!params)
+		return tt_error_oom(err);
+	char *why = NULL;
+	const char *kept = NULL;
+	int rc;
+	if ((rc = pin_caution(s, id, known, &why, &kept, err)) < 0) {
+		json_decref(params);
+		return rc;
+	}
+	/* The cautions tether-vcs lacks say which in the plan. */
+	if (kept && strcmp(kept, "foreign") != 0)
+		rc = json_object_set_new(params, "kept", json_string(kept)) < 0 ? tt_error_oom(err) : 0;
+	if (rc == 0 && why)
+		rc = tt_plan_action(s->plan, "keep-pin", m->key, m->kind, ref, why, params, err);
+	else if (rc == 0)
+		rc = tt_plan_action(s->plan, "unpin", m->key, m->kind, ref,
+				    known ? "no manifest in history references it"
+					  : "no manifest in history references it; not created by "
+					    "this clone", params, err);
+	free(why);
+	json_decref(params);
+	return rc;
+}
+
+/* The releases of the pins in m's store (namespace ns), once per store
+ * (checked). */
+static int plan_store_unpins(gc_state *s, const tt_manifest *m, const char *ns, json_t *checked, json_t *planned,
+			     tt_error *err)
+{
+	tt_backend *b;
+	json_t *listed = NULL, *live = NULL, *mine = NULL, *v;
+	size_t i;
+	int rc;
+	if ((rc = tt_engine_backend(s->repo, m->kind, &b, err)) < 0)
+		return rc;
+	if (!(b->kind->caps & TT_CAP_PIN) || !tt_backend_has(b, list_pins) || tt_gc_set_has(checked, ns))
+		return 0;
+	tt_gc_set_add(checked, ns);
+	if ((rc = tt_backend_list_pins(b, m->locator, &listed, err)) < 0) {
+		tt_gc_object_error(err, m->key, m->kind);
+		return rc;
+	}
+	rc = pins_by_id(listed, &live, err);
+	json_decref(listed);
+	if (rc < 0)
+		return rc;
+	mine = json_array();
+	if ((rc = releasable_pins(s, m, live, mine, err)) < 0)
+		goto out;
+	json_array_foreach(mine, i, v)
+		if ((rc = plan_pin_release(s, m, json_string_value(v), live, planned, err)) < 0)
+			goto out;
+out:
+	json_decref(live);
+	json_decref(mine);
+	return rc;
+}
+
 int tt_gc_plan_unpins(gc_state *s, tt_error *err)
 {
-	tt_repo *repo = s->repo;
 	json_t *checked = json_object(), *planned = json_object();
 	int rc = 0;
 	if (!checked || !planned) {
@@ -217,119 +365,8 @@ int tt_gc_plan_unpins(gc_state *s, tt_error *err)
 		goto done;
 	}
 	for (size_t h = 0; h < s->w.npinned; h++) {
-		const tt_manifest *m = &s->w.memo.items[s->w.pinned_order[h]];
-		const char *ns = s->w.ns[s->w.pinned_order[h]];
-		tt_backend *b;
-		json_t *listed = NULL, *live = NULL, *mine = NULL;
-		if ((rc = tt_engine_backend(repo, m->kind, &b, err)) < 0)
-			goto done;
-		if (!(b->kind->caps & TT_CAP_PIN) || !tt_backend_has(b, list_pins) || tt_gc_set_has(checked, ns))
-			continue;
-		tt_gc_set_add(checked, ns);
-		if ((rc = tt_backend_list_pins(b, m->locator, &listed, err)) < 0) {
-			tt_gc_object_error(err, m->key, m->kind);
-			goto done;
-		}
-		/* id -> [listed generations], in order of first listing */
-		live = json_object();
-		mine = json_array();
-		size_t i;
-		json_t *v;
-		json_array_foreach(listed, i, v) {
-			char *pid = tt_gc_pin_of_listed(json_string_value(v));
-			if (!pid || tt_gc_map_append(live, pid, json_string(json_string_value(v))) < 0) {
-				free(pid);
-				json_decref(listed), json_decref(live), json_decref(mine);
-				rc = tt_error_oom(err);
-				goto done;
-			}
-			free(pid);
-		}
-		json_decref(listed);
-		size_t nlive = json_object_size(live), nmine = 0, nrunning = 0;
-		const char *pid;
-		json_object_foreach(live, pid, v) {
-			char ds[TT_DATASET_ID_LEN + 1];
-			if (!tt_pin_dataset(pid, ds) || strcmp(ds, repo->config.dataset_id) != 0)
-				continue;
-			nmine++;
-			if (tt_gc_set_has(s->w.referenced, pid))
-				continue;
-			if (tt_gc_set_has(s->inflight, pid)) {
-				nrunning++;
-				continue;
-			}
-			json_array_append_new(mine, json_string(pid));
-		}
-		if (nlive > nmine &&
-		    (rc = tt_gc_note(s->plan, tt_asprintf("%s: %zu pin(s) of other datasets left alone", m->key,
-						    nlive - nmine), err)) < 0)
-			goto next;
-		if (nrunning &&
-		    (rc = tt_gc_note(s->plan, tt_asprintf("%s: %zu pin(s) of unfinished operation(s) kept (see "
-						    "`tether ops`)", m->key, nrunning), err)) < 0)
-			goto next;
-		/* sorted(mine - referenced - running) */
-		tt_gc_sort_strings(mine);
-		json_array_foreach(mine, i, v) {
-			const char *id = json_string_value(v);
-			char ref[TT_PIN_ID_MAX + 8];
-			char *pkey = tt_asprintf("%s\x1f%s", m->kind, id);
-			if (!pkey) {
-				rc = tt_error_oom(err);
-				goto next;
-			}
-			bool dup = tt_gc_set_has(planned, pkey);   /* the same store under another namespace */
-			tt_gc_set_add(planned, pkey);
-			free(pkey);
-			if (dup)
-				continue;
-			tt_ref_for_pin(ref, sizeof ref, id);
-			bool known = tt_gc_set_has(s->known, id);
-			json_t *params = json_pack("{s:O,s:s}", "locator", m->locator, "pin_id", id);
-			json_t *gens = json_object_get(live, id);
-			/* Generations other than the plain ref: unpin them too. */
-			if (params && (json_array_size(gens) > 1 ||
-				       strcmp(json_string_value(json_array_get(gens, 0)), id) != 0)) {
-				json_t *refs = json_array();
-				size_t g;
-				json_t *gv;
-				json_array_foreach(gens, g, gv) {
-					char *r = tt_asprintf("tether.%s", json_string_value(gv));
-					json_array_append_new(refs, json_string(r ? r : ""));
-					free(r);
-				}
-				json_object_set_new(params, "refs", refs);
-			}
-			if (!params) {
-				rc = tt_error_oom(err);
-				goto next;
-			}
-			char *why = NULL;
-			const char *kept = NULL;
-			if ((rc = pin_caution(s, id, known, &why, &kept, err)) < 0) {
-				json_decref(params);
-				goto next;
-			}
-			/* The cautions tether-vcs lacks say which in the plan. */
-			if (kept && strcmp(kept, "foreign") != 0)
-				rc = json_object_set_new(params, "kept", json_string(kept)) < 0 ? tt_error_oom(err) : 0;
-			if (rc == 0 && why)
-				rc = tt_plan_action(s->plan, "keep-pin", m->key, m->kind, ref, why, params, err);
-			else if (rc == 0)
-				rc = tt_plan_action(s->plan, "unpin", m->key, m->kind, ref,
-						    known ? "no manifest in history references it"
-							  : "no manifest in history references it; not created by "
-							    "this clone", params, err);
-			free(why);
-			json_decref(params);
-			if (rc < 0)
-				goto next;
-		}
-next:
-		json_decref(live);
-		json_decref(mine);
-		if (rc < 0)
+		size_t at = s->w.pinned_order[h];
+		if ((rc = plan_store_unpins(s, &s->w.memo.items[at], s->w.ns[at], checked, planned, err)) < 0)
 			goto done;
 	}
 done:

@@ -198,6 +198,200 @@ static int judge_ref(tt_repo *repo, tt_backend *b, const char *kind, const json_
 	return rc;
 }
 
+/* What planning the release of one store's refs carries from step to step. */
+typedef struct store_scan {
+	tt_repo *repo;
+	tt_plan *plan;
+	const tt_gc_store_ctx *ctx;
+	bool prune, force;
+	const char *key, *kind, *why;
+	const json_t *loc, *identity;
+	tt_backend *b;
+	store_refs *out;
+	json_t *base_head;  /* the base branch's head as content, once read */
+} store_scan;
+
+/* The store's working refs into ours (this dataset's, of a bookmark this
+ * clone had or created the store on) and strangers; others counted as
+ * foreign. */
+static int scan_branches(store_scan *s, const char *created_on, tt_error *err)
+{
+	store_refs *out = s->out;
+	json_t *listed = NULL, *mine_slugs, *v;
+	size_t i;
+	int rc = 0;
+	if (!(mine_slugs = json_deep_copy(s->ctx->known_slugs)))
+		return tt_error_oom(err);
+	if (created_on) {
+		char *slug = NULL;
+		if ((rc = tt_bookmark_slug(&slug, created_on, err)) < 0)
+			goto done;
+		json_object_set_new(mine_slugs, slug, json_true());
+		free(slug);
+	}
+	if ((rc = tt_backend_list_working_refs(s->b, s->loc, &listed, err)) < 0)
+		goto done;
+	sort_strings(listed);
+	json_array_foreach(listed, i, v) {
+		tt_ref_parts parts;
+		const char *ref = json_string_value(v);
+		if (!ref || !tt_working_ref_parts(ref, &parts)) {
+			out->foreign_refs++;
+			continue;
+		}
+		if (strcmp(parts.ds, s->repo->config.dataset_id) != 0)
+			out->foreign_refs++;
+		else if (parts.slug && !has(mine_slugs, parts.slug))
+			json_array_append_new(out->strangers, json_string(ref));
+		else
+			json_array_append_new(out->ours, json_string(ref));
+		tt_ref_parts_release(&parts);
+	}
+done:
+	json_decref(listed);
+	json_decref(mine_slugs);
+	return rc;
+}
+
+/* The store's pins into pins, and this dataset's unreferenced ones into
+ * our_pins (a commit of this clone made them) and stranger_pins; others
+ * counted as foreign. */
+static int scan_pins(store_scan *s, tt_error *err)
+{
+	store_refs *out = s->out;
+	const char *ds = s->repo->config.dataset_id;
+	json_t *listed = NULL, *v;
+	size_t i;
+	int rc;
+	if ((rc = tt_backend_list_pins(s->b, s->loc, &listed, err)) < 0) {
+		json_decref(listed);
+		return rc;
+	}
+	json_array_foreach(listed, i, v)
+		if (json_is_string(v))
+			json_object_set_new(out->pins, json_string_value(v), json_true());
+	json_t *sorted = json_array();
+	const char *pid;
+	json_object_foreach(out->pins, pid, v) json_array_append_new(sorted, json_string(pid));
+	sort_strings(sorted);
+	json_array_foreach(sorted, i, v) {
+		char pds[TT_DATASET_ID_LEN + 1];
+		pid = json_string_value(v);
+		if (!tt_pin_dataset(pid, pds) || strcmp(pds, ds) != 0) {
+			out->foreign_pins++;
+			continue;
+		}
+		/* A pin a manifest names stays (and so does its store). */
+		if (has(s->ctx->referenced, pid))
+			continue;
+		json_array_append_new(has(s->ctx->known_pins, pid) ? out->our_pins : out->stranger_pins,
+				      json_string(pid));
+	}
+	json_decref(sorted);
+	json_decref(listed);
+	return rc;
+}
+
+/* The blocker that says why strangers' refs hold the whole store. */
+static int strangers_blocker(store_refs *out, tt_error *err)
+{
+	tt_buf t = TT_BUF_INIT;
+	char *a = joined(out->strangers, ", "), *p = joined(out->stranger_pins, ", ");
+	int rc;
+	if (json_array_size(out->strangers))
+		tt_buf_printf(&t, "branch(es) of bookmark(s) this clone never had: %s", a ? a : "");
+	if (json_array_size(out->stranger_pins))
+		tt_buf_printf(&t, "%spin(s) no commit of this clone made: %s", t.len ? "; " : "", p ? p : "");
+	tt_buf_puts(&t, " -- another checkout or clone of this dataset may be working in the store; "
+		    "fetch it, or --force-prune");
+	free(a);
+	free(p);
+	if ((rc = tt_buf_check(&t, err, "blocker")) == 0)
+		json_array_append_new(out->blockers, json_string(t.ptr));
+	tt_buf_release(&t);
+	return rc;
+}
+
+/* An unpin of each unreferenced pin of this dataset: ours, then the
+ * strangers'. */
+static int plan_pin_releases(store_scan *s, tt_error *err)
+{
+	size_t i;
+	json_t *v;
+	int rc;
+	for (int pass = 0; pass < 2; pass++) {
+		json_array_foreach(pass ? s->out->stranger_pins : s->out->our_pins, i, v) {
+			char ref[TT_PIN_ID_MAX + 8];
+			if (tt_ref_for_pin(ref, sizeof ref, json_string_value(v)) < 0)
+				continue;
+			if ((rc = action(s->plan, "unpin", s->key, s->kind, ref, s->why,
+					 json_pack("{s:O,s:s}", "locator", s->loc, "pin_id", json_string_value(v)),
+					 err)) < 0)
+				return rc;
+			json_array_append_new(s->out->ignoring, json_string(ref));
+		}
+	}
+	return 0;
+}
+
+/* The delete of one working branch (a stranger's: of a bookmark this
+ * clone never had), or the blocker that keeps it: no --prune-bookmarks, a
+ * live bookmark's, or (unless forced) writes no pin holds. */
+static int plan_branch_release(store_scan *s, const char *ref, bool stranger, tt_error *err)
+{
+	tt_ref_parts parts;
+	char *slug = NULL, *reason = NULL;
+	const char *safe = "";
+	json_t *head = NULL;
+	int rc;
+	if (tt_working_ref_parts(ref, &parts)) {
+		slug = parts.slug ? tt_strdup(parts.slug) : NULL;
+		tt_ref_parts_release(&parts);
+	}
+	if (!s->prune) {
+		push(s->out->blockers, tt_asprintf("working branch %s (gc --prune-bookmarks evaluates it)", ref));
+		free(slug);
+		return 0;
+	}
+	if (slug && has(s->ctx->keep_slugs, slug)) {
+		push(s->out->blockers, tt_asprintf("branch %s belongs to live bookmark %s", ref, slug));
+		free(slug);
+		return 0;
+	}
+	free(slug);
+	if (stranger)
+		reason = tt_strdup("belongs to a bookmark this clone never had");
+	else if ((rc = judge_ref(s->repo, s->b, s->kind, s->loc, s->identity, s->out, ref, &s->base_head, &head,
+				 &safe, &reason, err)) < 0)
+		return rc;
+	if (reason && !s->force) {
+		push(s->out->blockers, tt_asprintf("branch %s %s (--force-prune deletes)", ref, reason));
+		free(reason);
+		json_decref(head);
+		return 0;
+	}
+	if (!head && stranger) {
+		tt_error ignored = TT_ERROR_INIT;
+		if (tt_backend_fingerprint(s->b, s->loc, ref, &head, &ignored) < 0)
+			head = NULL;
+		tt_error_clear(&ignored);
+	}
+	char *detail = reason ? tt_asprintf("%s; FORCED although it %s", s->why, reason)
+			      : tt_asprintf("%s; %s", s->why, safe);
+	json_t *params = json_pack("{s:O,s:O?}", "locator", s->loc, "head", head);
+	if (params && reason)
+		json_object_set_new(params, "forced", json_true());
+	rc = detail ? action(s->plan, "delete-branch", s->key, s->kind, ref, detail, params, err)
+		    : (json_decref(params), tt_error_oom(err));
+	free(detail);
+	free(reason);
+	json_decref(head);
+	if (rc < 0)
+		return rc;
+	json_array_append_new(s->out->ignoring, json_string(ref));
+	return 0;
+}
+
 /*
  * Plan the release of this dataset's own refs in a store no manifest
  * names: unpin our pins, delete our stray branches under the
@@ -210,9 +404,10 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 			   const char *key, const char *kind, const json_t *loc, const json_t *identity,
 			   const char *created_on, const char *why, store_refs *out, tt_error *err)
 {
-	const char *ds = repo->config.dataset_id;
-	tt_backend *b;
-	json_t *listed = NULL, *mine_slugs = NULL, *base_head = NULL;
+	store_scan s = { .repo = repo, .plan = plan, .ctx = ctx, .prune = prune, .force = force, .key = key,
+			 .kind = kind, .why = why, .loc = loc, .identity = identity, .out = out };
+	size_t i;
+	json_t *v;
 	int rc;
 	memset(out, 0, sizeof *out);
 	out->ignoring = json_array();
@@ -225,153 +420,24 @@ static int plan_store_refs(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *
 	if (!out->ignoring || !out->blockers || !out->ours || !out->strangers || !out->pins || !out->our_pins ||
 	    !out->stranger_pins)
 		return tt_error_oom(err);
-	if ((rc = tt_engine_backend(repo, kind, &b, err)) < 0)
+	if ((rc = tt_engine_backend(repo, kind, &s.b, err)) < 0)
 		return rc;
-	unsigned eff = tt_backend_caps(b, loc, repo->config.defaults.file, repo->config.defaults.pin);
-	size_t i;
-	json_t *v;
-	if ((eff & TT_CAP_FORK) && tt_backend_has(b, list_working_refs)) {
-		if (!(mine_slugs = json_deep_copy(ctx->known_slugs)))
-			return tt_error_oom(err);
-		if (created_on) {
-			char *slug = NULL;
-			if ((rc = tt_bookmark_slug(&slug, created_on, err)) < 0)
+	unsigned eff = tt_backend_caps(s.b, loc, repo->config.defaults.file, repo->config.defaults.pin);
+	if ((eff & TT_CAP_FORK) && tt_backend_has(s.b, list_working_refs) &&
+	    (rc = scan_branches(&s, created_on, err)) < 0)
+		return rc;
+	if ((eff & TT_CAP_PIN) && tt_backend_has(s.b, list_pins) && (rc = scan_pins(&s, err)) < 0)
+		return rc;
+	if ((json_array_size(out->strangers) || json_array_size(out->stranger_pins)) && !force)
+		return strangers_blocker(out, err);   /* touch nothing */
+	if ((rc = plan_pin_releases(&s, err)) < 0)
+		goto done;
+	for (int pass = 0; pass < 2; pass++)
+		json_array_foreach(pass ? out->strangers : out->ours, i, v)
+			if ((rc = plan_branch_release(&s, json_string_value(v), pass, err)) < 0)
 				goto done;
-			json_object_set_new(mine_slugs, slug, json_true());
-			free(slug);
-		}
-		if ((rc = tt_backend_list_working_refs(b, loc, &listed, err)) < 0)
-			goto done;
-		sort_strings(listed);
-		json_array_foreach(listed, i, v) {
-			tt_ref_parts parts;
-			const char *ref = json_string_value(v);
-			if (!ref || !tt_working_ref_parts(ref, &parts)) {
-				out->foreign_refs++;
-				continue;
-			}
-			if (strcmp(parts.ds, ds) != 0)
-				out->foreign_refs++;
-			else if (parts.slug && !has(mine_slugs, parts.slug))
-				json_array_append_new(out->strangers, json_string(ref));
-			else
-				json_array_append_new(out->ours, json_string(ref));
-			tt_ref_parts_release(&parts);
-		}
-		json_decref(listed);
-		listed = NULL;
-	}
-	if ((eff & TT_CAP_PIN) && tt_backend_has(b, list_pins)) {
-		if ((rc = tt_backend_list_pins(b, loc, &listed, err)) < 0)
-			goto done;
-		json_array_foreach(listed, i, v)
-			if (json_is_string(v))
-				json_object_set_new(out->pins, json_string_value(v), json_true());
-		json_t *sorted = json_array();
-		const char *pid;
-		json_object_foreach(out->pins, pid, v) json_array_append_new(sorted, json_string(pid));
-		sort_strings(sorted);
-		json_array_foreach(sorted, i, v) {
-			char pds[TT_DATASET_ID_LEN + 1];
-			pid = json_string_value(v);
-			if (!tt_pin_dataset(pid, pds) || strcmp(pds, ds) != 0) {
-				out->foreign_pins++;
-				continue;
-			}
-			/* A pin a manifest names stays (and so does its store). */
-			if (has(ctx->referenced, pid))
-				continue;
-			json_array_append_new(has(ctx->known_pins, pid) ? out->our_pins : out->stranger_pins,
-					      json_string(pid));
-		}
-		json_decref(sorted);
-	}
-	if ((json_array_size(out->strangers) || json_array_size(out->stranger_pins)) && !force) {
-		tt_buf t = TT_BUF_INIT;
-		char *a = joined(out->strangers, ", "), *p = joined(out->stranger_pins, ", ");
-		if (json_array_size(out->strangers))
-			tt_buf_printf(&t, "branch(es) of bookmark(s) this clone never had: %s", a ? a : "");
-		if (json_array_size(out->stranger_pins))
-			tt_buf_printf(&t, "%spin(s) no commit of this clone made: %s", t.len ? "; " : "", p ? p : "");
-		tt_buf_puts(&t, " -- another checkout or clone of this dataset may be working in the store; "
-			    "fetch it, or --force-prune");
-		free(a);
-		free(p);
-		if ((rc = tt_buf_check(&t, err, "blocker")) == 0)
-			json_array_append_new(out->blockers, json_string(t.ptr));
-		tt_buf_release(&t);
-		goto done;   /* touch nothing */
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		json_array_foreach(pass ? out->stranger_pins : out->our_pins, i, v) {
-			char ref[TT_PIN_ID_MAX + 8];
-			if (tt_ref_for_pin(ref, sizeof ref, json_string_value(v)) < 0)
-				continue;
-			if ((rc = action(plan, "unpin", key, kind, ref, why,
-					 json_pack("{s:O,s:s}", "locator", loc, "pin_id", json_string_value(v)),
-					 err)) < 0)
-				goto done;
-			json_array_append_new(out->ignoring, json_string(ref));
-		}
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		json_array_foreach(pass ? out->strangers : out->ours, i, v) {
-			const char *ref = json_string_value(v);
-			tt_ref_parts parts;
-			char *slug = NULL, *reason = NULL;
-			const char *safe = "";
-			json_t *head = NULL;
-			if (tt_working_ref_parts(ref, &parts)) {
-				slug = parts.slug ? tt_strdup(parts.slug) : NULL;
-				tt_ref_parts_release(&parts);
-			}
-			if (!prune) {
-				push(out->blockers, tt_asprintf("working branch %s (gc --prune-bookmarks evaluates it)", ref));
-				free(slug);
-				continue;
-			}
-			if (slug && has(ctx->keep_slugs, slug)) {
-				push(out->blockers, tt_asprintf("branch %s belongs to live bookmark %s", ref, slug));
-				free(slug);
-				continue;
-			}
-			free(slug);
-			if (pass)
-				reason = tt_strdup("belongs to a bookmark this clone never had");
-			else if ((rc = judge_ref(repo, b, kind, loc, identity, out, ref, &base_head, &head, &safe,
-						 &reason, err)) < 0)
-				goto done;
-			if (reason && !force) {
-				push(out->blockers, tt_asprintf("branch %s %s (--force-prune deletes)", ref, reason));
-				free(reason);
-				json_decref(head);
-				continue;
-			}
-			if (!head && pass) {
-				tt_error ignored = TT_ERROR_INIT;
-				if (tt_backend_fingerprint(b, loc, ref, &head, &ignored) < 0)
-					head = NULL;
-				tt_error_clear(&ignored);
-			}
-			char *detail = reason ? tt_asprintf("%s; FORCED although it %s", why, reason)
-					      : tt_asprintf("%s; %s", why, safe);
-			json_t *params = json_pack("{s:O,s:O?}", "locator", loc, "head", head);
-			if (params && reason)
-				json_object_set_new(params, "forced", json_true());
-			rc = detail ? action(plan, "delete-branch", key, kind, ref, detail, params, err)
-				    : (json_decref(params), tt_error_oom(err));
-			free(detail);
-			free(reason);
-			json_decref(head);
-			if (rc < 0)
-				goto done;
-			json_array_append_new(out->ignoring, json_string(ref));
-		}
-	}
 done:
-	json_decref(listed);
-	json_decref(mine_slugs);
-	json_decref(base_head);
+	json_decref(s.base_head);
 	return rc;
 }
 
@@ -453,10 +519,144 @@ static int created_entries(tt_repo *repo, const char *const *claimed, size_t ncl
 	return 0;
 }
 
+/* Kept: a created store that holds more than tether's own refs. */
+static int keep_not_empty(tt_plan *plan, const json_t *e, const char *where, const store_refs *refs, tt_error *err)
+{
+	tt_buf what = TT_BUF_INIT;
+	int rc;
+	tt_buf_puts(&what, "holds ");
+	if (refs->foreign_pins)
+		tt_buf_printf(&what, "%zu pin(s) of other datasets%s", refs->foreign_pins, ", or ");
+	if (refs->foreign_refs)
+		tt_buf_printf(&what, "%zu working branch(es) of other datasets%s", refs->foreign_refs, ", or ");
+	tt_buf_puts(&what, "refs or writes that are not tether's own");
+	rc = tt_buf_check(&what, err, "reason");
+	if (rc == 0)
+		rc = keep_store(plan, e, where, what.ptr, err);
+	tt_buf_release(&what);
+	return rc;
+}
+
+/* Kept, with why (prefix, then inner's text). */
+static int keep_store_because(tt_plan *plan, const json_t *e, const char *where, const char *prefix,
+			      tt_error *inner, tt_error *err)
+{
+	char *r = tt_asprintf("%s: %s", prefix, tt_error_text(inner));
+	int rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
+	free(r);
+	return rc;
+}
+
+/* A created store of this dataset (its owner marker says so): the release
+ * of its refs, then kept for what blocks them or what else it holds, else
+ * queued among the deletions with the refs it may still hold. */
+static int plan_created_ours(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx, bool prune, bool force,
+			     tt_backend *b, json_t *e, const char *key, const char *where, json_t *deletions,
+			     tt_error *err)
+{
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+	const char *bookmark = json_string_value(json_object_get(e, "bookmark"));
+	json_t *loc = json_object_get(e, "locator"), *identity = json_object_get(e, "identity");
+	tt_error inner = TT_ERROR_INIT;
+	store_refs refs = { 0 };
+	int rc = 0, empty = -1;
+	if (plan_store_refs(repo, plan, ctx, prune, force, key, kind, loc, identity, bookmark,
+			    "in an unreferenced created store", &refs, &inner) < 0)
+		rc = keep_store_because(plan, e, where, "cannot list its refs", &inner, err);
+	else if (json_array_size(refs.blockers)) {
+		char *r = joined(refs.blockers, "; ");
+		rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
+		free(r);
+	} else if (tt_backend_is_ref_empty(b, loc, refs.ignoring, &empty, &inner) < 0)
+		rc = keep_store_because(plan, e, where, "cannot list what remains", &inner, err);
+	else if (empty < 0)
+		rc = keep_store(plan, e, where, "the backend cannot tell what remains in it", err);
+	else if (!empty)
+		rc = keep_not_empty(plan, e, where, &refs, err);
+	else {
+		sort_strings(refs.ignoring);
+		if (json_array_append_new(deletions, json_pack("{s:O,s:O}", "entry", e, "ignoring", refs.ignoring)) < 0)
+			rc = tt_error_oom(err);
+	}
+	refs_release(&refs);
+	tt_error_clear(&inner);
+	return rc;
+}
+
+/* One created store no manifest uses (still_used counts those some
+ * manifest does): kept, forgotten, noted, or (ours, and only tether's
+ * refs in it) queued among the deletions. */
+static int plan_created_entry(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx, bool prune, bool force,
+			      json_t *e, json_t *deletions, size_t *still_used, tt_error *err)
+{
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+	const char *key = json_string_value(json_object_get(e, "key"));
+	json_t *loc = json_object_get(e, "locator"), *identity = json_object_get(e, "identity");
+	bool indexed = !json_is_true(json_object_get(e, "claimed"));
+	tt_buf wb = TT_BUF_INIT;
+	tt_error inner = TT_ERROR_INIT;
+	tt_backend *b;
+	char *owner = NULL;
+	int rc;
+	key = key ? key : "";
+	if (in_use(repo, ctx, kind, identity, loc)) {
+		(*still_used)++;
+		return 0;
+	}
+	const char *where = tt_engine_store_where(loc, &wb);
+	if ((rc = tt_engine_backend(repo, kind, &b, err)) < 0)
+		tt_error_object(err, key, kind);
+	else if (!tt_backend_has(b, owner) || !tt_backend_has(b, is_ref_empty) || !tt_backend_has(b, delete_store))
+		rc = keep_store(plan, e, where, "its kind cannot remove stores", err);
+	else if (tt_backend_owner(b, loc, &owner, &inner) < 0)
+		rc = keep_store_because(plan, e, where, "cannot read its owner marker", &inner, err);
+	else if (!owner && !indexed)
+		rc = note(plan, tt_asprintf("%s: no owner marker; not a store tether created", where), err);
+	else if (!owner)
+		rc = action(plan, "forget-store", key, kind, where,
+			    "no owner marker: the store was removed or taken over; dropping it from "
+			    "the created-store index",
+			    json_pack("{s:O,s:O}", "locator", loc, "identity", identity), err);
+	else if (strcmp(owner, repo->config.dataset_id) != 0)
+		rc = note(plan, tt_asprintf("%s: created store %s carries dataset %s's owner marker; left "
+					    "alone", key, where, owner), err);
+	else
+		rc = plan_created_ours(repo, plan, ctx, prune, force, b, e, key, where, deletions, err);
+	tt_error_clear(&inner);
+	tt_buf_release(&wb);
+	free(owner);
+	return rc;
+}
+
+/* A queued deletion ({entry, ignoring}): delete-store, required empty
+ * again when it runs, with nothing ignored. */
+static int plan_deletion(tt_plan *plan, const json_t *e, tt_error *err)
+{
+	json_t *entry = json_object_get(e, "entry");
+	const char *kind = json_string_value(json_object_get(entry, "kind"));
+	const char *key = json_string_value(json_object_get(entry, "key"));
+	json_t *loc = json_object_get(entry, "locator");
+	tt_buf wb = TT_BUF_INIT;
+	const char *where = tt_engine_store_where(loc, &wb);
+	char *detail = tt_asprintf("%s: the store at %s is no longer empty ({observed}); re-run the plan",
+				   key, where);
+	json_t *params = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator", loc, "ignoring",
+				   json_object_get(e, "ignoring"));
+	int rc = action(plan, "delete-store", key, kind, where,
+			"created by this dataset; unreferenced; only tether's own refs remained",
+			json_pack("{s:O,s:O}", "locator", loc, "identity", json_object_get(entry, "identity")), err);
+	if (rc == 0)
+		rc = detail && params ? tt_plan_require(plan, "store_empty", json_true(), key, params, detail, err)
+				      : tt_error_oom(err);
+	free(detail);
+	json_decref(params);
+	tt_buf_release(&wb);
+	return rc;
+}
+
 static int plan_created(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx, bool prune, bool force,
 			const char *const *claimed, size_t nclaimed, json_t *seen, tt_error *err)
 {
-	const char *ds = repo->config.dataset_id;
 	json_t *entries = NULL, *deletions = json_array();
 	size_t still_used = 0, i;
 	json_t *e;
@@ -465,127 +665,14 @@ static int plan_created(tt_repo *repo, tt_plan *plan, const tt_gc_store_ctx *ctx
 		return tt_error_oom(err);
 	if ((rc = created_entries(repo, claimed, nclaimed, seen, &entries, err)) < 0)
 		goto done;
-	json_array_foreach(entries, i, e) {
-		const char *kind = json_string_value(json_object_get(e, "kind"));
-		const char *key = json_string_value(json_object_get(e, "key"));
-		const char *bookmark = json_string_value(json_object_get(e, "bookmark"));
-		json_t *loc = json_object_get(e, "locator"), *identity = json_object_get(e, "identity");
-		bool indexed = !json_is_true(json_object_get(e, "claimed"));
-		tt_buf wb = TT_BUF_INIT;
-		tt_error inner = TT_ERROR_INIT;
-		tt_backend *b;
-		char *owner = NULL;
-		store_refs refs = { 0 };
-		key = key ? key : "";
-		if (in_use(repo, ctx, kind, identity, loc)) {
-			still_used++;
-			continue;
-		}
-		const char *where = tt_engine_store_where(loc, &wb);
-		if ((rc = tt_engine_backend(repo, kind, &b, err)) < 0) {
-			tt_error_object(err, key, kind);
-			goto next;
-		}
-		if (!tt_backend_has(b, owner) || !tt_backend_has(b, is_ref_empty) || !tt_backend_has(b, delete_store)) {
-			rc = keep_store(plan, e, where, "its kind cannot remove stores", err);
-			goto next;
-		}
-		if (tt_backend_owner(b, loc, &owner, &inner) < 0) {
-			char *r = tt_asprintf("cannot read its owner marker: %s", tt_error_text(&inner));
-			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
-			free(r);
-			goto next;
-		}
-		if (!owner) {
-			if (!indexed)
-				rc = note(plan, tt_asprintf("%s: no owner marker; not a store tether created", where), err);
-			else
-				rc = action(plan, "forget-store", key, kind, where,
-					    "no owner marker: the store was removed or taken over; dropping it from "
-					    "the created-store index",
-					    json_pack("{s:O,s:O}", "locator", loc, "identity", identity), err);
-			goto next;
-		}
-		if (strcmp(owner, ds) != 0) {
-			rc = note(plan, tt_asprintf("%s: created store %s carries dataset %s's owner marker; left "
-						    "alone", key, where, owner), err);
-			goto next;
-		}
-		if (plan_store_refs(repo, plan, ctx, prune, force, key, kind, loc, identity, bookmark,
-				    "in an unreferenced created store", &refs, &inner) < 0) {
-			char *r = tt_asprintf("cannot list its refs: %s", tt_error_text(&inner));
-			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
-			free(r);
-			goto next;
-		}
-		if (json_array_size(refs.blockers)) {
-			char *r = joined(refs.blockers, "; ");
-			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
-			free(r);
-			goto next;
-		}
-		int empty = -1;
-		if (tt_backend_is_ref_empty(b, loc, refs.ignoring, &empty, &inner) < 0) {
-			char *r = tt_asprintf("cannot list what remains: %s", tt_error_text(&inner));
-			rc = r ? keep_store(plan, e, where, r, err) : tt_error_oom(err);
-			free(r);
-			goto next;
-		}
-		if (empty < 0) {
-			rc = keep_store(plan, e, where, "the backend cannot tell what remains in it", err);
-			goto next;
-		}
-		if (!empty) {
-			tt_buf what = TT_BUF_INIT;
-			tt_buf_puts(&what, "holds ");
-			if (refs.foreign_pins)
-				tt_buf_printf(&what, "%zu pin(s) of other datasets%s", refs.foreign_pins, ", or ");
-			if (refs.foreign_refs)
-				tt_buf_printf(&what, "%zu working branch(es) of other datasets%s", refs.foreign_refs,
-					      ", or ");
-			tt_buf_puts(&what, "refs or writes that are not tether's own");
-			rc = tt_buf_check(&what, err, "reason");
-			if (rc == 0)
-				rc = keep_store(plan, e, where, what.ptr, err);
-			tt_buf_release(&what);
-			goto next;
-		}
-		sort_strings(refs.ignoring);
-		if (json_array_append_new(deletions, json_pack("{s:O,s:O}", "entry", e, "ignoring", refs.ignoring)) < 0)
-			rc = tt_error_oom(err);
-next:
-		refs_release(&refs);
-		tt_error_clear(&inner);
-		tt_buf_release(&wb);
-		free(owner);
-		if (rc < 0)
+	json_array_foreach(entries, i, e)
+		if ((rc = plan_created_entry(repo, plan, ctx, prune, force, e, deletions, &still_used, err)) < 0)
 			goto done;
-	}
 	/* Deletions go last: everything else runs first, and the precondition
 	 * is checked again at that moment with nothing ignored. */
-	json_array_foreach(deletions, i, e) {
-		json_t *entry = json_object_get(e, "entry");
-		const char *kind = json_string_value(json_object_get(entry, "kind"));
-		const char *key = json_string_value(json_object_get(entry, "key"));
-		json_t *loc = json_object_get(entry, "locator");
-		tt_buf wb = TT_BUF_INIT;
-		const char *where = tt_engine_store_where(loc, &wb);
-		char *detail = tt_asprintf("%s: the store at %s is no longer empty ({observed}); re-run the plan",
-					   key, where);
-		json_t *params = json_pack("{s:s,s:O,s:O}", "backend", kind, "locator", loc, "ignoring",
-					   json_object_get(e, "ignoring"));
-		rc = action(plan, "delete-store", key, kind, where,
-			    "created by this dataset; unreferenced; only tether's own refs remained",
-			    json_pack("{s:O,s:O}", "locator", loc, "identity", json_object_get(entry, "identity")), err);
-		if (rc == 0)
-			rc = detail && params ? tt_plan_require(plan, "store_empty", json_true(), key, params, detail, err)
-					      : tt_error_oom(err);
-		free(detail);
-		json_decref(params);
-		tt_buf_release(&wb);
-		if (rc < 0)
+	json_array_foreach(deletions, i, e)
+		if ((rc = plan_deletion(plan, e, err)) < 0)
 			goto done;
-	}
 	if (still_used)
 		rc = note(plan, tt_asprintf("%zu created store(s) still referenced; kept", still_used), err);
 done:

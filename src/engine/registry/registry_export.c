@@ -486,6 +486,17 @@ static int add_listings(builder *bd, json_t *tables, tt_error *err)
 	return rc;
 }
 
+/* Insertion sort of names (few enough that it does not matter). */
+static void sort_names(const char **names, size_t n)
+{
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0; b--) {
+			const char *t = names[b];
+			names[b] = names[b - 1];
+			names[b - 1] = t;
+		}
+}
+
 static int add_workspace(tt_repo *repo, json_t *tables, tt_error *err)
 {
 	const tt_workspace *ws = &repo->ws;
@@ -506,12 +517,7 @@ static int add_workspace(tt_repo *repo, json_t *tables, tt_error *err)
 	}
 	json_object_foreach(keys, k, v)
 		sorted[i++] = k;
-	for (size_t a = 1; a < n; a++)
-		for (size_t b = a; b > 0 && strcmp(sorted[b - 1], sorted[b]) > 0; b--) {
-			const char *t = sorted[b];
-			sorted[b] = sorted[b - 1];
-			sorted[b - 1] = t;
-		}
+	sort_names(sorted, n);
 	int rc = 0;
 	for (i = 0; rc == 0 && i < n; i++) {
 		json_t *ref = json_object_get(ws->working_refs, sorted[i]);
@@ -549,13 +555,260 @@ static void builder_release(builder *bd)
 	free(bd->reldir);
 }
 
+/* Every exported commit's manifests (the revs asked for, else the whole
+ * history), each distinct one derived once. */
+static int collect_manifests(builder *bd, const tt_export_opts *o, tt_error *err)
+{
+	tt_vcs *v = bd->repo->vcs;
+	int rc = 0;
+	if (o->nrevs) {
+		for (size_t i = 0; rc == 0 && i < o->nrevs; i++) {
+			char *commit = NULL;
+			json_t *files = NULL;
+			if ((rc = tt_vcs_resolve(v, o->revs[i], &commit, err)) == 0 &&
+			    (rc = tt_vcs_files_at(v, commit, bd->reldir, &files, err)) == 0)
+				rc = add_commit(bd, commit, files, err);
+			free(commit);
+			json_decref(files);
+		}
+	} else {
+		rc = tt_vcs_iter_history_files(v, bd->reldir, history_cb, bd, err);
+		if (rc > 0)
+			rc = 0;
+	}
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < bd->memo.n; i++)
+		if ((rc = derive(bd, i, err)) < 0)
+			return rc;
+	return 0;
+}
+
+/* The exported commits' metadata, in one VCS call, into infos
+ * (commit -> info). */
+static int commit_infos(builder *bd, json_t *infos, tt_error *err)
+{
+	const char **ids = tt_calloc(bd->ncommits + 1, sizeof *ids);
+	json_t *list = NULL, *info;
+	size_t li;
+	int rc = 0;
+	if (!ids)
+		return tt_error_oom(err);
+	for (size_t i = 0; i < bd->ncommits; i++)
+		ids[i] = bd->commits[i].commit;
+	if (bd->ncommits && (rc = tt_vcs_commit_info(bd->repo->vcs, ids, bd->ncommits, &list, err)) < 0)
+		goto out;
+	json_array_foreach(list, li, info) {
+		const char *id = json_string_value(json_object_get(info, "commit_id"));
+		if (id)
+			json_object_set(infos, id, info);
+	}
+out:
+	free(ids);
+	json_decref(list);
+	return rc;
+}
+
+/* The VCS's current revision; NULL when it has none to tell. */
+static char *current_head(tt_vcs *v)
+{
+	char *head = NULL;
+	tt_error ignored = TT_ERROR_INIT;
+	if (tt_vcs_current_rev(v, &head, &ignored) < 0)
+		head = NULL;
+	tt_error_clear(&ignored);
+	return head;
+}
+
+/* One commit's commits row (with the hash of its object set) and its
+ * commit_parents rows. */
+static int commit_rows(builder *bd, json_t *tables, const commit_objs *co, json_t *info, tt_error *err)
+{
+	tt_keyed_canon *kc = tt_calloc(co->n + 1, sizeof *kc);
+	char mh[65];
+	int rc;
+	if (!kc)
+		return tt_error_oom(err);
+	for (size_t j = 0; j < co->n; j++) {
+		kc[j].key = bd->memo.items[co->idx[j]].key;
+		kc[j].canonical = bd->der[co->idx[j]].canonical;
+	}
+	rc = tt_manifest_hash_of(mh, kc, co->n, err);
+	free(kc);
+	if (rc < 0)
+		return rc;
+	json_t *row = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "commit_id", co->commit, "change_id",
+				json_object_get(info, "change_id") ? json_object_get(info, "change_id") : json_null(),
+				"author_name", json_object_get(info, "author_name"), "author_email",
+				json_object_get(info, "author_email"), "authored_at",
+				json_object_get(info, "authored_at"), "committed_at",
+				json_object_get(info, "committed_at"), "message", json_object_get(info, "message"),
+				"manifest_hash", mh);
+	if ((rc = push(tables, "commits", row, err)) < 0)
+		return rc;
+	size_t pi;
+	json_t *p;
+	json_array_foreach(json_object_get(info, "parents"), pi, p)
+		if ((rc = push(tables, "commit_parents",
+			       json_pack("{s:s,s:O,s:I}", "commit_id", co->commit, "parent_id", p, "position",
+					 (json_int_t)pi),
+			       err)) < 0)
+			return rc;
+	return 0;
+}
+
+/* The objects columns a distinct manifest shares across commits (d->row),
+ * built the first time a commit records it. */
+static int shared_object_row(const tt_manifest *m, derived *d, tt_error *err)
+{
+	if (d->row)
+		return 0;
+	json_t *uri = json_object_get(m->locator, "uri");
+	d->row = json_pack("{s:s,s:s,s:O,s:O,s:O,s:o,s:s,s:s,s:O,s:o,s:o,s:o,s:b,s:o}", "key", m->key, "kind",
+			   m->kind, "uri", uri ? uri : json_null(), "locator_json", m->locator, "identity_json",
+			   d->identity ? d->identity : json_null(), "identity_hash", jstr_or_null(d->ident_hash),
+			   "policy_file", m->policy.file, "policy_pin", m->policy.pin, "state_json",
+			   m->state ? m->state : json_null(), "state_hash", jstr_or_null(d->state_hash), "pin_id",
+			   pin_json(m, false), "pin_ref", pin_json(m, true), "recoverable", m->recoverable,
+			   "captured_at", jstr_or_null(m->captured_at));
+	if (!d->row)
+		return tt_error_oom(err);
+	return 0;
+}
+
+/* Where a commit records a state: its rank, and the info it was read from. */
+typedef struct state_seen {
+	const char *commit;
+	json_t *info;
+	const char *committed_at;
+	long long depth;
+} state_seen;
+
+/* Record m's state in states (keyed as Python's (kind, identity_hash,
+ * state_hash) tuple), keeping the earliest-ranked commit that records it. */
+static int note_state(json_t *states, const tt_manifest *m, const derived *d, const state_seen *at,
+		      tt_error *err)
+{
+	json_t *skey = json_pack("[s,s,s]", m->kind, d->ident_hash, d->state_hash);
+	tt_buf kb = TT_BUF_INIT;
+	tt_json_canonical(&kb, skey);
+	json_decref(skey);
+	tt_buf_putc(&kb, '\0');
+	json_t *prev = kb.failed ? NULL : json_object_get(states, kb.ptr);
+	bool better = !prev;
+	if (prev)
+		better = rank_cmp(at->depth, at->committed_at, at->commit,
+				  json_integer_value(json_object_get(prev, "_depth")),
+				  json_string_value(json_object_get(prev, "first_committed_at")),
+				  json_string_value(json_object_get(prev, "first_commit_id"))) < 0;
+	if (better && !kb.failed) {
+		json_t *pin = m->pin_id ? json_string(m->pin_id)
+					: json_incref(prev ? json_object_get(prev, "pin_id") : json_null());
+		json_t *srow = json_pack("{s:s,s:o,s:s,s:O,s:O,s:o,s:s,s:O,s:I}", "kind", m->kind, "identity_hash",
+					 jstr_or_null(d->ident_hash), "state_hash", d->state_hash, "identity_json",
+					 d->identity ? d->identity : json_null(), "state_json", m->state, "pin_id",
+					 pin ? pin : json_null(), "first_commit_id", at->commit, "first_committed_at",
+					 json_object_get(at->info, "committed_at"), "_depth", (json_int_t)at->depth);
+		if (!srow || json_object_set_new(states, kb.ptr, srow) < 0) {
+			tt_buf_release(&kb);
+			return tt_error_oom(err);
+		}
+	}
+	int failed = kb.failed;
+	tt_buf_release(&kb);
+	if (failed)
+		return tt_error_oom(err);
+	return 0;
+}
+
+/* One commit's objects rows, and the distinct states they record. */
+static int object_rows(builder *bd, json_t *tables, json_t *states, const commit_objs *co, json_t *info,
+		       json_t *depth, tt_error *err)
+{
+	state_seen at = { .commit = co->commit, .info = info,
+			  .committed_at = json_string_value(json_object_get(info, "committed_at")),
+			  .depth = json_integer_value(json_object_get(depth, co->commit)) };
+	int rc;
+	for (size_t j = 0; j < co->n; j++) {
+		const tt_manifest *m = &bd->memo.items[co->idx[j]];
+		derived *d = &bd->der[co->idx[j]];
+		if ((rc = shared_object_row(m, d, err)) < 0)
+			return rc;
+		json_t *row = json_pack("{s:s,s:O}", "commit_id", co->commit, TT_REG_SHARED, d->row);
+		if ((rc = push(tables, "objects", row, err)) < 0)
+			return rc;
+		if (!m->state || !d->content)
+			continue;
+		if ((rc = note_state(states, m, d, &at, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The object_states rows, in the order of their keys. */
+static int state_rows(json_t *tables, json_t *states, tt_error *err)
+{
+	size_t n = json_object_size(states), i = 0;
+	const char **keys = tt_calloc(n + 1, sizeof *keys);
+	const char *k;
+	json_t *sv;
+	int rc = 0;
+	if (!keys)
+		return tt_error_oom(err);
+	json_object_foreach(states, k, sv)
+		keys[i++] = k;
+	/* The canonical [kind, ident, state] text sorts as the tuple does
+	 * (hex hashes and kind names hold no escapes). */
+	sort_names(keys, n);
+	for (i = 0; rc == 0 && i < n; i++) {
+		json_t *row = json_copy(json_object_get(states, keys[i]));
+		json_object_del(row, "_depth");
+		rc = push(tables, "object_states", row, err);
+	}
+	free(keys);
+	return rc;
+}
+
+/* The refs rows: the VCS's refs that point at exported commits. */
+static int ref_rows(builder *bd, json_t *tables, json_t *infos, tt_error *err)
+{
+	json_t *refs = NULL, *r;
+	size_t li;
+	int rc;
+	if ((rc = tt_vcs_refs(bd->repo->vcs, &refs, err)) < 0)
+		goto out;
+	json_array_foreach(refs, li, r) {
+		const char *cid = json_string_value(json_object_get(r, "commit_id"));
+		if (cid && json_object_get(bd->seen, cid) && json_object_get(infos, cid) &&
+		    (rc = push(tables, "refs", json_pack("{s:O,s:O,s:s}", "name", json_object_get(r, "name"), "kind",
+							 json_object_get(r, "kind"), "commit_id", cid),
+			       err)) < 0)
+			goto out;
+	}
+out:
+	json_decref(refs);
+	return rc;
+}
+
+/* The tether_meta rows; stamps out->exported_at. */
+static int meta_rows(tt_vcs *v, json_t *tables, tt_bundle *out, tt_error *err)
+{
+	int rc = 0;
+	tt_now_iso_seconds(out->exported_at);
+	char sv[8];
+	snprintf(sv, sizeof sv, "%d", TT_REG_SCHEMA_VERSION);
+	const char *meta[][2] = { { "schema_version", sv }, { "exported_at", out->exported_at },
+				  { "head", out->head }, { "vcs", tt_vcs_kind(v) }, { "tether_version", tt_version() } };
+	for (size_t i = 0; rc == 0 && i < sizeof meta / sizeof meta[0]; i++)
+		rc = push(tables, "tether_meta", json_pack("{s:s,s:s?}", "key", meta[i][0], "value", meta[i][1]), err);
+	return rc;
+}
+
 int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt_error *err)
 {
 	builder bd = { .repo = repo };
-	json_t *tables = json_object(), *infos = json_object(), *depth = NULL, *list = NULL, *refs = NULL;
+	json_t *tables = json_object(), *infos = json_object(), *depth = NULL;
 	json_t *states = json_object();
-	const char **ids = NULL;
-	tt_vcs *v = repo->vcs;
 	int rc = 0;
 	memset(out, 0, sizeof *out);
 	bd.reldir = tt_engine_objects_reldir(repo);
@@ -568,217 +821,29 @@ int tt_registry_build(tt_repo *repo, const tt_export_opts *o, tt_bundle *out, tt
 		json_object_set_new(tables, tt_reg_tables[t].name, json_array());
 	tt_engine_prepare(repo);
 
-	/* Manifests per commit. */
-	if (o->nrevs) {
-		for (size_t i = 0; rc == 0 && i < o->nrevs; i++) {
-			char *commit = NULL;
-			json_t *files = NULL;
-			if ((rc = tt_vcs_resolve(v, o->revs[i], &commit, err)) == 0 &&
-			    (rc = tt_vcs_files_at(v, commit, bd.reldir, &files, err)) == 0)
-				rc = add_commit(&bd, commit, files, err);
-			free(commit);
-			json_decref(files);
-		}
-	} else {
-		rc = tt_vcs_iter_history_files(v, bd.reldir, history_cb, &bd, err);
-		if (rc > 0)
-			rc = 0;
-	}
-	if (rc < 0)
+	if ((rc = collect_manifests(&bd, o, err)) < 0 || (rc = commit_infos(&bd, infos, err)) < 0 ||
+	    (rc = ancestry_depth(infos, &depth, err)) < 0)
 		goto done;
-	for (size_t i = 0; i < bd.memo.n; i++)
-		if ((rc = derive(&bd, i, err)) < 0)
-			goto done;
-
-	/* Commit metadata, in one VCS call. */
-	if (!(ids = tt_calloc(bd.ncommits + 1, sizeof *ids))) {
-		rc = tt_error_oom(err);
-		goto done;
-	}
-	for (size_t i = 0; i < bd.ncommits; i++)
-		ids[i] = bd.commits[i].commit;
-	if (bd.ncommits && (rc = tt_vcs_commit_info(v, ids, bd.ncommits, &list, err)) < 0)
-		goto done;
-	size_t li;
-	json_t *info;
-	json_array_foreach(list, li, info) {
-		const char *id = json_string_value(json_object_get(info, "commit_id"));
-		if (id)
-			json_object_set(infos, id, info);
-	}
-	if ((rc = ancestry_depth(infos, &depth, err)) < 0)
-		goto done;
-	char *head = NULL;
-	tt_error ignored = TT_ERROR_INIT;
-	if (tt_vcs_current_rev(v, &head, &ignored) < 0)
-		head = NULL;
-	tt_error_clear(&ignored);
-	out->head = head;
-
+	out->head = current_head(repo->vcs);
+	/* Commits without metadata are left out of every table. */
 	for (size_t c = 0; c < bd.ncommits; c++) {
-		commit_objs *co = &bd.commits[c];
-		info = json_object_get(infos, co->commit);
-		if (!info)
-			continue;
-		tt_keyed_canon *kc = tt_calloc(co->n + 1, sizeof *kc);
-		char mh[65];
-		if (!kc) {
-			rc = tt_error_oom(err);
+		json_t *info = json_object_get(infos, bd.commits[c].commit);
+		if (info && (rc = commit_rows(&bd, tables, &bd.commits[c], info, err)) < 0)
 			goto done;
-		}
-		for (size_t j = 0; j < co->n; j++) {
-			kc[j].key = bd.memo.items[co->idx[j]].key;
-			kc[j].canonical = bd.der[co->idx[j]].canonical;
-		}
-		rc = tt_manifest_hash_of(mh, kc, co->n, err);
-		free(kc);
-		if (rc < 0)
-			goto done;
-		json_t *row = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "commit_id", co->commit, "change_id",
-					json_object_get(info, "change_id") ? json_object_get(info, "change_id") : json_null(),
-					"author_name", json_object_get(info, "author_name"), "author_email",
-					json_object_get(info, "author_email"), "authored_at",
-					json_object_get(info, "authored_at"), "committed_at",
-					json_object_get(info, "committed_at"), "message", json_object_get(info, "message"),
-					"manifest_hash", mh);
-		if ((rc = push(tables, "commits", row, err)) < 0)
-			goto done;
-		size_t pi;
-		json_t *p;
-		json_array_foreach(json_object_get(info, "parents"), pi, p)
-			if ((rc = push(tables, "commit_parents",
-				       json_pack("{s:s,s:O,s:I}", "commit_id", co->commit, "parent_id", p, "position",
-						 (json_int_t)pi),
-				       err)) < 0)
-				goto done;
 	}
-
-	/* objects, and the distinct states they record. */
 	for (size_t c = 0; c < bd.ncommits; c++) {
-		commit_objs *co = &bd.commits[c];
-		info = json_object_get(infos, co->commit);
-		if (!info)
-			continue;
-		const char *committed_at = json_string_value(json_object_get(info, "committed_at"));
-		long long dep = json_integer_value(json_object_get(depth, co->commit));
-		for (size_t j = 0; j < co->n; j++) {
-			const tt_manifest *m = &bd.memo.items[co->idx[j]];
-			derived *d = &bd.der[co->idx[j]];
-			if (!d->row) {
-				json_t *uri = json_object_get(m->locator, "uri");
-				d->row = json_pack("{s:s,s:s,s:O,s:O,s:O,s:o,s:s,s:s,s:O,s:o,s:o,s:o,s:b,s:o}", "key",
-						   m->key, "kind", m->kind, "uri", uri ? uri : json_null(), "locator_json",
-						   m->locator, "identity_json", d->identity ? d->identity : json_null(),
-						   "identity_hash", jstr_or_null(d->ident_hash), "policy_file",
-						   m->policy.file, "policy_pin", m->policy.pin, "state_json",
-						   m->state ? m->state : json_null(), "state_hash",
-						   jstr_or_null(d->state_hash), "pin_id", pin_json(m, false), "pin_ref",
-						   pin_json(m, true), "recoverable", m->recoverable, "captured_at",
-						   jstr_or_null(m->captured_at));
-				if (!d->row) {
-					rc = tt_error_oom(err);
-					goto done;
-				}
-			}
-			json_t *row = json_pack("{s:s,s:O}", "commit_id", co->commit, TT_REG_SHARED, d->row);
-			if ((rc = push(tables, "objects", row, err)) < 0)
-				goto done;
-			if (!m->state || !d->content)
-				continue;
-			/* Keyed as Python's (kind, identity_hash, state_hash) tuple. */
-			json_t *skey = json_pack("[s,s,s]", m->kind, d->ident_hash, d->state_hash);
-			tt_buf kb = TT_BUF_INIT;
-			tt_json_canonical(&kb, skey);
-			json_decref(skey);
-			tt_buf_putc(&kb, '\0');
-			json_t *prev = kb.failed ? NULL : json_object_get(states, kb.ptr);
-			bool better = !prev;
-			if (prev)
-				better = rank_cmp(dep, committed_at, co->commit,
-						  json_integer_value(json_object_get(prev, "_depth")),
-						  json_string_value(json_object_get(prev, "first_committed_at")),
-						  json_string_value(json_object_get(prev, "first_commit_id"))) < 0;
-			if (better && !kb.failed) {
-				json_t *pin = m->pin_id ? json_string(m->pin_id)
-							: json_incref(prev ? json_object_get(prev, "pin_id") : json_null());
-				json_t *srow = json_pack("{s:s,s:o,s:s,s:O,s:O,s:o,s:s,s:O,s:I}", "kind", m->kind,
-							 "identity_hash", jstr_or_null(d->ident_hash), "state_hash",
-							 d->state_hash, "identity_json",
-							 d->identity ? d->identity : json_null(), "state_json", m->state,
-							 "pin_id", pin ? pin : json_null(), "first_commit_id", co->commit,
-							 "first_committed_at",
-							 json_object_get(info, "committed_at"), "_depth", (json_int_t)dep);
-				if (!srow || json_object_set_new(states, kb.ptr, srow) < 0) {
-					tt_buf_release(&kb);
-					rc = tt_error_oom(err);
-					goto done;
-				}
-			}
-			int failed = kb.failed;
-			tt_buf_release(&kb);
-			if (failed) {
-				rc = tt_error_oom(err);
-				goto done;
-			}
-		}
-	}
-	{
-		size_t n = json_object_size(states), i = 0;
-		const char **keys = tt_calloc(n + 1, sizeof *keys);
-		const char *k;
-		json_t *sv;
-		if (!keys) {
-			rc = tt_error_oom(err);
-			goto done;
-		}
-		json_object_foreach(states, k, sv)
-			keys[i++] = k;
-		/* The canonical [kind, ident, state] text sorts as the tuple does
-		 * (hex hashes and kind names hold no escapes). */
-		for (size_t a = 1; a < n; a++)
-			for (size_t b = a; b > 0 && strcmp(keys[b - 1], keys[b]) > 0; b--) {
-				const char *t = keys[b];
-				keys[b] = keys[b - 1];
-				keys[b - 1] = t;
-			}
-		for (i = 0; rc == 0 && i < n; i++) {
-			json_t *row = json_copy(json_object_get(states, keys[i]));
-			json_object_del(row, "_depth");
-			rc = push(tables, "object_states", row, err);
-		}
-		free(keys);
-		if (rc < 0)
+		json_t *info = json_object_get(infos, bd.commits[c].commit);
+		if (info && (rc = object_rows(&bd, tables, states, &bd.commits[c], info, depth, err)) < 0)
 			goto done;
 	}
-
-	/* refs at exported commits. */
-	if ((rc = tt_vcs_refs(v, &refs, err)) < 0)
+	if ((rc = state_rows(tables, states, err)) < 0 || (rc = ref_rows(&bd, tables, infos, err)) < 0)
 		goto done;
-	json_t *r;
-	json_array_foreach(refs, li, r) {
-		const char *cid = json_string_value(json_object_get(r, "commit_id"));
-		if (cid && json_object_get(bd.seen, cid) && json_object_get(infos, cid) &&
-		    (rc = push(tables, "refs", json_pack("{s:O,s:O,s:s}", "name", json_object_get(r, "name"), "kind",
-							 json_object_get(r, "kind"), "commit_id", cid),
-			       err)) < 0)
-			goto done;
-	}
 	if (o->listings && (rc = add_listings(&bd, tables, err)) < 0)
 		goto done;
 	if (o->workspace && (rc = add_workspace(repo, tables, err)) < 0)
 		goto done;
-
-	tt_now_iso_seconds(out->exported_at);
-	char sv[8];
-	snprintf(sv, sizeof sv, "%d", TT_REG_SCHEMA_VERSION);
-	const char *meta[][2] = { { "schema_version", sv }, { "exported_at", out->exported_at },
-				  { "head", out->head }, { "vcs", tt_vcs_kind(v) }, { "tether_version", tt_version() } };
-	for (size_t i = 0; rc == 0 && i < sizeof meta / sizeof meta[0]; i++)
-		rc = push(tables, "tether_meta", json_pack("{s:s,s:s?}", "key", meta[i][0], "value", meta[i][1]), err);
+	rc = meta_rows(repo->vcs, tables, out, err);
 done:
-	free(ids);
-	json_decref(list);
-	json_decref(refs);
 	json_decref(infos);
 	json_decref(depth);
 	json_decref(states);
