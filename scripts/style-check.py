@@ -7,7 +7,8 @@ Rules (each over src/; tests, fuzz targets and benchmarks are not held to them):
                   src/backends/: what differs by kind is a backend op or a
                   column of the kinds table
   file-length     no source file over 1,500 lines
-  function-length no function over 150 lines
+  function-length no function over 150 lines (120 in src/engine/, whose
+                  commands read as short stories of named steps)
   engine-layers   src/engine/ is a kernel (kernel/) under the commands
                   (cmd/, gc/, registry/) under the public entry points (api/):
                   no include of a higher floor's header, no circle between
@@ -40,6 +41,7 @@ from pathlib import Path
 
 MAX_FILE_LINES = 1500
 MAX_FUNCTION_LINES = 150
+MAX_ENGINE_FUNCTION_LINES = 120
 RULES = ("symbol", "kind-test", "file-length", "function-length", "engine-layers")
 # src/engine/'s floors: a file may include headers of its own floor or below.
 ENGINE_FLOORS = {"kernel": 0, "cmd": 1, "gc": 1, "registry": 1, "api": 2}
@@ -216,11 +218,12 @@ def check_sizes(root: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]
         n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         if n > MAX_FILE_LINES:
             files.append((r, f"{r}: {n} lines (at most {MAX_FILE_LINES})"))
+        limit = MAX_ENGINE_FUNCTION_LINES if r.startswith("src/engine/") else MAX_FUNCTION_LINES
         for name, first, last in functions(text):
             length = last - first + 1
-            if length > MAX_FUNCTION_LINES:
+            if length > limit:
                 funcs.append((f"{r}:{name}",
-                              f"{r}:{first}: {name} is {length} lines (at most {MAX_FUNCTION_LINES})"))
+                              f"{r}:{first}: {name} is {length} lines (at most {limit})"))
     return files, funcs
 
 

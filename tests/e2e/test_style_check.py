@@ -41,7 +41,7 @@ def tree(tmp_path: Path) -> Path:
     (root / "src/engine/cmd/ok.c").write_text(
         '/* strcmp(kind, "file") in a comment is no test */\n'
         'int tt_ok(const char *k)\n{\n\treturn strcmp(k, "filed") == 0;\n}\n'
-        + function("tt_long_enough", 150))
+        + function("tt_long_enough", 120))
     (root / "allow.txt").write_text("# nothing excused\n")
     assert run(root).returncode == 0, run(root).stdout
     return root
@@ -87,6 +87,19 @@ def test_a_function_over_150_lines_fails(tree: Path):
     assert "function-length: src/engine/cmd/long.c:2: too_long is 151 lines" in proc.stdout, proc.stdout
     (tree / "allow.txt").write_text("function-length src/engine/cmd/long.c:too_long to be split\n")
     assert run(tree).returncode == 0
+
+
+def test_an_engine_function_over_120_lines_fails(tree: Path):
+    """The engine's commands are held to 120 lines a function; the rest of
+    the tree to 150."""
+    (tree / "src/backends/long.c").write_text(function("tt_backend_long", 150))
+    (tree / "src/engine/cmd/short.c").write_text(function("tt_cmd_short", 120))
+    assert run(tree).returncode == 0, run(tree).stdout
+    (tree / "src/engine/cmd/short.c").write_text(function("tt_cmd_short", 121))
+    proc = run(tree)
+    assert proc.returncode == 1
+    assert "function-length: src/engine/cmd/short.c:1: tt_cmd_short is 121 lines (at most 120)" in proc.stdout, \
+        proc.stdout
 
 
 def test_a_global_without_the_prefix_fails(tree: Path, tmp_path: Path):
