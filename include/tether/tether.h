@@ -414,12 +414,6 @@ int tt_repo_restore(tt_repo *repo, const tt_restore_opts *opts, const tt_plan_op
 int tt_repo_recover(tt_repo *repo, const char *const *selectors, size_t n, bool scoped, json_t **out,
 		    tt_error *err);
 
-/*
- * forget-workspace: remove a workspace's workspace.toml and ops.jsonl and
- * have the VCS stop tracking its checkout (git's main worktree stays).
- * opts->workspace_id: full or 8 characters (NULL: this one).  res->out:
- * {workspace, removed_files, vcs, failed}.
- */
 /* Set version to TT_FORGET_OPTS_VERSION (TT_FORGET_OPTS_INIT does). */
 #define TT_FORGET_OPTS_VERSION 1u
 #define TT_FORGET_OPTS_INIT { .version = TT_FORGET_OPTS_VERSION }
@@ -427,6 +421,13 @@ typedef struct tt_forget_opts {
 	unsigned version;         /* TT_FORGET_OPTS_VERSION */
 	const char *workspace_id; /* NULL: this checkout's */
 } tt_forget_opts;
+
+/*
+ * forget-workspace: remove a workspace's workspace.toml and ops.jsonl and
+ * have the VCS stop tracking its checkout (git's main worktree stays).
+ * opts->workspace_id: full or 8 characters (NULL: this one).  res->out:
+ * {workspace, removed_files, vcs, failed}.
+ */
 int tt_repo_forget_workspace(tt_repo *repo, const tt_forget_opts *opts, const tt_plan_opts *plan,
 			     tt_plan_result *res, tt_error *err);
 
@@ -555,9 +556,11 @@ const char *tt_repo_bookmark(const tt_repo *repo);
 
 /* A pin id, "<dataset8>.<hash16>", over kind, the locator identity and the
  * content state, as tether-vcs's compute_pin_id. */
-int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id, char out[64], tt_error *err);
+int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id,
+		      char out[64], tt_error *err);
 /* A state's listing file name, "<hash20>.jsonl", as tether-vcs's listing_name. */
-int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32], tt_error *err);
+int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32],
+			    tt_error *err);
 /* The store branch of a bookmark, "tether.ws.<dataset8>.<slug>"; *out is malloc'd. */
 int tt_compute_working_ref_name(const char *dataset_id, const char *bookmark, char **out, tt_error *err);
 /* The manifest hash (64 hex digits) of {key: manifest} in tt_repo_objects's

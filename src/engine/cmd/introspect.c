@@ -56,12 +56,14 @@ const char *tt_repo_vcs_kind(const tt_repo *repo) { return tt_vcs_kind(repo->vcs
 const char *tt_repo_bookmark(const tt_repo *repo) { return repo->ws.bookmark; }
 
 
-int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id, char out[64], tt_error *err)
+int tt_compute_pin_id(const char *kind, const json_t *identity, const json_t *state, const char *dataset_id,
+		      char out[64], tt_error *err)
 {
 	return tt_pin_id(out, dataset_id, kind, identity, state, err);
 }
 
-int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32], tt_error *err)
+int tt_compute_listing_name(const char *kind, const json_t *identity, const json_t *state, char out[32],
+			    tt_error *err)
 {
 	return tt_listing_name(out, kind, identity, state, err);
 }
