@@ -14,7 +14,8 @@
 #   4. the release artifacts (scripts/dist.sh: the .deb, the tarball, the
 #      wheels and sdist), each tested as a user gets it (tests/dist/)
 #   5. fuzz targets for a bounded time (libFuzzer under clang), built and
-#      run at the lowest priority beside stage 3's end-to-end tests
+#      run at the lowest priority beside the end-to-end tests of stages 3
+#      and 6, counted last
 #   6. ASan+UBSan build; unit and end-to-end tests again under it
 # Set TT_CHECK_QUICK=1 to skip the sanitizer pass and fuzzing while iterating.
 # What scripts/setup.sh --test left installing in the background is waited
@@ -25,7 +26,10 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 export PATH="$top/.cache/bin:$PATH"
 JOBS=$(nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS=${TT_FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${TT_FUZZ_SECONDS:-120}
+# Each target's corpus lives with the machine's tools, so every run goes on
+# from what the runs before it found (a fresh clone keeps its coverage).
+FUZZ_CORPUS=${TT_FUZZ_CORPUS:-${XDG_CACHE_HOME:-$HOME/.cache}/tether-tools/fuzz-corpus}
 # The end-to-end tests spend most of their time waiting on git and the
 # stores' libraries in child processes: one more worker than cores.
 TEST_JOBS=${TT_TEST_JOBS:-$((JOBS + 1))}
@@ -139,15 +143,20 @@ toml_suite() { # toml_suite BUILD_DIR
   add $p $f "toml-test (valid + invalid)"
 }
 
-# Fuzzing runs beside the release end-to-end tests, at the lowest priority:
-# those tests wait on git, the stores' libraries and their servers for about
-# a quarter of their time, and the fuzzers take that idle time instead of a
-# stage of their own (which cost 7 minutes of both cores).  Each target still
-# runs FUZZ_SECONDS; how much it gets done in them is in its line below.
+# Fuzzing runs beside the end-to-end tests, at the lowest priority: those
+# tests wait on git, the stores' libraries and their servers part of their
+# time, and the fuzzers take that idle time instead of a stage of their own
+# (which cost 7 minutes of both cores).  They start with the release
+# end-to-end stage and are counted at the end, after the sanitizer pass;
+# each target runs FUZZ_SECONDS, and how much it got done in them is in its
+# line below (at the lowest priority, from a sixteenth to all of what a core
+# of its own does in the same time, as measured; the corpus kept between runs
+# makes up for it).
 fuzz_start() { # the fuzz build and the targets, in the background; fuzz_report counts them
   [ -n "${TT_CHECK_QUICK:-}" ] && return 0
   if ! command -v clang >/dev/null; then echo "   clang missing: fuzzing skipped"; return; fi
   (renice -n 19 -p "$BASHPID" >/dev/null; fuzz_targets >"$logdir/fuzz.log" 2>&1; echo $? >"$logdir/fuzz.rc") &
+  echo "   fuzzing in the background from here (counted at the end)"
   fuzz_pid=$!
 }
 fuzz_targets() { # (in the background) build build-fuzz, then every target, one per core at a time
@@ -158,7 +167,7 @@ fuzz_targets() { # (in the background) build build-fuzz, then every target, one 
   for fz in build-fuzz/fuzz_*; do
     [ -x "$fz" ] || continue
     local name; name=$(basename "$fz")
-    local corpus=.cache/corpus/$name seeds=fuzz/corpus/${name#fuzz_}
+    local corpus=$FUZZ_CORPUS/$name seeds=fuzz/corpus/${name#fuzz_}
     mkdir -p "$corpus"
     local args=("$corpus"); [ -d "$seeds" ] && args+=("$seeds")
     # (-timeout: a hang, not a slow input on a core the tests hold)
@@ -424,7 +433,6 @@ server_units() {
   need go-servers azurite seaweedfs && unit build "release (servers)" servers
 }
 if [ -z "${TT_CHECK_QUICK:-}" ]; then
-  fuzz_report
   echo "== ASan+UBSan build"
   # (-O1, as AddressSanitizer's own documentation advises: the checks are the
   # same, the binary faster than at -O0, and the frame pointers
@@ -441,6 +449,8 @@ if [ -z "${TT_CHECK_QUICK:-}" ]; then
 else
   server_units
 fi
+
+fuzz_report
 
 echo
 echo "(make check: $(elapsed) after setup)"
