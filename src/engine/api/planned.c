@@ -62,13 +62,10 @@ static int plan_mode(const tt_plan_opts *plan, tt_plan_result *res, tt_plan_mode
 	return 0;
 }
 
-/* The saved plan's text and length, for the engine's halves that take them
- * as from_plan (NULL unless applying one). */
-static const char *saved(const tt_plan_opts *plan, tt_plan_mode mode, size_t *len)
-{
-	*len = mode == TT_PLAN_APPLY ? plan->saved_len : 0;
-	return mode == TT_PLAN_APPLY ? plan->saved : NULL;
-}
+/* The saved plan of TT_PLAN_APPLY as the engine's halves take it (from_plan
+ * and its length); NULL and 0 otherwise. */
+#define SAVED(plan, mode) ((mode) == TT_PLAN_APPLY ? (plan)->saved : NULL), \
+			  ((mode) == TT_PLAN_APPLY ? (plan)->saved_len : 0)
 
 int tt_repo_commit(tt_repo *repo, const tt_commit_opts *opts, const tt_plan_opts *plan, tt_plan_result *res,
 		   tt_error *err)
@@ -91,13 +88,11 @@ int tt_repo_new(tt_repo *repo, const tt_new_opts *opts, const tt_plan_opts *plan
 		tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
-	const char *from = saved(plan, mode, &len);
 	bool preview = mode == TT_PLAN_PREVIEW;
-	return tt_engine_repo_new(repo, opts, from, len, preview ? &res->plan_json : NULL,
+	return tt_engine_repo_new(repo, opts, SAVED(plan, mode), preview ? &res->plan_json : NULL,
 				  preview ? &res->plan_text : NULL, preview ? NULL : &res->out, err);
 }
 
@@ -105,13 +100,11 @@ int tt_repo_promote(tt_repo *repo, const tt_promote_opts *opts, const tt_plan_op
 		    tt_plan_result *res, tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
-	const char *from = saved(plan, mode, &len);
 	bool preview = mode == TT_PLAN_PREVIEW;
-	return tt_engine_repo_promote(repo, opts, from, len, preview ? &res->plan_json : NULL,
+	return tt_engine_repo_promote(repo, opts, SAVED(plan, mode), preview ? &res->plan_json : NULL,
 				      preview ? &res->plan_text : NULL, preview ? NULL : &res->out, err);
 }
 
@@ -133,14 +126,12 @@ int tt_repo_repair(tt_repo *repo, const tt_repair_opts *opts, const tt_plan_opts
 		   tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
 	TT_CHECK_OPTS(opts, tt_repair_opts, TT_REPAIR_OPTS_VERSION, err);
-	const char *from = saved(plan, mode, &len);
 	rc = tt_engine_repo_repair(repo, opts ? opts->selectors : NULL, opts ? opts->nselectors : 0,
-				   opts && opts->all_history, mode == TT_PLAN_PREVIEW, from, len, &res->plan_json,
+				   opts && opts->all_history, mode == TT_PLAN_PREVIEW, SAVED(plan, mode), &res->plan_json,
 				   &res->plan_text, &res->out, err);
 	if (rc == 0)
 		keep_plan_only_in_preview(mode, res);
@@ -151,15 +142,13 @@ int tt_repo_restore(tt_repo *repo, const tt_restore_opts *opts, const tt_plan_op
 		    tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
 	TT_CHECK_OPTS(opts, tt_restore_opts, TT_RESTORE_OPTS_VERSION, err);
-	const char *from = saved(plan, mode, &len);
 	rc = tt_engine_repo_restore(repo, opts ? opts->selectors : NULL, opts ? opts->nselectors : 0,
 				    opts ? opts->rev : NULL, opts ? opts->at : NULL, opts && opts->discard,
-				    mode == TT_PLAN_PREVIEW, from, len, &res->plan_json, &res->plan_text, &res->out,
+				    mode == TT_PLAN_PREVIEW, SAVED(plan, mode), &res->plan_json, &res->plan_text, &res->out,
 				    err);
 	if (rc == 0)
 		keep_plan_only_in_preview(mode, res);
@@ -170,14 +159,12 @@ int tt_repo_forget_workspace(tt_repo *repo, const tt_forget_opts *opts, const tt
 			     tt_plan_result *res, tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
 	TT_CHECK_OPTS(opts, tt_forget_opts, TT_FORGET_OPTS_VERSION, err);
-	const char *from = saved(plan, mode, &len);
-	rc = tt_engine_repo_forget_workspace(repo, opts ? opts->workspace_id : NULL, mode == TT_PLAN_PREVIEW, from,
-					     len, &res->plan_json, &res->plan_text, &res->out, err);
+	rc = tt_engine_repo_forget_workspace(repo, opts ? opts->workspace_id : NULL, mode == TT_PLAN_PREVIEW, SAVED(plan, mode),
+					      &res->plan_json, &res->plan_text, &res->out, err);
 	if (rc == 0)
 		keep_plan_only_in_preview(mode, res);
 	return rc;
@@ -187,7 +174,6 @@ int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const tt_plan_opts *pl
 		 tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
@@ -195,12 +181,11 @@ int tt_repo_drop(tt_repo *repo, const tt_drop_opts *opts, const tt_plan_opts *pl
 	if (opts && opts->dry_run)
 		return usage(err, "tt_drop_opts.dry_run is tt_repo_gc_expired's",
 				    "preview a drop with TT_PLAN_PREVIEW");
-	const char *from = saved(plan, mode, &len);
 	tt_drop_opts o = TT_DROP_OPTS_INIT;
 	if (opts)
 		o = *opts;
 	o.dry_run = mode == TT_PLAN_PREVIEW;
-	rc = tt_engine_repo_drop(repo, opts ? &o : NULL, from, len, &res->plan_json, &res->plan_text, &res->out,
+	rc = tt_engine_repo_drop(repo, opts ? &o : NULL, SAVED(plan, mode), &res->plan_json, &res->plan_text, &res->out,
 				 err);
 	if (rc == 0)
 		keep_plan_only_in_preview(mode, res);
@@ -211,13 +196,11 @@ int tt_repo_upgrade(tt_repo *repo, const tt_upgrade_opts *opts, const tt_plan_op
 		    tt_error *err)
 {
 	tt_plan_mode mode;
-	size_t len;
 	int rc = plan_mode(plan, res, &mode, err);
 	if (rc < 0)
 		return rc;
 	TT_CHECK_OPTS(opts, tt_upgrade_opts, TT_UPGRADE_OPTS_VERSION, err);
-	const char *from = saved(plan, mode, &len);
-	rc = tt_engine_repo_upgrade(repo, opts && opts->ignore_immutable, mode == TT_PLAN_PREVIEW, from, len,
+	rc = tt_engine_repo_upgrade(repo, opts && opts->ignore_immutable, mode == TT_PLAN_PREVIEW, SAVED(plan, mode),
 				    &res->plan_json, &res->plan_text, &res->out, err);
 	if (rc == 0)
 		keep_plan_only_in_preview(mode, res);
