@@ -389,12 +389,6 @@ void tt_objstore_close(tt_store *s)
 
 /* ---- listings ------------------------------------------------------------------ */
 
-static char *text_of(const char *cs, const char *ce, const char *tag)
-{
-	const char *vs, *ve;
-	return tt_xml_find(cs, ce, tag, &vs, &ve, NULL) ? tt_xml_text(vs, ve) : NULL;
-}
-
 /* [vs, ve) as a NUL-terminated string in buf (cut at its size). */
 static const char *raw_copy(const char *vs, const char *ve, char *buf, size_t size)
 {
@@ -404,15 +398,31 @@ static const char *raw_copy(const char *vs, const char *ve, char *buf, size_t si
 	return buf;
 }
 
-/* One entry [cs, ce) into e; 1 to skip it (at or before after).  Two
+enum { F_KEY, F_ETAG, F_SIZE, F_MTIME, F_VERSION, F_COUNT };
+
+/* The fields an entry of t has, in F_ order (the version's only when t
+ * names one); their count. */
+static size_t entry_fields(const tt_objstore_listing *t, tt_xml_field *f)
+{
+	const char *tags[F_COUNT] = { t->key, t->etag, t->size, t->mtime, t->version };
+	size_t n = t->version ? F_COUNT : F_VERSION;
+	for (size_t i = 0; i < n; i++)
+		f[i] = (tt_xml_field){ .tag = tags[i], .len = strlen(tags[i]) };
+	return n;
+}
+
+/* One entry into e from its fields f (as entry_fields made them, then
+ * tt_xml_entry found them); 1 to skip it (at or before after).  Two
  * allocations a key (its name and ETag): a listing of millions of keys
  * spends its time here. */
-static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, const char *ce,
-		    const char *after, tt_store_entry *e, tt_error *err)
+static int entry_of(tt_store *s, const tt_objstore_listing *t, const tt_xml_field *f, const char *after,
+		    tt_store_entry *e, tt_error *err)
 {
-	const char *prefix = OS(s)->prefix, *vs, *ve;
+	const char *prefix = OS(s)->prefix;
 	size_t plen = strlen(prefix);
-	char *k = text_of(cs, ce, t->key), *v, num[64];
+	char *k = NULL, *v, num[64];
+	if (f[F_KEY].vs && !(k = tt_xml_text(f[F_KEY].vs, f[F_KEY].ve)))
+		return tt_error_oom(err);
 	if (!k || strncmp(k, prefix, plen) != 0) {
 		int rc = k ? tt_error_set(err, TT_EBACKEND, "%s: list returned '%s', outside the prefix",
 					  s->display, k)
@@ -428,8 +438,11 @@ static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, c
 	if (plen)
 		memmove(k, k + plen, strlen(k + plen) + 1);
 	e->key = k;
-	if ((v = text_of(cs, ce, t->etag))) {
-		size_t n = strlen(v);
+	if (f[F_ETAG].vs) {
+		size_t n;
+		if (!(v = tt_xml_text(f[F_ETAG].vs, f[F_ETAG].ve)))
+			return tt_error_oom(err); /* the caller releases e */
+		n = strlen(v);
 		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') { /* tt_xml_unquote, in place */
 			memmove(v, v + 1, n - 2);
 			v[n - 2] = '\0';
@@ -437,30 +450,46 @@ static int entry_of(tt_store *s, const tt_objstore_listing *t, const char *cs, c
 		e->meta.etag = v;
 	}
 	/* a number and a time hold no entities */
-	if (tt_xml_find(cs, ce, t->size, &vs, &ve, NULL))
-		e->meta.size = strtoull(raw_copy(vs, ve, num, sizeof num), NULL, 10);
-	if (tt_xml_find(cs, ce, t->mtime, &vs, &ve, NULL))
-		e->meta.mtime_ns = parse_time(raw_copy(vs, ve, num, sizeof num), t->iso_mtime);
-	if (t->version)
-		e->meta.version = text_of(cs, ce, t->version);
+	if (f[F_SIZE].vs)
+		e->meta.size = strtoull(raw_copy(f[F_SIZE].vs, f[F_SIZE].ve, num, sizeof num), NULL, 10);
+	if (f[F_MTIME].vs)
+		e->meta.mtime_ns = parse_time(raw_copy(f[F_MTIME].vs, f[F_MTIME].ve, num, sizeof num), t->iso_mtime);
+	if (t->version && f[F_VERSION].vs && !(e->meta.version = tt_xml_text(f[F_VERSION].vs, f[F_VERSION].ve)))
+		return tt_error_oom(err);
 	return 0;
+}
+
+/* A page-level tag of [body, end) (the truncated flag, the next token)
+ * outside the run of entries, [body, head) before it or [tail, end) after
+ * it (head NULL: no entries), so a page of 1000 entries is not read again
+ * for each of them. */
+static bool page_tag(const char *body, const char *head, const char *tail, const char *end, const char *tag,
+		     const char **vs, const char **ve)
+{
+	if (!head)
+		return tt_xml_find(body, end, tag, vs, ve, NULL);
+	return tt_xml_find(body, head, tag, vs, ve, NULL) || tt_xml_find(tail, end, tag, vs, ve, NULL);
 }
 
 int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const tt_http_response *r,
 			      const char *after, size_t max_keys, bool *cut, tt_store_page *out,
 			      tt_store_page *rest, tt_error *err)
 {
-	const char *p = r->body.ptr, *end = p + r->body.len, *cs, *ce, *vs, *ve;
+	const char *p = r->body.ptr, *end = p + r->body.len, *head = NULL, *vs, *ve;
 	size_t alloc = 0;
+	tt_xml_field f[F_COUNT];
+	size_t nf = entry_fields(t, f);
 	tt_store_page *into = out;
 	int rc = 0;
 	if (cut)
 		*cut = false;
 	if (rest)
 		memset(rest, 0, sizeof *rest);
-	while (rc == 0 && tt_xml_find(p, end, t->entry, &cs, &ce, &p)) {
+	while (rc == 0 && tt_xml_entry(p, end, t->entry, f, nf, &p)) {
 		tt_store_entry e = { 0 };
-		if ((rc = entry_of(s, t, cs, ce, after, &e, err)) == 1) {
+		if (!head)
+			head = p; /* the end of the first entry */
+		if ((rc = entry_of(s, t, f, after, &e, err)) == 1) {
 			rc = 0;
 			continue;
 		}
@@ -487,10 +516,11 @@ int tt_objstore_parse_listing(tt_store *s, const tt_objstore_listing *t, const t
 	}
 	if (rc == 0 && (!(cut && *cut) || rest)) {
 		tt_store_page *pg = cut && *cut ? rest : out;
-		bool more = t->truncated ? tt_xml_find(r->body.ptr, end, t->truncated, &vs, &ve, NULL) &&
-						   ve - vs == 4 && memcmp(vs, "true", 4) == 0
-					 : tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL) && ve > vs;
-		if (more && t->truncated && !tt_xml_find(r->body.ptr, end, t->next, &vs, &ve, NULL))
+		const char *body = r->body.ptr;
+		bool more = t->truncated ? page_tag(body, head, p, end, t->truncated, &vs, &ve) && ve - vs == 4 &&
+						   memcmp(vs, "true", 4) == 0
+					 : page_tag(body, head, p, end, t->next, &vs, &ve) && ve > vs;
+		if (more && t->truncated && !page_tag(body, head, p, end, t->next, &vs, &ve))
 			rc = tt_error_set(err, TT_EBACKEND,
 					  "%s: a truncated listing without a continuation token", s->display);
 		else if (more && !(pg->next = tt_xml_text(vs, ve)))

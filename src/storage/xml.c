@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/buf.h"
 #include "util/mem.h"
 
 /* The text between <tag> and </tag> at or after p (before end): true with
@@ -24,7 +23,8 @@ static const char *tag_at(const char *p, const char *end, const char *tag, size_
 	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
 		if ((size_t)(end - p) < tl + skip + 1)
 			return NULL;
-		if ((!close || p[1] == '/') && memcmp(p + skip, tag, tl) == 0 && p[skip + tl] == '>')
+		if ((!close || p[1] == '/') && p[skip] == tag[0] && memcmp(p + skip, tag, tl) == 0 &&
+		    p[skip + tl] == '>')
 			return p;
 		p++;
 	}
@@ -48,67 +48,128 @@ bool tt_xml_find(const char *p, const char *end, const char *tag, const char **v
 	return true;
 }
 
-/* XML text with its entities decoded.  NULL on OOM. */
-char *tt_xml_text(const char *s, const char *e)
+/* The field of f (n of them) whose tag (after "<" or "</") starts at name,
+ * followed by '>' before end; n when none. */
+static size_t field_at(const char *name, const char *end, const tt_xml_field *f, size_t n)
 {
-	tt_buf b = TT_BUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		if ((size_t)(end - name) > f[i].len && name[0] == f[i].tag[0] &&
+		    memcmp(name, f[i].tag, f[i].len) == 0 && name[f[i].len] == '>')
+			return i;
+	return n;
+}
+
+bool tt_xml_entry(const char *p, const char *end, const char *tag, tt_xml_field *f, size_t n,
+			 const char **after)
+{
+	size_t tl = strlen(tag), i;
+	const char *q;
+	for (i = 0; i < n; i++)
+		f[i].vs = f[i].ve = NULL;
+	if (!(p = tag_at(p, end, tag, tl, false)))
+		return false;
+	/* every '<' in turn: a field's text runs from its first <tag> to the
+	 * first </tag> after that, both before the entry's own close */
+	for (q = p + tl + 2; (q = memchr(q, '<', (size_t)(end - q))) != NULL; q++) {
+		if (q + 1 < end && q[1] == '/') {
+			if ((size_t)(end - q) > tl + 2 && memcmp(q + 2, tag, tl) == 0 && q[tl + 2] == '>') {
+				for (i = 0; i < n; i++)
+					if (!f[i].ve)
+						f[i].vs = NULL; /* opened, never closed */
+				*after = q + tl + 3;
+				return true;
+			}
+			if ((i = field_at(q + 2, end, f, n)) < n && f[i].vs && !f[i].ve)
+				f[i].ve = q;
+		} else if ((i = field_at(q + 1, end, f, n)) < n && !f[i].vs) {
+			f[i].vs = q + f[i].len + 2;
+		}
+	}
+	return false;
+}
+
+/* The code point of a character reference's digits at s (hex: after
+ * "&#x"), as strtoul reads them. */
+static unsigned long char_ref(const char *s, bool hex)
+{
+	return strtoul(s, NULL, hex ? 16 : 10);
+}
+
+/* cp as UTF-8 at o (at most four bytes, as the references it comes from
+ * are at least four characters long, the decoded text never outgrows the
+ * encoded); the bytes written. */
+static size_t put_utf8(char *o, unsigned long cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | ((cp >> 18) & 0x07));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* The entity at s (*s == '&', before e) decoded at o: the bytes written,
+ * *used the characters it took; 0 when s starts none (the '&' is copied as
+ * it is). */
+static size_t entity(const char *s, const char *e, char *o, size_t *used)
+{
 	static const struct {
 		const char *ent;
+		size_t len;
 		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
-		     { "&apos;", '\'' } };
-	if (!memchr(s, '&', (size_t)(e - s)))
-		return tt_strndup(s, (size_t)(e - s)); /* nothing to decode: most keys */
-	while (s < e) {
-		bool done = false;
-		if (*s == '&') {
-			for (size_t i = 0; i < sizeof ents / sizeof ents[0] && !done; i++) {
-				size_t n = strlen(ents[i].ent);
-				if ((size_t)(e - s) >= n && memcmp(s, ents[i].ent, n) == 0) {
-					tt_buf_putc(&b, ents[i].c);
-					s += n;
-					done = true;
-				}
-			}
-			if (!done && e - s > 3 && s[1] == '#') {
-				const char *semi = memchr(s, ';', (size_t)(e - s));
-				if (semi) {
-					unsigned long cp = s[2] == 'x' ? strtoul(s + 3, NULL, 16)
-								       : strtoul(s + 2, NULL, 10);
-					/* UTF-8 */
-					if (cp < 0x80) {
-						tt_buf_putc(&b, (char)cp);
-					} else if (cp < 0x800) {
-						tt_buf_putc(&b, (char)(0xc0 | (cp >> 6)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else if (cp < 0x10000) {
-						tt_buf_putc(&b, (char)(0xe0 | (cp >> 12)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					} else {
-						tt_buf_putc(&b, (char)(0xf0 | (cp >> 18)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 12) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-						tt_buf_putc(&b, (char)(0x80 | (cp & 0x3f)));
-					}
-					s = semi + 1;
-					done = true;
-				}
-			}
+	} ents[] = { { "&amp;", 5, '&' }, { "&lt;", 4, '<' }, { "&gt;", 4, '>' }, { "&quot;", 6, '"' },
+		     { "&apos;", 6, '\'' } };
+	const char *semi;
+	for (size_t i = 0; i < sizeof ents / sizeof ents[0]; i++)
+		if ((size_t)(e - s) >= ents[i].len && memcmp(s, ents[i].ent, ents[i].len) == 0) {
+			*o = ents[i].c;
+			*used = ents[i].len;
+			return 1;
 		}
-		if (!done) { /* up to the next entity at once */
-			const char *amp = memchr(s + 1, '&', (size_t)(e - s - 1));
-			size_t run = amp ? (size_t)(amp - s) : (size_t)(e - s);
-			tt_buf_put(&b, s, run);
-			s += run;
-		}
+	if (e - s > 3 && s[1] == '#' && (semi = memchr(s, ';', (size_t)(e - s))) != NULL) {
+		*used = (size_t)(semi + 1 - s);
+		return put_utf8(o, s[2] == 'x' ? char_ref(s + 3, true) : char_ref(s + 2, false));
 	}
-	tt_buf_puts(&b, "");
-	if (b.failed) {
-		tt_buf_release(&b);
+	return 0;
+}
+
+/* XML text with its entities decoded, into one allocation of the encoded
+ * length (S3 servers written in Go escape an ETag's quotes as &#34;, so
+ * every entry of their listings comes here).  NULL on OOM. */
+char *tt_xml_text(const char *s, const char *e)
+{
+	char *out = malloc((size_t)(e - s) + 1), *o = out;
+	const char *amp;
+	if (!out)
 		return NULL;
+	while ((amp = memchr(s, '&', (size_t)(e - s))) != NULL) {
+		size_t used = 0, w;
+		memcpy(o, s, (size_t)(amp - s));
+		o += amp - s;
+		if ((w = entity(amp, e, o, &used)) == 0) {
+			*o++ = '&';
+			used = 1;
+		}
+		o += w;
+		s = amp + used;
 	}
-	return tt_buf_detach(&b);
+	memcpy(o, s, (size_t)(e - s));
+	o[e - s] = '\0';
+	return out;
 }
 char *tt_xml_unquote(const char *v)
 {
