@@ -1767,6 +1767,90 @@ def _s3_client(url: str):
                         region_name="us-east-1", config=Config(max_pool_connections=32))
 
 
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def _pb_int(num: int, v: int) -> bytes:
+    return _pb_varint(num << 3) + _pb_varint(v)
+
+
+def _pb_bytes(num: int, b: bytes) -> bytes:
+    return _pb_varint(num << 3 | 2) + _pb_varint(len(b)) + b
+
+
+def _weed_meta(path: Path, directory: str, names: list[str], body: Callable[[int], bytes]) -> None:
+    """A file in SeaweedFS's `fs.meta.save` format (each record a 4-byte
+    big-endian length and a filer_pb.FullEntry: dir = 1, entry = 2; Entry
+    name = 1, attributes = 4, content = 9; FuseAttributes file_size = 1,
+    mtime = 2, file_mode = 3, crtime = 6, md5 = 14) holding one regular file
+    per name with its content inline, as the filer keeps small objects, and
+    the MD5 that the S3 gateway answers as its ETag."""
+    import hashlib
+    import struct
+    now = int(time.time())
+    with open(path, "wb") as f:
+        for i, name in enumerate(names):
+            data = body(i)
+            attrs = (_pb_int(1, len(data)) + _pb_int(2, now) + _pb_int(3, 0o660) + _pb_int(6, now)
+                     + _pb_bytes(14, hashlib.md5(data).digest()))
+            entry = _pb_bytes(1, name.encode()) + _pb_bytes(4, attrs) + (_pb_bytes(9, data) if data else b"")
+            rec = _pb_bytes(1, directory.encode()) + _pb_bytes(2, entry)
+            f.write(struct.pack(">I", len(rec)) + rec)
+
+
+def _seed_seaweed(tmp: Path, proc: subprocess.Popen, client, n: int) -> None:
+    """n keys big/NNNNNN of 0-6 bytes written into the bucket through the
+    filer's bulk metadata load (`weed shell` `fs.meta.load`: about 12,000
+    keys a second here, where S3 PUTs from 16 threads write about 240), then
+    checked through the S3 gateway: a GET of sampled keys answers their
+    bytes and their MD5 as ETag."""
+    import hashlib
+    width = max(6, len(str(n - 1)))
+    names = [f"{i:0{width}d}" for i in range(n)]
+    body = lambda i: b"x" * (i % 7)  # noqa: E731
+    meta = tmp / "keys.meta"
+    _weed_meta(meta, f"/buckets/{S3_BUCKET}/big", names, body)
+    port = lambda flag: next(a.split("=", 1)[1] for a in proc.args if a.startswith(f"-{flag}.port="))  # noqa: E731
+    p = subprocess.run([str(seaweed_bin()), "shell", f"-master=127.0.0.1:{port('master')}",
+                        f"-filer=127.0.0.1:{port('filer')}"],
+                       input=f"fs.meta.load -v=false -concurrency=64 {meta}\n", text=True,
+                       capture_output=True, timeout=3600)
+    if p.returncode != 0 or f"total 0 directories, {n} files" not in p.stdout:
+        raise Skip(f"SeaweedFS fs.meta.load did not load the {n} keys: "
+                   f"{first_line(p.stderr) or p.stdout.strip()[-200:]}")
+    meta.unlink()
+    for i in sorted({0, 1, n // 2, n - 1}):
+        got = client.get_object(Bucket=S3_BUCKET, Key=f"big/{names[i]}")
+        if got["Body"].read() != body(i) or got["ETag"].strip('"') != hashlib.md5(body(i)).hexdigest():
+            raise Skip(f"SeaweedFS does not answer big/{names[i]} as loaded")
+
+
+def _s3_datasets(tmp: Path, sides: Sides, url: str, ctx: dict) -> None:
+    """Both sides' datasets, each tracking s3://bench/big/ at url."""
+    home = tmp / "home"
+    home.mkdir()
+    env = isolated_env(home)
+    ctx["env"] = env
+    for side in ("ours", "ref"):
+        ds = new_git_repo(tmp / f"ds-{side}", env)
+        exe = sides.exe(side)
+        run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
+        with open(ds / "tether.toml", "a") as f:
+            f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
+        sec = ds / ".tether" / "secrets.toml"
+        sec.write_text(f'[uris."s3://{S3_BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n'
+                       f'access_key_id = "{S3_AK}"\nsecret_access_key = "{S3_SK}"\n')
+        sec.chmod(0o600)
+        run([exe, "add", "big", f"s3://{S3_BUCKET}/big/", "--kind", "file"], ds, env)
+        ctx[f"ds-{side}"] = ds
+
+
 def prep_s3_prefix(n: int):
     def prepare(tmp: Path, sides: Sides) -> dict:
         proc, url = _start_seaweed(tmp)
@@ -1782,28 +1866,8 @@ def prep_s3_prefix(n: int):
                     if time.time() > deadline:
                         raise
                     time.sleep(1)
-            from concurrent.futures import ThreadPoolExecutor
-
-            def put(i: int) -> None:
-                client.put_object(Bucket=S3_BUCKET, Key=f"big/{i:06d}", Body=b"x" * (i % 7))
-            with ThreadPoolExecutor(16) as ex:
-                list(ex.map(put, range(n)))
-            home = tmp / "home"
-            home.mkdir()
-            env = isolated_env(home)
-            ctx["env"] = env
-            for side in ("ours", "ref"):
-                ds = new_git_repo(tmp / f"ds-{side}", env)
-                exe = sides.exe(side)
-                run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
-                with open(ds / "tether.toml", "a") as f:
-                    f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
-                sec = ds / ".tether" / "secrets.toml"
-                sec.write_text(f'[uris."s3://{S3_BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n'
-                               f'access_key_id = "{S3_AK}"\nsecret_access_key = "{S3_SK}"\n')
-                sec.chmod(0o600)
-                run([exe, "add", "big", f"s3://{S3_BUCKET}/big/", "--kind", "file"], ds, env)
-                ctx[f"ds-{side}"] = ds
+            _seed_seaweed(tmp, proc, client, n)
+            _s3_datasets(tmp, sides, url, ctx)
         except BaseException:
             proc.kill()
             proc.wait()
@@ -1889,22 +1953,7 @@ def prep_responder_prefix(n: int):
             import urllib.request
             wait_for("the LIST responder", lambda: urllib.request.urlopen(
                 f"{url}/{S3_BUCKET}?list-type=2&max-keys=1", timeout=2).status == 200, proc, log, 30)
-            home = tmp / "home"
-            home.mkdir()
-            env = isolated_env(home)
-            ctx["env"] = env
-            for side in ("ours", "ref"):
-                ds = new_git_repo(tmp / f"ds-{side}", env)
-                exe = sides.exe(side)
-                run([exe, "init", "--dataset-id", DATASET_ID], ds, env)
-                with open(ds / "tether.toml", "a") as f:
-                    f.write("\n[backends.file]\nstorage_options = { allow_http = true }\n")
-                sec = ds / ".tether" / "secrets.toml"
-                sec.write_text(f'[uris."s3://{S3_BUCKET}/"]\nendpoint_url = "{url}"\nregion = "us-east-1"\n'
-                               f'access_key_id = "{S3_AK}"\nsecret_access_key = "{S3_SK}"\n')
-                sec.chmod(0o600)
-                run([exe, "add", "big", f"s3://{S3_BUCKET}/big/", "--kind", "file"], ds, env)
-                ctx[f"ds-{side}"] = ds
+            _s3_datasets(tmp, sides, url, ctx)
         except BaseException:
             proc.kill()
             proc.wait()
@@ -1925,27 +1974,39 @@ def check_responder_prefix(ctx: dict) -> str:
     return f"same snapshot of the {ctx['n']}-key prefix on both sides"
 
 
-def sum_responder_prefix(ctx: dict, res: "Result") -> str:
-    """Client CPU per 10^6 keys and peak RSS of each side (their check run),
-    and a plain paged LIST with boto3 of 10^5 of the keys (big/000), its wall
-    scaled to the whole prefix (a paged LIST is linear in its pages; boto3
-    lists about 4,000 keys a second here, the whole prefix would take hours)."""
-    n, per = ctx["n"], ctx["n"] / 1e6
+def _client_figures(ctx: dict, res: "Result") -> str:
+    """Client CPU per 10^6 keys and peak RSS of each side (their check run)."""
+    per = ctx["n"] / 1e6
     o, r = ctx["rusage-ours"], ctx["rusage-ref"]
+    cpu_o, cpu_r = o["cpu_s"] / per, r["cpu_s"] / per
+    res.extra.update(ours_cpu_s_per_1e6=cpu_o, ref_cpu_s_per_1e6=cpu_r, cpu_ratio=cpu_o / cpu_r,
+                     ours_rss_mib=o["rss_mib"], ref_rss_mib=r["rss_mib"])
+    return (f"client CPU per 10^6 keys: ours {cpu_o:.2f} s, tether-vcs {cpu_r:.2f} s "
+            f"(ours/tether-vcs {cpu_o / cpu_r:.2f}); peak RSS ours {o['rss_mib']:.0f} MiB, "
+            f"tether-vcs {r['rss_mib']:.0f} MiB")
+
+
+def sum_responder_prefix(ctx: dict, res: "Result") -> str:
+    """Each side's client figures, and a plain paged LIST with boto3 of 10^5
+    of the keys (big/000), its wall scaled to the whole prefix (a paged LIST
+    is linear in its pages; boto3 lists about 4,000 keys a second here, the
+    whole prefix would take hours)."""
+    n = ctx["n"]
     client = _s3_client(ctx["url"])
     t0 = time.perf_counter()
     k = 0
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=S3_BUCKET, Prefix="big/000"):
         k += len(page.get("Contents", []))
     boto = (time.perf_counter() - t0) * n / k
-    cpu_o, cpu_r = o["cpu_s"] / per, r["cpu_s"] / per
-    res.extra.update(ours_cpu_s_per_1e6=cpu_o, ref_cpu_s_per_1e6=cpu_r, cpu_ratio=cpu_o / cpu_r,
-                     ours_rss_mib=o["rss_mib"], ref_rss_mib=r["rss_mib"], boto3_list_s_scaled=boto,
-                     boto3_keys_listed=k, ours_over_boto3=res.med("ours") / boto)
-    return (f"client CPU per 10^6 keys: ours {cpu_o:.2f} s, tether-vcs {cpu_r:.2f} s "
-            f"(ours/tether-vcs {cpu_o / cpu_r:.2f}); peak RSS ours {o['rss_mib']:.0f} MiB, "
-            f"tether-vcs {r['rss_mib']:.0f} MiB; boto3 paged LIST of {k} keys scaled to {n}: "
+    res.extra.update(boto3_list_s_scaled=boto, boto3_keys_listed=k, ours_over_boto3=res.med("ours") / boto)
+    return (f"{_client_figures(ctx, res)}; boto3 paged LIST of {k} keys scaled to {n}: "
             f"{boto:.0f} s, ours is {res.med('ours') / boto:.3f}× that")
+
+
+def sum_seaweed_prefix(ctx: dict, res: "Result") -> str:
+    """Each side's client figures, and a plain paged LIST with boto3 of the
+    whole prefix on the same server, timed the same way in the same run."""
+    return f"{_client_figures(ctx, res)}; {sum_s3_prefix(ctx, res)}"
 
 
 def installed_kind(sides: Sides, kind: str) -> None:
@@ -2404,6 +2465,7 @@ def benchmarks(quick: bool) -> list[Bench]:
     n_s3 = 10000 if quick else 100000
     n_obj = 2000 if quick else 20000
     n_resp = 100000 if quick else 10000000
+    n_weed = 20000 if quick else 1000000
     n_dolt = 100 if quick else 1000
     tag_every = n_dolt // 10
     n_neon_branches = 2 if quick else 8
@@ -2539,6 +2601,13 @@ def benchmarks(quick: bool) -> list[Bench]:
               "LIST of the same prefix with boto3",
               prep_s3_prefix(n_s3), check_s3_prefix, cmds_s3_prefix, available=s3_prefix_available,
               summarize=sum_s3_prefix),
+        Bench("s3-prefix-seaweedfs", f"s3-prefix-seaweedfs-{n_weed}", reps(3),
+              f"`tether snapshot --json` of a file object on an s3:// prefix of {n_weed} keys on a "
+              "local SeaweedFS (keys loaded through the filer's bulk metadata path; tether-vcs lists "
+              "through obstore), with each side's client CPU and peak RSS, against a plain paged LIST "
+              "of the whole prefix with boto3",
+              prep_s3_prefix(n_weed), check_responder_prefix, cmds_s3_prefix,
+              available=s3_prefix_available, summarize=sum_seaweed_prefix),
         Bench("s3-prefix-responder", f"s3-prefix-responder-{n_resp}", reps(3),
               f"`tether snapshot --json` of a file object on an s3:// prefix of {n_resp} keys served "
               "by bench/list_responder.py (ListObjectsV2 pages made in memory, so the client is what "
