@@ -404,14 +404,29 @@ static int restore_refusals(restore_apply *ra, tt_error *err)
 	return rc;
 }
 
-/* The journal's entry: the plan, with the workspace and the heads as its `pre`. */
+/* The journal's entry: the plan, with the workspace and the heads as its
+ * `pre` (what undo puts back).  An entry that cannot say all of it is not
+ * begun, and nothing is reset. */
 static int journal_restore(restore_apply *ra, tt_error *err)
 {
 	tt_buf wb = TT_BUF_INIT;
-	tt_workspace_render(&wb, &ra->repo->ws, err);
-	json_t *pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", ra->heads);
-	json_t *pj = tt_plan_to_object(ra->plan, err);
-	int rc = tt_oplog_begin(ra->repo->root, "restore", pj, pre, NULL, ra->op_id, err);
+	json_t *pre = NULL, *pj = NULL;
+	int rc;
+	if ((rc = tt_workspace_render(&wb, &ra->repo->ws, err)) < 0) {
+		tt_error_prefix(err, "restore: the journal's entry cannot hold this checkout's workspace; nothing "
+				"was restored");
+		goto done;
+	}
+	if (!(pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", ra->heads))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (!(pj = tt_plan_to_object(ra->plan, err))) {
+		rc = err->code;
+		goto done;
+	}
+	rc = tt_oplog_begin(ra->repo->root, "restore", pj, pre, NULL, ra->op_id, err);
+done:
 	json_decref(pre);
 	json_decref(pj);
 	tt_buf_release(&wb);
