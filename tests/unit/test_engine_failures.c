@@ -110,6 +110,21 @@ static bool has_branch(const char *sys, const char *name)
 	return yes;
 }
 
+/* .tether/workspace.toml as the disk has it. */
+static char *workspace_file(fixture *f)
+{
+	char path[2300];
+	tt_buf b = TT_BUF_INIT;
+	tt_error err = TT_ERROR_INIT;
+	snprintf(path, sizeof path, "%s/.tether/workspace.toml", f->dir);
+	if (tt_read_file(path, &b, 1 << 20, &err) < 0) {
+		tt_error_clear(&err);
+		tt_buf_release(&b);
+		return NULL;
+	}
+	return tt_buf_detach(&b);
+}
+
 static int restore_both(fixture *f, tt_plan_result *res, tt_error *err)
 {
 	static const char *const keys[] = { "m1", "m2" };
@@ -118,6 +133,79 @@ static int restore_both(fixture *f, tt_plan_result *res, tt_error *err)
 	ro.nselectors = 2;
 	ro.rev = "main";
 	return tt_repo_restore(f->repo, &ro, NULL, res, err);
+}
+
+/* --- the journal refuses a progress record between two resets ------------------ */
+
+/* .tether/ops.jsonl swapped for a directory (every append then fails) at
+ * the first fork, and put back at the second. */
+typedef struct journal_outage {
+	char ops[2300], saved[2300];
+	int forks;
+} journal_outage;
+
+static void break_journal_at_first_fork(void *ctx, const char *kind, const char *op, int rc)
+{
+	journal_outage *o = ctx;
+	(void)kind;
+	if (strcmp(op, "fork") != 0 || rc < 0)
+		return;
+	if (++o->forks == 1) {
+		if (rename(o->ops, o->saved) != 0 || mkdir(o->ops, 0755) != 0)
+			fprintf(stderr, "  could not break the journal: %s\n", strerror(errno));
+	} else if (o->forks == 2) {
+		if (rmdir(o->ops) != 0 || rename(o->saved, o->ops) != 0)
+			fprintf(stderr, "  could not mend the journal: %s\n", strerror(errno));
+	}
+}
+
+TT_TEST(restore_stops_when_a_reset_cannot_be_journaled_and_keeps_it_recorded)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	journal_outage o = { .forks = 0 };
+	CHECK_OK(fixture_open(&f, 0));
+	snprintf(o.ops, sizeof o.ops, "%s/.tether/ops.jsonl", f.dir);
+	snprintf(o.saved, sizeof o.saved, "%s/.tether/ops.jsonl.saved", f.dir);
+	char branch[128];
+	snprintf(branch, sizeof branch, "tether.ws.%s.feature", tt_repo_dataset_id(f.repo));
+	CHECK(!has_branch(f.sys[0], branch) && !has_branch(f.sys[1], branch)); /* lazy: pending forks */
+
+	tt_backend_set_trace(break_journal_at_first_fork, &o);
+	int rc = restore_both(&f, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	if (o.forks == 1) { /* still broken: mend it */
+		CHECK(rmdir(o.ops) == 0 && rename(o.saved, o.ops) == 0);
+	}
+	/* The journal failure is the call's: not a success with err still set. */
+	CHECK_MSG(rc < 0, "restore returned %d with err %d (%s)", rc, err.code, err.message ? err.message : "");
+	CHECK_INT(err.code, rc);
+	CHECK(res.out == NULL);
+	CHECK_MSG(strstr(err.message, "ops.jsonl") && strstr(err.message, "restore m1") &&
+			  strstr(err.message, "m1 restored and recorded"),
+		  "%s", err.message);
+	tt_error_clear(&err);
+	/* m1 was reset and stays recorded in the workspace; m2 was not touched. */
+	CHECK(has_branch(f.sys[0], branch) && !has_branch(f.sys[1], branch));
+	char *ws = workspace_file(&f);
+	CHECK(ws != NULL);
+	char *refs = strstr(ws, "[working_refs]"), *pending = strstr(ws, "[pending_forks]");
+	CHECK_MSG(refs && strstr(refs, "m1 = ") && pending && strstr(pending, "m2 = ") &&
+			  !strstr(pending, "m1 = "),
+		  "%s", ws);
+	free(ws);
+
+	/* The rest, restored by the same restore of what is left. */
+	static const char *const rest[] = { "m2" };
+	tt_restore_opts ro = TT_RESTORE_OPTS_INIT;
+	ro.selectors = rest;
+	ro.nselectors = 1;
+	ro.rev = "main";
+	CHECK_OK(tt_repo_restore(f.repo, &ro, NULL, &res, &err));
+	CHECK(has_branch(f.sys[1], branch));
+	tt_plan_result_release(&res);
+	fixture_close(&f);
 }
 
 /* --- the workspace cannot be rendered for the journal's entry ------------------- */
