@@ -35,6 +35,17 @@ static int done(const tt_backend *b, const char *op, int rc, tt_error *err)
 	return rc;
 }
 
+/* A listing that failed hands back nothing, whatever its op left in *out:
+ * the caller of a failed call has nothing to free. */
+static int listed(const tt_backend *b, const char *op, int rc, json_t **out, tt_error *err)
+{
+	if (rc < 0 && out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return done(b, op, rc, err);
+}
+
 static int missing(const tt_backend *b, const char *op, tt_error *err)
 {
 	const char *why = NULL;
@@ -90,7 +101,7 @@ int tt_backend_list_pins(tt_backend *b, const json_t *loc, json_t **ids, tt_erro
 		*ids = NULL;
 	if (!b->ops->list_pins)
 		return missing(b, "list_pins", err);
-	return done(b, "list_pins", b->ops->list_pins(b, loc, ids, err), err);
+	return listed(b, "list_pins", b->ops->list_pins(b, loc, ids, err), ids, err);
 }
 
 int tt_backend_verify(tt_backend *b, const json_t *loc, const json_t *state, const tt_pin *pin,
@@ -128,7 +139,7 @@ int tt_backend_list_working_refs(tt_backend *b, const json_t *loc, json_t **refs
 		*refs = NULL;
 	if (!b->ops->list_working_refs)
 		return missing(b, "list_working_refs", err);
-	return done(b, "list_working_refs", b->ops->list_working_refs(b, loc, refs, err), err);
+	return listed(b, "list_working_refs", b->ops->list_working_refs(b, loc, refs, err), refs, err);
 }
 
 int tt_backend_working_ref_blockers(tt_backend *b, const json_t *loc, const char *ref, char **why,

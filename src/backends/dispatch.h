@@ -3,7 +3,8 @@
  * ...) for every op of tt_backend_ops, with the op's own signature.
  *
  * Each wrapper resets the op's out-parameters (pointers to NULL, a count to
- * 0, a verify status to UNKNOWN) before the call, answers a missing op with
+ * 0, a verify status to UNKNOWN) before the call (and a failed listing's,
+ * list_pins and list_working_refs, after it too), answers a missing op with
  * TT_ECAPABILITY naming the kind (the ops' no_pin / no_fork reason for the
  * pin and fork ops), names the kind on every error the backend left
  * without one, and reports each call to the trace hook.  The refinements

@@ -130,8 +130,10 @@ int tt_workspace_render(tt_buf *out, const tt_workspace *w, tt_error *err)
 #define PUT(f) if (w->f && json_object_size(w->f)) json_object_set(doc, #f, w->f);
 	TABLES(PUT)
 #undef PUT
-	if (!(t = tt_toml_from_json(doc, err)))
+	if (!(t = tt_toml_from_json(doc, err))) {
+		rc = err && err->code ? err->code : TT_ERROR;
 		goto done;
+	}
 	rc = tt_toml_write(out, t, err);
 done:
 	tt_toml_free(t);

@@ -72,6 +72,33 @@ def test_undo_refusals(dataset, tether, mem):
     assert proc.returncode == 1 and "never finished" in proc.stderr
 
 
+def test_undo_stops_where_the_returned_working_copy_has_a_manifest_it_cannot_read(dataset, tether, mem, env,
+                                                                                   tmp_path):
+    """undo of `new -b` takes the checkout back to main, which moved on
+    meanwhile to a manifest this tether cannot read: the undo stops there
+    naming it (not a success that leaves the next command to find it), and
+    once it is fixed the same `undo` finishes."""
+    tether("commit", "-m", "first", cwd=dataset)
+    tether("new", "-b", "feature", cwd=dataset)
+    other = tmp_path / "other"  # another checkout of main moves it on
+    git("worktree", "add", "-q", str(other), "main", cwd=dataset, env=env)
+    (other / ".tether/objects/m1.toml").write_text("kind = \n")
+    git("commit", "-q", "-am", "m1 broken", cwd=other, env=env)
+    git("worktree", "remove", "--force", str(other), cwd=dataset, env=env)
+    proc = tether("undo", cwd=dataset, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the VCS working copy back where it was" in proc.stderr and "m1.toml" in proc.stderr, proc.stderr
+    assert "`tether undo` again finishes it" in proc.stderr
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "main"
+    git("checkout", "HEAD~1", "--", ".tether/objects/m1.toml", cwd=dataset, env=env)
+    ops = tether.json("ops", cwd=dataset)
+    assert ops[0]["command"] == "undo" and ops[0]["status"] == "started" and ops[1]["undone_by"] is None
+    out = tether.json("undo", cwd=dataset)
+    assert out["command"] == "new" and out["undo_id"] == ops[0]["id"]
+    assert "feature" not in git("branch", "--list", cwd=dataset, env=env)
+    assert 'bookmark = "main"' in (dataset / ".tether/workspace.toml").read_text()
+
+
 # --- against tether-vcs: what undo reads back from the journal ------------------
 
 W = journal_pairs.working_ref

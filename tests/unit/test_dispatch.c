@@ -167,6 +167,37 @@ TT_TEST(errors_name_the_kind_and_calls_are_traced)
 	json_decref(keep);
 }
 
+/* A listing that fails after it filled its output: what the memory
+ * backend's list did when its store could not be written back. */
+static int leaky_list(tt_backend *b, const json_t *loc, json_t **out, tt_error *err)
+{
+	(void)b, (void)loc;
+	*out = json_pack("[s]", "tether.0a1b2c3d.0123456789abcdef");
+	return tt_error_set(err, TT_EIO, "the store could not be written back");
+}
+
+static const tt_backend_ops leaky_ops = {
+	.abi = TT_BACKEND_ABI,
+	.list_pins = leaky_list,
+	.list_working_refs = leaky_list,
+};
+
+TT_TEST(a_failed_listing_leaves_the_caller_nothing_to_free)
+{
+	tt_backend b;
+	tt_error err = TT_ERROR_INIT;
+	json_t *ids = NULL, *refs = NULL;
+	fake_backend(&b);
+	b.ops = &leaky_ops;
+	CHECK(tt_backend_list_pins(&b, NULL, &ids, &err) == TT_EIO);
+	CHECK(ids == NULL);
+	CHECK(err.kind && strcmp(err.kind, "fake") == 0);
+	tt_error_clear(&err);
+	CHECK(tt_backend_list_working_refs(&b, NULL, &refs, &err) == TT_EIO);
+	CHECK(refs == NULL);
+	tt_error_clear(&err);
+}
+
 TT_TEST(kit_fill_pin)
 {
 	tt_pin p;

@@ -697,7 +697,12 @@ static int begin_drop(drop_run *d, const tt_plan *plan, tt_error *err)
 	json_t *pos = NULL, *pre, *pj;
 	tt_buf wb = TT_BUF_INIT;
 	int rc;
-	tt_workspace_render(&wb, &d->repo->ws, err);
+	if ((rc = tt_workspace_render(&wb, &d->repo->ws, err)) < 0) {
+		tt_error_prefix(err, "drop %s: the journal's entry cannot hold this checkout's workspace; nothing was "
+				"dropped", d->bookmark);
+		tt_buf_release(&wb);
+		return rc;
+	}
 	if ((rc = tt_vcs_position(d->repo->vcs, &pos, err)) < 0) {
 		tt_buf_release(&wb);
 		json_decref(pos);
@@ -705,8 +710,10 @@ static int begin_drop(drop_run *d, const tt_plan *plan, tt_error *err)
 	}
 	pre = json_pack("{s:O,s:s}", "vcs", pos, "workspace", wb.ptr ? wb.ptr : "");
 	tt_buf_release(&wb);
-	pj = tt_plan_to_object(plan, err);
-	rc = pre && pj ? tt_oplog_begin(d->repo->root, "drop", pj, pre, NULL, d->op_id, err) : tt_error_oom(err);
+	if (!(pj = tt_plan_to_object(plan, err)))
+		rc = err->code;
+	else
+		rc = pre ? tt_oplog_begin(d->repo->root, "drop", pj, pre, NULL, d->op_id, err) : tt_error_oom(err);
 	json_decref(pj);
 	json_decref(pre);
 	json_decref(pos);

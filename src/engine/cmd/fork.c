@@ -1310,12 +1310,22 @@ static int keep_working_refs(new_apply *na, tt_error *err)
 	return tt_workspace_save(&na->repo->ws, na->repo->root, err);
 }
 
-/* --keep's entry done: where the VCS is now. */
+/* --keep's entry done: where the VCS is now (where undo returns it).  A
+ * position that cannot be read leaves the entry started, as an
+ * interrupted `new`'s: the same `new` again finishes it (resuming_new). */
 static int journal_kept(new_apply *na, tt_error *err)
 {
 	json_t *now = NULL;
-	tt_vcs_position(na->repo->vcs, &now, err);
-	na->result = json_pack("{s:o?}", "vcs", now);
+	int rc;
+	if ((rc = tt_vcs_position(na->repo->vcs, &now, err)) < 0) {
+		/* (a hint of the VCS's own stays) */
+		tt_error_prefix(err, "new: this checkout is on %s with its working refs kept, but where the VCS working "
+				"copy is now cannot be read for the journal (once that is fixed, the same `tether new` "
+				"again finishes it)", na->bookmark ? na->bookmark : "its bookmark");
+		return rc;
+	}
+	if (!(na->result = json_pack("{s:o}", "vcs", now)))
+		return tt_error_oom(err);
 	return tt_oplog_done(na->repo->root, na->op_id, na->result, NULL, NULL, err);
 }
 

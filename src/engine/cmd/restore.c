@@ -383,6 +383,7 @@ typedef struct restore_apply {
 	json_t *heads;		       /* key -> head of an existing branch */
 	char op_id[TT_OP_ID_LEN + 1];
 	const char *failing; /* borrowed: the key being restored */
+	bool unjournaled;    /* a reset the journal could not record stopped it */
 } restore_apply;
 
 /* The plan's refusals as one error, and the heads of the existing branches it resets. */
@@ -404,14 +405,29 @@ static int restore_refusals(restore_apply *ra, tt_error *err)
 	return rc;
 }
 
-/* The journal's entry: the plan, with the workspace and the heads as its `pre`. */
+/* The journal's entry: the plan, with the workspace and the heads as its
+ * `pre` (what undo puts back).  An entry that cannot say all of it is not
+ * begun, and nothing is reset. */
 static int journal_restore(restore_apply *ra, tt_error *err)
 {
 	tt_buf wb = TT_BUF_INIT;
-	tt_workspace_render(&wb, &ra->repo->ws, err);
-	json_t *pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", ra->heads);
-	json_t *pj = tt_plan_to_object(ra->plan, err);
-	int rc = tt_oplog_begin(ra->repo->root, "restore", pj, pre, NULL, ra->op_id, err);
+	json_t *pre = NULL, *pj = NULL;
+	int rc;
+	if ((rc = tt_workspace_render(&wb, &ra->repo->ws, err)) < 0) {
+		tt_error_prefix(err, "restore: the journal's entry cannot hold this checkout's workspace; nothing "
+				"was restored");
+		goto done;
+	}
+	if (!(pre = json_pack("{s:s,s:O}", "workspace", wb.ptr, "heads", ra->heads))) {
+		rc = tt_error_oom(err);
+		goto done;
+	}
+	if (!(pj = tt_plan_to_object(ra->plan, err))) {
+		rc = err->code;
+		goto done;
+	}
+	rc = tt_oplog_begin(ra->repo->root, "restore", pj, pre, NULL, ra->op_id, err);
+done:
 	json_decref(pre);
 	json_decref(pj);
 	tt_buf_release(&wb);
@@ -444,7 +460,10 @@ static int fork_restored(restore_apply *ra, const tt_plan_action_view *v, char *
 }
 
 /* The restored branch in the workspace and the journal; the workspace is
- * written after each reset: a crash leaves every reset described. */
+ * written after each reset: a crash leaves every reset described.  A
+ * progress record the journal refuses still leaves the reset in the
+ * workspace, then stops the restore with the journal's error
+ * (ra->unjournaled): no more resets the journal does not describe. */
 static int record_restored(restore_apply *ra, const tt_plan_action_view *v, const char *ref, tt_error *err)
 {
 	tt_workspace *ws = &ra->repo->ws;
@@ -460,10 +479,18 @@ static int record_restored(restore_apply *ra, const tt_plan_action_view *v, cons
 	json_object_set_new(ra->done_refs, v->key, json_string(ref));
 	json_array_append_new(json_object_get(v->params, "existing") ? ra->reset : ra->created, json_string(v->key));
 	json_t *d = json_pack("{s:s,s:s}", "key", v->key, "ref", ref);
-	tt_oplog_progress(ra->repo->root, ra->op_id, "fork", d, err);
+	tt_error jerr = TT_ERROR_INIT;
+	int jrc = d ? tt_oplog_progress(ra->repo->root, ra->op_id, "fork", d, &jerr) : tt_error_oom(&jerr);
 	json_decref(d);
 	tt_fault("restore:after-reset");
-	return tt_workspace_save(ws, ra->repo->root, err);
+	int rc = tt_workspace_save(ws, ra->repo->root, err);
+	if (rc == 0 && jrc < 0) {
+		tt_error_move(err, &jerr);
+		ra->unjournaled = true;
+		rc = jrc;
+	}
+	tt_error_clear(&jerr);
+	return rc;
 }
 
 /* Each planned fork, forked and recorded in turn. */
@@ -501,10 +528,13 @@ static int restore_done(restore_apply *ra, json_t **out, tt_error *err)
 }
 
 /* A head that moved between the plan's check and its reset (a clone that
- * shares no lock) stops the restore with nothing written for it: what was
- * reset so far is journaled as done, beside why it stopped. */
-static int restore_stopped(restore_apply *ra, tt_error *err)
+ * shares no lock) stops the restore with nothing written for it; a reset
+ * the journal could not record stops it after that reset (rc, the
+ * journal's error).  What was reset so far is journaled as done, beside
+ * why it stopped, where the journal takes it. */
+static int restore_stopped(restore_apply *ra, int rc, tt_error *err)
 {
+	bool moved = rc == TT_EREFMOVED;
 	tt_error ignored = TT_ERROR_INIT;
 	char *why = tt_strdup(tt_error_text(err));
 	json_t *res = json_pack("{s:O,s:O,s:O,s:s?,s:s?,s:s}", "created", ra->created, "reset", ra->reset,
@@ -524,9 +554,10 @@ static int restore_stopped(restore_apply *ra, tt_error *err)
 		tt_buf_printf(&keys, "%s%s", i ? ", " : "", names[i]);
 	free(names);
 	tt_error_clear(err);
-	int rc = tt_error_set(err, TT_ESTALEPLAN, "restore %s: %s; %s%sre-run the plan for the rest",
-			      ra->failing ? ra->failing : "", why ? why : "", keys.ptr,
-			      keys.len ? " restored and recorded, " : "");
+	rc = tt_error_set(err, moved ? TT_ESTALEPLAN : rc, "restore %s: %s; %s%s%s", ra->failing ? ra->failing : "",
+			  why ? why : "", keys.ptr, keys.len ? " restored and recorded, " : "",
+			  moved ? "re-run the plan for the rest"
+				: "once .tether/ops.jsonl takes writes again, restore the rest");
 	tt_buf_release(&keys);
 	free(why);
 	return rc;
@@ -552,11 +583,11 @@ static int apply_restore(tt_repo *repo, void *vctx, const tt_plan *plan, bool sa
 		goto done;
 	tt_fault("restore:after-journal");
 	if ((rc = restore_forks(&ra, err)) < 0) {
-		/* Any failure but a moved head may have left part of a fork
-		 * behind: the entry stays started, as an interrupted
-		 * restore's does. */
-		if (rc == TT_EREFMOVED)
-			rc = restore_stopped(&ra, err);
+		/* Any failure but a moved head, or a journal that refused a
+		 * finished reset, may have left part of a fork behind: the
+		 * entry stays started, as an interrupted restore's does. */
+		if (rc == TT_EREFMOVED || ra.unjournaled)
+			rc = restore_stopped(&ra, rc, err);
 		goto done;
 	}
 	tt_fault("restore:before-done");

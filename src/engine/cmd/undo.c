@@ -977,7 +977,9 @@ static void branches_made(const tt_op_entry *target, json_t *created, json_t *re
 }
 
 /* The working copy back to before (vcs_back), or reported as already back
- * (an interrupted undo returned it) or as moved on since. */
+ * (an interrupted undo returned it) or as moved on since.  Manifests the
+ * returned working copy holds that cannot be read stop the undo there,
+ * its entry left to the rerun that finishes it. */
 static int return_working_copy(undo_ctx *u, json_t *before, const json_t *now, bool moved_vcs, bool vcs_back,
 			       tt_error *err)
 {
@@ -988,10 +990,15 @@ static int return_working_copy(undo_ctx *u, json_t *before, const json_t *now, b
 		tt_fault("undo:after-vcs");
 		json_array_append_new(u->r.restored, json_string("VCS working copy back where it was"));
 		tt_manifest_set fresh;
-		if (tt_manifests_load(&fresh, u->repo->root, err) == 0) {
-			tt_manifests_release(&u->repo->objects);
-			u->repo->objects = fresh;
+		if ((rc = tt_manifests_load(&fresh, u->repo->root, err)) < 0) {
+			/* (any hint of the manifest's own stays) */
+			tt_error_prefix(err, "undo of %s stopped with the VCS working copy back where it was: its "
+					"manifests cannot be read (fix that, then `tether undo` again finishes it)",
+					u->target->id);
+			return rc;
 		}
+		tt_manifests_release(&u->repo->objects);
+		u->repo->objects = fresh;
 	} else if (moved_vcs && u->r.resuming && same_field(now, before, "id") && same_field(now, before, "branch")) {
 		/* The interrupted undo had returned it already. */
 		json_array_append_new(u->r.restored, json_string("VCS working copy back where it was"));
