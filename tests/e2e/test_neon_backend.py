@@ -332,7 +332,9 @@ def test_a_slow_operation_is_polled_to_completion(tmp_path, tether, env, neon):
 
 def test_errors_are_named_and_nothing_is_half_recorded(tmp_path, tether, env, neon):
     fake = neon
-    ds = new_dataset(tmp_path / "ds", tether, env, fake, extra="timeout_s = 5\n")
+    # A limit well above what a request to the fake takes on a loaded
+    # machine (creating a branch runs PostgreSQL), and stalls past it.
+    ds = new_dataset(tmp_path / "ds", tether, env, fake, extra="timeout_s = 10\n")
     add(tether, ds)
     # A permanent error names the request and Neon's message.
     fake.fail_next(500, count=1, method="POST", path="/branches")
@@ -344,11 +346,11 @@ def test_errors_are_named_and_nothing_is_half_recorded(tmp_path, tether, env, ne
     # Neon applies it all the same (the fake does once its stall ends): the
     # pin branch cut at the old LSN is refused for the new state, named with
     # the fix (no commit records it: delete it); then the commit goes through.
-    fake.stall_next(8, method="POST")
+    fake.stall_next(14, method="POST")
     proc = tether("commit", "-m", "first", cwd=ds, check=False)
     assert proc.returncode == 1 and "Neon may or may not have applied it" in proc.stderr, proc.stderr
     assert "state" not in manifest(ds)
-    time.sleep(4)
+    time.sleep(5)
     proc = tether("commit", "-m", "first", cwd=ds, check=False)
     if proc.returncode:
         assert "exists but hangs off" in proc.stderr and "delete that branch" in proc.stderr
@@ -453,10 +455,10 @@ def test_against_a_real_neon_project(tmp_path, tether, env):
 def test_protected_pins_and_a_stalled_read(tmp_path, tether, env, neon):
     fake = neon
     ds = new_dataset(tmp_path / "ds", tether, env, fake,
-                     extra="protected_pins = true\ntimeout_s = 5\n")
+                     extra="protected_pins = true\ntimeout_s = 10\n")
     add(tether, ds)
     # A read that stalls past the time limit is retried (nothing to undo).
-    fake.stall_next(7, method="GET")
+    fake.stall_next(14, method="GET")
     tether("commit", "-m", "first", cwd=ds)
     first = pin_branch(fake, ds)
     assert first.protected
