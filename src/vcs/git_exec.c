@@ -100,6 +100,22 @@ int tt_git_version_once(const char *exe, tt_error *err)
 	return rc;
 }
 
+int tt_vcs_command_failed(const char *tool, const char *const *args, const tt_proc_result *r, tt_error *err)
+{
+	tt_buf cmd = TT_BUF_INIT;
+	for (size_t i = 0; args[i]; i++)
+		tt_buf_printf(&cmd, "%s%s", i ? " " : "", args[i]);
+	/* what it said on stderr, else on stdout (either may be empty) */
+	const char *why = r->err.len ? r->err.ptr : r->out.len ? r->out.ptr : "";
+	size_t wl = strlen(why);
+	while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
+		wl--;
+	int rc = tt_error_set(err, TT_EVCS, "command failed (%s %s): %.*s", tool, cmd.ptr ? cmd.ptr : "", (int)wl,
+			      why);
+	tt_buf_release(&cmd);
+	return rc;
+}
+
 int tt_git_run_input(const char *exe, const char *dir, const char *const *args, const void *input,
 		     size_t len, tt_buf *out, bool allow_fail, int *status, tt_error *err)
 {
@@ -130,16 +146,8 @@ static int run_input(const char *exe, const char *dir, const char *const *args, 
 		if (status)
 			*status = r.status;
 		if (r.status != 0 && !allow_fail) {
-			tt_buf cmd = TT_BUF_INIT;
-			for (size_t i = 0; i < nargs; i++)
-				tt_buf_printf(&cmd, "%s%s", i ? " " : "", args[i]);
-			const char *why = r.err.len ? r.err.ptr : r.out.ptr;
-			size_t wl = strlen(why);
-			while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
-				wl--;
-			rc = tt_error_set(err, TT_EVCS, "command failed (git %s): %.*s", cmd.ptr, (int)wl, why);
-			tt_git_lock_hint(err, why, dir);
-			tt_buf_release(&cmd);
+			rc = tt_vcs_command_failed("git", args, &r, err);
+			tt_git_lock_hint(err, r.err.len ? r.err.ptr : r.out.len ? r.out.ptr : "", dir);
 		} else if (out) {
 			tt_buf_put(out, r.out.ptr, r.out.len);
 			rc = tt_buf_check(out, err, "git output");

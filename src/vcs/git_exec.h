@@ -35,6 +35,12 @@ int tt_git_run(const char *exe, const char *dir, const char *const *args, tt_buf
 /* When git's stderr (why) says a lock file of dir's repository exists,
  * hint at removing it: a git killed mid-write, or one failing on a full
  * disk, leaves it and it stops every later write there. */
+/* A VCS command (tool: "git", "jj") that exited non-zero, as an error:
+ * TT_EVCS, the command and what it said (stderr, else stdout).  Returns
+ * TT_EVCS. */
+struct tt_proc_result;
+int tt_vcs_command_failed(const char *tool, const char *const *args, const struct tt_proc_result *r,
+			  tt_error *err);
 void tt_git_lock_hint(tt_error *err, const char *why, const char *dir);
 /* TT_EVCS "<path> exists: ... remove it: rm <path>" when lock (a path in
  * dir's git directory, "index.lock") is there; 0 when not. */

@@ -171,16 +171,7 @@ static int run_raw(const char *exe, const char *cwd, const char *const *args, co
 		if (status)
 			*status = r.status;
 		if (r.status != 0 && !allow_fail) {
-			tt_buf cmd = TT_BUF_INIT;
-			for (size_t i = 0; i < nargs; i++)
-				tt_buf_printf(&cmd, "%s%s", i ? " " : "", args[i]);
-			const char *why = r.err.len ? r.err.ptr : r.out.len ? r.out.ptr : "";
-			size_t wl = strlen(why);
-			while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
-				wl--;
-			rc = tt_error_set(err, TT_EVCS, "command failed (jj %s): %.*s", cmd.ptr ? cmd.ptr : "",
-					  (int)wl, why);
-			tt_buf_release(&cmd);
+			rc = tt_vcs_command_failed("jj", args, &r, err);
 		} else if (out && r.status == 0) {
 			tt_buf_put(out, r.out.ptr, r.out.len);
 			rc = tt_buf_check(out, err, "jj output");

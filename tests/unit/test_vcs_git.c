@@ -1516,3 +1516,19 @@ TT_TEST(native_reads_match_git)
 	free(root);
 	free(tmp);
 }
+
+TT_TEST(silent_failure_is_named)
+{
+	/* git config --get of an unset key exits 1 and prints nothing: the
+	 * error still names the command (and reads no output it lacks) */
+	const char *args[] = { "config", "--file", "/dev/null", "--get", "tether.unset", NULL };
+	tt_error err = TT_ERROR_INIT;
+	tt_buf out = TT_BUF_INIT;
+	int status = 0;
+	int rc = tt_git_run("git", tt_test_tmpdir(), args, &out, false, &status, &err);
+	CHECK_INT(rc, TT_EVCS);
+	CHECK_INT(status, 1);
+	CHECK_STR(tt_error_text(&err), "command failed (git config --file /dev/null --get tether.unset): ");
+	tt_error_clear(&err);
+	tt_buf_release(&out);
+}
