@@ -298,3 +298,87 @@ TT_TEST(drop_writes_nothing_when_its_journal_entry_cannot_hold_the_workspace)
 	CHECK_INT(journal_entries(&f), entries);
 	fixture_close(&f);
 }
+
+/* --- repair: a lost working branch forked again ------------------------------------ */
+
+/* An eager fixture whose workspace expects both working branches under
+ * names the stores never had: repair plans a refork of each. */
+static int lose_working_branches(fixture *f, char names[2][160])
+{
+	tt_error err = TT_ERROR_INIT;
+	for (int i = 0; i < 2; i++) {
+		snprintf(names[i], 160, "tether.ws.%s.lost%d", tt_repo_dataset_id(f->repo), i + 1);
+		json_object_set_new(f->repo->ws.working_refs, i ? "m2" : "m1", json_string(names[i]));
+	}
+	int rc = tt_workspace_save(&f->repo->ws, f->repo->root, &err);
+	tt_error_clear(&err);
+	return rc;
+}
+
+TT_TEST(repair_writes_nothing_when_its_journal_entry_cannot_hold_the_workspace)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	char lost[2][160];
+	CHECK_OK(fixture_open(&f, 1));
+	CHECK_OK(lose_working_branches(&f, lost));
+	size_t entries = journal_entries(&f);
+
+	tt_repair_opts ro = TT_REPAIR_OPTS_INIT;
+	tt_backend_set_trace(spoil_workspace, f.repo);
+	int rc = tt_repo_repair(f.repo, &ro, NULL, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	CHECK_MSG(rc < 0 && err.code == rc, "repair returned %d with err %d (%s)", rc, err.code,
+		  err.message ? err.message : "");
+	CHECK_MSG(err.message && strstr(err.message, "workspace") && strstr(err.message, "nothing was repaired"),
+		  "%s", err.message ? err.message : "");
+	tt_error_clear(&err);
+	tt_plan_result_release(&res);
+	/* Nothing written: no branch forked again, no journal entry begun. */
+	CHECK(!has_branch(f.sys[0], lost[0]) && !has_branch(f.sys[1], lost[1]));
+	CHECK_INT(journal_entries(&f), entries);
+	fixture_close(&f);
+}
+
+TT_TEST(repair_stops_when_a_refork_cannot_be_journaled_and_keeps_it_recorded)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	journal_outage o = { .forks = 0 };
+	char lost[2][160];
+	CHECK_OK(fixture_open(&f, 1));
+	CHECK_OK(lose_working_branches(&f, lost));
+	snprintf(o.ops, sizeof o.ops, "%s/.tether/ops.jsonl", f.dir);
+	snprintf(o.saved, sizeof o.saved, "%s/.tether/ops.jsonl.saved", f.dir);
+
+	tt_repair_opts ro = TT_REPAIR_OPTS_INIT;
+	tt_backend_set_trace(break_journal_at_first_fork, &o);
+	int rc = tt_repo_repair(f.repo, &ro, NULL, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	if (o.forks == 1) { /* still broken: mend it */
+		CHECK(rmdir(o.ops) == 0 && rename(o.saved, o.ops) == 0);
+	}
+	/* Never a success with the refork reported failed, or err set. */
+	CHECK_MSG(rc < 0, "repair returned %d with err %d (%s)", rc, err.code, err.message ? err.message : "");
+	CHECK_INT(err.code, rc);
+	CHECK(res.out == NULL);
+	CHECK_MSG(err.message && strstr(err.message, "ops.jsonl") && strstr(err.message, "repair m1") &&
+			  strstr(err.message, "m1 repaired and recorded"),
+		  "%s", err.message ? err.message : "");
+	tt_error_clear(&err);
+	tt_plan_result_release(&res);
+	/* m1 was forked again and the workspace records it; m2 was not touched. */
+	CHECK(has_branch(f.sys[0], lost[0]) && !has_branch(f.sys[1], lost[1]));
+	char *ws = workspace_file(&f);
+	CHECK(ws != NULL);
+	CHECK_MSG(ws && strstr(ws, lost[0]), "%s", ws ? ws : "");
+	free(ws);
+
+	/* The rest, by repair again. */
+	CHECK_OK(tt_repo_repair(f.repo, &ro, NULL, &res, &err));
+	CHECK(has_branch(f.sys[1], lost[1]));
+	tt_plan_result_release(&res);
+	fixture_close(&f);
+}
