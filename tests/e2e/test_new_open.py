@@ -235,6 +235,39 @@ def test_new_keep_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finish
     assert done["result"]["vcs"]["branch"] == "feat"
 
 
+def test_eager_new_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finishes(dataset, tether, mem, env,
+                                                                                    tmp_path):
+    """`new -b X --eager`'s journal entry records where the VCS working copy
+    went, as --keep's does (undo returns it there).  A git that cannot be
+    run once the switch is made: the command fails naming it, never a
+    success whose entry lacks the position; the entry stays started and the
+    same command, git back, finishes it."""
+    tether("commit", "-m", "first", cwd=dataset)
+    real = shutil.which("git")
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    script = (f'#!/bin/sh\n"{real}" "$@"; rc=$?\n'
+              'case " $* " in *" switch "*) mv "$0" "$0.gone";; esac\nexit $rc\n')
+    wrapper.write_text(script)
+    wrapper.chmod(0o755)
+    proc = tether("new", "-b", "feat", "--eager", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "where the VCS working copy is now cannot be read" in proc.stderr, proc.stderr
+    assert "executable not found" in proc.stderr and "the same `tether new` again" in proc.stderr
+    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "feat"
+    ops = tether.json("ops", cwd=dataset)
+    assert ops[0]["command"] == "new" and ops[0]["status"] == "started"
+    wrapper.write_text(script)  # git can be run again
+    wrapper.chmod(0o755)
+    tether("new", "-b", "feat", "--eager", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
+    ops = tether.json("ops", cwd=dataset)
+    assert ops[0]["command"] == "new" and ops[0]["status"] == "done"
+    head = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
+    done = [json.loads(line) for line in (dataset / ".tether/ops.jsonl").read_text().splitlines()][-1]
+    assert done["done"] == ops[0]["id"] and done["result"]["vcs"]["commit"] == head
+    assert done["result"]["vcs"]["branch"] == "feat"
+
+
 def test_a_writable_open_forks_only_its_own_stores_branch_as_tether_vcs_does(tmp_path, env, tether, ref):
     """Two git stores pending on one bookmark: the first writable open of
     one forks that store's branch alone; the other stays pending, whatever

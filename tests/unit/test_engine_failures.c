@@ -298,3 +298,173 @@ TT_TEST(drop_writes_nothing_when_its_journal_entry_cannot_hold_the_workspace)
 	CHECK_INT(journal_entries(&f), entries);
 	fixture_close(&f);
 }
+
+/* --- repair: a lost working branch forked again ------------------------------------ */
+
+/* An eager fixture whose workspace expects both working branches under
+ * names the stores never had: repair plans a refork of each. */
+static int lose_working_branches(fixture *f, char names[2][160])
+{
+	tt_error err = TT_ERROR_INIT;
+	for (int i = 0; i < 2; i++) {
+		snprintf(names[i], 160, "tether.ws.%s.lost%d", tt_repo_dataset_id(f->repo), i + 1);
+		json_object_set_new(f->repo->ws.working_refs, i ? "m2" : "m1", json_string(names[i]));
+	}
+	int rc = tt_workspace_save(&f->repo->ws, f->repo->root, &err);
+	tt_error_clear(&err);
+	return rc;
+}
+
+TT_TEST(repair_writes_nothing_when_its_journal_entry_cannot_hold_the_workspace)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	char lost[2][160];
+	CHECK_OK(fixture_open(&f, 1));
+	CHECK_OK(lose_working_branches(&f, lost));
+	size_t entries = journal_entries(&f);
+
+	tt_repair_opts ro = TT_REPAIR_OPTS_INIT;
+	tt_backend_set_trace(spoil_workspace, f.repo);
+	int rc = tt_repo_repair(f.repo, &ro, NULL, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	CHECK_MSG(rc < 0 && err.code == rc, "repair returned %d with err %d (%s)", rc, err.code,
+		  err.message ? err.message : "");
+	CHECK_MSG(err.message && strstr(err.message, "workspace") && strstr(err.message, "nothing was repaired"),
+		  "%s", err.message ? err.message : "");
+	tt_error_clear(&err);
+	tt_plan_result_release(&res);
+	/* Nothing written: no branch forked again, no journal entry begun. */
+	CHECK(!has_branch(f.sys[0], lost[0]) && !has_branch(f.sys[1], lost[1]));
+	CHECK_INT(journal_entries(&f), entries);
+	fixture_close(&f);
+}
+
+TT_TEST(repair_stops_when_a_refork_cannot_be_journaled_and_keeps_it_recorded)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	journal_outage o = { .forks = 0 };
+	char lost[2][160];
+	CHECK_OK(fixture_open(&f, 1));
+	CHECK_OK(lose_working_branches(&f, lost));
+	snprintf(o.ops, sizeof o.ops, "%s/.tether/ops.jsonl", f.dir);
+	snprintf(o.saved, sizeof o.saved, "%s/.tether/ops.jsonl.saved", f.dir);
+
+	tt_repair_opts ro = TT_REPAIR_OPTS_INIT;
+	tt_backend_set_trace(break_journal_at_first_fork, &o);
+	int rc = tt_repo_repair(f.repo, &ro, NULL, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	if (o.forks == 1) { /* still broken: mend it */
+		CHECK(rmdir(o.ops) == 0 && rename(o.saved, o.ops) == 0);
+	}
+	/* Never a success with the refork reported failed, or err set. */
+	CHECK_MSG(rc < 0, "repair returned %d with err %d (%s)", rc, err.code, err.message ? err.message : "");
+	CHECK_INT(err.code, rc);
+	CHECK(res.out == NULL);
+	CHECK_MSG(err.message && strstr(err.message, "ops.jsonl") && strstr(err.message, "repair m1") &&
+			  strstr(err.message, "m1 repaired and recorded"),
+		  "%s", err.message ? err.message : "");
+	tt_error_clear(&err);
+	tt_plan_result_release(&res);
+	/* m1 was forked again and the workspace records it; m2 was not touched. */
+	CHECK(has_branch(f.sys[0], lost[0]) && !has_branch(f.sys[1], lost[1]));
+	char *ws = workspace_file(&f);
+	CHECK(ws != NULL);
+	CHECK_MSG(ws && strstr(ws, lost[0]), "%s", ws ? ws : "");
+	free(ws);
+
+	/* The rest, by repair again. */
+	CHECK_OK(tt_repo_repair(f.repo, &ro, NULL, &res, &err));
+	CHECK(has_branch(f.sys[1], lost[1]));
+	tt_plan_result_release(&res);
+	fixture_close(&f);
+}
+
+/* --- gc: an unpin the journal cannot record -------------------------------------- */
+
+/* ops.jsonl swapped for a directory after the first unpin (mended by the test). */
+static void break_journal_at_unpin(void *ctx, const char *kind, const char *op, int rc)
+{
+	journal_outage *o = ctx;
+	(void)kind;
+	if (strcmp(op, "unpin") != 0 || rc < 0 || o->forks++ != 0)
+		return;
+	if (rename(o->ops, o->saved) != 0 || mkdir(o->ops, 0755) != 0)
+		fprintf(stderr, "  could not break the journal: %s\n", strerror(errno));
+}
+
+/* The pinned index holds pin pid. */
+static bool indexed(fixture *f, const char *pid)
+{
+	char path[2300];
+	tt_buf b = TT_BUF_INIT;
+	tt_error err = TT_ERROR_INIT;
+	snprintf(path, sizeof path, "%s/.git/tether-pinned.jsonl", f->dir);
+	bool yes = tt_read_file(path, &b, 1 << 20, &err) == 0 && b.ptr && strstr(b.ptr, pid);
+	tt_error_clear(&err);
+	tt_buf_release(&b);
+	return yes;
+}
+
+TT_TEST(gc_stops_when_an_unpin_cannot_be_journaled_and_keeps_its_bookkeeping)
+{
+	fixture f;
+	tt_error err = TT_ERROR_INIT;
+	tt_plan_result res = TT_PLAN_RESULT_INIT;
+	journal_outage o = { .forks = 0 };
+	CHECK_OK(fixture_open(&f, 1));
+	/* A second commit's manifests written and discarded: its pin is named nowhere. */
+	char branch[128], cmd[2400], pid[256] = "";
+	snprintf(branch, sizeof branch, "tether.ws.%s.feature", tt_repo_dataset_id(f.repo));
+	json_t *payload = json_pack("{s:i}", "x", 1);
+	CHECK_OK(tt_memory_write(f.sys[0], branch, payload, NULL, &err));
+	json_decref(payload);
+	tt_commit_opts co = TT_COMMIT_OPTS_INIT;
+	co.message = "second";
+	co.no_vcs = true;
+	CHECK_OK(tt_repo_commit(f.repo, &co, NULL, &res, &err));
+	const char *tag = json_string_value(json_object_get(json_object_get(res.out, "pinned"), "m1"));
+	CHECK_MSG(tag && strncmp(tag, "tether.", 7) == 0, "pinned: %s", tag ? tag : "(none)");
+	snprintf(pid, sizeof pid, "%s", tag ? tag + 7 : "");
+	tt_plan_result_release(&res);
+	snprintf(cmd, sizeof cmd, "cd '%s' && git checkout -q -- .tether", f.dir);
+	CHECK(system(cmd) == 0);
+	tt_repo_free(f.repo);
+	CHECK_OK(tt_repo_open(f.dir, &f.repo, &err));
+	CHECK(indexed(&f, pid));
+	snprintf(o.ops, sizeof o.ops, "%s/.tether/ops.jsonl", f.dir);
+	snprintf(o.saved, sizeof o.saved, "%s/.tether/ops.jsonl.saved", f.dir);
+
+	tt_gc_opts go = TT_GC_OPTS_INIT;
+	tt_backend_set_trace(break_journal_at_unpin, &o);
+	int rc = tt_repo_gc(f.repo, &go, NULL, &res, &err);
+	tt_backend_set_trace(NULL, NULL);
+	if (o.forks) { /* mend it */
+		CHECK(rmdir(o.ops) == 0 && rename(o.saved, o.ops) == 0);
+	}
+	CHECK_MSG(o.forks == 1, "gc unpinned %d time(s)", o.forks);
+	/* Never a success with the unpin reported failed, or err set. */
+	CHECK_MSG(rc < 0, "gc returned %d with err %d (%s)", rc, err.code, err.message ? err.message : "");
+	CHECK_INT(err.code, rc);
+	CHECK(res.out == NULL);
+	CHECK_MSG(err.message && strstr(err.message, "unpin tether.") && strstr(err.message, "ops.jsonl") &&
+			  strstr(err.message, "tether gc"),
+		  "%s", err.message ? err.message : "");
+	tt_error_clear(&err);
+	tt_plan_result_release(&res);
+	/* The pin is gone from the store and, its bookkeeping done, from the pinned index. */
+	char tagname[300];
+	snprintf(tagname, sizeof tagname, "tether.%s", pid);
+	json_t *after = NULL;
+	CHECK_OK(tt_memory_show(f.sys[0], &after, &err));
+	CHECK(json_object_get(json_object_get(after, "tags"), tagname) == NULL);
+	json_decref(after);
+	CHECK(!indexed(&f, pid));
+	/* gc again has nothing left to unpin, and succeeds. */
+	CHECK_OK(tt_repo_gc(f.repo, &go, NULL, &res, &err));
+	tt_plan_result_release(&res);
+	fixture_close(&f);
+}

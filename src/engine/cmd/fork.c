@@ -1597,15 +1597,23 @@ static json_t *adopted_branches(const tt_plan *plan)
 }
 
 /* The entry done.  As tether-vcs journals it: the reused keys, and the
- * heads of the branches reset as a late `pre`. */
+ * heads of the branches reset as a late `pre`, and where the VCS is now
+ * (where undo returns it).  A position that cannot be read leaves the
+ * entry started, as an interrupted `new`'s: the same `new` again finishes
+ * it (resuming_new). */
 static int journal_forked(new_apply *na, new_forked *fo, tt_error *err)
 {
 	json_t *now = NULL;
-	tt_error perr = TT_ERROR_INIT;
 	const char *k;
 	json_t *v;
-	tt_vcs_position(na->repo->vcs, &now, &perr);
-	tt_error_clear(&perr);
+	int rc;
+	if ((rc = tt_vcs_position(na->repo->vcs, &now, err)) < 0) {
+		/* (a hint of the VCS's own stays) */
+		tt_error_prefix(err, "new: this checkout is on %s with its working refs recorded, but where the VCS "
+				"working copy is now cannot be read for the journal (once that is fixed, the same "
+				"`tether new` again finishes it)", na->bookmark ? na->bookmark : "its bookmark");
+		return rc;
+	}
 	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
 	json_object_foreach(na->reused, k, v)
 		json_array_append_new(reused_keys, json_string(k));
@@ -1615,12 +1623,16 @@ static int journal_forked(new_apply *na, new_forked *fo, tt_error *err)
 			json_object_set(json_object_get(done_pre, "heads"), na->jobs[i].m->key,
 					(json_t *)na->jobs[i].expected.state);
 	json_t *adopted = adopted_branches(na->plan);
-	na->result = json_pack("{s:o?,s:s?,s:s?,s:o,s:o,s:o,s:o,s:O,s:O,s:o}", "vcs", now, "bookmark", na->bookmark,
+	na->result = json_pack("{s:o,s:s?,s:s?,s:o,s:o,s:o,s:o,s:O,s:O,s:o}", "vcs", now, "bookmark", na->bookmark,
 			       "created_bookmark", na->create ? na->bookmark : NULL, "created", fo->created, "reset",
 			       fo->reset, "reused", reused_keys, "adopted", adopted, "working_refs", na->working,
 			       "pending_forks", na->pending, "failed", fo->failed_keys);
 	fo->created = fo->reset = fo->failed_keys = NULL;
-	int rc = tt_oplog_done(na->repo->root, na->op_id, na->result, done_pre, NULL, err);
+	if (!na->result) {
+		json_decref(done_pre);
+		return tt_error_oom(err);
+	}
+	rc = tt_oplog_done(na->repo->root, na->op_id, na->result, done_pre, NULL, err);
 	json_decref(done_pre);
 	return rc;
 }

@@ -311,11 +311,131 @@ static int load_repair(tt_repo *repo, void *ctx, tt_plan *plan, tt_error *err)
 	return tt_engine_check_preconditions(repo, plan, "repair", err);
 }
 
+/* The journal's entry, with the workspace undo puts back as its `pre`.
+ * An entry that cannot say it is not begun, and nothing is repaired. */
+static int journal_repair(tt_repo *repo, const tt_plan *plan, char *op_id, tt_error *err)
+{
+	tt_buf wb = TT_BUF_INIT;
+	int rc;
+	if ((rc = tt_workspace_render(&wb, &repo->ws, err)) < 0) {
+		tt_error_prefix(err, "repair: the journal's entry cannot hold this checkout's workspace; nothing "
+				"was repaired");
+		tt_buf_release(&wb);
+		return rc;
+	}
+	json_t *pj = tt_plan_to_object(plan, err);
+	json_t *pre = json_pack("{s:s}", "workspace", wb.ptr ? wb.ptr : "");
+	tt_buf_release(&wb);
+	if (!pj)
+		rc = err->code ? err->code : tt_error_oom(err);
+	else
+		rc = pre ? tt_oplog_begin(repo->root, "repair", pj, pre, NULL, op_id, err) : tt_error_oom(err);
+	json_decref(pj);
+	json_decref(pre);
+	return rc;
+}
+
+/* What a repair run carries from action to action. */
+typedef struct repair_run {
+	tt_repo *repo;
+	char op_id[TT_OP_ID_LEN + 1]; /* "": nothing journaled */
+	json_t *repinned, *reforked, *failed;
+	bool ws_changed;
+	tt_error jerr;	     /* a progress record the journal refused: the run stops */
+	const char *stopped; /* borrowed: the key whose record was refused */
+} repair_run;
+
+/* A finished action's progress record.  A record the journal refuses
+ * leaves the action done (reported, and in the workspace) and stops the
+ * run after it. */
+static void repair_progress(repair_run *r, const char *key, const char *step, json_t *d)
+{
+	if (!r->op_id[0] || r->jerr.code) {
+		json_decref(d);
+		return;
+	}
+	if (!d || tt_oplog_progress(r->repo->root, r->op_id, step, d, &r->jerr) < 0) {
+		if (!d)
+			tt_error_oom(&r->jerr);
+		r->stopped = key;
+	}
+	json_decref(d);
+}
+
+static void repair_repin(repair_run *r, const tt_plan_action_view *a, tt_error *aerr)
+{
+	tt_repo *repo = r->repo;
+	tt_backend *b;
+	tt_pin pin;
+	const char *pid = json_string_value(json_object_get(a->params, "pin_id"));
+	json_t *loc = json_object_get(a->params, "locator");
+	if (tt_engine_backend(repo, a->kind, &b, aerr) == 0 && tt_backend_has(b, pin) &&
+	    tt_backend_pin(b, loc, json_object_get(a->params, "state"), pid, &pin, aerr) == 0) {
+		if (pin.created)
+			tt_index_note_pinned(repo->vcs->shared_dir, repo->config.dataset_id, pin.id, a->kind, a->key,
+					     aerr);
+		tt_error_clear(aerr);
+		json_object_set_new(r->repinned, a->key, json_string(pid));
+		repair_progress(r, a->key, "repin",
+				json_pack("{s:s,s:s,s:b}", "key", a->key, "target", a->target, "created", pin.created));
+		tt_fault("repair:after-repin");
+	}
+}
+
+static void repair_refork(repair_run *r, const tt_plan_action_view *a, tt_error *aerr)
+{
+	tt_repo *repo = r->repo;
+	const tt_manifest *m = tt_manifests_find(&repo->objects, a->key);
+	tt_expect absent = { TT_EXPECT_ABSENT, NULL };
+	char *made = NULL;
+	if (m && tt_engine_fork_from_manifest(repo, m, a->target, &absent, &made, aerr) == 0) {
+		json_object_set_new(repo->ws.working_refs, a->key, json_string(made));
+		json_object_set(repo->ws.fork_points, a->key, m->state);
+		json_object_set(repo->ws.base_states, a->key, m->state);
+		json_object_set_new(r->reforked, a->key, json_string(made));
+		r->ws_changed = true;
+		repair_progress(r, a->key, "refork", json_pack("{s:s,s:s}", "key", a->key, "ref", made));
+		tt_fault("repair:after-refork");
+	}
+	free(made);
+}
+
+/* Each action in turn, until one the journal could not record. */
+static void repair_actions(repair_run *r, const tt_plan *plan)
+{
+	for (size_t i = 0; i < tt_plan_action_count(plan) && !r->jerr.code; i++) {
+		tt_plan_action_view a;
+		tt_plan_action_at(plan, i, &a);
+		tt_error aerr = TT_ERROR_INIT;
+		if (strcmp(a.op, "repin") == 0)
+			repair_repin(r, &a, &aerr);
+		else if (strcmp(a.op, "refork") == 0)
+			repair_refork(r, &a, &aerr);
+		if (aerr.code) {
+			char *t2 = tt_asprintf("%s %s", a.op, a.target);
+			json_object_set_new(r->failed, t2 ? t2 : a.op, json_string(tt_error_text(&aerr)));
+			free(t2);
+		}
+		tt_error_clear(&aerr);
+	}
+}
+
+/* The journal refused a record: what was done is in the workspace (saved
+ * before), the entry stays started as an interrupted repair's, and the
+ * error names the key and the fix. */
+static int repair_stopped(repair_run *r, tt_error *err)
+{
+	return tt_error_set(err, r->jerr.code, "repair %s: %s; %s repaired and recorded in the workspace, once "
+			    ".tether/ops.jsonl takes writes again, run `tether repair` for the rest",
+			    r->stopped ? r->stopped : "", tt_error_text(&r->jerr), r->stopped ? r->stopped : "it");
+}
+
 static int apply_repair(tt_repo *repo, void *ctx, const tt_plan *plan, bool saved, json_t **out, tt_error *err)
 {
-	json_t *repinned = json_object(), *reforked = json_object(), *failed = json_object();
+	repair_run r = { .repo = repo, .repinned = json_object(), .reforked = json_object(),
+			 .failed = json_object(), .jerr = TT_ERROR_INIT };
 	json_t *notes = NULL, *moot = NULL;
-	char op_id[TT_OP_ID_LEN + 1] = "";
+	char *op_id = r.op_id;
 	int rc;
 	(void)ctx, (void)saved;
 	/* Interrupted commits and pulls with no uncommitted manifests left of
@@ -323,79 +443,30 @@ static int apply_repair(tt_repo *repo, void *ctx, const tt_plan *plan, bool save
 	if ((rc = tt_engine_scan_interrupted(repo, TT_CLOSE_REPAIR, &moot, err)) < 0)
 		goto done;
 	if (tt_plan_write_count(plan)) {
-		json_t *pj = tt_plan_to_object(plan, err);
-		tt_buf wb = TT_BUF_INIT;
-		tt_workspace_render(&wb, &repo->ws, err);
-		json_t *pre = json_pack("{s:s}", "workspace", wb.ptr);
-		tt_buf_release(&wb);
-		rc = tt_oplog_begin(repo->root, "repair", pj, pre, NULL, op_id, err);
-		json_decref(pj);
-		json_decref(pre);
-		if (rc < 0)
+		if ((rc = journal_repair(repo, plan, op_id, err)) < 0)
 			goto done;
 		tt_fault("repair:after-journal");
 	}
-	bool ws_changed = false;
-	for (size_t i = 0; i < tt_plan_action_count(plan); i++) {
-		tt_plan_action_view a;
-		tt_plan_action_at(plan, i, &a);
-		tt_error aerr = TT_ERROR_INIT;
-		tt_backend *b;
-		if (strcmp(a.op, "repin") == 0) {
-			tt_pin pin;
-			const char *pid = json_string_value(json_object_get(a.params, "pin_id"));
-			json_t *loc = json_object_get(a.params, "locator");
-			if (tt_engine_backend(repo, a.kind, &b, &aerr) == 0 && tt_backend_has(b, pin) &&
-			    tt_backend_pin(b, loc, json_object_get(a.params, "state"), pid, &pin, &aerr) == 0) {
-				if (pin.created)
-					tt_index_note_pinned(repo->vcs->shared_dir, repo->config.dataset_id, pin.id, a.kind,
-							     a.key, &aerr);
-				tt_error_clear(&aerr);
-				json_object_set_new(repinned, a.key, json_string(pid));
-				json_t *d = json_pack("{s:s,s:s,s:b}", "key", a.key, "target", a.target, "created", pin.created);
-				tt_oplog_progress(repo->root, op_id, "repin", d, &aerr);
-				json_decref(d);
-				tt_fault("repair:after-repin");
-			}
-		} else if (strcmp(a.op, "refork") == 0) {
-			const tt_manifest *m = tt_manifests_find(&repo->objects, a.key);
-			tt_expect absent = { TT_EXPECT_ABSENT, NULL };
-			char *made = NULL;
-			if (m && tt_engine_fork_from_manifest(repo, m, a.target, &absent, &made, &aerr) == 0) {
-				json_object_set_new(repo->ws.working_refs, a.key, json_string(made));
-				json_object_set(repo->ws.fork_points, a.key, m->state);
-				json_object_set(repo->ws.base_states, a.key, m->state);
-				json_object_set_new(reforked, a.key, json_string(made));
-				ws_changed = true;
-				json_t *d = json_pack("{s:s,s:s}", "key", a.key, "ref", made);
-				tt_oplog_progress(repo->root, op_id, "refork", d, &aerr);
-				json_decref(d);
-				tt_fault("repair:after-refork");
-			}
-			free(made);
-		}
-		if (aerr.code) {
-			char *t2 = tt_asprintf("%s %s", a.op, a.target);
-			json_object_set_new(failed, t2 ? t2 : a.op, json_string(tt_error_text(&aerr)));
-			free(t2);
-		}
-		tt_error_clear(&aerr);
-	}
-	if (ws_changed && (rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
+	repair_actions(&r, plan);
+	if (r.ws_changed && (rc = tt_workspace_save(&repo->ws, repo->root, err)) < 0)
 		goto done;
+	if (r.jerr.code) {
+		rc = repair_stopped(&r, err);
+		goto done;
+	}
 	notes = json_array();
 	for (size_t i = 0; i < tt_plan_note_count(plan); i++)
 		json_array_append_new(notes, json_string(tt_plan_note_at(plan, i)));
 	if (op_id[0]) {
 		/* The journal keeps the report alone; the plan's notes are in its plan. */
-		json_t *report = json_pack("{s:O,s:O,s:O}", "repinned", repinned, "reforked", reforked,
-					   "failed", failed);
+		json_t *report = json_pack("{s:O,s:O,s:O}", "repinned", r.repinned, "reforked", r.reforked,
+					   "failed", r.failed);
 		tt_error ignored = TT_ERROR_INIT;
 		tt_oplog_done(repo->root, op_id, report, NULL, NULL, &ignored);
 		tt_error_clear(&ignored);
 		json_decref(report);
 	}
-	*out = json_pack("{s:O,s:O,s:O,s:O}", "repinned", repinned, "reforked", reforked, "failed", failed,
+	*out = json_pack("{s:O,s:O,s:O,s:O}", "repinned", r.repinned, "reforked", r.reforked, "failed", r.failed,
 			 "notes", notes);
 	{
 		char why[32];
@@ -406,15 +477,16 @@ static int apply_repair(tt_repo *repo, void *ctx, const tt_plan *plan, bool save
 		tt_error_clear(&ignored);
 		/* An interrupted repair of the same scope is redone by this one. */
 		static const char *const scope[] = { "all_history", "keys", NULL };
-		if (!json_object_size(failed))
+		if (!json_object_size(r.failed))
 			tt_engine_close_reruns(repo, "repair", tt_plan_context(plan), scope, op_id[0] ? op_id : NULL,
 					       why, &ignored);
 		tt_error_clear(&ignored);
 	}
 done:
-	json_decref(repinned);
-	json_decref(reforked);
-	json_decref(failed);
+	json_decref(r.repinned);
+	json_decref(r.reforked);
+	json_decref(r.failed);
+	tt_error_clear(&r.jerr);
 	json_decref(notes);
 	json_decref(moot);
 	return rc;

@@ -139,6 +139,8 @@ typedef struct gc_run {
 	json_t *shared;   /* keep-pins for another clone: the CLI's, not journaled */
 	char op_id[TT_OP_ID_LEN + 1];
 	bool journaled, forgot;
+	tt_error jerr;	/* a progress record the journal refused: the run stops */
+	char *stopped;	/* "unpin tether.X": the action whose record was refused */
 } gc_run;
 
 /* Preflight every branch the plan deletes before the first action: a
@@ -200,6 +202,20 @@ static void forget_pinned(tt_repo *repo, const char *pid)
 	json_decref(ids);
 }
 
+/* A finished action's progress record.  A record the journal refuses
+ * leaves the action done (reported, its bookkeeping done by the caller)
+ * and stops the run after it. */
+static void gc_progress(gc_run *r, const tt_plan_action_view *a, const char *step, json_t *d)
+{
+	if (r->journaled && !r->jerr.code &&
+	    (!d || tt_oplog_progress(r->repo->root, r->op_id, step, d, &r->jerr) < 0)) {
+		if (!d)
+			tt_error_oom(&r->jerr);
+		r->stopped = tt_asprintf("%s %s", a->op, a->target);
+	}
+	json_decref(d);
+}
+
 /* An unpin action: the pin and its generations go from the store, then
  * from the pinned index. */
 static void gc_unpin(gc_run *r, const tt_plan_action_view *a, tt_error *e)
@@ -208,13 +224,9 @@ static void gc_unpin(gc_run *r, const tt_plan_action_view *a, tt_error *e)
 	tt_pyv_str(&pid, json_object_get(a->params, "pin_id"));
 	if (do_unpin(r->repo, a, pid.ptr, e) == 0) {
 		tt_gc_map_append(json_object_get(r->report, "unpinned"), a->kind, json_string(pid.ptr));
-		json_t *d = json_pack("{s:s}", "target", a->target);
-		if (r->journaled)
-			tt_oplog_progress(r->repo->root, r->op_id, "unpin", d, e);
-		json_decref(d);
+		gc_progress(r, a, "unpin", json_pack("{s:s}", "target", a->target));
 		tt_fault("gc:after-unpin");
-		if (!e->code)
-			forget_pinned(r->repo, pid.ptr);
+		forget_pinned(r->repo, pid.ptr);
 	}
 	tt_buf_release(&pid);
 }
@@ -234,10 +246,7 @@ static void gc_delete_branch(gc_run *r, const tt_plan_action_view *a, tt_error *
 			tt_error_set(e, TT_ECAPABILITY, "[%s] cannot delete branches", a->kind);
 		else if (tt_backend_delete_working_ref(b, loc, a->target, e) == 0) {
 			tt_gc_map_append(json_object_get(r->report, "deleted_working_refs"), a->key, json_string(a->target));
-			json_t *d = json_pack("{s:s,s:s}", "key", a->key, "target", a->target);
-			if (r->journaled)
-				tt_oplog_progress(r->repo->root, r->op_id, "delete-branch", d, e);
-			json_decref(d);
+			gc_progress(r, a, "delete-branch", json_pack("{s:s,s:s}", "key", a->key, "target", a->target));
 		}
 	}
 }
@@ -321,6 +330,16 @@ static int end_gc(gc_run *r, tt_error *err)
 	return 0;
 }
 
+/* The journal refused a progress record: what was done stays done (its
+ * store, pinned index and workspace written), the entry stays started, as
+ * an interrupted gc's, and the error names the action and the fix. */
+static int gc_stopped(gc_run *r, tt_error *err)
+{
+	return tt_error_set(err, r->jerr.code, "gc: %s: %s; it was done (and any actions before it), once "
+			    ".tether/ops.jsonl takes writes again, run `tether gc` for the rest",
+			    r->stopped ? r->stopped : "an action", tt_error_text(&r->jerr));
+}
+
 /* apply_gc: locks held by the caller. */
 int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_t **out, tt_error *err)
 {
@@ -337,7 +356,7 @@ int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_
 	if ((rc = preflight_heads(repo, plan, err)) < 0 ||
 	    (tt_plan_write_count(plan) && ((rc = begin_gc(&r, plan, parent, err)) < 0 || !r.journaled)))
 		goto done;
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0; i < na && !r.jerr.code; i++) {
 		tt_plan_action_view a;
 		tt_error e = TT_ERROR_INIT;
 		tt_plan_action_at(plan, i, &a);
@@ -349,6 +368,10 @@ int tt_gc_apply_gc(tt_repo *repo, const tt_plan *plan, const char *parent, json_
 	}
 	if (r.forgot)
 		save_forgotten(&r);
+	if (r.jerr.code) {
+		rc = gc_stopped(&r, err);
+		goto done;
+	}
 	if (r.journaled && (rc = end_gc(&r, err)) < 0)
 		goto done;
 	json_object_set(r.report, "failed", r.failed);
@@ -359,6 +382,8 @@ done:
 	json_decref(r.report);
 	json_decref(r.shared);
 	json_decref(r.failed);
+	tt_error_clear(&r.jerr);
+	free(r.stopped);
 	return rc;
 }
 
