@@ -16,6 +16,7 @@ COMMANDS = [
     "init", "add", "remove", "set", "snapshot", "status", "commit", "verify", "diff", "log",
     "new", "open", "pull", "promote", "restore", "gc", "ops", "undo", "repair",
     "drop", "abandon", "forget-workspace", "upgrade", "recover", "export", "publish", "import",
+    "bookmarks",
 ]
 
 

@@ -868,6 +868,28 @@ static int call_import(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
 	return took(o, &res, tt_repo_import(r, &im, &pl, &res, e));
 }
 
+static int call_list_bookmarks(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_list_bookmarks(r, v[0].i, &o->out, e);
+}
+
+static int call_set_expiry(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_set_expiry(r, v[0].s, v[1].i, v[2].i, &o->out, e);
+}
+
+static int call_gc_expired(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	tt_drop_opts d = { .version = TT_DROP_OPTS_VERSION, .dry_run = v[0].i, .delete_stores = v[1].i,
+			   .force_prune = v[2].i, .release_foreign = v[3].i };
+	return tt_repo_gc_expired(r, &d, &o->out, e);
+}
+
+static int call_bookmarks(tt_repo *r, arg_val *v, call_out *o, tt_error *e)
+{
+	return tt_repo_bookmarks(r, &o->out, e);
+}
+
 #define ARGS(...) { __VA_ARGS__, { NULL, 0, 0 } }
 #define NOARGS { { NULL, 0, 0 } }
 
@@ -951,6 +973,20 @@ static const method_spec repo_specs[] = {
 	{ "import_", call_import, 0,
 	  ARGS({ "rows", A_OJSON, 0 }, { "plan_only", A_BOOL, 0 }, { "from_plan", A_OSTR, 0 }, { "sync", A_BOOL, 0 }),
 	  "tt_repo_plan_import / tt_repo_apply_import" },
+	{ "list_bookmarks", call_list_bookmarks, 0, ARGS({ "stores", A_BOOL, 1 }),
+	  "tt_repo_list_bookmarks: every bookmark, the trunk first, with head, expiry, working branches and "
+	  "checkouts (stores: also ask each store for its working branches)." },
+	{ "set_expiry", call_set_expiry, 2,
+	  ARGS({ "bookmark", A_STR, 0 }, { "expires", A_INT, 0 }, { "clear", A_BOOL, 0 }),
+	  "tt_repo_set_expiry: set bookmark's expiry to expires (UTC seconds since the epoch), or clear it (clear: "
+	  "expires unused); a commit on the bookmark, made in a checkout on it." },
+	{ "gc_expired", call_gc_expired, 0,
+	  ARGS({ "dry_run", A_BOOL, 1 }, { "delete_stores", A_BOOL, 0 }, { "force_prune", A_BOOL, 0 },
+	       { "release_foreign", A_BOOL, 0 }),
+	  "tt_repo_gc_expired: drop every bookmark whose expiry has passed, each as tt_repo_drop would (dry_run: "
+	  "plan each drop, apply none)." },
+	{ "bookmarks", call_bookmarks, 0, NOARGS,
+	  "tt_repo_bookmarks: the dataset repository's bookmarks {name: commit}." },
 };
 
 /* One C entry point per row: METH_VARARGS cannot carry the row itself. */
@@ -961,12 +997,12 @@ static const method_spec repo_specs[] = {
 	}
 STUB(0) STUB(1) STUB(2) STUB(3) STUB(4) STUB(5) STUB(6) STUB(7) STUB(8) STUB(9) STUB(10) STUB(11) STUB(12)
 STUB(13) STUB(14) STUB(15) STUB(16) STUB(17) STUB(18) STUB(19) STUB(20) STUB(21) STUB(22) STUB(23) STUB(24)
-STUB(25) STUB(26) STUB(27) STUB(28)
+STUB(25) STUB(26) STUB(27) STUB(28) STUB(29) STUB(30) STUB(31) STUB(32)
 typedef PyObject *(*stub_fn)(RepoObject *, PyObject *, PyObject *);
 static const stub_fn stubs[] = { stub_0, stub_1, stub_2, stub_3, stub_4, stub_5, stub_6, stub_7, stub_8, stub_9,
 				 stub_10, stub_11, stub_12, stub_13, stub_14, stub_15, stub_16, stub_17, stub_18,
 				 stub_19, stub_20, stub_21, stub_22, stub_23, stub_24, stub_25, stub_26, stub_27,
-				 stub_28 };
+				 stub_28, stub_29, stub_30, stub_31, stub_32 };
 #define NSPECS (sizeof repo_specs / sizeof repo_specs[0])
 _Static_assert(sizeof stubs / sizeof stubs[0] == NSPECS, "one stub per method row");
 

@@ -7,18 +7,21 @@ turned into the report type tether-vcs returns for it.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import time
 import warnings
 from urllib.parse import unquote
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, TypeVar, Union
 
 from tether import _help, _native
 from tether.backends import HistoryEntry, ObjectDiff, Tier, VerifyReport
-from tether.errors import MultiObjectError, TetherError
+from tether.errors import MultiObjectError, TetherError, UsageError
 from tether.handles import Handle, from_description
 from tether.manifest import ObjectManifest, Pin, Policy, WorkspaceState, ref_for_pin
 from tether.oplog import OpEntry
@@ -28,7 +31,13 @@ from tether.registry import ExportBundle, ImportReport, ImportSpec, _bundle
 __all__ = [
     "TETHER_REV_ENV",
     "AbandonReport",
+    "BookmarkCheckout",
+    "BookmarkInfo",
+    "BookmarksReport",
     "DropReport",
+    "ExpiredBookmark",
+    "ExpiryReport",
+    "GcExpiredReport",
     "ForgetWorkspaceReport",
     "GcScope",
     "RecoverReport",
@@ -267,6 +276,119 @@ class DropReport:
 
 
 @dataclass
+class BookmarkCheckout:
+    """A live checkout working on a bookmark (see `BookmarkInfo.checkouts`)."""
+
+    workspace_id: str
+    """The checkout's workspace id, 8 characters."""
+    root: str
+    """Where its dataset root is."""
+    here: bool = False
+    """Whether it is the checkout this `Repo` opened."""
+
+
+@dataclass
+class BookmarkInfo:
+    """One bookmark of the dataset, as `Repo.list_bookmarks` lists it."""
+
+    name: str
+    trunk: bool
+    head: str
+    """The bookmark's commit (full length)."""
+    created: str | None = None
+    """When its expiry was first set, ISO 8601 UTC (`None`: no expiry)."""
+    expires: str | None = None
+    """When it expires, ISO 8601 UTC (`"2030-06-01T10:00:00Z"`); `None`:
+    never (always for the trunk)."""
+    expired: bool = False
+    """Whether `expires` has passed: `Repo.gc_expired` drops it."""
+    working_refs: dict[str, list[str]] = field(default_factory=dict)
+    """Object key -> the store branches working on this bookmark."""
+    checkouts: list[BookmarkCheckout] = field(default_factory=list)
+
+
+@dataclass
+class BookmarksReport:
+    """What `Repo.list_bookmarks` found: every bookmark, the trunk first."""
+
+    trunk: str
+    now: str
+    """The time `expired` was judged against, ISO 8601 UTC."""
+    bookmarks: list[BookmarkInfo] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    """Object key -> why its store's working branches could not be listed."""
+
+    def get(self, name: str) -> BookmarkInfo | None:
+        """The bookmark called `name`, or `None`."""
+        return next((b for b in self.bookmarks if b.name == name), None)
+
+    @property
+    def names(self) -> list[str]:
+        return [b.name for b in self.bookmarks]
+
+
+@dataclass
+class ExpiryReport:
+    """What `Repo.set_expiry` did: the bookmark's expiry as it now is."""
+
+    bookmark: str
+    created: str | None = None
+    """When the expiry was first set, ISO 8601 UTC (kept when it changes;
+    `None` once cleared)."""
+    expires: str | None = None
+    """ISO 8601 UTC; `None`: cleared."""
+    commit: str | None = None
+    """The commit on the bookmark that records it (`None`: nothing changed)."""
+    changed: bool = False
+
+
+@dataclass
+class ExpiredBookmark:
+    """One expired bookmark in a `GcExpiredReport`."""
+
+    bookmark: str
+    expires: str
+    created: str | None = None
+    outcome: str = ""
+    """`planned` (a dry run), `dropped`, `refused` (drop refuses it, a
+    checkout works on it, or its branches hold unpinned writes) or `failed`
+    (its drop was applied and failed)."""
+    plan: Plan | None = None
+    """The drop plan (dry runs; a refused bookmark's too, the plan it was
+    judged by): `Repo.apply_drop(plan)` applies a planned one alone."""
+    result: DropReport | None = None
+    """What its drop did (`dropped`)."""
+    error: str | None = None
+    """Why it was refused or failed, naming the fix."""
+
+
+@dataclass
+class GcExpiredReport:
+    """What `Repo.gc_expired` did with each bookmark whose expiry has passed."""
+
+    dry_run: bool = True
+    now: str = ""
+    """The time the expiries were judged against, ISO 8601 UTC."""
+    bookmarks: list[ExpiredBookmark] = field(default_factory=list)
+
+    def _named(self, outcome: str) -> list[str]:
+        return [b.bookmark for b in self.bookmarks if b.outcome == outcome]
+
+    @property
+    def planned(self) -> list[str]:
+        return self._named("planned")
+
+    @property
+    def dropped(self) -> list[str]:
+        return self._named("dropped")
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """Bookmark -> why it was refused."""
+        return {b.bookmark: b.error or "" for b in self.bookmarks if b.outcome == "refused"}
+
+
+@dataclass
 class AbandonReport:
     """What `Repo.abandon` did: commits dropped, and the gc that follows."""
 
@@ -449,6 +571,36 @@ def _keys(keys: Sequence[str] | str | None) -> list[str] | None:
     return list(keys)
 
 
+_LAST_EXPIRY = 253402300799
+"""9999-12-31T23:59:59Z: the last time an expiry file holds (ISO 8601's
+four-digit years, from 1970)."""
+
+
+def _expiry_seconds(expires: datetime | timedelta | float) -> int:
+    """An expiry as UTC seconds since the epoch: a `datetime` with its
+    timezone, a `timedelta` from now (`--ttl`), or seconds themselves."""
+    if isinstance(expires, datetime):
+        if expires.tzinfo is None or expires.utcoffset() is None:
+            raise UsageError(f"expires {expires.isoformat()!r} is a naive datetime: give it a timezone "
+                             "(datetime(..., tzinfo=timezone.utc)), as --expires needs Z or an offset")
+        seconds = math.floor(expires.timestamp())
+    elif isinstance(expires, timedelta):
+        if expires.total_seconds() < 1:
+            raise UsageError(f"expires {expires!r} is not a time to live: give a timedelta of a second or more")
+        seconds = math.floor(time.time() + expires.total_seconds())
+    elif isinstance(expires, (int, float)) and not isinstance(expires, bool):
+        if not math.isfinite(expires):
+            raise UsageError(f"expires {expires!r} is not a time")
+        seconds = math.floor(expires)
+    else:
+        raise TypeError("expires must be a datetime with tzinfo, a timedelta, seconds since the epoch, or None "
+                        f"(to clear), not {type(expires).__name__}")
+    if not 0 <= seconds <= _LAST_EXPIRY:
+        raise UsageError(f"expires {expires!r} is outside 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z, "
+                         "the times an expiry file can hold")
+    return seconds
+
+
 Progress = Union[Callable[[str, str, int, int], object], bool, None]
 """A progress receiver: fn(phase, key, done, total), True for a bar, or None."""
 
@@ -493,6 +645,12 @@ class _Vcs:
     def current_rev(self) -> str:
         """The working copy's commit id (full length)."""
         return self._n.current_rev()
+
+    def bookmarks(self) -> dict[str, str]:
+        """The dataset repository's bookmarks (git: its branches, leaving
+        out tether's `tether/` parking branches): name -> commit id (full
+        length), as tether-vcs's `repo.vcs.bookmarks()`."""
+        return dict(self._n.bookmarks())
 
 
 class QueryRows(list):
@@ -1070,6 +1228,90 @@ class Repo:
     def apply_drop(self, plan: Plan) -> DropReport:
         """Apply a drop plan once its preconditions still hold."""
         return self._drop_report(self._n.drop(from_plan=plan.to_json()), plan)
+
+    # -- bookmarks and their expiries ------------------------------------- #
+
+    @_doc("bookmarks")
+    def list_bookmarks(self, *, stores: bool = True) -> BookmarksReport:
+        """`tether bookmarks --json` as a `BookmarksReport` (this package
+        only): every bookmark, the trunk first, with its head, expiry,
+        working branches per object and the live checkouts on it.
+        `stores=False` is `--no-stores`: only the working branches the live
+        checkouts hold, without asking the stores; with `stores=True` a store
+        that cannot be listed is in `errors` (the call still succeeds)."""
+        out = self._n.list_bookmarks(stores)
+        return BookmarksReport(
+            trunk=str(out["trunk"]), now=str(out["now"]), errors=dict(out.get("errors") or {}),
+            bookmarks=[
+                BookmarkInfo(
+                    name=b["name"], trunk=bool(b["trunk"]), head=b["head"], created=b.get("created"),
+                    expires=b.get("expires"), expired=bool(b.get("expired")),
+                    working_refs={k: list(v) for k, v in (b.get("working_refs") or {}).items()},
+                    checkouts=[BookmarkCheckout(workspace_id=c["workspace_id"], root=c["root"], here=bool(c["here"]))
+                               for c in b.get("checkouts") or []],
+                )
+                for b in out["bookmarks"]
+            ],
+        )
+
+    @_doc("bookmarks")
+    def set_expiry(self, bookmark: str, expires: datetime | timedelta | float | None) -> ExpiryReport:
+        """Set `bookmark`'s expiry, or clear it (this package only; `tether
+        bookmarks NAME --expires/--ttl/--no-expiry`).  `expires` is a
+        `datetime` with a timezone (a naive one raises `UsageError`), a
+        `timedelta` from now (`--ttl`; at least a second), seconds since the
+        epoch (an `int` or `float`, UTC), or `None` to clear the expiry, so
+        the bookmark stays until dropped; a time in the past is allowed
+        (the bookmark is expired at once).  Times outside 1970 to 9999 raise
+        `UsageError`.
+
+        The expiry is a commit on the bookmark of
+        `.tether/bookmarks/<bookmark>.toml`, made in a checkout on it, so
+        every clone that has the bookmark has its expiry.  `ConfigError`,
+        naming the bookmark, refuses the trunk (it never expires), a
+        bookmark that does not exist, and one this `Repo` is not on (`new`
+        onto it first).  Setting the expiry it already has, or clearing one
+        it does not have, commits nothing (`changed=False`).  Journaled as
+        `bookmarks`; `undo` does not take it back (`set_expiry(bookmark,
+        None)` does)."""
+        if expires is None:
+            out = self._n.set_expiry(bookmark, 0, clear=True)
+        else:
+            out = self._n.set_expiry(bookmark, _expiry_seconds(expires))
+        return ExpiryReport(
+            bookmark=str(out["bookmark"]), created=out.get("created"), expires=out.get("expires"),
+            commit=out.get("commit"), changed=bool(out.get("changed")),
+        )
+
+    @_doc("gc")
+    def gc_expired(
+        self, *, dry_run: bool = True, delete_stores: bool = False, force_prune: bool = False,
+        release_foreign: bool = False,
+    ) -> GcExpiredReport:
+        """`tether gc --expired` (this package only): drop every bookmark
+        whose expiry has passed, each through `drop`'s own plan and apply,
+        journaled as its drop.  A dry run by default, like `gc`: each
+        expired bookmark's drop plan in `ExpiredBookmark.plan`, nothing
+        applied.  The options are `drop`'s.  A bookmark drop refuses, one a
+        checkout (this one too) works on, or one whose branches hold
+        unpinned writes (without `force_prune`) is refused alone, with the
+        reason in `error` (`report.refused`); the others still go.  A drop
+        applied that failed raises `MultiObjectError` carrying the report."""
+        out = self._n.gc_expired(dry_run, delete_stores, force_prune, release_foreign)
+        entries = []
+        for b in out["bookmarks"]:
+            plan, result = b.get("plan"), b.get("result")
+            entries.append(ExpiredBookmark(
+                bookmark=str(b["bookmark"]), expires=str(b["expires"]), created=b.get("created"),
+                outcome=str(b["outcome"]),
+                plan=Plan.from_dict(plan, rendered=b.get("plan_text")) if isinstance(plan, dict) else None,
+                result=self._drop_report(result) if isinstance(result, dict) else None, error=b.get("error"),
+            ))
+        report = GcExpiredReport(dry_run=bool(out["dry_run"]), now=str(out["now"]), bookmarks=entries)
+        failed = {b.bookmark: TetherError(b.error or "failed") for b in entries if b.outcome == "failed"}
+        if failed:
+            raise MultiObjectError(f"gc --expired: {len(failed)} drop(s) failed", failed, report=report)
+        return report
 
     @_doc("abandon")
     def abandon(self, revs: Sequence[str], *, gc: bool = False) -> AbandonReport:
