@@ -245,6 +245,11 @@ def test_set_expiry_refusals_name_the_bookmark_and_change_nothing(dataset, git_s
         with pytest.raises(exc, match=says):
             repo.set_expiry("pr-1", value)  # type: ignore[arg-type]
     assert issubclass(UsageError, ValueError)
+    # libtether refuses them too, for a caller of the C API (here the raw
+    # extension call): the expiry file's reader takes 1970 to 9999 only
+    for seconds in (-5, 253402300800, 2**62):
+        with pytest.raises(UsageError, match=r"bookmark pr-1: expiry .* is outside 1970-01-01 to 9999-12-31"):
+            repo._n.set_expiry("pr-1", seconds)
     assert _refs(dataset) == refs and not _expiry_file(dataset, "pr-1").exists()
     assert git(dataset, "status", "--porcelain") == ""
 

@@ -550,6 +550,12 @@ int tt_repo_set_expiry(tt_repo *repo, const char *bookmark, long long expires, b
 	*out = NULL;
 	if ((rc = expiry_refused(repo, bookmark, err)) < 0)
 		return rc;
+	/* what the expiry file's reader takes back: 1970 to 9999, UTC */
+	if (!clear && (expires < 0 || expires > 253402300799LL))
+		return tt_error_set(err, TT_EUSAGE,
+				    "bookmark %s: expiry %lld is outside 1970-01-01 to 9999-12-31 UTC (seconds since the "
+				    "epoch); give one inside that range",
+				    bookmark, expires);
 	if ((rc = tt_repo_lock(repo, err)) < 0)
 		return rc;
 	if ((rc = on_own_bookmark(&es, &head, err)) < 0 || (rc = committed_expiry(&es, head, err)) < 0)
