@@ -1313,17 +1313,25 @@ static int keep_working_refs(new_apply *na, tt_error *err)
 /* --keep's entry done: where the VCS is now (where undo returns it).  A
  * position that cannot be read leaves the entry started, as an
  * interrupted `new`'s: the same `new` again finishes it (resuming_new). */
+/* Where the VCS working copy is now, for the entry's done record; a
+ * position that cannot be read is the command's error (what stands: the
+ * refs `how`, kept or recorded), with the VCS's own hint kept. */
+static int position_for_journal(new_apply *na, const char *how, json_t **now, tt_error *err)
+{
+	int rc = tt_vcs_position(na->repo->vcs, now, err);
+	if (rc < 0)
+		tt_error_prefix(err, "new: this checkout is on %s with its working refs %s, but where the VCS working "
+				"copy is now cannot be read for the journal (once that is fixed, the same `tether new` "
+				"again finishes it)", na->bookmark ? na->bookmark : "its bookmark", how);
+	return rc;
+}
+
 static int journal_kept(new_apply *na, tt_error *err)
 {
 	json_t *now = NULL;
 	int rc;
-	if ((rc = tt_vcs_position(na->repo->vcs, &now, err)) < 0) {
-		/* (a hint of the VCS's own stays) */
-		tt_error_prefix(err, "new: this checkout is on %s with its working refs kept, but where the VCS working "
-				"copy is now cannot be read for the journal (once that is fixed, the same `tether new` "
-				"again finishes it)", na->bookmark ? na->bookmark : "its bookmark");
+	if ((rc = position_for_journal(na, "kept", &now, err)) < 0)
 		return rc;
-	}
 	if (!(na->result = json_pack("{s:o}", "vcs", now)))
 		return tt_error_oom(err);
 	return tt_oplog_done(na->repo->root, na->op_id, na->result, NULL, NULL, err);
@@ -1607,13 +1615,8 @@ static int journal_forked(new_apply *na, new_forked *fo, tt_error *err)
 	const char *k;
 	json_t *v;
 	int rc;
-	if ((rc = tt_vcs_position(na->repo->vcs, &now, err)) < 0) {
-		/* (a hint of the VCS's own stays) */
-		tt_error_prefix(err, "new: this checkout is on %s with its working refs recorded, but where the VCS "
-				"working copy is now cannot be read for the journal (once that is fixed, the same "
-				"`tether new` again finishes it)", na->bookmark ? na->bookmark : "its bookmark");
+	if ((rc = position_for_journal(na, "recorded", &now, err)) < 0)
 		return rc;
-	}
 	json_t *reused_keys = json_array(), *done_pre = json_pack("{s:{}}", "heads");
 	json_object_foreach(na->reused, k, v)
 		json_array_append_new(reused_keys, json_string(k));
