@@ -202,10 +202,11 @@ def test_new_b_failing_on_a_read_only_git_dir_is_finished_by_its_rerun(dataset, 
     assert proc.returncode == 1 and "`tether new feat` joins it" in proc.stderr
 
 
-def test_new_keep_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finishes(dataset, tether, mem, env,
-                                                                                   tmp_path):
-    """`new --keep -b X`'s journal entry records where the VCS working copy
-    went (undo returns it there).  A git that cannot be run once the switch
+@pytest.mark.parametrize("how", ["--keep", "--eager"])
+def test_new_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finishes(how, dataset, tether, mem, env,
+                                                                              tmp_path):
+    """`new -b X --keep` and `--eager`: the journal entry records where the
+    VCS working copy went (undo returns it there).  A git that cannot be run once the switch
     is made (TETHER_GIT a wrapper gone after `git switch`): the command fails
     naming it, never a success whose entry lacks the position; the entry
     stays started and the same command, git back, finishes it."""
@@ -217,7 +218,7 @@ def test_new_keep_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finish
               'case " $* " in *" switch "*) mv "$0" "$0.gone";; esac\nexit $rc\n')
     wrapper.write_text(script)
     wrapper.chmod(0o755)
-    proc = tether("new", "-b", "feat", "--keep", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
+    proc = tether("new", "-b", "feat", how, cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "where the VCS working copy is now cannot be read" in proc.stderr, proc.stderr
     assert "executable not found" in proc.stderr and "the same `tether new` again" in proc.stderr
@@ -226,40 +227,7 @@ def test_new_keep_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finish
     assert ops[0]["command"] == "new" and ops[0]["status"] == "started"
     wrapper.write_text(script)  # git can be run again
     wrapper.chmod(0o755)
-    tether("new", "-b", "feat", "--keep", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
-    ops = tether.json("ops", cwd=dataset)
-    assert ops[0]["command"] == "new" and ops[0]["status"] == "done"
-    head = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
-    done = [json.loads(line) for line in (dataset / ".tether/ops.jsonl").read_text().splitlines()][-1]
-    assert done["done"] == ops[0]["id"] and done["result"]["vcs"]["commit"] == head
-    assert done["result"]["vcs"]["branch"] == "feat"
-
-
-def test_eager_new_that_cannot_read_where_the_vcs_went_fails_and_its_rerun_finishes(dataset, tether, mem, env,
-                                                                                    tmp_path):
-    """`new -b X --eager`'s journal entry records where the VCS working copy
-    went, as --keep's does (undo returns it there).  A git that cannot be
-    run once the switch is made: the command fails naming it, never a
-    success whose entry lacks the position; the entry stays started and the
-    same command, git back, finishes it."""
-    tether("commit", "-m", "first", cwd=dataset)
-    real = shutil.which("git")
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    script = (f'#!/bin/sh\n"{real}" "$@"; rc=$?\n'
-              'case " $* " in *" switch "*) mv "$0" "$0.gone";; esac\nexit $rc\n')
-    wrapper.write_text(script)
-    wrapper.chmod(0o755)
-    proc = tether("new", "-b", "feat", "--eager", cwd=dataset, check=False, env={"TETHER_GIT": str(wrapper)})
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "where the VCS working copy is now cannot be read" in proc.stderr, proc.stderr
-    assert "executable not found" in proc.stderr and "the same `tether new` again" in proc.stderr
-    assert git("branch", "--show-current", cwd=dataset, env=env).strip() == "feat"
-    ops = tether.json("ops", cwd=dataset)
-    assert ops[0]["command"] == "new" and ops[0]["status"] == "started"
-    wrapper.write_text(script)  # git can be run again
-    wrapper.chmod(0o755)
-    tether("new", "-b", "feat", "--eager", cwd=dataset, env={"TETHER_GIT": str(wrapper)})
+    tether("new", "-b", "feat", how, cwd=dataset, env={"TETHER_GIT": str(wrapper)})
     ops = tether.json("ops", cwd=dataset)
     assert ops[0]["command"] == "new" and ops[0]["status"] == "done"
     head = git("rev-parse", "HEAD", cwd=dataset, env=env).strip()
